@@ -1,0 +1,35 @@
+# Two commands for a newcomer: `make demo` and `make test`. Both are idempotent
+# and cheap when nothing changed (the venv is stamped against pyproject.toml).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.etfarm-installed
+DEMO_MODEL := configs/models/tiny_cnn.py:build
+
+.PHONY: setup demo test testbed bench clean
+
+setup: $(STAMP)
+
+# torch==2.13.0 goes in the same pip call as the project, so the resolver takes
+# the CPU wheel on disk instead of fetching a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check "torch==2.13.0" -e ".[test]"
+	@touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/etfarm run --devices local --model $(DEMO_MODEL) --runs 3 --iterations 20
+
+# Debian packages of the testbed (sshd, adb, qemu-user, aarch64 cross g++);
+# installed only when missing.
+testbed:
+	@bash scripts/install-testbed.sh
+
+test: setup testbed
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,309 @@
+"""The device workflow, shared by every transport.
+
+A `DeviceSpec` is data (what the inventory says); a `DeviceAgent` drives one
+device. The base class owns the workflow — quoting, device-side deadlines,
+hash-checked staging, safe pulls, device facts — and a transport fills four
+hooks: `_connect`, `_exec` (run a /bin/sh command string), `_push`, `_pull`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import posixpath
+import shlex
+import tempfile
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, ClassVar
+
+from orchestrator.cache import sha256_file
+from orchestrator.errors import CommandFailed, DeviceError
+
+# Grace between the device-side `timeout` and the host giving up on the transport.
+HOST_DEADLINE_GRACE_SEC = 15.0
+# SIGTERM first; SIGKILL this long after, for a runner that ignores TERM.
+KILL_AFTER_SEC = 5
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """One device as the inventory describes it. Transport-specific keys live in `settings`."""
+
+    name: str
+    transport: str
+    target: str
+    workdir: str
+    exec_prefix: tuple[str, ...] = ()
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    source: str = "<built-in>"
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    command: str
+    exit_code: int | None  # None when the deadline killed it or the transport lost it
+    stdout: str
+    stderr: str
+    duration_s: float
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    def tail(self, chars: int = 2000) -> str:
+        return (self.stdout + self.stderr)[-chars:]
+
+
+@dataclass(frozen=True)
+class StageReport:
+    pushed: tuple[str, ...]
+    skipped: tuple[str, ...]
+    bytes_pushed: int
+
+
+class DeviceAgent(ABC):
+    """Drives one device. Use as a context manager: connect on enter, close on exit."""
+
+    transport: ClassVar[str]
+    CONNECT_TIMEOUT_SEC: ClassVar[float] = 15.0
+    COMMAND_TIMEOUT_SEC: ClassVar[float] = 60.0
+    PUSH_TIMEOUT_SEC: ClassVar[float] = 600.0
+    MAX_PULL_BYTES: ClassVar[int] = 2 << 30
+
+    def __init__(self, spec: DeviceSpec) -> None:
+        self.spec = spec
+        self.log = logging.getLogger(f"etfarm.device.{spec.name}")
+
+    # ---- lifecycle -------------------------------------------------------------
+
+    def connect(self) -> None:
+        self._connect(self.CONNECT_TIMEOUT_SEC)
+        self.check(["mkdir", "-p", "--", self.spec.workdir])
+
+    def close(self) -> None:
+        self._close()
+
+    def __enter__(self) -> DeviceAgent:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- commands --------------------------------------------------------------
+
+    def remote_path(self, rel: str) -> str:
+        """Absolute device path of `rel` inside the workdir; `rel` must stay inside it."""
+        _check_relative(rel, self.spec.name)
+        return posixpath.join(self.spec.workdir, rel)
+
+    def build_command(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+        use_exec_prefix: bool = False,
+    ) -> str:
+        """The /bin/sh command line for argv: every word quoted, a device-side deadline."""
+        words: list[str] = []
+        if env:
+            words += ["env"] + [f"{key}={value}" for key, value in env.items()]
+        if timeout_s is not None:
+            words += ["timeout", "-k", str(KILL_AFTER_SEC), str(max(1, int(round(timeout_s))))]
+        if use_exec_prefix:
+            words += list(self.spec.exec_prefix)
+        words += list(argv)
+        command = shlex.join(words)
+        if cwd is not None:
+            command = f"cd -- {shlex.quote(cwd)} && {command}"
+        return command
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+        use_exec_prefix: bool = False,
+    ) -> ExecResult:
+        """Run argv on the device with a device-side deadline; returns the real exit code."""
+        timeout_s = self.COMMAND_TIMEOUT_SEC if timeout_s is None else timeout_s
+        command = self.build_command(argv, cwd=cwd, env=env, timeout_s=timeout_s, use_exec_prefix=use_exec_prefix)
+        self.log.debug("exec: %s", command)
+        result = self._exec(command, timeout_s + HOST_DEADLINE_GRACE_SEC)
+        # coreutils/toybox `timeout` exits 124 when it had to stop the command.
+        if result.exit_code == 124:
+            result = ExecResult(command, None, result.stdout, result.stderr, result.duration_s, timed_out=True)
+        return result
+
+    def check(self, argv: Sequence[str], **kwargs: Any) -> ExecResult:
+        """`run`, raising CommandFailed unless the command exits 0."""
+        result = self.run(argv, **kwargs)
+        if not result.ok:
+            raise CommandFailed(self.spec.name, result.command, result.exit_code, result.tail(), result.timed_out)
+        return result
+
+    # ---- files -----------------------------------------------------------------
+
+    def stage(self, files: Mapping[str, Path]) -> StageReport:
+        """Make workdir/<rel> equal to each local file; unchanged files are not sent.
+
+        Files already on the device with the same sha256 are skipped; every
+        pushed file is checked by size and sha256 afterwards.
+        """
+        local_hashes = {rel: sha256_file(path) for rel, path in files.items()}
+        remote_hashes = self.remote_sha256(list(files))
+        to_push = [rel for rel in files if remote_hashes.get(rel) != local_hashes[rel]]
+        dirs = sorted({posixpath.dirname(self.remote_path(rel)) for rel in to_push})
+        if dirs:
+            self.check(["mkdir", "-p", "--", *dirs])
+        pushed_bytes = 0
+        for rel in to_push:
+            local = files[rel]
+            final = self.remote_path(rel)
+            partial = f"{final}.partial"
+            self._push(local, partial)
+            mode = "755" if os.access(local, os.X_OK) else "644"
+            self.check(["chmod", mode, "--", partial])
+            self.check(["mv", "-f", "--", partial, final])
+            pushed_bytes += local.stat().st_size
+        if to_push:
+            after = self.remote_sha256(to_push)
+            bad = [rel for rel in to_push if after.get(rel) != local_hashes[rel]]
+            if bad:
+                raise DeviceError(self.spec.name, f"pushed files do not match their sha256 on the device: {', '.join(bad)}")
+        skipped = tuple(rel for rel in files if rel not in to_push)
+        return StageReport(pushed=tuple(to_push), skipped=skipped, bytes_pushed=pushed_bytes)
+
+    def remote_sha256(self, rels: Sequence[str]) -> dict[str, str]:
+        """sha256 of each workdir-relative file that exists on the device."""
+        if not rels:
+            return {}
+        paths = {self.remote_path(rel): rel for rel in rels}
+        # Missing files make sha256sum exit 1; the lines for present ones still count.
+        result = self.run(["sha256sum", "--", *paths], timeout_s=self.PUSH_TIMEOUT_SEC)
+        hashes: dict[str, str] = {}
+        for line in result.stdout.splitlines():
+            digest, _, path = line.partition("  ")
+            if path in paths and len(digest) == 64:
+                hashes[paths[path]] = digest
+        return hashes
+
+    def fetch(self, rel: str, dest_dir: Path, name: str | None = None, max_bytes: int | None = None) -> Path:
+        """Copy workdir/<rel> to dest_dir/<name> safely: plain name, size cap, temp file + rename."""
+        name = name or posixpath.basename(rel)
+        dest = safe_destination(dest_dir, name, self.spec.name)
+        cap = self.MAX_PULL_BYTES if max_bytes is None else max_bytes
+        size = self.remote_size(rel)
+        if size is None:
+            raise DeviceError(self.spec.name, f"no such file on the device: {self.remote_path(rel)}")
+        if size > cap:
+            raise DeviceError(self.spec.name, f"{self.remote_path(rel)} is {size} bytes, over the {cap}-byte cap")
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=dest.parent)
+        os.close(fd)
+        try:
+            self._pull(self.remote_path(rel), Path(tmp), cap)
+            got = Path(tmp).stat().st_size
+            if got != size:
+                raise DeviceError(self.spec.name, f"pulled {got} of {size} bytes of {self.remote_path(rel)}")
+            os.replace(tmp, dest)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return dest
+
+    def remote_size(self, rel: str) -> int | None:
+        result = self.run(["stat", "-c", "%s", "--", self.remote_path(rel)])
+        if not result.ok:
+            return None
+        try:
+            return int(result.stdout.strip())
+        except ValueError:
+            return None
+
+    def remove(self, rel: str) -> None:
+        self.check(["rm", "-rf", "--", self.remote_path(rel)])
+
+    # ---- facts -----------------------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        """What the device is right now: abi, cores, cpufreq, governors, temperatures, load."""
+        script = resources.files("device_agents").joinpath("remote/describe.sh").read_text()
+        result = self.run(["sh", "-c", script])
+        if not result.ok:
+            raise CommandFailed(self.spec.name, "describe.sh", result.exit_code, result.tail(), result.timed_out)
+        return parse_facts(result.stdout)
+
+    # ---- transport hooks ---------------------------------------------------------
+
+    @abstractmethod
+    def _connect(self, timeout_s: float) -> None: ...
+
+    @abstractmethod
+    def _exec(self, command: str, timeout_s: float) -> ExecResult:
+        """Run a /bin/sh command string on the device; never trust a missing exit code."""
+
+    @abstractmethod
+    def _push(self, local: Path, remote_path: str) -> None: ...
+
+    @abstractmethod
+    def _pull(self, remote_path: str, local: Path, max_bytes: int) -> None: ...
+
+    def _close(self) -> None:
+        pass
+
+
+def parse_facts(text: str) -> dict[str, Any]:
+    """Parse describe.sh output: `key=value` lines; `a.b.c=v` nests; numbers become numbers."""
+    facts: dict[str, Any] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if not sep or not key:
+            continue
+        node = facts
+        *parents, leaf = key.strip().split(".")
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                break
+            node = child
+        else:
+            node[leaf] = _number_or_text(value.strip())
+    return facts
+
+
+def _number_or_text(value: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def safe_destination(dest_dir: Path, name: str, device: str) -> Path:
+    """dest_dir/name, refusing names that are not plain or that resolve outside dest_dir."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise DeviceError(device, f"refusing to write pulled file with unsafe name {name!r}")
+    root = dest_dir.resolve()
+    dest = (root / name).resolve()
+    if dest.parent != root:
+        raise DeviceError(device, f"refusing pulled file {name!r}: it resolves outside {root}")
+    root.mkdir(parents=True, exist_ok=True)
+    return dest
+
+
+def _check_relative(rel: str, device: str) -> None:
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise DeviceError(device, f"workdir-relative path expected, got {rel!r}")
+
+

@@ -1,0 +1,29 @@
+"""The host itself as a device: the embedded default, no hardware needed."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from device_agents.base import DeviceAgent, ExecResult
+from orchestrator import procs
+from orchestrator.errors import DeviceError
+
+
+class LocalAgent(DeviceAgent):
+    transport = "local"
+
+    def _connect(self, timeout_s: float) -> None:
+        Path(self.spec.workdir).mkdir(parents=True, exist_ok=True)
+
+    def _exec(self, command: str, timeout_s: float) -> ExecResult:
+        result = procs.run(["sh", "-c", command], timeout_s=timeout_s)
+        return ExecResult(command, result.returncode, result.stdout, result.stderr, result.duration_s, result.timed_out)
+
+    def _push(self, local: Path, remote_path: str) -> None:
+        shutil.copyfile(local, remote_path)
+
+    def _pull(self, remote_path: str, local: Path, max_bytes: int) -> None:
+        if Path(remote_path).stat().st_size > max_bytes:
+            raise DeviceError(self.spec.name, f"{remote_path} is over the {max_bytes}-byte cap")
+        shutil.copyfile(remote_path, local)

@@ -1,0 +1,76 @@
+"""Content-addressed caches under $ETFARM_CACHE_DIR (default ~/.cache/etfarm).
+
+Everything here is safe to delete: exports, runner builds, downloaded runtimes.
+Entries are written to a temporary sibling and renamed into place, so a crash
+never leaves a half-written entry that looks complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+HASH_CHUNK_BYTES = 1 << 20
+
+
+def cache_root() -> Path:
+    explicit = os.environ.get("ETFARM_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg).expanduser() / "etfarm"
+
+
+def cache_dir(kind: str) -> Path:
+    path = cache_root() / kind
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(HASH_CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sha256_parts(parts: Iterable[bytes | str]) -> str:
+    """Hash a sequence of parts unambiguously (each part is length-prefixed)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def publish_dir(staging: Path, final: Path) -> Path:
+    """Atomically move a completed staging dir to `final`; a concurrent winner is kept."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(staging, final)
+    except OSError:
+        if final.is_dir():  # another process published the same key first
+            shutil.rmtree(staging, ignore_errors=True)
+        else:
+            raise
+    return final
+
+
+def staging_dir(kind: str) -> Path:
+    return Path(tempfile.mkdtemp(prefix=".tmp-", dir=cache_dir(kind)))
+
+
+def write_json_atomic(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(data, fh, indent=2, sort_keys=True, default=str)
+        fh.write("\n")
+    os.replace(tmp, path)

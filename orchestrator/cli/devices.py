@@ -1,0 +1,96 @@
+"""`etfarm devices`: list the inventory with reachability; check one; trust an SSH host key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from orchestrator.errors import EXIT_DEVICE_FAILED, UsageError
+
+devices_app = typer.Typer(help="List, check and trust devices of the inventory.", no_args_is_help=False)
+
+ConfigOption = Annotated[Path | None, typer.Option(help="Device inventory YAML (default $ETFARM_CONFIG).")]
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(devices_app, name="devices")
+
+
+@devices_app.callback(invoke_without_command=True)
+def devices(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    config: ConfigOption = None,
+    no_check: Annotated[bool, typer.Option("--no-check", help="List without connecting.")] = False,
+) -> None:
+    """List devices with transport, target, reachability and facts."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from orchestrator.config import load_inventory
+    from orchestrator.probe import address, probe_all
+
+    inventory = load_inventory(config)
+    specs = list(inventory.devices.values())
+    entries = ([{"name": s.name, "transport": s.transport, "target": s.target, "address": address(s),
+                 "workdir": s.workdir, "reachable": None, "error": None, "facts": {}} for s in specs]
+               if no_check else probe_all(specs))
+    if as_json:
+        typer.echo(json.dumps({"config": str(inventory.path) if inventory.path else None, "devices": entries}, indent=2))
+        return
+    from orchestrator.report import format_table
+
+    rows = [[e["name"], e["transport"], e["target"], e["address"], _status(e), _facts_line(e["facts"])] for e in entries]
+    typer.echo(format_table(["device", "transport", "target", "address", "status", "facts"], rows, "llllll"))
+    if inventory.path is None:
+        typer.echo("(no inventory file: only the built-in 'local' device; see --config / ETFARM_CONFIG)")
+
+
+@devices_app.command("check")
+def check(name: Annotated[str, typer.Argument(help="Device name")], config: ConfigOption = None) -> None:
+    """Connect to NAME, describe it, and report; exit 1 when unreachable."""
+    from orchestrator.config import load_inventory
+    from orchestrator.probe import probe
+
+    entry = probe(load_inventory(config).select(name)[0])
+    typer.echo(json.dumps(entry, indent=2))
+    if not entry["reachable"]:
+        raise typer.Exit(EXIT_DEVICE_FAILED)
+
+
+@devices_app.command("trust")
+def trust(name: Annotated[str, typer.Argument(help="SSH device name")], config: ConfigOption = None) -> None:
+    """Record NAME's current SSH host key in its known_hosts file, on purpose."""
+    from orchestrator.config import load_inventory
+
+    spec = load_inventory(config).select(name)[0]
+    if spec.transport != "ssh":
+        raise UsageError(f"device {name!r} uses {spec.transport}; only ssh devices have host keys to trust")
+    from device_agents.ssh import trust_host_key
+
+    fingerprint = trust_host_key(spec)
+    typer.echo(f"trusted {name}: {fingerprint} -> {spec.settings.get('known_hosts')}")
+
+
+def _status(entry: dict[str, Any]) -> str:
+    if entry["reachable"] is None:
+        return "not checked"
+    return "ok" if entry["reachable"] else f"unreachable: {(entry['error'] or '').splitlines()[0][:80]}"
+
+
+def _facts_line(facts: dict[str, Any]) -> str:
+    if not facts:
+        return ""
+    parts = [str(facts.get("abi", "?")), f"{facts.get('cores', '?')} cores"]
+    model = facts.get("android", {}).get("product", {}).get("model") if isinstance(facts.get("android"), dict) else None
+    if model:
+        parts.insert(0, str(model))
+    freqs = [c.get("max_khz") for c in facts.get("cpus", {}).values() if isinstance(c, dict) and c.get("max_khz")]
+    if freqs:
+        parts.append(f"max {max(freqs) / 1e6:.2f} GHz")
+    governors = sorted({c.get("governor") for c in facts.get("cpus", {}).values() if isinstance(c, dict) and c.get("governor")})
+    if governors:
+        parts.append("governor " + "/".join(governors))
+    return ", ".join(parts)

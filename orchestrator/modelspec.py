@@ -1,0 +1,117 @@
+"""Model specs (DESIGN.md §3): `file.py:factory`, `package.module:factory`, or a `.pte`.
+
+Parsing is cheap and torch-free; `load_factory_result` imports the model (and so
+torch) only when an export actually has to happen.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import ModelSpecError
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+SPEC_FORMS = "'path/to/file.py:factory', 'package.module:factory' or 'path/to/model.pte'"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    text: str  # as the user wrote it
+    kind: str  # "file", "module" or "pte"
+    name: str  # model name used in run directories and reports
+    source: Path  # the .py file defining the factory, or the .pte
+    factory: str | None = None
+    module: str | None = None
+
+
+def parse_model_spec(text: str, name: str | None = None) -> ModelSpec:
+    """Resolve a model spec to its source file without importing it."""
+    text = text.strip()
+    if not text:
+        raise ModelSpecError(f"empty model spec; expected {SPEC_FORMS}")
+    if text.endswith(".pte") and ":" not in text:
+        path = Path(text).expanduser()
+        if not path.is_file():
+            raise ModelSpecError(f"model spec {text!r}: no such .pte file")
+        return ModelSpec(text, "pte", _model_name(name, path.stem), path.resolve())
+    target, sep, factory = text.rpartition(":")
+    if not sep or not target:
+        raise ModelSpecError(f"model spec {text!r} has no factory; expected {SPEC_FORMS}")
+    if not _IDENTIFIER.match(factory):
+        raise ModelSpecError(f"model spec {text!r}: {factory!r} is not a valid factory name")
+    if target.endswith(".py") or "/" in target:
+        path = Path(target).expanduser()
+        if not path.is_file():
+            raise ModelSpecError(f"model spec {text!r}: no such file {target!r}")
+        if path.suffix != ".py":
+            raise ModelSpecError(f"model spec {text!r}: {target!r} is not a .py file")
+        return ModelSpec(text, "file", _model_name(name, path.stem), path.resolve(), factory=factory)
+    if not _MODULE_PATH.match(target):
+        raise ModelSpecError(f"model spec {text!r}: {target!r} is neither a .py file nor a module name")
+    try:
+        found = importlib.util.find_spec(target)
+    except (ImportError, ValueError) as exc:
+        raise ModelSpecError(f"model spec {text!r}: cannot find module {target!r} ({exc})") from None
+    if found is None or not found.origin or not Path(found.origin).is_file():
+        raise ModelSpecError(f"model spec {text!r}: cannot find module {target!r}")
+    return ModelSpec(text, "module", _model_name(name, target.rsplit(".", 1)[-1]), Path(found.origin), factory=factory, module=target)
+
+
+def _model_name(explicit: str | None, default: str) -> str:
+    name = explicit or default
+    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", name):
+        raise ModelSpecError(f"model name {name!r} must be letters, digits, '.', '_' or '-'")
+    return name
+
+
+def load_factory_result(spec: ModelSpec) -> tuple[Any, tuple[Any, ...]]:
+    """Import the spec's module, call its factory, check it returned (nn.Module, inputs tuple)."""
+    import torch
+
+    module = _import_spec_module(spec)
+    factory = getattr(module, spec.factory or "", None)
+    if factory is None or not callable(factory):
+        raise ModelSpecError(f"model spec {spec.text!r}: {spec.source.name} has no callable {spec.factory!r}")
+    try:
+        result = factory()
+    except Exception as exc:  # the user's code: report it in one line, whatever it raised
+        raise ModelSpecError(f"model spec {spec.text!r}: factory {spec.factory}() raised {type(exc).__name__}: {exc}") from None
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise ModelSpecError(f"model spec {spec.text!r}: {spec.factory}() must return (torch.nn.Module, example_inputs_tuple), got {type(result).__name__}")
+    model, inputs = result
+    if not isinstance(model, torch.nn.Module):
+        raise ModelSpecError(f"model spec {spec.text!r}: {spec.factory}() returned {type(model).__name__} where a torch.nn.Module was expected")
+    if isinstance(inputs, torch.Tensor):
+        inputs = (inputs,)
+    if not isinstance(inputs, (tuple, list)) or not all(isinstance(t, torch.Tensor) for t in inputs):
+        raise ModelSpecError(f"model spec {spec.text!r}: example inputs must be a tuple of tensors")
+    return model, tuple(inputs)
+
+
+def _import_spec_module(spec: ModelSpec) -> Any:
+    try:
+        if spec.kind == "module":
+            return importlib.import_module(spec.module or "")
+        unique = f"etfarm_model_{abs(hash(str(spec.source)))}"
+        loader_spec = importlib.util.spec_from_file_location(unique, spec.source)
+        if loader_spec is None or loader_spec.loader is None:
+            raise ModelSpecError(f"model spec {spec.text!r}: cannot load {spec.source}")
+        module = importlib.util.module_from_spec(loader_spec)
+        # Let the model file import its siblings (models/common.py and the like).
+        sys.path.insert(0, str(spec.source.parent))
+        try:
+            loader_spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(spec.source.parent))
+        return module
+    except ModelSpecError:
+        raise
+    except Exception as exc:
+        raise ModelSpecError(f"model spec {spec.text!r}: importing {spec.source.name} raised {type(exc).__name__}: {exc}") from None

@@ -1,0 +1,81 @@
+"""The one place etfarm runs host subprocesses: argv lists, never a shell."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+OUTPUT_TAIL_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    argv: tuple[str, ...]
+    returncode: int | None  # None when killed by the deadline
+    stdout: str
+    stderr: str
+    duration_s: float
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def tail(self, chars: int = OUTPUT_TAIL_CHARS) -> str:
+        return (self.stdout + self.stderr)[-chars:]
+
+
+def run(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float | None = None,
+    input_bytes: bytes | None = None,
+) -> ProcResult:
+    """Run argv to completion, capturing output; a deadline kills the process group."""
+    args = tuple(str(a) for a in argv)
+    full_env = None if env is None else {**os.environ, **env}
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=full_env,
+        stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(input=input_bytes, timeout=timeout_s)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        timed_out = True
+    return ProcResult(
+        argv=args,
+        returncode=None if timed_out else proc.returncode,
+        stdout=out.decode(errors="replace"),
+        stderr=err.decode(errors="replace"),
+        duration_s=time.monotonic() - started,
+        timed_out=timed_out,
+    )
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, 9)
+    except ProcessLookupError:
+        pass
+
+
+def which(name: str) -> Path | None:
+    from shutil import which as _which
+
+    found = _which(name)
+    return Path(found) if found else None

@@ -1,0 +1,68 @@
+"""Human-readable tables of per-event statistics, per model, devices side by side."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+# Framework bookkeeping events: shown in the method summary, not among the operators.
+FRAMEWORK_EVENTS = ("Method::init", "Program::load_method", "Method::execute", "OPERATOR_CALL")
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
+    """Plain fixed-width table; `align` is one 'l'/'r' per column (numbers right by default)."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    align = align or "".join("r" if rows and isinstance(rows[0][i], (int, float)) else "l" for i in range(len(headers)))
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if a == "r" else v.ljust(w) for v, w, a in zip(values, widths, align)).rstrip()
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "-"
+        return f"{value:.4f}" if abs(value) < 1000 else f"{value:.1f}"
+    return str(value)
+
+
+def summary(stats: Any, top: int = 12) -> str:
+    """Per model: the method total and the slowest operators; one p50 column per device."""
+    if stats is None or stats.empty:
+        return "no statistics collected"
+    out = []
+    for model, frame in stats.groupby("model", sort=False):
+        devices = list(dict.fromkeys(frame["device"]))
+        out.append(f"model {model}: p50 ms per device ({', '.join(devices)})" if len(devices) > 1 else f"model {model} on {devices[0]}")
+        out.append(_model_table(frame, devices, top))
+    return "\n\n".join(out)
+
+
+def _model_table(frame: Any, devices: list[str], top: int) -> str:
+    keyed = frame.set_index(["event_block", "event_index"])
+    first = keyed[keyed["device"] == devices[0]]
+    ops = first[~first["event_name"].isin(FRAMEWORK_EVENTS)].sort_values("avg_ms", ascending=False).head(top)
+    totals = first[first["event_name"] == "Method::execute"]
+    chosen = list(totals.index) + list(ops.index)
+    if len(devices) == 1:
+        headers = ["event", "block", "n", "p50 ms", "p90 ms", "avg ms", "cv %"]
+        rows = [[r.event_name, key[0], int(r.samples), r.p50_ms, r.p90_ms, r.avg_ms, _cv_percent(r)]
+                for key, r in ((k, first.loc[k]) for k in chosen)]
+        return format_table(headers, rows, "llrrrrr")
+    headers = ["event", "block", *devices]
+    rows = []
+    for key in chosen:
+        row = [first.loc[key].event_name, key[0]]
+        for device in devices:
+            match = keyed[(keyed["device"] == device)].loc[[key]] if key in keyed[keyed["device"] == device].index else None
+            row.append(float(match.iloc[0].p50_ms) if match is not None else None)
+        rows.append(row)
+    return format_table(headers, rows, "ll" + "r" * len(devices))
+
+
+def _cv_percent(row: Any) -> float | None:
+    cv = getattr(row, "cv", None)
+    return None if cv is None else float(cv) * 100.0

@@ -1,0 +1,206 @@
+"""One device's part of a job: stage runner and models, run them R times, pull, analyze.
+
+A DeviceSession runs in its own thread; it only touches its own subtree of the
+run directory and its own manifest entry, so devices never wait on each other.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from device_agents import DeviceSpec, create_agent
+from device_agents.base import DeviceAgent
+from orchestrator.build import RunnerBuild, runner_env
+from orchestrator.cache import write_json_atomic
+from orchestrator.errors import CommandFailed, DeviceError, EtfarmError
+from orchestrator.locks import device_lock
+from orchestrator.lowering import ExportedModel
+from orchestrator.progress import DeviceProgress
+from orchestrator.rundir import DEVICE_JSON, RunDirectory
+from orchestrator.verify import verify_outputs
+
+RUNNER_REL = "bin/etfarm_runner"
+ETDUMP_NAME = "etdump.etdp"
+OUTPUTS_NAME = "outputs.etft"
+DEBUG_NAME = "debug_output.bin"
+RESULT_PREFIX = "ETFARM_RESULT "
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    runs: int = 5
+    iterations: int = 20
+    warmup: int = 3
+    run_timeout_s: float = 600.0
+    wait_for_lock: bool = True
+    intermediate_outputs: bool = False
+    debug_buffer_size: int = 16 << 20
+    cpu_threads: int = 0
+
+
+@dataclass
+class DeviceOutcome:
+    device: str
+    status: str = "pending"  # "ok" or "failed"
+    error: str | None = None
+    stats: list[Any] = field(default_factory=list)  # one DataFrame per model
+    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class DeviceSession:
+    def __init__(self, spec: DeviceSpec, build: RunnerBuild | None, models: Sequence[ExportedModel],
+                 options: RunOptions, rundir: RunDirectory, progress: DeviceProgress,
+                 build_error: str | None = None) -> None:
+        self.spec = spec
+        self.build = build
+        self.models = models
+        self.options = options
+        self.rundir = rundir
+        self.say = progress
+        self.build_error = build_error
+        self.outcome = DeviceOutcome(spec.name)
+
+    def run(self) -> DeviceOutcome:
+        """Run every model on the device; any failure is recorded, never raised."""
+        self._record("running")
+        try:
+            if self.build is None:
+                raise DeviceError(self.spec.name, self.build_error or f"no runner for target {self.spec.target}")
+            with device_lock(self.spec.name, wait=self.options.wait_for_lock, on_wait=self.say):
+                agent = create_agent(self.spec)
+                self.say(f"connecting ({self.spec.transport}, target {self.spec.target})")
+                with agent:
+                    self._stage_runner(agent)
+                    for model in self.models:
+                        self._run_model(agent, model)
+            self.outcome.status = "ok"
+        except EtfarmError as exc:
+            self._fail(str(exc))
+        except Exception as exc:  # a bug or an unexpected transport error: keep the others going
+            self._fail(f"[{self.spec.name}] unexpected {type(exc).__name__}: {exc}")
+            self.say(traceback.format_exc())
+        self._record(self.outcome.status, self.outcome.error)
+        return self.outcome
+
+    # ---- steps -------------------------------------------------------------------
+
+    def _stage_runner(self, agent: DeviceAgent) -> None:
+        assert self.build is not None
+        report = agent.stage(self.build.stage_files())
+        self.say(_staged("runner", report.pushed, report.skipped, report.bytes_pushed))
+
+    def _run_model(self, agent: DeviceAgent, model: ExportedModel) -> None:
+        local_dir = self.rundir.model_dir(self.spec.name, model.name)
+        files = {f"models/{model.name}-{model.key[:16]}.pte": model.pte}
+        if model.inputs is not None:
+            files[f"models/{model.name}-{model.key[:16]}.inputs.etft"] = model.inputs
+        report = agent.stage(files)
+        self.say(_staged(model.name, report.pushed, report.skipped, report.bytes_pushed))
+        facts = agent.describe()
+        write_json_atomic(local_dir / DEVICE_JSON, {"name": self.spec.name, "transport": self.spec.transport,
+                                                   "target": self.spec.target, "exec_prefix": list(self.spec.exec_prefix),
+                                                   "facts": facts})
+        rels = list(files)
+        etdumps: list[Path] = []
+        outputs: list[Path] = []
+        results: list[dict[str, Any]] = []
+        for k in range(1, self.options.runs + 1):
+            self.say(f"{model.name}: run {k}/{self.options.runs} ({self.options.warmup} warmup + {self.options.iterations} iterations)")
+            run_local = self.rundir.run_dir(self.spec.name, model.name, k)
+            result = self._one_run(agent, model, rels, k, run_local)
+            etdumps.append(run_local / ETDUMP_NAME)
+            if (run_local / OUTPUTS_NAME).is_file():
+                outputs.append(run_local / OUTPUTS_NAME)
+            results.append(result)
+        verdict = verify_outputs(model.reference_outputs, outputs)
+        self.say(f"{model.name}: verification {verdict.status}: {verdict.detail}")
+        stats = self._analyze(model, etdumps)
+        self.outcome.stats.append(stats)
+        summary = {"status": "ok", "runs": len(etdumps), "verification": verdict.to_dict(),
+                   "wall_execute_ms": [ms for r in results for ms in r.get("execute_ms", [])],
+                   "load_ms": [r.get("load_ms") for r in results]}
+        self.outcome.verdicts[model.name] = verdict.to_dict()
+        self.rundir.update("devices", self.spec.name, "models", model.name, value=summary)
+
+    def _one_run(self, agent: DeviceAgent, model: ExportedModel, rels: list[str], k: int, run_local: Path) -> dict[str, Any]:
+        out_rel = f"out/{model.name}/run-{k}"
+        agent.remove(out_rel)
+        agent.check(["mkdir", "-p", "--", agent.remote_path(out_rel)])
+        write_json_atomic(run_local / "device_state.json", agent.describe())
+        argv = self._runner_argv(agent, rels, out_rel)
+        result = agent.run(argv, cwd=self.spec.workdir, env=runner_env(self.spec.workdir),
+                           timeout_s=self.options.run_timeout_s, use_exec_prefix=True)
+        (run_local / "runner.log").write_text(f"$ {result.command}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}")
+        if not result.ok:
+            raise CommandFailed(self.spec.name, f"runner ({model.name}, run {k})", result.exit_code, result.tail(1500), result.timed_out)
+        agent.fetch(f"{out_rel}/{ETDUMP_NAME}", run_local)
+        if agent.remote_size(f"{out_rel}/{OUTPUTS_NAME}") is not None:
+            agent.fetch(f"{out_rel}/{OUTPUTS_NAME}", run_local)
+        if self.options.intermediate_outputs:
+            agent.fetch(f"{out_rel}/{DEBUG_NAME}", run_local)
+        parsed = _parse_result(result.stdout)
+        write_json_atomic(run_local / "result.json", parsed)
+        return parsed
+
+    def _runner_argv(self, agent: DeviceAgent, rels: list[str], out_rel: str) -> list[str]:
+        out = agent.remote_path(out_rel)
+        argv = [
+            agent.remote_path(RUNNER_REL),
+            f"--model_path={agent.remote_path(rels[0])}",
+            f"--num_executions={self.options.iterations}",
+            f"--warmup={self.options.warmup}",
+            f"--etdump_path={posixpath.join(out, ETDUMP_NAME)}",
+            f"--output_file={posixpath.join(out, OUTPUTS_NAME)}",
+        ]
+        if len(rels) > 1:
+            argv.append(f"--inputs={agent.remote_path(rels[1])}")
+        threads = self.options.cpu_threads or int(self.spec.settings.get("threads") or 0)
+        if threads > 0:
+            argv.append(f"--cpu_threads={threads}")
+        if self.options.intermediate_outputs:
+            argv += ["--dump_intermediate_outputs", f"--debug_buffer_size={self.options.debug_buffer_size}",
+                     f"--debug_output_path={posixpath.join(out, DEBUG_NAME)}"]
+        return argv
+
+    def _analyze(self, model: ExportedModel, etdumps: list[Path]) -> Any:
+        from orchestrator.analysis import load_samples, summarize
+
+        samples = load_samples(etdumps, etrecord=model.etrecord, run_labels=[p.parent.name for p in etdumps])
+        stats = summarize(samples)
+        stats.insert(0, "model", model.name)
+        stats.insert(0, "device", self.spec.name)
+        return stats
+
+    # ---- manifest ----------------------------------------------------------------
+
+    def _fail(self, message: str) -> None:
+        self.outcome.status = "failed"
+        self.outcome.error = message
+        self.say(f"FAILED: {message}")
+
+    def _record(self, status: str, error: str | None = None) -> None:
+        entry = dict(self.rundir.manifest.get("devices", {}).get(self.spec.name, {}))
+        entry.update({"status": status, "error": error, "transport": self.spec.transport, "target": self.spec.target})
+        self.rundir.update("devices", self.spec.name, value=entry)
+
+
+def _staged(what: str, pushed: Sequence[str], skipped: Sequence[str], nbytes: int) -> str:
+    if not pushed:
+        return f"{what}: staged nothing ({len(skipped)} file(s) unchanged on the device)"
+    return f"{what}: pushed {len(pushed)} file(s), {nbytes / 1e6:.1f} MB ({len(skipped)} unchanged)"
+
+
+def _parse_result(stdout: str) -> dict[str, Any]:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            try:
+                return json.loads(line[len(RESULT_PREFIX):])
+            except json.JSONDecodeError:
+                break
+    return {}

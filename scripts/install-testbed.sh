@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Install the Debian packages the integration tests talk to, only when missing.
+set -euo pipefail
+need=()
+have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+for pkg in openssh-server openssh-client adb qemu-user g++-aarch64-linux-gnu iproute2; do
+  have "$pkg" || need+=("$pkg")
+done
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "testbed: installing ${need[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

@@ -1,0 +1,89 @@
+from pathlib import Path
+
+import pytest
+
+from orchestrator.config import load_inventory
+from orchestrator.errors import ConfigError, UsageError
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "devices.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_no_file_gives_builtin_local() -> None:
+    inventory = load_inventory(None)
+    assert list(inventory.devices) == ["local"]
+    assert inventory.devices["local"].transport == "local"
+
+
+def test_example_inventory_parses() -> None:
+    example = Path(__file__).resolve().parents[2] / "configs" / "devices.yaml"
+    inventory = load_inventory(example)
+    rpi5 = inventory.devices["rpi5"]
+    assert rpi5.transport == "ssh" and rpi5.target == "linux-aarch64"
+    assert rpi5.exec_prefix == ("taskset", "-c", "2-3")
+    assert rpi5.settings["port"] == 22 and rpi5.settings["threads"] == 2
+    assert inventory.devices["pixel8"].settings["adb_port"] == 5037
+    assert rpi5.source == str(example)
+
+
+def test_file_without_local_still_has_local(tmp_path: Path) -> None:
+    path = write(tmp_path, "devices:\n  b:\n    transport: adb\n    serial: X\n    target: android-arm64-v8a\n")
+    assert list(load_inventory(path).devices) == ["local", "b"]
+
+
+def test_file_can_redefine_local(tmp_path: Path) -> None:
+    path = write(tmp_path, "devices:\n  local:\n    transport: local\n    workdir: /tmp/etfarm-x\n    exec_prefix: [nice, -n, '5']\n")
+    local = load_inventory(path).devices["local"]
+    assert local.workdir == "/tmp/etfarm-x" and local.exec_prefix == ("nice", "-n", "5")
+
+
+@pytest.mark.parametrize(
+    "text, key, problem",
+    [
+        ("devices: [", "line", "not valid YAML"),
+        ("foo: 1\n", "devices", "missing"),
+        ("devices: {}\n", "devices", "non-empty mapping"),
+        ("devices:\n  a: 3\n", "devices.a", "expected a mapping"),
+        ("devices:\n  a:\n    transport: telnet\n", "devices.a.transport", "expected one of"),
+        ("devices:\n  a:\n    transport: ssh\n    target: host\n    key: k\n", "devices.a.host", "missing"),
+        ("devices:\n  a:\n    transport: ssh\n    target: host\n    host: h\n    key: k\n    port: abc\n", "devices.a.port", "expected an integer"),
+        ("devices:\n  a:\n    transport: ssh\n    target: host\n    host: h\n    key: k\n    port: 70000\n", "devices.a.port", "out of range"),
+        ("devices:\n  a:\n    transport: adb\n    serial: s\n    target: ios\n", "devices.a.target", "expected one of"),
+        ("devices:\n  a:\n    transport: adb\n    serial: s\n    target: host\n    sereal: t\n", "devices.a.sereal", "unknown key"),
+        ("devices:\n  a:\n    transport: local\n    workdir: relative/dir\n", "devices.a.workdir", "absolute path"),
+        ("devices:\n  a:\n    transport: local\n    exec_prefix: 5\n", "devices.a.exec_prefix", "string or a list"),
+        ("devices:\n  'bad name':\n    transport: local\n", "devices.bad name", "device names"),
+        ("devices:\n  a:\n    transport: local\nextra: 1\n", "extra", "unknown top-level key"),
+    ],
+)
+def test_config_errors_name_file_and_key(tmp_path: Path, text: str, key: str, problem: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_inventory(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: {key}")
+    assert problem in message
+    assert "\n" not in message
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such file"):
+        load_inventory(tmp_path / "nope.yaml")
+
+
+def test_env_var_selects_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, "devices:\n  mine:\n    transport: local\n")
+    monkeypatch.setenv("ETFARM_CONFIG", str(path))
+    assert "mine" in load_inventory().devices
+
+
+def test_select_keeps_order_and_rejects_unknown() -> None:
+    inventory = load_inventory(None)
+    assert [d.name for d in inventory.select("local, local")] == ["local"]
+    with pytest.raises(UsageError, match="unknown device 'pixel9'"):
+        inventory.select("local,pixel9")
+    with pytest.raises(UsageError, match="no devices"):
+        inventory.select(" , ")
