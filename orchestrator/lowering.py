@@ -150,10 +150,11 @@ def _existing_pte(spec: ModelSpec, backend: str) -> ExportedModel:
 
 
 def _lower_into(spec: ModelSpec, backend: str, out: Path) -> None:
-    _quiet_export_noise()
     import torch
 
     from orchestrator.tensorfile import write_tensors
+
+    _quiet_export_noise()  # after importing torch: its logging setup resets levels on import
 
     model, inputs = load_factory_result(spec)
     try:
@@ -213,6 +214,6 @@ def read_meta(model: ExportedModel) -> dict[str, Any]:
 
 def _quiet_export_noise() -> None:
     """torch/torchao/executorch log and warn a lot on import and export; keep the CLI readable."""
-    for name in ("torchao", "torch._export", "torch.export", "executorch", "root"):
+    for name in ("torch", "torchao", "executorch"):
         logging.getLogger(name).setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")

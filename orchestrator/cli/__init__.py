@@ -33,29 +33,33 @@ def main(argv: list[str] | None = None) -> int:
     """Console entry point: one-line errors, exit 2 for usage and config problems."""
     _register_commands()
     try:
-        app(args=argv, standalone_mode=False)
+        result = app(args=argv, standalone_mode=False)
     except EtfarmError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except typer.Exit as exc:
-        return exc.exit_code
-    except typer.Abort:
-        print("aborted", file=sys.stderr)
-        return 130
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print("interrupted: results collected so far are kept in the run directory", file=sys.stderr)
         return 130
-    except _click_usage_errors() as exc:
-        exc.show()
-        return 2
-    return 0
+    except Exception as exc:
+        if _is_usage_error(exc):
+            return _report_usage_error(exc)
+        raise
+    return result if isinstance(result, int) else 0
 
 
-def _click_usage_errors() -> tuple[type[BaseException], ...]:
-    import click
+def _is_usage_error(exc: Exception) -> bool:
+    # typer vendors click; its exceptions all carry these two attributes.
+    return hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int)
 
-    return (click.UsageError, click.BadParameter, click.exceptions.NoSuchOption)
+
+def _report_usage_error(exc: Exception) -> int:
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+        print(ctx.get_help())
+        return 0
+    if ctx is not None:
+        print(ctx.get_usage(), file=sys.stderr)
+    print(f"error: {exc.format_message()}", file=sys.stderr)  # type: ignore[attr-defined]
+    return int(exc.exit_code)  # type: ignore[attr-defined]
 
 
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Bad input gets one line naming the problem, exit 2, no traceback (the real CLI, in a subprocess)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = str(REPO / "configs" / "models" / "tiny_cnn.py") + ":build"
+
+
+def etfarm(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("bad")
+    files = {
+        "raises.py": "def build():\n    raise RuntimeError('no weights here')\n",
+        "syntax.py": "def build(:\n",
+        "wrong_return.py": "def build():\n    return 42\n",
+        "not_module.py": "import torch\ndef build():\n    return 'model', (torch.ones(1),)\n",
+        "malformed.yaml": "devices: [unclosed\n",
+        "badport.yaml": "devices:\n  rpi:\n    transport: ssh\n    target: linux-aarch64\n    host: h\n    key: k\n    port: twenty-two\n",
+    }
+    for name, text in files.items():
+        (root / name).write_text(text)
+    return {name: root / name for name in files}
+
+
+CASES = [
+    # (id, argv builder, fragment expected in the one-line error)
+    ("spec-without-factory", lambda p: ["run", "--model", str(p["raises.py"])], "has no factory"),
+    ("missing-model-file", lambda p: ["run", "--model", "nowhere/model.py:build"], "no such file"),
+    ("missing-pte", lambda p: ["export", "nowhere.pte"], "no such .pte file"),
+    ("factory-raises", lambda p: ["run", "--model", f"{p['raises.py']}:build"], "factory build() raised RuntimeError: no weights here"),
+    ("syntax-error", lambda p: ["export", f"{p['syntax.py']}:build"], "importing syntax.py raised SyntaxError"),
+    ("wrong-return", lambda p: ["export", f"{p['wrong_return.py']}:build"], "must return (torch.nn.Module, example_inputs_tuple)"),
+    ("not-a-module", lambda p: ["export", f"{p['not_module.py']}:build"], "where a torch.nn.Module was expected"),
+    ("missing-factory", lambda p: ["export", f"{p['raises.py']}:make"], "has no callable 'make'"),
+    ("unknown-device", lambda p: ["run", "--devices", "local,pixel9", "--model", TINY], "unknown device 'pixel9'"),
+    ("malformed-config", lambda p: ["run", "--config", str(p["malformed.yaml"]), "--model", TINY], "malformed.yaml: line"),
+    ("bad-config-key", lambda p: ["devices", "--config", str(p["badport.yaml"])], "badport.yaml: devices.rpi.port: expected an integer"),
+    ("missing-config", lambda p: ["devices", "--config", "/nonexistent/devices.yaml"], "devices.yaml: no such file"),
+    ("unknown-backend", lambda p: ["run", "--backend", "tpu", "--model", TINY], "unknown backend 'tpu'"),
+    ("unknown-target", lambda p: ["build", "--target", "ios-arm64"], "ios-arm64"),
+    ("bad-option-value", lambda p: ["run", "--runs", "0", "--model", TINY], "--runs"),
+    ("missing-etdump", lambda p: ["analyze", "/nonexistent/x.etdp"], "/nonexistent/x.etdp"),
+]
+
+
+@pytest.mark.parametrize("case_id, argv, fragment", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_exit_2(bad_inputs: dict[str, Path], tmp_path: Path, case_id: str, argv, fragment: str) -> None:
+    result = etfarm(*argv(bad_inputs), cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(error_lines) == 1, result.stderr
+    assert fragment in error_lines[0]
+    # Nothing half-made is left behind in the working directory for usage errors before the run starts.
+    leftovers = list((tmp_path / "etfarm-runs").glob("*/stats.csv")) if (tmp_path / "etfarm-runs").exists() else []
+    assert leftovers == []
+
+
+def test_help_does_not_import_torch_or_executorch() -> None:
+    probe = ("import sys\nfrom orchestrator.cli import main\n"
+             "for argv in (['--help'], ['run', '--help'], ['devices', '--no-check'], ['analyze', '--help']):\n"
+             "    assert main(argv) == 0, argv\n"
+             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'executorch'))\n"
+             "print('HEAVY', heavy)\n")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "HEAVY []" in result.stdout
+
+
+def test_console_script_is_installed() -> None:
+    exe = Path(sys.executable).parent / "etfarm"
+    result = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    for command in ("run", "export", "build", "analyze", "trace", "devices"):
+        assert command in result.stdout

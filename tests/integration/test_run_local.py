@@ -1,0 +1,132 @@
+"""`etfarm run --devices local` end to end: real export, real runner, real ETDumps, checked against Inspector."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS = REPO / "configs" / "models"
+DESIGN_COLUMNS = ["device", "model", "event_block", "event_index", "event_name", "samples",
+                  "min_ms", "p10_ms", "p50_ms", "p90_ms", "avg_ms", "max_ms", "std_ms"]
+
+
+def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True, timeout=900)
+
+
+def inspector_merged_stats(etdumps: list[Path], etrecord: Path) -> dict[tuple[str, int], dict[str, float]]:
+    """Inspector's samples per (block, event index), concatenated across files, with numpy's statistics."""
+    from executorch.devtools import Inspector
+
+    raw: dict[tuple[str, int], list[float]] = defaultdict(list)
+    names: dict[tuple[str, int], str] = {}
+    for path in etdumps:
+        inspector = Inspector(etdump_path=str(path), etrecord=str(etrecord))
+        for block in inspector.event_blocks:
+            for index, event in enumerate(block.events):
+                if event.perf_data is not None:
+                    raw[(block.name, index)].extend(event.perf_data.raw)
+                    names[(block.name, index)] = event.name
+    return {
+        key: {"event_name": names[key], "samples": len(v), "min_ms": min(v), "max_ms": max(v), "avg_ms": float(np.mean(v)),
+              "p10_ms": float(np.percentile(v, 10)), "p50_ms": float(np.percentile(v, 50)), "p90_ms": float(np.percentile(v, 90))}
+        for key, v in raw.items()
+    }
+
+
+def assert_stats_equal_inspector(stats: pd.DataFrame, etdumps: list[Path], etrecord: Path) -> None:
+    expected = inspector_merged_stats(etdumps, etrecord)
+    ours = {(r.event_block, int(r.event_index)): r for r in stats.itertuples()}
+    assert set(ours) == set(expected)
+    for key, want in expected.items():
+        got = ours[key]
+        assert got.event_name == want["event_name"], key
+        assert int(got.samples) == want["samples"], key
+        for column in ("min_ms", "p10_ms", "p50_ms", "p90_ms", "avg_ms", "max_ms"):
+            assert getattr(got, column) == pytest.approx(want[column], rel=1e-9, abs=1e-12), (key, column)
+
+
+@pytest.mark.slow
+def test_run_local_xnnpack_end_to_end_then_warm(tmp_path: Path) -> None:
+    out = tmp_path / "first"
+    result = etfarm("run", "--devices", "local", "--model", f"{MODELS / 'tiny_cnn.py'}:build",
+                    "--runs", "3", "--iterations", "4", "--warmup", "2", "--out", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "ok"
+    assert manifest["config"]["runs"] == 3 and manifest["versions"]["executorch"] == "1.5.1"
+    device = manifest["devices"]["local"]
+    assert device["status"] == "ok" and device["error"] is None
+    assert device["models"]["tiny_cnn"]["verification"]["status"] == "pass"
+
+    model_dir = out / "local" / "tiny_cnn"
+    facts = json.loads((model_dir / "device.json").read_text())["facts"]
+    assert facts["cores"] >= 1 and facts["abi"]
+    etdumps = sorted(model_dir.glob("run-*/etdump.etdp"))
+    assert [p.parent.name for p in etdumps] == ["run-1", "run-2", "run-3"]
+
+    stats = pd.read_csv(out / "stats.csv")
+    assert list(stats.columns[: len(DESIGN_COLUMNS)]) == DESIGN_COLUMNS
+    assert set(stats["device"]) == {"local"} and set(stats["model"]) == {"tiny_cnn"}
+    execute = stats[stats["event_name"] == "Method::execute"]
+    assert execute["samples"].tolist() == [3 * 4]  # warmup iterations are not in the ETDump
+    assert (stats["event_name"] == "DELEGATE_CALL").any()  # XNNPACK did take the model
+    etrecord = Path(manifest["models"]["tiny_cnn"]["etrecord"])
+    assert_stats_equal_inspector(stats.drop(columns=["device", "model"]), etdumps, etrecord)
+    assert "Method::execute" in result.stdout and f"run directory: {out}" in result.stdout
+
+    # A warm second run of the unchanged model re-exports and rebuilds nothing, and says so.
+    again = etfarm("run", "--devices", "local", "--model", f"{MODELS / 'tiny_cnn.py'}:build",
+                   "--runs", "1", "--iterations", "2", "--out", str(tmp_path / "second"))
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "export cached" in again.stderr and "exporting" not in again.stderr
+    assert "runner for host: cached, not rebuilt" in again.stderr
+    assert "staged nothing" in again.stderr
+
+
+@pytest.mark.slow
+def test_run_local_portable_matches_inspector(tmp_path: Path) -> None:
+    out = tmp_path / "portable"
+    result = etfarm("run", "--model", f"{MODELS / 'tiny_mlp.py'}:build", "--backend", "portable",
+                    "--runs", "2", "--iterations", "5", "--warmup", "1", "--out", str(out), "--quiet")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr == ""  # --quiet
+    stats = pd.read_csv(out / "stats.csv")
+    assert not (stats["event_name"] == "DELEGATE_CALL").any()
+    assert stats["event_name"].str.startswith("native_call_").any()
+    manifest = json.loads((out / "manifest.json").read_text())
+    etdumps = sorted((out / "local" / "tiny_mlp").glob("run-*/etdump.etdp"))
+    assert len(etdumps) == 2
+    assert_stats_equal_inspector(stats.drop(columns=["device", "model"]), etdumps, Path(manifest["models"]["tiny_mlp"]["etrecord"]))
+
+
+@pytest.mark.slow
+def test_failing_device_exits_1_and_keeps_the_others(tmp_path: Path) -> None:
+    config = tmp_path / "devices.yaml"
+    config.write_text(
+        "devices:\n"
+        f"  good:\n    transport: local\n    workdir: {tmp_path / 'good'}\n"
+        f"  broken:\n    transport: local\n    workdir: {tmp_path / 'broken'}\n    exec_prefix: [false]\n"
+    )
+    out = tmp_path / "mixed"
+    result = etfarm("run", "--config", str(config), "--devices", "good,broken", "--model", f"{MODELS / 'tiny_mlp.py'}:build",
+                    "--backend", "portable", "--runs", "1", "--iterations", "2", "--out", str(out))
+    assert result.returncode == 1, result.stderr[-3000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "partial"
+    assert manifest["devices"]["good"]["status"] == "ok"
+    assert manifest["devices"]["broken"]["status"] == "failed"
+    assert "runner" in manifest["devices"]["broken"]["error"]
+    stats = pd.read_csv(out / "stats.csv")
+    assert set(stats["device"]) == {"good"}
+    assert (out / "broken" / "tiny_mlp" / "run-1" / "runner.log").is_file()
+    assert "broken: FAILED" in result.stdout
