@@ -63,6 +63,22 @@ def _model_table(frame: Any, devices: list[str], top: int) -> str:
     return format_table(headers, rows, "ll" + "r" * len(devices))
 
 
-def _cv_percent(row: Any) -> float | None:
+def _cv_percent(row: Any) -> str:
     cv = getattr(row, "cv", None)
-    return None if cv is None else float(cv) * 100.0
+    return "-" if cv is None or cv != cv else f"{float(cv) * 100.0:.1f}"
+
+
+def wall_clock_lines(manifest: dict[str, Any]) -> list[str]:
+    """Per device and model: the runner's own wall-clock timings (execute and method load)."""
+    import numpy as np
+
+    lines = []
+    for device, entry in manifest.get("devices", {}).items():
+        for model, summary in entry.get("models", {}).items():
+            execute = [x for x in summary.get("wall_execute_ms", []) if x is not None]
+            load = [x for x in summary.get("load_ms", []) if x is not None]
+            if execute:
+                lines.append(f"{device} {model}: wall clock per execution p50 {np.percentile(execute, 50):.4f} ms, "
+                             f"p90 {np.percentile(execute, 90):.4f} ms over {len(execute)}; "
+                             f"method load p50 {np.percentile(load, 50):.3f} ms" if load else "")
+    return [line for line in lines if line]

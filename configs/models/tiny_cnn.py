@@ -12,14 +12,17 @@ class TinyCNN(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 16, kernel_size=3, padding=1),
+            nn.Conv2d(3, 32, kernel_size=3, padding=1),
             nn.ReLU(),
             nn.MaxPool2d(2),
-            nn.Conv2d(16, 32, kernel_size=3, padding=1),
+            nn.Conv2d(32, 64, kernel_size=3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(64, 64, kernel_size=3, padding=1),
             nn.ReLU(),
             nn.AdaptiveAvgPool2d(1),
         )
-        self.head = nn.Linear(32, 10)
+        self.head = nn.Linear(64, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(torch.flatten(self.features(x), 1))
@@ -27,4 +30,4 @@ class TinyCNN(nn.Module):
 
 def build() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     torch.manual_seed(0)  # fixed weights and inputs: the cache and the reference stay stable
-    return TinyCNN().eval(), (torch.randn(1, 3, 32, 32),)
+    return TinyCNN().eval(), (torch.randn(1, 3, 64, 64),)

@@ -36,7 +36,7 @@ def run(
     from orchestrator.lowering import BACKENDS
     from orchestrator.modelspec import parse_model_spec
     from orchestrator.progress import Progress
-    from orchestrator.report import summary
+    from orchestrator.report import summary, wall_clock_lines
     from orchestrator.session import RunOptions
 
     if backend not in BACKENDS:
@@ -52,6 +52,8 @@ def run(
                      config_file=inventory.path)
     typer.echo(summary(result.stats))
     typer.echo("")
+    for line in wall_clock_lines(result.rundir.manifest):
+        typer.echo(line)
     for outcome in result.outcomes:
         if outcome.status == "ok":
             verdicts = ", ".join(f"{m} {v['status']}" for m, v in outcome.verdicts.items())

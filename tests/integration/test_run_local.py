@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
+
+from tests.helpers.inspector_stats import assert_stats_equal_inspector
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS = REPO / "configs" / "models"
@@ -20,38 +20,6 @@ DESIGN_COLUMNS = ["device", "model", "event_block", "event_index", "event_name",
 
 def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True, timeout=900)
-
-
-def inspector_merged_stats(etdumps: list[Path], etrecord: Path) -> dict[tuple[str, int], dict[str, float]]:
-    """Inspector's samples per (block, event index), concatenated across files, with numpy's statistics."""
-    from executorch.devtools import Inspector
-
-    raw: dict[tuple[str, int], list[float]] = defaultdict(list)
-    names: dict[tuple[str, int], str] = {}
-    for path in etdumps:
-        inspector = Inspector(etdump_path=str(path), etrecord=str(etrecord))
-        for block in inspector.event_blocks:
-            for index, event in enumerate(block.events):
-                if event.perf_data is not None:
-                    raw[(block.name, index)].extend(event.perf_data.raw)
-                    names[(block.name, index)] = event.name
-    return {
-        key: {"event_name": names[key], "samples": len(v), "min_ms": min(v), "max_ms": max(v), "avg_ms": float(np.mean(v)),
-              "p10_ms": float(np.percentile(v, 10)), "p50_ms": float(np.percentile(v, 50)), "p90_ms": float(np.percentile(v, 90))}
-        for key, v in raw.items()
-    }
-
-
-def assert_stats_equal_inspector(stats: pd.DataFrame, etdumps: list[Path], etrecord: Path) -> None:
-    expected = inspector_merged_stats(etdumps, etrecord)
-    ours = {(r.event_block, int(r.event_index)): r for r in stats.itertuples()}
-    assert set(ours) == set(expected)
-    for key, want in expected.items():
-        got = ours[key]
-        assert got.event_name == want["event_name"], key
-        assert int(got.samples) == want["samples"], key
-        for column in ("min_ms", "p10_ms", "p50_ms", "p90_ms", "avg_ms", "max_ms"):
-            assert getattr(got, column) == pytest.approx(want[column], rel=1e-9, abs=1e-12), (key, column)
 
 
 @pytest.mark.slow

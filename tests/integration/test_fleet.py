@@ -1,0 +1,85 @@
+"""One `etfarm run` over an emulated Raspberry Pi 5 (SSH + qemu), an adb device and `local`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from device_agents import DeviceSpec
+from orchestrator.locks import device_lock
+from tests.helpers.inspector_stats import assert_stats_equal_inspector
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = f"{REPO / 'configs' / 'models' / 'tiny_cnn.py'}:build"
+# Workdir names with a space, a quote and a ';' must survive every transport's quoting.
+AWKWARD = "work dir 'q';x"
+
+
+def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True, timeout=1200)
+
+
+def write_inventory(path: Path, specs: list[DeviceSpec]) -> Path:
+    devices = {}
+    for spec in specs:
+        entry = {"transport": spec.transport, "target": spec.target, "workdir": spec.workdir, **dict(spec.settings)}
+        if spec.exec_prefix:
+            entry["exec_prefix"] = list(spec.exec_prefix)
+        devices[spec.name] = {k: (str(v) if isinstance(v, Path) else v) for k, v in entry.items()}
+    path.write_text(yaml.safe_dump({"devices": devices}))
+    return path
+
+
+def with_workdir(spec: DeviceSpec, workdir: Path) -> DeviceSpec:
+    return DeviceSpec(spec.name, spec.transport, spec.target, str(workdir), spec.exec_prefix, spec.settings, spec.source)
+
+
+@pytest.mark.slow
+def test_one_run_over_rpi5_adb_and_local(rpi5_device: DeviceSpec, adb_device: DeviceSpec, tmp_path: Path) -> None:
+    rpi5 = with_workdir(rpi5_device, tmp_path / "rpi5" / AWKWARD)
+    adb = with_workdir(adb_device, Path(adb_device.workdir) / AWKWARD)
+    local = DeviceSpec("local", "local", "host", str(tmp_path / "local" / AWKWARD))
+    config = write_inventory(tmp_path / "devices.yaml", [rpi5, adb, local])
+    out = tmp_path / "fleet"
+
+    result = etfarm("run", "--config", str(config), "--devices", "rpi5,adbdev,local", "--model", TINY,
+                    "--runs", "2", "--iterations", "3", "--warmup", "1", "--out", str(out))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "ok"
+    etrecord = Path(manifest["models"]["tiny_cnn"]["etrecord"])
+    stats = pd.read_csv(out / "stats.csv")
+    assert set(stats["device"]) == {"rpi5", "adbdev", "local"}
+    for name in ("rpi5", "adbdev", "local"):
+        entry = manifest["devices"][name]
+        assert entry["status"] == "ok", entry
+        assert entry["models"]["tiny_cnn"]["verification"]["status"] == "pass"
+        etdumps = sorted((out / name / "tiny_cnn").glob("run-*/etdump.etdp"))
+        assert len(etdumps) == 2
+        own = stats[stats["device"] == name].drop(columns=["device", "model"])
+        assert_stats_equal_inspector(own, etdumps, etrecord)
+    # The rpi5 really ran the aarch64 runner under qemu.
+    log = (out / "rpi5" / "tiny_cnn" / "run-1" / "runner.log").read_text()
+    assert "qemu-aarch64" in log.splitlines()[0]
+    # Progress was reported per device, and the side-by-side table names all three.
+    for name in ("rpi5", "adbdev", "local"):
+        assert f"[{name}] tiny_cnn: run 2/2" in result.stderr
+    assert "p50 ms per device (rpi5, adbdev, local)" in result.stdout
+
+
+@pytest.mark.slow
+def test_busy_device_fails_with_no_wait(tmp_path: Path) -> None:
+    out = tmp_path / "busy"
+    with device_lock("local"):
+        result = etfarm("run", "--model", TINY, "--runs", "1", "--iterations", "1", "--no-wait", "--out", str(out))
+    assert result.returncode == 1
+    assert "device is busy" in result.stdout + result.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["devices"]["local"]["status"] == "failed"
