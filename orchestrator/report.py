@@ -69,16 +69,25 @@ def _cv_percent(row: Any) -> str:
 
 
 def wall_clock_lines(manifest: dict[str, Any]) -> list[str]:
-    """Per device and model: the runner's own wall-clock timings (execute and method load)."""
+    """Per device and model: the runner's wall clock, the ETDump tracer's cost, and a stability flag."""
     import numpy as np
 
     lines = []
     for device, entry in manifest.get("devices", {}).items():
         for model, summary in entry.get("models", {}).items():
-            execute = [x for x in summary.get("wall_execute_ms", []) if x is not None]
+            execute = summary.get("wall_execute_ms") or []
+            if not execute:
+                continue
+            line = (f"{device} {model}: wall clock per execution p50 {np.percentile(execute, 50):.4f} ms, "
+                    f"p90 {np.percentile(execute, 90):.4f} ms over {len(execute)}")
             load = [x for x in summary.get("load_ms", []) if x is not None]
-            if execute:
-                lines.append(f"{device} {model}: wall clock per execution p50 {np.percentile(execute, 50):.4f} ms, "
-                             f"p90 {np.percentile(execute, 90):.4f} ms over {len(execute)}; "
-                             f"method load p50 {np.percentile(load, 50):.3f} ms" if load else "")
-    return [line for line in lines if line]
+            if load:
+                line += f"; method load p50 {np.percentile(load, 50):.3f} ms"
+            overhead = summary.get("tracer_overhead")
+            if overhead is not None:
+                untraced = summary.get("untraced_execute_ms") or []
+                line += f"; without ETDump p50 {np.percentile(untraced, 50):.4f} ms (tracer overhead {overhead * 100:+.1f}%)"
+            if summary.get("unstable"):
+                line += f"; UNSTABLE: CV {summary['execute_cv'] * 100:.0f}% (pin cores, cool down, or add runs)"
+            lines.append(line)
+    return lines

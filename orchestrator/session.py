@@ -18,6 +18,7 @@ from device_agents import DeviceSpec, create_agent
 from device_agents.base import DeviceAgent
 from orchestrator.build import RunnerBuild, runner_env
 from orchestrator.cache import write_json_atomic
+from orchestrator.conditions import UNSTABLE_CV, coefficient_of_variation, cool_down, tracer_overhead
 from orchestrator.errors import CommandFailed, DeviceError, EtfarmError
 from orchestrator.locks import device_lock
 from orchestrator.lowering import ExportedModel
@@ -42,6 +43,9 @@ class RunOptions:
     intermediate_outputs: bool = False
     debug_buffer_size: int = 16 << 20
     cpu_threads: int = 0
+    untraced_runs: int = 1  # extra runs without the event tracer: end-to-end time and tracer overhead
+    cooldown_s: float = 0.0  # pause before each run
+    max_temp_c: float | None = None  # before each run, wait until the device is at most this hot
 
 
 @dataclass
@@ -109,61 +113,65 @@ class DeviceSession:
         rels = list(files)
         etdumps: list[Path] = []
         outputs: list[Path] = []
-        results: list[dict[str, Any]] = []
+        traced: list[dict[str, Any]] = []
         for k in range(1, self.options.runs + 1):
             self.say(f"{model.name}: run {k}/{self.options.runs} ({self.options.warmup} warmup + {self.options.iterations} iterations)")
             run_local = self.rundir.run_dir(self.spec.name, model.name, k)
-            result = self._one_run(agent, model, rels, k, run_local)
+            traced.append(self._one_run(agent, model, rels, f"run-{k}", run_local, traced=True))
             etdumps.append(run_local / ETDUMP_NAME)
             if (run_local / OUTPUTS_NAME).is_file():
                 outputs.append(run_local / OUTPUTS_NAME)
-            results.append(result)
+        untraced = []
+        for k in range(1, self.options.untraced_runs + 1):
+            self.say(f"{model.name}: end-to-end run {k}/{self.options.untraced_runs} without the event tracer")
+            run_local = self.rundir.model_dir(self.spec.name, model.name) / f"e2e-{k}"
+            run_local.mkdir(exist_ok=True)
+            untraced.append(self._one_run(agent, model, rels, f"e2e-{k}", run_local, traced=False))
         verdict = verify_outputs(model.reference_outputs, outputs)
         self.say(f"{model.name}: verification {verdict.status}: {verdict.detail}")
-        stats = self._analyze(model, etdumps)
-        self.outcome.stats.append(stats)
-        summary = {"status": "ok", "runs": len(etdumps), "verification": verdict.to_dict(),
-                   "wall_execute_ms": [ms for r in results for ms in r.get("execute_ms", [])],
-                   "load_ms": [r.get("load_ms") for r in results]}
+        self.outcome.stats.append(self._analyze(model, etdumps))
         self.outcome.verdicts[model.name] = verdict.to_dict()
-        self.rundir.update("devices", self.spec.name, "models", model.name, value=summary)
+        self.rundir.update("devices", self.spec.name, "models", model.name, value=_timing_summary(traced, untraced, verdict.to_dict()))
 
-    def _one_run(self, agent: DeviceAgent, model: ExportedModel, rels: list[str], k: int, run_local: Path) -> dict[str, Any]:
-        out_rel = f"out/{model.name}/run-{k}"
+    def _one_run(self, agent: DeviceAgent, model: ExportedModel, rels: list[str], label: str, run_local: Path,
+                 traced: bool) -> dict[str, Any]:
+        out_rel = f"out/{model.name}/{label}"
         agent.remove(out_rel)
         agent.check(["mkdir", "-p", "--", agent.remote_path(out_rel)])
-        write_json_atomic(run_local / "device_state.json", agent.describe())
-        argv = self._runner_argv(agent, rels, out_rel)
+        state = cool_down(agent.describe, pause_s=self.options.cooldown_s, max_temp_c=self.options.max_temp_c, say=self.say)
+        write_json_atomic(run_local / "device_state.json", state)
+        argv = self._runner_argv(agent, rels, out_rel, traced)
         result = agent.run(argv, cwd=self.spec.workdir, env=runner_env(self.spec.workdir),
                            timeout_s=self.options.run_timeout_s, use_exec_prefix=True)
         (run_local / "runner.log").write_text(f"$ {result.command}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}")
         if not result.ok:
-            raise CommandFailed(self.spec.name, f"runner ({model.name}, run {k})", result.exit_code, result.tail(1500), result.timed_out)
-        agent.fetch(f"{out_rel}/{ETDUMP_NAME}", run_local)
-        if agent.remote_size(f"{out_rel}/{OUTPUTS_NAME}") is not None:
-            agent.fetch(f"{out_rel}/{OUTPUTS_NAME}", run_local)
-        if self.options.intermediate_outputs:
-            agent.fetch(f"{out_rel}/{DEBUG_NAME}", run_local)
+            raise CommandFailed(self.spec.name, f"runner ({model.name}, {label})", result.exit_code, result.tail(1500), result.timed_out)
+        if traced:
+            agent.fetch(f"{out_rel}/{ETDUMP_NAME}", run_local)
+            if agent.remote_size(f"{out_rel}/{OUTPUTS_NAME}") is not None:
+                agent.fetch(f"{out_rel}/{OUTPUTS_NAME}", run_local)
+            if self.options.intermediate_outputs:
+                agent.fetch(f"{out_rel}/{DEBUG_NAME}", run_local)
         parsed = _parse_result(result.stdout)
         write_json_atomic(run_local / "result.json", parsed)
         return parsed
 
-    def _runner_argv(self, agent: DeviceAgent, rels: list[str], out_rel: str) -> list[str]:
+    def _runner_argv(self, agent: DeviceAgent, rels: list[str], out_rel: str, traced: bool) -> list[str]:
         out = agent.remote_path(out_rel)
         argv = [
             agent.remote_path(RUNNER_REL),
             f"--model_path={agent.remote_path(rels[0])}",
             f"--num_executions={self.options.iterations}",
             f"--warmup={self.options.warmup}",
-            f"--etdump_path={posixpath.join(out, ETDUMP_NAME)}",
-            f"--output_file={posixpath.join(out, OUTPUTS_NAME)}",
         ]
+        if traced:  # untraced runs attach no event tracer at all: that is their point
+            argv += [f"--etdump_path={posixpath.join(out, ETDUMP_NAME)}", f"--output_file={posixpath.join(out, OUTPUTS_NAME)}"]
         if len(rels) > 1:
             argv.append(f"--inputs={agent.remote_path(rels[1])}")
         threads = self.options.cpu_threads or int(self.spec.settings.get("threads") or 0)
         if threads > 0:
             argv.append(f"--cpu_threads={threads}")
-        if self.options.intermediate_outputs:
+        if traced and self.options.intermediate_outputs:
             argv += ["--dump_intermediate_outputs", f"--debug_buffer_size={self.options.debug_buffer_size}",
                      f"--debug_output_path={posixpath.join(out, DEBUG_NAME)}"]
         return argv
@@ -194,6 +202,18 @@ def _staged(what: str, pushed: Sequence[str], skipped: Sequence[str], nbytes: in
     if not pushed:
         return f"{what}: staged nothing ({len(skipped)} file(s) unchanged on the device)"
     return f"{what}: pushed {len(pushed)} file(s), {nbytes / 1e6:.1f} MB ({len(skipped)} unchanged)"
+
+
+def _timing_summary(traced: list[dict[str, Any]], untraced: list[dict[str, Any]], verdict: dict[str, Any]) -> dict[str, Any]:
+    """The runner's own wall-clock numbers for the manifest, with the tracer overhead and stability."""
+    traced_ms = [ms for r in traced for ms in r.get("execute_ms", [])]
+    untraced_ms = [ms for r in untraced for ms in r.get("execute_ms", [])]
+    cv = coefficient_of_variation(traced_ms)
+    return {"status": "ok", "runs": len(traced), "verification": verdict,
+            "wall_execute_ms": traced_ms, "untraced_execute_ms": untraced_ms,
+            "load_ms": [r.get("load_ms") for r in traced],
+            "tracer_overhead": tracer_overhead(traced_ms, untraced_ms),
+            "execute_cv": cv, "unstable": cv is not None and cv > UNSTABLE_CV}
 
 
 def _parse_result(stdout: str) -> dict[str, Any]:
