@@ -1,0 +1,269 @@
+"""Link ETDump events to the ops of the model, from the ETRecord, without importing torch.
+
+An ETRecord is a zip: `debug_handle_map` and `delegate_map` (JSON: method -> instruction
+id -> debug handles / delegate metadata) and the edge program in torch.export's JSON serde
+form (`edge_dialect_exported_program/forward`). Opening it through executorch costs the
+torch import (~5 s); reading the JSON members costs milliseconds. We reproduce what
+Inspector puts in an Event (`_gen_resolve_debug_handles`, `_associate_with_op_graph_nodes`,
+`FXOperatorGraph`): debug handles, op types, stack traces, module hierarchy, backend name.
+
+Parsed records are cached per (path, mtime, size): one parse per model, reused for every
+run and device of a session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import AnalysisError
+
+ETRECORD_IDENTIFIER = "ETRECORD_V0"
+DEBUG_HANDLE_MAP = "debug_handle_map"
+DELEGATE_MAP = "delegate_map"
+EDGE_PROGRAM = "edge_dialect_exported_program"
+FORWARD = "forward"  # Inspector links every block against the forward method
+RESERVED_FRAMEWORK_EVENT_NAMES = frozenset({"Method::init", "Program::load_method", "Method::execute"})
+_SKIPPED_TARGETS = frozenset({"_operator.getitem", "memory.alloc"})  # FXOperatorGraph drops them
+_MODULE_STACK_DELIMITER = ";"
+
+
+@dataclass(frozen=True)
+class OpNode:
+    """An op of the edge graph, as Inspector's OperatorNode (name carries FX's trailing '_')."""
+
+    name: str
+    op: str
+    stack_trace: str | None
+    nn_module_stack: dict[str, tuple[str, str]] | None
+
+
+@dataclass(frozen=True)
+class EventLink:
+    """What Inspector attaches to an Event from the ETRecord."""
+
+    debug_handles: int | tuple[int, ...] | None = None
+    op_types: tuple[str, ...] = ()
+    stack_traces: dict[str, str | None] = field(default_factory=dict)
+    module_hierarchy: dict[str, dict[str, tuple[str, str]] | None] = field(default_factory=dict)
+    delegate_backend_name: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class ETRecordInfo:
+    path: str
+    handle_map: dict[str, Any]  # instruction id (str) -> debug handle(s), for FORWARD
+    delegate_map: dict[str, Any] | None  # instruction id (str) -> {"name", "delegate_map"}
+    nodes_by_handle: dict[int, tuple[OpNode, ...]]
+    _links: dict[tuple[str, int, Any], EventLink] = field(default_factory=dict)
+
+    def link(self, name: str, instruction_id: int | None, delegate_debug_identifier: int | str | None) -> EventLink:
+        """The ETRecord data Inspector would attach to an event with these fields."""
+        key = (name, -2 if instruction_id is None else instruction_id, delegate_debug_identifier)
+        found = self._links.get(key)
+        if found is None:
+            found = self._links[key] = self._link(name, instruction_id, delegate_debug_identifier)
+        return found
+
+    def _link(self, name: str, instruction_id: int | None, ident: int | str | None) -> EventLink:
+        handles, backend = self._resolve_handles(name, instruction_id, ident)
+        if name in RESERVED_FRAMEWORK_EVENT_NAMES or handles is None:
+            return EventLink(_freeze(handles), (), {}, {}, backend)
+        op_types: list[str] = []
+        stack_traces: dict[str, str | None] = {}
+        hierarchy: dict[str, Any] = {}
+        for handle in [handles] if isinstance(handles, int) else handles:
+            for node in self.nodes_by_handle.get(handle, ()) if _hashable(handle) else ():
+                if node.name not in stack_traces:
+                    stack_traces[node.name] = node.stack_trace
+                    hierarchy[node.name] = node.nn_module_stack
+                if node.op:
+                    op_types.append(node.op)
+        return EventLink(_freeze(handles), tuple(op_types), stack_traces, hierarchy, backend)
+
+    def _resolve_handles(self, name: str, instruction_id: int | None, ident: int | str | None) -> tuple[Any, str | None]:
+        # Mirrors EventBlock._gen_resolve_debug_handles, including its substring fallback.
+        if instruction_id is None or (iid := str(instruction_id)) not in self.handle_map:
+            return None, None
+        delegate_map = self.delegate_map
+        if ident is None:
+            backend = None
+            if name == "DELEGATE_CALL" and delegate_map is not None and (meta := delegate_map.get(iid)) is not None:
+                backend = meta.get("name", "")
+            return self.handle_map[iid], backend
+        if delegate_map is None or (meta := delegate_map.get(iid)) is None:
+            return self.handle_map[iid], None
+        backend = meta.get("name", "")
+        kernels = meta.get("delegate_map") or {}
+        handles = kernels.get(ident)  # type: ignore[call-overload]
+        if handles is None:
+            handles = kernels.get(str(ident))
+            for key, value in kernels.items():
+                if key in str(ident):
+                    handles = value
+        return handles, backend
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, (int, str))
+
+
+def _freeze(handles: Any) -> int | tuple[int, ...] | None:
+    return tuple(handles) if isinstance(handles, list) else handles
+
+
+_CACHE: dict[tuple[str, int, int], ETRecordInfo] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget parsed ETRecords (benchmarks measure the cold path with it)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def load_etrecord(path: str | os.PathLike[str]) -> ETRecordInfo:
+    """Parse an ETRecord (cached per path, mtime and size). Raises AnalysisError."""
+    name = str(path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        raise AnalysisError(f"{name}: no such ETRecord file") from None
+    key = (os.path.realpath(path), st.st_mtime_ns, st.st_size)
+    with _CACHE_LOCK:
+        cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
+    info = _parse(Path(path), name)
+    with _CACHE_LOCK:
+        _CACHE[key] = info
+    return info
+
+
+def _parse(path: Path, name: str) -> ETRecordInfo:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            members = set(zf.namelist())
+            if ETRECORD_IDENTIFIER not in members:
+                raise AnalysisError(f"{name}: not an ETRecord (no {ETRECORD_IDENTIFIER} member)")
+            handle_maps = _json_member(zf, DEBUG_HANDLE_MAP, name) if DEBUG_HANDLE_MAP in members else None
+            delegate_maps = _json_member(zf, DELEGATE_MAP, name) if DELEGATE_MAP in members else None
+            program_member = _edge_program_member(members)
+            program = _json_member(zf, program_member, name) if program_member else None
+    except zipfile.BadZipFile:
+        raise AnalysisError(f"{name}: not an ETRecord (not a zip file)") from None
+    except (OSError, EOFError, zipfile.LargeZipFile, NotImplementedError) as exc:
+        raise AnalysisError(f"{name}: cannot read ETRecord: {exc}") from None
+    if not isinstance(handle_maps, dict):
+        raise AnalysisError(f"{name}: ETRecord has no {DEBUG_HANDLE_MAP}")
+    method = _pick_method(handle_maps)
+    handle_map = handle_maps.get(method) or {}
+    delegate_map = delegate_maps.get(method) if isinstance(delegate_maps, dict) else None
+    try:
+        nodes = _nodes_by_handle(program) if program is not None else {}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise AnalysisError(f"{name}: unexpected edge program layout in ETRecord: {exc}") from None
+    return ETRecordInfo(
+        name, handle_map if isinstance(handle_map, dict) else {}, delegate_map if isinstance(delegate_map, dict) else None, nodes
+    )
+
+
+def _json_member(zf: zipfile.ZipFile, member: str, name: str) -> Any:
+    try:
+        return json.loads(zf.read(member))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise AnalysisError(f"{name}: ETRecord member {member} is not valid JSON: {exc}") from None
+
+
+def _pick_method(maps: dict[str, Any]) -> str:
+    # Inspector always uses "forward"; a single-method program under another name still links.
+    if FORWARD in maps or len(maps) != 1:
+        return FORWARD
+    return next(iter(maps))
+
+
+def _edge_program_member(members: set[str]) -> str | None:
+    preferred = f"{EDGE_PROGRAM}/{FORWARD}"
+    if preferred in members:
+        return preferred
+    if EDGE_PROGRAM in members:  # older single-program layout
+        return EDGE_PROGRAM
+    candidates = sorted(
+        m for m in members if m.startswith(f"{EDGE_PROGRAM}/") and not m.endswith(("_state_dict", "_constants", "_example_inputs"))
+    )
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def _nodes_by_handle(program: dict[str, Any]) -> dict[int, tuple[OpNode, ...]]:
+    """create_debug_handle_to_op_node_mapping over FXOperatorGraph's call_function nodes."""
+    graph = program["graph_module"]["graph"]
+    out: dict[int, list[OpNode]] = {}
+    for node in graph.get("nodes", []):
+        target = node.get("target", "")
+        if target in _SKIPPED_TARGETS:
+            continue
+        meta = node.get("metadata") or {}
+        handle_text = meta.get("debug_handle")
+        if not handle_text:
+            continue
+        handle = int(handle_text)
+        op_node = OpNode(
+            name=_fx_name(node) + "_",
+            op=_op_name(target),
+            stack_trace=meta.get("stack_trace") or None,
+            nn_module_stack=_module_stack(meta.get("nn_module_stack")),
+        )
+        out.setdefault(handle, []).append(op_node)
+    return {h: tuple(v) for h, v in out.items()}
+
+
+def _fx_name(node: dict[str, Any]) -> str:
+    # The deserializer names a single-tensor op after its output; otherwise the node name.
+    outputs = node.get("outputs") or []
+    if len(outputs) == 1 and isinstance(outputs[0], dict) and "as_tensor" in outputs[0]:
+        return str(outputs[0]["as_tensor"]["name"])
+    return str(node.get("name", ""))
+
+
+def _op_name(target: str) -> str:
+    """`node.target.__name__` of the deserialized target, from its serialized path."""
+    for prefix in ("executorch.exir.dialects.edge.ops.", "executorch.exir.dialects.backend.ops.", "torch.ops.higher_order."):
+        if target.startswith(prefix):
+            return target[len(prefix) :]
+    if target.startswith("torch.ops."):  # OpOverload.__name__ is "op.overload"
+        return ".".join(target.split(".")[3:])
+    return target.rsplit(".", 1)[-1]
+
+
+def _module_stack(text: str | None) -> dict[str, tuple[str, str]] | None:
+    """torch.export's nn_module_stack deserialization: 'key,path,type;...'."""
+    if not text:
+        return None
+    stack: dict[str, tuple[str, str]] = {}
+    for item in text.split(_MODULE_STACK_DELIMITER):
+        parts = _split_top_level(item)
+        if len(parts) != 3:
+            return None
+        stack[parts[0]] = (parts[1], parts[2])
+    return stack
+
+
+def _split_top_level(item: str) -> list[str]:
+    if "(" not in item and "[" not in item:  # the common case: no nesting to respect
+        return item.split(",")
+    out, start, depth = [], 0, 0
+    for end, ch in enumerate(item):
+        if ch in "[(":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(item[start:end])
+            start = end + 1
+    out.append(item[start:])
+    return out
