@@ -1,0 +1,130 @@
+"""The integration testbed as pytest fixtures: real sshd, the real adb server, a device daemon.
+
+Fixtures (every spec is a `device_agents.base.DeviceSpec`, ready for `create_agent`):
+
+- `ssh_device` -> DeviceSpec, transport "ssh", target "host": the session's sshd on
+  127.0.0.1:<free port>, key login as the current user, known_hosts already trusting
+  the server; workdir is a fresh `tmp_path/"ssh-workdir"` (created on connect).
+- `unknown_key_ssh_device` -> the same server with an empty known_hosts (key unknown).
+- `wrong_key_ssh_device` -> the same server with a known_hosts naming another key.
+- `sshd_host` (session) -> `testbed.sshd.SshTestHost`: `.spec(name, workdir, target=,
+  exec_prefix=, known_hosts=, **settings)`, `.port`, `.known_hosts`, `.client_key`.
+- `ssh_server_factory` -> `start() -> SshTestHost`: a private sshd per call (one per
+  device, or one a test may kill); all stopped at teardown.
+- `rpi5_device` -> DeviceSpec "rpi5", transport "ssh", target "linux-aarch64",
+  exec_prefix `qemu-aarch64 -L /usr/aarch64-linux-gnu`, on its own sshd: an
+  emulated Raspberry Pi 5 (the runner's libs still need LD_LIBRARY_PATH).
+- `adb_server` (session) -> `testbed.adbserver.AdbTestServer`: `adb -P <port>` on a
+  free port (`.port`, `.cmd(*args)`), killed at session end.
+- `adb_device_factory` -> `start() -> AdbTestDevice`: a new device daemon attached
+  with `adb connect`; `.spec(name, workdir=None, target=, exec_prefix=)`, `.serial`,
+  `.root` (the folder its shell runs in), `.kill()` (the device dies).
+- `adb_testdevice` -> one AdbTestDevice; `adb_device` -> its DeviceSpec "adbdev",
+  transport "adb", target "host" (its shell runs on this x86_64 host), workdir
+  `<root>/etfarm`.
+
+A missing sshd, ssh-keygen, adb or qemu-aarch64 skips the test with the reason, and
+fails it when CI=true. Every process started here is killed at teardown.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+# Import the testbed the same way whether or not pytest treats this folder as a package.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from device_agents.base import DeviceSpec  # noqa: E402
+from testbed import missing, require_tool  # noqa: E402
+from testbed.adbserver import AdbTestDevice, AdbTestServer, start_adb_device, start_adb_server  # noqa: E402
+from testbed.sshd import SshTestHost, keygen, start_sshd  # noqa: E402
+
+QEMU_SYSROOT = "/usr/aarch64-linux-gnu"
+
+
+@pytest.fixture(scope="session")
+def sshd_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshTestHost]:
+    host = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield host
+    host.stop()
+
+
+@pytest.fixture
+def ssh_server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], SshTestHost]]:
+    started: list[SshTestHost] = []
+
+    def start() -> SshTestHost:
+        host = start_sshd(tmp_path_factory.mktemp("sshd"))
+        started.append(host)
+        return host
+
+    yield start
+    for host in started:
+        host.stop()
+
+
+@pytest.fixture
+def ssh_device(sshd_host: SshTestHost, tmp_path: Path) -> DeviceSpec:
+    return sshd_host.spec("sshdev", tmp_path / "ssh-workdir")
+
+
+@pytest.fixture
+def unknown_key_ssh_device(sshd_host: SshTestHost, tmp_path: Path) -> DeviceSpec:
+    return sshd_host.spec("unknown-key", tmp_path / "ssh-workdir", known_hosts=tmp_path / "empty" / "known_hosts")
+
+
+@pytest.fixture
+def wrong_key_ssh_device(sshd_host: SshTestHost, tmp_path: Path) -> DeviceSpec:
+    other = " ".join(keygen(tmp_path / "impostor_ed25519").split()[:2])
+    known_hosts = tmp_path / "wrong_known_hosts"
+    known_hosts.write_text(f"{sshd_host.host_pattern} {other}\n")
+    return sshd_host.spec("wrong-key", tmp_path / "ssh-workdir", known_hosts=known_hosts)
+
+
+@pytest.fixture
+def rpi5_device(ssh_server_factory: Callable[[], SshTestHost], tmp_path: Path) -> DeviceSpec:
+    qemu = require_tool("qemu-aarch64")
+    if not os.path.isdir(QEMU_SYSROOT):
+        missing(f"the aarch64 sysroot {QEMU_SYSROOT} is not installed (Debian g++-aarch64-linux-gnu)")
+    host = ssh_server_factory()
+    return host.spec(
+        "rpi5", tmp_path / "rpi5-workdir", target="linux-aarch64", exec_prefix=(qemu, "-L", QEMU_SYSROOT)
+    )
+
+
+@pytest.fixture(scope="session")
+def adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdbTestServer]:
+    server = start_adb_server(tmp_path_factory.mktemp("adb-server"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def adb_device_factory(
+    adb_server: AdbTestServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[[], AdbTestDevice]]:
+    started: list[AdbTestDevice] = []
+
+    def start() -> AdbTestDevice:
+        device = start_adb_device(adb_server, tmp_path_factory.mktemp("adb-device"))
+        started.append(device)
+        return device
+
+    yield start
+    for device in started:
+        device.stop()
+
+
+@pytest.fixture
+def adb_testdevice(adb_device_factory: Callable[[], AdbTestDevice]) -> AdbTestDevice:
+    return adb_device_factory()
+
+
+@pytest.fixture
+def adb_device(adb_testdevice: AdbTestDevice) -> DeviceSpec:
+    return adb_testdevice.spec("adbdev")

@@ -1,0 +1,96 @@
+"""Real protocol peers for integration tests: sshd, the adb server and a device daemon.
+
+Every process started here carries a unique environment tag, so teardown can kill
+it and everything it spawned (sshd sessions, `timeout` process groups, orphans of
+a killed daemon) without touching anything else on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import time
+import uuid
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+TAG_VAR = "ETFARM_TESTBED_TAG"
+
+
+def missing(reason: str) -> NoReturn:
+    """A testbed prerequisite is absent: fail under CI=true (never a silent skip), else skip."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
+def require_tool(name: str) -> str:
+    """Path of a testbed tool (a name on PATH or an absolute path), or `missing`."""
+    found = shutil.which(name) or (name if os.path.isabs(name) and os.access(name, os.X_OK) else None)
+    if found:
+        return found
+    missing(f"testbed tool {name!r} is not installed (run `make testbed` or scripts/install-testbed.sh)")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def new_tag() -> str:
+    return f"etfarm-testbed-{uuid.uuid4().hex}"
+
+
+def wait_port(port: int, timeout_s: float, alive: object = None) -> None:
+    """Wait until 127.0.0.1:port accepts connections; `alive()` returning False aborts early."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if callable(alive) and not alive():
+            raise RuntimeError(f"process for port {port} exited before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout_s} s")
+
+
+def tagged_pids(tag: str) -> list[int]:
+    """Processes whose environment holds TAG_VAR=tag (root sees every process)."""
+    needle = f"{TAG_VAR}={tag}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            pids.append(int(entry.name))
+    return pids
+
+
+def kill_tagged(tag: str, timeout_s: float = 3.0) -> None:
+    """SIGKILL every process carrying `tag` until none is left (or the timeout passes)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pids = tagged_pids(tag)
+        if not pids or time.monotonic() > deadline:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+
+
+def tagged_env(tag: str, **extra: str) -> dict[str, str]:
+    return {**os.environ, TAG_VAR: tag, **extra}

@@ -1,0 +1,149 @@
+"""A real OpenSSH server per test device, on 127.0.0.1 and a free port, keys in tmp dirs.
+
+sshd runs with `-f /dev/null` (no system config), key authentication only, the
+internal SFTP server, and a tag in every session's environment so teardown finds
+and kills whatever the tests left running.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from device_agents.base import DeviceSpec
+from . import TAG_VAR, free_port, kill_tagged, new_tag, require_tool, tagged_env, wait_port
+
+SSHD = "/usr/sbin/sshd"
+START_TIMEOUT_SEC = 10.0
+
+
+def keygen(path: Path) -> str:
+    """Make an ed25519 key pair at `path` (no passphrase); returns the public key line."""
+    tool = require_tool("ssh-keygen")
+    for old in (path, path.with_name(path.name + ".pub")):
+        old.unlink(missing_ok=True)  # ssh-keygen would ask before overwriting
+    subprocess.run(
+        [tool, "-q", "-t", "ed25519", "-N", "", "-C", "etfarm-testbed", "-f", str(path)],
+        check=True, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    return path.with_name(path.name + ".pub").read_text().strip()
+
+
+@dataclass
+class SshTestHost:
+    """A running sshd. `known_hosts` already trusts its host key; `client_key` may log in."""
+
+    root: Path
+    port: int
+    host_key: Path
+    host_key_line: str  # "ssh-ed25519 AAAA..." as the server presents it
+    client_key: Path
+    known_hosts: Path
+    user: str
+    tag: str
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def host_pattern(self) -> str:
+        return f"[127.0.0.1]:{self.port}"
+
+    def spec(
+        self,
+        name: str,
+        workdir: str | Path,
+        *,
+        target: str = "host",
+        exec_prefix: Sequence[str] = (),
+        known_hosts: Path | None = None,
+        **settings: object,
+    ) -> DeviceSpec:
+        """A DeviceSpec for this server; `known_hosts` overrides the trusting one."""
+        return DeviceSpec(
+            name=name,
+            transport="ssh",
+            target=target,
+            workdir=str(workdir),
+            exec_prefix=tuple(exec_prefix),
+            settings={
+                "host": "127.0.0.1",
+                "port": self.port,
+                "user": self.user,
+                "key": str(self.client_key),
+                "known_hosts": str(known_hosts or self.known_hosts),
+                "connect_timeout": 10,
+                **settings,
+            },
+            source=f"<testbed sshd {self.port}>",
+        )
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        """Kill sshd, its per-connection children and every session process."""
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait(timeout=5)
+        kill_tagged(self.tag)
+
+
+def start_sshd(root: Path) -> SshTestHost:
+    """Generate keys under `root`, start sshd on a free port, wait until it accepts."""
+    require_tool(SSHD)
+    root.mkdir(parents=True, exist_ok=True)
+    host_key = root / "ssh_host_ed25519_key"
+    host_key_line = " ".join(keygen(host_key).split()[:2])
+    client_key = root / "client_ed25519"
+    authorized = root / "authorized_keys"
+    authorized.write_text(keygen(client_key) + "\n")
+    # sshd refuses to start as root without its privilege-separation directory.
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    tag = new_tag()
+    last_error = ""
+    for _ in range(3):  # a free port can be taken between probing and binding
+        port = free_port()
+        host = SshTestHost(
+            root=root,
+            port=port,
+            host_key=host_key,
+            host_key_line=host_key_line,
+            client_key=client_key,
+            known_hosts=root / "known_hosts",
+            user=getpass.getuser(),
+            tag=tag,
+        )
+        host.known_hosts.write_text(f"{host.host_pattern} {host_key_line}\n")
+        log = root / f"sshd-{port}.log"
+        argv = [
+            SSHD, "-D", "-f", "/dev/null", "-E", str(log),
+            "-o", f"Port={port}",
+            "-o", "ListenAddress=127.0.0.1",
+            "-o", f"HostKey={host_key}",
+            "-o", f"AuthorizedKeysFile={authorized}",
+            "-o", "StrictModes=no",
+            "-o", "PasswordAuthentication=no",
+            "-o", "KbdInteractiveAuthentication=no",
+            "-o", "PermitRootLogin=prohibit-password",
+            "-o", "UsePAM=no",
+            "-o", "PidFile=none",
+            "-o", "MaxStartups=64",
+            "-o", "MaxSessions=64",
+            "-o", f"SetEnv={TAG_VAR}={tag}",
+            "-o", "Subsystem=sftp internal-sftp",
+        ]  # fmt: skip
+        host.proc = subprocess.Popen(argv, env=tagged_env(tag), start_new_session=True, stdin=subprocess.DEVNULL)
+        try:
+            wait_port(port, START_TIMEOUT_SEC, alive=host.alive)
+            return host
+        except (RuntimeError, TimeoutError) as exc:
+            host.stop()
+            last_error = f"{exc}; log: {log.read_text(errors='replace')[-2000:] if log.exists() else ''}"
+            time.sleep(0.1)
+    raise RuntimeError(f"sshd did not start: {last_error}")
