@@ -14,6 +14,7 @@ import posixpath
 import shlex
 import tempfile
 from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -157,26 +158,26 @@ class DeviceAgent(ABC):
         """Make workdir/<rel> equal to each local file; unchanged files are not sent.
 
         Files already on the device with the same sha256 are skipped; every
-        pushed file is checked by size and sha256 afterwards.
+        pushed file is checked by sha256 afterwards. Two device commands in all,
+        whatever the number of files: round trips dominate on slow links.
         """
-        local_hashes = {rel: sha256_file(path) for rel, path in files.items()}
-        remote_hashes = self.remote_sha256(list(files))
+        dirs = sorted({posixpath.dirname(self.remote_path(rel)) for rel in files})
+        with ThreadPoolExecutor(max_workers=1) as pool:  # hash locally while the device hashes
+            local_future = pool.submit(lambda: {rel: sha256_file(path) for rel, path in files.items()})
+            remote_hashes = self._run_then_hash([["mkdir", "-p", "--", *dirs]], list(files))
+            local_hashes = local_future.result()
         to_push = [rel for rel in files if remote_hashes.get(rel) != local_hashes[rel]]
-        dirs = sorted({posixpath.dirname(self.remote_path(rel)) for rel in to_push})
-        if dirs:
-            self.check(["mkdir", "-p", "--", *dirs])
+        finalize: list[list[str]] = []
         pushed_bytes = 0
         for rel in to_push:
-            local = files[rel]
-            final = self.remote_path(rel)
-            partial = f"{final}.partial"
+            local, final = files[rel], self.remote_path(rel)
+            partial = f"{final}.partial"  # renamed into place only when complete
             self._push(local, partial)
             mode = "755" if os.access(local, os.X_OK) else "644"
-            self.check(["chmod", mode, "--", partial])
-            self.check(["mv", "-f", "--", partial, final])
+            finalize += [["chmod", mode, "--", partial], ["mv", "-f", "--", partial, final]]
             pushed_bytes += local.stat().st_size
         if to_push:
-            after = self.remote_sha256(to_push)
+            after = self._run_then_hash(finalize, to_push)
             bad = [rel for rel in to_push if after.get(rel) != local_hashes[rel]]
             if bad:
                 raise DeviceError(self.spec.name, f"pushed files do not match their sha256 on the device: {', '.join(bad)}")
@@ -185,11 +186,19 @@ class DeviceAgent(ABC):
 
     def remote_sha256(self, rels: Sequence[str]) -> dict[str, str]:
         """sha256 of each workdir-relative file that exists on the device."""
+        return self._run_then_hash([], rels)
+
+    def _run_then_hash(self, steps: Sequence[Sequence[str]], rels: Sequence[str]) -> dict[str, str]:
+        """Run each argv step (stopping at the first failure), then sha256sum the files, in one command."""
         if not rels:
+            if steps:
+                self.check(["sh", "-c", " && ".join(shlex.join(step) for step in steps)])
             return {}
         paths = {self.remote_path(rel): rel for rel in rels}
-        # Missing files make sha256sum exit 1; the lines for present ones still count.
-        result = self.run(["sha256sum", "--", *paths], timeout_s=self.PUSH_TIMEOUT_SEC)
+        # Missing files make sha256sum exit 1; the lines of the present ones are still the answer.
+        hashing = f"{{ {shlex.join(['sha256sum', '--', *paths])} || true; }}"
+        script = " && ".join([*(shlex.join(step) for step in steps), hashing])
+        result = self.check(["sh", "-c", script], timeout_s=self.PUSH_TIMEOUT_SEC)
         hashes: dict[str, str] = {}
         for line in result.stdout.splitlines():
             digest, _, path = line.partition("  ")

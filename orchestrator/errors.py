@@ -62,7 +62,12 @@ class CommandFailed(DeviceError):
         self.returncode = exit_code
         self.output_tail = output_tail
         self.timed_out = timed_out
-        what = "timed out" if timed_out else f"exited {exit_code}"
+        if timed_out:
+            what = "timed out"
+        elif exit_code is None:
+            what = "lost the connection before the command reported an exit status"
+        else:
+            what = f"exited {exit_code}"
         tail = f"\n{output_tail.rstrip()}" if output_tail.strip() else ""
         super().__init__(device, f"command {what}: {command}{tail}")
 
