@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from orchestrator.cache import sha256_file
 from orchestrator.errors import CommandFailed, DeviceError
+from orchestrator.procs import CommandResult
 
 # Grace between the device-side `timeout` and the host giving up on the transport.
 HOST_DEADLINE_GRACE_SEC = 15.0
@@ -43,21 +44,8 @@ class DeviceSpec:
     source: str = "<built-in>"
 
 
-@dataclass(frozen=True)
-class ExecResult:
-    command: str
-    exit_code: int | None  # None when the deadline killed it or the transport lost it
-    stdout: str
-    stderr: str
-    duration_s: float
-    timed_out: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
-
-    def tail(self, chars: int = 2000) -> str:
-        return (self.stdout + self.stderr)[-chars:]
+# Device commands end the same way host commands do.
+ExecResult = CommandResult
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ class LocalAgent(DeviceAgent):
 
     def _exec(self, command: str, timeout_s: float) -> ExecResult:
         result = procs.run(["sh", "-c", command], timeout_s=timeout_s)
-        return ExecResult(command, result.returncode, result.stdout, result.stderr, result.duration_s, result.timed_out)
+        return ExecResult(command, result.exit_code, result.stdout, result.stderr, result.duration_s, result.timed_out)
 
     def _push(self, local: Path, remote_path: str) -> None:
         shutil.copyfile(local, remote_path)

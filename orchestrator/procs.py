@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -13,9 +14,11 @@ OUTPUT_TAIL_CHARS = 4000
 
 
 @dataclass(frozen=True)
-class ProcResult:
-    argv: tuple[str, ...]
-    returncode: int | None  # None when killed by the deadline
+class CommandResult:
+    """How a command ended, on the host or on a device."""
+
+    command: str  # the command line as run, shell-quoted
+    exit_code: int | None  # None when a deadline killed it or the transport lost it
     stdout: str
     stderr: str
     duration_s: float
@@ -23,7 +26,7 @@ class ProcResult:
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
+        return self.exit_code == 0 and not self.timed_out
 
     def tail(self, chars: int = OUTPUT_TAIL_CHARS) -> str:
         return (self.stdout + self.stderr)[-chars:]
@@ -36,7 +39,7 @@ def run(
     env: Mapping[str, str] | None = None,
     timeout_s: float | None = None,
     input_bytes: bytes | None = None,
-) -> ProcResult:
+) -> CommandResult:
     """Run argv to completion, capturing output; a deadline kills the process group."""
     args = tuple(str(a) for a in argv)
     full_env = None if env is None else {**os.environ, **env}
@@ -57,9 +60,9 @@ def run(
         _kill_group(proc)
         out, err = proc.communicate()
         timed_out = True
-    return ProcResult(
-        argv=args,
-        returncode=None if timed_out else proc.returncode,
+    return CommandResult(
+        command=shlex.join(args),
+        exit_code=None if timed_out else proc.returncode,
         stdout=out.decode(errors="replace"),
         stderr=err.decode(errors="replace"),
         duration_s=time.monotonic() - started,

@@ -267,10 +267,10 @@ def write_android_marker(prefix: Path, inputs: AndroidInputs) -> None:
     android_runtime_json(prefix).write_text(json.dumps({"identity": inputs.identity}, indent=2))
 
 
-def failure_message(what: str, result: procs.ProcResult) -> str:
+def failure_message(what: str, result: procs.CommandResult) -> str:
     """What failed, how, the command line and the tail of its output."""
-    status = "timed out" if result.timed_out else f"exited {result.returncode}"
-    return f"{what} {status}\n$ {' '.join(result.argv)}\n{result.tail(2000).rstrip()}"
+    status = "timed out" if result.timed_out else f"exited {result.exit_code}"
+    return f"{what} {status}\n$ {result.command}\n{result.tail(2000).rstrip()}"
 
 
 def _which_any(*names: str) -> str | None:

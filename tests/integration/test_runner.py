@@ -97,7 +97,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Model]:
     return result
 
 
-def _run(build: RunnerBuild, *args: str | Path, emulator: tuple[str, ...] = ()) -> procs.ProcResult:
+def _run(build: RunnerBuild, *args: str | Path, emulator: tuple[str, ...] = ()) -> procs.CommandResult:
     argv = [*emulator, str(build.runner), *(str(a) for a in args)]
     return procs.run(argv, env=runner_env(str(build.root)), timeout_s=RUN_TIMEOUT_S)
 
@@ -181,7 +181,7 @@ def test_garbage_pte_fails_cleanly(host_build: RunnerBuild, tmp_path: Path) -> N
     garbage = tmp_path / "garbage.pte"
     garbage.write_bytes(os.urandom(4096))
     result = _run(host_build, "--model_path", garbage)
-    assert result.returncode == 1
+    assert result.exit_code == 1
     assert "cannot load program" in result.stderr and str(garbage) in result.stderr
     assert "ETFARM_RESULT" not in result.stdout
 
@@ -190,17 +190,17 @@ def test_wrong_shape_inputs_fail_cleanly(host_build: RunnerBuild, models: dict[s
     bad = tmp_path / "bad.etft"
     write_tensors(bad, [np.ones((3, 9), np.float32), np.ones((3, 4), np.float32)])
     result = _run(host_build, "--model_path", models["xnnpack"].pte, "--inputs", bad)
-    assert result.returncode == 1
+    assert result.exit_code == 1
     assert "input 0" in result.stderr and "[3, 9]" in result.stderr and "[3, 8]" in result.stderr
     write_tensors(bad, [np.ones((3, 8), np.float32)])
     result = _run(host_build, "--model_path", models["xnnpack"].pte, "--inputs", bad)
-    assert result.returncode == 1 and "holds 1 tensors" in result.stderr
+    assert result.exit_code == 1 and "holds 1 tensors" in result.stderr
 
 
 def test_bad_flags_exit_2_with_usage(host_build: RunnerBuild) -> None:
     for args in (("--model_path",), ("--num_executions", "x", "--model_path", "m.pte"), ("--frobnicate",), ()):
         result = _run(host_build, *args)
-        assert result.returncode == 2, args
+        assert result.exit_code == 2, args
         assert "usage: etfarm_runner" in result.stderr
 
 

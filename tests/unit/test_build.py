@@ -11,7 +11,7 @@ import pytest
 
 from orchestrator import build, procs, targets
 from orchestrator.errors import BuildError, UsageError
-from orchestrator.procs import ProcResult
+from orchestrator.procs import CommandResult
 from orchestrator.targets import Toolchain
 
 REPO_RUNNERS = Path(__file__).resolve().parents[2] / "runners"
@@ -25,11 +25,11 @@ class FakeProcs:
         self.fail_on: str | None = None  # substring of the argv to fail
         self.prefixes: dict[str, Path] = {}
 
-    def __call__(self, argv: Sequence[Any], **_: Any) -> ProcResult:
+    def __call__(self, argv: Sequence[Any], **_: Any) -> CommandResult:
         args = tuple(str(a) for a in argv)
         self.calls.append(args)
         if self.fail_on and self.fail_on in " ".join(args):
-            return ProcResult(args, 2, "", "ninja: error: something broke at line 42\n", 0.1)
+            return CommandResult(" ".join(map(str, args)), 2, "", "ninja: error: something broke at line 42\n", 0.1)
         if args[:2] == ("cmake", "-S"):
             build_dir = args[args.index("-B") + 1]
             prefix = next(a.split("=", 1)[1] for a in args if a.startswith("-DCMAKE_INSTALL_PREFIX="))
@@ -40,7 +40,7 @@ class FakeProcs:
             (prefix / "bin" / "etfarm_runner").write_text("#!fake\n")
             (prefix / "lib").mkdir(exist_ok=True)
             (prefix / "lib" / "libexecutorch.so").write_text("fake")
-        return ProcResult(args, 0, "ok\n", "", 0.1)
+        return CommandResult(" ".join(map(str, args)), 0, "ok\n", "", 0.1)
 
     def cmake_calls(self) -> list[tuple[str, ...]]:
         return [c for c in self.calls if c[0] == "cmake"]
