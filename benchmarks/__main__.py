@@ -1,0 +1,15 @@
+"""Run every benchmark in turn: `python -m benchmarks` (or `make bench`)."""
+
+import runpy
+import sys
+
+BENCHMARKS = ("benchmarks.bench_analysis", "benchmarks.bench_push", "benchmarks.bench_fleet")
+
+for name in BENCHMARKS:
+    print(f"== {name}", flush=True)
+    sys.argv = [name]
+    try:
+        runpy.run_module(name, run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            print(f"{name} exited {exc.code}", flush=True)
