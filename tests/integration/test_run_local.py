@@ -83,7 +83,7 @@ def test_failing_device_exits_1_and_keeps_the_others(tmp_path: Path) -> None:
     config.write_text(
         "devices:\n"
         f"  good:\n    transport: local\n    workdir: {tmp_path / 'good'}\n"
-        f"  broken:\n    transport: local\n    workdir: {tmp_path / 'broken'}\n    exec_prefix: [false]\n"
+        f"  broken:\n    transport: local\n    workdir: {tmp_path / 'broken'}\n    exec_prefix: ['false']\n"
     )
     out = tmp_path / "mixed"
     result = etfarm("run", "--config", str(config), "--devices", "good,broken", "--model", f"{MODELS / 'tiny_mlp.py'}:build",
