@@ -1,0 +1,57 @@
+"""`etfarm devices`, `devices check` and `devices trust` against the real testbed peers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from device_agents import DeviceSpec
+from tests.integration.test_fleet import with_workdir, write_inventory
+
+
+def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_devices_lists_reachability_and_facts(ssh_device: DeviceSpec, adb_device: DeviceSpec,
+                                              unknown_key_ssh_device: DeviceSpec, tmp_path: Path) -> None:
+    refused_device = with_workdir(unknown_key_ssh_device, tmp_path / "refused-workdir")
+    config = write_inventory(tmp_path / "devices.yaml", [ssh_device, adb_device, refused_device])
+    result = etfarm("devices", "--json", "--config", str(config))
+    assert result.returncode == 0, result.stderr
+    listing = json.loads(result.stdout)
+    entries = {e["name"]: e for e in listing["devices"]}
+    assert set(entries) == {"local", "sshdev", "adbdev", "unknown-key"}
+    for name in ("local", "sshdev", "adbdev"):
+        assert entries[name]["reachable"] is True, entries[name]
+        assert entries[name]["facts"]["cores"] >= 1
+    refused = entries["unknown-key"]
+    assert refused["reachable"] is False and "unknown" in refused["error"] and "etfarm devices trust" in refused["error"]
+    # Nothing was created on the refused device.
+    assert not Path(refused_device.workdir).exists()
+
+    table = etfarm("devices", "--config", str(config))
+    assert table.returncode == 0
+    assert "unreachable: " in table.stdout and "adbdev" in table.stdout and "sshdev" in table.stdout
+
+
+def test_trust_then_check(unknown_key_ssh_device: DeviceSpec, tmp_path: Path) -> None:
+    config = write_inventory(tmp_path / "devices.yaml", [unknown_key_ssh_device])
+    before = etfarm("devices", "check", "unknown-key", "--config", str(config))
+    assert before.returncode == 1 and json.loads(before.stdout)["reachable"] is False
+
+    trusted = etfarm("devices", "trust", "unknown-key", "--config", str(config))
+    assert trusted.returncode == 0, trusted.stderr
+    assert "SHA256:" in trusted.stdout
+    assert Path(unknown_key_ssh_device.settings["known_hosts"]).is_file()
+
+    after = etfarm("devices", "check", "unknown-key", "--config", str(config))
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert json.loads(after.stdout)["reachable"] is True
+
+
+def test_trust_refuses_non_ssh_devices() -> None:
+    result = etfarm("devices", "trust", "local")
+    assert result.returncode == 2 and "only ssh devices" in result.stderr
