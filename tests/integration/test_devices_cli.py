@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from device_agents import DeviceSpec
-from tests.integration.test_fleet import with_workdir, write_inventory
+from tests.helpers.inventory import with_workdir, write_inventory
 
 
 def etfarm(*args: str) -> subprocess.CompletedProcess[str]:

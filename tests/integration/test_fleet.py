@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from device_agents import DeviceSpec
 from orchestrator.locks import device_lock
 from tests.helpers.inspector_stats import assert_stats_equal_inspector
+from tests.helpers.inventory import with_workdir, write_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = f"{REPO / 'configs' / 'models' / 'tiny_cnn.py'}:build"
@@ -23,21 +23,6 @@ AWKWARD = "work dir 'q';x"
 
 def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True, timeout=1200)
-
-
-def write_inventory(path: Path, specs: list[DeviceSpec]) -> Path:
-    devices = {}
-    for spec in specs:
-        entry = {"transport": spec.transport, "target": spec.target, "workdir": spec.workdir, **dict(spec.settings)}
-        if spec.exec_prefix:
-            entry["exec_prefix"] = list(spec.exec_prefix)
-        devices[spec.name] = {k: (str(v) if isinstance(v, Path) else v) for k, v in entry.items()}
-    path.write_text(yaml.safe_dump({"devices": devices}))
-    return path
-
-
-def with_workdir(spec: DeviceSpec, workdir: Path) -> DeviceSpec:
-    return DeviceSpec(spec.name, spec.transport, spec.target, str(workdir), spec.exec_prefix, spec.settings, spec.source)
 
 
 @pytest.mark.slow
