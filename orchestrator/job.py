@@ -35,10 +35,11 @@ def run_job(devices: Sequence[DeviceSpec], specs: Sequence[ModelSpec], *, backen
         "runs": options.runs, "iterations": options.iterations, "warmup": options.warmup,
         "config_file": str(config_file) if config_file else None,
     }
+    # Export before the run directory exists: a bad model is a usage error and leaves nothing behind.
+    models = [export_model(spec, backend, log=progress) for spec in specs]
     rundir = RunDirectory.create(out, config)
     progress(f"run {rundir.run_id}: {len(devices)} device(s), {len(specs)} model(s) -> {rundir.root}")
     try:
-        models = [export_model(spec, backend, log=progress) for spec in specs]
         for model in models:
             rundir.update("models", model.name, value=model.describe())
         builds, build_errors = _build_targets(sorted({d.target for d in devices}), progress)
