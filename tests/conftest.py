@@ -1,9 +1,8 @@
-"""Suite-wide settings: an isolated etfarm cache, and the CI rule for missing testbed tools."""
+"""Suite-wide settings: an isolated etfarm cache (the CI rule for missing tools is in tests/helpers/tools.py)."""
 
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,14 +18,3 @@ def etfarm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.environ["ETFARM_CACHE_DIR"] = str(path)
     os.environ.pop("ETFARM_CONFIG", None)
     return path
-
-
-def require_tool(name: str) -> str:
-    """Path of a testbed tool; a missing one fails under CI=true and skips elsewhere."""
-    found = shutil.which(name)
-    if found:
-        return found
-    message = f"testbed tool {name!r} is not installed (make testbed installs it)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)

@@ -16,7 +16,6 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 import numpy as np
 import pytest
@@ -24,6 +23,7 @@ import pytest
 from orchestrator import procs
 from orchestrator.build import RunnerBuild, build_runner, runner_env
 from orchestrator.tensorfile import read_tensors, write_tensors
+from tests.helpers.tools import missing
 
 pytestmark = pytest.mark.slow
 
@@ -31,13 +31,6 @@ RUN_TIMEOUT_S = 300
 QEMU_SYSROOT = "/usr/aarch64-linux-gnu"
 WARMUP, EXECUTIONS = 2, 5
 RTOL, ATOL = 1e-3, 1e-5
-
-
-def _missing(reason: str) -> NoReturn:
-    """A tool the test needs is absent: a failure under CI=true, a skip otherwise."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(reason)
 
 
 @dataclass(frozen=True)
@@ -207,9 +200,9 @@ def test_bad_flags_exit_2_with_usage(host_build: RunnerBuild) -> None:
 def test_linux_aarch64_runner_under_qemu(cache_root: Path, models: dict[str, Model], tmp_path: Path) -> None:
     for tool in ("aarch64-linux-gnu-g++", "qemu-aarch64", "cmake"):
         if shutil.which(tool) is None:
-            _missing(f"{tool} is not installed (run `make testbed`)")
+            missing(f"{tool} is not installed (run `make testbed`)")
     if not Path(QEMU_SYSROOT).is_dir():
-        _missing(f"{QEMU_SYSROOT} (the aarch64 sysroot from g++-aarch64-linux-gnu) is missing")
+        missing(f"{QEMU_SYSROOT} (the aarch64 sysroot from g++-aarch64-linux-gnu) is missing")
     aarch64 = build_runner("linux-aarch64")
     assert all(lib.is_file() for lib in aarch64.libs) and aarch64.libs
     emulator = (shutil.which("qemu-aarch64") or "qemu-aarch64", "-L", QEMU_SYSROOT)

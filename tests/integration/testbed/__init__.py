@@ -8,32 +8,15 @@ a killed daemon) without touching anything else on the machine.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import time
 import uuid
 from pathlib import Path
-from typing import NoReturn
 
-import pytest
+from tests.helpers.tools import missing, require_tool  # noqa: F401  (re-exported for the testbed modules)
 
 TAG_VAR = "ETFARM_TESTBED_TAG"
-
-
-def missing(reason: str) -> NoReturn:
-    """A testbed prerequisite is absent: fail under CI=true (never a silent skip), else skip."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(reason)
-
-
-def require_tool(name: str) -> str:
-    """Path of a testbed tool (a name on PATH or an absolute path), or `missing`."""
-    found = shutil.which(name) or (name if os.path.isabs(name) and os.access(name, os.X_OK) else None)
-    if found:
-        return found
-    missing(f"testbed tool {name!r} is not installed (run `make testbed` or scripts/install-testbed.sh)")
 
 
 def free_port() -> int:
