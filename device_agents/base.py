@@ -218,13 +218,17 @@ class DeviceAgent(ABC):
         return dest
 
     def remote_size(self, rel: str) -> int | None:
+        """Size of workdir/<rel>; None only when the device says there is no such file."""
         result = self.run(["stat", "-c", "%s", "--", self.remote_path(rel)])
-        if not result.ok:
+        if result.ok:
+            try:
+                return int(result.stdout.strip())
+            except ValueError:
+                pass
+        elif result.exit_code == 1:  # stat's answer for a missing file (GNU and toybox alike)
             return None
-        try:
-            return int(result.stdout.strip())
-        except ValueError:
-            return None
+        # Anything else (a lost link, a deadline, garbage) must not pass for "missing".
+        raise CommandFailed(self.spec.name, result.command, result.exit_code, result.tail(), result.timed_out)
 
     def remove(self, rel: str) -> None:
         self.check(["rm", "-rf", "--", self.remote_path(rel)])

@@ -147,9 +147,9 @@ class DeviceSession:
         if not result.ok:
             raise CommandFailed(self.spec.name, f"runner ({model.name}, {label})", result.exit_code, result.tail(1500), result.timed_out)
         if traced:
+            # The runner was told to write both; a missing one is a failure, not a skip.
             agent.fetch(f"{out_rel}/{ETDUMP_NAME}", run_local)
-            if agent.remote_size(f"{out_rel}/{OUTPUTS_NAME}") is not None:
-                agent.fetch(f"{out_rel}/{OUTPUTS_NAME}", run_local)
+            agent.fetch(f"{out_rel}/{OUTPUTS_NAME}", run_local)
             if self.options.intermediate_outputs:
                 agent.fetch(f"{out_rel}/{DEBUG_NAME}", run_local)
         parsed = _parse_result(result.stdout)

@@ -152,3 +152,22 @@ def test_parse_facts_nests_and_types() -> None:
 def test_describe_runs_the_remote_script(spec: DeviceSpec) -> None:
     facts = FakeAgent(spec).describe()
     assert facts["cores"] >= 1 and facts["abi"] == os.uname().machine
+
+
+def test_remote_size_tells_missing_from_unknown(spec: DeviceSpec, tmp_path: Path) -> None:
+    agent = FakeAgent(spec)
+    agent.connect()
+    Path(agent.remote_path("here.bin")).write_bytes(b"12345")
+    assert agent.remote_size("here.bin") == 5
+    assert agent.remote_size("absent.bin") is None
+    # Any other failure, or a lost link (no exit status at all), must never read as "no such file".
+    agent.forced_exit = 255
+    with pytest.raises(CommandFailed):
+        agent.remote_size("here.bin")
+
+    class LostLink(FakeAgent):
+        def _exec(self, command: str, timeout_s: float) -> ExecResult:
+            return ExecResult(command, None, "", "connection reset", 0.0)
+
+    with pytest.raises(CommandFailed, match="lost the connection"):
+        LostLink(spec).remote_size("here.bin")

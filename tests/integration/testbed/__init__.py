@@ -60,6 +60,23 @@ def tagged_pids(tag: str) -> list[int]:
     return pids
 
 
+def descendant_pids(root: int) -> list[int]:
+    """Every live descendant of `root` (children first found, then theirs), from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # the process ended while we looked
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, queue = [], [root]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
 def kill_tagged(tag: str, timeout_s: float = 3.0) -> None:
     """SIGKILL every process carrying `tag` until none is left (or the timeout passes)."""
     deadline = time.monotonic() + timeout_s

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Sequence
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from device_agents.base import DeviceSpec
-from . import TAG_VAR, free_port, kill_tagged, new_tag, require_tool, tagged_env, wait_port
+from . import TAG_VAR, descendant_pids, free_port, kill_tagged, new_tag, require_tool, tagged_env, wait_port
 
 SSHD = "/usr/sbin/sshd"
 START_TIMEOUT_SEC = 10.0
@@ -87,6 +88,13 @@ class SshTestHost:
     def stop(self) -> None:
         """Kill sshd, its per-connection children and every session process."""
         if self.proc is not None:
+            # Per-connection sshd processes do not carry the tag (sshd scrubs its own
+            # environment), so find them through the process tree, before the listener dies.
+            for pid in descendant_pids(self.proc.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             if self.proc.poll() is None:
                 self.proc.kill()
             self.proc.wait(timeout=5)

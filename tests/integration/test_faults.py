@@ -1,0 +1,66 @@
+"""Faults mid-job: a device whose SSH server dies fails alone, and nothing already collected is lost."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from device_agents import DeviceSpec
+from tests.helpers.inventory import write_inventory
+
+REPO = Path(__file__).resolve().parents[2]
+MLP = f"{REPO / 'configs' / 'models' / 'tiny_mlp.py'}:build"
+# Each run on the doomed device starts with a pause, so the kill lands while runs remain.
+SLOW_START = ("sh", "-c", 'sleep 3; exec "$@"', "slow-start")
+
+
+def wait_for(path: Path, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path} did not appear within {timeout_s}s")
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_sshd_killed_mid_job(ssh_server_factory: Callable[[], object], tmp_path: Path) -> None:
+    host = ssh_server_factory()
+    doomed = host.spec("doomed", tmp_path / "doomed-workdir", exec_prefix=SLOW_START)  # type: ignore[attr-defined]
+    local = DeviceSpec("local", "local", "host", str(tmp_path / "local-workdir"))
+    config = write_inventory(tmp_path / "devices.yaml", [doomed, local])
+    out = tmp_path / "faulty"
+    job = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices", "doomed,local",
+         "--model", MLP, "--backend", "portable", "--runs", "3", "--iterations", "3", "--untraced-runs", "0",
+         "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for(out / "doomed" / "tiny_mlp" / "run-1" / "etdump.etdp", timeout_s=240)
+        host.stop()  # type: ignore[attr-defined]  # the board loses power: sshd and every session die
+        stdout, stderr = job.communicate(timeout=300)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 1, stderr[-3000:]
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "partial"
+    assert manifest["devices"]["local"]["status"] == "ok"
+    failed = manifest["devices"]["doomed"]
+    assert failed["status"] == "failed" and failed["error"]
+    # What the doomed device delivered before it died is still there.
+    assert (out / "doomed" / "tiny_mlp" / "run-1" / "etdump.etdp").stat().st_size > 0
+    assert (out / "doomed" / "tiny_mlp" / "device.json").is_file()
+    # The healthy device's results are complete.
+    stats = pd.read_csv(out / "stats.csv")
+    assert set(stats["device"]) == {"local"}
+    assert int(stats[stats["event_name"] == "Method::execute"]["samples"].iloc[0]) == 3 * 3
+    assert "doomed: FAILED" in stdout
