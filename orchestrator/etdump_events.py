@@ -86,7 +86,7 @@ def group_blocks(dump: ETDump) -> list[BlockGroup]:
     # Different shapes can still share a RunSignature: merge them, first appearance first.
     merged: OrderedDict[Signature, tuple[list[int], tuple[EventInfo, ...], np.ndarray, np.ndarray]] = OrderedDict()
     first_block = {}
-    for shape, blocks in by_shape.items():
+    for blocks in by_shape.values():
         rep = blocks[0]
         signature, infos, pos, delegated = _layout(dump, rep)
         first_block[signature] = min(first_block.get(signature, rep), rep)
