@@ -33,6 +33,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -44,6 +45,7 @@ from testbed import missing, require_tool  # noqa: E402
 from testbed.adbserver import AdbTestDevice, AdbTestServer, start_adb_device, start_adb_server  # noqa: E402
 from testbed.sshd import SshTestHost, keygen, start_sshd  # noqa: E402
 
+Stoppable = TypeVar("Stoppable", SshTestHost, AdbTestDevice)
 QEMU_SYSROOT = "/usr/aarch64-linux-gnu"
 
 
@@ -54,18 +56,22 @@ def sshd_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshTestHost]
     host.stop()
 
 
-@pytest.fixture
-def ssh_server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], SshTestHost]]:
-    started: list[SshTestHost] = []
+def _stopped_at_teardown(make: Callable[[], Stoppable]) -> Iterator[Callable[[], Stoppable]]:
+    """A factory fixture's body: hand out `make`, and stop everything it made at teardown."""
+    started: list[Stoppable] = []
 
-    def start() -> SshTestHost:
-        host = start_sshd(tmp_path_factory.mktemp("sshd"))
-        started.append(host)
-        return host
+    def start() -> Stoppable:
+        started.append(make())
+        return started[-1]
 
     yield start
-    for host in started:
-        host.stop()
+    for thing in started:
+        thing.stop()
+
+
+@pytest.fixture
+def ssh_server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], SshTestHost]]:
+    yield from _stopped_at_teardown(lambda: start_sshd(tmp_path_factory.mktemp("sshd")))
 
 
 @pytest.fixture
@@ -108,16 +114,7 @@ def adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdbTestServ
 def adb_device_factory(
     adb_server: AdbTestServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Callable[[], AdbTestDevice]]:
-    started: list[AdbTestDevice] = []
-
-    def start() -> AdbTestDevice:
-        device = start_adb_device(adb_server, tmp_path_factory.mktemp("adb-device"))
-        started.append(device)
-        return device
-
-    yield start
-    for device in started:
-        device.stop()
+    yield from _stopped_at_teardown(lambda: start_adb_device(adb_server, tmp_path_factory.mktemp("adb-device")))
 
 
 @pytest.fixture

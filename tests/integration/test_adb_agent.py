@@ -21,12 +21,7 @@ def test_workflow(adb_device: DeviceSpec, tmp_path: Path) -> None:
     agent = create_agent(adb_device)
     assert isinstance(agent, AdbAgent)
     with agent:
-        assert Path(adb_device.workdir).is_dir()
-        agent_checks.check_stage(agent, tmp_path)
-        agent_checks.check_exit_codes_and_deadline(agent)
-        agent_checks.check_fetch(agent, tmp_path)
-        agent_checks.check_describe(agent)
-        agent_checks.check_cleanup(agent)
+        agent_checks.check_workflow(agent, tmp_path)
 
 
 def test_awkward_names(adb_testdevice: AdbTestDevice, tmp_path: Path) -> None:

@@ -22,12 +22,7 @@ def test_workflow(ssh_device: DeviceSpec, tmp_path: Path) -> None:
     agent = create_agent(ssh_device)
     assert isinstance(agent, SSHAgent)
     with agent:
-        assert Path(ssh_device.workdir).is_dir()  # connect creates the workdir
-        agent_checks.check_stage(agent, tmp_path)
-        agent_checks.check_exit_codes_and_deadline(agent)
-        agent_checks.check_fetch(agent, tmp_path)
-        agent_checks.check_describe(agent)
-        agent_checks.check_cleanup(agent)
+        agent_checks.check_workflow(agent, tmp_path)
 
 
 def test_awkward_names(sshd_host: SshTestHost, tmp_path: Path) -> None:

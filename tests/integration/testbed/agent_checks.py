@@ -142,3 +142,13 @@ def check_awkward_names(agent: DeviceAgent, tmp_path: Path) -> None:
     assert got.name == AWKWARD and got.read_bytes() == b"payload\n"
     agent.remove(f"dir {AWKWARD}")
     assert not (workdir / f"dir {AWKWARD}").exists() and (workdir / AWKWARD).exists()
+
+
+def check_workflow(agent: DeviceAgent, tmp_path: Path) -> None:
+    """The whole contract on a connected agent: connect made the workdir, then stage, run, fetch, describe, cleanup."""
+    assert Path(agent.spec.workdir).is_dir()  # connect creates the workdir
+    check_stage(agent, tmp_path)
+    check_exit_codes_and_deadline(agent)
+    check_fetch(agent, tmp_path)
+    check_describe(agent)
+    check_cleanup(agent)
