@@ -36,8 +36,8 @@ def summary(stats: Any, top: int = 12) -> str:
     out = []
     for model, frame in stats.groupby("model", sort=False):
         devices = list(dict.fromkeys(frame["device"]))
-        out.append(f"model {model}: p50 ms per device ({', '.join(devices)})" if len(devices) > 1 else f"model {model} on {devices[0]}")
-        out.append(_model_table(frame, devices, top))
+        title = f"model {model}: p50 ms per device ({', '.join(devices)})" if len(devices) > 1 else f"model {model} on {devices[0]}"
+        out.append(f"{title}\n{_model_table(frame, devices, top)}")
     return "\n\n".join(out)
 
 
@@ -52,15 +52,10 @@ def _model_table(frame: Any, devices: list[str], top: int) -> str:
         rows = [[r.event_name, key[0], int(r.samples), r.p50_ms, r.p90_ms, r.avg_ms, _cv_percent(r)]
                 for key, r in ((k, first.loc[k]) for k in chosen)]
         return format_table(headers, rows, "llrrrrr")
-    headers = ["event", "block", *devices]
-    rows = []
-    for key in chosen:
-        row = [first.loc[key].event_name, key[0]]
-        for device in devices:
-            match = keyed[(keyed["device"] == device)].loc[[key]] if key in keyed[keyed["device"] == device].index else None
-            row.append(float(match.iloc[0].p50_ms) if match is not None else None)
-        rows.append(row)
-    return format_table(headers, rows, "ll" + "r" * len(devices))
+    # Rows follow the first device's slowest operators; another device lacking the event shows "-".
+    p50 = {device: keyed[keyed["device"] == device]["p50_ms"].to_dict() for device in devices}
+    rows = [[first.loc[key].event_name, key[0], *(p50[device].get(key) for device in devices)] for key in chosen]
+    return format_table(["event", "block", *devices], rows, "ll" + "r" * len(devices))
 
 
 def _cv_percent(row: Any) -> str:
