@@ -60,7 +60,8 @@ class DeviceAgent(ABC):
 
     transport: ClassVar[str]
     CONNECT_TIMEOUT_SEC: ClassVar[float] = 15.0
-    COMMAND_TIMEOUT_SEC: ClassVar[float] = 60.0
+    # Housekeeping (mkdir, stat, describe) takes well under a second; more means a stuck device.
+    COMMAND_TIMEOUT_SEC: ClassVar[float] = 30.0
     PUSH_TIMEOUT_SEC: ClassVar[float] = 600.0
     MAX_PULL_BYTES: ClassVar[int] = 2 << 30
 

@@ -39,6 +39,8 @@ SFTP_MAX_REQUEST_BYTES = 255 * 1024
 LOCAL_READ_BYTES = 1 << 20
 PREFETCH_REQUESTS = 64
 POLL_SEC = 0.2
+# An SFTP transfer with no progress for this long is a dead or frozen device, not a slow one.
+STALL_TIMEOUT_SEC = 30.0
 # AES-GCM first: no separate MAC pass in paramiko's Python packetizer (~2x faster).
 FAST_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 
@@ -289,6 +291,7 @@ class SSHAgent(DeviceAgent):
             except (OSError, EOFError, paramiko.SSHException) as exc:
                 raise DeviceError(self.spec.name, f"cannot open an sftp session: {exc or type(exc).__name__}") from None
             assert self._sftp is not None
+            self._sftp.get_channel().settimeout(STALL_TIMEOUT_SEC)  # no progress: OSError, not a hang
             self._write_bytes, self._read_bytes = _sftp_limits(self._sftp)
             self.log.debug("sftp request sizes: write %d, read %d", self._write_bytes, self._read_bytes)
         return self._sftp

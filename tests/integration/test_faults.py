@@ -64,3 +64,49 @@ def test_sshd_killed_mid_job(ssh_server_factory: Callable[[], object], tmp_path:
     assert set(stats["device"]) == {"local"}
     assert int(stats[stats["event_name"] == "Method::execute"]["samples"].iloc[0]) == 3 * 3
     assert "doomed: FAILED" in stdout
+
+
+@pytest.mark.slow
+def test_frozen_device_is_given_up_within_the_deadline(ssh_server_factory: Callable[[], object], tmp_path: Path) -> None:
+    """A stalled peer (SIGSTOP: no RST, no data) must not hang the job past --timeout plus the host grace."""
+    import os
+    import signal
+
+    from device_agents.base import HOST_DEADLINE_GRACE_SEC, DeviceAgent
+    from device_agents.ssh import STALL_TIMEOUT_SEC
+    from tests.integration.testbed import descendant_pids
+
+    host = ssh_server_factory()
+    frozen = host.spec("frozen", tmp_path / "frozen-workdir", exec_prefix=SLOW_START)  # type: ignore[attr-defined]
+    local = DeviceSpec("local", "local", "host", str(tmp_path / "local-workdir"))
+    config = write_inventory(tmp_path / "devices.yaml", [frozen, local])
+    out = tmp_path / "frozen-run"
+    timeout_s = 8
+    job = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices", "frozen,local",
+         "--model", MLP, "--backend", "portable", "--runs", "3", "--iterations", "3", "--untraced-runs", "0",
+         "--timeout", str(timeout_s), "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for(out / "frozen" / "tiny_mlp" / "run-1" / "etdump.etdp", timeout_s=240)
+        sshd_pids = [host.proc.pid, *descendant_pids(host.proc.pid)]  # type: ignore[attr-defined]
+        for pid in sshd_pids:  # the whole board freezes: sshd, its sessions, the runner
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass  # a short-lived command ended between listing and signalling
+        frozen_at = time.monotonic()
+        stdout, stderr = job.communicate(timeout=timeout_s + HOST_DEADLINE_GRACE_SEC + 60)
+        gave_up_after = time.monotonic() - frozen_at
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 1, stderr[-3000:]
+    # Whatever step the freeze caught (the runner, a housekeeping command, a transfer), one deadline bounds it.
+    deadline = max(timeout_s, DeviceAgent.COMMAND_TIMEOUT_SEC, STALL_TIMEOUT_SEC) + HOST_DEADLINE_GRACE_SEC
+    assert gave_up_after < deadline + 20
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["devices"]["local"]["status"] == "ok"
+    assert manifest["devices"]["frozen"]["status"] == "failed"
+    assert (out / "frozen" / "tiny_mlp" / "run-1" / "etdump.etdp").is_file()
