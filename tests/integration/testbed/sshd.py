@@ -143,7 +143,9 @@ def start_sshd(root: Path) -> SshTestHost:
             "-o", "PidFile=none",
             "-o", "MaxStartups=64",
             "-o", "MaxSessions=64",
-            "-o", f"SetEnv={TAG_VAR}={tag}",
+            # SHLVL=1 makes the user's bash skip ~/.bashrc for ssh commands: a test that kills a
+            # session mid-.bashrc (pyenv's rehash lock, say) must not stall every later login.
+            "-o", f"SetEnv={TAG_VAR}={tag} SHLVL=1",
             "-o", "Subsystem=sftp internal-sftp",
         ]  # fmt: skip
         host.proc = subprocess.Popen(argv, env=tagged_env(tag), start_new_session=True, stdin=subprocess.DEVNULL)
