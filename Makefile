@@ -26,7 +26,7 @@ testbed:
 	@bash scripts/install-testbed.sh
 
 test: setup testbed
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=10
 
 bench: setup
 	$(PY) -m benchmarks
