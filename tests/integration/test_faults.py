@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from device_agents import DeviceSpec
+from device_agents.base import HOST_DEADLINE_GRACE_SEC, DeviceAgent
+from device_agents.ssh import STALL_TIMEOUT_SEC
 from tests.helpers.inventory import write_inventory
+from tests.integration.testbed import descendant_pids
 
 REPO = Path(__file__).resolve().parents[2]
 MLP = f"{REPO / 'configs' / 'models' / 'tiny_mlp.py'}:build"
@@ -29,28 +35,47 @@ def wait_for(path: Path, timeout_s: float) -> None:
         time.sleep(0.2)
 
 
-@pytest.mark.slow
-def test_sshd_killed_mid_job(ssh_server_factory: Callable[[], object], tmp_path: Path) -> None:
-    host = ssh_server_factory()
-    doomed = host.spec("doomed", tmp_path / "doomed-workdir", exec_prefix=SLOW_START)  # type: ignore[attr-defined]
+@dataclass(frozen=True)
+class FaultyJob:
+    out: Path
+    returncode: int
+    stdout: str
+    stderr: str
+    after_fault_s: float  # from the fault to the job's end
+
+
+def run_with_fault(host: object, device: str, tmp_path: Path, fault: Callable[[], None],
+                   extra_args: tuple[str, ...] = (), finish_within_s: float = 300) -> FaultyJob:
+    """`etfarm run` over an SSH device on `host` and `local`; `fault` strikes once the device's run 1 is pulled."""
+    faulty = host.spec(device, tmp_path / f"{device}-workdir", exec_prefix=SLOW_START)  # type: ignore[attr-defined]
     local = DeviceSpec("local", "local", "host", str(tmp_path / "local-workdir"))
-    config = write_inventory(tmp_path / "devices.yaml", [doomed, local])
-    out = tmp_path / "faulty"
+    config = write_inventory(tmp_path / "devices.yaml", [faulty, local])
+    out = tmp_path / "run"
     job = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices", "doomed,local",
+        [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices", f"{device},local",
          "--model", MLP, "--backend", "portable", "--runs", "3", "--iterations", "3", "--untraced-runs", "0",
-         "--out", str(out)],
+         *extra_args, "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        wait_for(out / "doomed" / "tiny_mlp" / "run-1" / "etdump.etdp", timeout_s=240)
-        host.stop()  # type: ignore[attr-defined]  # the board loses power: sshd and every session die
-        stdout, stderr = job.communicate(timeout=300)
+        wait_for(out / device / "tiny_mlp" / "run-1" / "etdump.etdp", timeout_s=240)
+        fault()
+        struck_at = time.monotonic()
+        stdout, stderr = job.communicate(timeout=finish_within_s)
+        return FaultyJob(out, job.returncode, stdout, stderr, time.monotonic() - struck_at)
     finally:
         if job.poll() is None:
             job.kill()
-    assert job.returncode == 1, stderr[-3000:]
 
+
+@pytest.mark.slow
+def test_sshd_killed_mid_job(ssh_server_factory: Callable[[], object], tmp_path: Path) -> None:
+    host = ssh_server_factory()
+    # The board loses power: sshd and every session die.
+    job = run_with_fault(host, "doomed", tmp_path, fault=host.stop)  # type: ignore[attr-defined]
+    assert job.returncode == 1, job.stderr[-3000:]
+
+    out = job.out
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "partial"
     assert manifest["devices"]["local"]["status"] == "ok"
@@ -63,50 +88,29 @@ def test_sshd_killed_mid_job(ssh_server_factory: Callable[[], object], tmp_path:
     stats = pd.read_csv(out / "stats.csv")
     assert set(stats["device"]) == {"local"}
     assert int(stats[stats["event_name"] == "Method::execute"]["samples"].iloc[0]) == 3 * 3
-    assert "doomed: FAILED" in stdout
+    assert "doomed: FAILED" in job.stdout
 
 
 @pytest.mark.slow
 def test_frozen_device_is_given_up_within_the_deadline(ssh_server_factory: Callable[[], object], tmp_path: Path) -> None:
     """A stalled peer (SIGSTOP: no RST, no data) must not hang the job past --timeout plus the host grace."""
-    import os
-    import signal
-
-    from device_agents.base import HOST_DEADLINE_GRACE_SEC, DeviceAgent
-    from device_agents.ssh import STALL_TIMEOUT_SEC
-    from tests.integration.testbed import descendant_pids
-
     host = ssh_server_factory()
-    frozen = host.spec("frozen", tmp_path / "frozen-workdir", exec_prefix=SLOW_START)  # type: ignore[attr-defined]
-    local = DeviceSpec("local", "local", "host", str(tmp_path / "local-workdir"))
-    config = write_inventory(tmp_path / "devices.yaml", [frozen, local])
-    out = tmp_path / "frozen-run"
     timeout_s = 8
-    job = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices", "frozen,local",
-         "--model", MLP, "--backend", "portable", "--runs", "3", "--iterations", "3", "--untraced-runs", "0",
-         "--timeout", str(timeout_s), "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        wait_for(out / "frozen" / "tiny_mlp" / "run-1" / "etdump.etdp", timeout_s=240)
-        sshd_pids = [host.proc.pid, *descendant_pids(host.proc.pid)]  # type: ignore[attr-defined]
-        for pid in sshd_pids:  # the whole board freezes: sshd, its sessions, the runner
-            try:
+
+    def freeze() -> None:
+        for pid in [host.proc.pid, *descendant_pids(host.proc.pid)]:  # type: ignore[attr-defined]
+            try:  # the whole board freezes: sshd, its sessions, the runner
                 os.kill(pid, signal.SIGSTOP)
             except ProcessLookupError:
                 pass  # a short-lived command ended between listing and signalling
-        frozen_at = time.monotonic()
-        stdout, stderr = job.communicate(timeout=timeout_s + HOST_DEADLINE_GRACE_SEC + 60)
-        gave_up_after = time.monotonic() - frozen_at
-    finally:
-        if job.poll() is None:
-            job.kill()
-    assert job.returncode == 1, stderr[-3000:]
+
+    job = run_with_fault(host, "frozen", tmp_path, fault=freeze, extra_args=("--timeout", str(timeout_s)),
+                         finish_within_s=timeout_s + HOST_DEADLINE_GRACE_SEC + 60)
+    assert job.returncode == 1, job.stderr[-3000:]
     # Whatever step the freeze caught (the runner, a housekeeping command, a transfer), one deadline bounds it.
     deadline = max(timeout_s, DeviceAgent.COMMAND_TIMEOUT_SEC, STALL_TIMEOUT_SEC) + HOST_DEADLINE_GRACE_SEC
-    assert gave_up_after < deadline + 20
-    manifest = json.loads((out / "manifest.json").read_text())
+    assert job.after_fault_s < deadline + 20
+    manifest = json.loads((job.out / "manifest.json").read_text())
     assert manifest["devices"]["local"]["status"] == "ok"
     assert manifest["devices"]["frozen"]["status"] == "failed"
-    assert (out / "frozen" / "tiny_mlp" / "run-1" / "etdump.etdp").is_file()
+    assert (job.out / "frozen" / "tiny_mlp" / "run-1" / "etdump.etdp").is_file()
