@@ -8,7 +8,6 @@ your inputs), which is why the source stands in for the inputs in the key.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import time
@@ -205,11 +204,6 @@ def _flatten_outputs(value: Any) -> list[Any]:
     if isinstance(value, dict):
         return [t for item in value.values() for t in _flatten_outputs(item)]
     raise ExportError(f"model output of type {type(value).__name__} is not supported; return tensors (or tuples of them)")
-
-
-def read_meta(model: ExportedModel) -> dict[str, Any]:
-    meta_path = model.pte.parent / META_NAME
-    return json.loads(meta_path.read_text()) if meta_path.is_file() and model.pte.name == PTE_NAME else {}
 
 
 def _quiet_export_noise() -> None:
