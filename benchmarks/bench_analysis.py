@@ -97,8 +97,8 @@ def timed(fn) -> float:  # type: ignore[no-untyped-def]
 def bench_library(etrecord: Path, etdump: Path, rounds: int) -> dict[str, float]:
     from executorch.devtools import Inspector
 
-    from orchestrator.analysis import analyze_files
-    from orchestrator.etrecord import clear_cache
+    from orchestrator.profiles.analysis import analyze_files
+    from orchestrator.profiles.etrecord import clear_cache
 
     def inspector() -> object:
         with warnings.catch_warnings():
@@ -145,7 +145,7 @@ def main() -> int:
     args = parser.parse_args()
 
     etrecord, etdumps = ensure_data(args.backend, args.layers, args.iterations)
-    from orchestrator.etdump import read_etdump
+    from orchestrator.profiles.etdump import read_etdump
 
     events = len(read_etdump(etdumps[0]).events)
     library = bench_library(etrecord, etdumps[0], args.rounds)

@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 from device_agents import DeviceSpec
-from orchestrator.job import run_job
-from orchestrator.modelspec import parse_model_spec
+from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.progress import Progress
-from orchestrator.session import RunOptions
+from orchestrator.run.job import run_job
+from orchestrator.run.results import RunOptions
 
 MODEL = str(Path(__file__).parent / "models" / "deep_mlp.py") + ":build"
 OPTIONS = RunOptions(runs=3, iterations=200, warmup=5, cpu_threads=1)

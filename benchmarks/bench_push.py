@@ -34,8 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "integration")]
 
-from device_agents.ssh import SSHAgent  # noqa: E402
 from testbed.sshd import SshTestHost, start_sshd  # noqa: E402
+
+from device_agents.ssh import SSHAgent  # noqa: E402
 
 TARGET_RATIO = 0.9
 GCM = "aes128-gcm@openssh.com"

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import adbutils
 from adbutils import AdbError
-from adbutils.errors import AdbConnectionError, AdbTimeout
 from adbutils._adb import AdbConnection
+from adbutils.errors import AdbConnectionError, AdbTimeout
 
 from device_agents.base import DeviceAgent, DeviceSpec, ExecResult
 from orchestrator.errors import DeviceError

@@ -14,8 +14,8 @@ import posixpath
 import shlex
 import tempfile
 from abc import ABC, abstractmethod
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path

@@ -1,20 +1,41 @@
-"""One error base per area. The CLI prints `error: <message>` and exits with `exit_code`.
+"""Errors grouped by who is to blame (as LAVA does), each printed as one line by the CLI.
 
-Usage errors (bad input, config, model spec) exit 2; device failures are collected
-per device and make the job exit 1 without losing the other devices' results.
+- usage: bad input, config or model spec; the user fixes it (exit 2, before anything runs).
+- infrastructure: a device, transport or toolchain failed; retryable, never a regression.
+- data: an artifact is corrupt or foreign (an ETDump, a manifest).
+- bug: anything else; reported with its type so it can be filed.
+
+Device failures are collected per device and make the job exit 1 without losing the other
+devices' results.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 EXIT_OK = 0
 EXIT_DEVICE_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class Blame(StrEnum):
+    USAGE = "usage"
+    INFRASTRUCTURE = "infrastructure"
+    DATA = "data"
+    BUG = "bug"
 
 
 class EtfarmError(Exception):
     """Base for errors etfarm reports to the user as one line, without a traceback."""
 
     exit_code = EXIT_USAGE
+    blame = Blame.USAGE
+
+
+def blame_of(exc: BaseException) -> Blame:
+    """Who is to blame for `exc`: its own class says so; anything unexpected is a bug."""
+    return exc.blame if isinstance(exc, EtfarmError) else Blame.BUG
 
 
 class UsageError(EtfarmError):
@@ -40,14 +61,21 @@ class ExportError(EtfarmError):
     """Lowering a model to ExecuTorch failed."""
 
 
-class BuildError(EtfarmError):
-    """Building the runner for a target failed."""
-
-
-class DeviceError(EtfarmError):
-    """A device could not be reached or a command on it failed."""
+class InfrastructureError(EtfarmError):
+    """A device, transport or toolchain failed: retryable, never a regression."""
 
     exit_code = EXIT_DEVICE_FAILED
+    blame = Blame.INFRASTRUCTURE
+
+
+class BuildError(EtfarmError):
+    """Building the runner for a target failed (a usage error when the target is unknown)."""
+
+    blame = Blame.INFRASTRUCTURE
+
+
+class DeviceError(InfrastructureError):
+    """A device could not be reached or a command on it failed."""
 
     def __init__(self, device: str, message: str) -> None:
         self.device = device
@@ -72,5 +100,11 @@ class CommandFailed(DeviceError):
         super().__init__(device, f"command {what}: {command}{tail}")
 
 
-class AnalysisError(EtfarmError):
+class DataError(EtfarmError):
+    """An artifact is corrupt, truncated or foreign. Exit 2 when the user named the file."""
+
+    blame = Blame.DATA
+
+
+class AnalysisError(DataError):
     """An ETDump or ETRecord cannot be read."""

@@ -20,8 +20,12 @@ def analyze(
 ) -> None:
     """Print per-op latency (samples, avg, p50, p90, CV) over ETDUMPS; --out writes stats CSV."""
     # numpy-only path on purpose: importing pandas would double this command's run time.
-    from orchestrator.analysis_core import collect_samples, record_columns, summary_records
-    from orchestrator.analysis_report import format_report, write_stats_csv
+    from orchestrator.profiles.analysis_core import (
+        collect_samples,
+        record_columns,
+        summary_records,
+    )
+    from orchestrator.report.tables import format_report, write_stats_csv
 
     samples = collect_samples(etdumps, etrecord)
     records = summary_records(samples)

@@ -16,7 +16,7 @@ def build(
     force: Annotated[bool, typer.Option("--force", help="Rebuild even when cached.")] = False,
 ) -> None:
     """Build the etfarm runner for TARGET against ExecuTorch's runtime; print the runner path."""
-    from orchestrator.build import build_runner
+    from orchestrator.artifacts.build import build_runner
     from orchestrator.progress import Progress
 
     result = build_runner(target, force=force, log=Progress())

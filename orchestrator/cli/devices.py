@@ -30,7 +30,7 @@ def devices(
     if ctx.invoked_subcommand is not None:
         return
     from orchestrator.config import load_inventory
-    from orchestrator.probe import address, probe_all
+    from orchestrator.run.probe import address, probe_all
 
     inventory = load_inventory(config)
     specs = list(inventory.devices.values())
@@ -40,7 +40,7 @@ def devices(
     if as_json:
         typer.echo(json.dumps({"config": str(inventory.path) if inventory.path else None, "devices": entries}, indent=2))
         return
-    from orchestrator.report import format_table
+    from orchestrator.report.summary import format_table
 
     rows = [[e["name"], e["transport"], e["target"], e["address"], _status(e), _facts_line(e["facts"])] for e in entries]
     typer.echo(format_table(["device", "transport", "target", "address", "status", "facts"], rows, "llllll"))
@@ -52,7 +52,7 @@ def devices(
 def check(name: Annotated[str, typer.Argument(help="Device name")], config: ConfigOption = None) -> None:
     """Connect to NAME, describe it, and report; exit 1 when unreachable."""
     from orchestrator.config import load_inventory
-    from orchestrator.probe import probe
+    from orchestrator.run.probe import probe
 
     entry = probe(load_inventory(config).select(name)[0])
     typer.echo(json.dumps(entry, indent=2))

@@ -20,8 +20,8 @@ def export(
     force: Annotated[bool, typer.Option("--force", help="Export again even when cached.")] = False,
 ) -> None:
     """Lower MODEL to ExecuTorch (cached by content hash) and print where the artifacts are."""
-    from orchestrator.lowering import copy_artifacts, export_model
-    from orchestrator.modelspec import parse_model_spec
+    from orchestrator.artifacts.lowering import copy_artifacts, export_model
+    from orchestrator.artifacts.modelspec import parse_model_spec
     from orchestrator.progress import Progress
 
     exported = export_model(parse_model_spec(model, name), backend, force=force, log=Progress())

@@ -34,13 +34,13 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
     """Export, build, stage and profile MODEL on DEVICES; write a run directory and print per-op latency."""
+    from orchestrator.artifacts.lowering import BACKENDS
+    from orchestrator.artifacts.modelspec import parse_model_spec
     from orchestrator.config import load_inventory
-    from orchestrator.job import run_job
-    from orchestrator.lowering import BACKENDS
-    from orchestrator.modelspec import parse_model_spec
     from orchestrator.progress import Progress
-    from orchestrator.report import summary, wall_clock_lines
-    from orchestrator.session import RunOptions
+    from orchestrator.report.summary import summary, wall_clock_lines
+    from orchestrator.run.job import run_job
+    from orchestrator.run.results import RunOptions
 
     if backend not in BACKENDS:
         raise UsageError(f"--backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
@@ -56,13 +56,13 @@ def run(
                      config_file=inventory.path)
     typer.echo(summary(result.stats))
     typer.echo("")
-    for line in wall_clock_lines(result.rundir.manifest):
+    for line in wall_clock_lines(result.job):
         typer.echo(line)
-    for outcome in result.outcomes:
-        if outcome.status == "ok":
-            verdicts = ", ".join(f"{m} {v['status']}" for m, v in outcome.verdicts.items())
-            typer.echo(f"{outcome.device}: ok (verification: {verdicts})")
+    for device in result.job.devices:
+        if device.status == "ok":
+            verdicts = ", ".join(f"{m.name} {m.verification.status if m.verification else 'skipped'}" for m in device.models)
+            typer.echo(f"{device.name}: ok (verification: {verdicts})")
         else:
-            typer.echo(f"{outcome.device}: FAILED: {outcome.error}")
+            typer.echo(f"{device.name}: FAILED: {device.error}")
     typer.echo(f"run directory: {result.rundir.root}")
     raise typer.Exit(result.exit_code)

@@ -19,7 +19,7 @@ def trace(
     etrecord: Annotated[Path | None, typer.Option(help="ETRecord: adds op types to each slice.")] = None,
 ) -> None:
     """Write ETDUMP as a trace for ui.perfetto.dev or chrome://tracing."""
-    from orchestrator.trace import write_trace
+    from orchestrator.profiles.trace import write_trace
 
     count = write_trace(etdump, out, run_block, etrecord)
     typer.echo(f"wrote {out} ({count} slices)")

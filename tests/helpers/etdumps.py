@@ -41,7 +41,9 @@ def export_mlp(out_dir: Path, kind: str = PORTABLE, layers: int = 3, width: int 
     example = (torch.randn(2, width),)
     partitioners = None
     if kind == XNNPACK:
-        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
+            XnnpackPartitioner,
+        )
 
         partitioners = [XnnpackPartitioner()]
     elif kind != PORTABLE:

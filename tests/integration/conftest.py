@@ -40,10 +40,16 @@ import pytest
 # Import the testbed the same way whether or not pytest treats this folder as a package.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from device_agents.base import DeviceSpec  # noqa: E402
 from testbed import missing, require_tool  # noqa: E402
-from testbed.adbserver import AdbTestDevice, AdbTestServer, start_adb_device, start_adb_server  # noqa: E402
+from testbed.adbserver import (  # noqa: E402
+    AdbTestDevice,
+    AdbTestServer,
+    start_adb_device,
+    start_adb_server,
+)
 from testbed.sshd import SshTestHost, keygen, start_sshd  # noqa: E402
+
+from device_agents.base import DeviceSpec  # noqa: E402
 
 Stoppable = TypeVar("Stoppable", SshTestHost, AdbTestDevice)
 QEMU_SYSROOT = "/usr/aarch64-linux-gnu"

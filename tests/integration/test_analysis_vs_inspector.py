@@ -17,10 +17,20 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from orchestrator.analysis import analyze_files, load_events, split_op_types
-from orchestrator.etdump import parse_etdump
-from orchestrator.etdump_events import MAX_UINT32, durations_ms, group_blocks
-from tests.helpers.etdumps import PORTABLE, XNNPACK, Debug, Profile, Run, build_etdump, real_etdump, real_model, typical_runs
+from orchestrator.profiles.analysis import analyze_files, load_events, split_op_types
+from orchestrator.profiles.etdump import parse_etdump
+from orchestrator.profiles.etdump_events import MAX_UINT32, durations_ms, group_blocks
+from tests.helpers.etdumps import (
+    PORTABLE,
+    XNNPACK,
+    Debug,
+    Profile,
+    Run,
+    build_etdump,
+    real_etdump,
+    real_model,
+    typical_runs,
+)
 
 pytestmark = pytest.mark.slow
 REL = 1e-9

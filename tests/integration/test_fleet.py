@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from device_agents import DeviceSpec
-from orchestrator.locks import device_lock
+from orchestrator.run.locks import device_lock
 from tests.helpers.inspector_stats import assert_stats_equal_inspector
 from tests.helpers.inventory import with_workdir, write_inventory
 

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from orchestrator import procs
-from orchestrator.build import RunnerBuild, build_runner, runner_env
-from orchestrator.tensorfile import read_tensors, write_tensors
+from orchestrator.artifacts.build import RunnerBuild, build_runner, runner_env
+from orchestrator.artifacts.tensorfile import read_tensors, write_tensors
 from tests.helpers.tools import missing
 
 pytestmark = pytest.mark.slow
@@ -59,7 +59,9 @@ def host_build(cache_root: Path) -> RunnerBuild:
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Model]:
     """A two-input, two-output model lowered to XNNPACK and to portable kernels."""
     import torch
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
+        XnnpackPartitioner,
+    )
     from executorch.exir import to_edge_transform_and_lower
 
     class Tiny(torch.nn.Module):

@@ -17,7 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from device_agents.base import DeviceSpec
-from . import TAG_VAR, descendant_pids, free_port, kill_tagged, new_tag, require_tool, tagged_env, wait_port
+
+from . import (
+    TAG_VAR,
+    descendant_pids,
+    free_port,
+    kill_tagged,
+    new_tag,
+    require_tool,
+    tagged_env,
+    wait_port,
+)
 
 SSHD = "/usr/sbin/sshd"
 START_TIMEOUT_SEC = 10.0

@@ -1,0 +1,207 @@
+"""Lower a model spec to an ExecuTorch program: .pte, ETRecord, inputs, reference outputs.
+
+Exports are cached by a content hash of the model source, factory, backend and
+tool versions, so an unchanged spec is never exported twice and a warm run
+does not even import torch. The factory is deterministic by contract (seed
+your inputs), which is why the source stands in for the inputs in the key.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator import cache
+from orchestrator.artifacts.modelspec import ModelSpec, load_factory_result
+from orchestrator.errors import ExportError, ModelSpecError, UsageError
+from orchestrator.versions import tool_versions
+
+BACKENDS = ("xnnpack", "portable")
+# Bump when the export recipe or the artifact layout changes: old cache entries are then ignored.
+EXPORT_FORMAT = "etfarm-export-1"
+
+PTE_NAME = "model.pte"
+ETRECORD_NAME = "etrecord.bin"
+INPUTS_NAME = "inputs.etft"
+REFERENCE_NAME = "reference_outputs.etft"
+META_NAME = "meta.json"
+
+
+@dataclass(frozen=True)
+class ExportedModel:
+    """The artifacts of one lowered model, wherever they live."""
+
+    name: str
+    spec: str
+    backend: str
+    key: str
+    pte: Path
+    etrecord: Path | None
+    inputs: Path | None
+    reference_outputs: Path | None
+    cached: bool
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "spec": self.spec,
+            "backend": self.backend,
+            "key": self.key,
+            "pte": str(self.pte),
+            "etrecord": str(self.etrecord) if self.etrecord else None,
+            "inputs": str(self.inputs) if self.inputs else None,
+            "reference_outputs": str(self.reference_outputs) if self.reference_outputs else None,
+        }
+
+
+def export_key(spec: ModelSpec, backend: str) -> str:
+    versions = tool_versions()
+    return cache.sha256_parts(
+        [EXPORT_FORMAT, spec.source.read_bytes(), spec.factory or "", backend, versions["torch"], versions["executorch"]]
+    )
+
+
+def export_model(
+    spec: ModelSpec,
+    backend: str = "xnnpack",
+    *,
+    force: bool = False,
+    log: Callable[[str], None] = lambda message: None,
+) -> ExportedModel:
+    """Return the lowered artifacts of `spec`, exporting only on a cache miss."""
+    if backend not in BACKENDS:
+        raise UsageError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if spec.kind == "pte":
+        return _existing_pte(spec, backend)
+    key = export_key(spec, backend)
+    entry = cache.cache_dir("exports") / f"{spec.name}-{key[:16]}"
+    if (entry / META_NAME).is_file() and not force:
+        log(f"export cached: {spec.name} ({backend}) {entry}")
+        return _from_entry(spec, backend, key, entry, cached=True)
+    if force and entry.exists():
+        shutil.rmtree(entry)
+    log(f"exporting {spec.name} with {backend} (imports torch, takes a few seconds)")
+    staging = cache.staging_dir("exports")
+    try:
+        started = time.monotonic()
+        _lower_into(spec, backend, staging)
+        cache.write_json_atomic(
+            staging / META_NAME,
+            {"name": spec.name, "spec": spec.text, "backend": backend, "key": key, "versions": tool_versions(),
+             "export_s": round(time.monotonic() - started, 3)},
+        )
+        cache.publish_dir(staging, entry)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    log(f"exported {spec.name} in {time.monotonic() - started:.1f}s -> {entry}")
+    return _from_entry(spec, backend, key, entry, cached=False)
+
+
+def copy_artifacts(model: ExportedModel, out_dir: Path) -> list[Path]:
+    """Copy a model's artifacts to out_dir (for `etfarm export --out`)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for path in (model.pte, model.etrecord, model.inputs, model.reference_outputs):
+        if path is not None:
+            copied.append(Path(shutil.copy2(path, out_dir / path.name)))
+    return copied
+
+
+def _from_entry(spec: ModelSpec, backend: str, key: str, entry: Path, cached: bool) -> ExportedModel:
+    return ExportedModel(
+        name=spec.name, spec=spec.text, backend=backend, key=key, pte=entry / PTE_NAME,
+        etrecord=entry / ETRECORD_NAME, inputs=entry / INPUTS_NAME, reference_outputs=entry / REFERENCE_NAME,
+        cached=cached,
+    )
+
+
+def _existing_pte(spec: ModelSpec, backend: str) -> ExportedModel:
+    """A ready .pte: use the ETRecord, inputs and reference outputs found beside it, if any."""
+    folder, stem = spec.source.parent, spec.source.stem
+
+    def beside(*names: str) -> Path | None:
+        return next((folder / n for n in names if (folder / n).is_file()), None)
+
+    return ExportedModel(
+        name=spec.name, spec=spec.text, backend=backend, key=cache.sha256_file(spec.source), pte=spec.source,
+        etrecord=beside(f"{stem}.etrecord", f"{stem}.etrecord.bin", ETRECORD_NAME),
+        inputs=beside(f"{stem}.inputs.etft", INPUTS_NAME),
+        reference_outputs=beside(f"{stem}.reference_outputs.etft", REFERENCE_NAME),
+        cached=True,
+    )
+
+
+def _lower_into(spec: ModelSpec, backend: str, out: Path) -> None:
+    import torch
+
+    from orchestrator.artifacts.tensorfile import write_tensors
+
+    _quiet_export_noise()  # after importing torch: its logging setup resets levels on import
+
+    model, inputs = load_factory_result(spec)
+    try:
+        with torch.no_grad():
+            reference = model(*inputs)
+    except Exception as exc:
+        raise ModelSpecError(f"model spec {spec.text!r}: running the model on its example inputs raised {type(exc).__name__}: {exc}") from None
+    try:
+        program = _lower(model, inputs, backend)
+        program.save(str(out / PTE_NAME))
+        etrecord = program.get_etrecord()
+        etrecord.update_representative_inputs(inputs)
+        etrecord.save(str(out / ETRECORD_NAME))
+    except ModelSpecError:
+        raise
+    except Exception as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ExportError(f"exporting {spec.text!r} with {backend} failed: {type(exc).__name__}: {first_line}") from None
+    write_tensors(out / INPUTS_NAME, [t.detach().contiguous().numpy() for t in inputs])
+    write_tensors(out / REFERENCE_NAME, [t.detach().contiguous().numpy() for t in _flatten_outputs(reference)])
+
+
+def _lower(model: Any, inputs: tuple[Any, ...], backend: str) -> Any:
+    import torch
+    from executorch.exir import to_edge_transform_and_lower
+
+    exported = torch.export.export(model, inputs)
+    if backend == "xnnpack":
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
+            XnnpackPartitioner,
+        )
+        from executorch.backends.xnnpack.utils.configs import (
+            get_xnnpack_edge_compile_config,
+        )
+
+        edge = to_edge_transform_and_lower(
+            exported, partitioner=[XnnpackPartitioner()], compile_config=get_xnnpack_edge_compile_config(),
+            generate_etrecord=True,
+        )
+    else:
+        edge = to_edge_transform_and_lower(exported, generate_etrecord=True)
+    return edge.to_executorch()
+
+
+def _flatten_outputs(value: Any) -> list[Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _flatten_outputs(item)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _flatten_outputs(item)]
+    raise ExportError(f"model output of type {type(value).__name__} is not supported; return tensors (or tuples of them)")
+
+
+def _quiet_export_noise() -> None:
+    """torch/torchao/executorch log and warn a lot on import and export; keep the CLI readable."""
+    for name in ("torch", "torchao", "executorch"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore")

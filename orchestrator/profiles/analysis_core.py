@@ -1,0 +1,228 @@
+"""The numpy-only core of ETDump analysis: samples across files, Inspector's statistics.
+
+Kept free of pandas so that `etfarm analyze` starts in a fraction of a second (pandas
+alone costs ~0.3 s to import); `orchestrator.profiles.analysis` wraps this in DataFrames.
+
+Files are merged by Inspector's RunSignature: a block of one file joins the same block
+of another only if their event signatures agree; otherwise it stays a separate block,
+keyed `name#2`, `name#3`... in order of first appearance.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from orchestrator.errors import AnalysisError
+from orchestrator.profiles.etdump import read_etdump
+from orchestrator.profiles.etdump_events import EventInfo, durations_ms, group_blocks
+from orchestrator.profiles.etrecord import EventLink, load_etrecord
+
+PathLike = str | os.PathLike[str]
+
+# DESIGN.md section 3, stats.csv, after `device, model`.
+STATS_COLUMNS = [
+    "event_block",
+    "event_index",
+    "event_name",
+    "samples",
+    "min_ms",
+    "p10_ms",
+    "p50_ms",
+    "p90_ms",
+    "avg_ms",
+    "max_ms",
+    "std_ms",
+]
+SPREAD_COLUMNS = ["cv", "trimmed_mean_ms"]
+EVENT_COLUMNS = ["is_delegated_op", "delegate_debug_identifier"]
+LINK_COLUMNS = ["op_types", "delegate_backend_name", "module_path"]  # with an ETRecord
+OP_TYPES_SEPARATOR = ";"  # op_types is a list in Inspector; a joined string keeps CSVs flat
+FRAMEWORK_EVENTS = {"Method::execute": "execute", "Method::init": "init", "Program::load_method": "load_method"}
+
+
+@dataclass(frozen=True, eq=False)
+class SampleSet:
+    """Every timing sample of some ETDump files, columnar, plus what each event is."""
+
+    run: np.ndarray  # int32: index into run_labels
+    block: np.ndarray  # int32: index into block_keys
+    event_index: np.ndarray  # int32: Inspector's position of the event in its block
+    iteration: np.ndarray  # int32: instance of the block within its file (0 = first)
+    duration_ms: np.ndarray  # float64: Inspector's perf_data.raw values
+    run_labels: tuple[Any, ...]
+    block_keys: tuple[str, ...]
+    block_events: tuple[tuple[EventInfo, ...], ...]
+    block_links: tuple[tuple[EventLink, ...], ...] | None  # None without an ETRecord
+
+    def event_row(self, block: int, index: int) -> dict[str, Any]:
+        """The event's identity and metadata columns (no statistics)."""
+        info = self.block_events[block][index]
+        row: dict[str, Any] = {
+            "event_block": self.block_keys[block],
+            "event_index": index,
+            "event_name": info.name,
+            "is_delegated_op": info.is_delegated_op,
+            "delegate_debug_identifier": info.delegate_debug_identifier,
+        }
+        if self.block_links is not None:
+            link = self.block_links[block][index]
+            row["op_types"] = OP_TYPES_SEPARATOR.join(link.op_types)
+            row["delegate_backend_name"] = link.delegate_backend_name
+            row["module_path"] = module_path(link.module_hierarchy)
+        return row
+
+
+def collect_samples(
+    etdump_paths: Sequence[PathLike], etrecord: PathLike | None = None, run_labels: Sequence[Any] | None = None
+) -> SampleSet:
+    """Read, group (Inspector's way) and time every file; link events to the ETRecord."""
+    paths = [Path(p) for p in etdump_paths]
+    if not paths:
+        raise AnalysisError("no ETDump files given")
+    if run_labels is not None and len(run_labels) != len(paths):
+        raise AnalysisError(f"{len(run_labels)} run labels for {len(paths)} ETDump files")
+    record = load_etrecord(etrecord) if etrecord is not None else None
+
+    codes: dict[Any, int] = {}  # RunSignature -> block code
+    keys: list[str] = []
+    name_uses: dict[str, int] = {}
+    block_events: list[tuple[EventInfo, ...]] = []
+    parts: list[tuple[np.ndarray, ...]] = []
+    for run, path in enumerate(paths):
+        dump = read_etdump(path)
+        for group in group_blocks(dump):
+            code = codes.get(group.signature)
+            if code is None:
+                code = codes[group.signature] = len(keys)
+                uses = name_uses[group.name] = name_uses.get(group.name, 0) + 1
+                keys.append(group.name if uses == 1 else f"{group.name}#{uses}")
+                block_events.append(group.events)
+            matrix = durations_ms(dump, group)  # instances x perf events
+            instances, width = matrix.shape
+            parts.append(
+                (
+                    np.full(instances * width, run, dtype=np.int32),
+                    np.full(instances * width, code, dtype=np.int32),
+                    np.tile(group.perf_events.astype(np.int32), instances),
+                    np.repeat(np.arange(instances, dtype=np.int32), width),
+                    matrix.reshape(-1),
+                )
+            )
+    columns = [np.concatenate(c) for c in zip(*parts)] if parts else [np.zeros(0, np.int32)] * 4 + [np.zeros(0)]
+    links = None
+    if record is not None:
+        links = tuple(
+            tuple(record.link(e.name, e.instruction_id, e.delegate_debug_identifier) for e in events)
+            for events in block_events
+        )
+    labels = tuple(run_labels) if run_labels is not None else tuple(range(len(paths)))
+    return SampleSet(*columns, run_labels=labels, block_keys=tuple(keys), block_events=tuple(block_events), block_links=links)
+
+
+def module_path(hierarchy: dict[str, Any]) -> str:
+    """Deepest module shared by all ops of an event ('' when none): where in the model it is."""
+    common: list[str] | None = None
+    for stack in hierarchy.values():
+        paths = [str(entry[0]) for entry in stack.values()] if stack else []
+        if common is None:
+            common = paths
+        else:
+            n = 0
+            while n < min(len(common), len(paths)) and common[n] == paths[n]:
+                n += 1
+            common = common[:n]
+    return common[-1] if common else ""
+
+
+def group_stats(values: np.ndarray, gid: np.ndarray, ngroups: int) -> dict[str, np.ndarray]:
+    """Inspector's statistics per group (every group must have samples), vectorised.
+
+    Percentiles reproduce numpy's 'linear' method step by step (virtual index, floor,
+    `_lerp`), so they equal `np.percentile(raw, q)`; std is the sample std (ddof=1, 0.0 for
+    one sample); trimmed_mean_ms is the mean of the samples within [p10, p90].
+    """
+    counts = np.bincount(gid, minlength=ngroups).astype(np.int64)
+    starts = np.cumsum(counts) - counts
+    v = _sorted_within_groups(values, gid, counts, starts)
+    means = np.bincount(gid, weights=values, minlength=ngroups) / counts
+
+    def percentile(q: float) -> np.ndarray:
+        virtual = (counts - 1) * (q / 100)
+        prev = np.floor(virtual)
+        above = virtual >= counts - 1
+        lo = np.where(above, counts - 1, prev).astype(np.int64)
+        hi = np.where(above, counts - 1, prev + 1).astype(np.int64)
+        a, b = v[starts + lo], v[starts + hi]
+        t = virtual - prev
+        diff = b - a
+        return np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)
+
+    p10, p50, p90 = percentile(10), percentile(50), percentile(90)
+    squares = np.bincount(gid, weights=(values - means[gid]) ** 2, minlength=ngroups)
+    std = np.sqrt(np.divide(squares, counts - 1, out=np.zeros(ngroups), where=counts > 1))
+    inside = (values >= p10[gid]) & (values <= p90[gid])
+    n_in = np.bincount(gid, weights=inside, minlength=ngroups)
+    s_in = np.bincount(gid, weights=np.where(inside, values, 0.0), minlength=ngroups)
+    trimmed = np.where(n_in > 0, s_in / np.maximum(n_in, 1), means)  # 2 distinct samples: none inside
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cv = np.where(means != 0, std / means, np.nan)
+    return {
+        "samples": counts,
+        "min_ms": v[starts],
+        "p10_ms": p10,
+        "p50_ms": p50,
+        "p90_ms": p90,
+        "avg_ms": means,
+        "max_ms": v[starts + counts - 1],
+        "std_ms": std,
+        "cv": cv,
+        "trimmed_mean_ms": trimmed,
+    }
+
+
+def _sorted_within_groups(values: np.ndarray, gid: np.ndarray, counts: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Values ordered by group, ascending within each group (= lexsort((values, gid)), faster).
+
+    A stable argsort on 16-bit group ids is a radix sort; groups of equal size (every event
+    of a block has one sample per instance) are then sorted together as the rows of a matrix.
+    """
+    if gid.size == 0 or len(counts) >= 1 << 16 or len(np.unique(counts)) > 64:
+        return values[np.lexsort((values, gid))]
+    v = values[np.argsort(gid.astype(np.uint16), kind="stable")]
+    for size in np.unique(counts):
+        if size < 2:
+            continue
+        rows = starts[counts == size][:, None] + np.arange(size)
+        v[rows] = np.sort(v[rows], axis=1)
+    return v
+
+
+def summary_records(samples: SampleSet) -> list[dict[str, Any]]:
+    """One record per (event_block, event_index) with samples, in block then Inspector order."""
+    if samples.duration_ms.size == 0:
+        return []
+    width = max(len(events) for events in samples.block_events) + 1
+    raw = samples.block.astype(np.int64) * width + samples.event_index
+    seen = np.zeros(len(samples.block_events) * width, dtype=bool)
+    seen[raw] = True
+    groups = np.flatnonzero(seen)  # (block, event) pairs with samples, in block then event order
+    dense = np.cumsum(seen) - 1
+    stats = group_stats(samples.duration_ms, dense[raw], len(groups))
+    records = []
+    for g, key in enumerate(groups.tolist()):
+        row = samples.event_row(key // width, key % width)
+        row.update({name: column[g].item() for name, column in stats.items()})
+        records.append(row)
+    return records
+
+
+def record_columns(samples: SampleSet) -> list[str]:
+    """Column order of summary records: STATS_COLUMNS, spread, then event metadata."""
+    link = LINK_COLUMNS if samples.block_links is not None else []
+    return [*STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS, *link]

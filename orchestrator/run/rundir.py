@@ -1,0 +1,126 @@
+"""The run directory contract (DESIGN.md §3): where every artifact of a job lands.
+
+    DIR/manifest.json                          the results model (results.Job), serialised
+    DIR/stats.csv                              per-event statistics, all devices and models
+    DIR/etfarm.log                             the job's full DEBUG log
+    DIR/<device>/<model>/device.json           what the device was
+    DIR/<device>/<model>/run-<k>/etdump.etdp   raw artifacts of process run k (+ outputs, log, result)
+    DIR/<device>/<model>/e2e-<k>/              untraced run k (no event tracer)
+
+`RunDirectory` owns the job's `Job` record while it runs: device threads hand it new frozen
+results, it swaps them in under a lock and rewrites the manifest atomically after each step.
+"""
+
+from __future__ import annotations
+
+import platform
+import secrets
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from orchestrator import __version__
+from orchestrator.cache import write_json_atomic
+from orchestrator.run.results import (
+    MANIFEST_NAME,
+    DeviceResult,
+    Job,
+    JobConfig,
+    JobStatus,
+    ModelArtifacts,
+)
+
+MANIFEST = MANIFEST_NAME
+STATS = "stats.csv"
+LOG = "etfarm.log"
+DEVICE_JSON = "device.json"
+DEFAULT_ROOT = Path("etfarm-runs")
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+class RunDirectory:
+    """A job's directory and its manifest; thread-safe, every change written atomically."""
+
+    def __init__(self, root: Path, job: Job) -> None:
+        self.root = root
+        self._job = job
+        self._lock = threading.Lock()
+
+    @classmethod
+    def create(cls, out: Path | None, config: JobConfig, models: tuple[ModelArtifacts, ...] = ()) -> RunDirectory:
+        run_id = new_run_id()
+        root = (out if out is not None else DEFAULT_ROOT / run_id).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        job = Job(run_id=run_id, status=JobStatus.RUNNING, started=now(), config=config, versions=_versions(),
+                  host={"hostname": platform.node(), "machine": platform.machine(), "python": sys.version.split()[0]},
+                  models=models)
+        rundir = cls(root, job)
+        rundir.save()
+        return rundir
+
+    @property
+    def run_id(self) -> str:
+        return self._job.run_id
+
+    @property
+    def job(self) -> Job:
+        """The job as recorded so far (a frozen snapshot)."""
+        return self._job
+
+    def model_dir(self, device: str, model: str) -> Path:
+        path = self.root / device / model
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def run_dir(self, device: str, model: str, label: str) -> Path:
+        path = self.model_dir(device, model) / label
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def relative(self, path: Path) -> str:
+        return path.resolve().relative_to(self.root).as_posix()
+
+    def update_device(self, name: str, change: Callable[[DeviceResult], DeviceResult]) -> DeviceResult:
+        """Apply `change` to the device's record (which must exist) and save."""
+        with self._lock:
+            current = self._job.device(name)
+            if current is None:
+                raise KeyError(name)
+            updated = change(current)
+            self._job = self._job.with_device(updated)
+            self._write()
+            return updated
+
+    def add_device(self, result: DeviceResult) -> None:
+        with self._lock:
+            self._job = self._job.with_device(result)
+            self._write()
+
+    def finish(self, status: JobStatus) -> Job:
+        with self._lock:
+            self._job = replace(self._job, status=status, finished=now())
+            self._write()
+            return self._job
+
+    def save(self) -> None:
+        with self._lock:
+            self._write()
+
+    def _write(self) -> None:
+        write_json_atomic(self.root / MANIFEST, self._job.to_dict())
+
+
+def _versions() -> dict[str, str]:
+    from orchestrator.versions import tool_versions
+
+    return {"etfarm": __version__, **tool_versions()}

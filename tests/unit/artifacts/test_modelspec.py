@@ -1,0 +1,50 @@
+from pathlib import Path
+
+import pytest
+
+from orchestrator.artifacts.modelspec import parse_model_spec
+from orchestrator.errors import ModelSpecError
+
+
+def test_file_spec_resolves_path_factory_and_name(tmp_path: Path) -> None:
+    model = tmp_path / "my_net.py"
+    model.write_text("def build():\n    pass\n")
+    spec = parse_model_spec(f"{model}:build")
+    assert (spec.kind, spec.name, spec.factory, spec.source) == ("file", "my_net", "build", model.resolve())
+
+
+def test_module_spec_resolves_without_importing() -> None:
+    spec = parse_model_spec("json.decoder:JSONDecoder")
+    assert spec.kind == "module" and spec.module == "json.decoder" and spec.source.name == "decoder.py"
+    assert spec.name == "decoder"
+
+
+def test_pte_spec(tmp_path: Path) -> None:
+    pte = tmp_path / "m.pte"
+    pte.write_bytes(b"x")
+    spec = parse_model_spec(str(pte), name="mine")
+    assert (spec.kind, spec.name) == ("pte", "mine")
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("", "empty model spec"),
+        ("nofactory.py", "has no factory"),
+        ("missing/file.py:build", "no such file"),
+        ("model.pte", "no such .pte"),
+        ("x.py:1bad", "not a valid factory name"),
+        ("no_such_module_xyz:build", "cannot find module"),
+        ("bad-module!:build", "neither a .py file nor a module"),
+    ],
+)
+def test_bad_specs_name_the_problem(text: str, fragment: str) -> None:
+    with pytest.raises(ModelSpecError, match=fragment):
+        parse_model_spec(text)
+
+
+def test_bad_model_name(tmp_path: Path) -> None:
+    model = tmp_path / "m.py"
+    model.write_text("")
+    with pytest.raises(ModelSpecError, match="model name"):
+        parse_model_spec(f"{model}:build", name="../evil")

@@ -1,0 +1,60 @@
+import pandas as pd
+
+from orchestrator.report.summary import format_table, summary, wall_clock_lines
+from orchestrator.run.results import (
+    DeviceResult,
+    DeviceStatus,
+    Job,
+    JobConfig,
+    JobStatus,
+    ModelResult,
+    ModelStatus,
+    ProcessRun,
+)
+
+
+def stats_frame() -> pd.DataFrame:
+    rows = []
+    for device, scale in (("pixel8", 1.0), ("rpi5", 3.0)):
+        for index, (name, avg) in enumerate([("Method::execute", 10.0), ("conv #1", 6.0), ("OPERATOR_CALL", 1.0), ("add #1", 2.0)]):
+            if device == "rpi5" and name == "add #1":
+                continue  # the slower board lacks this event: its cell shows "-"
+            rows.append({"device": device, "model": "m", "event_block": "Execute", "event_index": index, "event_name": name,
+                         "samples": 4, "p50_ms": avg * scale, "p90_ms": avg * scale * 1.1, "avg_ms": avg * scale, "cv": 0.05})
+    return pd.DataFrame(rows)
+
+
+def test_summary_puts_devices_side_by_side() -> None:
+    text = summary(stats_frame())
+    assert "model m: p50 ms per device (pixel8, rpi5)" in text
+    lines = {line.split()[0] + " " + line.split()[1]: line.split() for line in text.splitlines()[3:]}
+    assert lines["Method::execute Execute"][-2:] == ["10.0000", "30.0000"]
+    assert lines["conv #1"][-2:] == ["6.0000", "18.0000"]
+    assert lines["add #1"][-2:] == ["2.0000", "-"]
+    assert not any("OPERATOR_CALL" in line for line in text.splitlines())  # framework bookkeeping stays out
+
+
+def test_summary_single_device_orders_by_avg_after_the_total() -> None:
+    frame = stats_frame()
+    text = summary(frame[frame["device"] == "pixel8"])
+    names = [line.split()[0] for line in text.splitlines()[3:]]
+    assert names == ["Method::execute", "conv", "add"]
+    assert "5.0" in text.splitlines()[3]  # cv shown in percent
+
+
+def test_wall_clock_lines_report_overhead_and_instability() -> None:
+    runs = (ProcessRun("run-1", True, (1.0, 1.2), load_ms=3.0), ProcessRun("e2e-1", False, (1.0,)))
+    model = ModelResult("m", ModelStatus.OK, runs)
+    job = Job("id", JobStatus.OK, "now", JobConfig(("d",), ("m.py",), "xnnpack"),
+              devices=(DeviceResult("d", "local", "host", DeviceStatus.OK, models=(model,)),))
+    (line,) = wall_clock_lines(job)
+    # median 1.1 against 1.0 untraced; CV of (1.0, 1.2) is 0.1414 / 1.1 = 12.9 %
+    assert "tracer overhead +10.0%" in line and "UNSTABLE: CV 13%" in line and "method load p50 3.000 ms" in line
+    stable = ModelResult("m", ModelStatus.OK, (ProcessRun("run-1", True, (1.0, 1.01)),))
+    (calm,) = wall_clock_lines(job.with_device(DeviceResult("d", "local", "host", DeviceStatus.OK, models=(stable,))))
+    assert "UNSTABLE" not in calm and "tracer overhead" not in calm
+
+
+def test_format_table_aligns_columns() -> None:
+    text = format_table(["a", "bb"], [["x", 1.5], ["longer", None]], "lr")
+    assert text.splitlines() == ["a           bb", "------  ------", "x       1.5000", "longer       -"]

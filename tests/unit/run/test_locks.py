@@ -1,0 +1,51 @@
+import subprocess
+import sys
+import time
+
+import pytest
+
+from orchestrator.errors import DeviceError
+from orchestrator.run.locks import device_lock
+
+HOLDER = """
+import sys, time
+from orchestrator.run.locks import device_lock
+with device_lock(sys.argv[1]):
+    print("locked", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def hold_lock_in_other_process(name: str, seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, name, str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_no_wait_fails_with_holder_named() -> None:
+    proc = hold_lock_in_other_process("dev-a", 5)
+    try:
+        with pytest.raises(DeviceError, match=f"busy: locked by pid {proc.pid}"):
+            with device_lock("dev-a", wait=False):
+                pass
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_wait_reports_and_then_gets_the_lock() -> None:
+    proc = hold_lock_in_other_process("dev-b", 1.0)
+    messages: list[str] = []
+    started = time.monotonic()
+    with device_lock("dev-b", on_wait=messages.append):
+        waited = time.monotonic() - started
+    proc.wait()
+    assert messages and "waiting for the device lock" in messages[0]
+    assert waited > 0.3
+
+
+def test_lock_is_reusable_after_release() -> None:
+    with device_lock("dev-c", wait=False):
+        pass
+    with device_lock("dev-c", wait=False):
+        pass
