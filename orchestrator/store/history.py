@@ -1,0 +1,19 @@
+"""Rows of the stored history, as the store hands them to reports, `history` and verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One (run, device, model) of the store: its end-to-end latency and how the run ended."""
+
+    run_id: str
+    started: str  # ISO 8601, as in the manifest
+    device: str
+    model: str
+    status: str  # the device's status in that run: "ok", "failed", ...
+    e2e_p50_ms: float | None  # wall clock per execution (traced runs), median over all samples
+    e2e_p90_ms: float | None
+    git_commit: str | None  # the user's commit of the model file, when it is in a git repository
