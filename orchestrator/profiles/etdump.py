@@ -247,19 +247,32 @@ class _StringTable:
         return code
 
     def intern(self, buf: _Buffer, spos: np.ndarray, what: str) -> np.ndarray:
-        """String codes for string positions (-1 stays -1), decoding each distinct content once."""
+        """String codes for string positions (-1 stays -1), decoding each distinct content once.
+
+        Linear in the file size whatever the file claims: references to one string (flatbuffers
+        shares equal strings) are collapsed by position before anything is decoded, and strings
+        that overlap each other, which no flatbuffers builder writes, are refused. So the bytes
+        decoded add up to at most the file's size.
+        """
         codes = np.full(spos.shape, -1, dtype=np.int32)
         present = np.flatnonzero(spos >= 0)
         if present.size == 0:
             return codes
-        pos = spos[present]
+        pos, by_position = np.unique(spos[present], return_inverse=True)
         lengths = buf.read(pos, "<u4", f"{what} string").astype(np.int64)
-        if (pos + 4 + lengths > buf.n).any():
+        ends = pos + 4 + lengths
+        if (ends > buf.n).any():
             raise _Corrupt(f"{what} string runs past the end of the file")
+        if (ends[:-1] > pos[1:]).any():
+            raise _Corrupt(f"{what} strings overlap each other")
+        codes[present] = self._codes_for(buf, pos, lengths)[by_position]
+        return codes
+
+    def _codes_for(self, buf: _Buffer, pos: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """Codes of distinct, non-overlapping strings."""
         width = int(lengths.max())
-        if width * pos.size > _MAX_HASH_BYTES:  # a few huge strings (or a damaged length): no matrix
-            codes[present] = [self.code(self._decode(buf, int(p), int(n))) for p, n in zip(pos, lengths)]
-            return codes
+        if width * pos.size > _MAX_HASH_BYTES:  # a few huge strings: decode each one once, no matrix
+            return np.array([self.code(self._decode(buf, int(p), int(n))) for p, n in zip(pos, lengths)], dtype=np.int32)
         # Fixed-width rows of 8-byte words -> 64-bit hash per string -> one decode per distinct
         # hash. Collisions are ruled out below by comparing every row with its representative.
         words = _string_words(buf, pos + 4, lengths, (width + 7) // 8)
@@ -267,15 +280,13 @@ class _StringTable:
         with np.errstate(over="ignore"):
             for j in range(words.shape[1]):
                 hashes = (hashes * _HASH_BASE) ^ words[:, j]
-        uniq, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+        _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
         if not (words == words[first[inverse]]).all() or not (lengths == lengths[first[inverse]]).all():
-            codes[present] = [self.code(self._decode(buf, int(p), int(n))) for p, n in zip(pos, lengths)]
-            return codes
+            return np.array([self.code(self._decode(buf, int(p), int(n))) for p, n in zip(pos, lengths)], dtype=np.int32)
         uniq_codes = np.array(
             [self.code(self._decode(buf, int(pos[i]), int(lengths[i]))) for i in first], dtype=np.int32
         )
-        codes[present] = uniq_codes[inverse]
-        return codes
+        return uniq_codes[inverse]
 
     @staticmethod
     def _decode(buf: _Buffer, pos: int, length: int) -> str:

@@ -159,14 +159,17 @@ class Run:
 _VALUE_TYPE_INT = 1
 
 
-def build_etdump(runs: list[Run], version: int = 0, size_prefixed: bool = True) -> bytes:
-    """Serialize runs per etdump_schema_flatcc.fbs (identifier ED00)."""
+def build_etdump(runs: list[Run], version: int = 0, size_prefixed: bool = True, shared_strings: bool = False) -> bytes:
+    """Serialize runs per etdump_schema_flatcc.fbs (identifier ED00); `shared_strings` writes each
+    distinct string once and points every reference at it (as flatcc's shared strings do)."""
     import flatbuffers
 
     b = flatbuffers.Builder(1024)
 
     def string(text: str | None) -> int | None:
-        return None if text is None else b.CreateString(text)
+        if text is None:
+            return None
+        return b.CreateSharedString(text) if shared_strings else b.CreateString(text)
 
     def table_vector(offsets: list[int]) -> int:
         b.StartVector(4, len(offsets), 4)
