@@ -18,6 +18,7 @@ from typing import Any
 from device_agents.base import DeviceSpec
 from orchestrator.cache import cache_dir
 from orchestrator.errors import ConfigError, UsageError
+from orchestrator.yamlfile import load_yaml, shorten
 
 TARGETS = ("host", "linux-aarch64", "android-arm64-v8a")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -84,21 +85,14 @@ def builtin_local() -> DeviceSpec:
 
 
 def _parse_file(path: Path) -> dict[str, DeviceSpec]:
-    import yaml
-
     if not path.is_file():
         raise ConfigError(path, None, "no such file")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else None
-        raise ConfigError(path, where, f"not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
+    data = load_yaml(path)
     if not isinstance(data, dict) or "devices" not in data:
         raise ConfigError(path, "devices", "missing: the file must have a top-level 'devices:' mapping")
     unknown_top = set(data) - {"devices"}
     if unknown_top:
-        raise ConfigError(path, sorted(unknown_top)[0], "unknown top-level key (expected only 'devices')")
+        raise ConfigError(path, shorten(str(sorted(map(str, unknown_top))[0]), 40), "unknown top-level key (expected only 'devices')")
     entries = data["devices"]
     if not isinstance(entries, dict) or not entries:
         raise ConfigError(path, "devices", "must be a non-empty mapping of device name to settings")
@@ -106,7 +100,7 @@ def _parse_file(path: Path) -> dict[str, DeviceSpec]:
 
 
 def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
-    where = f"devices.{name}"
+    where = f"devices.{shorten(name, 40)}"
     if not _NAME.match(name):
         raise ConfigError(path, where, "device names must be letters, digits, '.', '_' or '-'")
     if not isinstance(entry, dict):
@@ -117,7 +111,7 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
     allowed = _TRANSPORT_KEYS[transport]
     for key in entry:
         if key not in _COMMON_KEYS and key not in allowed:
-            raise ConfigError(path, f"{where}.{key}", f"unknown key for a {transport} device")
+            raise ConfigError(path, f"{where}.{shorten(str(key), 40)}", f"unknown key for a {transport} device")
     target = entry.get("target", "host" if transport == "local" else None)
     if target not in TARGETS:
         raise ConfigError(path, f"{where}.target", f"expected one of {', '.join(TARGETS)}, got {_describe(target)}")
@@ -165,4 +159,4 @@ def _exec_prefix(path: Path, where: str, value: Any) -> tuple[str, ...]:
 
 
 def _describe(value: Any) -> str:
-    return "nothing" if value is None else f"{type(value).__name__} {value!r}"
+    return "nothing" if value is None else f"{type(value).__name__} {shorten(repr(value))}"

@@ -87,3 +87,32 @@ def test_select_keeps_order_and_rejects_unknown() -> None:
         inventory.select("local,pixel9")
     with pytest.raises(UsageError, match="no devices"):
         inventory.select(" , ")
+
+
+def test_duplicate_keys_are_an_error_naming_both_lines(tmp_path: Path) -> None:
+    path = write(tmp_path, "devices:\n  rpi5:\n    transport: local\n  rpi5:\n    transport: local\n")
+    with pytest.raises(ConfigError) as err:
+        load_inventory(path)
+    assert str(err.value) == f"{path}: line 4: duplicate key rpi5 (first at line 2)"
+    nested = write(tmp_path, "devices:\n  a:\n    transport: ssh\n    host: x\n    key: k\n    host: y\n")
+    with pytest.raises(ConfigError, match="line 6: duplicate key host \\(first at line 4\\)"):
+        load_inventory(nested)
+
+
+def test_alias_bombs_are_refused_before_they_expand(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 12)]
+    path = write(tmp_path, "\n".join(lines) + "\ndevices: {local: {transport: local}}\n")
+    with pytest.raises(ConfigError, match="more than 100 aliases"):
+        load_inventory(path)
+
+
+def test_non_utf8_and_huge_values_give_short_clear_errors(tmp_path: Path) -> None:
+    path = tmp_path / "devices.yaml"
+    path.write_bytes(b"devices:\n  pi:\n    transport: \xff\xfe\n")
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
+        load_inventory(path)
+    huge = write(tmp_path, "devices:\n  pi:\n    transport: ssh\n    target: host\n    host: h\n    key: k\n    port: '" + "9" * 100_000 + "'\n")
+    with pytest.raises(ConfigError) as err:
+        load_inventory(huge)
+    assert "expected an integer, got str '999" in str(err.value) and len(str(err.value)) < 300
