@@ -23,6 +23,7 @@ from typing import Any
 import paramiko
 
 from device_agents.base import DeviceAgent, DeviceSpec, ExecResult
+from device_agents.known_hosts import load_known_hosts
 from orchestrator.errors import DeviceError
 
 DEFAULT_KNOWN_HOSTS = "~/.config/etfarm/known_hosts"
@@ -132,10 +133,10 @@ class SSHAgent(DeviceAgent):
         timeout_s = cfg.connect_timeout or timeout_s
         if not cfg.key.is_file():
             raise DeviceError(self.spec.name, f"ssh key {cfg.key} does not exist (setting 'key' in {self.spec.source})")
+        known = load_known_hosts(cfg.known_hosts, self.spec.name)
         client = paramiko.SSHClient()
         # Only the configured file: never ~/.ssh/known_hosts, never auto-add.
-        if cfg.known_hosts.is_file():
-            client.load_host_keys(str(cfg.known_hosts))
+        known.install(client)
         client.set_missing_host_key_policy(_RejectUnknown())
         trust_hint = f"if this is the right device, run `etfarm devices trust {self.spec.name}`"
         try:
@@ -154,6 +155,10 @@ class SSHAgent(DeviceAgent):
             )
         except UnknownHostKey as exc:
             client.close()
+            if known.is_revoked(exc.key):
+                raise DeviceError(self.spec.name, f"host key of {cfg.hostname} ({exc.key.get_name()} "
+                                  f"{host_key_fingerprint(exc.key)}) is marked @revoked in {cfg.known_hosts}; "
+                                  "refusing to connect") from None
             raise DeviceError(
                 self.spec.name,
                 f"host key of {cfg.hostname} is unknown: it is not in {cfg.known_hosts} "
@@ -335,8 +340,12 @@ def trust_host_key(spec: DeviceSpec, timeout_s: float = 15.0) -> str:
         raise DeviceError(spec.name, f"ssh handshake with {cfg.host}:{cfg.port} failed: {exc or type(exc).__name__}") from None
     finally:
         transport.close()
+    if load_known_hosts(cfg.known_hosts, spec.name).is_revoked(key):
+        raise DeviceError(spec.name, f"host key of {cfg.hostname} ({key.get_name()} {host_key_fingerprint(key)}) is marked "
+                                     f"@revoked in {cfg.known_hosts}; not trusting it")
     lines = cfg.known_hosts.read_text().splitlines() if cfg.known_hosts.is_file() else []
-    kept = [line for line in lines if not _names_host(line, cfg.hostname)]
+    # Replace the host's plain entries; marker lines (@revoked, @cert-authority) are never dropped.
+    kept = [line for line in lines if line.lstrip().startswith("@") or not _names_host(line, cfg.hostname)]
     kept.append(f"{cfg.hostname} {key.get_name()} {key.get_base64()}")
     cfg.known_hosts.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(prefix=".known_hosts.", dir=cfg.known_hosts.parent)

@@ -148,3 +148,32 @@ def test_rpi5_fixture_runs_aarch64_binaries_under_qemu(rpi5_device: DeviceSpec, 
         assert agent.stage({"bin/hello": binary}).pushed == ("bin/hello",)
         result = agent.run([agent.remote_path("bin/hello"), "hi; there"], use_exec_prefix=True)
         assert (result.exit_code, result.stdout) == (3, "aarch64 says hi; there\n")
+
+
+def test_known_hosts_markers_revoked_keys_are_refused_and_cert_authorities_ignored(sshd_host: SshTestHost, tmp_path: Path) -> None:
+    trusted = sshd_host.known_hosts.read_text().strip()  # "[127.0.0.1]:PORT ssh-ed25519 AAAA..."
+    _, keytype, key = trusted.split()
+    ca_line = f"@cert-authority *.example.org {keytype} {key}"
+    # A CA line beside the plain entry: paramiko alone raises here; etfarm connects.
+    with_ca = tmp_path / "with_ca"
+    with_ca.write_text(f"{ca_line}\n{trusted}\n")
+    with SSHAgent(sshd_host.spec("ca", tmp_path / "w1", known_hosts=with_ca)) as agent:
+        assert agent.check(["echo", "hi"]).stdout.strip() == "hi"
+    # The same key also marked @revoked: refused before anything reaches the device.
+    revoked = tmp_path / "revoked"
+    revoked.write_text(f"{trusted}\n@revoked * {keytype} {key}\n")
+    spec = sshd_host.spec("revoked", tmp_path / "w2", known_hosts=revoked)
+    with pytest.raises(DeviceError, match="marked @revoked"):
+        with SSHAgent(spec) as agent:
+            agent.stage({"model.pte": Path(__file__)})
+    assert not (tmp_path / "w2").exists()
+    # `devices trust` will not trust a revoked key, and never drops the marker lines.
+    with pytest.raises(DeviceError, match="not trusting it"):
+        trust_host_key(spec)
+    assert "@revoked" in revoked.read_text()
+    # A malformed line is an error naming the file and the line, not a traceback.
+    broken = tmp_path / "broken"
+    broken.write_text(f"{trusted}\n[host]:22 ssh-ed25519 not-base64!\n")
+    with pytest.raises(DeviceError, match="broken: line 2: not a known_hosts entry"):
+        with SSHAgent(sshd_host.spec("broken", tmp_path / "w3", known_hosts=broken)):
+            pass
