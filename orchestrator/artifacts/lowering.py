@@ -9,6 +9,7 @@ your inputs), which is why the source stands in for the inputs in the key.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 import warnings
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import cache
+from orchestrator.artifacts.model_sources import local_sources
 from orchestrator.artifacts.modelspec import ModelSpec, load_factory_result
 from orchestrator.errors import ExportError, ModelSpecError, UsageError
 from orchestrator.versions import tool_versions
@@ -61,9 +63,13 @@ class ExportedModel:
 
 
 def export_key(spec: ModelSpec, backend: str) -> str:
+    """Content hash of everything the export depends on: the model file and the local modules it
+    imports (a .pte is its own content), the factory, the backend and the tool versions."""
     versions = tool_versions()
+    sources = [spec.source] if spec.kind == "pte" else local_sources(spec.source)
+    contents = [part for path in sources for part in (os.path.relpath(path, spec.source.parent), path.read_bytes())]
     return cache.sha256_parts(
-        [EXPORT_FORMAT, spec.source.read_bytes(), spec.factory or "", backend, versions["torch"], versions["executorch"]]
+        [EXPORT_FORMAT, *contents, spec.factory or "", backend, versions["torch"], versions["executorch"]]
     )
 
 
