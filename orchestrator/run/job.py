@@ -20,7 +20,7 @@ from orchestrator.run.results import (
     ModelArtifacts,
     RunOptions,
 )
-from orchestrator.run.rundir import STATS, RunDirectory
+from orchestrator.run.rundir import STATS, RunDirectory, check_out
 from orchestrator.run.session import DeviceOutcome, DeviceSession
 
 
@@ -40,6 +40,7 @@ def run_job(devices: Sequence[DeviceSpec], specs: Sequence[ModelSpec], *, backen
             out: Path | None, progress: Progress, config_file: Path | None = None) -> JobResult:
     config = JobConfig(devices=tuple(d.name for d in devices), models=tuple(s.text for s in specs), backend=backend,
                        options=options, config_file=str(config_file) if config_file else None)
+    check_out(out)
     # Export before the run directory exists: a bad model is a usage error and leaves nothing behind.
     models = [export_model(spec, backend, log=progress) for spec in specs]
     rundir = RunDirectory.create(out, config, tuple(_artifacts(m) for m in models))

@@ -13,9 +13,11 @@ results, it swaps them in under a lock and rewrites the manifest atomically afte
 
 from __future__ import annotations
 
+import os
 import platform
 import secrets
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from orchestrator import __version__
 from orchestrator.cache import write_json_atomic
+from orchestrator.errors import UsageError
 from orchestrator.run.results import (
     MANIFEST_NAME,
     DeviceResult,
@@ -38,6 +41,33 @@ STATS = "stats.csv"
 LOG = "etfarm.log"
 DEVICE_JSON = "device.json"
 DEFAULT_ROOT = Path("etfarm-runs")
+
+
+def check_out(out: Path | None) -> None:
+    """Refuse an --out that already holds a run, or that cannot be written, before any work.
+
+    Usage errors (exit 2): re-using a run directory would overwrite its results (`--resume`
+    continues one); an unwritable place would only fail after minutes of exporting.
+    """
+    if out is None:
+        out = DEFAULT_ROOT
+    else:
+        if (out / MANIFEST).exists():
+            raise UsageError(f"--out {out}: already holds a run; choose a new directory (or --resume {out})")
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"--out {out}: exists and is not a directory")
+        if out.is_dir() and any(out.iterdir()):
+            raise UsageError(f"--out {out}: directory is not empty; choose a new one")
+    probe = out
+    while not probe.exists():  # the nearest existing ancestor is where the directory will be made
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out}: {probe} is not writable")
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write in {probe}: {exc.strerror or exc}") from None
 
 
 def new_run_id() -> str:

@@ -27,9 +27,15 @@ def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "not_module.py": "import torch\ndef build():\n    return 'model', (torch.ones(1),)\n",
         "malformed.yaml": "devices: [unclosed\n",
         "badport.yaml": "devices:\n  rpi:\n    transport: ssh\n    target: linux-aarch64\n    host: h\n    key: k\n    port: twenty-two\n",
+        "duplicate.yaml": "devices:\n  rpi:\n    transport: local\n  rpi:\n    transport: local\n",
+        "previous-run/manifest.json": "{}",
+        "a-file": "not a directory",
     }
     for name, text in files.items():
+        (root / name).parent.mkdir(exist_ok=True)
         (root / name).write_text(text)
+    (root / "latin1.yaml").write_bytes(b"devices:\n  caf\xe9:\n    transport: local\n")
+    files["latin1.yaml"] = ""
     return {name: root / name for name in files}
 
 
@@ -51,6 +57,11 @@ CASES = [
     ("unknown-target", lambda p: ["build", "--target", "ios-arm64"], "ios-arm64"),
     ("bad-option-value", lambda p: ["run", "--runs", "0", "--model", TINY], "--runs"),
     ("missing-etdump", lambda p: ["analyze", "/nonexistent/x.etdp"], "/nonexistent/x.etdp"),
+    ("duplicate-config-key", lambda p: ["devices", "--config", str(p["duplicate.yaml"])], "line 4: duplicate key rpi (first at line 2)"),
+    ("non-utf8-config", lambda p: ["devices", "--no-check", "--config", str(p["latin1.yaml"])], "latin1.yaml: not UTF-8 text"),
+    ("out-holds-a-run", lambda p: ["run", "--model", TINY, "--out", str(p["previous-run/manifest.json"].parent)], "already holds a run"),
+    ("out-is-a-file", lambda p: ["run", "--model", TINY, "--out", str(p["a-file"])], "is not a directory"),
+    ("out-unwritable", lambda p: ["run", "--model", TINY, "--out", "/proc/etfarm-out"], "--out /proc/etfarm-out: cannot write in /proc"),
 ]
 
 
