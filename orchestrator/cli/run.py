@@ -27,6 +27,7 @@ def run(
     threads: Annotated[int, typer.Option(min=0, help="CPU threads for the runner (0: device default).")] = 0,
     timeout: Annotated[float, typer.Option(min=1, help="Deadline in seconds for one process run.")] = 600.0,
     no_wait: Annotated[bool, typer.Option("--no-wait", help="Fail instead of waiting when a device is locked.")] = False,
+    lock_timeout: Annotated[float | None, typer.Option(min=0, help="Give up on a device still locked by another job after this many seconds (default: wait).")] = None,
     untraced_runs: Annotated[int, typer.Option(min=0, help="Extra runs without the event tracer, for end-to-end time and tracer overhead.")] = 1,
     cooldown: Annotated[float, typer.Option(min=0, help="Seconds to pause before each process run.")] = 0.0,
     max_temp: Annotated[float | None, typer.Option(help="Before each run, wait until the device's hottest zone is at most this many °C.")] = None,
@@ -50,7 +51,7 @@ def run(
     selected = inventory.select(devices)
     specs = [parse_model_spec(text, name) for text in model]
     options = RunOptions(runs=runs, iterations=iterations, warmup=warmup, run_timeout_s=timeout,
-                         wait_for_lock=not no_wait, intermediate_outputs=intermediate_outputs, cpu_threads=threads,
+                         wait_for_lock=not no_wait, lock_timeout_s=lock_timeout, intermediate_outputs=intermediate_outputs, cpu_threads=threads,
                          untraced_runs=untraced_runs, cooldown_s=cooldown, max_temp_c=max_temp)
     result = run_job(selected, specs, backend=backend, options=options, out=out, progress=Progress(quiet=quiet),
                      config_file=inventory.path)

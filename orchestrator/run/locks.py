@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import fcntl
+import getpass
 import os
+import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,10 +31,11 @@ def device_lock(device: str, *, wait: bool = True, on_wait: Callable[[str], None
             deadline = None if timeout_s is None else time.monotonic() + timeout_s
             while not _try_lock(fd):
                 if deadline is not None and time.monotonic() > deadline:
-                    raise DeviceError(device, f"gave up waiting for the device lock held by {holder}")
+                    raise DeviceError(device, f"gave up after {timeout_s:g} s waiting for the device lock held by {holder} "
+                                              f"(--lock-timeout)")
                 time.sleep(LOCK_POLL_SEC)
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} since {time.strftime('%H:%M:%S')}".encode(), 0)
+        os.pwrite(fd, f"pid {os.getpid()} of {getpass.getuser()}@{socket.gethostname()} since {time.strftime('%H:%M:%S')}".encode(), 0)
         yield
     finally:
         os.close(fd)  # closing releases the flock

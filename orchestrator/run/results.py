@@ -238,6 +238,7 @@ class RunOptions:
     warmup: int = 3
     run_timeout_s: float = 600.0
     wait_for_lock: bool = True
+    lock_timeout_s: float | None = None  # give up waiting for a busy device after this long (None: wait)
     intermediate_outputs: bool = False
     debug_buffer_size: int = 16 << 20
     cpu_threads: int = 0

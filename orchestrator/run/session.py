@@ -84,7 +84,8 @@ class DeviceSession:
         try:
             if self.build is None:
                 raise DeviceError(self.spec.name, self.build_error or f"no runner for target {self.spec.target}")
-            with device_lock(self.spec.name, wait=self.options.wait_for_lock, on_wait=self.say):
+            with device_lock(self.spec.name, wait=self.options.wait_for_lock, on_wait=self.say,
+                             timeout_s=self.options.lock_timeout_s):
                 agent = create_agent(self.spec)
                 self.say(f"connecting ({self.spec.transport}, target {self.spec.target})")
                 with agent:

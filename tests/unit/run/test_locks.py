@@ -49,3 +49,16 @@ def test_lock_is_reusable_after_release() -> None:
         pass
     with device_lock("dev-c", wait=False):
         pass
+
+
+def test_lock_timeout_gives_up_naming_the_holder_and_the_option() -> None:
+    proc = hold_lock_in_other_process("dev-t", 30)
+    try:
+        started = time.monotonic()
+        with pytest.raises(DeviceError, match=f"gave up after 1 s waiting for the device lock held by pid {proc.pid} of .*@"):
+            with device_lock("dev-t", timeout_s=1.0):
+                pass
+        assert time.monotonic() - started < 10
+    finally:
+        proc.kill()
+        proc.wait()
