@@ -57,6 +57,15 @@ def test_history_show(runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFi
     assert "no stored run 'nope'" in capsys.readouterr().err
 
 
+def test_reading_never_creates_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "absent.db"
+    assert main(["history", "--store", str(db)]) == 0
+    assert "does not exist yet" in capsys.readouterr().out
+    assert main(["history", "show", "r1", "--store", str(db)]) == 2
+    assert "no store at" in capsys.readouterr().err
+    assert not db.exists()
+
+
 def test_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["store", "import", str(tmp_path), "--store", str(tmp_path / "s.db")]) == 2
     assert "no such manifest" in capsys.readouterr().err
