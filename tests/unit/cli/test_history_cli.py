@@ -87,3 +87,10 @@ def test_history_does_not_import_torch(runs: list[Path], tmp_path: Path) -> None
     result = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "HEAVY []" in result.stdout
+    # listing history reads only typed rows: not even numpy
+    listing = ("import sys\nfrom orchestrator.cli import main\n"
+               f"assert main(['history', '--store', {db!r}]) == 0\n"
+               "print('HEAVY', sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'pandas')))\n")
+    result = subprocess.run([sys.executable, "-c", listing], check=False, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "HEAVY []" in result.stdout
