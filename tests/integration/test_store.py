@@ -12,7 +12,6 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -143,11 +142,13 @@ def test_import_is_idempotent(fleet: FleetRun, tmp_path: Path) -> None:
 
 
 _WRITER = """
-import sys, time
+import os, sys, time
 from pathlib import Path
 from orchestrator.store import open_store
-db, start, dirs = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
-while time.time() < start:
+from orchestrator.store.ingest import read_run  # imported before the start line, like the other writer
+db, gate, dirs = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
+(gate / str(os.getpid())).touch()
+while len(list(gate.iterdir())) < 2:  # both writers ready: go together
     time.sleep(0.001)
 with open_store(db) as store:
     first = time.time()
@@ -171,8 +172,9 @@ def test_two_processes_recording_at_once(fleet: FleetRun, tmp_path: Path) -> Non
             dirs.append(str(target))
         dirs.append(str(fleet.run_dir))  # both re-record the same run too
     db = tmp_path / "concurrent.db"
-    start = time.time() + 3.0  # both are importing and waiting by then
-    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(db), str(start), *dirs], stdout=subprocess.PIPE,
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(db), str(gate), *dirs], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for dirs in copies.values()]
     spans = []
     for proc in procs:
