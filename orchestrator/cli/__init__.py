@@ -23,9 +23,18 @@ app = typer.Typer(
 
 def _register_commands() -> None:
     # Each module adds its commands to `app`; module imports must stay light.
-    from orchestrator.cli import analyze, build, devices, export, run, trace
+    from orchestrator.cli import (
+        analyze,
+        build,
+        devices,
+        export,
+        history,
+        run,
+        store,
+        trace,
+    )
 
-    for module in (run, export, build, analyze, trace, devices):
+    for module in (run, export, build, analyze, trace, devices, history, store):
         module.register(app)
 
 
