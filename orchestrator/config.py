@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from device_agents.base import DeviceSpec
+from orchestrator.artifacts.targets import TARGETS
 from orchestrator.cache import cache_dir
 from orchestrator.errors import ConfigError, UsageError
-
-TARGETS = ("host", "linux-aarch64", "android-arm64-v8a")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 # Per transport: key -> (type, required, default). Unknown keys are errors, so typos surface.

@@ -20,7 +20,7 @@ import numpy as np
 
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.etdump import read_etdump
-from orchestrator.profiles.etdump_events import EventInfo, durations_ms, group_blocks
+from orchestrator.profiles.etdump_events import EventInfo, block_key, durations_ms, group_blocks
 from orchestrator.profiles.etrecord import EventLink, load_etrecord
 
 PathLike = str | os.PathLike[str]
@@ -43,7 +43,9 @@ SPREAD_COLUMNS = ["cv", "trimmed_mean_ms"]
 EVENT_COLUMNS = ["is_delegated_op", "delegate_debug_identifier"]
 LINK_COLUMNS = ["op_types", "delegate_backend_name", "module_path"]  # with an ETRecord
 OP_TYPES_SEPARATOR = ";"  # op_types is a list in Inspector; a joined string keeps CSVs flat
+# The one list of framework events: the runtime's own bookkeeping, each a method-level measure.
 FRAMEWORK_EVENTS = {"Method::execute": "execute", "Method::init": "init", "Program::load_method": "load_method"}
+HIDDEN_WHEN_PRINTING = frozenset({"OPERATOR_CALL"})  # as Inspector: it is op + dispatch overhead, not an op
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,7 +103,7 @@ def collect_samples(
             if code is None:
                 code = codes[group.signature] = len(keys)
                 uses = name_uses[group.name] = name_uses.get(group.name, 0) + 1
-                keys.append(group.name if uses == 1 else f"{group.name}#{uses}")
+                keys.append(block_key(group.name, uses))
                 block_events.append(group.events)
             matrix = durations_ms(dump, group)  # instances x perf events
             instances, width = matrix.shape

@@ -2,35 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
+from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
+from orchestrator.report.text import fmt_percent, format_table
 from orchestrator.run.results import Job
 from orchestrator.stats import percentile
 
-# Framework bookkeeping events: shown in the method summary, not among the operators.
-FRAMEWORK_EVENTS = ("Method::init", "Program::load_method", "Method::execute", "OPERATOR_CALL")
-
-
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
-    """Plain fixed-width table; `align` is one 'l'/'r' per column (numbers right by default)."""
-    cells = [[_cell(v) for v in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    align = align or "".join("r" if rows and isinstance(rows[0][i], (int, float)) else "l" for i in range(len(headers)))
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.rjust(w) if a == "r" else v.ljust(w) for v, w, a in zip(values, widths, align)).rstrip()
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        if value != value:  # NaN
-            return "-"
-        return f"{value:.4f}" if abs(value) < 1000 else f"{value:.1f}"
-    return str(value)
-
+NOT_OPERATORS = (*FRAMEWORK_EVENTS, *HIDDEN_WHEN_PRINTING)  # shown in the method summary or hidden, not among the operators
 
 def summary(stats: Any, top: int = 12) -> str:
     """Per model: the method total and the slowest operators; one p50 column per device."""
@@ -47,11 +26,11 @@ def summary(stats: Any, top: int = 12) -> str:
 def _model_table(frame: Any, devices: list[str], top: int) -> str:
     keyed = frame.set_index(["event_block", "event_index"])
     first = keyed[keyed["device"] == devices[0]]
-    ops = first[~first["event_name"].isin(FRAMEWORK_EVENTS)].sort_values("avg_ms", ascending=False).head(top)
+    ops = first[~first["event_name"].isin(NOT_OPERATORS)].sort_values("avg_ms", ascending=False).head(top)
     totals = first[first["event_name"] == "Method::execute"]
     chosen = list(totals.index) + list(ops.index)
     if len(devices) == 1:
-        headers = ["event", "block", "n", "p50 ms", "p90 ms", "avg ms", "cv %"]
+        headers = ["event", "block", "n", "p50 ms", "p90 ms", "avg ms", "cv"]
         rows = [[r.event_name, key[0], int(r.samples), r.p50_ms, r.p90_ms, r.avg_ms, _cv_percent(r)]
                 for key, r in ((k, first.loc[k]) for k in chosen)]
         return format_table(headers, rows, "llrrrrr")
@@ -63,7 +42,7 @@ def _model_table(frame: Any, devices: list[str], top: int) -> str:
 
 def _cv_percent(row: Any) -> str:
     cv = getattr(row, "cv", None)
-    return "-" if cv is None or cv != cv else f"{float(cv) * 100.0:.1f}"
+    return fmt_percent(float(cv) if cv is not None else None)
 
 
 def wall_clock_lines(job: Job) -> list[str]:
