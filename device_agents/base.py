@@ -259,7 +259,7 @@ class DeviceAgent(ABC):
     @abstractmethod
     def _pull(self, remote_path: str, local: Path, max_bytes: int) -> None: ...
 
-    def _close(self) -> None:
+    def _close(self) -> None:  # noqa: B027 - an optional hook: most transports hold nothing to close
         pass
 
 

@@ -173,7 +173,8 @@ class SSHAgent(DeviceAgent):
             raise DeviceError(self.spec.name, f"ssh authentication as {cfg.user!r} with key {cfg.key} failed: {exc}") from None
         except (OSError, paramiko.SSHException, EOFError) as exc:
             client.close()
-            raise DeviceError(self.spec.name, f"cannot connect to {cfg.user}@{cfg.host}:{cfg.port}: {exc or type(exc).__name__}") from None
+            where = f"{cfg.user}@{cfg.host}:{cfg.port}"
+            raise DeviceError(self.spec.name, f"cannot connect to {where}: {exc or type(exc).__name__}") from None
         transport = client.get_transport()
         assert transport is not None
         transport.set_keepalive(KEEPALIVE_SEC)
@@ -235,7 +236,7 @@ class SSHAgent(DeviceAgent):
                 return False
             try:
                 data = channel.recv(1 << 16)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             if not data:  # EOF covers both streams; collect what stderr has left
                 while channel.recv_stderr_ready():
@@ -254,7 +255,9 @@ class SSHAgent(DeviceAgent):
                     dst.write(chunk)
             got = sftp.stat(remote_path).st_size
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            raise DeviceError(self.spec.name, f"sftp push of {local} to {remote_path} failed: {exc or type(exc).__name__}") from None
+            raise DeviceError(
+                self.spec.name, f"sftp push of {local} to {remote_path} failed: {exc or type(exc).__name__}"
+            ) from None
         if got != size:
             raise DeviceError(self.spec.name, f"sftp push of {local}: {got} of {size} bytes arrived at {remote_path}")
 
@@ -344,7 +347,9 @@ def trust_host_key(spec: DeviceSpec, timeout_s: float = 15.0) -> str:
         fh.write("\n".join(kept) + "\n")
     os.replace(tmp, cfg.known_hosts)
     fingerprint = f"{key.get_name()} {host_key_fingerprint(key)}"
-    logging.getLogger(f"etfarm.device.{spec.name}").info("trusted host key of %s: %s (in %s)", cfg.hostname, fingerprint, cfg.known_hosts)
+    logging.getLogger(f"etfarm.device.{spec.name}").info(
+        "trusted host key of %s: %s (in %s)", cfg.hostname, fingerprint, cfg.known_hosts
+    )
     return fingerprint
 
 

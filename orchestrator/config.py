@@ -19,6 +19,7 @@ from device_agents.base import DeviceSpec
 from orchestrator.artifacts.targets import TARGETS
 from orchestrator.cache import cache_dir
 from orchestrator.errors import ConfigError, UsageError
+
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 # Per transport: key -> (type, required, default). Unknown keys are errors, so typos surface.
@@ -144,7 +145,11 @@ def _typed(path: Path, where: str, entry: dict[str, Any], key: str, kind: type, 
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, kind) or isinstance(value, bool):
-        raise ConfigError(path, where, f"expected {'an integer' if kind is int else 'a number' if kind is float else 'a string'}, got {_describe(value)}")
+        raise ConfigError(
+            path,
+            where,
+            f"expected {'an integer' if kind is int else 'a number' if kind is float else 'a string'}, got {_describe(value)}",
+        )
     if key.endswith("port") and not 0 < value < 65536:
         raise ConfigError(path, where, f"port out of range: {value}")
     return value

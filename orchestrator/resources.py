@@ -25,7 +25,9 @@ def resource_dir(name: str) -> Path:
         candidate = base / name
         if (candidate / _MARKERS[name]).is_file():
             return candidate
-    raise EtfarmError(f"etfarm installation is incomplete: no '{name}' directory found (looked in {', '.join(str(b) for b in _candidates())})")
+    raise EtfarmError(
+        f"etfarm installation is incomplete: no '{name}' directory found (looked in {', '.join(str(b) for b in _candidates())})"
+    )
 
 
 def _candidates() -> list[Path]:

@@ -28,7 +28,8 @@ def export(
     from orchestrator.report import json_text
 
     exported = export_model(parse_model_spec(model, name), backend.value, force=force, log=Progress())
-    paths = copy_artifacts(exported, out) if out else [p for p in (exported.pte, exported.etrecord, exported.inputs, exported.reference_outputs) if p]
+    produced = (exported.pte, exported.etrecord, exported.inputs, exported.reference_outputs)
+    paths = copy_artifacts(exported, out) if out else [p for p in produced if p]
     if as_json:
         typer.echo(json_text({"name": exported.name, "spec": exported.spec, "backend": exported.backend, "key": exported.key,
                               "pte": str(exported.pte), "etrecord": str(exported.etrecord) if exported.etrecord else None,

@@ -15,7 +15,8 @@ def register(app: typer.Typer) -> None:
 
 
 def run(
-    model: Annotated[list[str], typer.Option("--model", "-m", help="Model spec: file.py:factory, package.module:factory or a .pte. Repeatable.")],
+    model: Annotated[list[str], typer.Option("--model", "-m", help="Model spec: file.py:factory, package.module:factory "
+                                                                   "or a .pte. Repeatable.")],
     devices: Annotated[str, typer.Option("--devices", "-d", help="Comma-separated device names from the inventory.")] = "local",
     backend: Annotated[Backend, typer.Option(help="Lowering backend.")] = Backend.xnnpack,
     runs: Annotated[int, typer.Option(min=1, help="Separate process runs per device and model.")] = 5,
@@ -23,17 +24,22 @@ def run(
     warmup: Annotated[int, typer.Option(min=0, help="Executions before measuring, not recorded.")] = 3,
     out: Annotated[Path | None, typer.Option(help="Run directory (default ./etfarm-runs/<run id>).")] = None,
     config: ConfigOption = None,
-    name: Annotated[list[str] | None, typer.Option(help="Model name in reports; repeatable, one per --model, in order "
-                                                     "(default: the file's name; factories of one file: <file>-<factory>).")] = None,
+    name: Annotated[list[str] | None, typer.Option(
+        help="Model name in reports; repeatable, one per --model, in order (default: the file's name; "
+             "factories of one file: <file>-<factory>).")] = None,
     threads: Annotated[int, typer.Option(min=0, help="CPU threads for the runner (0: device default).")] = 0,
     timeout: Annotated[float, typer.Option(min=1, help="Deadline in seconds for one process run.")] = 600.0,
     no_wait: Annotated[bool, typer.Option("--no-wait", help="Fail instead of waiting when a device is locked.")] = False,
-    untraced_runs: Annotated[int, typer.Option(min=0, help="Extra runs without the event tracer, for end-to-end time and tracer overhead.")] = 1,
+    untraced_runs: Annotated[int, typer.Option(
+        min=0, help="Extra runs without the event tracer, for end-to-end time and tracer overhead.")] = 1,
     cooldown: Annotated[float, typer.Option(min=0, help="Seconds to pause before each process run.")] = 0.0,
-    max_temp: Annotated[float | None, typer.Option(help="Before each run, wait until the device's hottest zone is at most this many °C.")] = None,
-    intermediate_outputs: Annotated[bool, typer.Option("--intermediate-outputs", help="Also dump intermediate outputs (debug buffer).")] = False,
+    max_temp: Annotated[float | None, typer.Option(
+        help="Before each run, wait until the device's hottest zone is at most this many °C.")] = None,
+    intermediate_outputs: Annotated[bool, typer.Option(
+        "--intermediate-outputs", help="Also dump intermediate outputs (debug buffer).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also log device commands on stderr (always in DIR/etfarm.log).")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Also log device commands on stderr (always in DIR/etfarm.log).")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Export, build, stage and profile MODEL on DEVICES; write a run directory and print per-op latency."""

@@ -4,7 +4,8 @@ Public API, imported lazily on first use (PEP 562) so that importing the package
     etdump: ETDump, read_etdump
     etdump_events: block_key, group_blocks
     etrecord: load_etrecord
-    analysis_core: FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING, STATS_COLUMNS, SampleSet, collect_samples, summary_records, record_columns
+    analysis_core: FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING, STATS_COLUMNS, SampleSet, collect_samples,
+                   summary_records, record_columns
     analysis: analyze_files, summarize
     trace: build_trace, write_trace
 """

@@ -116,7 +116,7 @@ def collect_samples(
                     matrix.reshape(-1),
                 )
             )
-    columns = [np.concatenate(c) for c in zip(*parts)] if parts else [np.zeros(0, np.int32)] * 4 + [np.zeros(0)]
+    columns = [np.concatenate(c) for c in zip(*parts, strict=True)] if parts else [np.zeros(0, np.int32)] * 4 + [np.zeros(0)]
     links = None
     if record is not None:
         links = tuple(

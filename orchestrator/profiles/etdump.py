@@ -258,7 +258,7 @@ class _StringTable:
             raise _Corrupt(f"{what} string runs past the end of the file")
         width = int(lengths.max())
         if width * pos.size > _MAX_HASH_BYTES:  # a few huge strings (or a damaged length): no matrix
-            codes[present] = [self.code(self._decode(buf, int(p), int(n))) for p, n in zip(pos, lengths)]
+            codes[present] = [self.code(self._decode(buf, int(p), int(n))) for p, n in zip(pos, lengths, strict=True)]
             return codes
         # Fixed-width rows of 8-byte words -> 64-bit hash per string -> one decode per distinct
         # hash. Collisions are ruled out below by comparing every row with its representative.
@@ -269,7 +269,7 @@ class _StringTable:
                 hashes = (hashes * _HASH_BASE) ^ words[:, j]
         uniq, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
         if not (words == words[first[inverse]]).all() or not (lengths == lengths[first[inverse]]).all():
-            codes[present] = [self.code(self._decode(buf, int(p), int(n))) for p, n in zip(pos, lengths)]
+            codes[present] = [self.code(self._decode(buf, int(p), int(n))) for p, n in zip(pos, lengths, strict=True)]
             return codes
         uniq_codes = np.array(
             [self.code(self._decode(buf, int(pos[i]), int(lengths[i]))) for i in first], dtype=np.int32

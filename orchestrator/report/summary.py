@@ -18,7 +18,8 @@ def summary(stats: Any, top: int = 12) -> str:
     out = []
     for model, frame in stats.groupby("model", sort=False):
         devices = list(dict.fromkeys(frame["device"]))
-        title = f"model {model}: p50 ms per device ({', '.join(devices)})" if len(devices) > 1 else f"model {model} on {devices[0]}"
+        several = len(devices) > 1
+        title = f"model {model}: p50 ms per device ({', '.join(devices)})" if several else f"model {model} on {devices[0]}"
         out.append(f"{title}\n{_model_table(frame, devices, top)}")
     return "\n\n".join(out)
 

@@ -41,7 +41,14 @@ def format_report(records: Sequence[dict[str, Any]], top: int = 20) -> str:
         if with_ops:
             cells.append(clip(_op_summary(r.get("op_types")), 36))
         unstable = "!" if is_unstable(r["cv"]) else ""
-        cells += [str(int(r["samples"])), fmt_ms(r["avg_ms"]), fmt_ms(r["p50_ms"]), fmt_ms(r["p90_ms"]), fmt_percent(r["cv"]), unstable]
+        cells += [
+            str(int(r["samples"])),
+            fmt_ms(r["avg_ms"]),
+            fmt_ms(r["p50_ms"]),
+            fmt_ms(r["p90_ms"]),
+            fmt_percent(r["cv"]),
+            unstable,
+        ]
         rows.append(cells)
     lines.append(format_table(headers, rows, "".join("r" if h in _RIGHT_ALIGNED else "l" for h in headers)))
     return "\n".join(lines)

@@ -1,8 +1,10 @@
-"""A job: device sessions in parallel, the run directory, the results model, the runner's contract, conditions, locks, verification.
+"""A job: device sessions in parallel, the run directory, the results model, the runner's contract,
+conditions, locks, verification.
 
 Public API, imported lazily on first use (PEP 562) so that importing the package stays light:
     job: JobResult, run_job
-    results: Job, JobConfig, JobStatus, DeviceResult, DeviceStatus, ModelResult, ModelStatus, ProcessRun, RunOptions, Verification, VerificationStatus, load_manifest
+    results: Job, JobConfig, JobStatus, DeviceResult, DeviceStatus, ModelResult, ModelStatus, ProcessRun,
+             RunOptions, Verification, VerificationStatus, load_manifest
     rundir: RunDirectory, LOG, MANIFEST, STATS
     probe: probe, probe_all
 """

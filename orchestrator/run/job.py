@@ -24,11 +24,11 @@ from orchestrator.run.results import (
     RunOptions,
 )
 from orchestrator.run.rundir import LOG, STATS, RunDirectory
+from orchestrator.run.session import DeviceOutcome, DeviceSession
 
 JOB_LOGGER = "etfarm"  # the whole hierarchy: etfarm.progress.*, etfarm.device.<name>, ...
 LOG_FORMAT = "%(asctime)s.%(msecs)03d %(threadName)s %(name)s %(levelname)s %(message)s"
 _EARLY_RECORDS = 100_000  # records kept before the run directory exists (export progress)
-from orchestrator.run.session import DeviceOutcome, DeviceSession
 
 
 @dataclass(frozen=True)

@@ -39,9 +39,8 @@ def test_exec_prefix_applies_only_when_asked(sshd_host: SshTestHost, tmp_path: P
 
 
 def _assert_refused(spec: DeviceSpec, *phrases: str) -> None:
-    with pytest.raises(DeviceError) as refused:
-        with SSHAgent(spec) as agent:
-            agent.stage({"model.pte": Path(__file__)})
+    with pytest.raises(DeviceError) as refused, SSHAgent(spec) as agent:
+        agent.stage({"model.pte": Path(__file__)})
     message = str(refused.value)
     for phrase in phrases:
         assert phrase in message, message

@@ -14,8 +14,6 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from orchestrator.report.tables import format_report, write_stats_csv
-
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.analysis import (
     STATS_COLUMNS,
@@ -32,6 +30,7 @@ from orchestrator.profiles.analysis_core import (
     record_columns,
     summary_records,
 )
+from orchestrator.report.tables import format_report, write_stats_csv
 from tests.helpers.etdumps import Profile, Run, build_etdump, typical_runs
 
 

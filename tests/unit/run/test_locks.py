@@ -25,9 +25,8 @@ def hold_lock_in_other_process(name: str, seconds: float) -> subprocess.Popen[st
 def test_no_wait_fails_with_holder_named() -> None:
     proc = hold_lock_in_other_process("dev-a", 5)
     try:
-        with pytest.raises(DeviceError, match=f"busy: locked by pid {proc.pid}"):
-            with device_lock("dev-a", wait=False):
-                pass
+        with pytest.raises(DeviceError, match=f"busy: locked by pid {proc.pid}"), device_lock("dev-a", wait=False):
+            pass
     finally:
         proc.kill()
         proc.wait()
