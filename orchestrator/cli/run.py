@@ -47,7 +47,8 @@ def run(
     from orchestrator.config import load_inventory
     from orchestrator.errors import one_line
     from orchestrator.progress import Progress
-    from orchestrator.report import job_view, json_text, summary, wall_clock_lines
+    from orchestrator.report import job_view, json_text, wall_clock_lines
+    from orchestrator.report.summary import summary
     from orchestrator.run import RunOptions, run_job
 
     if verbose:

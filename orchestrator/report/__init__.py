@@ -3,7 +3,7 @@
 Public API, imported lazily on first use (PEP 562) so that importing the package stays light:
     text: format_table, fmt_ms, fmt_percent
     tables: format_report, write_stats_csv
-    summary: summary, wall_clock_lines
+    summary: wall_clock_lines (and summary.summary, reached by its module: a name the package cannot re-export)
     views: job_view, json_text
 """
 
@@ -18,7 +18,6 @@ _API = {
     "fmt_percent": "text",
     "format_report": "tables",
     "write_stats_csv": "tables",
-    "summary": "summary",
     "wall_clock_lines": "summary",
     "job_view": "views",
     "json_text": "views",

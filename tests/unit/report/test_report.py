@@ -58,3 +58,14 @@ def test_wall_clock_lines_report_overhead_and_instability() -> None:
 def test_format_table_aligns_columns() -> None:
     text = format_table(["a", "bb"], [["x", 1.5], ["longer", None]], "lr")
     assert text.splitlines() == ["a           bb", "------  ------", "x       1.5000", "longer       -"]
+
+
+def test_every_public_name_of_a_subpackage_resolves_to_what_it_names() -> None:
+    import importlib
+    import types
+
+    for package in ("artifacts", "profiles", "run", "report"):
+        module = importlib.import_module(f"orchestrator.{package}")
+        for name in module.__all__:
+            value = getattr(module, name)
+            assert not isinstance(value, types.ModuleType), f"orchestrator.{package}.{name} is a module, not its API"
