@@ -22,13 +22,11 @@ from adbutils import AdbError
 from adbutils._adb import AdbConnection
 from adbutils.errors import AdbConnectionError, AdbTimeout
 
-from device_agents.base import DeviceAgent, DeviceSpec, ExecResult
+from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, ExecResult
 from orchestrator.errors import DeviceError
 
 DEFAULT_ADB_HOST = "127.0.0.1"
 DEFAULT_ADB_PORT = 5037
-# A transfer or command socket that stays silent this long is dead (SIGSTOPped device, cable).
-STALL_TIMEOUT_SEC = 60.0
 POLL_SEC = 0.2
 RECV_BYTES = 1 << 16
 # Errors adbutils lets through when the server or the device goes away.

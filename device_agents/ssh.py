@@ -22,7 +22,7 @@ from typing import Any
 
 import paramiko
 
-from device_agents.base import DeviceAgent, DeviceSpec, ExecResult
+from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, ExecResult
 from orchestrator.errors import DeviceError
 
 DEFAULT_KNOWN_HOSTS = "~/.config/etfarm/known_hosts"
@@ -39,8 +39,6 @@ SFTP_MAX_REQUEST_BYTES = 255 * 1024
 LOCAL_READ_BYTES = 1 << 20
 PREFETCH_REQUESTS = 64
 POLL_SEC = 0.2
-# An SFTP transfer with no progress for this long is a dead or frozen device, not a slow one.
-STALL_TIMEOUT_SEC = 30.0
 # AES-GCM first: no separate MAC pass in paramiko's Python packetizer (~2x faster).
 FAST_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 
