@@ -36,6 +36,7 @@ def log_to_stderr() -> None:
     handler.addFilter(_NotProgress())
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
+    logger.propagate = False  # a library may have configured the root logger: print each record once
 
 
 def record_crash(exc: BaseException) -> Path:

@@ -130,3 +130,23 @@ def test_same_name_twice_is_a_usage_error_before_anything_runs(capsys: pytest.Ca
     assert code == 2
     assert "model names must be unique in a job: 'net'" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_verbose_shows_device_commands_and_only_with_v(tmp_path: Path) -> None:
+    config = tmp_path / "devices.yaml"
+    config.write_text(f"devices:\n  box:\n    transport: local\n    workdir: {tmp_path / 'box'}\n")
+    quiet = etfarm("devices", "check", "box", "--config", str(config))
+    loud = etfarm("-v", "devices", "check", "box", "--config", str(config))
+    assert quiet.returncode == loud.returncode == 0, loud.stderr
+    assert "DEBUG" not in quiet.stderr
+    commands = [line for line in loud.stderr.splitlines() if " etfarm.device.box DEBUG exec: " in line]
+    assert commands and any("mkdir -p" in line for line in commands)
+    assert "paramiko" not in loud.stderr
+
+
+def test_devices_json_is_one_document(tmp_path: Path) -> None:
+    import json
+
+    result = etfarm("devices", "--no-check", "--json")
+    assert result.returncode == 0
+    assert [d["name"] for d in json.loads(result.stdout)["devices"]] == ["local"]
