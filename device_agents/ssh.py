@@ -12,10 +12,8 @@ import base64
 import getpass
 import hashlib
 import logging
-import os
 import shlex
 import socket
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from typing import Any
 import paramiko
 
 from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, ExecResult
+from orchestrator.cache import write_text_atomic
 from orchestrator.errors import DeviceError
 
 DEFAULT_KNOWN_HOSTS = "~/.config/etfarm/known_hosts"
@@ -340,10 +339,7 @@ def trust_host_key(spec: DeviceSpec, timeout_s: float = 15.0) -> str:
     kept = [line for line in lines if not _names_host(line, cfg.hostname)]
     kept.append(f"{cfg.hostname} {key.get_name()} {key.get_base64()}")
     cfg.known_hosts.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(prefix=".known_hosts.", dir=cfg.known_hosts.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write("\n".join(kept) + "\n")
-    os.replace(tmp, cfg.known_hosts)
+    write_text_atomic(cfg.known_hosts, "\n".join(kept) + "\n", mode=0o600)
     fingerprint = f"{key.get_name()} {host_key_fingerprint(key)}"
     logging.getLogger(f"etfarm.device.{spec.name}").info(
         "trusted host key of %s: %s (in %s)", cfg.hostname, fingerprint, cfg.known_hosts

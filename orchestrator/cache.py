@@ -67,16 +67,18 @@ def staging_dir(kind: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=".tmp-", dir=cache_dir(kind)))
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> Path:
+def write_bytes_atomic(path: Path, data: bytes, mode: int = 0o644) -> Path:
     """The one atomic writer: a temporary sibling, flushed and fsynced, then renamed over `path`.
 
     Readers see the old file or the new one, never a torn one; a crash leaves at most a
-    `.tmp-*` sibling, which is removed when the write itself fails.
+    `.tmp-*` sibling, which is removed when the write itself fails. `mode` is the file's
+    permissions (mkstemp's own 0600 would hide run outputs from other users).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -88,8 +90,8 @@ def write_bytes_atomic(path: Path, data: bytes) -> Path:
     return path
 
 
-def write_text_atomic(path: Path, text: str) -> Path:
-    return write_bytes_atomic(path, text.encode("utf-8"))
+def write_text_atomic(path: Path, text: str, mode: int = 0o644) -> Path:
+    return write_bytes_atomic(path, text.encode("utf-8"), mode)
 
 
 def write_json_atomic(path: Path, data: object) -> Path:

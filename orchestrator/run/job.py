@@ -14,6 +14,7 @@ from typing import Any
 from device_agents import DeviceSpec
 from orchestrator.artifacts.lowering import ExportedModel, export_model
 from orchestrator.artifacts.modelspec import ModelSpec
+from orchestrator.cache import write_text_atomic
 from orchestrator.errors import EXIT_DEVICE_FAILED, EXIT_OK, EtfarmError
 from orchestrator.progress import Progress
 from orchestrator.run.results import (
@@ -160,5 +161,5 @@ def _write_stats(rundir: RunDirectory, outcomes: list[DeviceOutcome]) -> Any:
     frames = [frame for outcome in outcomes for frame in outcome.stats]
     stats = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if not stats.empty:
-        stats.to_csv(rundir.root / STATS, index=False)
+        write_text_atomic(rundir.root / STATS, stats.to_csv(index=False))
     return stats
