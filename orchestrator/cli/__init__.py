@@ -25,10 +25,17 @@ PROG = "etfarm"
 
 HELP = """Profile ExecuTorch models op by op on a farm of devices.
 
-Environment: ETFARM_CONFIG device inventory (default ~/.config/etfarm/devices.yaml);
-ETFARM_CACHE_DIR exports, runner builds, runtimes (default ~/.cache/etfarm);
-ETFARM_STORE results database (default ~/.local/share/etfarm/results.db);
-ETFARM_SCHEDULER Dask scheduler address for run (default: this host only).
+Exit codes: 0 ok, 1 a device failed (or an internal error), 2 usage, config or data error, 130 Ctrl-C.
+
+Environment:
+
+ETFARM_CONFIG: device inventory (default ~/.config/etfarm/devices.yaml when present).
+
+ETFARM_CACHE_DIR: exports, runner builds, runtimes (default ~/.cache/etfarm).
+
+ETFARM_STORE: results database (default ~/.local/share/etfarm/results.db).
+
+ETFARM_SCHEDULER: Dask scheduler address for run (default: this host only).
 """
 
 app = typer.Typer(
