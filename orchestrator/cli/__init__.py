@@ -109,5 +109,5 @@ def _report_usage_error(exc: Exception) -> int:
         return 0  # click has already printed the help, once
     ctx = getattr(exc, "ctx", None)
     hint = f"; see '{ctx.command_path} --help'" if ctx is not None else ""
-    print(f"error: {one_line(exc.format_message())}{hint}", file=sys.stderr)  # type: ignore[attr-defined]
+    print(f"error: {one_line(exc.format_message()).rstrip('.')}{hint}", file=sys.stderr)  # type: ignore[attr-defined]
     return int(exc.exit_code)  # type: ignore[attr-defined]
