@@ -21,6 +21,8 @@ import typer
 
 from orchestrator.errors import EXIT_DEVICE_FAILED, EXIT_INTERRUPTED, EtfarmError, one_line
 
+__all__ = ["app", "main"]
+
 PROG = "etfarm"
 
 HELP = """Profile ExecuTorch models op by op on a farm of devices.
