@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
-from orchestrator.report.text import fmt_percent, format_table
+from orchestrator.report.text import fmt_ms, fmt_percent, format_table
 from orchestrator.run.results import Job
 from orchestrator.stats import percentile
 
@@ -53,13 +53,13 @@ def wall_clock_lines(job: Job) -> list[str]:
         execute = model.wall_execute_ms
         if not execute:
             continue
-        line = (f"{device.name} {model.name}: wall clock per execution p50 {percentile(execute, 50):.4f} ms, "
-                f"p90 {percentile(execute, 90):.4f} ms over {len(execute)}")
+        line = (f"{device.name} {model.name}: wall clock per execution p50 {fmt_ms(percentile(execute, 50))} ms, "
+                f"p90 {fmt_ms(percentile(execute, 90))} ms over {len(execute)}")
         if model.load_ms:
-            line += f"; method load p50 {percentile(model.load_ms, 50):.3f} ms"
+            line += f"; method load p50 {fmt_ms(percentile(model.load_ms, 50))} ms"
         overhead = model.tracer_overhead
         if overhead is not None:
-            line += (f"; without ETDump p50 {percentile(model.untraced_execute_ms, 50):.4f} ms "
+            line += (f"; without ETDump p50 {fmt_ms(percentile(model.untraced_execute_ms, 50))} ms "
                      f"(tracer overhead {overhead * 100:+.1f}%)")
         if model.unstable and model.execute_cv is not None:
             line += f"; UNSTABLE: CV {model.execute_cv * 100:.0f}% (pin cores, cool down, or add runs)"
