@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.etfarm-installed
 DEMO_MODEL := configs/models/tiny_cnn.py:build
 
-.PHONY: setup demo test testbed bench clean
+.PHONY: setup demo test lint testbed bench clean
 
 setup: $(STAMP)
 
@@ -25,7 +25,13 @@ demo: setup
 testbed:
 	@bash scripts/install-testbed.sh
 
-test: setup testbed
+# ruff (rules in pyproject.toml [tool.ruff]) and the layering contracts ([tool.importlinter]);
+# lint-imports imports nothing but needs the packages findable, so it runs with the venv from here.
+lint: setup
+	$(VENV)/bin/ruff check .
+	PYTHONPATH=$(CURDIR) $(VENV)/bin/lint-imports
+
+test: setup lint testbed
 	$(PY) -m pytest -q --durations=10
 
 bench: setup

@@ -33,9 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.store import open_store
-from orchestrator.store.ingest import read_run
-from tests.unit.store.rundirs import make_run_dir
+from orchestrator.store import open_store  # noqa: E402 - after the sys.path line above
+from orchestrator.store.ingest import read_run  # noqa: E402
+from tests.unit.store.rundirs import make_run_dir  # noqa: E402
 
 
 def timed(fn: Callable[[], object]) -> float:

@@ -22,13 +22,11 @@ from adbutils import AdbError
 from adbutils._adb import AdbConnection
 from adbutils.errors import AdbConnectionError, AdbTimeout
 
-from device_agents.base import DeviceAgent, DeviceSpec, ExecResult
+from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, ExecResult
 from orchestrator.errors import DeviceError
 
 DEFAULT_ADB_HOST = "127.0.0.1"
 DEFAULT_ADB_PORT = 5037
-# A transfer or command socket that stays silent this long is dead (SIGSTOPped device, cable).
-STALL_TIMEOUT_SEC = 60.0
 POLL_SEC = 0.2
 RECV_BYTES = 1 << 16
 # Errors adbutils lets through when the server or the device goes away.
@@ -50,7 +48,7 @@ class _Connection(AdbConnection):
         # socket.create_connection closes the socket when connecting fails; adbutils does not.
         try:
             sock = socket.create_connection(self._address, timeout=3)
-        except socket.timeout:
+        except TimeoutError:
             raise AdbTimeout(f"connecting to the adb server at {self._address[0]}:{self._address[1]} timed out") from None
         except OSError as exc:
             raise AdbConnectionError(f"connecting to the adb server failed: {exc}") from None
@@ -185,7 +183,7 @@ class AdbAgent(DeviceAgent):
                     break
                 try:
                     data = conn.conn.recv(RECV_BYTES)
-                except socket.timeout:
+                except TimeoutError:
                     continue
                 if not data:
                     break
@@ -200,7 +198,8 @@ class AdbAgent(DeviceAgent):
             exit_code = None
         elif exit_code is None:
             # What adbutils would have returned as a silent success.
-            stderr = f"[etfarm] {failure or 'adb shell ended without an exit status'}: the device disconnected or adbd killed the command"
+            stderr = (f"[etfarm] {failure or 'adb shell ended without an exit status'}: "
+                      "the device disconnected or adbd killed the command")
             self.log.warning("no exit status from %s for: %s", self.serial, command)
         return ExecResult(command, exit_code, stdout, stderr, time.monotonic() - started, timed_out=timed_out)
 

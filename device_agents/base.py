@@ -25,8 +25,11 @@ from orchestrator.cache import sha256_file
 from orchestrator.errors import CommandFailed, DeviceError
 from orchestrator.procs import CommandResult
 
-# Grace between the device-side `timeout` and the host giving up on the transport.
+# Grace between the device-side `timeout` and the host giving up on the transport (README: 15 s).
 HOST_DEADLINE_GRACE_SEC = 15.0
+# A transfer or command socket that makes no progress this long is a dead or frozen device, not a
+# slow one (README: 30 s, as housekeeping commands). One value for every transport.
+STALL_TIMEOUT_SEC = 30.0
 # SIGTERM first; SIGKILL this long after, for a runner that ignores TERM.
 KILL_AFTER_SEC = 5
 
@@ -259,7 +262,7 @@ class DeviceAgent(ABC):
     @abstractmethod
     def _pull(self, remote_path: str, local: Path, max_bytes: int) -> None: ...
 
-    def _close(self) -> None:
+    def _close(self) -> None:  # noqa: B027 - an optional hook: most transports hold nothing to close
         pass
 
 

@@ -12,18 +12,17 @@ import base64
 import getpass
 import hashlib
 import logging
-import os
 import shlex
 import socket
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import paramiko
 
-from device_agents.base import DeviceAgent, DeviceSpec, ExecResult
+from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, ExecResult
 from device_agents.known_hosts import load_known_hosts
+from orchestrator.cache import write_text_atomic
 from orchestrator.errors import DeviceError
 
 DEFAULT_KNOWN_HOSTS = "~/.config/etfarm/known_hosts"
@@ -40,8 +39,6 @@ SFTP_MAX_REQUEST_BYTES = 255 * 1024
 LOCAL_READ_BYTES = 1 << 20
 PREFETCH_REQUESTS = 64
 POLL_SEC = 0.2
-# An SFTP transfer with no progress for this long is a dead or frozen device, not a slow one.
-STALL_TIMEOUT_SEC = 30.0
 # AES-GCM first: no separate MAC pass in paramiko's Python packetizer (~2x faster).
 FAST_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 
@@ -178,7 +175,8 @@ class SSHAgent(DeviceAgent):
             raise DeviceError(self.spec.name, f"ssh authentication as {cfg.user!r} with key {cfg.key} failed: {exc}") from None
         except (OSError, paramiko.SSHException, EOFError) as exc:
             client.close()
-            raise DeviceError(self.spec.name, f"cannot connect to {cfg.user}@{cfg.host}:{cfg.port}: {exc or type(exc).__name__}") from None
+            where = f"{cfg.user}@{cfg.host}:{cfg.port}"
+            raise DeviceError(self.spec.name, f"cannot connect to {where}: {exc or type(exc).__name__}") from None
         transport = client.get_transport()
         assert transport is not None
         transport.set_keepalive(KEEPALIVE_SEC)
@@ -240,7 +238,7 @@ class SSHAgent(DeviceAgent):
                 return False
             try:
                 data = channel.recv(1 << 16)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             if not data:  # EOF covers both streams; collect what stderr has left
                 while channel.recv_stderr_ready():
@@ -259,7 +257,9 @@ class SSHAgent(DeviceAgent):
                     dst.write(chunk)
             got = sftp.stat(remote_path).st_size
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            raise DeviceError(self.spec.name, f"sftp push of {local} to {remote_path} failed: {exc or type(exc).__name__}") from None
+            raise DeviceError(
+                self.spec.name, f"sftp push of {local} to {remote_path} failed: {exc or type(exc).__name__}"
+            ) from None
         if got != size:
             raise DeviceError(self.spec.name, f"sftp push of {local}: {got} of {size} bytes arrived at {remote_path}")
 
@@ -348,12 +348,11 @@ def trust_host_key(spec: DeviceSpec, timeout_s: float = 15.0) -> str:
     kept = [line for line in lines if line.lstrip().startswith("@") or not _names_host(line, cfg.hostname)]
     kept.append(f"{cfg.hostname} {key.get_name()} {key.get_base64()}")
     cfg.known_hosts.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(prefix=".known_hosts.", dir=cfg.known_hosts.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write("\n".join(kept) + "\n")
-    os.replace(tmp, cfg.known_hosts)
+    write_text_atomic(cfg.known_hosts, "\n".join(kept) + "\n", mode=0o600)
     fingerprint = f"{key.get_name()} {host_key_fingerprint(key)}"
-    logging.getLogger(f"etfarm.device.{spec.name}").info("trusted host key of %s: %s (in %s)", cfg.hostname, fingerprint, cfg.known_hosts)
+    logging.getLogger(f"etfarm.device.{spec.name}").info(
+        "trusted host key of %s: %s (in %s)", cfg.hostname, fingerprint, cfg.known_hosts
+    )
     return fingerprint
 
 

@@ -67,10 +67,32 @@ def staging_dir(kind: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=".tmp-", dir=cache_dir(kind)))
 
 
-def write_json_atomic(path: Path, data: object) -> None:
+def write_bytes_atomic(path: Path, data: bytes, mode: int = 0o644) -> Path:
+    """The one atomic writer: a temporary sibling, flushed and fsynced, then renamed over `path`.
+
+    Readers see the old file or the new one, never a torn one; a crash leaves at most a
+    `.tmp-*` sibling, which is removed when the write itself fails. `mode` is the file's
+    permissions (mkstemp's own 0600 would hide run outputs from other users).
+    """
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True, default=str)
-        fh.write("\n")
-    os.replace(tmp, path)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_text_atomic(path: Path, text: str, mode: int = 0o644) -> Path:
+    return write_bytes_atomic(path, text.encode("utf-8"), mode)
+
+
+def write_json_atomic(path: Path, data: object) -> Path:
+    return write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")

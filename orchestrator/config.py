@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from device_agents.base import DeviceSpec
+from orchestrator.artifacts.targets import TARGETS
 from orchestrator.cache import cache_dir
 from orchestrator.errors import ConfigError, UsageError
 from orchestrator.yamlfile import load_yaml, shorten
 
-TARGETS = ("host", "linux-aarch64", "android-arm64-v8a")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 # Per transport: key -> (type, required, default). Unknown keys are errors, so typos surface.
@@ -92,7 +92,8 @@ def _parse_file(path: Path) -> dict[str, DeviceSpec]:
         raise ConfigError(path, "devices", "missing: the file must have a top-level 'devices:' mapping")
     unknown_top = set(data) - {"devices"}
     if unknown_top:
-        raise ConfigError(path, shorten(str(sorted(map(str, unknown_top))[0]), 40), "unknown top-level key (expected only 'devices')")
+        first = shorten(str(sorted(map(str, unknown_top))[0]), 40)
+        raise ConfigError(path, first, "unknown top-level key (expected only 'devices')")
     entries = data["devices"]
     if not isinstance(entries, dict) or not entries:
         raise ConfigError(path, "devices", "must be a non-empty mapping of device name to settings")
@@ -139,7 +140,11 @@ def _typed(path: Path, where: str, entry: dict[str, Any], key: str, kind: type, 
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, kind) or isinstance(value, bool):
-        raise ConfigError(path, where, f"expected {'an integer' if kind is int else 'a number' if kind is float else 'a string'}, got {_describe(value)}")
+        raise ConfigError(
+            path,
+            where,
+            f"expected {'an integer' if kind is int else 'a number' if kind is float else 'a string'}, got {_describe(value)}",
+        )
     if key.endswith("port") and not 0 < value < 65536:
         raise ConfigError(path, where, f"port out of range: {value}")
     return value

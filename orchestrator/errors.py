@@ -33,6 +33,11 @@ class EtfarmError(Exception):
     blame = Blame.USAGE
 
 
+def one_line(message: str) -> str:
+    """`message` folded to one line: its non-blank lines joined with " | " (the CLI prints errors this way)."""
+    return " | ".join(line.strip() for line in message.splitlines() if line.strip())
+
+
 def blame_of(exc: BaseException) -> Blame:
     """Who is to blame for `exc`: its own class says so; anything unexpected is a bug."""
     return exc.blame if isinstance(exc, EtfarmError) else Blame.BUG

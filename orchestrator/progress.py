@@ -1,11 +1,18 @@
-"""Progress lines for long work: one line per step, prefixed by elapsed time and device."""
+"""Progress lines for long work: one line per step, prefixed by elapsed time and device.
+
+Every line is also logged at INFO on `etfarm.progress` (`etfarm.progress.<device>`), even with
+`quiet`, so a run's etfarm.log holds the progress beside the device commands.
+"""
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import time
 from typing import TextIO
+
+PROGRESS_LOGGER = "etfarm.progress"
 
 
 class Progress:
@@ -18,6 +25,7 @@ class Progress:
         self._lock = threading.Lock()
 
     def __call__(self, message: str, device: str | None = None) -> None:
+        logging.getLogger(f"{PROGRESS_LOGGER}.{device}" if device else PROGRESS_LOGGER).info("%s", message)
         if self._quiet:
             return
         prefix = f"[{time.monotonic() - self._started:6.1f}s]"

@@ -1,19 +1,19 @@
-"""Find files shipped beside the Python packages: runners/ and configs/.
+"""Find files shipped beside the Python packages: runners/ (the C++ runner's sources) and configs/.
 
-In a checkout (editable install) they sit at the top of the repository; a
-regular install carries them under <prefix>/share/etfarm (pyproject data-files).
+In a checkout (an editable install) they sit at the top of the repository. A regular install
+carries them as package data, `orchestrator/shipped/{runners,configs}`, copied there at build
+time by setup.py (no deprecated data-files), and found with importlib.resources.
 """
 
 from __future__ import annotations
 
-import sys
-import sysconfig
+from importlib import resources
 from pathlib import Path
 
 from orchestrator.errors import EtfarmError
 
 _CHECKOUT_ROOT = Path(__file__).resolve().parent.parent
-
+SHIPPED_PACKAGE_DIR = "shipped"  # under the orchestrator package, in a wheel
 
 # A file each resource directory must hold, so an unrelated `configs/` folder is never taken.
 _MARKERS = {"runners": "CMakeLists.txt", "configs": "devices.yaml"}
@@ -25,9 +25,11 @@ def resource_dir(name: str) -> Path:
         candidate = base / name
         if (candidate / _MARKERS[name]).is_file():
             return candidate
-    raise EtfarmError(f"etfarm installation is incomplete: no '{name}' directory found (looked in {', '.join(str(b) for b in _candidates())})")
+    looked = ", ".join(str(b) for b in _candidates())
+    raise EtfarmError(f"etfarm installation is incomplete: no '{name}' directory found (looked in {looked})")
 
 
 def _candidates() -> list[Path]:
-    data = Path(sysconfig.get_path("data")) / "share" / "etfarm"
-    return [_CHECKOUT_ROOT, data, Path(sys.prefix) / "share" / "etfarm"]
+    # A wheel is installed unpacked, so the package's files are real paths.
+    installed = Path(str(resources.files("orchestrator"))) / SHIPPED_PACKAGE_DIR
+    return [_CHECKOUT_ROOT, installed]

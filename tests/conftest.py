@@ -1,4 +1,10 @@
-"""Suite-wide settings: an isolated etfarm cache and results store (the CI rule for missing tools is in tests/helpers/tools.py)."""
+"""Suite-wide settings: an isolated etfarm cache and an isolated HOME (the CI rule for missing
+tools is in tests/helpers/tools.py).
+
+No test may read the user's real ~/.config/etfarm/devices.yaml, ~/.local/share/etfarm or
+~/.cache/etfarm: HOME and the XDG base directories point into a temporary directory for the
+whole session (subprocesses inherit them), and ETFARM_CONFIG / ETFARM_STORE are unset.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +13,34 @@ from pathlib import Path
 
 import pytest
 
+XDG_DIRS = {"XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".cache", "XDG_DATA_HOME": ".local/share",
+            "XDG_STATE_HOME": ".local/state"}
+
 
 @pytest.fixture(scope="session", autouse=True)
-def etfarm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("home")
+    os.environ["HOME"] = str(home)
+    for variable, rel in XDG_DIRS.items():
+        (home / rel).mkdir(parents=True, exist_ok=True)
+        os.environ[variable] = str(home / rel)
+    for variable in ("ETFARM_CONFIG", "ETFARM_STORE", "ETFARM_SCHEDULER"):
+        os.environ.pop(variable, None)
+    return home
+
+
+@pytest.fixture(scope="session", autouse=True)
+def etfarm_cache(isolated_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """All tests share one cache (exports and runner builds are slow) that never touches ~/.cache.
 
     Set ETFARM_TEST_CACHE_DIR to keep it between local test runs.
     """
     path = Path(os.environ.get("ETFARM_TEST_CACHE_DIR") or tmp_path_factory.mktemp("etfarm-cache"))
     os.environ["ETFARM_CACHE_DIR"] = str(path)
-    os.environ.pop("ETFARM_CONFIG", None)
     return path
 
 
 @pytest.fixture(scope="session", autouse=True)
-def etfarm_store_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`etfarm run` records into the default store: in tests that is a temporary one, never ~/.local/share."""
-    data_home = tmp_path_factory.mktemp("xdg-data")
-    os.environ["XDG_DATA_HOME"] = str(data_home)
-    os.environ.pop("ETFARM_STORE", None)
-    return data_home / "etfarm" / "results.db"
+def etfarm_store_home(isolated_home: Path) -> Path:
+    """`etfarm run` records into the default store: in tests that is the isolated HOME's, never ~/.local/share."""
+    return Path(os.environ["XDG_DATA_HOME"]) / "etfarm" / "results.db"

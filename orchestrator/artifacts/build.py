@@ -161,7 +161,8 @@ def _plan(target: str, runners: Path, android_ndk: Path | None, executorch_src: 
             et_root = targets.aarch64_runtime(version, log)  # only on a cold build
             _run_steps(target, targets.wheel_runner_commands(runners, work, root, et_root, toolchain, jobs, generator), log)
 
-        return _Plan(toolchain, f"executorch=={version} ({targets.AARCH64_WHEEL_PLATFORM} wheel)", WHEEL_BUILD_OPTIONS, build_aarch64)
+        runtime = f"executorch=={version} ({targets.AARCH64_WHEEL_PLATFORM} wheel)"
+        return _Plan(toolchain, runtime, WHEEL_BUILD_OPTIONS, build_aarch64)
 
     inputs = targets.android_inputs(android_ndk, executorch_src)
     toolchain = Toolchain(target, "NDK clang", inputs.identity, (), None)  # no emulator: runs on devices only
@@ -222,7 +223,9 @@ def _smoke_test(toolchain: Toolchain, root: Path, log: Log) -> None:
     runner = root / RUNNER_REL
     result = procs.run([*toolchain.emulator, str(runner), "--help"], env=runner_env(str(root)), timeout_s=SMOKE_TIMEOUT_S)
     if not result.ok:
-        raise BuildError(f"the {toolchain.target} runner was built but does not start: {targets.failure_message(str(runner), result)}")
+        raise BuildError(
+            f"the {toolchain.target} runner was built but does not start: {targets.failure_message(str(runner), result)}"
+        )
 
 
 def _is_complete(root: Path) -> bool:

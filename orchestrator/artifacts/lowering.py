@@ -156,7 +156,8 @@ def _lower_into(spec: ModelSpec, backend: str, out: Path) -> None:
         with torch.no_grad():
             reference = model(*inputs)
     except Exception as exc:
-        raise ModelSpecError(f"model spec {spec.text!r}: running the model on its example inputs raised {type(exc).__name__}: {exc}") from None
+        raise ModelSpecError(
+            f"model spec {spec.text!r}: running the model on its example inputs raised {type(exc).__name__}: {exc}") from None
     try:
         program = _lower(model, inputs, backend)
         program.save(str(out / PTE_NAME))
@@ -186,7 +187,9 @@ def _lower(model: Any, inputs: tuple[Any, ...], backend: str) -> Any:
         )
 
         edge = to_edge_transform_and_lower(
-            exported, partitioner=[XnnpackPartitioner()], compile_config=get_xnnpack_edge_compile_config(),
+            exported,
+            partitioner=[XnnpackPartitioner()],
+            compile_config=get_xnnpack_edge_compile_config(),
             generate_etrecord=True,
         )
     else:

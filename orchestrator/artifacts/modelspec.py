@@ -10,11 +10,13 @@ import importlib
 import importlib.util
 import re
 import sys
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import ModelSpecError
+from orchestrator.errors import ModelSpecError, UsageError
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -61,7 +63,33 @@ def parse_model_spec(text: str, name: str | None = None) -> ModelSpec:
         raise ModelSpecError(f"model spec {text!r}: cannot find module {target!r} ({exc})") from None
     if found is None or not found.origin or not Path(found.origin).is_file():
         raise ModelSpecError(f"model spec {text!r}: cannot find module {target!r}")
-    return ModelSpec(text, "module", _model_name(name, target.rsplit(".", 1)[-1]), Path(found.origin), factory=factory, module=target)
+    return ModelSpec(
+        text, "module", _model_name(name, target.rsplit(".", 1)[-1]), Path(found.origin), factory=factory, module=target
+    )
+
+
+def parse_model_specs(texts: Sequence[str], names: Sequence[str] = ()) -> list[ModelSpec]:
+    """Resolve a job's model specs and give each a unique name, before anything runs.
+
+    Naming rule: an explicit name (`--name`, one per `--model`, in order) wins; otherwise the
+    file's (or module's, or .pte's) stem, except that several factories of one source in the
+    same job are named `<stem>-<factory>` (`models.py:a`, `models.py:b` -> `models-a`, `models-b`).
+    A name that still occurs twice is a usage error.
+    """
+    if names and len(names) != len(texts):
+        raise UsageError(f"--name given {len(names)} time(s) for {len(texts)} --model(s); give one --name per --model, in order")
+    specs = [parse_model_spec(text, names[i] if names else None) for i, text in enumerate(texts)]
+    if not names:
+        factories_per_source = Counter(s.source for s in specs if s.factory)
+        specs = [
+            replace(s, name=_model_name(None, f"{s.name}-{s.factory}")) if s.factory and factories_per_source[s.source] > 1 else s
+            for s in specs
+        ]
+    clashes = [name for name, count in Counter(s.name for s in specs).items() if count > 1]
+    if clashes:
+        which = ", ".join(f"{name!r} ({' and '.join(s.text for s in specs if s.name == name)})" for name in clashes)
+        raise UsageError(f"model names must be unique in a job: {which}; give each --model its own --name")
+    return specs
 
 
 def _model_name(explicit: str | None, default: str) -> str:
@@ -84,10 +112,15 @@ def load_factory_result(spec: ModelSpec) -> tuple[Any, tuple[Any, ...]]:
     except Exception as exc:  # the user's code: report it in one line, whatever it raised
         raise ModelSpecError(f"model spec {spec.text!r}: factory {spec.factory}() raised {type(exc).__name__}: {exc}") from None
     if not (isinstance(result, tuple) and len(result) == 2):
-        raise ModelSpecError(f"model spec {spec.text!r}: {spec.factory}() must return (torch.nn.Module, example_inputs_tuple), got {type(result).__name__}")
+        raise ModelSpecError(
+            f"model spec {spec.text!r}: {spec.factory}() must return (torch.nn.Module, example_inputs_tuple), "
+            f"got {type(result).__name__}"
+        )
     model, inputs = result
     if not isinstance(model, torch.nn.Module):
-        raise ModelSpecError(f"model spec {spec.text!r}: {spec.factory}() returned {type(model).__name__} where a torch.nn.Module was expected")
+        raise ModelSpecError(
+            f"model spec {spec.text!r}: {spec.factory}() returned {type(model).__name__} where a torch.nn.Module was expected"
+        )
     if isinstance(inputs, torch.Tensor):
         inputs = (inputs,)
     if not isinstance(inputs, (tuple, list)) or not all(isinstance(t, torch.Tensor) for t in inputs):
@@ -114,4 +147,6 @@ def _import_spec_module(spec: ModelSpec) -> Any:
     except ModelSpecError:
         raise
     except Exception as exc:
-        raise ModelSpecError(f"model spec {spec.text!r}: importing {spec.source.name} raised {type(exc).__name__}: {exc}") from None
+        raise ModelSpecError(
+            f"model spec {spec.text!r}: importing {spec.source.name} raised {type(exc).__name__}: {exc}"
+        ) from None

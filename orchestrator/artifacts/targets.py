@@ -124,7 +124,8 @@ def aarch64_runtime(version: str, log: Callable[[str], None]) -> Path:
         if not wheels:
             raise BuildError(f"pip download left no executorch wheel in {wheel_dir}")
         _extract_runtime(wheels[0], staging)
-        cache.write_json_atomic(staging / "runtime.json", {"wheel": wheels[0].name, "sha256": cache.sha256_file(wheels[0]), "platform": AARCH64_WHEEL_PLATFORM})
+        cache.write_json_atomic(staging / "runtime.json", {"wheel": wheels[0].name, "sha256": cache.sha256_file(wheels[0]),
+                                                           "platform": AARCH64_WHEEL_PLATFORM})
         shutil.rmtree(wheel_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -223,7 +224,8 @@ def android_runtime_commands(ndk: Path, src: Path, prefix: Path, build_dir: Path
     ]
 
 
-def android_runner_commands(ndk: Path, prefix: Path, runners: Path, build_dir: Path, install_root: Path, jobs: int = 2) -> list[list[str]]:
+def android_runner_commands(ndk: Path, prefix: Path, runners: Path, build_dir: Path, install_root: Path,
+                            jobs: int = 2) -> list[list[str]]:
     """Configure, build and install our runner against an ExecuTorch install `prefix`."""
     return [
         ["cmake", "-S", str(runners), "-B", str(build_dir), *android_common_args(ndk),

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from orchestrator.cache import write_bytes_atomic
 from orchestrator.errors import AnalysisError
 
 MAGIC = b"ETFT"
@@ -55,7 +56,7 @@ def write_tensors(path: Path, arrays: list[np.ndarray]) -> None:
         parts.append(struct.pack(f"<{array.ndim}q", *array.shape))
         parts.append(struct.pack("<Q", len(data)))
         parts.append(data)
-    path.write_bytes(b"".join(parts))
+    write_bytes_atomic(path, b"".join(parts))
 
 
 def read_tensors(path: Path) -> list[np.ndarray]:

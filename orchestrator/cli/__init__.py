@@ -1,5 +1,13 @@
 """`etfarm` command line. Thin: each command module parses options and calls a stage.
 
+Conventions every command keeps (README "A tour of the CLI"):
+- errors print as exactly one `error:` line on stderr (multi-line messages are folded by
+  `errors.one_line`), exit 0 ok / 1 a device failed / 2 usage, config or data error / 130 Ctrl-C;
+  an unexpected exception prints one `error: internal error (bug): ...` line and exits 1, the
+  traceback going to a file under the cache;
+- `-h`/`--help`, `--version`, `-v/--verbose` (device commands at DEBUG on stderr), shell completion;
+- `--json` prints one JSON document on stdout; progress stays on stderr.
+
 Heavy imports (torch, executorch, pandas) happen inside command bodies only, so
 `etfarm --help`, `etfarm devices` and friends start fast.
 """
@@ -7,18 +15,59 @@ Heavy imports (torch, executorch, pandas) happen inside command bodies only, so
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
-from orchestrator.errors import EtfarmError
+from orchestrator.errors import EXIT_DEVICE_FAILED, EXIT_INTERRUPTED, EtfarmError, one_line
+
+__all__ = ["app", "main"]
+
+PROG = "etfarm"
+
+HELP = """Profile ExecuTorch models op by op on a farm of devices.
+
+Exit codes: 0 ok, 1 a device failed (or an internal error), 2 usage, config or data error, 130 Ctrl-C.
+
+Environment:
+
+ETFARM_CONFIG: device inventory (default ~/.config/etfarm/devices.yaml when present).
+
+ETFARM_CACHE_DIR: exports, runner builds, runtimes (default ~/.cache/etfarm).
+
+ETFARM_STORE: results database (default ~/.local/share/etfarm/results.db).
+
+ETFARM_SCHEDULER: Dask scheduler address for run (default: this host only).
+"""
 
 app = typer.Typer(
-    name="etfarm",
-    help="Profile ExecuTorch models op by op on a farm of devices.",
+    name=PROG,
+    help=HELP,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from orchestrator.versions import version_line
+
+        typer.echo(version_line())
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print etfarm's, ExecuTorch's and torch's versions and exit.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log device commands and other details on stderr.")] = False,
+) -> None:
+    if verbose:
+        from orchestrator.cli.logs import log_to_stderr
+
+        log_to_stderr()
 
 
 def _register_commands() -> None:
@@ -39,20 +88,25 @@ def _register_commands() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point: one-line errors, exit 2 for usage and config problems."""
+    """Console entry point: one `error:` line per failure and the exit codes of the README."""
     _register_commands()
     try:
-        result = app(args=argv, standalone_mode=False)
+        result = app(args=argv, prog_name=PROG, standalone_mode=False)
     except EtfarmError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted: results collected so far are kept in the run directory", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # typer turns Ctrl-C inside a command into exit 130; this is Ctrl-C outside one
+        result = EXIT_INTERRUPTED
     except Exception as exc:
         if _is_usage_error(exc):
             return _report_usage_error(exc)
-        raise
+        from orchestrator.cli.logs import record_crash
+
+        details = record_crash(exc)
+        print(f"error: internal error (bug): {type(exc).__name__}: {one_line(str(exc))}; details in {details}", file=sys.stderr)
+        return EXIT_DEVICE_FAILED
+    if result == EXIT_INTERRUPTED:
+        print("interrupted: results collected so far are kept in the run directory", file=sys.stderr)
     return result if isinstance(result, int) else 0
 
 
@@ -62,13 +116,9 @@ def _is_usage_error(exc: Exception) -> bool:
 
 
 def _report_usage_error(exc: Exception) -> int:
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        return 0  # click has already printed the help, once
     ctx = getattr(exc, "ctx", None)
-    if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
-        print(ctx.get_help())
-        return 0
-    if ctx is not None:
-        print(ctx.get_usage(), file=sys.stderr)
-    print(f"error: {exc.format_message()}", file=sys.stderr)  # type: ignore[attr-defined]
+    hint = f"; see '{ctx.command_path} --help'" if ctx is not None else ""
+    print(f"error: {one_line(exc.format_message()).rstrip('.')}{hint}", file=sys.stderr)  # type: ignore[attr-defined]
     return int(exc.exit_code)  # type: ignore[attr-defined]
-
-

@@ -6,18 +6,26 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.cli.options import JsonOption, Target
+
 
 def register(app: typer.Typer) -> None:
     app.command("build")(build)
 
 
 def build(
-    target: Annotated[str, typer.Option(help="host, linux-aarch64 or android-arm64-v8a")] = "host",
+    target: Annotated[Target, typer.Option(help="Target to build the runner for.")] = Target.host,
     force: Annotated[bool, typer.Option("--force", help="Rebuild even when cached.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Build the etfarm runner for TARGET against ExecuTorch's runtime; print the runner path."""
-    from orchestrator.artifacts.build import build_runner
+    from orchestrator.artifacts import build_runner
     from orchestrator.progress import Progress
+    from orchestrator.report import json_text
 
-    result = build_runner(target, force=force, log=Progress())
+    result = build_runner(target.value, force=force, log=Progress())
+    if as_json:
+        typer.echo(json_text({"target": result.target, "cached": result.cached, "runner": str(result.runner),
+                              "root": str(result.root)}))
+        return
     typer.echo(f"{'cached' if result.cached else 'built'}: {result.runner}")

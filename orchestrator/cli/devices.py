@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from orchestrator.cli.options import ConfigOption, JsonOption
 from orchestrator.errors import EXIT_DEVICE_FAILED, UsageError
 
 devices_app = typer.Typer(help="List, check and trust devices of the inventory.", no_args_is_help=False)
-
-ConfigOption = Annotated[Path | None, typer.Option(help="Device inventory YAML (default $ETFARM_CONFIG).")]
 
 
 def register(app: typer.Typer) -> None:
@@ -22,7 +19,7 @@ def register(app: typer.Typer) -> None:
 @devices_app.callback(invoke_without_command=True)
 def devices(
     ctx: typer.Context,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOption = False,
     config: ConfigOption = None,
     no_check: Annotated[bool, typer.Option("--no-check", help="List without connecting.")] = False,
 ) -> None:
@@ -30,6 +27,7 @@ def devices(
     if ctx.invoked_subcommand is not None:
         return
     from orchestrator.config import load_inventory
+    from orchestrator.report import format_table, json_text
     from orchestrator.run.probe import address, probe_all
 
     inventory = load_inventory(config)
@@ -38,9 +36,8 @@ def devices(
                  "workdir": s.workdir, "reachable": None, "error": None, "facts": {}} for s in specs]
                if no_check else probe_all(specs))
     if as_json:
-        typer.echo(json.dumps({"config": str(inventory.path) if inventory.path else None, "devices": entries}, indent=2))
+        typer.echo(json_text({"config": str(inventory.path) if inventory.path else None, "devices": entries}))
         return
-    from orchestrator.report.summary import format_table
 
     rows = [[e["name"], e["transport"], e["target"], e["address"], _status(e), _facts_line(e["facts"])] for e in entries]
     typer.echo(format_table(["device", "transport", "target", "address", "status", "facts"], rows, "llllll"))
@@ -52,10 +49,11 @@ def devices(
 def check(name: Annotated[str, typer.Argument(help="Device name")], config: ConfigOption = None) -> None:
     """Connect to NAME, describe it, and report; exit 1 when unreachable."""
     from orchestrator.config import load_inventory
+    from orchestrator.report import json_text
     from orchestrator.run.probe import probe
 
     entry = probe(load_inventory(config).select(name)[0])
-    typer.echo(json.dumps(entry, indent=2))
+    typer.echo(json_text(entry))
     if not entry["reachable"]:
         raise typer.Exit(EXIT_DEVICE_FAILED)
 

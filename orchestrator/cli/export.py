@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.cli.options import Backend, JsonOption
+
 
 def register(app: typer.Typer) -> None:
     app.command("export")(export)
@@ -14,17 +16,26 @@ def register(app: typer.Typer) -> None:
 
 def export(
     model: Annotated[str, typer.Argument(help="file.py:factory, package.module:factory, or a .pte")],
-    backend: Annotated[str, typer.Option(help="xnnpack or portable")] = "xnnpack",
+    backend: Annotated[Backend, typer.Option(help="Lowering backend.")] = Backend.xnnpack,
     out: Annotated[Path | None, typer.Option(help="Also copy the artifacts to this directory.")] = None,
     name: Annotated[str | None, typer.Option(help="Model name (default: the file or module name).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Export again even when cached.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Lower MODEL to ExecuTorch (cached by content hash) and print where the artifacts are."""
-    from orchestrator.artifacts.lowering import copy_artifacts, export_model
-    from orchestrator.artifacts.modelspec import parse_model_spec
+    from orchestrator.artifacts import copy_artifacts, export_model, parse_model_spec
     from orchestrator.progress import Progress
+    from orchestrator.report import json_text
 
-    exported = export_model(parse_model_spec(model, name), backend, force=force, log=Progress())
-    paths = copy_artifacts(exported, out) if out else [p for p in (exported.pte, exported.etrecord, exported.inputs, exported.reference_outputs) if p]
+    exported = export_model(parse_model_spec(model, name), backend.value, force=force, log=Progress())
+    produced = (exported.pte, exported.etrecord, exported.inputs, exported.reference_outputs)
+    paths = copy_artifacts(exported, out) if out else [p for p in produced if p]
+    if as_json:
+        typer.echo(json_text({"name": exported.name, "spec": exported.spec, "backend": exported.backend, "key": exported.key,
+                              "pte": str(exported.pte), "etrecord": str(exported.etrecord) if exported.etrecord else None,
+                              "inputs": str(exported.inputs) if exported.inputs else None,
+                              "reference_outputs": str(exported.reference_outputs) if exported.reference_outputs else None,
+                              "files": [str(p) for p in paths]}))
+        return
     for path in paths:
         typer.echo(str(path))

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 history_app = typer.Typer(help="Runs recorded in the results store, newest first.", no_args_is_help=False)
 
-StoreOption = Annotated[Path | None, typer.Option("--store", help="Results store (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")]
+StoreOption = Annotated[Path | None, typer.Option(
+    "--store", envvar="ETFARM_STORE", help="Results store (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 

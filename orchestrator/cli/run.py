@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.errors import UsageError
+from orchestrator.cli.options import Backend, ConfigOption, JsonOption
 
 
 def register(app: typer.Typer) -> None:
@@ -15,48 +15,68 @@ def register(app: typer.Typer) -> None:
 
 
 def run(
-    model: Annotated[list[str], typer.Option("--model", "-m", help="Model spec: file.py:factory, package.module:factory or a .pte. Repeatable.")],
+    model: Annotated[list[str], typer.Option("--model", "-m", help="Model spec: file.py:factory, package.module:factory "
+                                                                   "or a .pte. Repeatable.")],
     devices: Annotated[str, typer.Option("--devices", "-d", help="Comma-separated device names from the inventory.")] = "local",
-    backend: Annotated[str, typer.Option(help="Lowering backend: xnnpack or portable.")] = "xnnpack",
+    backend: Annotated[Backend, typer.Option(help="Lowering backend.")] = Backend.xnnpack,
     runs: Annotated[int, typer.Option(min=1, help="Separate process runs per device and model.")] = 5,
     iterations: Annotated[int, typer.Option(min=1, help="Measured executions per process run.")] = 20,
     warmup: Annotated[int, typer.Option(min=0, help="Executions before measuring, not recorded.")] = 3,
     out: Annotated[Path | None, typer.Option(help="Run directory (default ./etfarm-runs/<run id>).")] = None,
-    config: Annotated[Path | None, typer.Option(help="Device inventory YAML (default $ETFARM_CONFIG).")] = None,
-    name: Annotated[str | None, typer.Option(help="Model name in reports (single model only).")] = None,
+    config: ConfigOption = None,
+    name: Annotated[list[str] | None, typer.Option(
+        help="Model name in reports; repeatable, one per --model, in order (default: the file's name; "
+             "factories of one file: <file>-<factory>).")] = None,
     threads: Annotated[int, typer.Option(min=0, help="CPU threads for the runner (0: device default).")] = 0,
     timeout: Annotated[float, typer.Option(min=1, help="Deadline in seconds for one process run.")] = 600.0,
     no_wait: Annotated[bool, typer.Option("--no-wait", help="Fail instead of waiting when a device is locked.")] = False,
-    lock_timeout: Annotated[float | None, typer.Option(min=0, help="Give up on a device still locked by another job after this many seconds (default: wait).")] = None,
-    untraced_runs: Annotated[int, typer.Option(min=0, help="Extra runs without the event tracer, for end-to-end time and tracer overhead.")] = 1,
+    lock_timeout: Annotated[float | None, typer.Option(
+        min=0, help="Give up on a device still locked by another job after this many seconds (default: wait).")] = None,
+    untraced_runs: Annotated[int, typer.Option(
+        min=0, help="Extra runs without the event tracer, for end-to-end time and tracer overhead.")] = 1,
     cooldown: Annotated[float, typer.Option(min=0, help="Seconds to pause before each process run.")] = 0.0,
-    max_temp: Annotated[float | None, typer.Option(help="Before each run, wait until the device's hottest zone is at most this many °C.")] = None,
-    intermediate_outputs: Annotated[bool, typer.Option("--intermediate-outputs", help="Also dump intermediate outputs (debug buffer).")] = False,
+    max_temp: Annotated[float | None, typer.Option(
+        help="Before each run, wait until the device's hottest zone is at most this many °C.")] = None,
+    intermediate_outputs: Annotated[bool, typer.Option(
+        "--intermediate-outputs", help="Also dump intermediate outputs (debug buffer).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
-    store: Annotated[Path | None, typer.Option("--store", help="Results store to record the run in (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")] = None,
+    store: Annotated[Path | None, typer.Option(
+        "--store", envvar="ETFARM_STORE",
+        help="Results store to record the run in (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")] = None,
     no_store: Annotated[bool, typer.Option("--no-store", help="Do not record the run in the results store.")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Also log device commands on stderr (always in DIR/etfarm.log).")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Export, build, stage and profile MODEL on DEVICES; write a run directory and print per-op latency."""
-    from orchestrator.artifacts.lowering import BACKENDS
-    from orchestrator.artifacts.modelspec import parse_model_spec
+    from orchestrator.artifacts import parse_model_specs
     from orchestrator.config import load_inventory
+    from orchestrator.errors import one_line
     from orchestrator.progress import Progress
-    from orchestrator.report.summary import summary, wall_clock_lines
-    from orchestrator.run.job import run_job
-    from orchestrator.run.results import RunOptions
+    from orchestrator.report import job_view, json_text, wall_clock_lines
+    from orchestrator.report.summary import summary
+    from orchestrator.run import RunOptions, run_job
 
-    if backend not in BACKENDS:
-        raise UsageError(f"--backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    if name and len(model) > 1:
-        raise UsageError("--name applies to a single --model")
+    if verbose:
+        from orchestrator.cli.logs import log_to_stderr
+
+        log_to_stderr()
     inventory = load_inventory(config)
     selected = inventory.select(devices)
-    specs = [parse_model_spec(text, name) for text in model]
+    specs = parse_model_specs(model, name or ())
     options = RunOptions(runs=runs, iterations=iterations, warmup=warmup, run_timeout_s=timeout,
-                         wait_for_lock=not no_wait, lock_timeout_s=lock_timeout, intermediate_outputs=intermediate_outputs, cpu_threads=threads,
+                         wait_for_lock=not no_wait, lock_timeout_s=lock_timeout,
+                         intermediate_outputs=intermediate_outputs, cpu_threads=threads,
                          untraced_runs=untraced_runs, cooldown_s=cooldown, max_temp_c=max_temp)
-    result = run_job(selected, specs, backend=backend, options=options, out=out, progress=Progress(quiet=quiet),
+    result = run_job(selected, specs, backend=backend.value, options=options, out=out, progress=Progress(quiet=quiet),
                      config_file=inventory.path)
+    if not no_store:
+        from orchestrator.cli.store import record_after_run
+
+        record_after_run(result.rundir.root, store, quiet=quiet)
+    if as_json:
+        typer.echo(json_text(job_view(result.job, result.rundir.root, result.exit_code)))
+        raise typer.Exit(result.exit_code)
     typer.echo(summary(result.stats))
     typer.echo("")
     for line in wall_clock_lines(result.job):
@@ -66,10 +86,6 @@ def run(
             verdicts = ", ".join(f"{m.name} {m.verification.status if m.verification else 'skipped'}" for m in device.models)
             typer.echo(f"{device.name}: ok (verification: {verdicts})")
         else:
-            typer.echo(f"{device.name}: FAILED: {device.error}")
+            typer.echo(f"{device.name}: FAILED: {one_line(device.error or '')}")
     typer.echo(f"run directory: {result.rundir.root}")
-    if not no_store:
-        from orchestrator.cli.store import record_after_run
-
-        record_after_run(result.rundir.root, store)
     raise typer.Exit(result.exit_code)

@@ -1,0 +1,43 @@
+"""What a run measured: the ETDump reader, event blocks, ETRecord linking, samples and statistics, traces.
+
+Public API, imported lazily on first use (PEP 562) so that importing the package stays light:
+    etdump: ETDump, read_etdump
+    etdump_events: block_key, group_blocks
+    etrecord: load_etrecord
+    analysis_core: FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING, STATS_COLUMNS, SampleSet, collect_samples,
+                   summary_records, record_columns
+    analysis: analyze_files, summarize
+    trace: build_trace, write_trace
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_API = {
+    "ETDump": "etdump",
+    "read_etdump": "etdump",
+    "block_key": "etdump_events",
+    "group_blocks": "etdump_events",
+    "load_etrecord": "etrecord",
+    "FRAMEWORK_EVENTS": "analysis_core",
+    "HIDDEN_WHEN_PRINTING": "analysis_core",
+    "STATS_COLUMNS": "analysis_core",
+    "SampleSet": "analysis_core",
+    "collect_samples": "analysis_core",
+    "summary_records": "analysis_core",
+    "record_columns": "analysis_core",
+    "analyze_files": "analysis",
+    "summarize": "analysis",
+    "build_trace": "trace",
+    "write_trace": "trace",
+}
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

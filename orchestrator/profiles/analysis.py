@@ -69,7 +69,9 @@ def samples_frame(samples: SampleSet) -> pd.DataFrame:
         return pd.Categorical.from_codes(codes[flat] if len(codes) else flat, categories=pd.Index(uniques, dtype="object"))
 
     if all(isinstance(label, (int, np.integer)) for label in samples.run_labels):
-        run: Any = np.asarray(samples.run_labels, dtype=np.int64)[samples.run] if samples.run.size else samples.run.astype(np.int64)
+        run: Any = (
+            np.asarray(samples.run_labels, dtype=np.int64)[samples.run] if samples.run.size else samples.run.astype(np.int64)
+        )
     else:
         categories = list(dict.fromkeys(samples.run_labels))  # repeated labels merge into one run
         file_codes = np.array([categories.index(label) for label in samples.run_labels], dtype=np.int64)

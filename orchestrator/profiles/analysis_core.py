@@ -21,7 +21,7 @@ import numpy as np
 
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.etdump import read_etdump
-from orchestrator.profiles.etdump_events import EventInfo, durations_ms, group_blocks
+from orchestrator.profiles.etdump_events import EventInfo, block_key, durations_ms, group_blocks
 from orchestrator.profiles.etrecord import EventLink, load_etrecord
 
 PathLike = str | os.PathLike[str]
@@ -49,7 +49,9 @@ MODULES_SEPARATOR = ";"  # delegate_covers: module paths
 # Frames of a stack trace that are not the user's code: Python's own library and installed packages.
 _LIBRARY_FRAME = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d[\d.]*/|^<)")
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+# The one list of framework events: the runtime's own bookkeeping, each a method-level measure.
 FRAMEWORK_EVENTS = {"Method::execute": "execute", "Method::init": "init", "Program::load_method": "load_method"}
+HIDDEN_WHEN_PRINTING = frozenset({"OPERATOR_CALL"})  # as Inspector: it is op + dispatch overhead, not an op
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,7 +111,7 @@ def collect_samples(
             if code is None:
                 code = codes[group.signature] = len(keys)
                 uses = name_uses[group.name] = name_uses.get(group.name, 0) + 1
-                keys.append(group.name if uses == 1 else f"{group.name}#{uses}")
+                keys.append(block_key(group.name, uses))
                 block_events.append(group.events)
             matrix = durations_ms(dump, group)  # instances x perf events
             instances, width = matrix.shape
@@ -122,7 +124,7 @@ def collect_samples(
                     matrix.reshape(-1),
                 )
             )
-    columns = [np.concatenate(c) for c in zip(*parts)] if parts else [np.zeros(0, np.int32)] * 4 + [np.zeros(0)]
+    columns = [np.concatenate(c) for c in zip(*parts, strict=True)] if parts else [np.zeros(0, np.int32)] * 4 + [np.zeros(0)]
     links = None
     if record is not None:
         links = tuple(

@@ -272,7 +272,7 @@ class _StringTable:
         """Codes of distinct, non-overlapping strings."""
         width = int(lengths.max())
         if width * pos.size > _MAX_HASH_BYTES:  # a few huge strings: decode each one once, no matrix
-            return np.array([self.code(self._decode(buf, int(p), int(n))) for p, n in zip(pos, lengths)], dtype=np.int32)
+            return self._decode_each(buf, pos, lengths)
         # Fixed-width rows of 8-byte words -> 64-bit hash per string -> one decode per distinct
         # hash. Collisions are ruled out below by comparing every row with its representative.
         words = _string_words(buf, pos + 4, lengths, (width + 7) // 8)
@@ -282,11 +282,14 @@ class _StringTable:
                 hashes = (hashes * _HASH_BASE) ^ words[:, j]
         _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
         if not (words == words[first[inverse]]).all() or not (lengths == lengths[first[inverse]]).all():
-            return np.array([self.code(self._decode(buf, int(p), int(n))) for p, n in zip(pos, lengths)], dtype=np.int32)
+            return self._decode_each(buf, pos, lengths)
         uniq_codes = np.array(
             [self.code(self._decode(buf, int(pos[i]), int(lengths[i]))) for i in first], dtype=np.int32
         )
         return uniq_codes[inverse]
+
+    def _decode_each(self, buf: _Buffer, pos: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        return np.array([self.code(self._decode(buf, int(p), int(n))) for p, n in zip(pos, lengths, strict=True)], dtype=np.int32)
 
     @staticmethod
     def _decode(buf: _Buffer, pos: int, length: int) -> str:

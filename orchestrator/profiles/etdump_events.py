@@ -62,6 +62,12 @@ class BlockGroup:
         return np.flatnonzero(self.sample_pos >= 0)
 
 
+def block_key(name: str, occurrence: int) -> str:
+    """The key of the `occurrence`-th (1-based) distinct block named `name`, as Inspector names
+    them: "forward", then "forward#2", "forward#3"... Event rows are keyed by (block key, event index)."""
+    return name if occurrence == 1 else f"{name}#{occurrence}"
+
+
 def group_blocks(dump: ETDump) -> list[BlockGroup]:
     """Inspector's EventBlocks for one file, in Inspector's order."""
     ev = dump.events

@@ -215,9 +215,8 @@ def _edge_program_member(members: set[str]) -> str | None:
         return preferred
     if EDGE_PROGRAM in members:  # older single-program layout
         return EDGE_PROGRAM
-    candidates = sorted(
-        m for m in members if m.startswith(f"{EDGE_PROGRAM}/") and not m.endswith(("_state_dict", "_constants", "_example_inputs"))
-    )
+    extras = ("_state_dict", "_constants", "_example_inputs")
+    candidates = sorted(m for m in members if m.startswith(f"{EDGE_PROGRAM}/") and not m.endswith(extras))
     return candidates[0] if len(candidates) == 1 else None
 
 

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from orchestrator.cache import write_text_atomic
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.etdump import read_etdump
-from orchestrator.profiles.etdump_events import durations_ms, group_blocks, start_times
+from orchestrator.profiles.etdump_events import block_key, durations_ms, group_blocks, start_times
 from orchestrator.profiles.etrecord import load_etrecord
 
 PathLike = str | os.PathLike[str]
@@ -36,7 +37,7 @@ def build_trace(etdump: PathLike, run_block: int | None = None, etrecord: PathLi
     name_uses: dict[str, int] = {}
     for group in group_blocks(dump):
         uses = name_uses[group.name] = name_uses.get(group.name, 0) + 1
-        key = group.name if uses == 1 else f"{group.name}#{uses}"
+        key = block_key(group.name, uses)
         keep = np.ones(len(group.blocks), dtype=bool) if run_block is None else group.blocks == run_block
         if not keep.any() or group.perf_events.size == 0:
             continue
@@ -83,12 +84,8 @@ def write_trace(
     """Write the trace JSON to `out` (atomically); returns the number of slices."""
     trace = build_trace(etdump, run_block, etrecord)
     out_path = Path(out)
-    tmp = out_path.with_name(f".{out_path.name}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(trace, fh, separators=(",", ":"))
-        os.replace(tmp, out_path)
+        write_text_atomic(out_path, json.dumps(trace, separators=(",", ":")))
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise AnalysisError(f"{out_path}: cannot write trace: {exc.strerror or exc}") from None
     return sum(1 for e in trace["traceEvents"] if e["ph"] == "X")

@@ -2,35 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
+from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
+from orchestrator.report.text import fmt_ms, fmt_percent, format_table
 from orchestrator.run.results import Job
 from orchestrator.stats import percentile
 
-# Framework bookkeeping events: shown in the method summary, not among the operators.
-FRAMEWORK_EVENTS = ("Method::init", "Program::load_method", "Method::execute", "OPERATOR_CALL")
-
-
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
-    """Plain fixed-width table; `align` is one 'l'/'r' per column (numbers right by default)."""
-    cells = [[_cell(v) for v in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    align = align or "".join("r" if rows and isinstance(rows[0][i], (int, float)) else "l" for i in range(len(headers)))
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.rjust(w) if a == "r" else v.ljust(w) for v, w, a in zip(values, widths, align)).rstrip()
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        if value != value:  # NaN
-            return "-"
-        return f"{value:.4f}" if abs(value) < 1000 else f"{value:.1f}"
-    return str(value)
-
+NOT_OPERATORS = (*FRAMEWORK_EVENTS, *HIDDEN_WHEN_PRINTING)  # shown in the method summary or hidden, not among the operators
 
 def summary(stats: Any, top: int = 12) -> str:
     """Per model: the method total and the slowest operators; one p50 column per device."""
@@ -39,7 +18,8 @@ def summary(stats: Any, top: int = 12) -> str:
     out = []
     for model, frame in stats.groupby("model", sort=False):
         devices = list(dict.fromkeys(frame["device"]))
-        title = f"model {model}: p50 ms per device ({', '.join(devices)})" if len(devices) > 1 else f"model {model} on {devices[0]}"
+        several = len(devices) > 1
+        title = f"model {model}: p50 ms per device ({', '.join(devices)})" if several else f"model {model} on {devices[0]}"
         out.append(f"{title}\n{_model_table(frame, devices, top)}")
     return "\n\n".join(out)
 
@@ -47,12 +27,12 @@ def summary(stats: Any, top: int = 12) -> str:
 def _model_table(frame: Any, devices: list[str], top: int) -> str:
     keyed = frame.set_index(["event_block", "event_index"])
     first = keyed[keyed["device"] == devices[0]]
-    ops = first[~first["event_name"].isin(FRAMEWORK_EVENTS)].sort_values("avg_ms", ascending=False).head(top)
+    ops = first[~first["event_name"].isin(NOT_OPERATORS)].sort_values("avg_ms", ascending=False).head(top)
     totals = first[first["event_name"] == "Method::execute"]
     chosen = list(totals.index) + list(ops.index)
     where = ["module", "source"] if "module_path" in frame else []
     if len(devices) == 1:
-        headers = ["event", "block", "n", "p50 ms", "p90 ms", "avg ms", "cv %", *where]
+        headers = ["event", "block", "n", "p50 ms", "p90 ms", "avg ms", "cv", *where]
         rows = [[r.event_name, key[0], int(r.samples), r.p50_ms, r.p90_ms, r.avg_ms, _cv_percent(r), *_where(r, where)]
                 for key, r in ((k, first.loc[k]) for k in chosen)]
         return format_table(headers, rows, "llrrrrr" + "l" * len(where))
@@ -75,7 +55,7 @@ def _where(row: Any, wanted: list[str]) -> list[str]:
 
 def _cv_percent(row: Any) -> str:
     cv = getattr(row, "cv", None)
-    return "-" if cv is None or cv != cv else f"{float(cv) * 100.0:.1f}"
+    return fmt_percent(float(cv) if cv is not None else None)
 
 
 def wall_clock_lines(job: Job) -> list[str]:
@@ -85,13 +65,13 @@ def wall_clock_lines(job: Job) -> list[str]:
         execute = model.wall_execute_ms
         if not execute:
             continue
-        line = (f"{device.name} {model.name}: wall clock per execution p50 {percentile(execute, 50):.4f} ms, "
-                f"p90 {percentile(execute, 90):.4f} ms over {len(execute)}")
+        line = (f"{device.name} {model.name}: wall clock per execution p50 {fmt_ms(percentile(execute, 50))} ms, "
+                f"p90 {fmt_ms(percentile(execute, 90))} ms over {len(execute)}")
         if model.load_ms:
-            line += f"; method load p50 {percentile(model.load_ms, 50):.3f} ms"
+            line += f"; method load p50 {fmt_ms(percentile(model.load_ms, 50))} ms"
         overhead = model.tracer_overhead
         if overhead is not None:
-            line += (f"; without ETDump p50 {percentile(model.untraced_execute_ms, 50):.4f} ms "
+            line += (f"; without ETDump p50 {fmt_ms(percentile(model.untraced_execute_ms, 50))} ms "
                      f"(tracer overhead {overhead * 100:+.1f}%)")
         if model.unstable and model.execute_cv is not None:
             line += f"; UNSTABLE: CV {model.execute_cv * 100:.0f}% (pin cores, cool down, or add runs)"

@@ -3,29 +3,32 @@
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from orchestrator.cache import write_text_atomic
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.analysis_core import (
     FRAMEWORK_EVENTS,
+    HIDDEN_WHEN_PRINTING,
     MODULES_SEPARATOR,
     OP_TYPES_SEPARATOR,
 )
+from orchestrator.report.text import clip, fmt_ms, fmt_percent, format_table
+from orchestrator.stats import UNSTABLE_CV, is_unstable
 
-UNSTABLE_CV = 0.10  # flag, don't hide: a CV above this marks the row in printed tables
-HIDDEN_WHEN_PRINTING = frozenset({"OPERATOR_CALL"})  # as Inspector: it is op + dispatch overhead
 _RIGHT_ALIGNED = {"#", "samples", "avg", "p50", "p90", "cv"}
 
 
 def format_report(records: Sequence[dict[str, Any]], top: int = 20) -> str:
     """End-to-end and load lines, then the `top` events by avg time (0 = all)."""
     lines = [
-        f"{r['event_name']:<21} [{r['event_block']}] p50 {_ms(r['p50_ms'])}  p90 {_ms(r['p90_ms'])}"
-        f"  avg {_ms(r['avg_ms'])}  cv {_pct(r['cv'])}  ({int(r['samples'])} samples)"
+        f"{r['event_name']:<21} [{r['event_block']}] p50 {fmt_ms(r['p50_ms'])}  p90 {fmt_ms(r['p90_ms'])}"
+        f"  avg {fmt_ms(r['avg_ms'])}  cv {fmt_percent(r['cv'])}  ({int(r['samples'])} samples)"
         for r in records
         if r["event_name"] in FRAMEWORK_EVENTS
     ]
@@ -40,31 +43,36 @@ def format_report(records: Sequence[dict[str, Any]], top: int = 20) -> str:
                "p90", "cv", ""]
     rows = []
     for r in shown:
-        cells = [str(r["event_block"]), str(r["event_index"]), _clip(str(r["event_name"]), 40)]
+        cells = [str(r["event_block"]), str(r["event_index"]), clip(str(r["event_name"]), 40)]
         if with_ops:
-            cells.append(_clip(_op_summary(r.get("op_types")), 36))
-            cells.append(_clip(op_where(r.get("module_path"), r.get("delegate_covers")), 56))
-            cells.append(_clip(str(r.get("source_line") or ""), 32))
-        unstable = "!" if _finite(r["cv"]) and r["cv"] > UNSTABLE_CV else ""
-        cells += [str(int(r["samples"])), _ms(r["avg_ms"]), _ms(r["p50_ms"]), _ms(r["p90_ms"]), _pct(r["cv"]), unstable]
+            cells.append(clip(_op_summary(r.get("op_types")), 36))
+            cells.append(clip(op_where(r.get("module_path"), r.get("delegate_covers")), 56))
+            cells.append(clip(str(r.get("source_line") or ""), 32))
+        unstable = "!" if is_unstable(r["cv"]) else ""
+        cells += [
+            str(int(r["samples"])),
+            fmt_ms(r["avg_ms"]),
+            fmt_ms(r["p50_ms"]),
+            fmt_ms(r["p90_ms"]),
+            fmt_percent(r["cv"]),
+            unstable,
+        ]
         rows.append(cells)
-    lines.extend(_table(headers, rows))
+    lines.append(format_table(headers, rows, "".join("r" if h in _RIGHT_ALIGNED else "l" for h in headers)))
     return "\n".join(lines)
 
 
 def write_stats_csv(records: Sequence[dict[str, Any]], columns: Sequence[str], out: str | os.PathLike[str]) -> Path:
-    """Write records as CSV with exactly `columns` (atomically: temp file, then rename)."""
+    """Write records as CSV with exactly `columns` (atomically: cache.write_text_atomic)."""
     out_path = Path(out)
-    tmp = out_path.with_name(f".{out_path.name}.tmp")
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(columns)
+    for r in records:
+        writer.writerow([_csv_value(r.get(c)) for c in columns])
     try:
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(columns)
-            for r in records:
-                writer.writerow([_csv_value(r.get(c)) for c in columns])
-        os.replace(tmp, out_path)
+        write_text_atomic(out_path, text.getvalue())
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise AnalysisError(f"{out_path}: cannot write CSV: {exc.strerror or exc}") from None
     return out_path
 
@@ -113,30 +121,3 @@ def _op_summary(op_types: Any) -> str:
     ops = op_types.split(OP_TYPES_SEPARATOR)
     short = list(dict.fromkeys(o.split(".")[1] if o.startswith("aten.") and o.count(".") >= 2 else o for o in ops))
     return ",".join(short[:3]) + (f" +{len(short) - 3}" if len(short) > 3 else "")
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if h in _RIGHT_ALIGNED else c.ljust(w) for c, w, h in zip(cells, widths, headers)).rstrip()
-
-    return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
-
-
-def _ms(value: Any) -> str:
-    if not _finite(value):
-        return "-"
-    return f"{value:.4f}" if value < 10 else f"{value:.2f}"
-
-
-def _pct(value: Any) -> str:
-    return f"{value:.1%}" if _finite(value) else "-"
-
-
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"

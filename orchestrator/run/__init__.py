@@ -1,0 +1,45 @@
+"""A job: device sessions in parallel, the run directory, the results model, the runner's contract,
+conditions, locks, verification.
+
+Public API, imported lazily on first use (PEP 562) so that importing the package stays light:
+    job: JobResult, run_job
+    results: Job, JobConfig, JobStatus, DeviceResult, DeviceStatus, ModelResult, ModelStatus, ProcessRun,
+             RunOptions, Verification, VerificationStatus, load_manifest
+    rundir: RunDirectory, LOG, MANIFEST, STATS
+    probe: probe_all (and probe.probe, reached by its module: a name the package cannot re-export)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_API = {
+    "JobResult": "job",
+    "run_job": "job",
+    "Job": "results",
+    "JobConfig": "results",
+    "JobStatus": "results",
+    "DeviceResult": "results",
+    "DeviceStatus": "results",
+    "ModelResult": "results",
+    "ModelStatus": "results",
+    "ProcessRun": "results",
+    "RunOptions": "results",
+    "Verification": "results",
+    "VerificationStatus": "results",
+    "load_manifest": "results",
+    "RunDirectory": "rundir",
+    "LOG": "rundir",
+    "MANIFEST": "rundir",
+    "STATS": "rundir",
+    "probe_all": "probe",
+}
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

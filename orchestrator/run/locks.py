@@ -35,7 +35,8 @@ def device_lock(device: str, *, wait: bool = True, on_wait: Callable[[str], None
                                               f"(--lock-timeout)")
                 time.sleep(LOCK_POLL_SEC)
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} of {getpass.getuser()}@{socket.gethostname()} since {time.strftime('%H:%M:%S')}".encode(), 0)
+        holder = f"pid {os.getpid()} of {getpass.getuser()}@{socket.gethostname()} since {time.strftime('%H:%M:%S')}"
+        os.pwrite(fd, holder.encode(), 0)
         yield
     finally:
         os.close(fd)  # closing releases the flock

@@ -24,7 +24,7 @@ from typing import Any
 
 from orchestrator.errors import Blame, DataError
 from orchestrator.run.schedule import RunOrder
-from orchestrator.stats import UNSTABLE_CV, coefficient_of_variation, median
+from orchestrator.stats import coefficient_of_variation, is_unstable, median
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -149,8 +149,7 @@ class ModelResult:
 
     @property
     def unstable(self) -> bool:
-        cv = self.execute_cv
-        return cv is not None and cv > UNSTABLE_CV
+        return is_unstable(self.execute_cv)
 
     def summary(self) -> dict[str, Any]:
         return {"runs": len(self.traced_runs), "wall_execute_ms": list(self.wall_execute_ms),

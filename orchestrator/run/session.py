@@ -170,16 +170,23 @@ class DeviceSession:
                            timeout_s=self.options.run_timeout_s, use_exec_prefix=True)
         (run_local / RUNNER_LOG).write_text(f"$ {result.command}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}")
         if not result.ok:
-            raise CommandFailed(self.spec.name, f"runner ({model.name}, {label})", result.exit_code, result.tail(1500), result.timed_out)
+            raise CommandFailed(self.spec.name, f"runner ({model.name}, {label})", result.exit_code, result.tail(1500),
+                                result.timed_out)
         for name in invocation.expected_files():
             agent.fetch(f"{out_rel}/{name}", run_local)
         parsed = parse_result(result.stdout)
         write_json_atomic(run_local / RESULT_JSON, parsed)
         known = {"execute_ms", "load_ms", "program_load_ms"}
-        return ProcessRun(label=label, traced=traced, execute_ms=execute_samples(parsed),
-                          load_ms=parsed.get("load_ms"), program_load_ms=parsed.get("program_load_ms"),
-                          device_state=state, artifacts=tuple(sorted(self.rundir.relative(p) for p in run_local.iterdir())),
-                          runner={k: v for k, v in parsed.items() if k not in known})
+        return ProcessRun(
+            label=label,
+            traced=traced,
+            execute_ms=execute_samples(parsed),
+            load_ms=parsed.get("load_ms"),
+            program_load_ms=parsed.get("program_load_ms"),
+            device_state=state,
+            artifacts=tuple(sorted(self.rundir.relative(p) for p in run_local.iterdir())),
+            runner={k: v for k, v in parsed.items() if k not in known},
+        )
 
     def _analyze(self, model: ExportedModel, etdumps: list[Path]) -> Any:
         from orchestrator.profiles.analysis import load_samples, summarize

@@ -26,12 +26,30 @@ def verify_outputs(reference: Path | None, outputs: Sequence[Path], rtol: float 
     for path in outputs:
         actual = read_tensors(path)
         if len(actual) != len(expected):
-            return Verification(VerificationStatus.FAIL, f"{path.parent.name}: {len(actual)} outputs, expected {len(expected)}", None, len(outputs))
-        for index, (got, want) in enumerate(zip(actual, expected)):
+            return Verification(
+                VerificationStatus.FAIL,
+                f"{path.parent.name}: {len(actual)} outputs, expected {len(expected)}",
+                None,
+                len(outputs),
+            )
+        for index, (got, want) in enumerate(zip(actual, expected, strict=True)):
             if got.shape != want.shape:
-                return Verification(VerificationStatus.FAIL, f"{path.parent.name}: output {index} has shape {got.shape}, expected {want.shape}", None, len(outputs))
+                return Verification(
+                    VerificationStatus.FAIL,
+                    f"{path.parent.name}: output {index} has shape {got.shape}, expected {want.shape}",
+                    None,
+                    len(outputs),
+                )
             diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) if got.size else 0.0
             worst = max(worst, diff)
             if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
-                return Verification(VerificationStatus.FAIL, f"{path.parent.name}: output {index} differs from the reference (max |diff| {diff:.3g}, rtol {rtol}, atol {atol})", worst, len(outputs))
-    return Verification(VerificationStatus.PASS, f"{len(outputs)} run(s) match the reference (max |diff| {worst:.3g})", worst, len(outputs))
+                return Verification(
+                    VerificationStatus.FAIL,
+                    f"{path.parent.name}: output {index} differs from the reference "
+                    f"(max |diff| {diff:.3g}, rtol {rtol}, atol {atol})",
+                    worst,
+                    len(outputs),
+                )
+    return Verification(
+        VerificationStatus.PASS, f"{len(outputs)} run(s) match the reference (max |diff| {worst:.3g})", worst, len(outputs)
+    )

@@ -202,8 +202,8 @@ class Store:
         out = []
         nmeta, nstat = len(META_FIELDS), len(STAT_FIELDS)
         for row in rows:
-            meta = dict(zip(META_FIELDS, row[4:4 + nmeta]))
-            stats = dict(zip(STAT_FIELDS, row[5 + nmeta:5 + nmeta + nstat]))
+            meta = dict(zip(META_FIELDS, row[4:4 + nmeta], strict=False))
+            stats = dict(zip(STAT_FIELDS, row[5 + nmeta:5 + nmeta + nstat], strict=False))
             samples_blob, counts_blob = row[-2], row[-1]
             out.append(EventRow(device=device, model=model, event_block=row[0], event_index=row[1], event_name=row[2],
                                 samples=row[4 + nmeta], stats=stats,

@@ -79,7 +79,7 @@ def _from_samples(device: str, model: str, samples: Any, nruns: int,
     values = samples.duration_ms[order].astype(np.float64)
     starts = np.searchsorted(sorted_keys, np.unique(sorted_keys))
     ends = np.append(starts[1:], len(sorted_keys))
-    by_key = {int(sorted_keys[s]): (s, e) for s, e in zip(starts, ends)}
+    by_key = {int(sorted_keys[s]): (s, e) for s, e in zip(starts, ends, strict=False)}
     rows = []
     for record in summary_records(samples):
         block = samples.block_keys.index(record["event_block"])

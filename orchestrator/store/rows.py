@@ -38,4 +38,4 @@ class EventRow:
         import numpy as np
 
         bounds = np.cumsum(self.run_counts)[:-1]
-        return dict(zip(labels, np.split(self.samples_ms, bounds)))
+        return dict(zip(labels, np.split(self.samples_ms, bounds), strict=False))

@@ -1,7 +1,14 @@
-"""ExecuTorch's Inspector as the reference for our statistics, merged across run files."""
+"""ExecuTorch's Inspector as the reference for our statistics, merged across run files.
+
+Every column of stats.csv is checked against Inspector per event: the statistics of its samples
+(numpy's definitions, computed here independently of orchestrator.stats), and, when the run had
+the model's ETRecord, what Inspector links each event to (op types, delegate backend, module).
+A run that analysed without the ETRecord therefore fails here (the link columns are missing).
+"""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -9,7 +16,33 @@ from typing import Any
 import numpy as np
 import pytest
 
-STAT_COLUMNS = ("min_ms", "p10_ms", "p50_ms", "p90_ms", "avg_ms", "max_ms")
+STAT_COLUMNS = ("min_ms", "p10_ms", "p50_ms", "p90_ms", "avg_ms", "max_ms", "std_ms", "cv", "trimmed_mean_ms")
+LINK_COLUMNS = ("op_types", "delegate_backend_name", "module_path")
+
+
+def _module_path(hierarchy: dict[str, Any] | None) -> str:
+    """Deepest module common to every op of an event ('' when none), from Inspector's module_hierarchy."""
+    stacks = [[str(entry[0]) for entry in stack.values()] if stack else [] for stack in (hierarchy or {}).values()]
+    if not stacks:
+        return ""
+    common = stacks[0]
+    for stack in stacks[1:]:
+        n = 0
+        while n < min(len(common), len(stack)) and common[n] == stack[n]:
+            n += 1
+        common = common[:n]
+    return common[-1] if common else ""
+
+
+def _numpy_stats(v: list[float]) -> dict[str, float]:
+    values = np.asarray(v, dtype=float)
+    mean = float(np.mean(values))
+    std = float(np.std(values, ddof=1)) if values.size > 1 else 0.0
+    p10, p90 = float(np.percentile(values, 10)), float(np.percentile(values, 90))
+    inside = values[(values >= p10) & (values <= p90)]
+    return {"min_ms": float(values.min()), "max_ms": float(values.max()), "avg_ms": mean, "p10_ms": p10,
+            "p50_ms": float(np.percentile(values, 50)), "p90_ms": p90, "std_ms": std,
+            "cv": std / mean if mean != 0 else math.nan, "trimmed_mean_ms": float(inside.mean()) if inside.size else mean}
 
 
 def inspector_merged_stats(etdumps: list[Path], etrecord: Path | None) -> dict[tuple[str, int], dict[str, Any]]:
@@ -17,29 +50,47 @@ def inspector_merged_stats(etdumps: list[Path], etrecord: Path | None) -> dict[t
     from executorch.devtools import Inspector
 
     raw: dict[tuple[str, int], list[float]] = defaultdict(list)
-    names: dict[tuple[str, int], str] = {}
+    meta: dict[tuple[str, int], dict[str, Any]] = {}
     for path in etdumps:
         inspector = Inspector(etdump_path=str(path), etrecord=str(etrecord) if etrecord else None)
         for block in inspector.event_blocks:
             for index, event in enumerate(block.events):
                 if event.perf_data is not None:
                     raw[(block.name, index)].extend(event.perf_data.raw)
-                    names[(block.name, index)] = event.name
-    return {
-        key: {"event_name": names[key], "samples": len(v), "min_ms": min(v), "max_ms": max(v), "avg_ms": float(np.mean(v)),
-              "p10_ms": float(np.percentile(v, 10)), "p50_ms": float(np.percentile(v, 50)), "p90_ms": float(np.percentile(v, 90))}
-        for key, v in raw.items()
-    }
+                    meta[(block.name, index)] = {
+                        "event_name": event.name, "op_types": ";".join(event.op_types or ()),
+                        "delegate_backend_name": event.delegate_backend_name or "",
+                        "module_path": _module_path(event.module_hierarchy)}
+    return {key: {**meta[key], "samples": len(v), **_numpy_stats(v)} for key, v in raw.items()}
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
 def assert_stats_equal_inspector(stats: Any, etdumps: list[Path], etrecord: Path | None) -> None:
-    """Every row of a stats frame (one device and model) equals Inspector's merged numbers to 1e-9."""
+    """Every row of a stats frame (one device and model) equals Inspector's merged numbers to 1e-9,
+    and with an ETRecord, links each event to the same op types, backend and module as Inspector."""
     expected = inspector_merged_stats(etdumps, etrecord)
     ours = {(r.event_block, int(r.event_index)): r for r in stats.itertuples()}
     assert set(ours) == set(expected)
+    if etrecord is not None:
+        missing = [c for c in LINK_COLUMNS if c not in stats.columns]
+        assert not missing, f"stats lack {missing}: the events were not linked to the ETRecord"
+    linked = 0
     for key, want in expected.items():
         got = ours[key]
         assert got.event_name == want["event_name"], key
         assert int(got.samples) == want["samples"], key
         for column in STAT_COLUMNS:
-            assert getattr(got, column) == pytest.approx(want[column], rel=1e-9, abs=1e-12), (key, column)
+            value, reference = getattr(got, column), want[column]
+            if isinstance(reference, float) and math.isnan(reference):
+                assert math.isnan(value), (key, column)
+            else:
+                assert value == pytest.approx(reference, rel=1e-9, abs=1e-12), (key, column)
+        if etrecord is not None:
+            for column in LINK_COLUMNS:
+                assert _text(getattr(got, column)) == want[column], (key, column)
+            linked += bool(want["op_types"])
+    if etrecord is not None:
+        assert linked, "no event is linked to an operator: the comparison would prove nothing"

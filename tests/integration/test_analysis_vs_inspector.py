@@ -70,7 +70,7 @@ def compare(paths: list[Path], etrecord: Path | None) -> None:
         for key, block in keyed_blocks(insp):
             ours = events[events.event_block == key].sort_values("event_index")
             assert ours["event_name"].tolist() == [e.name for e in block.events], key
-            for (_, row), event in zip(ours.iterrows(), block.events):
+            for (_, row), event in zip(ours.iterrows(), block.events, strict=True):
                 assert row["is_delegated_op"] == event.is_delegated_op
                 assert row["delegate_debug_identifier"] == event.delegate_debug_identifier or (
                     row["delegate_debug_identifier"] is None and event.delegate_debug_identifier is None
@@ -179,7 +179,7 @@ def test_synthetic_corner_cases_equal_inspector(case: str) -> None:
     dump = parse_etdump(data)
     ours = group_blocks(dump)
     assert [(g.name or None, g.bundled_input_index) for g in ours] == [(b.name, b.bundled_input_index) for b in theirs]
-    for group, block in zip(ours, theirs):
+    for group, block in zip(ours, theirs, strict=True):
         assert [e.name for e in group.events] == [e.name for e in block.events]
         assert [(e.delegate_debug_identifier, e.is_delegated_op, e.instruction_id) for e in group.events] == [
             (e.delegate_debug_identifier, e.is_delegated_op, e._instruction_id) for e in block.events

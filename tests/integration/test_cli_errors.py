@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = str(REPO / "configs" / "models" / "tiny_cnn.py") + ":build"
+PROGRESS_LINE = re.compile(r"^\[ *\d+\.\ds\] ")
 
 
 def etfarm(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -22,6 +24,7 @@ def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("bad")
     files = {
         "raises.py": "def build():\n    raise RuntimeError('no weights here')\n",
+        "raises_lines.py": "def build():\n    raise RuntimeError('no weights here\\nsee the wiki\\n\\nor ask')\n",
         "syntax.py": "def build(:\n",
         "wrong_return.py": "def build():\n    return 42\n",
         "not_module.py": "import torch\ndef build():\n    return 'model', (torch.ones(1),)\n",
@@ -45,6 +48,8 @@ CASES = [
     ("missing-model-file", lambda p: ["run", "--model", "nowhere/model.py:build"], "no such file"),
     ("missing-pte", lambda p: ["export", "nowhere.pte"], "no such .pte file"),
     ("factory-raises", lambda p: ["run", "--model", f"{p['raises.py']}:build"], "factory build() raised RuntimeError: no weights here"),
+    ("factory-raises-lines", lambda p: ["run", "--model", f"{p['raises_lines.py']}:build"],
+     "factory build() raised RuntimeError: no weights here | see the wiki | or ask"),
     ("syntax-error", lambda p: ["export", f"{p['syntax.py']}:build"], "importing syntax.py raised SyntaxError"),
     ("wrong-return", lambda p: ["export", f"{p['wrong_return.py']}:build"], "must return (torch.nn.Module, example_inputs_tuple)"),
     ("not-a-module", lambda p: ["export", f"{p['not_module.py']}:build"], "where a torch.nn.Module was expected"),
@@ -53,8 +58,10 @@ CASES = [
     ("malformed-config", lambda p: ["run", "--config", str(p["malformed.yaml"]), "--model", TINY], "malformed.yaml: line"),
     ("bad-config-key", lambda p: ["devices", "--config", str(p["badport.yaml"])], "badport.yaml: devices.rpi.port: expected an integer"),
     ("missing-config", lambda p: ["devices", "--config", "/nonexistent/devices.yaml"], "devices.yaml: no such file"),
-    ("unknown-backend", lambda p: ["run", "--backend", "tpu", "--model", TINY], "unknown backend 'tpu'"),
-    ("unknown-target", lambda p: ["build", "--target", "ios-arm64"], "ios-arm64"),
+    ("unknown-backend", lambda p: ["run", "--backend", "tpu", "--model", TINY], "'tpu' is not one of 'xnnpack', 'portable'"),
+    ("unknown-target", lambda p: ["build", "--target", "ios-arm64"], "'ios-arm64' is not one of 'host'"),
+    ("name-count", lambda p: ["run", "--model", TINY, "--model", TINY, "--name", "a"], "--name given 1 time(s) for 2 --model(s)"),
+    ("name-clash", lambda p: ["run", "--model", TINY, "--model", TINY], "model names must be unique in a job"),
     ("bad-option-value", lambda p: ["run", "--runs", "0", "--model", TINY], "--runs"),
     ("missing-etdump", lambda p: ["analyze", "/nonexistent/x.etdp"], "/nonexistent/x.etdp"),
     ("duplicate-config-key", lambda p: ["devices", "--config", str(p["duplicate.yaml"])], "line 4: duplicate key rpi (first at line 2)"),
@@ -70,8 +77,10 @@ def test_bad_input_is_one_line_exit_2(bad_inputs: dict[str, Path], tmp_path: Pat
     result = etfarm(*argv(bad_inputs), cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
-    error_lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert len(error_lines) == 1, result.stderr
+    # Besides progress lines ("[  0.0s] exporting ..."), exactly one line: a multi-line message
+    # (a factory's exception, a syntax error) is folded into it.
+    error_lines = [line for line in result.stderr.splitlines() if not PROGRESS_LINE.match(line)]
+    assert len(error_lines) == 1 and error_lines[0].startswith("error: "), result.stderr
     assert fragment in error_lines[0]
     # A usage error is found before anything is made: no run directory is left behind.
     assert not (tmp_path / "etfarm-runs").exists()

@@ -98,3 +98,46 @@ def test_failing_device_exits_1_and_keeps_the_others(tmp_path: Path) -> None:
     assert set(stats["device"]) == {"good"}
     assert (out / "broken" / "tiny_mlp" / "run-1" / "runner.log").is_file()
     assert "broken: FAILED" in result.stdout
+
+
+@pytest.mark.slow
+def test_run_json_log_and_two_factories_of_one_file(tmp_path: Path) -> None:
+    """`run --json`: one JSON document on stdout naming the run directory and every device's status;
+    DIR/etfarm.log holds progress and device commands; two factories of one file get distinct names."""
+    models = tmp_path / "models.py"
+    models.write_text((MODELS / "tiny_mlp.py").read_text() + "\n\ndef a():\n    return build()\n\n\ndef b():\n    return build()\n")
+    out = tmp_path / "json-run"
+    result = etfarm("run", "--model", f"{models}:a", "--model", f"{models}:b", "--backend", "portable",
+                    "--runs", "2", "--iterations", "3", "--warmup", "1", "--out", str(out), "--json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    view = json.loads(result.stdout)  # the whole of stdout is one document
+    assert view["run_dir"] == str(out) and view["status"] == "ok" and view["exit_code"] == 0
+    assert view["run_id"] == json.loads((out / "manifest.json").read_text())["run_id"]
+    (device,) = view["devices"]
+    assert (device["name"], device["status"], device["error"], device["blame"]) == ("local", "ok", None, None)
+    assert [m["name"] for m in device["models"]] == ["models-a", "models-b"]
+    for model in device["models"]:
+        assert model["status"] == "ok" and model["verification"]["status"] == "pass"
+        assert model["e2e_samples"] == 2 * 3 and 0 < model["e2e_p50_ms"] < 1000
+    assert "[local]" in result.stderr  # progress stays on stderr
+    assert {p.name for p in (out / "local").iterdir()} == {"models-a", "models-b"}
+
+    log = (out / "etfarm.log").read_text()
+    assert "etfarm.progress INFO exporting models-a" in log or "etfarm.progress INFO export cached" in log
+    assert "etfarm.device.local DEBUG exec: " in log and "etfarm_runner" in log  # the device commands
+    assert "etfarm.progress.local INFO" in log
+
+
+@pytest.mark.slow
+def test_failed_device_in_json_names_its_error_and_blame(tmp_path: Path) -> None:
+    config = tmp_path / "devices.yaml"
+    config.write_text(f"devices:\n  broken:\n    transport: local\n    workdir: {tmp_path / 'broken'}\n    exec_prefix: ['false']\n")
+    result = etfarm("run", "--config", str(config), "--devices", "local,broken", "--model", f"{MODELS / 'tiny_mlp.py'}:build",
+                    "--backend", "portable", "--runs", "1", "--iterations", "2", "--out", str(tmp_path / "r"), "--json")
+    assert result.returncode == 1, result.stderr[-3000:]
+    view = json.loads(result.stdout)
+    assert view["status"] == "partial" and view["exit_code"] == 1
+    devices = {d["name"]: d for d in view["devices"]}
+    assert devices["local"]["status"] == "ok"
+    assert devices["broken"]["status"] == "failed" and devices["broken"]["blame"] == "infrastructure"
+    assert "\n" not in devices["broken"]["error"] and "runner" in devices["broken"]["error"]

@@ -39,9 +39,8 @@ def test_exec_prefix_applies_only_when_asked(sshd_host: SshTestHost, tmp_path: P
 
 
 def _assert_refused(spec: DeviceSpec, *phrases: str) -> None:
-    with pytest.raises(DeviceError) as refused:
-        with SSHAgent(spec) as agent:
-            agent.stage({"model.pte": Path(__file__)})
+    with pytest.raises(DeviceError) as refused, SSHAgent(spec) as agent:
+        agent.stage({"model.pte": Path(__file__)})
     message = str(refused.value)
     for phrase in phrases:
         assert phrase in message, message
@@ -163,9 +162,8 @@ def test_known_hosts_markers_revoked_keys_are_refused_and_cert_authorities_ignor
     revoked = tmp_path / "revoked"
     revoked.write_text(f"{trusted}\n@revoked * {keytype} {key}\n")
     spec = sshd_host.spec("revoked", tmp_path / "w2", known_hosts=revoked)
-    with pytest.raises(DeviceError, match="marked @revoked"):
-        with SSHAgent(spec) as agent:
-            agent.stage({"model.pte": Path(__file__)})
+    with pytest.raises(DeviceError, match="marked @revoked"), SSHAgent(spec) as agent:
+        agent.stage({"model.pte": Path(__file__)})
     assert not (tmp_path / "w2").exists()
     # `devices trust` will not trust a revoked key, and never drops the marker lines.
     with pytest.raises(DeviceError, match="not trusting it"):
@@ -174,6 +172,6 @@ def test_known_hosts_markers_revoked_keys_are_refused_and_cert_authorities_ignor
     # A malformed line is an error naming the file and the line, not a traceback.
     broken = tmp_path / "broken"
     broken.write_text(f"{trusted}\n[host]:22 ssh-ed25519 not-base64!\n")
-    with pytest.raises(DeviceError, match="broken: line 2: not a known_hosts entry"):
-        with SSHAgent(sshd_host.spec("broken", tmp_path / "w3", known_hosts=broken)):
-            pass
+    with pytest.raises(DeviceError, match="broken: line 2: not a known_hosts entry"), \
+            SSHAgent(sshd_host.spec("broken", tmp_path / "w3", known_hosts=broken)):
+        pass

@@ -52,7 +52,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetRun]:
     root = tmp_path_factory.mktemp("store-fleet")
     hosts = [start_sshd(tmp_path_factory.mktemp("sshd")) for _ in range(2)]
     try:
-        specs = [host.spec(name, root / f"{name}-workdir") for host, name in zip(hosts, DEVICES[:2])]
+        specs = [host.spec(name, root / f"{name}-workdir") for host, name in zip(hosts, DEVICES[:2], strict=False)]
         specs.append(DeviceSpec("local", "local", "host", str(root / "local-workdir")))
         config = write_inventory(root / "devices.yaml", specs)
         store = root / "results.db"
@@ -74,7 +74,7 @@ def _counts(db: Path) -> dict[str, int]:
 @pytest.mark.slow
 def test_run_records_itself_and_round_trips(fleet: FleetRun) -> None:
     manifest = load_manifest(fleet.run_dir)
-    assert f"stored as {manifest.run_id} in {fleet.store}" in fleet.stdout
+    assert f"stored as {manifest.run_id} in {fleet.store}" in fleet.stderr
     with open_store(fleet.store) as store:
         assert store.job(manifest.run_id).to_dict() == manifest.to_dict()
         assert store.run_dir(manifest.run_id) == fleet.run_dir.resolve()
@@ -102,7 +102,7 @@ def test_run_records_itself_and_round_trips(fleet: FleetRun) -> None:
             events = store.events(manifest.run_id, device, "tiny_cnn")
             own = csv[csv["device"] == device]
             assert len(events) == len(own)
-            for event, (_, row) in zip(events, own.iterrows()):
+            for event, (_, row) in zip(events, own.iterrows(), strict=False):
                 assert (event.event_block, event.event_index, event.event_name) == (row.event_block, row.event_index,
                                                                                     row.event_name)
                 assert event.samples == row.samples
@@ -241,4 +241,4 @@ def test_unwritable_store_is_a_warning_and_results_stay(tmp_path: Path) -> None:
     assert load_manifest(out).status == "ok" and (out / "stats.csv").is_file()
     skipped = etfarm("run", "--model", TINY, "--runs", "1", "--iterations", "2", "--out", str(tmp_path / "run2"),
                      "--quiet", "--no-store", "--store", str(tmp_path / "never.db"))
-    assert skipped.returncode == 0 and not (tmp_path / "never.db").exists() and "stored as" not in skipped.stdout
+    assert skipped.returncode == 0 and not (tmp_path / "never.db").exists() and "stored as" not in skipped.stdout + skipped.stderr

@@ -1,8 +1,10 @@
+import os
+import pwd
 from pathlib import Path
 
 import pytest
 
-from orchestrator.config import load_inventory
+from orchestrator.config import default_config_path, load_inventory
 from orchestrator.errors import ConfigError, UsageError
 
 
@@ -10,6 +12,13 @@ def write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "devices.yaml"
     path.write_text(text)
     return path
+
+
+def test_tests_never_see_the_real_users_inventory() -> None:
+    # tests/conftest.py points HOME and XDG_CONFIG_HOME into a temporary directory.
+    assert Path.home() != Path(pwd.getpwuid(os.getuid()).pw_dir) and "pytest" in str(Path.home())
+    assert Path(os.environ["XDG_CONFIG_HOME"]).is_relative_to(Path.home())
+    assert default_config_path() is None
 
 
 def test_no_file_gives_builtin_local() -> None:

@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.artifacts.modelspec import parse_model_spec
-from orchestrator.errors import ModelSpecError
+from orchestrator.artifacts.modelspec import parse_model_spec, parse_model_specs
+from orchestrator.errors import ModelSpecError, UsageError
 
 
 def test_file_spec_resolves_path_factory_and_name(tmp_path: Path) -> None:
@@ -48,3 +48,30 @@ def test_bad_model_name(tmp_path: Path) -> None:
     model.write_text("")
     with pytest.raises(ModelSpecError, match="model name"):
         parse_model_spec(f"{model}:build", name="../evil")
+
+
+def test_factories_of_one_file_get_distinct_names(tmp_path: Path) -> None:
+    models = tmp_path / "models.py"
+    models.write_text("def a():\n    pass\ndef b():\n    pass\n")
+    other = tmp_path / "other.py"
+    other.write_text("def build():\n    pass\n")
+    specs = parse_model_specs([f"{models}:a", f"{models}:b", f"{other}:build"])
+    assert [s.name for s in specs] == ["models-a", "models-b", "other"]
+
+
+def test_explicit_names_one_per_model_in_order(tmp_path: Path) -> None:
+    models = tmp_path / "models.py"
+    models.write_text("def a():\n    pass\ndef b():\n    pass\n")
+    specs = parse_model_specs([f"{models}:a", f"{models}:b"], ["first", "second"])
+    assert [s.name for s in specs] == ["first", "second"]
+    with pytest.raises(UsageError, match="--name given 1 time"):
+        parse_model_specs([f"{models}:a", f"{models}:b"], ["first"])
+
+
+def test_remaining_name_clash_is_a_usage_error(tmp_path: Path) -> None:
+    models = tmp_path / "models.py"
+    models.write_text("def a():\n    pass\n")
+    with pytest.raises(UsageError, match="model names must be unique in a job: 'same'"):
+        parse_model_specs([f"{models}:a", f"{models}:a"], ["same", "same"])
+    with pytest.raises(UsageError, match="'models-a'"):
+        parse_model_specs([f"{models}:a", f"{models}:a"])

@@ -14,7 +14,7 @@ def test_roundtrip_keeps_dtype_shape_and_values(tmp_path: Path) -> None:
     write_tensors(tmp_path / "t.etft", arrays)
     back = read_tensors(tmp_path / "t.etft")
     assert len(back) == 4
-    for got, want in zip(back, arrays):
+    for got, want in zip(back, arrays, strict=True):
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_array_equal(got, want)
 

@@ -67,3 +67,12 @@ def test_analyze_does_not_import_pandas_or_torch(etdumps: list[Path]) -> None:
     result = subprocess.run([sys.executable, "-c", code, *map(str, etdumps)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "HEAVY []" in result.stdout
+
+
+def test_analyze_json_is_one_document(etdumps: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "stats.csv"
+    assert main(["analyze", *map(str, etdumps), "--json", "--out", str(out)]) == 0
+    view = json.loads(capsys.readouterr().out)  # nothing else on stdout
+    assert view["samples"] > 0 and view["csv"] == str(out) and out.is_file()
+    execute = next(e for e in view["events"] if e["event_name"] == "Method::execute")
+    assert execute["samples"] == 12 and list(execute)[: len(STATS_COLUMNS)] == STATS_COLUMNS

@@ -178,3 +178,26 @@ def test_remote_size_tells_missing_from_unknown(spec: DeviceSpec, tmp_path: Path
 
     with pytest.raises(CommandFailed, match="lost the connection"):
         LostLink(spec).remote_size("here.bin")
+
+
+def test_host_deadlines_are_the_readmes(spec: DeviceSpec) -> None:
+    """README: the run's --timeout for the runner, 30 s for housekeeping or a stalled transfer, plus 15 s of
+    host grace. The numbers come from README.md, so raising the grace in the code (or the text) fails here."""
+    import device_agents.adb
+    import device_agents.ssh
+    from tests.helpers.readme import fault_bounds
+
+    bounds = fault_bounds()
+    deadlines: list[float] = []
+
+    class DeadlineAgent(FakeAgent):
+        def _exec(self, command: str, timeout_s: float) -> ExecResult:
+            deadlines.append(timeout_s)
+            return ExecResult(command, 0, "", "", 0.0)
+
+    agent = DeadlineAgent(spec)
+    agent.run(["etfarm_runner"], timeout_s=8)  # the runner, under --timeout 8
+    agent.run(["cat", "state"])  # a housekeeping command
+    assert deadlines == [8 + bounds.grace_s, bounds.housekeeping_s + bounds.grace_s]
+    # Every transport gives up on a transfer that stops making progress after the README's time.
+    assert device_agents.ssh.STALL_TIMEOUT_SEC == device_agents.adb.STALL_TIMEOUT_SEC == bounds.housekeeping_s

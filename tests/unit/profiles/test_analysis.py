@@ -14,8 +14,6 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from orchestrator.report.tables import format_report, write_stats_csv
-
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.analysis import (
     STATS_COLUMNS,
@@ -32,6 +30,7 @@ from orchestrator.profiles.analysis_core import (
     record_columns,
     summary_records,
 )
+from orchestrator.report.tables import format_report, write_stats_csv
 from tests.helpers.etdumps import Profile, Run, build_etdump, typical_runs
 
 
@@ -170,9 +169,10 @@ def test_report_and_csv(tmp_path: Path) -> None:
         rows = list(csv.DictReader(fh))
     assert list(rows[0])[: len(STATS_COLUMNS)] == STATS_COLUMNS
     assert [float(r["p50_ms"]) for r in rows] == [r["p50_ms"] for r in records]  # exact round trip
-    assert not list(tmp_path.glob(".*.tmp"))
+    assert not list(tmp_path.glob(".tmp-*"))
 
 
 def test_csv_to_unwritable_place_is_an_analysis_error(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("a regular file cannot hold stats.csv")
     with pytest.raises(AnalysisError, match="cannot write CSV"):
-        write_stats_csv([], ["a"], tmp_path / "missing-dir" / "stats.csv")
+        write_stats_csv([], ["a"], tmp_path / "a-file" / "stats.csv")

@@ -49,7 +49,7 @@ def test_wall_clock_lines_report_overhead_and_instability() -> None:
               devices=(DeviceResult("d", "local", "host", DeviceStatus.OK, models=(model,)),))
     (line,) = wall_clock_lines(job)
     # median 1.1 against 1.0 untraced; CV of (1.0, 1.2) is 0.1414 / 1.1 = 12.9 %
-    assert "tracer overhead +10.0%" in line and "UNSTABLE: CV 13%" in line and "method load p50 3.000 ms" in line
+    assert "tracer overhead +10.0%" in line and "UNSTABLE: CV 13%" in line and "method load p50 3.0000 ms" in line
     stable = ModelResult("m", ModelStatus.OK, (ProcessRun("run-1", True, (1.0, 1.01)),))
     (calm,) = wall_clock_lines(job.with_device(DeviceResult("d", "local", "host", DeviceStatus.OK, models=(stable,))))
     assert "UNSTABLE" not in calm and "tracer overhead" not in calm
@@ -58,3 +58,14 @@ def test_wall_clock_lines_report_overhead_and_instability() -> None:
 def test_format_table_aligns_columns() -> None:
     text = format_table(["a", "bb"], [["x", 1.5], ["longer", None]], "lr")
     assert text.splitlines() == ["a           bb", "------  ------", "x       1.5000", "longer       -"]
+
+
+def test_every_public_name_of_a_subpackage_resolves_to_what_it_names() -> None:
+    import importlib
+    import types
+
+    for package in ("artifacts", "profiles", "run", "report"):
+        module = importlib.import_module(f"orchestrator.{package}")
+        for name in module.__all__:
+            value = getattr(module, name)
+            assert not isinstance(value, types.ModuleType), f"orchestrator.{package}.{name} is a module, not its API"

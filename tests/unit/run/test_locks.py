@@ -25,9 +25,8 @@ def hold_lock_in_other_process(name: str, seconds: float) -> subprocess.Popen[st
 def test_no_wait_fails_with_holder_named() -> None:
     proc = hold_lock_in_other_process("dev-a", 5)
     try:
-        with pytest.raises(DeviceError, match=f"busy: locked by pid {proc.pid}"):
-            with device_lock("dev-a", wait=False):
-                pass
+        with pytest.raises(DeviceError, match=f"busy: locked by pid {proc.pid}"), device_lock("dev-a", wait=False):
+            pass
     finally:
         proc.kill()
         proc.wait()
@@ -55,9 +54,9 @@ def test_lock_timeout_gives_up_naming_the_holder_and_the_option() -> None:
     proc = hold_lock_in_other_process("dev-t", 30)
     try:
         started = time.monotonic()
-        with pytest.raises(DeviceError, match=f"gave up after 1 s waiting for the device lock held by pid {proc.pid} of .*@"):
-            with device_lock("dev-t", timeout_s=1.0):
-                pass
+        expected = f"gave up after 1 s waiting for the device lock held by pid {proc.pid} of .*@"
+        with pytest.raises(DeviceError, match=expected), device_lock("dev-t", timeout_s=1.0):
+            pass
         assert time.monotonic() - started < 10
     finally:
         proc.kill()

@@ -72,7 +72,8 @@ def test_execute_samples_traced_and_untraced(tmp_path: Path) -> None:
 
 
 def test_runs_newest_first_and_filtered(tmp_path: Path) -> None:
-    make = lambda rid, when, **kw: make_run_dir(tmp_path, rid, when, **kw)
+    def make(rid, when, **kw):
+        return make_run_dir(tmp_path, rid, when, **kw)
     runs = [make("a", "2026-11-01T10:00:00+0000"), make("b", "2026-11-03T10:00:00+0000", models=("cnn",)),
             make("c", "2026-11-02T10:00:00+0000", devices=("local",))]
     with open_store(tmp_path / "s.db") as store:

@@ -1,0 +1,24 @@
+"""Numbers the README promises, read from README.md itself, so tests hold the code to the text."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+@dataclass(frozen=True)
+class FaultBounds:
+    housekeeping_s: float  # housekeeping commands, and a transfer that stops making progress
+    grace_s: float  # the host's grace beyond the device-side deadline
+
+
+def fault_bounds() -> FaultBounds:
+    """From the README's "A device that dies or freezes mid-job is given up within a bounded time" paragraph."""
+    text = " ".join(README.read_text().split())
+    housekeeping = re.search(r"(\d+(?:\.\d+)?) s for housekeeping commands or a transfer that stops making progress", text)
+    grace = re.search(r"plus (\d+(?:\.\d+)?) s of grace on the host", text)
+    assert housekeeping and grace, "README.md no longer states the fault bounds this test checks"
+    return FaultBounds(float(housekeeping.group(1)), float(grace.group(1)))
