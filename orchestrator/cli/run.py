@@ -73,7 +73,7 @@ def run(
     if not no_store:
         from orchestrator.cli.store import record_after_run
 
-        record_after_run(result.rundir.root, store, quiet=quiet)
+        record_after_run(result.rundir.root, store)
     if as_json:
         typer.echo(json_text(job_view(result.job, result.rundir.root, result.exit_code)))
         raise typer.Exit(result.exit_code)

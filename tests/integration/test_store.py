@@ -45,6 +45,7 @@ class FleetRun:
     store: Path
     config: Path
     stdout: str
+    stderr: str
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetRun]:
                         "--runs", "2", "--iterations", "3", "--warmup", "1", "--out", str(root / "run"),
                         "--store", str(store), "--quiet")
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-        yield FleetRun(root / "run", store, config, result.stdout)
+        yield FleetRun(root / "run", store, config, result.stdout, result.stderr)
     finally:
         for host in hosts:
             host.stop()
