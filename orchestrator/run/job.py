@@ -70,7 +70,8 @@ def _artifacts(model: ExportedModel) -> ModelArtifacts:
 
     return ModelArtifacts(name=model.name, spec=model.spec, backend=model.backend, key=model.key, pte=str(model.pte),
                           etrecord=text(model.etrecord), inputs=text(model.inputs),
-                          reference_outputs=text(model.reference_outputs))
+                          reference_outputs=text(model.reference_outputs),
+                          numerics_reference=text(model.numerics_reference))
 
 
 def _build_targets(targets: list[str], progress: Progress) -> tuple[dict[str, Any], dict[str, str]]:

@@ -219,6 +219,7 @@ class ModelArtifacts:
     etrecord: str | None = None
     inputs: str | None = None
     reference_outputs: str | None = None
+    numerics_reference: str | None = None  # AOT intermediate outputs for `etfarm numerics`
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
