@@ -30,7 +30,8 @@ def run(
     untraced_runs: Annotated[int, typer.Option(min=0, help="Extra runs without the event tracer, for end-to-end time and tracer overhead.")] = 1,
     cooldown: Annotated[float, typer.Option(min=0, help="Seconds to pause before each process run.")] = 0.0,
     max_temp: Annotated[float | None, typer.Option(help="Before each run, wait until the device's hottest zone is at most this many °C.")] = None,
-    intermediate_outputs: Annotated[bool, typer.Option("--intermediate-outputs", help="Also dump intermediate outputs (debug buffer).")] = False,
+    intermediate_outputs: Annotated[bool, typer.Option("--intermediate-outputs", help="Also dump intermediate outputs (debug buffer sized from the model).")] = False,
+    numerics: Annotated[bool, typer.Option("--numerics", help="Dump intermediate outputs and report which ops diverge from the AOT reference and between devices (see `etfarm numerics`).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
     """Export, build, stage and profile MODEL on DEVICES; write a run directory and print per-op latency."""
@@ -50,7 +51,8 @@ def run(
     selected = inventory.select(devices)
     specs = [parse_model_spec(text, name) for text in model]
     options = RunOptions(runs=runs, iterations=iterations, warmup=warmup, run_timeout_s=timeout,
-                         wait_for_lock=not no_wait, intermediate_outputs=intermediate_outputs, cpu_threads=threads,
+                         wait_for_lock=not no_wait, intermediate_outputs=intermediate_outputs or numerics,
+                         debug_buffer_size=0, numerics=numerics, cpu_threads=threads,
                          untraced_runs=untraced_runs, cooldown_s=cooldown, max_temp_c=max_temp)
     result = run_job(selected, specs, backend=backend, options=options, out=out, progress=Progress(quiet=quiet),
                      config_file=inventory.path)
@@ -64,5 +66,11 @@ def run(
             typer.echo(f"{device.name}: ok (verification: {verdicts})")
         else:
             typer.echo(f"{device.name}: FAILED: {device.error}")
+    if numerics:
+        from orchestrator.numerics import analyze_run, render_text, write_files
+
+        report = analyze_run(result.rundir.root)
+        write_files(report, result.rundir.root)
+        typer.echo(render_text(report))
     typer.echo(f"run directory: {result.rundir.root}")
     raise typer.Exit(result.exit_code)

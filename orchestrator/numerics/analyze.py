@@ -174,18 +174,26 @@ def _model_numerics(device: str, model: ModelResult, labels: list[str], runs: li
                                       error="no AOT reference for this model (exported before numerics, or the replay failed)"))
     else:
         per_run = [gaps_against_reference(reference, run) for run in runs]
-        comparisons.append(Comparison(AGAINST_AOT, _judge(_worst_over_runs(per_run), reference, etrecord, metric, threshold),
-                                      tuple(labels)))
+        ops = _judge(_worst_over_runs(per_run), reference, etrecord, metric, threshold)
+        comparisons.append(Comparison(AGAINST_AOT, ops, tuple(labels), worst_index=_worst_index(ops, metric)))
     if reference_device is not None and reference_device != device and ref_device_runs is not None:
         ref_labels, ref_runs, ref_error = ref_device_runs
         against = f"device:{reference_device}"
         if ref_error is not None or not ref_runs:
             comparisons.append(Comparison(against, error=f"reference device {reference_device}: {ref_error or 'no runs'}"))
         else:
-            raw = gaps_between_devices(ref_runs[0], runs[0], reference)
-            comparisons.append(Comparison(against, _judge(raw, reference, etrecord, metric, threshold),
-                                          (f"{reference_device}/{ref_labels[0]}", f"{device}/{labels[0]}")))
+            ops = _judge(gaps_between_devices(ref_runs[0], runs[0], reference), reference, etrecord, metric, threshold)
+            comparisons.append(Comparison(against, ops, (f"{reference_device}/{ref_labels[0]}", f"{device}/{labels[0]}"),
+                                          worst_index=_worst_index(ops, metric)))
     return replace(base, comparisons=tuple(comparisons), runs_identical=_identical(runs))
+
+
+def _worst_index(ops: tuple[OpGap, ...], metric: Metric) -> int | None:
+    known = [op for op in ops if not math.isnan(op.value)]
+    if not known:
+        return None
+    pick = min if metric is Metric.SNR else max
+    return pick(known, key=lambda op: op.value).index
 
 
 def _worst_over_runs(per_run: list[list[RawGap]]) -> list[RawGap]:

@@ -50,6 +50,7 @@ class Comparison:
     ops: tuple[OpGap, ...] = ()
     runs: tuple[str, ...] = ()  # the runs compared; gaps are the worst over them
     error: str | None = None  # why this comparison could not be made
+    worst_index: int | None = None  # the op with the worst gap under the report's metric
 
     @property
     def diverging(self) -> tuple[OpGap, ...]:
@@ -62,7 +63,7 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         first = self.first_divergence
-        return {"against": self.against, "runs": list(self.runs), "error": self.error,
+        return {"against": self.against, "runs": list(self.runs), "error": self.error, "worst_op": self.worst_index,
                 "diverging": len(self.diverging), "first_divergence": first.index if first else None,
                 "ops": [op.to_dict() for op in self.ops]}
 

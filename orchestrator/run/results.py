@@ -240,7 +240,8 @@ class RunOptions:
     run_timeout_s: float = 600.0
     wait_for_lock: bool = True
     intermediate_outputs: bool = False
-    debug_buffer_size: int = 16 << 20
+    debug_buffer_size: int = 16 << 20  # 0: sized from each model's ETRecord (profiles/debug_buffer.py)
+    numerics: bool = False  # `--numerics`: intermediate outputs analysed per device (orchestrator/numerics)
     cpu_threads: int = 0
     untraced_runs: int = 1  # extra runs without the event tracer: end-to-end time and tracer overhead
     cooldown_s: float = 0.0  # pause before each run
