@@ -29,7 +29,13 @@ def numerics(
 
     Writes DIR/<device>/<model>/numerics.csv and DIR/numerics.json; exits 1 when an op crosses the threshold.
     """
-    from orchestrator.numerics import Metric, analyze_run, render_text, to_json, write_files
+    from orchestrator.numerics import (
+        Metric,
+        analyze_run,
+        render_text,
+        to_json,
+        write_files,
+    )
 
     if metric.lower() not in METRICS:
         raise UsageError(f"--metric: unknown metric {metric!r}; choose one of {', '.join(METRICS)}")

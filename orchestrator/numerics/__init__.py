@@ -9,10 +9,26 @@ Public API (torch-free):
   `load_reference`, `runtime_outputs`, and the metrics in `numerics.metrics`.
 """
 
-from orchestrator.numerics.analyze import analyze_run, gaps_against_reference, gaps_between_devices
+from orchestrator.numerics.analyze import (
+    analyze_run,
+    gaps_against_reference,
+    gaps_between_devices,
+)
 from orchestrator.numerics.metrics import DEFAULT_THRESHOLDS, Gap, Metric
-from orchestrator.numerics.model import AGAINST_AOT, Comparison, ModelNumerics, NumericsReport, OpGap
-from orchestrator.numerics.render import csv_rows, render_markdown, render_text, to_json, write_files
+from orchestrator.numerics.model import (
+    AGAINST_AOT,
+    Comparison,
+    ModelNumerics,
+    NumericsReport,
+    OpGap,
+)
+from orchestrator.numerics.render import (
+    csv_rows,
+    render_markdown,
+    render_text,
+    to_json,
+    write_files,
+)
 from orchestrator.numerics.sources import load_reference, runtime_outputs
 
 __all__ = [

@@ -13,7 +13,13 @@ from pathlib import Path
 
 from orchestrator.cache import write_json_atomic
 from orchestrator.numerics.metrics import Metric, worst
-from orchestrator.numerics.model import AGAINST_AOT, Comparison, ModelNumerics, NumericsReport, OpGap
+from orchestrator.numerics.model import (
+    AGAINST_AOT,
+    Comparison,
+    ModelNumerics,
+    NumericsReport,
+    OpGap,
+)
 
 NUMERICS_CSV = "numerics.csv"
 NUMERICS_JSON = "numerics.json"

@@ -19,7 +19,14 @@ from device_agents.base import DeviceAgent
 from orchestrator.artifacts.build import RunnerBuild, runner_env
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import write_json_atomic
-from orchestrator.errors import Blame, CommandFailed, DataError, DeviceError, EtfarmError, blame_of
+from orchestrator.errors import (
+    Blame,
+    CommandFailed,
+    DataError,
+    DeviceError,
+    EtfarmError,
+    blame_of,
+)
 from orchestrator.progress import DeviceProgress
 from orchestrator.run.conditions import cool_down
 from orchestrator.run.locks import device_lock
