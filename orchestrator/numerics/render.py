@@ -93,7 +93,7 @@ def _lines(report: NumericsReport, bullet: str, code: str) -> list[str]:
     lines = []
     for model in report.models:
         verdict = model.verification or "not verified"
-        status = "DIVERGES" if model.diverges else "ok"
+        status = "DIVERGES" if model.diverges else "NOT COMPARED" if model.error else "ok"
         lines.append(f"{bullet}{model.device} / {model.model}: {status}; final outputs: {verdict}"
                      + (f" ({model.verification_detail})" if model.verification_detail else ""))
         if model.error:
