@@ -89,8 +89,9 @@ def load_reference(path: str | Path) -> AotReference:
 def runtime_outputs(etdump: str | Path, debug_buffer: str | Path, etrecord: ETRecordInfo) -> RuntimeOutputs:
     """Inspector's runtime intermediate outputs for one ETDump and its debug buffer."""
     dump = read_etdump(etdump)
-    try:
-        buffer = Path(debug_buffer).read_bytes()
+    try:  # mapped, not read: only the first execution's tensors are ever touched
+        size = Path(debug_buffer).stat().st_size
+        buffer: Any = np.memmap(debug_buffer, dtype=np.uint8, mode="r") if size else b""
     except OSError as exc:
         raise AnalysisError(f"{debug_buffer}: cannot read the debug buffer: {exc.strerror or exc}") from None
     events = []  # (name, instruction id, handles, op types, num outputs, delegated, backend, data)

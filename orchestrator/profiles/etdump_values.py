@@ -103,8 +103,8 @@ class _Reader:
         return [pos + 4 + 4 * i + self._get("<I", pos + 4 + 4 * i) for i in range(count)]
 
 
-def debug_value(dump: ETDump, event: int, buffer: bytes | None, buffer_name: str = "<debug buffer>") -> DebugValue:
-    """The value of debug event `event` (a row of dump.events), inflated against `buffer`."""
+def debug_value(dump: ETDump, event: int, buffer: Any, buffer_name: str = "<debug buffer>") -> DebugValue:
+    """The value of debug event `event` (a row of dump.events), inflated against `buffer` (bytes-like, or None)."""
     pos = int(dump.events.debug_entry_pos[event])
     if pos < 0:
         raise AnalysisError(f"{dump.path}: debug event {event} has no debug entry")
