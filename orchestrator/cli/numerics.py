@@ -10,6 +10,7 @@ import typer
 from orchestrator.errors import UsageError
 
 METRICS = ("mse", "l1", "snr")
+EXIT_NOT_COMPARED = 3  # as `nightly`: nothing regressed, but something could not be measured
 
 
 def register(app: typer.Typer) -> None:
@@ -27,7 +28,8 @@ def numerics(
 ) -> None:
     """Per device and model: each op's gap to the AOT reference and to a reference device.
 
-    Writes DIR/<device>/<model>/numerics.csv and DIR/numerics.json; exits 1 when an op crosses the threshold.
+    Writes DIR/<device>/<model>/numerics.csv and DIR/numerics.json. Exit codes: 0 nothing diverges, 1 an op
+    crosses the threshold, 2 usage error, 3 nothing diverges but something could not be compared.
     """
     from orchestrator.numerics import (
         Metric,
@@ -44,4 +46,4 @@ def numerics(
     report = analyze_run(run, Metric(metric.lower()), threshold, reference_device)
     write_files(report, run)
     typer.echo(to_json(report) if as_json else render_text(report))
-    raise typer.Exit(1 if report.diverges else 0)
+    raise typer.Exit(1 if report.diverges else EXIT_NOT_COMPARED if report.incomplete else 0)

@@ -109,10 +109,15 @@ class NumericsReport:
         return any(m.diverges for m in self.models)
 
     @property
+    def incomplete(self) -> bool:
+        """Something could not be compared (no debug buffer, no reference, a damaged file)."""
+        return any(m.error or any(c.error for c in m.comparisons) for m in self.models)
+
+    @property
     def diverging_devices(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(m.device for m in self.models if m.diverges))
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "metric": self.metric.value, "threshold": self.threshold,
-                "reference_device": self.reference_device, "diverges": self.diverges,
+                "reference_device": self.reference_device, "diverges": self.diverges, "incomplete": self.incomplete,
                 "diverging_devices": list(self.diverging_devices), "models": [m.to_dict() for m in self.models]}

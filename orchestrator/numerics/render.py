@@ -126,6 +126,8 @@ def render_text(report: NumericsReport) -> str:
     head = (f"numerics of run {report.run_id}: {report.metric.value.upper()}, threshold {report.threshold:g}"
             + (f", reference device {report.reference_device}" if report.reference_device else ""))
     tail = (f"diverging: {', '.join(report.diverging_devices)}" if report.diverges else "no op crosses the threshold")
+    if report.incomplete:
+        tail += " (some devices or models could not be compared: see above)"
     return "\n".join([head, *_lines(report, "", ""), tail])
 
 

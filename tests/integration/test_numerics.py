@@ -81,6 +81,15 @@ def test_numerics_cli_names_diverging_ops_and_exits_1(tmp_path: Path) -> None:
     assert frame["aot_ops"].tolist() == ["linear", "relu", "linear_1", "relu_1", "add", "linear_2", "softmax"]
     assert set(frame["module_path"].dropna()) == {"fc1", "fc2", "fc3"}
 
+    # A damaged debug buffer is named, not a traceback; nothing compared there is exit 3.
+    debug = out / "local" / "tiny_mlp" / "run-1" / "debug_output.bin"
+    debug.write_bytes(debug.read_bytes()[:100])
+    damaged = etfarm("numerics", str(out))
+    assert damaged.returncode == 3, damaged.stdout + damaged.stderr
+    assert "local / tiny_mlp: NOT COMPARED" in damaged.stdout
+    assert f"{debug}: a tensor of" in damaged.stdout and "lies past the end of the debug buffer" in damaged.stdout
+    assert "Traceback" not in damaged.stderr
+
 
 @pytest.mark.slow
 def test_too_small_debug_buffer_is_a_clear_error(tmp_path: Path) -> None:
