@@ -4,7 +4,8 @@ Public API (torch-free):
 - `analyze_run(run_dir, metric, threshold, reference_device) -> NumericsReport`
 - `write_files(report, run_dir)`: DIR/<device>/<model>/numerics.csv and DIR/numerics.json
 - `render_text(report)`, `render_markdown(report)`, `to_json(report)`
-- `csv_rows(model_numerics)`: flat rows, what a store keeps (one per compared op)
+- `report.rows()`: flat frozen `NumericsRow`s (one per compared op), what a results store inserts;
+  `csv_rows(model_numerics)`: the same as numerics.csv dicts
 - lower level: `gaps_against_reference` (Inspector's calculate_numeric_gap), `gaps_between_devices`,
   `load_reference`, `runtime_outputs`, and the metrics in `numerics.metrics`.
 """
@@ -32,7 +33,7 @@ from orchestrator.numerics.render import (
 from orchestrator.numerics.sources import load_reference, runtime_outputs
 
 __all__ = [
-    "AGAINST_AOT", "DEFAULT_THRESHOLDS", "Comparison", "Gap", "Metric", "ModelNumerics", "NumericsReport", "OpGap",
+    "AGAINST_AOT", "DEFAULT_THRESHOLDS", "Comparison", "Gap", "Metric", "ModelNumerics", "NumericsReport", "NumericsRow", "OpGap",
     "analyze_run", "csv_rows", "gaps_against_reference", "gaps_between_devices", "load_reference", "render_markdown",
     "render_text", "runtime_outputs", "to_json", "write_files",
 ]

@@ -117,20 +117,23 @@ def analyze_run(run_dir: str | Path, metric: Metric = Metric.MSE, threshold: flo
     if reference_device is None and len(devices) > 1:
         reference_device = devices[0]
     loaded: dict[tuple[str, str], tuple[list[str], list[RuntimeOutputs], str | None]] = {}
-    references: dict[str, AotReference | None] = {}
+    references: dict[str, tuple[AotReference | None, str | None]] = {}
     for device, model in job.results():
-        artifacts = job.model_artifacts(model.name)
-        loaded[(device.name, model.name)] = _load_runs(root, device.name, model, artifacts)
+        loaded[(device.name, model.name)] = _load_runs(root, device.name, model, job.model_artifacts(model.name))
     models = []
     for device, model in job.results():
         artifacts = job.model_artifacts(model.name)
         if model.name not in references:
             references[model.name] = _reference_for(artifacts)
+        reference, reference_error = references[model.name]
         labels, runs, error = loaded[(device.name, model.name)]
-        etrecord = load_etrecord(artifacts.etrecord) if artifacts and artifacts.etrecord else None
-        models.append(_model_numerics(device.name, model, labels, runs, error, references[model.name], etrecord,
-                                      loaded.get((reference_device, model.name)) if reference_device else None,
-                                      reference_device, metric, threshold))
+        try:
+            etrecord = load_etrecord(artifacts.etrecord) if artifacts and artifacts.etrecord else None
+            models.append(_model_numerics(device.name, model, labels, runs, error, reference, reference_error, etrecord,
+                                          loaded.get((reference_device, model.name)) if reference_device else None,
+                                          reference_device, metric, threshold))
+        except DataError as exc:  # a damaged file fails this device and model only, and says which file
+            models.append(ModelNumerics(device.name, model.name, error=str(exc)))
     return NumericsReport(job.run_id, metric, threshold, reference_device, tuple(models))
 
 
@@ -141,26 +144,29 @@ def _load_runs(root: Path, device: str, model: ModelResult, artifacts: ModelArti
     labels = [r.label for r in model.traced_runs if (root / device / model.name / r.label / DEBUG_NAME).is_file()]
     if not labels:
         return [], [], "no debug buffer was pulled (run with --numerics)"
-    etrecord = load_etrecord(artifacts.etrecord)
     runs = []
-    for label in labels:
-        folder = root / device / model.name / label
-        try:
+    try:
+        etrecord = load_etrecord(artifacts.etrecord)
+        for label in labels:
+            folder = root / device / model.name / label
             runs.append(runtime_outputs(folder / ETDUMP_NAME, folder / DEBUG_NAME, etrecord))
-        except DataError as exc:
-            return labels, [], str(exc)
+    except DataError as exc:
+        return labels, [], str(exc)
     return labels, runs, None
 
 
-def _reference_for(artifacts: ModelArtifacts | None) -> AotReference | None:
+def _reference_for(artifacts: ModelArtifacts | None) -> tuple[AotReference | None, str | None]:
     path = artifacts.numerics_reference if artifacts else None
     if not path or not Path(path).is_file():
-        return None
-    return load_reference(path)
+        return None, "no AOT reference for this model (exported before numerics, or the replay failed at export)"
+    try:
+        return load_reference(path), None
+    except DataError as exc:
+        return None, str(exc)
 
 
 def _model_numerics(device: str, model: ModelResult, labels: list[str], runs: list[RuntimeOutputs], error: str | None,
-                    reference: AotReference | None, etrecord: ETRecordInfo | None,
+                    reference: AotReference | None, reference_error: str | None, etrecord: ETRecordInfo | None,
                     ref_device_runs: tuple[list[str], list[RuntimeOutputs], str | None] | None,
                     reference_device: str | None, metric: Metric, threshold: float) -> ModelNumerics:
     verification = model.verification
@@ -170,8 +176,7 @@ def _model_numerics(device: str, model: ModelResult, labels: list[str], runs: li
         return replace(base, error=error or "no runs to compare")
     comparisons = []
     if reference is None:
-        comparisons.append(Comparison(AGAINST_AOT, runs=tuple(labels),
-                                      error="no AOT reference for this model (exported before numerics, or the replay failed)"))
+        comparisons.append(Comparison(AGAINST_AOT, runs=tuple(labels), error=reference_error))
     else:
         per_run = [gaps_against_reference(reference, run) for run in runs]
         ops = _judge(_worst_over_runs(per_run), reference, etrecord, metric, threshold)
@@ -200,7 +205,7 @@ def _worst_over_runs(per_run: list[list[RawGap]]) -> list[RawGap]:
     rows = list(per_run[0])
     for other in per_run[1:]:
         if [(r.aot_handle, r.runtime_handle) for r in other] != [(r.aot_handle, r.runtime_handle) for r in rows]:
-            raise AnalysisError("runs of one device map to different ops; were they made from the same program?")
+            raise AnalysisError("the runs of this device map to different ops: were they made from the same program?")
         rows = [replace(r, gaps=tuple(_worse(a, b) for a, b in zip(r.gaps, o.gaps))) for r, o in zip(rows, other)]
     return rows
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.numerics.metrics import Gap, Metric
+from orchestrator.numerics.metrics import Gap, Metric, worst
 
 AGAINST_AOT = "aot"  # the eager/AOT reference captured at export time
 
@@ -69,6 +69,28 @@ class Comparison:
 
 
 @dataclass(frozen=True)
+class NumericsRow:
+    """One compared op, flat: a numerics.csv line, and what a results store keeps (`NumericsReport.rows`)."""
+
+    run_id: str
+    device: str
+    model: str
+    against: str
+    op_index: int
+    aot_ops: str  # space-separated
+    runtime_ops: str
+    aot_debug_handle: str  # comma-separated
+    runtime_debug_handle: str
+    mse: float  # worst over the op's outputs and the runs
+    l1: float
+    snr: float
+    diverges: bool
+    module_path: str
+    module_type: str
+    source: str
+
+
+@dataclass(frozen=True)
 class ModelNumerics:
     """One model on one device: its comparisons and the final-output verification verdict."""
 
@@ -86,6 +108,15 @@ class ModelNumerics:
 
     def comparison(self, against: str) -> Comparison | None:
         return next((c for c in self.comparisons if c.against == against), None)
+
+    def rows(self, run_id: str = "") -> tuple[NumericsRow, ...]:
+        return tuple(
+            NumericsRow(run_id, self.device, self.model, c.against, op.index, " ".join(op.aot_ops), " ".join(op.runtime_ops),
+                        ",".join(map(str, op.aot_handle)), ",".join(map(str, op.runtime_handle)),
+                        worst(op.gaps, Metric.MSE), worst(op.gaps, Metric.L1), worst(op.gaps, Metric.SNR), op.diverges,
+                        op.module_path or "", op.module_type or "", op.source or "")
+            for c in self.comparisons for op in c.ops
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "model": self.model, "verification": self.verification,
@@ -107,6 +138,10 @@ class NumericsReport:
     @property
     def diverges(self) -> bool:
         return any(m.diverges for m in self.models)
+
+    def rows(self) -> tuple[NumericsRow, ...]:
+        """Every compared op of every device and model: what `etfarm`'s results store can insert."""
+        return tuple(row for m in self.models for row in m.rows(self.run_id))
 
     @property
     def incomplete(self) -> bool:

@@ -9,10 +9,10 @@ import csv
 import io
 import json
 import math
+from dataclasses import asdict
 from pathlib import Path
 
 from orchestrator.cache import write_json_atomic
-from orchestrator.numerics.metrics import Metric, worst
 from orchestrator.numerics.model import (
     AGAINST_AOT,
     Comparison,
@@ -30,19 +30,7 @@ MAX_LISTED = 10  # diverging ops listed per comparison in text and Markdown
 
 def csv_rows(model: ModelNumerics) -> list[dict[str, object]]:
     """numerics.csv rows of one device and model: every compared op of every comparison."""
-    rows = []
-    for comparison in model.comparisons:
-        for op in comparison.ops:
-            rows.append({
-                "device": model.device, "model": model.model, "against": comparison.against, "op_index": op.index,
-                "aot_ops": " ".join(op.aot_ops), "runtime_ops": " ".join(op.runtime_ops),
-                "aot_debug_handle": ",".join(map(str, op.aot_handle)),
-                "runtime_debug_handle": ",".join(map(str, op.runtime_handle)),
-                "mse": worst(op.gaps, Metric.MSE), "l1": worst(op.gaps, Metric.L1), "snr": worst(op.gaps, Metric.SNR),
-                "diverges": op.diverges, "module_path": op.module_path or "", "module_type": op.module_type or "",
-                "source": op.source or "",
-            })
-    return rows
+    return [{k: v for k, v in asdict(row).items() if k in CSV_COLUMNS} for row in model.rows()]
 
 
 def write_files(report: NumericsReport, run_dir: Path) -> list[Path]:

@@ -51,3 +51,10 @@ def test_csv_rows_hold_every_metric_per_op() -> None:
     assert [r["op_index"] for r in rows] == [0, 1, 2]
     assert rows[2]["mse"] == 9e-3 and math.isclose(rows[2]["l1"], 9e-2) and rows[2]["snr"] == 30.0
     assert rows[1]["diverges"] is True and rows[1]["module_path"] == "fc2" and rows[1]["against"] == "aot"
+
+
+def test_store_rows_are_typed_and_carry_the_run() -> None:
+    rows = _report().rows()
+    assert len(rows) == 4 and {r.run_id for r in rows} == {"r1"}
+    assert [(r.device, r.op_index, r.diverges) for r in rows] == [("local", 0, False), ("pi", 0, False), ("pi", 1, True),
+                                                                   ("pi", 2, True)]
