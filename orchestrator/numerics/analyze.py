@@ -110,7 +110,8 @@ def analyze_run(run_dir: str | Path, metric: Metric = Metric.MSE, threshold: flo
     root = Path(run_dir)
     job = load_manifest(root)
     threshold = DEFAULT_THRESHOLDS[metric] if threshold is None else threshold
-    devices = [d.name for d in job.devices]
+    present = {d.name for d in job.devices}
+    devices = [name for name in job.config.devices if name in present] + sorted(present - set(job.config.devices))
     if reference_device is not None and reference_device not in devices:
         raise UsageError(f"--reference-device: {reference_device!r} is not a device of run {job.run_id} "
                          f"(devices: {', '.join(devices) or 'none'})")

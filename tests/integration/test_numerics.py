@@ -125,7 +125,8 @@ def test_numerics_on_rpi5_and_adb_devices(rpi5_device: DeviceSpec, adb_device: D
             assert_gaps_equal_inspector(run / "etdump.etdp", run / "debug_output.bin", Path(artifacts.etrecord),
                                         Path(artifacts.numerics_reference))
 
-    report = analyze_run(out, Metric.MSE, 0.0, "local")  # threshold 0: any bit of difference diverges
+    report = analyze_run(out, Metric.MSE, 0.0)  # threshold 0: any bit of difference diverges
+    assert report.reference_device == "local"  # the first of --devices
     by_device = {m.device: m for m in report.models}
     adb_vs_local = by_device["adbdev"].comparison("device:local")
     assert adb_vs_local is not None and not adb_vs_local.diverging  # same host kernels: bit-identical
