@@ -32,7 +32,8 @@ def _runs(out: Path, device: str, model: str) -> list[Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("spec", "backend", "model"), [(MLP, "portable", "tiny_mlp"), (CNN, "xnnpack", "tiny_cnn")])
+@pytest.mark.parametrize(("spec", "backend", "model"), [(MLP, "portable", "tiny_mlp"), (CNN, "xnnpack", "tiny_cnn"),
+                                                        (MLP, "xnnpack", "tiny_mlp"), (CNN, "portable", "tiny_cnn")])
 def test_gaps_equal_inspector(spec: str, backend: str, model: str, tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = etfarm("run", "--model", spec, "--backend", backend, "--runs", "2", "--iterations", "3", "--warmup", "1",
@@ -49,8 +50,8 @@ def test_gaps_equal_inspector(spec: str, backend: str, model: str, tmp_path: Pat
         assert used == (run / "debug_output.bin").stat().st_size > 0  # only the used part is pulled
         # The size computed from the ETRecord bounds what 3 executions logged, and not by much.
         bound = 3 * intermediate_bytes_per_execution(artifacts.etrecord)
-        assert used <= bound <= 1.1 * used
-    if backend == "xnnpack":  # the delegate call is compared as one op, named after the module that ends it
+        assert used <= bound <= 1.2 * used + 1024
+    if (model, backend) == ("tiny_cnn", "xnnpack"):  # the delegate call is one op, named after the module ending it
         frame = pd.read_csv(out / "local" / model / "numerics.csv")
         assert frame["runtime_ops"].tolist() == ["DELEGATE_CALL"]
         assert frame["module_path"].tolist() == ["head"]
@@ -74,6 +75,12 @@ def test_numerics_cli_names_diverging_ops_and_exits_1(tmp_path: Path) -> None:
     assert "divergence starts at op 0: linear [native_call_addmm.out] in fc1 (Linear) at tiny_mlp.py:15" in strict.stdout
     assert "in fc3 (Linear) at tiny_mlp.py:17" in strict.stdout
     assert "diverging: local" in strict.stdout
+
+    # The analysis never imports torch (nor executorch): it reads numpy arrays only.
+    probe = subprocess.run([sys.executable, "-c", "import sys; from orchestrator.numerics import analyze_run; "
+                            f"analyze_run({str(out)!r}); print(sorted(m for m in ('torch', 'executorch') if m in sys.modules))"],
+                           capture_output=True, text=True, timeout=120)
+    assert probe.stdout.strip() == "[]", probe.stdout + probe.stderr
 
     data = json.loads(etfarm("numerics", str(out), "--json", "--metric", "l1").stdout)
     assert data["metric"] == "l1" and data["models"][0]["comparisons"][0]["against"] == "aot"
