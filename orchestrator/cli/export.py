@@ -25,6 +25,7 @@ def export(
     from orchestrator.progress import Progress
 
     exported = export_model(parse_model_spec(model, name), backend, force=force, log=Progress())
-    paths = copy_artifacts(exported, out) if out else [p for p in (exported.pte, exported.etrecord, exported.inputs, exported.reference_outputs) if p]
+    paths = copy_artifacts(exported, out) if out else [p for p in (exported.pte, exported.etrecord, exported.inputs,
+                                                                    exported.reference_outputs, exported.numerics_reference) if p]
     for path in paths:
         typer.echo(str(path))
