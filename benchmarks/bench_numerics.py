@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.cache import cache_dir, sha256_parts  # noqa: E402
+from orchestrator.cache import cache_dir, sha256_parts
 
 LIBRARY_TARGET = 10.0
 PROCESS_TARGET = 10.0
@@ -93,7 +93,11 @@ def timed(fn) -> float:  # type: ignore[no-untyped-def]
 def bench_library(files: dict[str, Path], rounds: int) -> dict[str, float]:
     from executorch.devtools import Inspector
 
-    from orchestrator.numerics import gaps_against_reference, load_reference, runtime_outputs
+    from orchestrator.numerics import (
+        gaps_against_reference,
+        load_reference,
+        runtime_outputs,
+    )
     from orchestrator.profiles.etrecord import clear_cache, load_etrecord
 
     def inspector():  # type: ignore[no-untyped-def]

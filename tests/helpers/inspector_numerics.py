@@ -5,7 +5,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from orchestrator.numerics import gaps_against_reference, load_reference, runtime_outputs
+from orchestrator.numerics import (
+    gaps_against_reference,
+    load_reference,
+    runtime_outputs,
+)
 from orchestrator.profiles.etrecord import load_etrecord
 
 RELATIVE = 1e-6

@@ -24,7 +24,8 @@ CNN = f"{MODELS / 'tiny_cnn.py'}:build"
 
 
 def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True, timeout=1200)
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True, timeout=1200,
+                          check=False)
 
 
 def _runs(out: Path, device: str, model: str) -> list[Path]:
@@ -77,9 +78,9 @@ def test_numerics_cli_names_diverging_ops_and_exits_1(tmp_path: Path) -> None:
     assert "diverging: local" in strict.stdout
 
     # The analysis never imports torch (nor executorch): it reads numpy arrays only.
-    probe = subprocess.run([sys.executable, "-c", "import sys; from orchestrator.numerics import analyze_run; "
-                            f"analyze_run({str(out)!r}); print(sorted(m for m in ('torch', 'executorch') if m in sys.modules))"],
-                           capture_output=True, text=True, timeout=120)
+    code = ("import sys; from orchestrator.numerics import analyze_run; "
+            f"analyze_run({str(out)!r}); print(sorted(m for m in ('torch', 'executorch') if m in sys.modules))")
+    probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert probe.stdout.strip() == "[]", probe.stdout + probe.stderr
 
     data = json.loads(etfarm("numerics", str(out), "--json", "--metric", "l1").stdout)

@@ -15,7 +15,14 @@ from orchestrator.numerics.mapping import (
     merge_runtime_overlapping_debug_handles,
     unwrap,
 )
-from orchestrator.numerics.metrics import Gap, Metric, compare, crosses, element_gap, worst
+from orchestrator.numerics.metrics import (
+    Gap,
+    Metric,
+    compare,
+    crosses,
+    element_gap,
+    worst,
+)
 
 torch = pytest.importorskip("torch")
 utils = pytest.importorskip("executorch.devtools.inspector._inspector_utils")

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import math
 
-from orchestrator.numerics import AGAINST_AOT, Comparison, Gap, Metric, ModelNumerics, NumericsReport, OpGap, csv_rows
+from orchestrator.numerics import (
+    AGAINST_AOT,
+    Comparison,
+    Gap,
+    Metric,
+    ModelNumerics,
+    NumericsReport,
+    OpGap,
+    csv_rows,
+)
 from orchestrator.numerics.render import render_markdown, render_text
 
 
