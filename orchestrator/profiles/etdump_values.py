@@ -114,16 +114,23 @@ def debug_value(dump: ETDump, event: int, buffer: Any, buffer_name: str = "<debu
         raise AnalysisError(f"{dump.path}: corrupt debug event {event}: {exc}") from None
 
 
-def _value(r: _Reader, pos: int, buffer: bytes | None, buffer_name: str) -> DebugValue:
+# Scalar kinds: (Value slot of the payload table, struct format of its one field, Python type).
+_SCALARS = {
+    VALUE_INT: (_V_INT, "<q", int),
+    VALUE_BOOL: (_V_BOOL, "<B", bool),
+    VALUE_FLOAT: (_V_FLOAT, "<f", float),
+    VALUE_DOUBLE: (_V_DOUBLE, "<d", float),
+}
+
+
+def _value(r: _Reader, pos: int, buffer: Any, buffer_name: str) -> DebugValue:
     kind = r.scalar(pos, _V_TYPE, "<b", 0)
-    if kind == VALUE_INT:
-        return int(r.scalar(r.ref(pos, _V_INT), 0, "<q", 0)) if r.ref(pos, _V_INT) >= 0 else _missing("Int")
-    if kind == VALUE_BOOL:
-        return bool(r.scalar(r.ref(pos, _V_BOOL), 0, "<B", 0)) if r.ref(pos, _V_BOOL) >= 0 else _missing("Bool")
-    if kind == VALUE_FLOAT:
-        return float(r.scalar(r.ref(pos, _V_FLOAT), 0, "<f", 0.0)) if r.ref(pos, _V_FLOAT) >= 0 else _missing("Float")
-    if kind == VALUE_DOUBLE:
-        return float(r.scalar(r.ref(pos, _V_DOUBLE), 0, "<d", 0.0)) if r.ref(pos, _V_DOUBLE) >= 0 else _missing("Double")
+    if kind in _SCALARS:
+        slot, fmt, cast = _SCALARS[kind]
+        payload = r.ref(pos, slot)
+        if payload < 0:
+            raise _Corrupt(f"value of kind {kind} without its payload")
+        return cast(r.scalar(payload, 0, fmt, 0))
     if kind == VALUE_TENSOR:
         tensor = r.ref(pos, _V_TENSOR)
         if tensor < 0:
@@ -137,11 +144,7 @@ def _value(r: _Reader, pos: int, buffer: bytes | None, buffer_name: str) -> Debu
     return None  # Null, String and unknown kinds: Inspector inflates them to None
 
 
-def _missing(what: str) -> DebugValue:
-    raise _Corrupt(f"{what} value without its payload")
-
-
-def _tensor(r: _Reader, pos: int, buffer: bytes | None, buffer_name: str) -> np.ndarray | None:
+def _tensor(r: _Reader, pos: int, buffer: Any, buffer_name: str) -> np.ndarray | None:
     scalar_type = r.scalar(pos, _T_SCALAR_TYPE, "<b", 0)
     sizes = tuple(int(s) for s in r.vector(pos, _T_SIZES, "q"))
     offset_pos = r.field(pos, _T_OFFSET)

@@ -193,7 +193,7 @@ class DeviceSession:
     def _debug_buffer_size(self, model: ExportedModel) -> int:
         """The configured size, or (0) one computed from the model's ETRecord for this many executions."""
         if self.options.debug_buffer_size > 0 or not self.options.intermediate_outputs:
-            return self.options.debug_buffer_size or 1
+            return self.options.debug_buffer_size
         if model.etrecord is None:
             raise DataError(f"{model.name}: intermediate outputs need the model's ETRecord to size the debug buffer "
                             "(put <stem>.etrecord beside the .pte)")
