@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 MODELS = REPO / "configs" / "models"
 MLP = f"{MODELS / 'tiny_mlp.py'}:build"
 CNN = f"{MODELS / 'tiny_cnn.py'}:build"
+INT8 = f"{Path(__file__).resolve().parent / 'models' / 'tiny_mlp_int8.py'}:build"  # int8 tensors in the buffer
 
 
 def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
@@ -34,7 +35,8 @@ def _runs(out: Path, device: str, model: str) -> list[Path]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("spec", "backend", "model"), [(MLP, "portable", "tiny_mlp"), (CNN, "xnnpack", "tiny_cnn"),
-                                                        (MLP, "xnnpack", "tiny_mlp"), (CNN, "portable", "tiny_cnn")])
+                                                        (MLP, "xnnpack", "tiny_mlp"), (CNN, "portable", "tiny_cnn"),
+                                                        (INT8, "portable", "tiny_mlp_int8")])
 def test_gaps_equal_inspector(spec: str, backend: str, model: str, tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = etfarm("run", "--model", spec, "--backend", backend, "--runs", "2", "--iterations", "3", "--warmup", "1",
