@@ -340,8 +340,10 @@ int run(const etfarm::Options& opts) {
     const bool ok = etfarm::write_file_atomic(opts.etdump_path, dump.buf, dump.size, &why);
     std::free(dump.buf);
     if (!ok) return fail(why);
+    // Only the used prefix: tensors are laid out from offset 0, so it is the whole content.
+    const size_t debug_used = std::min(debug_buffer.size(), tracer->debug_bytes_used());
     if (!debug_buffer.empty() &&
-        !etfarm::write_file_atomic(opts.debug_output_path, debug_buffer.data(), debug_buffer.size(), &why)) {
+        !etfarm::write_file_atomic(opts.debug_output_path, debug_buffer.data(), debug_used, &why)) {
       return fail(why);
     }
     if (tracer->debug_buffer_overflowed()) {
@@ -366,6 +368,7 @@ int run(const etfarm::Options& opts) {
   }
   json += "], \"etdump\": " + std::string(tracer != nullptr ? "true" : "false");
   json += ", \"cpu_threads\": " + std::to_string(etfarm::threadpool_size());
+  json += ", \"debug_buffer_used\": " + std::to_string(tracer != nullptr ? tracer->debug_bytes_used() : 0);
   json += ", \"debug_buffer_overflow\": " +
       std::string(tracer != nullptr && tracer->debug_buffer_overflowed() ? "true" : "false");
   json += "}";

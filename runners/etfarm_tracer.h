@@ -31,6 +31,11 @@ class GatedETDumpGen : public ::executorch::etdump::ETDumpGen {
   // Capacity of the debug buffer handed to set_debug_buffer (0: none).
   void set_debug_capacity(size_t bytes) { debug_capacity_ = bytes; }
   bool debug_buffer_overflowed() const { return overflowed_; }
+  // Bytes of the debug buffer holding logged tensors (what is worth writing out).
+  size_t debug_bytes_used() {
+    auto* sink = get_data_sink();
+    return sink == nullptr ? 0 : sink->get_used_bytes();
+  }
 
   void create_event_block(const char* name) override {
     if (recording_) ETDumpGen::create_event_block(name);

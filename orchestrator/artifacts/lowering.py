@@ -26,13 +26,14 @@ from orchestrator.versions import tool_versions
 
 BACKENDS = ("xnnpack", "portable")
 # Bump when the export recipe or the artifact layout changes: old cache entries are then ignored.
-EXPORT_FORMAT = "etfarm-export-1"
+EXPORT_FORMAT = "etfarm-export-2"  # 2: numerics_reference.npz (AOT intermediate outputs)
 
 PTE_NAME = "model.pte"
 ETRECORD_NAME = "etrecord.bin"
 INPUTS_NAME = "inputs.etft"
 REFERENCE_NAME = "reference_outputs.etft"
 META_NAME = "meta.json"
+NUMERICS_REFERENCE_NAME = "numerics_reference.npz"
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class ExportedModel:
     inputs: Path | None
     reference_outputs: Path | None
     cached: bool
+    numerics_reference: Path | None = None  # AOT intermediate outputs (see numerics_reference.py)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -59,6 +61,7 @@ class ExportedModel:
             "etrecord": str(self.etrecord) if self.etrecord else None,
             "inputs": str(self.inputs) if self.inputs else None,
             "reference_outputs": str(self.reference_outputs) if self.reference_outputs else None,
+            "numerics_reference": str(self.numerics_reference) if self.numerics_reference else None,
         }
 
 
@@ -96,11 +99,13 @@ def export_model(
     staging = cache.staging_dir("exports")
     try:
         started = time.monotonic()
-        _lower_into(spec, backend, staging)
+        numerics_error = _lower_into(spec, backend, staging)
+        if numerics_error:
+            log(f"{spec.name}: no numerics reference ({numerics_error}); `etfarm numerics` will compare devices only")
         cache.write_json_atomic(
             staging / META_NAME,
             {"name": spec.name, "spec": spec.text, "backend": backend, "key": key, "versions": tool_versions(),
-             "export_s": round(time.monotonic() - started, 3)},
+             "export_s": round(time.monotonic() - started, 3), "numerics_reference_error": numerics_error},
         )
         cache.publish_dir(staging, entry)
     finally:
@@ -114,7 +119,7 @@ def copy_artifacts(model: ExportedModel, out_dir: Path) -> list[Path]:
     """Copy a model's artifacts to out_dir (for `etfarm export --out`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     copied = []
-    for path in (model.pte, model.etrecord, model.inputs, model.reference_outputs):
+    for path in (model.pte, model.etrecord, model.inputs, model.reference_outputs, model.numerics_reference):
         if path is not None:
             copied.append(Path(shutil.copy2(path, out_dir / path.name)))
     return copied
@@ -125,6 +130,7 @@ def _from_entry(spec: ModelSpec, backend: str, key: str, entry: Path, cached: bo
         name=spec.name, spec=spec.text, backend=backend, key=key, pte=entry / PTE_NAME,
         etrecord=entry / ETRECORD_NAME, inputs=entry / INPUTS_NAME, reference_outputs=entry / REFERENCE_NAME,
         cached=cached,
+        numerics_reference=entry / NUMERICS_REFERENCE_NAME if (entry / NUMERICS_REFERENCE_NAME).is_file() else None,
     )
 
 
@@ -140,11 +146,12 @@ def _existing_pte(spec: ModelSpec, backend: str) -> ExportedModel:
         etrecord=beside(f"{stem}.etrecord", f"{stem}.etrecord.bin", ETRECORD_NAME),
         inputs=beside(f"{stem}.inputs.etft", INPUTS_NAME),
         reference_outputs=beside(f"{stem}.reference_outputs.etft", REFERENCE_NAME),
-        cached=True,
+        cached=True, numerics_reference=beside(f"{stem}.numerics_reference.npz", NUMERICS_REFERENCE_NAME),
     )
 
 
-def _lower_into(spec: ModelSpec, backend: str, out: Path) -> None:
+def _lower_into(spec: ModelSpec, backend: str, out: Path) -> str | None:
+    """Export into `out`; returns why the numerics reference could not be made (None: it was)."""
     import torch
 
     from orchestrator.artifacts.tensorfile import write_tensors
@@ -171,6 +178,14 @@ def _lower_into(spec: ModelSpec, backend: str, out: Path) -> None:
         raise ExportError(f"exporting {spec.text!r} with {backend} failed: {type(exc).__name__}: {first_line}") from None
     write_tensors(out / INPUTS_NAME, [t.detach().contiguous().numpy() for t in inputs])
     write_tensors(out / REFERENCE_NAME, [t.detach().contiguous().numpy() for t in _flatten_outputs(reference)])
+    try:  # optional: a model Inspector cannot replay still profiles; numerics then compares devices only
+        from orchestrator.artifacts.numerics_reference import write_numerics_reference
+
+        write_numerics_reference(out / ETRECORD_NAME, out / NUMERICS_REFERENCE_NAME)
+    except Exception as exc:  # noqa: BLE001  (any failure of the replay is reported, not fatal)
+        (out / NUMERICS_REFERENCE_NAME).unlink(missing_ok=True)
+        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    return None
 
 
 def _lower(model: Any, inputs: tuple[Any, ...], backend: str) -> Any:

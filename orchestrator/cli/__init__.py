@@ -78,12 +78,13 @@ def _register_commands() -> None:
         devices,
         export,
         history,
+        numerics,
         run,
         store,
         trace,
     )
 
-    for module in (run, export, build, analyze, trace, devices, history, store):
+    for module in (run, export, build, analyze, trace, devices, history, store, numerics):
         module.register(app)
 
 

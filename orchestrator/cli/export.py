@@ -28,13 +28,14 @@ def export(
     from orchestrator.report import json_text
 
     exported = export_model(parse_model_spec(model, name), backend.value, force=force, log=Progress())
-    produced = (exported.pte, exported.etrecord, exported.inputs, exported.reference_outputs)
+    produced = (exported.pte, exported.etrecord, exported.inputs, exported.reference_outputs, exported.numerics_reference)
     paths = copy_artifacts(exported, out) if out else [p for p in produced if p]
     if as_json:
         typer.echo(json_text({"name": exported.name, "spec": exported.spec, "backend": exported.backend, "key": exported.key,
                               "pte": str(exported.pte), "etrecord": str(exported.etrecord) if exported.etrecord else None,
                               "inputs": str(exported.inputs) if exported.inputs else None,
                               "reference_outputs": str(exported.reference_outputs) if exported.reference_outputs else None,
+                              "numerics_reference": str(exported.numerics_reference) if exported.numerics_reference else None,
                               "files": [str(p) for p in paths]}))
         return
     for path in paths:

@@ -38,7 +38,10 @@ def run(
     max_temp: Annotated[float | None, typer.Option(
         help="Before each run, wait until the device's hottest zone is at most this many °C.")] = None,
     intermediate_outputs: Annotated[bool, typer.Option(
-        "--intermediate-outputs", help="Also dump intermediate outputs (debug buffer).")] = False,
+        "--intermediate-outputs", help="Also dump intermediate outputs (debug buffer sized from the model).")] = False,
+    numerics: Annotated[bool, typer.Option(
+        "--numerics", help="Dump intermediate outputs and report which ops diverge from the AOT reference and "
+                           "between devices (see `etfarm numerics`).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
     store: Annotated[Path | None, typer.Option(
         "--store", envvar="ETFARM_STORE",
@@ -66,7 +69,8 @@ def run(
     specs = parse_model_specs(model, name or ())
     options = RunOptions(runs=runs, iterations=iterations, warmup=warmup, run_timeout_s=timeout,
                          wait_for_lock=not no_wait, lock_timeout_s=lock_timeout,
-                         intermediate_outputs=intermediate_outputs, cpu_threads=threads,
+                         intermediate_outputs=intermediate_outputs or numerics,
+                         debug_buffer_size=0, numerics=numerics, cpu_threads=threads,
                          untraced_runs=untraced_runs, cooldown_s=cooldown, max_temp_c=max_temp)
     result = run_job(selected, specs, backend=backend.value, options=options, out=out, progress=Progress(quiet=quiet),
                      config_file=inventory.path)
@@ -74,6 +78,12 @@ def run(
         from orchestrator.cli.store import record_after_run
 
         record_after_run(result.rundir.root, store)
+    numerics_report = None
+    if numerics:
+        from orchestrator.numerics import analyze_run, write_files
+
+        numerics_report = analyze_run(result.rundir.root)
+        write_files(numerics_report, result.rundir.root)
     if as_json:
         typer.echo(json_text(job_view(result.job, result.rundir.root, result.exit_code)))
         raise typer.Exit(result.exit_code)
@@ -87,5 +97,9 @@ def run(
             typer.echo(f"{device.name}: ok (verification: {verdicts})")
         else:
             typer.echo(f"{device.name}: FAILED: {one_line(device.error or '')}")
+    if numerics_report is not None:
+        from orchestrator.numerics import render_text
+
+        typer.echo(render_text(numerics_report))
     typer.echo(f"run directory: {result.rundir.root}")
     raise typer.Exit(result.exit_code)

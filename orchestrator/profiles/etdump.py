@@ -65,6 +65,7 @@ class EventColumns:
     metadata_len: np.ndarray  # int64
     debug_value_type: np.ndarray  # int8 etdump.ValueType (debug events), -1 absent
     debug_is_output: np.ndarray  # bool: debug_entry.output.bool_val (a run output)
+    debug_entry_pos: np.ndarray  # int64 byte offset of the debug event's Value table, -1 absent
     allocator_id: np.ndarray  # int32 (allocation events)
     allocation_size: np.ndarray  # uint64 (allocation events)
 
@@ -96,6 +97,11 @@ class ETDump:
 
     def block_slice(self, block: int) -> slice:
         return slice(int(self.block_event_start[block]), int(self.block_event_start[block + 1]))
+
+    @property
+    def data(self) -> bytes:
+        """The file's bytes (debug values are decoded from them on demand, see etdump_values)."""
+        return self._data
 
     def delegate_debug_metadata(self, event: int) -> bytes:
         pos = int(self.events.metadata_pos[event])
@@ -382,6 +388,7 @@ def _read_events(buf: _Buffer, event_pos: np.ndarray, strings: _StringTable) -> 
     meta_len = np.zeros(n, dtype=np.int64)
     value_type = np.full(n, -1, dtype=np.int8)
     is_output = np.zeros(n, dtype=bool)
+    entry_pos = np.full(n, -1, dtype=np.int64)
     allocator = np.full(n, -1, dtype=np.int32)
     alloc_size = np.zeros(n, dtype=np.uint64)
 
@@ -411,6 +418,7 @@ def _read_events(buf: _Buffer, event_pos: np.ndarray, strings: _StringTable) -> 
         entry = de.ref(_DE_ENTRY)
         has_entry = np.flatnonzero(entry >= 0)
         if has_entry.size:
+            entry_pos[sel[has_entry]] = entry[has_entry]
             values = _Tables(buf, entry[has_entry], "Value")
             value_type[sel[has_entry]] = values.scalar(_VALUE_TYPE, "<i1", 0)
             out_ref = values.ref(_VALUE_OUTPUT)
@@ -438,6 +446,7 @@ def _read_events(buf: _Buffer, event_pos: np.ndarray, strings: _StringTable) -> 
         metadata_len=meta_len,
         debug_value_type=value_type,
         debug_is_output=is_output,
+        debug_entry_pos=entry_pos,
         allocator_id=allocator,
         allocation_size=alloc_size,
     )

@@ -237,3 +237,39 @@ def durations_ms(dump: ETDump, group: BlockGroup) -> np.ndarray:
 def start_times(dump: ETDump, group: BlockGroup) -> np.ndarray:
     """Raw start timestamps (instances x perf events), as Inspector's Event.start_time."""
     return dump.events.start_time[_gather(dump, group)]
+
+
+def event_debug_rows(dump: ETDump, group: BlockGroup) -> list[list[int]]:
+    """Per event of `group`, the rows of the debug events Inspector reads its `debug_data` from.
+
+    Inspector takes an Event's debug data from the first instance of its block (later
+    instances must hold equal values), and a repeated EventSignature keeps its first position
+    but the InstructionEvent of its last occurrence; the same collation as `_layout`.
+    """
+    ev = dump.events
+    block = int(group.blocks[0])
+    lo, hi = int(dump.block_event_start[block]), int(dump.block_event_start[block + 1])
+    instructions: OrderedDict[tuple[Any, ...], tuple[list[int], list[int]]] = OrderedDict()
+    for i in range(lo, hi):
+        kind = int(ev.kind[i])
+        if kind not in (KIND_PROFILE, KIND_DEBUG):
+            continue
+        isig = (int(ev.instruction_id[i]), int(ev.chain_index[i]), int(ev.delegate_id_int[i]),
+                dump.string(int(ev.delegate_id_str[i])))
+        profiles, debugs = instructions.setdefault(isig, ([], []))
+        if kind == KIND_PROFILE:
+            profiles.append(i)
+        elif not ev.debug_is_output[i]:
+            debugs.append(i)
+    rows: OrderedDict[Signature, list[int]] = OrderedDict()
+    for isig, (profiles, debugs) in instructions.items():
+        if not profiles and not debugs:
+            continue
+        debug_sig = _event_signature_part(dump, debugs[0]) if debugs else None
+        if not profiles:
+            rows[(isig[0], None, debug_sig)] = debugs
+        for p in profiles:
+            rows[(isig[0], _event_signature_part(dump, p), debug_sig)] = debugs
+    if len(rows) != len(group.events):  # the group's layout came from this very collation
+        raise AnalysisError(f"{dump.path}: block {block} does not match its event group")
+    return list(rows.values())

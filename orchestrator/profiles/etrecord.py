@@ -26,6 +26,7 @@ from orchestrator.errors import AnalysisError
 ETRECORD_IDENTIFIER = "ETRECORD_V0"
 DEBUG_HANDLE_MAP = "debug_handle_map"
 DELEGATE_MAP = "delegate_map"
+NUM_OUTS_MAP = "instruction_id_to_num_outs_map"
 EDGE_PROGRAM = "edge_dialect_exported_program"
 FORWARD = "forward"  # Inspector links every block against the forward method
 RESERVED_FRAMEWORK_EVENT_NAMES = frozenset({"Method::init", "Program::load_method", "Method::execute"})
@@ -63,6 +64,7 @@ class ETRecordInfo:
     handle_map: dict[str, Any]  # instruction id (str) -> debug handle(s), for FORWARD
     delegate_map: dict[str, Any] | None  # instruction id (str) -> {"name", "delegate_map"}
     nodes_by_handle: dict[int, tuple[OpNode, ...]]
+    num_outs: dict[str, int] = field(default_factory=dict)  # instruction id (str) -> outputs of a delegate call
     _links: dict[tuple[str, int, Any], EventLink] = field(default_factory=dict)
 
     def link(self, name: str, instruction_id: int | None, delegate_debug_identifier: int | str | None) -> EventLink:
@@ -175,6 +177,7 @@ def _parse(path: Path, name: str) -> ETRecordInfo:
                 raise AnalysisError(f"{name}: not an ETRecord (no {ETRECORD_IDENTIFIER} member)")
             handle_maps = _json_member(zf, DEBUG_HANDLE_MAP, name) if DEBUG_HANDLE_MAP in members else None
             delegate_maps = _json_member(zf, DELEGATE_MAP, name) if DELEGATE_MAP in members else None
+            num_outs_maps = _json_member(zf, NUM_OUTS_MAP, name) if NUM_OUTS_MAP in members else None
             program_member = _edge_program_member(members)
             program = _json_member(zf, program_member, name) if program_member else None
     except zipfile.BadZipFile:
@@ -190,8 +193,10 @@ def _parse(path: Path, name: str) -> ETRecordInfo:
         nodes = _nodes_by_handle(program) if program is not None else {}
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise AnalysisError(f"{name}: unexpected edge program layout in ETRecord: {exc}") from None
+    num_outs = num_outs_maps.get(FORWARD) if isinstance(num_outs_maps, dict) else None
     return ETRecordInfo(
-        name, handle_map if isinstance(handle_map, dict) else {}, delegate_map if isinstance(delegate_map, dict) else None, nodes
+        name, handle_map if isinstance(handle_map, dict) else {}, delegate_map if isinstance(delegate_map, dict) else None, nodes,
+        num_outs={str(k): int(v) for k, v in num_outs.items()} if isinstance(num_outs, dict) else {},
     )
 
 

@@ -122,7 +122,7 @@ def _artifacts(model: ExportedModel, spec: ModelSpec) -> ModelArtifacts:
     return ModelArtifacts(name=model.name, spec=model.spec, backend=model.backend, key=model.key, pte=str(model.pte),
                           etrecord=text(model.etrecord), inputs=text(model.inputs),
                           reference_outputs=text(model.reference_outputs), content_hash=origin.content_hash,
-                          git_commit=origin.git_commit)
+                          git_commit=origin.git_commit, numerics_reference=text(model.numerics_reference))
 
 
 def _build_targets(targets: list[str], progress: Progress) -> tuple[dict[str, Any], dict[str, str]]:

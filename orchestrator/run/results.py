@@ -221,6 +221,7 @@ class ModelArtifacts:
     reference_outputs: str | None = None
     content_hash: str | None = None  # sha256 of the model's source file (.py or .pte), at run time
     git_commit: str | None = None  # the user's commit of that file, when it is in a git repository
+    numerics_reference: str | None = None  # AOT intermediate outputs for `etfarm numerics`
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -242,7 +243,8 @@ class RunOptions:
     wait_for_lock: bool = True
     lock_timeout_s: float | None = None  # give up waiting for a busy device after this long (None: wait)
     intermediate_outputs: bool = False
-    debug_buffer_size: int = 16 << 20
+    debug_buffer_size: int = 16 << 20  # 0: sized from each model's ETRecord (profiles/debug_buffer.py)
+    numerics: bool = False  # `--numerics`: intermediate outputs analysed per device (orchestrator/numerics)
     cpu_threads: int = 0
     untraced_runs: int = 1  # extra runs without the event tracer: end-to-end time and tracer overhead
     cooldown_s: float = 0.0  # pause before each run

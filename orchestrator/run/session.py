@@ -19,7 +19,14 @@ from device_agents.base import DeviceAgent
 from orchestrator.artifacts.build import RunnerBuild, runner_env
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import write_json_atomic
-from orchestrator.errors import Blame, CommandFailed, DeviceError, EtfarmError, blame_of
+from orchestrator.errors import (
+    Blame,
+    CommandFailed,
+    DataError,
+    DeviceError,
+    EtfarmError,
+    blame_of,
+)
 from orchestrator.progress import DeviceProgress
 from orchestrator.run.conditions import cool_down
 from orchestrator.run.locks import device_lock
@@ -165,7 +172,7 @@ class DeviceSession:
             inputs=agent.remote_path(inputs_rel) if inputs_rel else None, out_dir=agent.remote_path(out_rel),
             iterations=self.options.iterations, warmup=self.options.warmup, traced=traced,
             cpu_threads=self.options.cpu_threads or int(self.spec.settings.get("threads") or 0),
-            intermediate_outputs=self.options.intermediate_outputs, debug_buffer_size=self.options.debug_buffer_size)
+            intermediate_outputs=self.options.intermediate_outputs, debug_buffer_size=self._debug_buffer_size(model))
         result = agent.run(invocation.argv(), cwd=self.spec.workdir, env=runner_env(self.spec.workdir),
                            timeout_s=self.options.run_timeout_s, use_exec_prefix=True)
         (run_local / RUNNER_LOG).write_text(f"$ {result.command}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}")
@@ -175,6 +182,10 @@ class DeviceSession:
         for name in invocation.expected_files():
             agent.fetch(f"{out_rel}/{name}", run_local)
         parsed = parse_result(result.stdout)
+        if invocation.traced and invocation.intermediate_outputs and parsed.get("debug_buffer_overflow"):
+            raise DataError(f"[{self.spec.name}] {model.name} {label}: the debug buffer of {invocation.debug_buffer_size} "
+                            "bytes could not hold every intermediate output (the runner dropped some); "
+                            "the size computed from the ETRecord is too small for this program: please report it")
         write_json_atomic(run_local / RESULT_JSON, parsed)
         known = {"execute_ms", "load_ms", "program_load_ms"}
         return ProcessRun(
@@ -187,6 +198,17 @@ class DeviceSession:
             artifacts=tuple(sorted(self.rundir.relative(p) for p in run_local.iterdir())),
             runner={k: v for k, v in parsed.items() if k not in known},
         )
+
+    def _debug_buffer_size(self, model: ExportedModel) -> int:
+        """The configured size, or (0) one computed from the model's ETRecord for this many executions."""
+        if self.options.debug_buffer_size > 0 or not self.options.intermediate_outputs:
+            return self.options.debug_buffer_size
+        if model.etrecord is None:
+            raise DataError(f"{model.name}: intermediate outputs need the model's ETRecord to size the debug buffer "
+                            "(put <stem>.etrecord beside the .pte)")
+        from orchestrator.profiles.debug_buffer import debug_buffer_size
+
+        return debug_buffer_size(model.etrecord, self.options.iterations)
 
     def _analyze(self, model: ExportedModel, etdumps: list[Path]) -> Any:
         from orchestrator.profiles.analysis import load_samples, summarize
