@@ -77,7 +77,7 @@ def run(
     if not no_store:
         from orchestrator.cli.store import record_after_run
 
-        record_after_run(result.rundir.root, store)
+        record_after_run(result.rundir.root, store, quiet=quiet)
     numerics_report = None
     if numerics:
         from orchestrator.numerics import analyze_run, write_files

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from orchestrator.report.summary import format_table
+from orchestrator.report.text import format_table
 from orchestrator.run.results import Job
 from orchestrator.stats import percentile
 from orchestrator.store import StoredRun

@@ -94,9 +94,10 @@ class Store:
                  job.versions.get("etfarm"), job.versions.get("executorch"), job.versions.get("torch"),
                  _json(job.config.to_dict()), _json(job.versions), _json(job.host)))
             conn.executemany(
-                "INSERT INTO models VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO models (run_id, ordinal, name, spec, backend, export_key, content_hash, git_commit, pte, "
+                "etrecord, inputs, reference_outputs, numerics_reference) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(job.run_id, k, m.name, m.spec, m.backend, m.key, m.content_hash, m.git_commit, m.pte, m.etrecord,
-                  m.inputs, m.reference_outputs) for k, m in enumerate(job.models)])
+                  m.inputs, m.reference_outputs, m.numerics_reference) for k, m in enumerate(job.models)])
             for k, device in enumerate(job.devices):
                 self._insert_device(job.run_id, k, device, record)
             conn.executemany(
@@ -149,9 +150,10 @@ class Store:
         started, finished, status, schema_version, config, versions, host = run
         models = tuple(
             ModelArtifacts(name=r[0], spec=r[1], backend=r[2], key=r[3], content_hash=r[4], git_commit=r[5], pte=r[6],
-                           etrecord=r[7], inputs=r[8], reference_outputs=r[9])
+                           etrecord=r[7], inputs=r[8], reference_outputs=r[9], numerics_reference=r[10])
             for r in conn.execute("SELECT name, spec, backend, export_key, content_hash, git_commit, pte, etrecord, "
-                                  "inputs, reference_outputs FROM models WHERE run_id = ? ORDER BY ordinal", (run_id,)))
+                                  "inputs, reference_outputs, numerics_reference FROM models WHERE run_id = ? "
+                                  "ORDER BY ordinal", (run_id,)))
         devices = tuple(
             DeviceResult(name=name, transport=transport, target=target, status=DeviceStatus(dstatus), error=error,
                          blame=_blame(blame), facts=json.loads(facts), runner_key=runner_key,

@@ -14,6 +14,7 @@ typed column; raw samples are little-endian float64 BLOBs (one per event, one pe
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 from orchestrator.errors import DataError
@@ -137,7 +138,12 @@ CREATE INDEX runs_by_time ON runs(started_ts DESC);
 CREATE INDEX results_by_model ON results(model, device);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+# v3: where a model's AOT intermediate outputs are (for `etfarm numerics`).
+_V3 = """
+ALTER TABLE models ADD COLUMN numerics_reference TEXT;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -147,13 +153,27 @@ def connect(path: Path, migrations: tuple[str, ...] = MIGRATIONS) -> sqlite3.Con
     try:
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        _enable_wal(conn)
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")
         migrate(conn, migrations, source=str(path))
     except sqlite3.DatabaseError as exc:
         raise DataError(f"{path}: not a usable etfarm store ({exc})") from None
     return conn
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL. On a new file two processes may race for that switch, and SQLite answers the
+    loser "database is locked" without waiting: retry within the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def user_version(conn: sqlite3.Connection) -> int:
