@@ -1,0 +1,44 @@
+"""`etfarm report`: a per-device comparison report of a run directory (HTML, Markdown, JSON, CSV)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.errors import UsageError
+from orchestrator.report.output import ReportFormat
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)
+
+
+def report(
+    run: Annotated[str, typer.Argument(metavar="RUN_DIR|RUN_ID", help="A run directory, or a run id under ./etfarm-runs/.")],
+    format: Annotated[ReportFormat, typer.Option("--format", "-f", help="html (one offline file), md (CI job summary), json or csv.")] = ReportFormat.HTML,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="File, or directory (gets report.<ext>; for md also charts/*.svg). Default: html to RUN_DIR/report.html, others to stdout.")] = None,
+    baseline: Annotated[str | None, typer.Option(help="Device the others are compared with (default: the run's first device).")] = None,
+    store: Annotated[Path | None, typer.Option(help="Results store for the history section (default $ETFARM_STORE or the standard one).")] = None,
+) -> None:
+    """Which device is fast enough, where each spends its time, and how that changed over time."""
+    from orchestrator.report.history import history_points
+    from orchestrator.report.output import write_report
+
+    run_dir = _resolve(run)
+    from orchestrator.run.results import load_manifest
+
+    job = load_manifest(run_dir)
+    written = write_report(run_dir, format, output, baseline=baseline, history=history_points(job, store))
+    if written is not None:
+        typer.echo(f"report: {written}")
+
+
+def _resolve(run: str) -> Path:
+    from orchestrator.run.rundir import DEFAULT_ROOT, MANIFEST
+
+    for candidate in (Path(run), DEFAULT_ROOT / run):
+        if (candidate / MANIFEST).is_file():
+            return candidate
+    raise UsageError(f"{run}: not a run directory (no {MANIFEST}) and no run {run!r} under {DEFAULT_ROOT}/")
