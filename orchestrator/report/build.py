@@ -37,7 +37,13 @@ from orchestrator.report.model import (
 )
 from orchestrator.run.results import DeviceResult, Job, ModelResult, load_manifest
 from orchestrator.run.rundir import STATS
-from orchestrator.stats import UNSTABLE_CV, coefficient_of_variation, is_unstable, median, percentile
+from orchestrator.stats import (
+    UNSTABLE_CV,
+    coefficient_of_variation,
+    is_unstable,
+    median,
+    percentile,
+)
 from orchestrator.store.history import HistoryPoint
 
 TOP_OPS = 10  # slowest events listed per device
@@ -52,17 +58,17 @@ DELEGATE_CALL = "DELEGATE_CALL"
 _INSTANCE = re.compile(r"\s*#\d+$")
 
 METHODS = (
-    "End-to-end p50/p90: numpy linear percentiles over every measured execution of the traced process runs "
-    "(wall clock per execution, timed by the runner).",
-    f"Spread: CV = std (ddof=1) / mean over the same samples, flagged unstable above {UNSTABLE_CV:.0%}; "
-    "p90/p50 shows the tail.",
-    f"Ratio to the baseline: median of per-process-run medians, device / baseline. {CI_LEVEL:.0%} CI: percentile "
-    f"bootstrap (scipy.stats.bootstrap, {BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED}) resampling each "
-    "device's process runs independently: the process run is the replication unit. Fewer than 2 runs on "
-    "either side: no CI.",
-    "Untraced: process runs without the ETDump event tracer; tracer overhead = traced p50 / untraced p50 - 1.",
-    "Per op: stats.csv (Inspector's statistics over all samples); share = the event's mean time / Method::execute "
-    "mean time. DELEGATE_CALL is left out when its delegate's kernels are listed, so shares do not count twice.",
+    ("End-to-end p50/p90: numpy linear percentiles over every measured execution of the traced process runs "
+     "(wall clock per execution, timed by the runner)."),
+    (f"Spread: CV = std (ddof=1) / mean over the same samples, flagged unstable above {UNSTABLE_CV:.0%}; "
+     "p90/p50 shows the tail."),
+    (f"Ratio to the baseline: median of per-process-run medians, device / baseline. {CI_LEVEL:.0%} CI: percentile "
+     f"bootstrap (scipy.stats.bootstrap, {BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED}) resampling each "
+     "device's process runs independently: the process run is the replication unit. Fewer than 2 runs on "
+     "either side: no CI."),
+    ("Untraced: process runs without the ETDump event tracer; tracer overhead = traced p50 / untraced p50 - 1."),
+    ("Per op: stats.csv (Inspector's statistics over all samples); share = the event's mean time / Method::execute "
+     "mean time. DELEGATE_CALL is left out when its delegate's kernels are listed, so shares do not count twice."),
 )
 
 
@@ -224,7 +230,7 @@ def _latency(device: DeviceResult, model: ModelResult, baseline: str | None,
 
 def ratio_with_ci(runs: Sequence[float], base_runs: Sequence[float]) -> tuple[float | None, Interval | None]:
     """median(runs) / median(base_runs), with a percentile bootstrap CI over process runs."""
-    if not runs or not base_runs:
+    if len(runs) == 0 or len(base_runs) == 0:
         return None, None
     import numpy as np
 

@@ -5,23 +5,25 @@ Same precision rule as the printed tables (`tables._ms`): 4 decimals under 10 ms
 
 from __future__ import annotations
 
+import math
+
 from orchestrator.report.model import Interval
 
 
 def ms(value: float | None) -> str:
-    if value is None or value != value:
+    if value is None or math.isnan(value):
         return "-"
     return f"{value:.4f}" if abs(value) < 10 else f"{value:.2f}"
 
 
 def pct(value: float | None, signed: bool = False) -> str:
-    if value is None or value != value:
+    if value is None or math.isnan(value):
         return "-"
     return f"{value:+.1%}" if signed else f"{value:.1%}"
 
 
 def ratio(value: float | None) -> str:
-    return "-" if value is None or value != value else f"{value:.2f}x"
+    return "-" if value is None or math.isnan(value) else f"{value:.2f}x"
 
 
 def interval(ci: Interval | None) -> str:

@@ -23,7 +23,7 @@ from orchestrator.report.model import Chart, ModelSection
 
 PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974")
 OTHER_COLOUR = "#D0D0D0"
-WIDTH_IN = 8.0
+WIDTH_IN = 10.0
 
 
 def model_charts(section: ModelSection, devices: Sequence[str], baseline: str | None) -> tuple[Chart, ...]:
@@ -57,7 +57,7 @@ def _svg(plt: Any, fig: Any, stem: str, titles: dict[str, str]) -> str:
     text = text[text.index("<svg"):]  # drop the XML prolog and DOCTYPE: the SVG is inlined into HTML
     for gid, title in titles.items():
         text = text.replace(f'<g id="{gid}">', f'<g id="{gid}"><title>{html.escape(title)}</title>', 1)
-    return re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
+    return re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.DOTALL)
 
 
 def _latency(plt: Any, section: ModelSection, baseline: str | None) -> Chart | None:
@@ -67,8 +67,8 @@ def _latency(plt: Any, section: ModelSection, baseline: str | None) -> Chart | N
     import numpy as np
 
     rng = np.random.default_rng(0)
-    fig, ax = plt.subplots(figsize=(WIDTH_IN, 0.9 + 0.55 * len(rows)))
-    ax.boxplot([d.samples for d in rows], vert=False, widths=0.5, showfliers=False,
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 0.9 + 0.45 * len(rows)))
+    ax.boxplot([d.samples for d in rows], orientation="horizontal", widths=0.5, showfliers=False,
                medianprops={"color": "#222"}, boxprops={"color": "#666"}, whiskerprops={"color": "#666"},
                capprops={"color": "#666"})
     titles = {}
@@ -96,7 +96,7 @@ def _groups(plt: Any, section: ModelSection, baseline: str | None) -> Chart | No
                 order.append(group)
     order.append("other")
     colours = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(order[:-1])} | {"other": OTHER_COLOUR}
-    fig, ax = plt.subplots(figsize=(WIDTH_IN, 1.3 + 0.5 * len(section.ops) + 0.18 * len(order)))
+    fig, ax = plt.subplots(figsize=(WIDTH_IN - 2.5, max(1.0 + 0.4 * len(section.ops), 0.3 + 0.17 * len(order))))
     titles = {}
     for row, ops in enumerate(section.ops):
         times = dict(ops.groups)
@@ -118,8 +118,8 @@ def _groups(plt: Any, section: ModelSection, baseline: str | None) -> Chart | No
     ax.set_title(f"{section.name}: where the time goes, by op group")
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
-    ax.legend([unique[g] for g in order if g in unique], [g for g in order if g in unique], loc="upper center",
-              bbox_to_anchor=(0.5, -0.18 - 0.04 * len(section.ops)), ncol=3, frameon=False, fontsize=8)
+    ax.legend([unique[g] for g in order if g in unique], [g for g in order if g in unique], loc="center left",
+              bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=8)
     return Chart(f"{section.name}-op-groups", f"{section.name}: time per op group per device",
                  _svg(plt, fig, f"{section.name}-op-groups", titles))
 
@@ -134,26 +134,31 @@ def _heatmap(plt: Any, section: ModelSection, baseline: str | None) -> Chart | N
     logs = np.array([[math.log2(x) if x and x > 0 else np.nan for x in r.ratio] for r in rows])
     limit = max(1.0, float(np.nanmax(np.abs(logs))) if np.isfinite(logs).any() else 1.0)
     fig, ax = plt.subplots(figsize=(min(WIDTH_IN, 3.0 + 1.2 * len(devices)), 1.0 + 0.3 * len(rows)))
-    image = ax.imshow(np.ma.masked_invalid(logs), cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto")
-    image.cmap.set_bad("#f0f0f0")
+    import matplotlib
+
+    cmap = matplotlib.colormaps["RdBu_r"].with_extremes(bad="#f0f0f0")
+    image = ax.pcolormesh(np.ma.masked_invalid(logs), cmap=cmap, vmin=-limit, vmax=limit, edgecolors="white",
+                          linewidth=1)  # vector cells, not an embedded bitmap
+    ax.invert_yaxis()
     titles = {}
     for i, r in enumerate(rows):
         for j, device in enumerate(devices):
             value = r.ratio[j]
-            text = ax.text(j, i, f"{value:.2f}x" if value is not None else "-", ha="center", va="center", fontsize=8,
+            text = ax.text(j + 0.5, i + 0.5, f"{value:.2f}x" if value is not None else "-", ha="center", va="center", fontsize=8,
                            color="white" if value and abs(math.log2(value)) > 0.6 * limit else "#222")
             gid = f"cell-{i}-{j}"
             text.set_gid(gid)
             titles[gid] = f"{r.name} on {device}: p50 {_ms(r.p50_ms[j])} ms" + (
                 f", {value:.2f}x {baseline}" if value is not None else "")
-    ax.set_xticks(range(len(devices)), devices)
-    ax.set_yticks(range(len(rows)), [_clip(r.name, 38) for r in rows])
+    ax.set_xticks([j + 0.5 for j in range(len(devices))], devices)
+    ax.set_yticks([i + 0.5 for i in range(len(rows))], [_clip(r.name, 38) for r in rows])
     ax.tick_params(length=0)
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
     ax.set_title(f"{section.name}: op p50 relative to {baseline}")
     bar = fig.colorbar(image, ax=ax, shrink=0.8, pad=0.02)
-    ticks = [t for t in range(-int(math.ceil(limit)), int(math.ceil(limit)) + 1)]
+    bar.solids.set_rasterized(False)  # matplotlib embeds a bitmap otherwise
+    ticks = list(range(-math.ceil(limit), math.ceil(limit) + 1))
     bar.set_ticks(ticks, labels=[f"{2.0 ** t:g}x" for t in ticks])
     return Chart(f"{section.name}-op-heatmap", f"{section.name}: op x device ratio to {baseline}",
                  _svg(plt, fig, f"{section.name}-op-heatmap", titles))

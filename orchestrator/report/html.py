@@ -12,7 +12,13 @@ from collections.abc import Sequence
 from html import escape
 
 from orchestrator.report.cells import clip, interval, ms, pct, ratio
-from orchestrator.report.model import Chart, DeviceLatency, DeviceOps, ModelSection, Report
+from orchestrator.report.model import (
+    Chart,
+    DeviceLatency,
+    DeviceOps,
+    ModelSection,
+    Report,
+)
 
 CSS = """
 :root { --fg:#1d232a; --muted:#5f6b76; --line:#e3e7eb; --bg:#ffffff; --panel:#f6f8fa; --ok:#1f7a3d;
@@ -20,13 +26,13 @@ CSS = """
 * { box-sizing: border-box; }
 body { margin:0; font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
        color:var(--fg); background:var(--bg); }
-main { max-width:1180px; margin:0 auto; padding:24px 28px 48px; }
+main { max-width:1240px; margin:0 auto; padding:24px 28px 48px; }
 header { border-bottom:3px solid var(--accent); margin-bottom:18px; padding-bottom:10px; }
 h1 { font-size:24px; margin:0 0 4px; } h2 { font-size:19px; margin:34px 0 10px; border-bottom:1px solid var(--line);
   padding-bottom:4px; } h3 { font-size:15px; margin:22px 0 8px; color:var(--accent); }
 .meta { color:var(--muted); font-size:13px; } .meta b { color:var(--fg); font-weight:600; }
 table { border-collapse:collapse; margin:6px 0 14px; font-size:13px; }
-th, td { padding:5px 10px; border-bottom:1px solid var(--line); text-align:left; vertical-align:top; }
+th, td { padding:4px 8px; border-bottom:1px solid var(--line); text-align:left; vertical-align:top; }
 th { background:var(--panel); font-weight:600; white-space:nowrap; }
 td.n { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
 tbody tr:nth-child(even) td { background:#fbfcfd; }
@@ -126,8 +132,8 @@ def _summary_cell(d: DeviceLatency | None, baseline: str | None) -> str:
 
 def _model(report: Report, m: ModelSection) -> str:
     charts = {c.stem[len(m.name) + 1:]: c for c in m.charts}  # "latency", "op-groups", ...
-    out = [f'<section id="model-{escape(m.name)}"><h2>Model {escape(m.name)} <span class="muted">'
-           f"({escape(m.backend)})</span></h2>", "<h3>End-to-end latency, devices side by side</h3>",
+    heading = f'<section id="model-{escape(m.name)}"><h2>Model {escape(m.name)} <span class="muted">({escape(m.backend)})</span></h2>'
+    out = [heading, "<h3>End-to-end latency, devices side by side</h3>",
            _latency_table(report, m), _figure(charts.get("latency"))]
     out.append("<h3>Where each device spends its time</h3>")
     if m.ops:
@@ -155,12 +161,13 @@ def _model(report: Report, m: ModelSection) -> str:
 
 def _latency_table(report: Report, m: ModelSection) -> str:
     headers = ["device", "runs", "p50 ms", "p90 ms", "CV", "p90/p50", "untraced p50 ms", "tracer overhead",
-               "load p50 ms", "verification", f"vs {report.baseline or '-'}", "95% CI", "flags"]
+               "load p50 ms", "verification", f"vs {report.baseline or '-'}", "95% CI", ""]
     rows = []
     for d in m.latency:
-        name = escape(d.device) + (' <span class="badge fast">fastest</span>' if d.fastest else "")
+        name = f"<b>{escape(d.device)}</b>" if d.fastest else escape(d.device)
         verdict = {"pass": "pass", "fail": "fail"}.get(d.verification, "skip")
-        flags = " ".join(_badge(f.kind, f.reason) for f in d.flags)
+        flags = " ".join([*(['<span class="badge fast">fastest</span>'] if d.fastest else []),
+                          *(_badge(f.kind, f.reason) for f in d.flags)])
         rows.append([name, str(d.runs), ms(d.p50_ms), ms(d.p90_ms), pct(d.cv),
                      f"{d.p90_over_p50:.2f}" if d.p90_over_p50 is not None else "-", ms(d.untraced_p50_ms),
                      pct(d.tracer_overhead, signed=True), ms(d.load_p50_ms),

@@ -18,9 +18,10 @@ CHART_DIR = "charts"
 
 def render_markdown(report: Report, chart_dir: str | None = None) -> str:
     """`chart_dir`: a relative folder holding `<stem>.svg` per chart, or None for no images."""
+    intro = (f"Run `{report.run_id}`, status **{report.status}**, started {report.started}; {report.settings}; "
+             f"baseline **{report.baseline or '-'}**.")
     out = [f"## etfarm report: {len(report.models)} model(s) on {', '.join(report.devices) or 'no devices'}", "",
-           f"Run `{report.run_id}`, status **{report.status}**, started {report.started}; {report.settings}; "
-           f"baseline **{report.baseline or '-'}**.", "", "### Which device is fast enough?", ""]
+           intro, "", "### Which device is fast enough?", ""]
     for m in report.models:
         fastest = m.fastest
         if fastest is None:
