@@ -13,7 +13,7 @@ from orchestrator.store.history import HistoryPoint
 from tests.helpers.synthetic_run import make_run_dir
 
 
-def latency(report, model: str = "m0"):  # noqa: ANN001, ANN201 - test shorthand
+def latency(report, model: str = "m0"):
     return {d.device: d for d in next(m for m in report.models if m.name == model).latency}
 
 
