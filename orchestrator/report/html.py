@@ -58,6 +58,7 @@ def render_html(report: Report) -> str:
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<link rel="icon" href="data:,">',  # no favicon request: the page needs nothing from anywhere
         f"<title>etfarm report {escape(report.run_id)}</title><style>{CSS}</style></head><body><main>",
         _header(report),
         _summary(report),
