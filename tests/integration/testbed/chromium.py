@@ -22,7 +22,7 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from . import require_tool
 
@@ -51,8 +51,8 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--enable-logging=stderr", "--v=0", "--hide-scrollbars",
          # Chromium's own background chatter (time, updates, sign-in), so that any request left is the page's.
-         "--disable-features=NetworkTimeServiceQuerying,OptimizationHints,Translate,MediaRouter,"
-         "AutofillServerCommunication,CertificateTransparencyComponentUpdater",
+         ("--disable-features=NetworkTimeServiceQuerying,OptimizationHints,Translate,MediaRouter,"
+          "AutofillServerCommunication,CertificateTransparencyComponentUpdater"),
          "--disable-client-side-phishing-detection", "--disable-default-apps", "--disable-extensions",
          "--disable-domain-reliability", "--no-pings", "--safebrowsing-disable-auto-update",
          "--no-default-browser-check", "--metrics-recording-only", "--disable-field-trial-config")
@@ -67,7 +67,7 @@ class RecordingProxy:
     requests: list[str] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
 
-    def __enter__(self) -> RecordingProxy:
+    def __enter__(self) -> Self:
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -76,7 +76,7 @@ class RecordingProxy:
                 proxy.requests.append(f"{self.command} {self.path}")
                 return target
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            def do_GET(self) -> None:
                 if self._record() == PAGE:
                     self.send_response(200)
                     self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -86,13 +86,13 @@ class RecordingProxy:
                 else:
                     self.send_error(404)
 
-            def do_CONNECT(self) -> None:  # noqa: N802
+            def do_CONNECT(self) -> None:
                 self._record()
                 self.send_error(403)
 
-            do_POST = do_HEAD = do_GET  # noqa: N815
+            do_POST = do_HEAD = do_GET
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

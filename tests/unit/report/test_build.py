@@ -123,3 +123,17 @@ def test_charts_are_deterministic_svg(tmp_path: Path) -> None:
     for chart in first:
         assert chart.svg.startswith("<svg") and "<title>" in chart.svg  # hover text on bars / cells / lines
         assert "<dc:date>" not in chart.svg and "<metadata>" not in chart.svg
+
+
+def test_ci_matches_scipy_percentile_bootstrap() -> None:
+    """The numpy bootstrap (no scipy import in `etfarm report`) gives scipy.stats.bootstrap's interval."""
+    from scipy.stats import bootstrap
+
+    rng = np.random.default_rng(3)
+    a, b = 1.2 + rng.normal(0, 0.05, 8), 1.0 + rng.normal(0, 0.05, 6)
+    _, ci = ratio_with_ci(a, b)
+    ref = bootstrap((a, b), lambda x, y, axis=-1: np.median(x, axis=axis) / np.median(y, axis=axis), paired=False,
+                    vectorized=True, n_resamples=20000, method="percentile", rng=np.random.default_rng(0))
+    assert ci is not None
+    assert ci.low == pytest.approx(ref.confidence_interval.low, abs=0.01)
+    assert ci.high == pytest.approx(ref.confidence_interval.high, abs=0.01)
