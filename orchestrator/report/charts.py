@@ -77,7 +77,6 @@ def _latency(section: ModelSection, baseline: str | None) -> Chart | None:
     rows = [d for d in section.latency if d.samples]
     if not rows:
         return None
-    import numpy as np
 
     fig, ax = _figure(WIDTH_IN, 0.2 + 0.45 * len(rows), [d.device for d in rows], bottom_in=0.6)
     ax.boxplot([d.samples for d in rows], orientation="horizontal", widths=0.5, showfliers=False,
@@ -152,7 +151,6 @@ def _heatmap(section: ModelSection, baseline: str | None) -> Chart | None:
     labels = [_clip(r.name, 38) for r in rows]
     fig, ax = _figure(1.1 * len(devices), 0.28 * len(rows), labels, right_in=1.0, bottom_in=0.35)
     import matplotlib
-
     from matplotlib.colors import Normalize
     from matplotlib.patches import Rectangle
 
