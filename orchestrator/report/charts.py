@@ -179,7 +179,8 @@ def _heatmap(section: ModelSection, baseline: str | None) -> Chart | None:
 
     bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, shrink=0.8, pad=0.03, fraction=0.08)
     bar.solids.set_rasterized(False)  # matplotlib embeds a bitmap otherwise
-    ticks = list(range(-math.ceil(limit), math.ceil(limit) + 1))
+    top = math.ceil(limit)
+    ticks = list(range(-top, top + 1, max(1, math.ceil(top / 2))))  # at most 5 labels
     bar.set_ticks(ticks, labels=[f"{2.0 ** t:g}x" for t in ticks])
     return Chart(f"{section.name}-op-heatmap", f"{section.name}: op x device ratio to {baseline}",
                  _svg(fig, f"{section.name}-op-heatmap", titles))
