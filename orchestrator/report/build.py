@@ -295,9 +295,10 @@ def _facts(device: DeviceResult) -> DeviceFacts:
         frequencies = f"max {'/'.join(map(str, max_mhz))} MHz" + (f", seen {min(cur)}-{max(cur)} MHz" if cur else "")
     governors = sorted({str(c["governor"]) for c in cpus.values() if isinstance(c, dict) and "governor" in c})
     android = facts.get("android") if isinstance(facts.get("android"), dict) else {}
-    product = " ".join(str(android[k]) for k in ("product.manufacturer", "product.model") if k in android) or "-"
-    if not product.strip("-") and isinstance(android.get("product"), dict):
-        product = " ".join(str(v) for v in android["product"].values())
+    names = android.get("product") if isinstance(android.get("product"), dict) else {}  # describe.sh: android.product.*
+    release = android.get("build", {}).get("version", {}).get("release") if isinstance(android.get("build"), dict) else None
+    product = " ".join(str(names[k]) for k in ("manufacturer", "model") if k in names)
+    product = (product + (f", Android {release}" if release else "")).strip() or "-"
     return DeviceFacts(device=device.name, transport=device.transport, target=device.target,
                        status=device.status.value, abi=str(facts.get("abi", "-")), cores=str(facts.get("cores", "-")),
                        frequencies=frequencies, governor=", ".join(governors) or "-", temperatures=_temperatures(states),

@@ -137,3 +137,14 @@ def test_ci_matches_scipy_percentile_bootstrap() -> None:
     assert ci is not None
     assert ci.low == pytest.approx(ref.confidence_interval.low, abs=0.01)
     assert ci.high == pytest.approx(ref.confidence_interval.high, abs=0.01)
+
+
+def test_android_product_from_describe_facts(tmp_path: Path) -> None:
+    from device_agents.base import parse_facts
+    from orchestrator.report.build import _facts
+    from orchestrator.run.results import DeviceResult
+
+    facts = parse_facts("abi=aarch64\nandroid.product.model=Pixel 8\nandroid.product.manufacturer=Google\n"
+                        "android.build.version.release=15\n")
+    assert _facts(DeviceResult("pixel8", "adb", "android-arm64-v8a", facts=facts)).product == "Google Pixel 8, Android 15"
+    assert _facts(DeviceResult("rpi5", "ssh", "linux-aarch64", facts={"abi": "aarch64"})).product == "-"
