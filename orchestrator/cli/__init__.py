@@ -23,9 +23,19 @@ app = typer.Typer(
 
 def _register_commands() -> None:
     # Each module adds its commands to `app`; module imports must stay light.
-    from orchestrator.cli import analyze, build, devices, export, report, run, trace
+    from orchestrator.cli import (
+        analyze,
+        build,
+        devices,
+        export,
+        history,
+        report,
+        run,
+        store,
+        trace,
+    )
 
-    for module in (run, export, build, analyze, trace, report, devices):
+    for module in (run, export, build, analyze, trace, report, devices, history, store):
         module.register(app)
 
 

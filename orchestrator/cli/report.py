@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.errors import UsageError
 from orchestrator.report.output import ReportFormat
 
 
@@ -16,7 +15,7 @@ def register(app: typer.Typer) -> None:
 
 
 def report(
-    run: Annotated[str, typer.Argument(metavar="RUN_DIR|RUN_ID", help="A run directory, or a run id under ./etfarm-runs/.")],
+    run: Annotated[str, typer.Argument(metavar="RUN_DIR|RUN_ID", help="A run directory, or the id of a run in the results store.")],
     format: Annotated[ReportFormat, typer.Option("--format", "-f", help="html (one offline file), md (CI job summary), json or csv.")] = ReportFormat.HTML,
     output: Annotated[str | None, typer.Option("--output", "-o", help="File, or directory (gets report.<ext>; for md also charts/*.svg). Default: html to RUN_DIR/report.html, others to stdout.")] = None,
     baseline: Annotated[str | None, typer.Option(help="Device the others are compared with (default: the run's first device).")] = None,
@@ -25,20 +24,11 @@ def report(
     """Which device is fast enough, where each spends its time, and how that changed over time."""
     from orchestrator.report.history import history_points
     from orchestrator.report.output import write_report
-
-    run_dir = _resolve(run)
     from orchestrator.run.results import load_manifest
+    from orchestrator.store import resolve_run
 
-    job = load_manifest(run_dir)
-    written = write_report(run_dir, format, output, baseline=baseline, history=history_points(job, store))
+    run_dir = resolve_run(run, store)
+    written = write_report(run_dir, format, output, baseline=baseline,
+                           history=history_points(load_manifest(run_dir), store))
     if written is not None:
         typer.echo(f"report: {written}")
-
-
-def _resolve(run: str) -> Path:
-    from orchestrator.run.rundir import DEFAULT_ROOT, MANIFEST
-
-    for candidate in (Path(run), DEFAULT_ROOT / run):
-        if (candidate / MANIFEST).is_file():
-            return candidate
-    raise UsageError(f"{run}: not a run directory (no {MANIFEST}) and no run {run!r} under {DEFAULT_ROOT}/")

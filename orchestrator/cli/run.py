@@ -32,6 +32,8 @@ def run(
     max_temp: Annotated[float | None, typer.Option(help="Before each run, wait until the device's hottest zone is at most this many °C.")] = None,
     intermediate_outputs: Annotated[bool, typer.Option("--intermediate-outputs", help="Also dump intermediate outputs (debug buffer).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    store: Annotated[Path | None, typer.Option("--store", help="Results store to record the run in (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")] = None,
+    no_store: Annotated[bool, typer.Option("--no-store", help="Do not record the run in the results store.")] = False,
     no_report: Annotated[bool, typer.Option("--no-report", help="Do not write DIR/report.html.")] = False,
 ) -> None:
     """Export, build, stage and profile MODEL on DEVICES; write a run directory and print per-op latency."""
@@ -66,10 +68,14 @@ def run(
         else:
             typer.echo(f"{device.name}: FAILED: {device.error}")
     typer.echo(f"run directory: {result.rundir.root}")
+    if not no_store:
+        from orchestrator.cli.store import record_after_run
+
+        record_after_run(result.rundir.root, store)
     if not no_report:
         from orchestrator.report.output import write_run_report
 
-        written = write_run_report(result.rundir.root, warn=lambda text: typer.echo(text, err=True))
+        written = write_run_report(result.rundir.root, warn=lambda text: typer.echo(text, err=True), store=store)
         if written is not None:
             typer.echo(f"report: {written}")
     raise typer.Exit(result.exit_code)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from orchestrator.errors import DataError, UsageError
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS
+from orchestrator.report.history import HISTORY_RUNS
 from orchestrator.report.model import (
     DeviceFacts,
     DeviceLatency,
@@ -48,7 +49,6 @@ from orchestrator.store.history import HistoryPoint
 TOP_OPS = 10  # slowest events listed per device
 RATIO_ROWS = 15  # events in the op x device ratio table
 GROUPS_SHOWN = 8  # op groups in the stacked chart; the rest joins "other"
-HISTORY_RUNS = 10  # last N runs of the same model shown from the store
 CI_LEVEL = 0.95
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0  # a report of the same run is the same report

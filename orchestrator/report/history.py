@@ -1,8 +1,8 @@
-"""History points for a report: the same models on the same devices in earlier runs, from the store.
+"""History points for a report: the same models on the same devices in the store's last runs.
 
-The results store (`orchestrator.store`) is built on another branch; until it offers
-`open_store(path).history_points(models=..., devices=...)`, a report has no history and says so.
-A store that cannot be opened never stops a report: the history section just stays empty.
+Reads `orchestrator.store` (`Store.history_points`). Reading never creates a store: with no
+database file there is simply no history. A store that cannot be read never stops a report
+either: the history section says "no history" and a warning goes to the log.
 """
 
 from __future__ import annotations
@@ -14,19 +14,21 @@ from orchestrator.run.results import Job
 from orchestrator.store.history import HistoryPoint
 
 log = logging.getLogger(__name__)
+HISTORY_RUNS = 10  # the last N runs of each model
 
 
-def history_points(job: Job, store: Path | None) -> tuple[HistoryPoint, ...]:
-    import orchestrator.store as store_api
+def history_points(job: Job, store: Path | None, runs: int = HISTORY_RUNS) -> tuple[HistoryPoint, ...]:
+    """Every stored point of this job's models on its devices, in each model's last `runs` runs."""
+    from orchestrator.store import open_store, store_path
 
-    open_store = getattr(store_api, "open_store", None)
-    if open_store is None:
+    location = store_path(store)
+    if not location.is_file():
         return ()
-    models = tuple(dict.fromkeys(m.name for _, m in job.results()))
-    devices = tuple(d.name for d in job.devices)
+    devices = [d.name for d in job.devices]
+    models = list(dict.fromkeys([*(m.name for m in job.models), *(m.name for _, m in job.results())]))
     try:
-        with open_store(store) as db:
-            return tuple(db.history_points(models=models, devices=devices))
+        with open_store(location) as opened:
+            return tuple(p for model in models for p in opened.history_points(model, devices, limit=runs))
     except Exception as exc:  # noqa: BLE001 - history is optional in a report
-        log.warning("no history from the store: %s", exc)
+        log.warning("no history from the store %s: %s", location, exc)
         return ()

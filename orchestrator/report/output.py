@@ -70,10 +70,14 @@ def write_report(run_dir: Path, fmt: ReportFormat, output: str | Path | None, ba
     return target
 
 
-def write_run_report(run_dir: Path, warn: Callable[[str], None]) -> Path | None:
-    """The `etfarm run` hook: DIR/report.html, or a warning. Never raises: results are already safe."""
+def write_run_report(run_dir: Path, warn: Callable[[str], None], store: Path | None = None) -> Path | None:
+    """The `etfarm run` hook: DIR/report.html (history from `store`), or a warning. Never raises:
+    the results are already safe in the run directory."""
     try:
-        return write_report(run_dir, ReportFormat.HTML, None)
+        from orchestrator.report.history import history_points
+        from orchestrator.run.results import load_manifest
+
+        return write_report(run_dir, ReportFormat.HTML, None, history=history_points(load_manifest(run_dir), store))
     except Exception as exc:  # noqa: BLE001 - any failure here must leave the finished run alone
         warn(f"warning: report not written ({type(exc).__name__}: {exc}); the results in {run_dir} are complete, "
              f"run `etfarm report {run_dir}` to retry")

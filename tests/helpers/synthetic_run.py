@@ -39,7 +39,8 @@ KERNELS = ("Convolution (NHWC, F32) IGEMM", "Fully Connected (NC, F32) GEMM", "M
 def make_run_dir(root: Path, devices: Sequence[str] = ("pixel8", "rpi5", "local"),
                  models: Sequence[str] = ("m0",), speed: Sequence[float] | None = None, runs: int = 5,
                  iterations: int = 20, kernels: int = 12, noise: float = 0.02, seed: int = 0,
-                 failed: Sequence[str] = ()) -> Path:
+                 failed: Sequence[str] = (), run_id: str = "20261122-000000-abcd",
+                 started: str = "2026-11-22T00:00:00+0000") -> Path:
     """Write the run directory at `root`; devices named in `failed` have no results."""
     rng = np.random.default_rng(seed)
     speed = speed or [1.0 + 0.5 * k for k in range(len(devices))]
@@ -74,8 +75,8 @@ def make_run_dir(root: Path, devices: Sequence[str] = ("pixel8", "rpi5", "local"
                                            models=tuple(results)))
     options = RunOptions(runs=runs, iterations=iterations)
     artifacts = tuple(ModelArtifacts(m, f"{m}.py:build", "xnnpack", "key", f"/tmp/{m}.pte") for m in models)
-    job = Job(run_id="20261122-000000-abcd", status=JobStatus.PARTIAL if failed else JobStatus.OK,
-              started="2026-11-22T00:00:00+0000", finished="2026-11-22T00:01:00+0000",
+    job = Job(run_id=run_id, status=JobStatus.PARTIAL if failed else JobStatus.OK,
+              started=started, finished=started,
               config=JobConfig(tuple(devices), tuple(f"{m}.py:build" for m in models), "xnnpack", options),
               versions={"etfarm": "0.1", "executorch": "1.5.1"}, models=artifacts, devices=tuple(device_results))
     write_json_atomic(root / "manifest.json", job.to_dict())

@@ -58,9 +58,34 @@ def test_report_command_formats_and_never_imports_torch(tmp_path: Path) -> None:
 
 def test_report_command_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("a",))
-    for args, message in ((["report", str(tmp_path / "nope")], "not a run directory"),
+    for args, message in ((["report", str(tmp_path / "nope")], "neither a run directory nor"),
                           (["report", str(run), "--baseline", "zz"], "--baseline: device 'zz' is not in run"),
                           (["report", str(run), "-f", "json", "-o", str(tmp_path / "no" / "x.json")],
                            "--output: directory")):
         result = etfarm(*args)
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def test_history_comes_from_the_store(tmp_path: Path) -> None:
+    """Three runs recorded in a real SQLite store: the report of the last shows all three over time."""
+    from orchestrator.store import open_store
+
+    db = tmp_path / "results.db"
+    runs = [make_run_dir(tmp_path / f"run{i}", devices=("a", "b"), run_id=f"20261120-00000{i}-abcd",
+                         started=f"2026-11-2{i}T00:00:00+0000", seed=i) for i in range(3)]
+    with open_store(db) as store:
+        for run in runs:
+            store.record(run)
+    result = etfarm("report", "20261120-000002-abcd", "--store", str(db), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    import json
+
+    history = json.loads(result.stdout)["models"][0]["history"]
+    assert [p["run_id"] for p in history if p["device"] == "a"] == [f"20261120-00000{i}-abcd" for i in range(3)]
+    html = etfarm("report", str(runs[2]), "--store", str(db))
+    assert html.returncode == 0, html.stderr
+    page = (runs[2] / REPORT_HTML).read_text()
+    assert "no history" not in page and 'data-chart="m0-history"' in page and "20261120-000000-abcd" in page
+    # No store file: no history, and nothing created.
+    assert etfarm("report", str(runs[2]), "--store", str(tmp_path / "none.db")).returncode == 0
+    assert not (tmp_path / "none.db").exists() and "no history" in (runs[2] / REPORT_HTML).read_text()
