@@ -29,6 +29,7 @@ from orchestrator.report.model import (
     DeviceLatency,
     DeviceOps,
     Flag,
+    HistoryRow,
     Interval,
     ModelSection,
     OpRatioRow,
@@ -186,10 +187,12 @@ def _model_section(job: Job, devices: tuple[str, ...], name: str, baseline: str 
     ops = tuple(DeviceOps(device=dev, top=tuple(sorted(o, key=lambda op: -op.avg_ms)[:TOP_OPS]), groups=_groups(o, ex))
                 for dev, (o, ex) in per_device.items() if o)
     artifacts = job.model_artifacts(name)
+    history_points = _history(history, name, {d.name for d, _ in present}, history_runs)
     return ModelSection(name=name, backend=artifacts.backend if artifacts else job.config.backend,
                         latency=tuple(latency), ops=ops,
                         op_ratios=_op_ratios([d.name for d, _ in present], baseline, per_device),
-                        history=_history(history, name, {d.name for d, _ in present}, history_runs))
+                        history=history_points,
+                        history_rows=_history_rows(history_points, [d.name for d, _ in present]))
 
 
 def _run_medians(model: ModelResult) -> tuple[float, ...]:
@@ -277,6 +280,20 @@ def _history(points: Sequence[HistoryPoint], model: str, devices: set[str], runs
     mine = sorted((p for p in points if p.model == model and p.device in devices), key=lambda p: (p.started, p.run_id))
     kept = list(dict.fromkeys(p.run_id for p in mine))[-runs:] if runs > 0 else []
     return tuple(p for p in mine if p.run_id in set(kept))
+
+
+def _history_rows(points: tuple[HistoryPoint, ...], devices: list[str]) -> tuple[HistoryRow, ...]:
+    runs: dict[str, dict[str, HistoryPoint]] = {}
+    for point in points:
+        runs.setdefault(point.run_id, {})[point.device] = point
+    rows = []
+    for run_id, by_device in runs.items():
+        first = next(iter(by_device.values()))
+        rows.append(HistoryRow(run_id=run_id, started=first.started,
+                               git_commit=next((p.git_commit for p in by_device.values() if p.git_commit), None),
+                               p50_ms=tuple(by_device[d].e2e_p50_ms if d in by_device else None for d in devices),
+                               status=tuple(by_device[d].status if d in by_device else "" for d in devices)))
+    return tuple(reversed(rows))
 
 
 # ---- device facts ---------------------------------------------------------------------------

@@ -191,7 +191,7 @@ def _history(section: ModelSection, baseline: str | None) -> Chart | None:
     if not points:
         return None
     runs = list(dict.fromkeys(p.run_id for p in points))
-    fig, ax = _figure(WIDTH_IN, 1.8, ["00.0000"], bottom_in=0.9)
+    fig, ax = _figure(WIDTH_IN, 1.8, ["00.0000 + ylabel"], bottom_in=1.0)
     titles = {}
     for i, device in enumerate(dict.fromkeys(p.device for p in points)):
         mine = [p for p in points if p.device == device]
@@ -199,7 +199,7 @@ def _history(section: ModelSection, baseline: str | None) -> Chart | None:
                        color=PALETTE[i % len(PALETTE)], label=device)[0]
         line.set_gid(f"hist-{i}")
         titles[f"hist-{i}"] = f"{device}: " + ", ".join(f"{p.run_id} {_ms(p.e2e_p50_ms)} ms" for p in mine[-5:])
-    labels = {p.run_id: p.started[:10] for p in points}
+    labels = {p.run_id: p.started[5:16].replace("T", " ") for p in points}  # "11-22 08:51"
     ax.set_xticks(range(len(runs)), [labels[r] for r in runs], rotation=30, ha="right")
     ax.set_ylabel("e2e p50 ms")
     ax.set_ylim(bottom=0)

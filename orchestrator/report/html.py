@@ -149,11 +149,13 @@ def _model(report: Report, m: ModelSection) -> str:
     out.append("<h3>Over time</h3>")
     if m.history:
         out.append(_figure(charts.get("history")))
-        rows = [[f'<span class="mono">{escape(p.run_id)}</span>', escape(p.started), escape(p.device), escape(p.status),
-                 ms(p.e2e_p50_ms), ms(p.e2e_p90_ms), f'<span class="mono">{escape((p.git_commit or "-")[:10])}</span>']
-                for p in reversed(m.history)]
-        out.append(_table(["run", "started", "device", "status", "p50 ms", "p90 ms", "model commit"], rows,
-                          [False, False, False, False, True, True, False]))
+        devices = [d.device for d in m.latency]
+        rows = [[f'<span class="mono">{escape(r.run_id)}</span>', escape(r.started),
+                 f'<span class="mono">{escape((r.git_commit or "-")[:10])}</span>',
+                 *(ms(p) if p is not None else f'<span class="muted">{escape(st or "not run")}</span>'
+                   for p, st in zip(r.p50_ms, r.status))] for r in m.history_rows]
+        out.append(_table(["run", "started", "model commit", *(f"{d} p50 ms" for d in devices)], rows,
+                          [False, False, False, *([True] * len(devices))]))
     else:
         out.append('<p class="none">no history: this model has no earlier runs in the results store</p>')
     out.append("</section>")

@@ -88,9 +88,11 @@ def _model(report: Report, m: ModelSection, chart_dir: str | None) -> list[str]:
             [[clip(r.name, 48), *(f"{ms(p)} ({ratio(x)})" if p is not None else "-" for p, x in zip(r.p50_ms, r.ratio))]
              for r in m.op_ratios[:10]], "l" + "r" * len(devices)), ""]
     if m.history:
-        out += ["Last runs:", "", _table(["run", "started", "device", "status", "p50 ms"],
-                                         [[p.run_id, p.started, p.device, p.status, ms(p.e2e_p50_ms)]
-                                          for p in reversed(m.history)], "lllll"), ""]
+        devices = [d.device for d in m.latency]
+        out += ["Last runs, end-to-end p50 ms:", "", _table(
+            ["run", "started", *devices],
+            [[r.run_id, r.started, *(ms(p) if p is not None else (st or "not run") for p, st in zip(r.p50_ms, r.status))]
+             for r in m.history_rows], "ll" + "r" * len(devices)), ""]
     else:
         out += ["_No history: this model has no earlier runs in the results store._", ""]
     return out

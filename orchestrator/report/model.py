@@ -103,6 +103,17 @@ class Chart:
 
 
 @dataclass(frozen=True)
+class HistoryRow:
+    """One earlier run of a model: its end-to-end p50 per device (None: failed or not on that run)."""
+
+    run_id: str
+    started: str
+    git_commit: str | None
+    p50_ms: tuple[float | None, ...]  # in ModelSection.latency's device order
+    status: tuple[str, ...]  # per device, "" when the device was not in that run
+
+
+@dataclass(frozen=True)
 class ModelSection:
     name: str
     backend: str
@@ -110,6 +121,7 @@ class ModelSection:
     ops: tuple[DeviceOps, ...]
     op_ratios: tuple[OpRatioRow, ...]
     history: tuple[HistoryPoint, ...]  # oldest first
+    history_rows: tuple[HistoryRow, ...] = ()  # the same, a row per run, newest first
     charts: tuple[Chart, ...] = ()
 
     @property

@@ -148,3 +148,13 @@ def test_android_product_from_describe_facts(tmp_path: Path) -> None:
                         "android.build.version.release=15\n")
     assert _facts(DeviceResult("pixel8", "adb", "android-arm64-v8a", facts=facts)).product == "Google Pixel 8, Android 15"
     assert _facts(DeviceResult("rpi5", "ssh", "linux-aarch64", facts={"abi": "aarch64"})).product == "-"
+
+
+def test_history_rows_put_devices_side_by_side_newest_first(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("a", "b"))
+    points = [HistoryPoint("r1", "2026-11-01", "a", "m0", "ok", 1.0, 1.1, "c1"),
+              HistoryPoint("r1", "2026-11-01", "b", "m0", "failed", None, None, "c1"),
+              HistoryPoint("r2", "2026-11-02", "a", "m0", "ok", 1.5, 1.6, None)]
+    rows = build_report(run, history=points, charts=False).models[0].history_rows
+    assert [(r.run_id, r.p50_ms, r.status, r.git_commit) for r in rows] == [
+        ("r2", (1.5, None), ("ok", ""), None), ("r1", (1.0, None), ("ok", "failed"), "c1")]
