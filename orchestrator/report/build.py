@@ -147,7 +147,8 @@ def _ops(rows: list[Row]) -> tuple[list[OpStat], float | None]:
                           group=_INSTANCE.sub("", name), p50_ms=p50, avg_ms=avg,
                           share=avg / execute if execute else None, module_path=r.get("module_path") or "",
                           op_types=r.get("op_types") or "", delegated=r.get("is_delegated_op") == "True",
-                          backend=r.get("delegate_backend_name") or ""))
+                          backend=r.get("delegate_backend_name") or "", source_line=r.get("source_line") or "",
+                          covers=r.get("delegate_covers") or ""))
     return ops, execute
 
 

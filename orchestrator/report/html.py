@@ -188,20 +188,28 @@ def _badge(kind: str, reason: str) -> str:
 
 
 def _top_ops(ops: DeviceOps) -> str:
-    rows = [[escape(op.name), ms(op.p50_ms), pct(op.share), _what(op.module_path, op.op_types),
+    rows = [[escape(op.name), ms(op.p50_ms), pct(op.share), _what(op.module_path, op.op_types, op.source_line, op.covers),
              escape(op.backend) if op.delegated else "no"] for op in ops.top]
     return (f"<div><b>{escape(ops.device)}</b>: top {len(ops.top)} events by mean time" +
             _table(["event", "p50 ms", "share", "in your model", "delegated"], rows,
                    [False, True, True, False, False]) + "</div>")
 
 
-def _what(module_path: str, op_types: str) -> str:
-    """Module path (monospace) and op types, or "-" when the ETRecord does not say."""
+def _what(module_path: str, op_types: str, source_line: str = "", covers: str = "") -> str:
+    """Module path (monospace), op types and source line; for a delegate's event, the modules the
+    delegate covers; "-" when the ETRecord does not say."""
     parts = []
     if module_path:
         parts.append(f'<span class="mono">{escape(clip(module_path, 60))}</span>')
+    elif covers:
+        modules = [m for m in covers.split(";") if m]
+        shown = ", ".join(modules[:3]) + (f" … {modules[-1]} ({len(modules)} modules)" if len(modules) > 3 else "")
+        parts.append(f'<span class="muted">in delegate over</span> <span class="mono" title="{escape(covers)}">'
+                     f"{escape(shown)}</span>")
     if op_types:
         parts.append(escape(_op_types(op_types)))
+    if source_line:
+        parts.append(f'<span class="muted mono">{escape(source_line)}</span>')
     return "<br>".join(parts) or '<span class="muted">-</span>'
 
 

@@ -79,7 +79,9 @@ def _model(report: Report, m: ModelSection, chart_dir: str | None) -> list[str]:
         top = ops.top[:5]
         out += [f"**{ops.device}**: top {len(top)} events", "", _table(
             ["event", "p50 ms", "share", "module path", "delegated"],
-            [[clip(op.name, 48), ms(op.p50_ms), pct(op.share), op.module_path or "-", op.backend if op.delegated else "no"]
+            [[clip(op.name, 48), ms(op.p50_ms), pct(op.share),
+              op.module_path or (f"delegate over {clip(op.covers.replace(';', ', '), 60)}" if op.covers else "-"),
+              op.backend if op.delegated else "no"]
              for op in top], "lrrll"), ""]
     if len(m.latency) > 1 and m.op_ratios:
         devices = [d.device for d in m.latency]

@@ -70,6 +70,8 @@ class OpStat:
     op_types: str
     delegated: bool
     backend: str
+    source_line: str = ""  # "model.py:28", from the ETRecord's stack trace
+    covers: str = ""  # for delegate events: the module paths the delegate runs, ";"-separated
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,8 @@ from orchestrator.run.results import (
 
 STATS_HEADER = ["device", "model", "event_block", "event_index", "event_name", "samples", "min_ms", "p10_ms", "p50_ms",
                 "p90_ms", "avg_ms", "max_ms", "std_ms", "cv", "trimmed_mean_ms", "is_delegated_op",
-                "delegate_debug_identifier", "op_types", "delegate_backend_name", "module_path"]
+                "delegate_debug_identifier", "op_types", "delegate_backend_name", "module_path", "source_line",
+                "delegate_covers"]
 KERNELS = ("Convolution (NHWC, F32) IGEMM", "Fully Connected (NC, F32) GEMM", "Max Pooling (NHWC, F32)", "Add (ND)")
 
 
@@ -93,14 +94,17 @@ def _stats_rows(device: str, model: str, level: float, kernels: int, samples: in
     weights = model_rng.dirichlet(np.ones(kernels)) * 0.9  # kernels take 90 % of the method's time, same split on every device
     rows: list[list[object]] = []
 
-    def row(index: int, name: str, ms: float, delegated: bool, op_types: str = "", module: str = "") -> None:
+    def row(index: int, name: str, ms: float, delegated: bool, op_types: str = "", module: str = "",
+            source: str = "") -> None:
+        in_delegate = delegated or name == "DELEGATE_CALL"
         rows.append([device, model, "Execute", index, name, samples, ms * 0.9, ms * 0.95, ms, ms * 1.1, ms, ms * 1.3,
                      ms * 0.05, 0.05, ms, delegated, name if delegated else "", op_types,
-                     "XnnpackBackend" if delegated or name == "DELEGATE_CALL" else "", module])
+                     "XnnpackBackend" if in_delegate else "", module, source,
+                     "features.0;features.1;classifier" if in_delegate else ""])
 
     for i in range(kernels):
         row(i, f"{KERNELS[i % len(KERNELS)]} #{i // len(KERNELS) + 1}", level * weights[i], True)
     row(kernels, "DELEGATE_CALL", level * 0.9, False, "aten.convolution.default;aten.linear.default")
-    row(kernels + 1, "native_call_softmax.out", level * 0.05, False, "aten._softmax.default", "head.softmax")
+    row(kernels + 1, "native_call_softmax.out", level * 0.05, False, "aten._softmax.default", "head.softmax", "net.py:42")
     row(kernels + 2, "Method::execute", level, False)
     return rows

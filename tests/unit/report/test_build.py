@@ -85,7 +85,9 @@ def test_ops_shares_groups_and_op_ratios(tmp_path: Path) -> None:
     assert len(names) == 9  # 8 kernels + the portable softmax, under TOP_OPS
     assert sum(op.share for op in ops["a"].top) == pytest.approx(0.95, abs=0.01)
     softmax = next(op for op in ops["a"].top if op.name == "native_call_softmax.out")
-    assert softmax.module_path == "head.softmax" and not softmax.delegated
+    assert softmax.module_path == "head.softmax" and softmax.source_line == "net.py:42" and not softmax.delegated
+    kernel = next(op for op in ops["a"].top if op.delegated)
+    assert kernel.covers == "features.0;features.1;classifier" and kernel.backend == "XnnpackBackend"
     groups = dict(ops["a"].groups)
     assert "Convolution (NHWC, F32) IGEMM" in groups and groups["other"] == pytest.approx(0.05 * 1.0, rel=0.3)
     for row in section.op_ratios:
