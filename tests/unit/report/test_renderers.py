@@ -85,3 +85,13 @@ def test_csv_is_one_row_per_model_and_device(report: Report) -> None:
     assert [(r["model"], r["device"]) for r in rows] == [("cnn", "pixel8"), ("cnn", "rpi5"), ("mlp", "pixel8"),
                                                          ("mlp", "rpi5")]
     assert float(rows[1]["ratio"]) == pytest.approx(2.0, rel=0.05) and rows[0]["fastest"] == "True"
+
+
+def test_a_run_where_every_device_failed_still_reports(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("a", "b"), failed=("a", "b"))
+    assert not (run / "stats.csv").exists()
+    report = build_report(run)
+    page = render_html(report)
+    assert "no device produced a result" in page and "device unreachable" in page
+    assert "no device produced a result" in render_markdown(report)
+    assert render_csv(report).count("\n") == 1  # the header only
