@@ -23,11 +23,16 @@ def pct(value: float | None, signed: bool = False) -> str:
 
 
 def ratio(value: float | None) -> str:
-    return "-" if value is None or math.isnan(value) else f"{value:.2f}x"
+    return "-" if value is None or math.isnan(value) else f"{_ratio_digits(value)}x"
 
 
 def interval(ci: Interval | None) -> str:
-    return "-" if ci is None else f"[{ci.low:.2f}, {ci.high:.2f}]"
+    return "-" if ci is None else f"[{_ratio_digits(ci.low)}, {_ratio_digits(ci.high)}]"
+
+
+def _ratio_digits(value: float) -> str:
+    """2 decimals from 0.1 up (1.02, 15.37); 3 significant digits below, so 1000x faster is not 0.00."""
+    return f"{value:.2f}" if abs(value) >= 0.1 or value == 0 else f"{value:.3g}"
 
 
 def clip(text: str, width: int) -> str:

@@ -19,10 +19,12 @@ from typing import Any
 
 from orchestrator.report.cells import clip as _clip
 from orchestrator.report.cells import ms as _ms
+from orchestrator.report.cells import ratio as _ratio
 from orchestrator.report.model import Chart, ModelSection
 
 PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974")
 OTHER_COLOUR = "#D0D0D0"
+WIDE_RANGE = 20.0  # devices this many times apart: latency on a log axis, op groups as shares
 WIDTH_IN = 8.5  # plot area
 CHAR_IN = 0.068
 
@@ -90,9 +92,12 @@ def _latency(section: ModelSection, baseline: str | None) -> Chart | None:
         points.set_gid(f"lat-{i}")
         titles[f"lat-{i}"] = (f"{d.device}: p50 {_ms(d.p50_ms)} ms, p90 {_ms(d.p90_ms)} ms over {len(d.samples)} "
                               f"executions; run medians " + ", ".join(_ms(m) for m in d.run_medians))
+    if _wide([d.p50_ms for d in rows if d.p50_ms]):
+        ax.set_xscale("log")
     ax.set_yticks(range(1, len(rows) + 1), [d.device for d in rows])
     ax.invert_yaxis()
-    ax.set_xlabel("ms per execution: box = all executions (whiskers 1.5 IQR), dots = process-run medians")
+    ax.set_xlabel("ms per execution" + (" (log scale)" if ax.get_xscale() == "log" else "")
+                  + ": box = all executions (whiskers 1.5 IQR), dots = process-run medians")
     ax.set_title(f"{section.name}: latency per device")
     ax.grid(axis="x", alpha=0.3)
     return Chart(f"{section.name}-latency", f"{section.name}: latency distribution per device",
@@ -112,24 +117,28 @@ def _groups(section: ModelSection, baseline: str | None) -> Chart | None:
     legend_in = 0.6 + CHAR_IN * 0.9 * max(len(g) for g in order)
     fig, ax = _figure(WIDTH_IN - legend_in, max(0.2 + 0.4 * len(section.ops), 0.17 * len(order)),
                       [o.device for o in section.ops], right_in=legend_in)
+    totals = [sum(v for _, v in ops.groups) for ops in section.ops]
+    shares = _wide([t for t in totals if t > 0])  # a 300 ms board beside a 0.3 ms phone: compare shapes
     titles = {}
     for row, ops in enumerate(section.ops):
         times = dict(ops.groups)
-        total = sum(times.values()) or 1.0
+        total = totals[row] or 1.0
         left = 0.0
         for col, group in enumerate(order):
             ms = times.get(group, 0.0)
             if ms <= 0:
                 continue
-            bar = ax.barh(row, ms, left=left, height=0.6, color=colours[group],
+            width = ms / total * 100.0 if shares else ms
+            bar = ax.barh(row, width, left=left, height=0.6, color=colours[group],
                           label=group if row == 0 or group not in dict(section.ops[0].groups) else None)
             gid = f"grp-{row}-{col}"
             bar.patches[0].set_gid(gid)
             titles[gid] = f"{ops.device}: {group}: {_ms(ms)} ms per execution ({ms / total:.0%})"
-            left += ms
+            left += width
     ax.set_yticks(range(len(section.ops)), [o.device for o in section.ops])
     ax.invert_yaxis()
-    ax.set_xlabel("mean ms per execution")
+    ax.set_xlabel("% of each device's mean time per execution (devices over 20x apart)" if shares
+                  else "mean ms per execution")
     ax.set_title(f"{section.name}: where the time goes, by op group")
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
@@ -137,6 +146,11 @@ def _groups(section: ModelSection, baseline: str | None) -> Chart | None:
               bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=8)
     return Chart(f"{section.name}-op-groups", f"{section.name}: time per op group per device",
                  _svg(fig, f"{section.name}-op-groups", titles))
+
+
+def _wide(values: Sequence[float]) -> bool:
+    positive = [v for v in values if v > 0]
+    return len(positive) > 1 and max(positive) / min(positive) > WIDE_RANGE
 
 
 def _heatmap(section: ModelSection, baseline: str | None) -> Chart | None:
@@ -166,7 +180,7 @@ def _heatmap(section: ModelSection, baseline: str | None) -> Chart | None:
             gid = f"cell-{i}-{j}"
             cell.set_gid(gid)
             titles[gid] = f"{r.name} on {device}: p50 {_ms(r.p50_ms[j])} ms" + (
-                f", {value:.2f}x {baseline}" if value is not None else "")
+                f", {_ratio(value)} {baseline}" if value is not None else "")
     ax.set_xlim(0, len(devices))
     ax.set_ylim(len(rows), 0)
     ax.set_xticks([j + 0.5 for j in range(len(devices))], devices)

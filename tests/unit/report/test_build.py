@@ -160,3 +160,18 @@ def test_history_rows_put_devices_side_by_side_newest_first(tmp_path: Path) -> N
     rows = build_report(run, history=points, charts=False).models[0].history_rows
     assert [(r.run_id, r.p50_ms, r.status, r.git_commit) for r in rows] == [
         ("r2", (1.5, None), ("ok", ""), None), ("r1", (1.0, None), ("ok", "failed"), "c1")]
+
+
+def test_devices_a_thousand_times_apart_get_readable_charts_and_ratios(tmp_path: Path) -> None:
+    from orchestrator.report.cells import interval, ratio
+
+    run = make_run_dir(tmp_path / "run", devices=("board", "phone"), speed=(1000.0, 1.0))
+    section = build_report(run).models[0]
+    charts = {c.stem: c.svg for c in section.charts}
+    assert "(log scale)" in charts["m0-latency"]
+    assert "% of each device" in charts["m0-op-groups"]
+    phone = section.latency[1]
+    assert ratio(phone.ratio) == f"{phone.ratio:.3g}x" and ratio(phone.ratio).startswith(("0.000", "0.001"))
+    assert interval(phone.ratio_ci).startswith("[0.000")
+    close = {c.stem: c.svg for c in build_report(make_run_dir(tmp_path / "close", devices=("a", "b"))).models[0].charts}
+    assert "(log scale)" not in close["m0-latency"] and "mean ms per execution" in close["m0-op-groups"]
