@@ -74,7 +74,7 @@ METHODS = (
 
 def build_report(run_dir: str | Path, baseline: str | None = None, history: Sequence[HistoryPoint] = (),
                  charts: bool = True, history_runs: int = HISTORY_RUNS) -> Report:
-    """The report of one run directory. `baseline` defaults to the job's first device."""
+    """The report of one run directory. `baseline` defaults to the job's first device with results."""
     root = Path(run_dir)
     job = load_manifest(root)
     known = [d.name for d in job.devices]
@@ -82,7 +82,10 @@ def build_report(run_dir: str | Path, baseline: str | None = None, history: Sequ
     if baseline is not None and baseline not in devices:
         raise UsageError(f"--baseline: device {baseline!r} is not in run {job.run_id} "
                          f"(devices: {', '.join(devices) or 'none'})")
-    baseline = baseline or (devices[0] if devices else None)
+    if baseline is None:  # the first device, in the user's order, that measured something
+        by_name = {d.name: d for d in job.devices}
+        measured = [n for n in devices if any(m.wall_execute_ms for m in by_name[n].models)]
+        baseline = (measured or list(devices) or [None])[0]
     stats = read_stats(root / STATS)
     sections = tuple(_model_section(job, devices, name, baseline, stats, history, history_runs)
                      for name in _model_names(job))
@@ -95,7 +98,7 @@ def build_report(run_dir: str | Path, baseline: str | None = None, history: Sequ
                 f"{options.untraced_runs} untraced run{'s' if options.untraced_runs != 1 else ''}, backend "
                 f"{job.config.backend}, {options.order.value} order")
     return Report(run_id=job.run_id, status=job.status.value, started=job.started, finished=job.finished,
-                  devices=devices, baseline=baseline, models=sections, facts=tuple(_facts(job.device(n)) for n in devices),  # type: ignore[arg-type]
+                  devices=devices, baseline=baseline, models=sections, facts=tuple(_facts(d) for d in sorted(job.devices, key=lambda d: devices.index(d.name))),
                   versions=tuple(sorted((str(k), str(v)) for k, v in job.versions.items())), settings=settings,
                   methods=METHODS)
 

@@ -73,6 +73,8 @@ def test_unstable_partial_and_failed_devices_are_flagged(tmp_path: Path) -> None
     facts = {f.device: f for f in report.facts}
     assert facts["dead"].error == "device unreachable" and facts["dead"].status == "failed"  # ... but a device fact
     flags = {f.kind: f.reason for f in rows["a"].flags}
+    first_failed = build_report(make_run_dir(tmp_path / "r2", devices=("dead", "a", "b"), failed=("dead",)), charts=False)
+    assert first_failed.baseline == "a"  # the default baseline is the first device that measured something
     assert "unstable" in flags and "above 10%" in flags["unstable"]
 
 
