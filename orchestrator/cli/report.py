@@ -18,7 +18,7 @@ def report(
     run: Annotated[str, typer.Argument(metavar="RUN_DIR|RUN_ID", help="A run directory, or the id of a run in the results store.")],
     format: Annotated[ReportFormat, typer.Option("--format", "-f", help="html (one offline file), md (CI job summary), json or csv.")] = ReportFormat.HTML,
     output: Annotated[str | None, typer.Option("--output", "-o", help="File, or directory (gets report.<ext>; for md also charts/*.svg). Default: html to RUN_DIR/report.html, others to stdout.")] = None,
-    baseline: Annotated[str | None, typer.Option(help="Device the others are compared with (default: the run's first device).")] = None,
+    baseline: Annotated[str | None, typer.Option(help="Device the others are compared with (default: the run's first device that measured something).")] = None,
     store: Annotated[Path | None, typer.Option(help="Results store for the history section (default $ETFARM_STORE or the standard one).")] = None,
 ) -> None:
     """Which device is fast enough, where each spends its time, and how that changed over time."""
