@@ -203,8 +203,8 @@ def _what(module_path: str, op_types: str, source_line: str = "", covers: str = 
         parts.append(f'<span class="mono">{escape(clip(module_path, 60))}</span>')
     elif covers:
         modules = [m for m in covers.split(";") if m]
-        shown = ", ".join(modules[:3]) + (f" … {modules[-1]} ({len(modules)} modules)" if len(modules) > 3 else "")
-        parts.append(f'<span class="muted">in delegate over</span> <span class="mono" title="{escape(covers)}">'
+        shown = ", ".join(modules) if len(modules) <= 2 else f"{modules[0]} … {modules[-1]} ({len(modules)})"
+        parts.append(f'<span class="muted">delegate over</span> <span class="mono" title="{escape(covers)}">'
                      f"{escape(shown)}</span>")
     if op_types:
         parts.append(escape(_op_types(op_types)))

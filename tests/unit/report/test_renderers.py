@@ -39,7 +39,7 @@ def test_html_is_one_offline_file_with_every_section(report: Report) -> None:
     assert page.count("<svg") == 6
     for text in ("fastest on <b>pixel8</b>", "2.00x", "What the devices were", "device unreachable",
                  "no history: this model has no earlier runs", "replication unit", "schedutil", "cpu-thermal 40-45 °C",
-                 "head.softmax", "net.py:42", "in delegate over"):
+                 "head.softmax", "net.py:42", "delegate over</span> <span class=\"mono\" title=\"features.0;features.1;classifier\">features.0 … classifier (3)"):
         assert text in page, text
 
 
