@@ -3,7 +3,8 @@
 import runpy
 import sys
 
-BENCHMARKS = ("benchmarks.bench_analysis", "benchmarks.bench_push", "benchmarks.bench_fleet", "benchmarks.bench_numerics")
+BENCHMARKS = ("benchmarks.bench_analysis", "benchmarks.bench_push", "benchmarks.bench_fleet", "benchmarks.bench_numerics",
+              "benchmarks.bench_report")
 
 for name in BENCHMARKS:
     print(f"== {name}", flush=True)

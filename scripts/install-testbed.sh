@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Install the Debian packages the tests need (the runner's build tools and the
-# integration testbed's peers), only when missing.
+# integration testbed's peers, headless Chromium for the HTML report), only when missing.
 set -euo pipefail
 need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in cmake g++ openssh-server openssh-client adb qemu-user g++-aarch64-linux-gnu iproute2; do
+for pkg in cmake g++ openssh-server openssh-client adb qemu-user g++-aarch64-linux-gnu iproute2 chromium; do
   have "$pkg" || need+=("$pkg")
 done
 if [ ${#need[@]} -eq 0 ]; then

@@ -79,12 +79,13 @@ def _register_commands() -> None:
         export,
         history,
         numerics,
+        report,
         run,
         store,
         trace,
     )
 
-    for module in (run, export, build, analyze, trace, devices, history, store, numerics):
+    for module in (run, export, build, analyze, trace, report, devices, history, store, numerics):
         module.register(app)
 
 

@@ -50,6 +50,7 @@ def run(
     verbose: Annotated[bool, typer.Option(
         "--verbose", "-v", help="Also log device commands on stderr (always in DIR/etfarm.log).")] = False,
     as_json: JsonOption = False,
+    no_report: Annotated[bool, typer.Option("--no-report", help="Do not write DIR/report.html.")] = False,
 ) -> None:
     """Export, build, stage and profile MODEL on DEVICES; write a run directory and print per-op latency."""
     from orchestrator.artifacts import parse_model_specs
@@ -84,8 +85,13 @@ def run(
 
         numerics_report = analyze_run(result.rundir.root)
         write_files(numerics_report, result.rundir.root)
+    report_path = None
+    if not no_report:
+        from orchestrator.report.output import write_run_report
+
+        report_path = write_run_report(result.rundir.root, warn=lambda text: typer.echo(text, err=True), store=store)
     if as_json:
-        typer.echo(json_text(job_view(result.job, result.rundir.root, result.exit_code)))
+        typer.echo(json_text(job_view(result.job, result.rundir.root, result.exit_code, report_path)))
         raise typer.Exit(result.exit_code)
     typer.echo(summary(result.stats))
     typer.echo("")
@@ -101,5 +107,7 @@ def run(
         from orchestrator.numerics import render_text
 
         typer.echo(render_text(numerics_report))
+    if report_path is not None:
+        typer.echo(f"report: {report_path}")
     typer.echo(f"run directory: {result.rundir.root}")
     raise typer.Exit(result.exit_code)

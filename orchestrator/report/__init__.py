@@ -1,10 +1,15 @@
-"""What people and scripts read: the one text-table formatter, per-event tables and CSV, the run summary, JSON views.
+"""What people and scripts read: text tables, the run summary, JSON views, and the comparison report.
 
 Public API, imported lazily on first use (PEP 562) so that importing the package stays light:
-    text: format_table, fmt_ms, fmt_percent
-    tables: format_report, write_stats_csv
+    text: format_table, fmt_ms, fmt_percent          the one text-table formatter and number formats
+    tables: format_report, write_stats_csv           per-event tables (`analyze`) and CSV
     summary: wall_clock_lines (and summary.summary, reached by its module: a name the package cannot re-export)
-    views: job_view, json_text
+    views: job_view, json_text                       `--json` documents
+    output: write_report, write_run_report           `etfarm report` and `etfarm run`'s hook (never raises)
+
+The comparison report: build.build_report(run_dir, baseline, history) -> model.Report computes every
+number once; charts (matplotlib -> inline SVG), html / markdown / export only format a Report;
+history.history_points(job, store) reads the store's earlier runs.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ _API = {
     "wall_clock_lines": "summary",
     "job_view": "views",
     "json_text": "views",
+    "write_report": "output",
+    "write_run_report": "output",
 }
 __all__ = sorted(_API)
 

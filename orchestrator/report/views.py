@@ -18,10 +18,11 @@ from orchestrator.run.results import DeviceResult, Job, ModelResult
 from orchestrator.stats import percentile
 
 
-def job_view(job: Job, run_dir: Path, exit_code: int) -> dict[str, Any]:
+def job_view(job: Job, run_dir: Path, exit_code: int, report: Path | None = None) -> dict[str, Any]:
     return {
         "run_id": job.run_id,
         "run_dir": str(run_dir),
+        "report": str(report) if report is not None else None,
         "status": job.status.value,
         "exit_code": exit_code,
         "started": job.started,

@@ -1,0 +1,50 @@
+"""`etfarm report`: a per-device comparison report of a run directory (HTML, Markdown, JSON, CSV)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.report.output import ReportFormat
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)
+
+
+def report(
+    run: Annotated[
+        str, typer.Argument(metavar="RUN_DIR|RUN_ID", help="A run directory, or the id of a run in the results store.")
+    ],
+    format: Annotated[
+        ReportFormat, typer.Option("--format", "-f", help="html (one offline file), md (CI job summary), json or csv.")
+    ] = ReportFormat.HTML,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="File, or directory (gets report.<ext>; for md also charts/*.svg). "
+            "Default: html to RUN_DIR/report.html, others to stdout.",
+        ),
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(help="Device the others are compared with (default: the run's first device that measured something)."),
+    ] = None,
+    store: Annotated[
+        Path | None, typer.Option(help="Results store for the history section (default $ETFARM_STORE or the standard one).")
+    ] = None,
+) -> None:
+    """Which device is fast enough, where each spends its time, and how that changed over time."""
+    from orchestrator.report.history import history_points
+    from orchestrator.report.output import write_report
+    from orchestrator.run.results import load_manifest
+    from orchestrator.store import resolve_run
+
+    run_dir = resolve_run(run, store)
+    written = write_report(run_dir, format, output, baseline=baseline, history=history_points(load_manifest(run_dir), store))
+    if written is not None:
+        typer.echo(f"report: {written}")

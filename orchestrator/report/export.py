@@ -1,0 +1,80 @@
+"""JSON and CSV forms of the report, for scripts. Format only; every figure comes from the model.
+
+JSON: the whole `model.Report` (dataclasses as objects, tuples as lists) without the chart SVG,
+plus `"format": "etfarm-report/1"`. CSV: one row per (model, device), the latency table; the
+per-op numbers are already in the run's stats.csv.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict
+from typing import Any
+
+from orchestrator.report.model import Report
+
+FORMAT_ID = "etfarm-report/1"
+CSV_COLUMNS = (
+    "model",
+    "device",
+    "status",
+    "runs",
+    "p50_ms",
+    "p90_ms",
+    "cv",
+    "p90_over_p50",
+    "untraced_p50_ms",
+    "tracer_overhead",
+    "load_p50_ms",
+    "verification",
+    "baseline",
+    "ratio",
+    "ratio_ci_low",
+    "ratio_ci_high",
+    "fastest",
+    "flags",
+)
+
+
+def render_json(report: Report) -> str:
+    data: dict[str, Any] = {"format": FORMAT_ID, **asdict(report)}
+    for model in data["models"]:
+        model["charts"] = [{"stem": c["stem"], "title": c["title"]} for c in model["charts"]]
+    return json.dumps(data, indent=1, allow_nan=False, default=str) + "\n"
+
+
+def render_csv(report: Report) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for model in report.models:
+        for d in model.latency:
+            writer.writerow(
+                [
+                    model.name,
+                    d.device,
+                    d.status,
+                    d.runs,
+                    _num(d.p50_ms),
+                    _num(d.p90_ms),
+                    _num(d.cv),
+                    _num(d.p90_over_p50),
+                    _num(d.untraced_p50_ms),
+                    _num(d.tracer_overhead),
+                    _num(d.load_p50_ms),
+                    d.verification,
+                    report.baseline or "",
+                    _num(d.ratio),
+                    _num(d.ratio_ci.low if d.ratio_ci else None),
+                    _num(d.ratio_ci.high if d.ratio_ci else None),
+                    d.fastest,
+                    "; ".join(f"{f.kind}: {f.reason}" for f in d.flags),
+                ]
+            )
+    return buf.getvalue()
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else repr(float(value))

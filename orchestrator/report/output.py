@@ -1,0 +1,109 @@
+"""Where a report goes: `write_report` for `etfarm report`, `write_run_report` for `etfarm run`.
+
+`--output` may name a file, or a directory (existing, or ending in '/'), which then gets
+`report.<ext>` and, for Markdown, the charts as `charts/<stem>.svg` beside it. Without
+`--output`, HTML goes to `RUN_DIR/report.html` and the other formats to stdout. Files are
+written atomically (temp file + rename), so a reader never sees half a report.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from enum import StrEnum
+from pathlib import Path
+
+from orchestrator.errors import UsageError
+from orchestrator.store.history import HistoryPoint
+
+REPORT_HTML = "report.html"
+
+
+class ReportFormat(StrEnum):
+    HTML = "html"
+    MD = "md"
+    JSON = "json"
+    CSV = "csv"
+
+
+def write_report(
+    run_dir: Path, fmt: ReportFormat, output: str | Path | None, baseline: str | None = None, history: Sequence[HistoryPoint] = ()
+) -> Path | None:
+    """Build and write the report; returns the file written, or None when it went to stdout.
+
+    `output` as the user typed it: a trailing '/' means a directory even before it exists."""
+    from orchestrator.report.build import build_report
+
+    as_dir = output is not None and _is_dir(output)
+    output = Path(output) if output is not None else None
+
+    report = build_report(run_dir, baseline=baseline, history=history, charts=fmt in (ReportFormat.HTML, ReportFormat.MD))
+    if output is None and fmt is ReportFormat.HTML:
+        output = run_dir / REPORT_HTML
+    target = _target(output, fmt, as_dir) if output is not None else None
+    if fmt is ReportFormat.HTML:
+        from orchestrator.report.html import render_html
+
+        text = render_html(report)
+    elif fmt is ReportFormat.MD:
+        from orchestrator.report.markdown import CHART_DIR, render_markdown
+
+        if as_dir and target is not None:
+            charts = target.parent / CHART_DIR
+            charts.mkdir(parents=True, exist_ok=True)
+            for model in report.models:
+                for chart in model.charts:
+                    _write_text(charts / f"{chart.stem}.svg", chart.svg)
+        text = render_markdown(report, CHART_DIR if as_dir else None)
+    elif fmt is ReportFormat.JSON:
+        from orchestrator.report.export import render_json
+
+        text = render_json(report)
+    else:
+        from orchestrator.report.export import render_csv
+
+        text = render_csv(report)
+    if target is None:
+        sys.stdout.write(text)
+        return None
+    _write_text(target, text)
+    return target
+
+
+def write_run_report(run_dir: Path, warn: Callable[[str], None], store: Path | None = None) -> Path | None:
+    """The `etfarm run` hook: DIR/report.html (history from `store`), or a warning. Never raises:
+    the results are already safe in the run directory."""
+    try:
+        from orchestrator.report.history import history_points
+        from orchestrator.run.results import load_manifest
+
+        return write_report(run_dir, ReportFormat.HTML, None, history=history_points(load_manifest(run_dir), store))
+    except Exception as exc:  # noqa: BLE001 - any failure here must leave the finished run alone
+        warn(
+            f"warning: report not written ({type(exc).__name__}: {exc}); the results in {run_dir} are complete, "
+            f"run `etfarm report {run_dir}` to retry"
+        )
+        return None
+
+
+def _is_dir(output: str | Path) -> bool:
+    return Path(output).is_dir() or str(output).endswith(("/", "\\"))
+
+
+def _target(output: Path, fmt: ReportFormat, as_dir: bool) -> Path:
+    if as_dir:
+        output.mkdir(parents=True, exist_ok=True)
+        return output / f"report.{fmt.value}"
+    if not output.parent.is_dir():
+        raise UsageError(f"--output: directory {output.parent} does not exist")
+    return output
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"--output: cannot write {path}: {exc.strerror or exc}") from None

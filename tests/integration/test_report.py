@@ -1,0 +1,74 @@
+"""`etfarm run` on `local` and an SSH device writes report.html; headless Chromium renders it offline."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from testbed.chromium import PAGE, visit
+
+from device_agents import DeviceSpec
+from orchestrator.report.output import REPORT_HTML
+from tests.helpers.inventory import write_inventory
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS = [f"{REPO / 'configs' / 'models' / name}:build" for name in ("tiny_cnn.py", "tiny_mlp.py")]
+SCREENSHOT_KEEP = "ETFARM_REPORT_SCREENSHOT"  # copy the screenshot there, to look at it
+
+
+def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True,
+                          timeout=1200, check=False)
+
+
+@pytest.fixture
+def run_dir(ssh_device: DeviceSpec, tmp_path: Path) -> Path:
+    local = DeviceSpec("local", "local", "host", str(tmp_path / "local-workdir"))
+    config = write_inventory(tmp_path / "devices.yaml", [ssh_device, local])
+    out = tmp_path / "run"
+    args = ["--model", MODELS[0], "--model", MODELS[1], "--runs", "2", "--iterations", "3", "--warmup", "1"]
+    result = etfarm("run", "--config", str(config), "--devices", "sshdev,local", *args, "--out", str(out))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    assert f"report: {out / REPORT_HTML}" in result.stdout.splitlines()
+    return out
+
+
+@pytest.mark.slow
+def test_run_report_renders_in_chromium_offline(run_dir: Path, tmp_path: Path) -> None:
+    page = visit(run_dir / REPORT_HTML, tmp_path)
+    keep = __import__("os").environ.get(SCREENSHOT_KEEP)
+    if keep:
+        shutil.copy(page.screenshot, keep)
+    # Nothing fetched but the page itself (once for the DOM dump, once for the screenshot).
+    assert [r.split()[0] + " " + r.split()[1].rsplit("/", 1)[-1] for r in page.requests] == [f"GET {PAGE[1:]}"] * 2, \
+        page.requests
+    assert page.probe["fetched"] == []  # Resource Timing: the page loaded no subresource at all
+    # The console channel works (the probe's line arrived) and the page said nothing on it.
+    assert page.probe_logged and page.console == []
+    charts = {c["chart"]: c for c in page.probe["charts"]}
+    # tiny_mlp's kernels take under the ETDump's microsecond resolution: no ratios, so its heatmap may be absent.
+    assert set(charts) >= {"tiny_cnn-latency", "tiny_cnn-op-groups", "tiny_cnn-op-heatmap", "tiny_mlp-latency",
+                           "tiny_mlp-op-groups"}
+    for chart in charts.values():
+        assert chart["width"] > 200 and chart["height"] > 80 and chart["marks"] > 10, chart
+    assert page.probe["width"] <= 1280  # no sideways scrolling at a laptop's width
+    assert page.probe["tables"] >= 8
+    assert page.screenshot.stat().st_size > 50_000  # a real picture, not a blank page
+
+
+@pytest.mark.slow
+def test_report_formats_from_the_same_run(run_dir: Path, tmp_path: Path) -> None:
+    summary = tmp_path / "summary"
+    result = etfarm("report", str(run_dir), "--format", "md", "--output", f"{summary}/", "--baseline", "local")
+    assert result.returncode == 0, result.stderr
+    text = (summary / "report.md").read_text()
+    assert "| model | sshdev | local |" in text and "(charts/tiny_cnn-latency.svg)" in text
+    assert (summary / "charts" / "tiny_cnn-latency.svg").stat().st_size > 1000
+    result = etfarm("report", str(run_dir), "--format", "csv")
+    rows = [line.split(",")[:3] for line in result.stdout.splitlines()[1:]]
+    assert [r[:2] for r in rows] == [["tiny_cnn", "sshdev"], ["tiny_cnn", "local"], ["tiny_mlp", "sshdev"],
+                                     ["tiny_mlp", "local"]]
+    assert all(r[2] == "ok" for r in rows)

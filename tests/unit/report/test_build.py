@@ -1,0 +1,179 @@
+"""The report model built from a synthetic run directory: ratios, CIs, flags, ops, facts, history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from orchestrator.errors import UsageError
+from orchestrator.report.build import build_report, ratio_with_ci
+from orchestrator.store.history import HistoryPoint
+from tests.helpers.synthetic_run import make_run_dir
+
+
+def latency(report, model: str = "m0"):
+    return {d.device: d for d in next(m for m in report.models if m.name == model).latency}
+
+
+def test_ratio_to_baseline_with_a_ci_over_process_runs(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("fast", "slow"), speed=(1.0, 2.0), runs=5)
+    report = build_report(run, charts=False)
+    rows = latency(report)
+    assert report.baseline == "fast"  # the job's first device by default
+    assert rows["fast"].ratio == 1.0 and rows["fast"].ratio_ci is None
+    slow = rows["slow"]
+    assert slow.ratio == pytest.approx(2.0, rel=0.05)
+    assert slow.ratio_ci is not None and slow.ratio_ci.low <= slow.ratio <= slow.ratio_ci.high
+    assert slow.ratio_ci.low > 1.5  # clearly slower: the interval is far from 1
+    assert rows["fast"].fastest and not slow.fastest
+    assert len(slow.run_medians) == 5 and slow.runs == 5
+    assert any("bootstrap" in m and "replication unit" in m for m in report.methods)
+
+
+def test_baseline_option_and_unknown_baseline(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("fast", "slow"), speed=(1.0, 2.0))
+    rows = latency(build_report(run, baseline="slow", charts=False))
+    assert rows["fast"].ratio == pytest.approx(0.5, rel=0.05)
+    with pytest.raises(UsageError, match="--baseline: device 'nope' is not in run .*fast, slow"):
+        build_report(run, baseline="nope", charts=False)
+
+
+def test_ci_needs_two_runs_each_side() -> None:
+    assert ratio_with_ci([2.1], [1.0, 1.1]) == (pytest.approx(2.0), None)
+    assert ratio_with_ci([], [1.0]) == (None, None)
+    ratio, ci = ratio_with_ci([2.0, 2.2, 2.1], [1.0, 1.05, 1.1])
+    assert ratio == pytest.approx(2.1 / 1.05) and ci is not None and ci.level == 0.95
+
+
+def test_ci_false_alarm_rate_and_power_measured() -> None:
+    """Identical devices (3 % process-to-process noise, 5 runs each): the 95 % CI excludes 1 in
+    about 3 % of jobs (measured: 3.0 % of 300; 3 runs: 9.7 %, 10 runs: 3.7 %). A 10 % slower
+    device is told apart in nearly every job."""
+    rng = np.random.default_rng(7)
+    trials = 300
+
+    def excludes_one(scale: float) -> float:
+        misses = 0
+        for _ in range(trials):
+            _, ci = ratio_with_ci(scale * (1 + rng.normal(0, 0.03, 5)), 1 + rng.normal(0, 0.03, 5))
+            misses += ci is not None and not ci.low <= 1.0 <= ci.high
+        return misses / trials
+
+    assert excludes_one(1.0) <= 0.08
+    assert excludes_one(1.10) >= 0.9
+
+
+def test_unstable_partial_and_failed_devices_are_flagged(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("a", "b", "dead"), noise=0.4, failed=("dead",))
+    report = build_report(run, charts=False)
+    rows = latency(report)
+    assert "dead" not in rows  # no result for the model: not a latency row ...
+    facts = {f.device: f for f in report.facts}
+    assert facts["dead"].error == "device unreachable" and facts["dead"].status == "failed"  # ... but a device fact
+    flags = {f.kind: f.reason for f in rows["a"].flags}
+    first_failed = build_report(make_run_dir(tmp_path / "r2", devices=("dead", "a", "b"), failed=("dead",)), charts=False)
+    assert first_failed.baseline == "a"  # the default baseline is the first device that measured something
+    assert "unstable" in flags and "above 10%" in flags["unstable"]
+
+
+def test_ops_shares_groups_and_op_ratios(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("a", "b"), speed=(1.0, 3.0), kernels=8)
+    section = build_report(run, charts=False).models[0]
+    ops = {o.device: o for o in section.ops}
+    names = [op.name for op in ops["a"].top]
+    assert "DELEGATE_CALL" not in names and "Method::execute" not in names  # kernels listed: no double count
+    assert len(names) == 9  # 8 kernels + the portable softmax, under TOP_OPS
+    assert sum(op.share for op in ops["a"].top) == pytest.approx(0.95, abs=0.01)
+    softmax = next(op for op in ops["a"].top if op.name == "native_call_softmax.out")
+    assert softmax.module_path == "head.softmax" and softmax.source_line == "net.py:42" and not softmax.delegated
+    kernel = next(op for op in ops["a"].top if op.delegated)
+    assert kernel.covers == "features.0;features.1;classifier" and kernel.backend == "XnnpackBackend"
+    groups = dict(ops["a"].groups)
+    assert "Convolution (NHWC, F32) IGEMM" in groups and groups["other"] == pytest.approx(0.05 * 1.0, rel=0.3)
+    for row in section.op_ratios:
+        assert row.ratio[0] == 1.0 and row.ratio[1] == pytest.approx(3.0, rel=1e-6)
+
+
+def test_device_facts_name_frequencies_governor_and_temperatures(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("a",), runs=3)
+    facts = build_report(run, charts=False).facts[0]
+    assert facts.frequencies == "max 1800/2400 MHz, seen 1800-1800 MHz"
+    assert facts.governor == "schedutil"
+    assert facts.temperatures == "cpu-thermal 40-43 °C over 4 readings"  # 3 traced runs + 1 untraced
+    assert facts.abi == "arm64-v8a" and facts.cores == "8"
+
+
+def test_history_keeps_this_model_and_devices_last_runs(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("a", "b"))
+    points = [HistoryPoint(f"r{i}", f"2026-11-{i + 10:02d}T00:00:00", dev, "m0", "ok", 1.0 + i, 1.1 + i, None)
+              for i in range(12) for dev in ("a", "b")]
+    points += [HistoryPoint("x", "2026-11-30T00:00:00", "a", "other-model", "ok", 9.0, 9.0, None),
+               HistoryPoint("y", "2026-11-30T00:00:00", "c", "m0", "ok", 9.0, 9.0, None)]
+    history = build_report(run, history=points, charts=False, history_runs=10).models[0].history
+    assert [p.run_id for p in history[::2]] == [f"r{i}" for i in range(2, 12)]  # oldest first, last 10 runs
+    assert {p.device for p in history} == {"a", "b"}
+    assert build_report(run, charts=False).models[0].history == ()
+
+
+def test_charts_are_deterministic_svg(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("a", "b"))
+    points = [HistoryPoint(f"r{i}", f"2026-11-{i + 10:02d}", "a", "m0", "ok", 1.0, 1.1, None) for i in range(3)]
+    first = build_report(run, history=points).models[0].charts
+    second = build_report(run, history=points).models[0].charts
+    assert [c.stem for c in first] == ["m0-latency", "m0-op-groups", "m0-op-heatmap", "m0-history"]
+    assert [c.svg for c in first] == [c.svg for c in second]
+    for chart in first:
+        assert chart.svg.startswith("<svg") and "<title>" in chart.svg  # hover text on bars / cells / lines
+        assert "<dc:date>" not in chart.svg and "<metadata>" not in chart.svg
+
+
+def test_ci_matches_scipy_percentile_bootstrap() -> None:
+    """The numpy bootstrap (no scipy import in `etfarm report`) gives scipy.stats.bootstrap's interval."""
+    from scipy.stats import bootstrap
+
+    rng = np.random.default_rng(3)
+    a, b = 1.2 + rng.normal(0, 0.05, 8), 1.0 + rng.normal(0, 0.05, 6)
+    _, ci = ratio_with_ci(a, b)
+    ref = bootstrap((a, b), lambda x, y, axis=-1: np.median(x, axis=axis) / np.median(y, axis=axis), paired=False,
+                    vectorized=True, n_resamples=20000, method="percentile", rng=np.random.default_rng(0))
+    assert ci is not None
+    assert ci.low == pytest.approx(ref.confidence_interval.low, abs=0.01)
+    assert ci.high == pytest.approx(ref.confidence_interval.high, abs=0.01)
+
+
+def test_android_product_from_describe_facts(tmp_path: Path) -> None:
+    from device_agents.base import parse_facts
+    from orchestrator.report.build import _facts
+    from orchestrator.run.results import DeviceResult
+
+    facts = parse_facts("abi=aarch64\nandroid.product.model=Pixel 8\nandroid.product.manufacturer=Google\n"
+                        "android.build.version.release=15\n")
+    assert _facts(DeviceResult("pixel8", "adb", "android-arm64-v8a", facts=facts)).product == "Google Pixel 8, Android 15"
+    assert _facts(DeviceResult("rpi5", "ssh", "linux-aarch64", facts={"abi": "aarch64"})).product == "-"
+
+
+def test_history_rows_put_devices_side_by_side_newest_first(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("a", "b"))
+    points = [HistoryPoint("r1", "2026-11-01", "a", "m0", "ok", 1.0, 1.1, "c1"),
+              HistoryPoint("r1", "2026-11-01", "b", "m0", "failed", None, None, "c1"),
+              HistoryPoint("r2", "2026-11-02", "a", "m0", "ok", 1.5, 1.6, None)]
+    rows = build_report(run, history=points, charts=False).models[0].history_rows
+    assert [(r.run_id, r.p50_ms, r.status, r.git_commit) for r in rows] == [
+        ("r2", (1.5, None), ("ok", ""), None), ("r1", (1.0, None), ("ok", "failed"), "c1")]
+
+
+def test_devices_a_thousand_times_apart_get_readable_charts_and_ratios(tmp_path: Path) -> None:
+    from orchestrator.report.cells import interval, ratio
+
+    run = make_run_dir(tmp_path / "run", devices=("board", "phone"), speed=(1000.0, 1.0))
+    section = build_report(run).models[0]
+    charts = {c.stem: c.svg for c in section.charts}
+    assert "(log scale)" in charts["m0-latency"]
+    assert "% of each device" in charts["m0-op-groups"]
+    phone = section.latency[1]
+    assert ratio(phone.ratio) == f"{phone.ratio:.3g}x" and ratio(phone.ratio).startswith(("0.000", "0.001"))
+    assert interval(phone.ratio_ci).startswith("[0.000")
+    close = {c.stem: c.svg for c in build_report(make_run_dir(tmp_path / "close", devices=("a", "b"))).models[0].charts}
+    assert "(log scale)" not in close["m0-latency"] and "mean ms per execution" in close["m0-op-groups"]

@@ -1,0 +1,91 @@
+"""Where reports are written, the `etfarm run` hook's failure path, and the `report` command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from orchestrator.report.output import (
+    REPORT_HTML,
+    ReportFormat,
+    write_report,
+    write_run_report,
+)
+from tests.helpers.synthetic_run import make_run_dir
+
+
+def test_html_goes_beside_the_results_by_default(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("a", "b"))
+    assert write_report(run, ReportFormat.HTML, None) == run / REPORT_HTML
+    assert (run / REPORT_HTML).read_text().startswith("<!DOCTYPE html>")
+
+
+def test_markdown_into_a_directory_writes_its_charts_beside_it(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("a", "b"))
+    written = write_report(run, ReportFormat.MD, f"{tmp_path}/summary/")
+    assert written == tmp_path / "summary" / "report.md"
+    charts = sorted(p.name for p in (tmp_path / "summary" / "charts").iterdir())
+    assert charts == ["m0-latency.svg", "m0-op-groups.svg", "m0-op-heatmap.svg"]
+    assert "(charts/m0-latency.svg)" in written.read_text()
+    assert (tmp_path / "summary" / "charts" / "m0-latency.svg").read_text().startswith("<svg")
+
+
+def test_run_hook_warns_and_keeps_going_when_the_report_fails(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("a",))
+    (run / "stats.csv").write_text("not,a,stats,file\n1,2,3,4\n")
+    warnings: list[str] = []
+    assert write_run_report(run, warnings.append) is None
+    assert len(warnings) == 1 and "report not written" in warnings[0] and "not an etfarm stats.csv" in warnings[0]
+    assert (run / "manifest.json").is_file() and not (run / REPORT_HTML).exists()
+
+
+def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
+    code = ("import sys; from orchestrator.cli import main; rc = main(sys.argv[1:]); "
+            "assert 'torch' not in sys.modules, 'report imported torch'; sys.exit(rc)")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_report_command_formats_and_never_imports_torch(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("a", "b"))
+    result = etfarm("report", str(run))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"report: {run / REPORT_HTML}"
+    result = etfarm("report", str(run), "--format", "csv", "--baseline", "b")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1].startswith("m0,a,ok,5,")
+
+
+def test_report_command_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("a",))
+    for args, message in ((["report", str(tmp_path / "nope")], "neither a run directory nor"),
+                          (["report", str(run), "--baseline", "zz"], "--baseline: device 'zz' is not in run"),
+                          (["report", str(run), "-f", "json", "-o", str(tmp_path / "no" / "x.json")],
+                           "--output: directory")):
+        result = etfarm(*args)
+        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def test_history_comes_from_the_store(tmp_path: Path) -> None:
+    """Three runs recorded in a real SQLite store: the report of the last shows all three over time."""
+    from orchestrator.store import open_store
+
+    db = tmp_path / "results.db"
+    runs = [make_run_dir(tmp_path / f"run{i}", devices=("a", "b"), run_id=f"20261120-00000{i}-abcd",
+                         started=f"2026-11-2{i}T00:00:00+0000", seed=i) for i in range(3)]
+    with open_store(db) as store:
+        for run in runs:
+            store.record(run)
+    result = etfarm("report", "20261120-000002-abcd", "--store", str(db), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    import json
+
+    history = json.loads(result.stdout)["models"][0]["history"]
+    assert [p["run_id"] for p in history if p["device"] == "a"] == [f"20261120-00000{i}-abcd" for i in range(3)]
+    html = etfarm("report", str(runs[2]), "--store", str(db))
+    assert html.returncode == 0, html.stderr
+    page = (runs[2] / REPORT_HTML).read_text()
+    assert "no history" not in page and 'data-chart="m0-history"' in page and "20261120-000000-abcd" in page
+    # No store file: no history, and nothing created.
+    assert etfarm("report", str(runs[2]), "--store", str(tmp_path / "none.db")).returncode == 0
+    assert not (tmp_path / "none.db").exists() and "no history" in (runs[2] / REPORT_HTML).read_text()

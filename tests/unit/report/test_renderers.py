@@ -1,0 +1,97 @@
+"""Renderers only format the report model: what each format shows, and that HTML stays offline."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from orchestrator.report.build import build_report
+from orchestrator.report.export import CSV_COLUMNS, render_csv, render_json
+from orchestrator.report.html import render_html
+from orchestrator.report.markdown import render_markdown
+from orchestrator.report.model import Report
+from orchestrator.store.history import HistoryPoint
+from tests.helpers.synthetic_run import make_run_dir
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
+    run = make_run_dir(tmp_path_factory.mktemp("run"), devices=("pixel8", "rpi5", "dead"), models=("cnn", "mlp"),
+                       speed=(1.0, 2.0, 1.0), failed=("dead",))
+    return build_report(run)
+
+
+def test_html_is_one_offline_file_with_every_section(report: Report) -> None:
+    page = render_html(report)
+    # Nothing to fetch: no scripts, stylesheets, images or frames by URL; only SVG namespaces mention http.
+    assert not re.search(r"<(script|img|iframe|object|embed)\b", page)
+    assert re.findall(r"<link[^>]*>", page) == ['<link rel="icon" href="data:,">']  # stops the favicon request
+    assert not re.search(r"""(src|href)=["'](?!#|data:)""", page)
+    assert set(re.findall(r"https?://[^\s\"'<>)]+", page)) <= {"http://www.w3.org/2000/svg",
+                                                               "http://www.w3.org/1999/xlink"}
+    assert "Which device is fast enough?" in page
+    assert page.count('<figure class="chart"') == 6  # per model: latency, op groups, heatmap (no history)
+    assert page.count("<svg") == 6
+    for text in ("fastest on <b>pixel8</b>", "2.00x", "What the devices were", "device unreachable",
+                 "no history: this model has no earlier runs", "replication unit", "schedutil", "cpu-thermal 40-45 °C",
+                 "head.softmax", "net.py:42", "delegate over</span> <span class=\"mono\" title=\"features.0;features.1;classifier\">features.0 … classifier (3)"):
+        assert text in page, text
+
+
+def test_html_escapes_what_it_shows(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("<b>evil</b>",), models=("m",))
+    assert "<b>evil</b>" not in render_html(build_report(run, charts=False))
+
+
+def test_html_shows_history_when_the_store_has_some(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("a", "b"))
+    points = [HistoryPoint(f"run-{i}", f"2026-11-{10 + i}T00:00:00", "a", "m0", "ok", 1.0 + 0.1 * i, 1.2, "abc1234")
+              for i in range(4)]
+    page = render_html(build_report(run, history=points))
+    assert "no history" not in page and "run-3" in page and "abc1234" in page
+    assert 'data-chart="m0-history"' in page
+
+
+def test_markdown_fits_a_job_summary(report: Report) -> None:
+    text = render_markdown(report)
+    assert "<svg" not in text and "![" not in text  # no chart files: no image links
+    assert "### Which device is fast enough?" in text
+    assert "| model | pixel8 | rpi5 | dead |" in text
+    assert "- **cnn**: fastest on **pixel8**" in text
+    assert "| cnn | " in text and "(baseline)" in text and "not run" in text
+    linked = render_markdown(report, "charts")
+    assert "![cnn: latency distribution per device](charts/cnn-latency.svg)" in linked
+
+
+def test_json_has_the_numbers_and_no_svg(report: Report) -> None:
+    data = json.loads(render_json(report))
+    assert data["format"] == "etfarm-report/1" and data["baseline"] == "pixel8"
+    cnn = data["models"][0]
+    rpi5 = next(d for d in cnn["latency"] if d["device"] == "rpi5")
+    model_rpi5 = next(d for d in report.models[0].latency if d.device == "rpi5")
+    assert rpi5["ratio"] == model_rpi5.ratio and rpi5["ratio_ci"]["low"] == model_rpi5.ratio_ci.low
+    assert cnn["charts"][0] == {"stem": "cnn-latency", "title": "cnn: latency distribution per device"}
+    assert "<svg" not in json.dumps(data)
+
+
+def test_csv_is_one_row_per_model_and_device(report: Report) -> None:
+    rows = list(csv.DictReader(io.StringIO(render_csv(report))))
+    assert tuple(rows[0]) == CSV_COLUMNS
+    assert [(r["model"], r["device"]) for r in rows] == [("cnn", "pixel8"), ("cnn", "rpi5"), ("mlp", "pixel8"),
+                                                         ("mlp", "rpi5")]
+    assert float(rows[1]["ratio"]) == pytest.approx(2.0, rel=0.05) and rows[0]["fastest"] == "True"
+
+
+def test_a_run_where_every_device_failed_still_reports(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("a", "b"), failed=("a", "b"))
+    assert not (run / "stats.csv").exists()
+    report = build_report(run)
+    page = render_html(report)
+    assert "no device produced a result" in page and "device unreachable" in page
+    assert "no device produced a result" in render_markdown(report)
+    assert render_csv(report).count("\n") == 1  # the header only
