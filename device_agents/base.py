@@ -49,6 +49,22 @@ ExecResult = CommandResult
 
 
 @dataclass(frozen=True)
+class RawExecResult:
+    """A device command's end with its output as bytes (for binary streams: run_step's frames)."""
+
+    command: str
+    exit_code: int | None
+    stdout: bytes
+    stderr: bytes
+    duration_s: float
+    timed_out: bool = False
+
+    def decoded(self) -> ExecResult:
+        return ExecResult(self.command, self.exit_code, self.stdout.decode(errors="replace"),
+                          self.stderr.decode(errors="replace"), self.duration_s, self.timed_out)
+
+
+@dataclass(frozen=True)
 class StageReport:
     pushed: tuple[str, ...]
     skipped: tuple[str, ...]
@@ -64,6 +80,8 @@ class DeviceAgent(ABC):
     COMMAND_TIMEOUT_SEC: ClassVar[float] = 30.0
     PUSH_TIMEOUT_SEC: ClassVar[float] = 600.0
     MAX_PULL_BYTES: ClassVar[int] = 2 << 30
+    # Output a housekeeping command may send; a device sending more is cut off (host memory).
+    MAX_OUTPUT_BYTES: ClassVar[int] = 64 << 20
 
     def __init__(self, spec: DeviceSpec) -> None:
         self.spec = spec
@@ -92,6 +110,26 @@ class DeviceAgent(ABC):
         _check_relative(rel, self.spec.name)
         return posixpath.join(self.spec.workdir, rel)
 
+    def command_words(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+        use_exec_prefix: bool = False,
+        prefix: Sequence[str] = (),
+    ) -> list[str]:
+        """argv behind `env`, the device-side deadline, `prefix` (e.g. taskset) and the exec_prefix."""
+        words: list[str] = []
+        if env:
+            words += ["env"] + [f"{key}={value}" for key, value in env.items()]
+        if timeout_s is not None:
+            words += ["timeout", "-k", str(KILL_AFTER_SEC), str(max(1, int(round(timeout_s))))]
+        words += list(prefix)
+        if use_exec_prefix:
+            words += list(self.spec.exec_prefix)
+        return words + list(argv)
+
     def build_command(
         self,
         argv: Sequence[str],
@@ -102,15 +140,7 @@ class DeviceAgent(ABC):
         use_exec_prefix: bool = False,
     ) -> str:
         """The /bin/sh command line for argv: every word quoted, a device-side deadline."""
-        words: list[str] = []
-        if env:
-            words += ["env"] + [f"{key}={value}" for key, value in env.items()]
-        if timeout_s is not None:
-            words += ["timeout", "-k", str(KILL_AFTER_SEC), str(max(1, int(round(timeout_s))))]
-        if use_exec_prefix:
-            words += list(self.spec.exec_prefix)
-        words += list(argv)
-        command = shlex.join(words)
+        command = shlex.join(self.command_words(argv, env=env, timeout_s=timeout_s, use_exec_prefix=use_exec_prefix))
         if cwd is not None:
             command = f"cd -- {shlex.quote(cwd)} && {command}"
         return command
@@ -133,6 +163,11 @@ class DeviceAgent(ABC):
         if result.exit_code == 124:
             result = ExecResult(command, None, result.stdout, result.stderr, result.duration_s, timed_out=True)
         return result
+
+    def exec_raw(self, command: str, timeout_s: float, max_bytes: int | None = None) -> RawExecResult:
+        """Run a prepared /bin/sh command string; output as bytes, at most max_bytes of stdout."""
+        self.log.debug("exec: %s", command[:2000])
+        return self._exec_raw(command, timeout_s, self.MAX_OUTPUT_BYTES if max_bytes is None else max_bytes)
 
     def check(self, argv: Sequence[str], **kwargs: Any) -> ExecResult:
         """`run`, raising CommandFailed unless the command exits 0."""
@@ -249,9 +284,18 @@ class DeviceAgent(ABC):
     @abstractmethod
     def _connect(self, timeout_s: float) -> None: ...
 
-    @abstractmethod
     def _exec(self, command: str, timeout_s: float) -> ExecResult:
-        """Run a /bin/sh command string on the device; never trust a missing exit code."""
+        """Run a /bin/sh command string on the device; never trust a missing exit code.
+
+        A transport implements this or `_exec_raw` (bytes, for binary streams); each defaults to the other."""
+        return self._exec_raw(command, timeout_s, self.MAX_OUTPUT_BYTES).decoded()
+
+    def _exec_raw(self, command: str, timeout_s: float, max_bytes: int) -> RawExecResult:
+        if type(self)._exec is DeviceAgent._exec:
+            raise NotImplementedError(f"{type(self).__name__} implements neither _exec nor _exec_raw")
+        result = self._exec(command, timeout_s)  # text transports (test fakes): lossy for binary output
+        return RawExecResult(command, result.exit_code, result.stdout.encode(), result.stderr.encode(),
+                             result.duration_s, result.timed_out)
 
     @abstractmethod
     def _push(self, local: Path, remote_path: str) -> None: ...

@@ -22,7 +22,7 @@ from typing import Any
 
 import paramiko
 
-from device_agents.base import DeviceAgent, DeviceSpec, ExecResult
+from device_agents.base import DeviceAgent, DeviceSpec, RawExecResult
 from orchestrator.errors import DeviceError
 
 DEFAULT_KNOWN_HOSTS = "~/.config/etfarm/known_hosts"
@@ -41,6 +41,7 @@ PREFETCH_REQUESTS = 64
 POLL_SEC = 0.2
 # An SFTP transfer with no progress for this long is a dead or frozen device, not a slow one.
 STALL_TIMEOUT_SEC = 30.0
+STDERR_KEEP_BYTES = 1 << 20
 # AES-GCM first: no separate MAC pass in paramiko's Python packetizer (~2x faster).
 FAST_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 
@@ -188,7 +189,7 @@ class SSHAgent(DeviceAgent):
             self._client.close()
             self._client = None
 
-    def _exec(self, command: str, timeout_s: float) -> ExecResult:
+    def _exec_raw(self, command: str, timeout_s: float, max_bytes: int) -> RawExecResult:
         # Through /bin/sh whatever the login shell is; the trailing `exit $?` keeps sh
         # from exec'ing the last command, so a signal death still arrives as an
         # exit-status (paramiko ignores exit-signal).
@@ -201,10 +202,13 @@ class SSHAgent(DeviceAgent):
             channel.settimeout(POLL_SEC)
             channel.exec_command(remote)
             channel.shutdown_write()  # no stdin: a command that reads it sees EOF, not a hang
-            timed_out = not self._drain(channel, out, err, deadline)
-            if timed_out:
+            ended = self._drain(channel, out, err, deadline, max_bytes)
+            timed_out = ended is False
+            if ended is not True:
                 channel.close()
                 exit_code = None
+                if ended is None:
+                    err += f"\n[etfarm] output over the {max_bytes}-byte cap; command cut off".encode()
             else:
                 channel.status_event.wait(max(0.0, deadline - time.monotonic()))
                 status = channel.exit_status if channel.status_event.is_set() else -1
@@ -216,21 +220,17 @@ class SSHAgent(DeviceAgent):
         except (OSError, EOFError, paramiko.SSHException) as exc:
             exit_code, timed_out = None, False
             err += f"\n[etfarm] ssh transport failed: {exc or type(exc).__name__}".encode()
-        return ExecResult(
-            command,
-            exit_code,
-            out.decode(errors="replace"),
-            err.decode(errors="replace"),
-            time.monotonic() - started,
-            timed_out=timed_out,
-        )
+        return RawExecResult(command, exit_code, bytes(out), bytes(err), time.monotonic() - started, timed_out=timed_out)
 
     @staticmethod
-    def _drain(channel: paramiko.Channel, out: bytearray, err: bytearray, deadline: float) -> bool:
-        """Read stdout and stderr until EOF; False when the host-side deadline passed first."""
+    def _drain(channel: paramiko.Channel, out: bytearray, err: bytearray, deadline: float, max_bytes: int) -> bool | None:
+        """Read stdout and stderr until EOF: True; False when the host-side deadline passed
+        first; None when stdout went over max_bytes."""
         while True:
             while channel.recv_stderr_ready():
                 err += channel.recv_stderr(1 << 16)
+                if len(err) > STDERR_KEEP_BYTES:  # keep the tail: that is where errors are
+                    del err[: len(err) - STDERR_KEEP_BYTES]
             if time.monotonic() > deadline:
                 return False
             try:
@@ -242,6 +242,8 @@ class SSHAgent(DeviceAgent):
                     err += channel.recv_stderr(1 << 16)
                 return True
             out += data
+            if len(out) > max_bytes:
+                return None
 
     def _push(self, local: Path, remote_path: str) -> None:
         sftp = self._sftp_client()

@@ -25,6 +25,18 @@ for z in /sys/class/thermal/thermal_zone*; do
   t=$(cat "$z/type" 2>/dev/null | tr -c 'A-Za-z0-9_\n-' '_')
   echo "thermal.${z##*/}=${t:-unknown}:$(cat "$z/temp" 2>/dev/null)"
 done
+# Battery level and charging state (Android phones, laptops): /sys/class/power_supply.
+for b in /sys/class/power_supply/*; do
+  [ -r "$b/capacity" ] || continue
+  s=$(echo "${b##*/}" | tr -c 'A-Za-z0-9_\n' '_')
+  echo "battery.$s.level=$(cat "$b/capacity" 2>/dev/null)"
+  [ -r "$b/status" ] && echo "battery.$s.status=$(cat "$b/status" 2>/dev/null)"
+done
+# Android's own thermal verdict (0 none .. 6 shutdown), where the platform has the service.
+if command -v dumpsys >/dev/null 2>&1; then
+  s=$(dumpsys thermalservice 2>/dev/null | sed -n 's/^Thermal Status: *//p' | head -n 1)
+  [ -n "$s" ] && echo "android.thermal_status=$s"
+fi
 if command -v getprop >/dev/null 2>&1; then
   for p in ro.product.model ro.product.manufacturer ro.build.version.release ro.build.version.sdk ro.product.cpu.abi ro.soc.model; do
     v=$(getprop "$p" 2>/dev/null)
