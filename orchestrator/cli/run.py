@@ -30,6 +30,8 @@ def run(
     untraced_runs: Annotated[int, typer.Option(min=0, help="Extra runs without the event tracer, for end-to-end time and tracer overhead.")] = 1,
     cooldown: Annotated[float, typer.Option(min=0, help="Seconds to pause before each process run.")] = 0.0,
     max_temp: Annotated[float | None, typer.Option(help="Before each run, wait until the device's hottest zone is at most this many °C.")] = None,
+    order: Annotated[str, typer.Option(help="How the models' process runs follow each other on a device: interleaved (seeded shuffle of rounds) or sequential.")] = "interleaved",
+    seed: Annotated[int, typer.Option(help="Seed of the interleaved order.")] = 0,
     intermediate_outputs: Annotated[bool, typer.Option("--intermediate-outputs", help="Also dump intermediate outputs (debug buffer).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
@@ -41,9 +43,13 @@ def run(
     from orchestrator.report.summary import summary, wall_clock_lines
     from orchestrator.run.job import run_job
     from orchestrator.run.results import RunOptions
+    from orchestrator.run.schedule import RunOrder
 
     if backend not in BACKENDS:
         raise UsageError(f"--backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    choices = (RunOrder.INTERLEAVED.value, RunOrder.SEQUENTIAL.value)
+    if order not in choices:
+        raise UsageError(f"--order: expected {' or '.join(choices)}, got {order!r}")
     if name and len(model) > 1:
         raise UsageError("--name applies to a single --model")
     inventory = load_inventory(config)
@@ -51,7 +57,8 @@ def run(
     specs = [parse_model_spec(text, name) for text in model]
     options = RunOptions(runs=runs, iterations=iterations, warmup=warmup, run_timeout_s=timeout,
                          wait_for_lock=not no_wait, intermediate_outputs=intermediate_outputs, cpu_threads=threads,
-                         untraced_runs=untraced_runs, cooldown_s=cooldown, max_temp_c=max_temp)
+                         untraced_runs=untraced_runs, cooldown_s=cooldown, max_temp_c=max_temp,
+                         order=RunOrder(order), seed=seed)
     result = run_job(selected, specs, backend=backend, options=options, out=out, progress=Progress(quiet=quiet),
                      config_file=inventory.path)
     typer.echo(summary(result.stats))

@@ -75,13 +75,34 @@ def wall_clock_lines(job: Job) -> list[str]:
             continue
         line = (f"{device.name} {model.name}: wall clock per execution p50 {percentile(execute, 50):.4f} ms, "
                 f"p90 {percentile(execute, 90):.4f} ms over {len(execute)}")
-        if model.load_ms:
-            line += f"; method load p50 {percentile(model.load_ms, 50):.3f} ms"
+        if model.warm_load_ms:
+            line += f"; method load p50 {percentile(model.warm_load_ms, 50):.3f} ms"
+        if model.cold_load_ms is not None:
+            line += f" (cold {model.cold_load_ms:.3f} ms)"
+        memory = [f"{label} {format_bytes(value)}" for label, value in (
+            ("peak RSS", model.peak_rss_kb * 1024 if model.peak_rss_kb is not None else None),
+            ("planned", model.planned_memory_bytes), ("program", model.program_bytes)) if value is not None]
+        if memory:
+            line += "; " + ", ".join(memory)
         overhead = model.tracer_overhead
         if overhead is not None:
             line += (f"; without ETDump p50 {percentile(model.untraced_execute_ms, 50):.4f} ms "
                      f"(tracer overhead {overhead * 100:+.1f}%)")
         if model.unstable and model.execute_cv is not None:
             line += f"; UNSTABLE: CV {model.execute_cv * 100:.0f}% (pin cores, cool down, or add runs)"
+        flagged = model.flagged_runs
+        if flagged:
+            line += "; FLAGGED: " + ", ".join(
+                f"{r.label} {r.flag}" + (f" (calibration {r.slowdown * 100:+.0f}%)" if r.slowdown is not None else "")
+                for r in flagged)
         lines.append(line)
     return lines
+
+
+def format_bytes(value: float) -> str:
+    """1536 -> '1.5 KiB'; binary units, as VmHWM and buffer sizes are."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"

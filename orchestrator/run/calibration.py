@@ -3,11 +3,13 @@
 The runner times a fixed workload (a 64x64 GEMM plus memory traffic, `--calibration_rounds`)
 before and after its measured executions. On one device, the same work takes the same time
 unless the clocks dropped (throttling) or something else shared the core (interference). So each
-process run's slower calibration is compared with the device's first calibrated run of the job;
+process run's slower calibration is compared with the job's reference on that device, the
+fastest calibration any of its runs saw (normally the first run's: the issue asks for "the job's
+first"; taking the fastest means a first run that was itself disturbed cannot hide the others);
 a run more than `threshold` slower is flagged, with the figure:
 
-- `throttled` when the device says why: a CPU clock below the first run's, or Android's
-  thermal status above the first run's;
+- `throttled` when the device says why: a CPU clock below the reference run's, or Android's
+  thermal status above it;
 - `interfered` otherwise (same clocks, less CPU time for us).
 
 Method: a ratio against one reference, not a statistical test; the threshold (25 %) is far
@@ -30,11 +32,11 @@ CLOCK_DROP = 0.05
 
 def flag_runs(runs: Sequence[ProcessRun], threshold: float = SLOWDOWN_THRESHOLD) -> list[ProcessRun]:
     """The runs (in the order they ran on one device) with `slowdown` and `flag` filled in."""
-    reference = next((r for r in runs if r.calibration_ms), None)
-    if reference is None:
+    calibrated = [r for r in runs if r.calibration_ms]
+    if not calibrated:
         return list(runs)
-    base = reference.calibration_ms
-    assert base is not None
+    reference = min(calibrated, key=_fastest)
+    base = _fastest(reference)
     out = []
     for run in runs:
         figure = run.calibration_ms
@@ -47,6 +49,10 @@ def flag_runs(runs: Sequence[ProcessRun], threshold: float = SLOWDOWN_THRESHOLD)
             flag = RunFlag.THROTTLED if _throttled(reference.device_state, run.device_state) else RunFlag.INTERFERED
         out.append(replace(run, slowdown=slowdown, flag=flag))
     return out
+
+
+def _fastest(run: ProcessRun) -> float:
+    return min(v for v in (run.calibration_before_ms, run.calibration_after_ms) if v is not None)
 
 
 def _throttled(reference: Mapping[str, Any], state: Mapping[str, Any]) -> bool:

@@ -87,3 +87,17 @@ def test_select_keeps_order_and_rejects_unknown() -> None:
         inventory.select("local,pixel9")
     with pytest.raises(UsageError, match="no devices"):
         inventory.select(" , ")
+
+
+@pytest.mark.parametrize(("value", "expected"), [("2", "2"), (3, "3"), ("0-3", "0-3"), ("0, 2,4-7", "0,2,4-7")])
+def test_cpus_key_is_a_cpu_list(tmp_path: Path, value: object, expected: str) -> None:
+    text = value if isinstance(value, int) else f'"{value}"'
+    path = write(tmp_path, f"devices:\n  b:\n    transport: local\n    cpus: {text}\n")
+    assert load_inventory(path).devices["b"].settings["cpus"] == expected
+
+
+@pytest.mark.parametrize("value", ['"0-"', '"a"', '"1;rm -rf /"', "[1, 2]", "true"])
+def test_bad_cpus_name_the_key(tmp_path: Path, value: str) -> None:
+    path = write(tmp_path, f"devices:\n  b:\n    transport: local\n    cpus: {value}\n")
+    with pytest.raises(ConfigError, match=r"devices\.b\.cpus.*cpu list"):
+        load_inventory(path)
