@@ -164,10 +164,17 @@ class DeviceAgent(ABC):
             result = ExecResult(command, None, result.stdout, result.stderr, result.duration_s, timed_out=True)
         return result
 
-    def exec_raw(self, command: str, timeout_s: float, max_bytes: int | None = None) -> RawExecResult:
-        """Run a prepared /bin/sh command string; output as bytes, at most max_bytes of stdout."""
+    def exec_raw(self, command: str, timeout_s: float, max_bytes: int | None = None,
+                 persistent: bool = False) -> RawExecResult:
+        """Run a prepared /bin/sh command string; output as bytes, at most max_bytes of stdout.
+
+        `persistent`: through the job's long-lived device shell where the transport keeps one
+        (ssh: one session per job instead of one per command); the command must not read stdin."""
         self.log.debug("exec: %s", command[:2000])
-        return self._exec_raw(command, timeout_s, self.MAX_OUTPUT_BYTES if max_bytes is None else max_bytes)
+        cap = self.MAX_OUTPUT_BYTES if max_bytes is None else max_bytes
+        if persistent:
+            return self._exec_persistent(command, timeout_s, cap)
+        return self._exec_raw(command, timeout_s, cap)
 
     def check(self, argv: Sequence[str], **kwargs: Any) -> ExecResult:
         """`run`, raising CommandFailed unless the command exits 0."""
@@ -230,12 +237,15 @@ class DeviceAgent(ABC):
                 hashes[paths[path]] = digest
         return hashes
 
-    def fetch(self, rel: str, dest_dir: Path, name: str | None = None, max_bytes: int | None = None) -> Path:
-        """Copy workdir/<rel> to dest_dir/<name> safely: plain name, size cap, temp file + rename."""
+    def fetch(self, rel: str, dest_dir: Path, name: str | None = None, max_bytes: int | None = None,
+              size: int | None = None) -> Path:
+        """Copy workdir/<rel> to dest_dir/<name> safely: plain name, size cap, temp file + rename.
+
+        `size`: the size the device already announced (run_step's listing), saving a `stat` round trip."""
         name = name or posixpath.basename(rel)
         dest = safe_destination(dest_dir, name, self.spec.name)
         cap = self.MAX_PULL_BYTES if max_bytes is None else max_bytes
-        size = self.remote_size(rel)
+        size = self.remote_size(rel) if size is None else size
         if size is None:
             raise DeviceError(self.spec.name, f"no such file on the device: {self.remote_path(rel)}")
         if size > cap:
@@ -296,6 +306,10 @@ class DeviceAgent(ABC):
         result = self._exec(command, timeout_s)  # text transports (test fakes): lossy for binary output
         return RawExecResult(command, result.exit_code, result.stdout.encode(), result.stderr.encode(),
                              result.duration_s, result.timed_out)
+
+    def _exec_persistent(self, command: str, timeout_s: float, max_bytes: int) -> RawExecResult:
+        """`_exec_raw` through a shell kept open for the job; transports without one run it alone."""
+        return self._exec_raw(command, timeout_s, max_bytes)
 
     @abstractmethod
     def _push(self, local: Path, remote_path: str) -> None: ...

@@ -17,6 +17,7 @@ import shlex
 import socket
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,7 @@ class SSHAgent(DeviceAgent):
         self._sftp: paramiko.SFTPClient | None = None
         self._write_bytes = SFTP_SAFE_REQUEST_BYTES
         self._read_bytes = SFTP_SAFE_REQUEST_BYTES
+        self._shell: paramiko.Channel | None = None
 
     # ---- hooks ------------------------------------------------------------------
 
@@ -182,6 +184,7 @@ class SSHAgent(DeviceAgent):
         self.log.debug("connected to %s@%s:%s (%s)", cfg.user, cfg.host, cfg.port, transport.local_cipher)
 
     def _close(self) -> None:
+        self._drop_shell()
         if self._sftp is not None:
             self._sftp.close()
             self._sftp = None
@@ -244,6 +247,68 @@ class SSHAgent(DeviceAgent):
             out += data
             if len(out) > max_bytes:
                 return None
+
+    def _exec_persistent(self, command: str, timeout_s: float, max_bytes: int) -> RawExecResult:
+        """Run `command` in the job's long-lived `/bin/sh` (one SSH session for every process run).
+
+        A session costs two round trips (channel open, exec request) plus sshd starting the login
+        shell; a line written to a shell that is already there costs none of that. The command's
+        end is a line with a random marker and its exit status. A deadline, a cut stream or output
+        over the cap closes the shell (the next call opens a new one) and reports no exit status.
+        """
+        marker = f"@@ETFARM_DONE_{uuid.uuid4().hex}".encode()
+        started = time.monotonic()
+        deadline = started + timeout_s
+        out, err = bytearray(), bytearray()
+        failure = ""
+        try:
+            shell = self._persistent_shell(timeout_s)
+            shell.sendall(f"{{ {command}\n}} </dev/null; printf '\\n%s %s\\n' {marker.decode()} \"$?\"\n".encode())
+            while True:
+                while shell.recv_stderr_ready():
+                    err += shell.recv_stderr(1 << 16)
+                    if len(err) > STDERR_KEEP_BYTES:
+                        del err[: len(err) - STDERR_KEEP_BYTES]
+                end = out.rfind(b"\n" + marker + b" ", max(0, len(out) - (1 << 16) - len(marker) - 16))
+                if end >= 0 and out.endswith(b"\n"):
+                    code = int(out[end + len(marker) + 2:].strip() or b"-1")
+                    return RawExecResult(command, code, bytes(out[:end]), bytes(err), time.monotonic() - started)
+                if time.monotonic() > deadline:
+                    self._drop_shell()
+                    return RawExecResult(command, None, bytes(out), bytes(err), time.monotonic() - started, timed_out=True)
+                if len(out) > max_bytes + len(marker) + 16:
+                    failure = f"output over the {max_bytes}-byte cap; command cut off"
+                    break
+                try:
+                    data = shell.recv(1 << 16)
+                except socket.timeout:
+                    continue
+                if not data:
+                    failure = "the device shell ended without an exit status (connection lost?)"
+                    break
+                out += data
+        except (OSError, EOFError, paramiko.SSHException, ValueError) as exc:
+            failure = f"ssh shell failed: {exc or type(exc).__name__}"
+        self._drop_shell()
+        err += f"\n[etfarm] {failure}".encode()
+        return RawExecResult(command, None, bytes(out), bytes(err), time.monotonic() - started)
+
+    def _persistent_shell(self, timeout_s: float) -> paramiko.Channel:
+        if self._shell is None or self._shell.closed or self._shell.exit_status_ready():
+            self._drop_shell()
+            channel = self._transport().open_session(timeout=min(timeout_s, 30.0))
+            channel.settimeout(POLL_SEC)
+            channel.exec_command("/bin/sh")
+            self._shell = channel
+        return self._shell
+
+    def _drop_shell(self) -> None:
+        if self._shell is not None:
+            try:
+                self._shell.close()  # EOF on its stdin: the shell ends after what it is running
+            except (OSError, EOFError, paramiko.SSHException):
+                pass
+            self._shell = None
 
     def _push(self, local: Path, remote_path: str) -> None:
         sftp = self._sftp_client()

@@ -69,7 +69,9 @@ class StepRequest:
     env: Mapping[str, str] = field(default_factory=dict)
     prefix: Sequence[str] = ()  # before the inventory's exec_prefix, e.g. `taskset -c 2`
     describe: bool = True  # record the device's facts just before the runner starts
+    static_facts: bool = True  # with them, what never changes (os, kernel, abi, Android properties)
     max_stream_file_bytes: int = STREAM_FILE_MAX_BYTES
+    persistent: bool = True  # through the job's long-lived device shell where the transport keeps one
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ class StepResult:
 
 @dataclass(frozen=True)
 class Frame:
-    kind: str  # file | big | exit | end
+    kind: str  # file | big | exit
     name: str = ""
     size: int = 0
     sha256: str = ""
@@ -111,9 +113,9 @@ def run_step(agent: DeviceAgent, request: StepRequest, dest_dir: Path) -> StepRe
                                 use_exec_prefix=True, prefix=request.prefix)
     runner_command = shlex.join(words)
     argv = ["sh", agent.remote_path(STEP_REL), nonce, agent.remote_path(request.out_rel), agent.spec.workdir,
-            str(request.max_stream_file_bytes), "1" if request.describe else "0", "--", *words]
+            str(request.max_stream_file_bytes), _describe_mode(request), "--", *words]
     raw = agent.exec_raw(shlex.join(argv), request.timeout_s + STEP_OVERHEAD_SEC + HOST_DEADLINE_GRACE_SEC,
-                         max_bytes=STREAM_MAX_BYTES)
+                         max_bytes=STREAM_MAX_BYTES, persistent=request.persistent)
     where = f"step of {request.out_rel}"
     if raw.timed_out or raw.exit_code is None:
         detail = raw.stderr.decode(errors="replace")[-1500:]
@@ -145,10 +147,19 @@ def run_step(agent: DeviceAgent, request: StepRequest, dest_dir: Path) -> StepRe
     )
 
 
+def _describe_mode(request: StepRequest) -> str:
+    if not request.describe:
+        return "0"
+    return "1" if request.static_facts else "2"
+
+
 def parse_frames(stream: bytes, nonce: str, device: str, where: str = "step") -> list[Frame]:
-    """The frames of a step's stream, in order; anything malformed is a DeviceError naming it."""
+    """The frames of a step's stream, in order; anything malformed is a DeviceError naming it.
+
+    Headers first (`file`, `big`, `exit`), then `data` and the `file` frames' bytes back to back
+    in header order, then `end`."""
     tag = f"@@{nonce} ".encode()
-    frames: list[Frame] = []
+    headers: list[Frame] = []
     pos = 0
     while True:
         end = stream.find(b"\n", pos, pos + _HEADER_MAX)
@@ -159,28 +170,33 @@ def parse_frames(stream: bytes, nonce: str, device: str, where: str = "step") ->
         words = stream[pos + len(tag):end].decode(errors="replace")
         pos = end + 1
         kind, _, rest = words.partition(" ")
-        if kind == "end":
+        if kind == "data":
             break
         if kind == "exit":
             try:
-                frames.append(Frame("exit", code=int(rest)))
+                headers.append(Frame("exit", code=int(rest)))
             except ValueError:
                 raise DeviceError(device, f"{where}: bad exit frame {words!r}") from None
-            continue
-        if kind not in ("file", "big"):
+        elif kind in ("file", "big"):
+            headers.append(Frame(kind, *_file_header(rest, device, where)))
+        else:
             raise DeviceError(device, f"{where}: unknown frame {words!r}")
-        name, size, digest = _file_header(rest, device, where)
-        data = b""
-        if kind == "file":
-            data = stream[pos:pos + size]
-            if len(data) != size:
-                raise DeviceError(device, f"{where}: {name!r} was cut short ({len(data)} of {size} bytes)")
-            if hashlib.sha256(data).hexdigest() != digest:
-                raise DeviceError(device, f"{where}: {name!r} does not match its sha256 from the device")
-            pos += size
-        frames.append(Frame(kind, name, size, digest, data))
-    if not any(f.kind == "exit" for f in frames):
+    if not any(f.kind == "exit" for f in headers):
         raise DeviceError(device, f"{where}: the device sent no exit status")
+    frames: list[Frame] = []
+    for frame in headers:
+        if frame.kind == "file":
+            data = stream[pos:pos + frame.size]
+            if len(data) != frame.size:
+                raise DeviceError(device, f"{where}: {frame.name!r} was cut short ({len(data)} of {frame.size} bytes)")
+            if hashlib.sha256(data).hexdigest() != frame.sha256:
+                raise DeviceError(device, f"{where}: {frame.name!r} does not match its sha256 from the device")
+            pos += frame.size
+            frame = Frame("file", frame.name, frame.size, frame.sha256, data)
+        frames.append(frame)
+    if stream[pos:] != tag + b"end\n":
+        raise DeviceError(device, f"{where}: {len(stream) - pos} unexpected bytes after the files "
+                          f"(got {stream[pos:pos + 80]!r}); a file changed while it was sent?")
     return frames
 
 
@@ -212,7 +228,7 @@ def _write_verified(dest_dir: Path, frame: Frame, device: str) -> Path:
 
 def _pull_big(agent: DeviceAgent, out_rel: str, dest_dir: Path, frame: Frame) -> Path:
     safe_destination(dest_dir, frame.name, agent.spec.name)  # refuse before any transfer
-    path = agent.fetch(posixpath.join(out_rel, frame.name), dest_dir)
+    path = agent.fetch(posixpath.join(out_rel, frame.name), dest_dir, size=frame.size)
     if sha256_file(path) != frame.sha256:
         path.unlink()
         raise DeviceError(agent.spec.name, f"pulled {frame.name!r} does not match its sha256 from the device")

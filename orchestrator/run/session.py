@@ -196,7 +196,7 @@ class DeviceSession:
             cpu_threads=opts.cpu_threads or int(self.spec.settings.get("threads") or 0),
             intermediate_outputs=opts.intermediate_outputs, debug_buffer_size=opts.debug_buffer_size)
         request = StepRequest(out_rel=out_rel, argv=invocation.argv(), timeout_s=opts.run_timeout_s,
-                              env=runner_env(self.spec.workdir), prefix=affinity_prefix(self.spec))
+                              env=runner_env(self.spec.workdir), prefix=affinity_prefix(self.spec), static_facts=cold)
         step = run_step(agent, request, run_local)
         state = {"facts": dict(step.facts), "cooldown_waited_s": gate.pop("cooldown_waited_s", 0.0), **gate}
         write_json_atomic(run_local / DEVICE_STATE_JSON, state)

@@ -20,13 +20,13 @@ from orchestrator.errors import DeviceError
 NONCE = "n0"
 
 
-def _frame(name: str, data: bytes, kind: str = "file") -> bytes:
-    header = f"@@{NONCE} {kind} {name} {len(data)} {hashlib.sha256(data).hexdigest()}\n".encode()
-    return header + (data if kind == "file" else b"")
+def _stream(*files: tuple[str, bytes], code: int = 0, big: tuple[str, ...] = ()) -> bytes:
+    """A well-formed step stream: headers, exit, data, end."""
+    def header(kind: str, name: str, data: bytes) -> bytes:
+        return f"@@{NONCE} {kind} {name} {len(data)} {hashlib.sha256(data).hexdigest()}\n".encode()
 
-
-def _end(code: int = 0) -> bytes:
-    return f"@@{NONCE} exit {code}\n@@{NONCE} end\n".encode()
+    heads = b"".join(header("file", n, d) for n, d in files) + b"".join(header("big", n, b"xx") for n in big)
+    return heads + f"@@{NONCE} exit {code}\n@@{NONCE} data\n".encode() + b"".join(d for _, d in files) + f"@@{NONCE} end\n".encode()
 
 
 @pytest.fixture
@@ -88,22 +88,27 @@ def test_step_script_is_staged_with_the_runner(agent: LocalAgent) -> None:
 
 
 def test_frames_parse_in_order() -> None:
-    stream = _frame(".etfarm-facts", b"cores=2\n") + _frame("a b.bin", b"\n@@n0 end\n") + _end(7)
+    stream = _stream((".etfarm-facts", b"cores=2\n"), ("a b.bin", b"\n@@n0 end\n"), code=7, big=("huge.bin",))
     frames = parse_frames(stream, NONCE, "dev")
-    assert [(f.kind, f.name) for f in frames] == [("file", ".etfarm-facts"), ("file", "a b.bin"), ("exit", "")]
-    assert frames[1].data == b"\n@@n0 end\n" and frames[2].code == 7
+    assert [(f.kind, f.name) for f in frames] == [("file", ".etfarm-facts"), ("file", "a b.bin"), ("big", "huge.bin"),
+                                                  ("exit", "")]
+    assert frames[1].data == b"\n@@n0 end\n" and frames[3].code == 7 and frames[2].size == 2
+
+
+GOOD = _stream(("x", b"abc"))
 
 
 @pytest.mark.parametrize(("stream", "message"), [
-    (b"garbage\n" + _end(), "malformed output at byte 0"),
-    (_frame("x", b"abc")[:-1] + _end(), "does not match its sha256"),  # one byte short: framing lost
-    (b"@@other exit 0\n@@other end\n", "malformed output"),  # another call's nonce
-    (_frame("x", b"abc").replace(b"abc", b"abd") + _end(), "does not match its sha256"),
-    (f"@@{NONCE} file x 3 {'0' * 63}\nabc".encode() + _end(), "bad file frame"),
-    (f"@@{NONCE} file x 99 {'0' * 64}\nabc".encode(), "cut short"),
-    (f"@@{NONCE} end\n".encode(), "no exit status"),
-    (f"@@{NONCE} exec rm -rf\n".encode() + _end(), "unknown frame"),
-    (_frame("x", b"abc"), "malformed output"),  # the stream stopped before `end`
+    (b"garbage\n" + GOOD, "malformed output at byte 0"),
+    (GOOD.replace(b"abc@@", b"ab@@"), "does not match its sha256|unexpected bytes"),  # a byte short
+    (GOOD.replace(b"abc@@", b"abcd@@"), "unexpected bytes after the files"),  # the file grew
+    (GOOD.replace(b"@@n0 ", b"@@other "), "malformed output"),  # another call's nonce
+    (GOOD.replace(b"abc@@", b"abd@@"), "does not match its sha256"),
+    (GOOD.replace(hashlib.sha256(b"abc").hexdigest().encode(), b"0" * 63), "bad file frame"),
+    (GOOD.replace(b"x 3 ", b"x 99 "), "cut short"),
+    (GOOD.replace(f"@@{NONCE} exit 0\n".encode(), b""), "no exit status"),
+    (f"@@{NONCE} exec rm -rf\n".encode() + GOOD, "unknown frame"),
+    (GOOD[: -len(f"@@{NONCE} end\n")], "unexpected bytes"),  # the stream stopped before `end`
 ])
 def test_malformed_streams_are_device_errors(stream: bytes, message: str) -> None:
     with pytest.raises(DeviceError, match=message):
@@ -113,7 +118,7 @@ def test_malformed_streams_are_device_errors(stream: bytes, message: str) -> Non
 @pytest.mark.parametrize("name", ["..", "a/b", "../../etc/x", "a\\b"])
 def test_unsafe_names_from_the_device_are_refused(agent: LocalAgent, tmp_path: Path, name: str) -> None:
     """A hostile device controls the stream: it can claim any name; none may escape dest."""
-    fake = _frame(name, b"evil") + _end()
+    fake = _stream((name, b"evil"))
 
     def hostile(command: str, timeout_s: float, max_bytes: int):  # type: ignore[no-untyped-def]
         from device_agents.base import RawExecResult
