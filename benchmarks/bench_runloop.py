@@ -77,7 +77,8 @@ def step(stream: bool, persistent: bool) -> Callable[[DeviceAgent, str, Path], f
     def one(agent: DeviceAgent, label: str, dest: Path) -> float:
         inv = invocation(agent, label)
         request = StepRequest(out_rel=f"out/{label}", argv=inv.argv(), timeout_s=120, env=runner_env(agent.spec.workdir),
-                              max_stream_file_bytes=HUGE if stream else -1, persistent=persistent)
+                              max_stream_file_bytes=HUGE if stream else -1, persistent=persistent,
+                              static_facts=False)
         result = run_step(agent, request, dest)
         assert result.ok and set(inv.expected_files()) <= set(result.files), result.tail()
         assert "runner_ms" in parse_result(result.stdout), (result.stdout, result.stderr[-500:], result.files)

@@ -33,28 +33,35 @@ set --
 for f in .etfarm-* *; do
   [ -f "$f" ] && [ ! -L "$f" ] && set -- "$@" "$f"
 done
-if [ $# -gt 0 ]; then
-  sha256sum -- "$@" >../.etfarm-sums."$nonce" 2>/dev/null
-  stat -c %s -- "$@" >../.etfarm-sizes."$nonce" 2>/dev/null
-  exec 3<../.etfarm-sums."$nonce" 4<../.etfarm-sizes."$nonce"
-  rm -f -- ../.etfarm-sums."$nonce" ../.etfarm-sizes."$nonce"
-  n=$#
-  while [ "$n" -gt 0 ]; do  # rotate "$@": the files to send stay, in header order
-    f=$1
-    shift
-    n=$((n - 1))
-    read -r sum rest <&3 || sum=-
-    read -r size <&4 || size=0
-    case $f in .etfarm-*) own=1 ;; *) own=0 ;; esac
-    if [ "$own" = 1 ] || [ "$size" -le "$cap" ]; then
-      printf '@@%s file %s %s %s\n' "$nonce" "$f" "$size" "$sum"
-      set -- "$@" "$f"
-    else
-      printf '@@%s big %s %s %s\n' "$nonce" "$f" "$size" "$sum"
-    fi
-  done
-fi
-printf '@@%s exit %s\n@@%s data\n' "$nonce" "$code" "$nonce"
-[ $# -gt 0 ] && cat -- "$@"
-printf '@@%s end\n' "$nonce"
+# Everything goes out in one write, from one file: adb acknowledges every chunk of a shell's
+# output before the next (a round trip each), so many small writes would cost many round trips.
+stream=../.etfarm-stream."$nonce"
+{
+  if [ $# -gt 0 ]; then
+    sha256sum -- "$@" >../.etfarm-sums."$nonce" 2>/dev/null
+    stat -c %s -- "$@" >../.etfarm-sizes."$nonce" 2>/dev/null
+    exec 3<../.etfarm-sums."$nonce" 4<../.etfarm-sizes."$nonce"
+    rm -f -- ../.etfarm-sums."$nonce" ../.etfarm-sizes."$nonce"
+    n=$#
+    while [ "$n" -gt 0 ]; do  # rotate "$@": the files to send stay, in header order
+      f=$1
+      shift
+      n=$((n - 1))
+      read -r sum rest <&3 || sum=-
+      read -r size <&4 || size=0
+      case $f in .etfarm-*) own=1 ;; *) own=0 ;; esac
+      if [ "$own" = 1 ] || [ "$size" -le "$cap" ]; then
+        printf '@@%s file %s %s %s\n' "$nonce" "$f" "$size" "$sum"
+        set -- "$@" "$f"
+      else
+        printf '@@%s big %s %s %s\n' "$nonce" "$f" "$size" "$sum"
+      fi
+    done
+  fi
+  printf '@@%s exit %s\n@@%s data\n' "$nonce" "$code" "$nonce"
+  [ $# -gt 0 ] && cat -- "$@"
+  printf '@@%s end\n' "$nonce"
+} >"$stream" || fail
+cat -- "$stream"
+rm -f -- "$stream"
 exit 0
