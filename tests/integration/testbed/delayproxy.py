@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from types import TracebackType
+from typing import Self
 
 READ_BYTES = 1 << 16
 
@@ -26,7 +27,7 @@ class DelayProxy:
         self._thread = threading.Thread(target=self._loop.run_forever, name="delay-proxy", daemon=True)
         self._server: asyncio.base_events.Server | None = None
 
-    def start(self) -> DelayProxy:
+    def start(self) -> Self:
         self._thread.start()
         self._server = asyncio.run_coroutine_threadsafe(
             asyncio.start_server(self._handle, "127.0.0.1", 0), self._loop).result(timeout=10)
@@ -34,12 +35,22 @@ class DelayProxy:
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._loop.call_soon_threadsafe(self._server.close)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
+        """Close the listener and every forwarded connection, then the proxy's thread."""
+        async def shutdown() -> None:
+            if self._server is not None:
+                self._server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
-    def __enter__(self) -> DelayProxy:
+        if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(timeout=10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+        self._loop.close()
+
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
