@@ -91,7 +91,7 @@ class DeviceAgent(ABC):
 
     def connect(self) -> None:
         self._connect(self.CONNECT_TIMEOUT_SEC)
-        self.check(["mkdir", "-p", "--", self.spec.workdir])
+        self.check(["mkdir", "-p", "--", self.spec.workdir], persistent=True)
 
     def close(self) -> None:
         self._close()
@@ -153,12 +153,18 @@ class DeviceAgent(ABC):
         env: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
         use_exec_prefix: bool = False,
+        persistent: bool = False,
     ) -> ExecResult:
-        """Run argv on the device with a device-side deadline; returns the real exit code."""
+        """Run argv on the device with a device-side deadline; returns the real exit code.
+
+        `persistent`: through the job's long-lived device shell where the transport keeps one."""
         timeout_s = self.COMMAND_TIMEOUT_SEC if timeout_s is None else timeout_s
         command = self.build_command(argv, cwd=cwd, env=env, timeout_s=timeout_s, use_exec_prefix=use_exec_prefix)
         self.log.debug("exec: %s", command)
-        result = self._exec(command, timeout_s + HOST_DEADLINE_GRACE_SEC)
+        if persistent:
+            result = self._exec_persistent(command, timeout_s + HOST_DEADLINE_GRACE_SEC, self.MAX_OUTPUT_BYTES).decoded()
+        else:
+            result = self._exec(command, timeout_s + HOST_DEADLINE_GRACE_SEC)
         # coreutils/toybox `timeout` exits 124 when it had to stop the command.
         if result.exit_code == 124:
             result = ExecResult(command, None, result.stdout, result.stderr, result.duration_s, timed_out=True)
@@ -223,13 +229,13 @@ class DeviceAgent(ABC):
         """Run each argv step (stopping at the first failure), then sha256sum the files, in one command."""
         if not rels:
             if steps:
-                self.check(["sh", "-c", " && ".join(shlex.join(step) for step in steps)])
+                self.check(["sh", "-c", " && ".join(shlex.join(step) for step in steps)], persistent=True)
             return {}
         paths = {self.remote_path(rel): rel for rel in rels}
         # Missing files make sha256sum exit 1; the lines of the present ones are still the answer.
         hashing = f"{{ {shlex.join(['sha256sum', '--', *paths])} || true; }}"
         script = " && ".join([*(shlex.join(step) for step in steps), hashing])
-        result = self.check(["sh", "-c", script], timeout_s=self.PUSH_TIMEOUT_SEC)
+        result = self.check(["sh", "-c", script], timeout_s=self.PUSH_TIMEOUT_SEC, persistent=True)
         hashes: dict[str, str] = {}
         for line in result.stdout.splitlines():
             digest, _, path = line.partition("  ")

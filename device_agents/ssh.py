@@ -263,7 +263,8 @@ class SSHAgent(DeviceAgent):
         failure = ""
         try:
             shell = self._persistent_shell(timeout_s)
-            shell.sendall(f"{{ {command}\n}} </dev/null; printf '\\n%s %s\\n' {marker.decode()} \"$?\"\n".encode())
+            # A subshell: an `exit` in the command ends it, not the job's shell.
+            shell.sendall(f"( {command}\n) </dev/null; printf '\\n%s %s\\n' {marker.decode()} \"$?\"\n".encode())
             while True:
                 while shell.recv_stderr_ready():
                     err += shell.recv_stderr(1 << 16)

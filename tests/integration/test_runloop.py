@@ -1,8 +1,10 @@
 """The run loop against real peers: device sessions per process run, memory, interference flags.
 
 - A real sshd (LogLevel VERBOSE) counts the sessions a whole job opens: at most one per
-  process run, at most four fixed per job (connect, stage hash, SFTP, stage finalize).
+  process run, at most four fixed per job. With the persistent device shell it is fewer: the
+  shell (connect, staging, every process run) and the SFTP session for the pushes.
 - A real busy loop on the runner's pinned core, started mid-job, gets the later runs flagged.
+- The persistent device shell (one SSH session for every process run), and a job over adb.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from device_agents import DeviceSpec
+from device_agents import DeviceSpec, create_agent
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.progress import Progress
 from orchestrator.run.calibration import SLOWDOWN_THRESHOLD
@@ -44,6 +46,7 @@ def test_one_session_per_process_run(ssh_server_factory: Callable[[], object], t
     process_runs = sum(len(m.runs) for _, m in result.job.results())
     assert process_runs == 2 * (3 + 1)
     assert len(sessions) <= process_runs + FIXED_SESSIONS_MAX, "\n".join(sessions)
+    assert len(sessions) <= 2, "\n".join(sessions)  # one shell for every command, one SFTP session
     # Everything a process run needs came back over its one session: artifacts, facts, memory.
     for _, model in result.job.results():
         for run in model.runs:
@@ -59,7 +62,7 @@ def test_one_session_per_process_run(ssh_server_factory: Callable[[], object], t
     again = run_job([spec], specs, backend="xnnpack", options=options, out=tmp_path / "warm",
                     progress=Progress(quiet=True))
     assert again.exit_code == 0
-    assert len(host.sessions()) - before <= process_runs + 2  # type: ignore[attr-defined]
+    assert len(host.sessions()) - before == 1  # type: ignore[attr-defined]  # the shell
 
 
 def _busy_loop_on(cpu: str) -> subprocess.Popen[bytes]:
@@ -97,3 +100,35 @@ def test_busy_loop_on_the_pinned_core_is_flagged(tmp_path: Path) -> None:
     for run in later:
         assert run.flag is RunFlag.INTERFERED, (run.label, run.slowdown, run.calibration_before_ms, run.calibration_after_ms)
         assert run.slowdown is not None and run.slowdown > max(SLOWDOWN_THRESHOLD, first.slowdown)
+
+
+def test_persistent_shell_is_one_session_and_recovers_from_a_deadline(ssh_server_factory: Callable[[], object],
+                                                                      tmp_path: Path) -> None:
+    host = ssh_server_factory()
+    agent = create_agent(host.spec("shell", tmp_path / "workdir"))  # type: ignore[attr-defined]
+    before = len(host.sessions())  # type: ignore[attr-defined]
+    with agent:  # connecting (mkdir of the workdir) already opens the shell
+        binary = agent.exec_raw("printf 'a\\000\\377b'; echo err >&2", 10, persistent=True)
+        assert binary.exit_code == 0 and binary.stdout == b"a\x00\xffb" and b"err" in binary.stderr
+        assert agent.exec_raw("exit 3", 10, persistent=True).exit_code == 3  # `exit` inside cannot end the shell
+        assert agent.exec_raw("cat; echo done", 10, persistent=True).stdout == b"done\n"  # stdin is not the shell's
+        assert len(host.sessions()) - before == 1  # type: ignore[attr-defined]
+        stuck = agent.exec_raw("sleep 30", 1, persistent=True)
+        assert stuck.timed_out and stuck.exit_code is None
+        again = agent.exec_raw("echo back", 10, persistent=True)  # a new shell after the deadline
+        assert again.exit_code == 0 and again.stdout == b"back\n"
+        assert len(host.sessions()) - before == 2  # type: ignore[attr-defined]
+
+
+def test_adb_job_streams_artifacts_and_records_controls(adb_device: DeviceSpec, tmp_path: Path) -> None:
+    options = RunOptions(runs=2, iterations=3, warmup=1, untraced_runs=1)
+    result = run_job([adb_device], [parse_model_spec(CNN)], backend="xnnpack", options=options, out=tmp_path / "adb",
+                     progress=Progress(quiet=True))
+    assert result.exit_code == 0, result.job.devices[0].error
+    device = load_manifest(tmp_path / "adb").device("adbdev")
+    assert device is not None and device.controls == {"fixed_performance_mode": "unavailable"}  # no Android `cmd` here
+    model = device.model("tiny_cnn")
+    assert model is not None and model.verification is not None and model.verification.status == "pass"
+    assert [r.cold for r in model.runs] == [True, False, False]
+    assert all(r.peak_rss_kb and r.planned_memory_bytes and r.calibration_ms for r in model.runs)
+    assert "abi" in model.runs[0].device_state["facts"] and "abi" not in model.runs[1].device_state["facts"]
