@@ -290,7 +290,7 @@ class DeviceAgent(ABC):
     def describe(self) -> dict[str, Any]:
         """What the device is right now: abi, cores, cpufreq, governors, temperatures, load."""
         script = resources.files("device_agents").joinpath("remote/describe.sh").read_text()
-        result = self.run(["sh", "-c", script])
+        result = self.run(["sh", "-c", script], persistent=True)
         if not result.ok:
             raise CommandFailed(self.spec.name, "describe.sh", result.exit_code, result.tail(), result.timed_out)
         return parse_facts(result.stdout)

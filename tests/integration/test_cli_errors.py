@@ -27,6 +27,7 @@ def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "not_module.py": "import torch\ndef build():\n    return 'model', (torch.ones(1),)\n",
         "malformed.yaml": "devices: [unclosed\n",
         "badport.yaml": "devices:\n  rpi:\n    transport: ssh\n    target: linux-aarch64\n    host: h\n    key: k\n    port: twenty-two\n",
+        "badcpus.yaml": "devices:\n  board:\n    transport: local\n    cpus: \"0-3; reboot\"\n",
     }
     for name, text in files.items():
         (root / name).write_text(text)
@@ -50,6 +51,8 @@ CASES = [
     ("unknown-backend", lambda p: ["run", "--backend", "tpu", "--model", TINY], "unknown backend 'tpu'"),
     ("unknown-target", lambda p: ["build", "--target", "ios-arm64"], "ios-arm64"),
     ("bad-option-value", lambda p: ["run", "--runs", "0", "--model", TINY], "--runs"),
+    ("unknown-order", lambda p: ["run", "--order", "random", "--model", TINY], "--order: expected interleaved or sequential"),
+    ("bad-cpus", lambda p: ["devices", "--config", str(p["badcpus.yaml"])], "badcpus.yaml: devices.board.cpus: expected a cpu list"),
     ("missing-etdump", lambda p: ["analyze", "/nonexistent/x.etdp"], "/nonexistent/x.etdp"),
 ]
 
