@@ -210,7 +210,8 @@ class DeviceSession:
             raise DeviceError(self.spec.name, f"runner ({model.name}, {label}) did not write {', '.join(missing)}")
         parsed = parse_result(step.stdout)
         write_json_atomic(run_local / RESULT_JSON, parsed)
-        known = {"execute_ms", "load_ms", "program_load_ms"}
+        known = {"execute_ms", "load_ms", "program_load_ms", "peak_rss_load_kb", "peak_rss_kb", "planned_memory_bytes",
+                 "program_bytes", "calibration_before_ms", "calibration_after_ms", "runner_ms"}  # typed fields
         return ProcessRun(label=label, traced=traced, execute_ms=execute_samples(parsed), cold=cold,
                           load_ms=parsed.get("load_ms"), program_load_ms=parsed.get("program_load_ms"),
                           device_state=state, artifacts=tuple(sorted(self.rundir.relative(p) for p in run_local.iterdir())),

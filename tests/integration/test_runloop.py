@@ -132,3 +132,19 @@ def test_adb_job_streams_artifacts_and_records_controls(adb_device: DeviceSpec, 
     assert [r.cold for r in model.runs] == [True, False, False]
     assert all(r.peak_rss_kb and r.planned_memory_bytes and r.calibration_ms for r in model.runs)
     assert "abi" in model.runs[0].device_state["facts"] and "abi" not in model.runs[1].device_state["facts"]
+
+
+def test_order_flag_is_wired(tmp_path: Path) -> None:
+    def progress_order(order: str) -> list[str]:
+        out = tmp_path / order
+        result = subprocess.run(
+            [sys.executable, "-m", "orchestrator.cli", "run", "--model", MLP, "--model", CNN, "--runs", "2",
+             "--iterations", "1", "--warmup", "0", "--untraced-runs", "0", "--order", order, "--out", str(out)],
+            capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert load_manifest(out).config.options.order.value == order
+        return [line.split("] ", 2)[-1].split(" (")[0] for line in result.stderr.splitlines() if ": run " in line]
+
+    assert progress_order("sequential") == ["tiny_mlp: run 1/2", "tiny_mlp: run 2/2", "tiny_cnn: run 1/2", "tiny_cnn: run 2/2"]
+    interleaved = progress_order("interleaved")
+    assert sorted(interleaved[:2]) == ["tiny_cnn: run 1/2", "tiny_mlp: run 1/2"]  # one round: both models' run 1
