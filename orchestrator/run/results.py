@@ -228,6 +228,7 @@ class ModelResult:
                 "warm_load_ms": list(self.warm_load_ms), "cold_load_ms": self.cold_load_ms,
                 "peak_rss_kb": self.peak_rss_kb, "planned_memory_bytes": self.planned_memory_bytes,
                 "program_bytes": self.program_bytes,
+                "host_overhead_ms_p50": median([o for r in self.runs if (o := r.host_overhead_ms) is not None]),
                 "flagged_runs": {r.label: f"{r.flag} {r.slowdown:+.0%}" if r.slowdown is not None else str(r.flag)
                                  for r in self.flagged_runs},
                 "tracer_overhead": self.tracer_overhead, "execute_cv": self.execute_cv, "unstable": self.unstable}
