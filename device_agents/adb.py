@@ -22,7 +22,7 @@ from adbutils import AdbError
 from adbutils._adb import AdbConnection
 from adbutils.errors import AdbConnectionError, AdbTimeout
 
-from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, ExecResult
+from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, RawExecResult
 from orchestrator.errors import DeviceError
 
 DEFAULT_ADB_HOST = "127.0.0.1"
@@ -162,7 +162,7 @@ class AdbAgent(DeviceAgent):
                 continue
             time.sleep(0.1)
 
-    def _exec(self, command: str, timeout_s: float) -> ExecResult:
+    def _exec_raw(self, command: str, timeout_s: float, max_bytes: int) -> RawExecResult:
         marker = f"ETFARM_EXIT_{uuid.uuid4().hex}"
         # The command runs in its own sh, so even an `exit` inside it cannot skip the marker.
         remote = f"sh -c {shlex.quote(command)}; printf '\\n%s %s\\n' {marker} \"$?\""
@@ -173,7 +173,8 @@ class AdbAgent(DeviceAgent):
         try:
             conn = self._dev().open_shell(remote)
         except TRANSPORT_ERRORS as exc:
-            return ExecResult(command, None, "", f"[etfarm] adb shell failed to start: {exc}", time.monotonic() - started)
+            return RawExecResult(command, None, b"", f"[etfarm] adb shell failed to start: {exc}".encode(),
+                                 time.monotonic() - started)
         try:
             conn.conn.settimeout(POLL_SEC)
             deadline = started + timeout_s
@@ -188,6 +189,9 @@ class AdbAgent(DeviceAgent):
                 if not data:
                     break
                 raw += data
+                if len(raw) > max_bytes + 256:  # the exit marker rides on the same stream
+                    failure = f"output over the {max_bytes}-byte cap; command cut off"
+                    break
         except OSError as exc:
             failure = f"adb shell stream failed: {exc}"
         finally:
@@ -196,12 +200,13 @@ class AdbAgent(DeviceAgent):
         stderr = ""
         if timed_out:
             exit_code = None
-        elif exit_code is None:
+        elif exit_code is None or failure:
+            exit_code = None
             # What adbutils would have returned as a silent success.
             stderr = (f"[etfarm] {failure or 'adb shell ended without an exit status'}: "
                       "the device disconnected or adbd killed the command")
-            self.log.warning("no exit status from %s for: %s", self.serial, command)
-        return ExecResult(command, exit_code, stdout, stderr, time.monotonic() - started, timed_out=timed_out)
+            self.log.warning("no exit status from %s for: %s", self.serial, command[:500])
+        return RawExecResult(command, exit_code, stdout, stderr.encode(), time.monotonic() - started, timed_out=timed_out)
 
     def _push(self, local: Path, remote_path: str) -> None:
         size = local.stat().st_size
@@ -233,12 +238,12 @@ class AdbAgent(DeviceAgent):
         return self._device
 
 
-def _split_marker(raw: bytes, marker: str) -> tuple[str, int | None]:
+def _split_marker(raw: bytes, marker: str) -> tuple[bytes, int | None]:
     """(output without the marker line, exit code or None when the marker never came)."""
     # Old adbd gives the shell a pty: accept \r\n as well as \n around the marker.
     matches = list(re.finditer(rb"\r?\n" + re.escape(marker.encode()) + rb" (\d+)\r?\n", raw))
     if not matches:
-        return raw.decode(errors="replace"), None
+        return raw, None
     last = matches[-1]
     output = raw[: last.start()] + raw[last.end() :]
-    return output.decode(errors="replace"), int(last.group(1))
+    return output, int(last.group(1))

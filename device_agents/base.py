@@ -52,6 +52,22 @@ ExecResult = CommandResult
 
 
 @dataclass(frozen=True)
+class RawExecResult:
+    """A device command's end with its output as bytes (for binary streams: run_step's frames)."""
+
+    command: str
+    exit_code: int | None
+    stdout: bytes
+    stderr: bytes
+    duration_s: float
+    timed_out: bool = False
+
+    def decoded(self) -> ExecResult:
+        return ExecResult(self.command, self.exit_code, self.stdout.decode(errors="replace"),
+                          self.stderr.decode(errors="replace"), self.duration_s, self.timed_out)
+
+
+@dataclass(frozen=True)
 class StageReport:
     pushed: tuple[str, ...]
     skipped: tuple[str, ...]
@@ -67,6 +83,8 @@ class DeviceAgent(ABC):
     COMMAND_TIMEOUT_SEC: ClassVar[float] = 30.0
     PUSH_TIMEOUT_SEC: ClassVar[float] = 600.0
     MAX_PULL_BYTES: ClassVar[int] = 2 << 30
+    # Output a housekeeping command may send; a device sending more is cut off (host memory).
+    MAX_OUTPUT_BYTES: ClassVar[int] = 64 << 20
 
     def __init__(self, spec: DeviceSpec) -> None:
         self.spec = spec
@@ -76,7 +94,7 @@ class DeviceAgent(ABC):
 
     def connect(self) -> None:
         self._connect(self.CONNECT_TIMEOUT_SEC)
-        self.check(["mkdir", "-p", "--", self.spec.workdir])
+        self.check(["mkdir", "-p", "--", self.spec.workdir], persistent=True)
 
     def close(self) -> None:
         self._close()
@@ -95,6 +113,26 @@ class DeviceAgent(ABC):
         _check_relative(rel, self.spec.name)
         return posixpath.join(self.spec.workdir, rel)
 
+    def command_words(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+        use_exec_prefix: bool = False,
+        prefix: Sequence[str] = (),
+    ) -> list[str]:
+        """argv behind `env`, the device-side deadline, `prefix` (e.g. taskset) and the exec_prefix."""
+        words: list[str] = []
+        if env:
+            words += ["env"] + [f"{key}={value}" for key, value in env.items()]
+        if timeout_s is not None:
+            words += ["timeout", "-k", str(KILL_AFTER_SEC), str(max(1, int(round(timeout_s))))]
+        words += list(prefix)
+        if use_exec_prefix:
+            words += list(self.spec.exec_prefix)
+        return words + list(argv)
+
     def build_command(
         self,
         argv: Sequence[str],
@@ -105,15 +143,7 @@ class DeviceAgent(ABC):
         use_exec_prefix: bool = False,
     ) -> str:
         """The /bin/sh command line for argv: every word quoted, a device-side deadline."""
-        words: list[str] = []
-        if env:
-            words += ["env"] + [f"{key}={value}" for key, value in env.items()]
-        if timeout_s is not None:
-            words += ["timeout", "-k", str(KILL_AFTER_SEC), str(max(1, int(round(timeout_s))))]
-        if use_exec_prefix:
-            words += list(self.spec.exec_prefix)
-        words += list(argv)
-        command = shlex.join(words)
+        command = shlex.join(self.command_words(argv, env=env, timeout_s=timeout_s, use_exec_prefix=use_exec_prefix))
         if cwd is not None:
             command = f"cd -- {shlex.quote(cwd)} && {command}"
         return command
@@ -126,16 +156,34 @@ class DeviceAgent(ABC):
         env: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
         use_exec_prefix: bool = False,
+        persistent: bool = False,
     ) -> ExecResult:
-        """Run argv on the device with a device-side deadline; returns the real exit code."""
+        """Run argv on the device with a device-side deadline; returns the real exit code.
+
+        `persistent`: through the job's long-lived device shell where the transport keeps one."""
         timeout_s = self.COMMAND_TIMEOUT_SEC if timeout_s is None else timeout_s
         command = self.build_command(argv, cwd=cwd, env=env, timeout_s=timeout_s, use_exec_prefix=use_exec_prefix)
         self.log.debug("exec: %s", command)
-        result = self._exec(command, timeout_s + HOST_DEADLINE_GRACE_SEC)
+        if persistent:
+            result = self._exec_persistent(command, timeout_s + HOST_DEADLINE_GRACE_SEC, self.MAX_OUTPUT_BYTES).decoded()
+        else:
+            result = self._exec(command, timeout_s + HOST_DEADLINE_GRACE_SEC)
         # coreutils/toybox `timeout` exits 124 when it had to stop the command.
         if result.exit_code == 124:
             result = ExecResult(command, None, result.stdout, result.stderr, result.duration_s, timed_out=True)
         return result
+
+    def exec_raw(self, command: str, timeout_s: float, max_bytes: int | None = None,
+                 persistent: bool = False) -> RawExecResult:
+        """Run a prepared /bin/sh command string; output as bytes, at most max_bytes of stdout.
+
+        `persistent`: through the job's long-lived device shell where the transport keeps one
+        (ssh: one session per job instead of one per command); the command must not read stdin."""
+        self.log.debug("exec: %s", command[:2000])
+        cap = self.MAX_OUTPUT_BYTES if max_bytes is None else max_bytes
+        if persistent:
+            return self._exec_persistent(command, timeout_s, cap)
+        return self._exec_raw(command, timeout_s, cap)
 
     def check(self, argv: Sequence[str], **kwargs: Any) -> ExecResult:
         """`run`, raising CommandFailed unless the command exits 0."""
@@ -184,13 +232,13 @@ class DeviceAgent(ABC):
         """Run each argv step (stopping at the first failure), then sha256sum the files, in one command."""
         if not rels:
             if steps:
-                self.check(["sh", "-c", " && ".join(shlex.join(step) for step in steps)])
+                self.check(["sh", "-c", " && ".join(shlex.join(step) for step in steps)], persistent=True)
             return {}
         paths = {self.remote_path(rel): rel for rel in rels}
         # Missing files make sha256sum exit 1; the lines of the present ones are still the answer.
         hashing = f"{{ {shlex.join(['sha256sum', '--', *paths])} || true; }}"
         script = " && ".join([*(shlex.join(step) for step in steps), hashing])
-        result = self.check(["sh", "-c", script], timeout_s=self.PUSH_TIMEOUT_SEC)
+        result = self.check(["sh", "-c", script], timeout_s=self.PUSH_TIMEOUT_SEC, persistent=True)
         hashes: dict[str, str] = {}
         for line in result.stdout.splitlines():
             digest, _, path = line.partition("  ")
@@ -198,12 +246,15 @@ class DeviceAgent(ABC):
                 hashes[paths[path]] = digest
         return hashes
 
-    def fetch(self, rel: str, dest_dir: Path, name: str | None = None, max_bytes: int | None = None) -> Path:
-        """Copy workdir/<rel> to dest_dir/<name> safely: plain name, size cap, temp file + rename."""
+    def fetch(self, rel: str, dest_dir: Path, name: str | None = None, max_bytes: int | None = None,
+              size: int | None = None) -> Path:
+        """Copy workdir/<rel> to dest_dir/<name> safely: plain name, size cap, temp file + rename.
+
+        `size`: the size the device already announced (run_step's listing), saving a `stat` round trip."""
         name = name or posixpath.basename(rel)
         dest = safe_destination(dest_dir, name, self.spec.name)
         cap = self.MAX_PULL_BYTES if max_bytes is None else max_bytes
-        size = self.remote_size(rel)
+        size = self.remote_size(rel) if size is None else size
         if size is None:
             raise DeviceError(self.spec.name, f"no such file on the device: {self.remote_path(rel)}")
         if size > cap:
@@ -242,7 +293,7 @@ class DeviceAgent(ABC):
     def describe(self) -> dict[str, Any]:
         """What the device is right now: abi, cores, cpufreq, governors, temperatures, load."""
         script = resources.files("device_agents").joinpath("remote/describe.sh").read_text()
-        result = self.run(["sh", "-c", script])
+        result = self.run(["sh", "-c", script], persistent=True)
         if not result.ok:
             raise CommandFailed(self.spec.name, "describe.sh", result.exit_code, result.tail(), result.timed_out)
         return parse_facts(result.stdout)
@@ -252,9 +303,22 @@ class DeviceAgent(ABC):
     @abstractmethod
     def _connect(self, timeout_s: float) -> None: ...
 
-    @abstractmethod
     def _exec(self, command: str, timeout_s: float) -> ExecResult:
-        """Run a /bin/sh command string on the device; never trust a missing exit code."""
+        """Run a /bin/sh command string on the device; never trust a missing exit code.
+
+        A transport implements this or `_exec_raw` (bytes, for binary streams); each defaults to the other."""
+        return self._exec_raw(command, timeout_s, self.MAX_OUTPUT_BYTES).decoded()
+
+    def _exec_raw(self, command: str, timeout_s: float, max_bytes: int) -> RawExecResult:
+        if type(self)._exec is DeviceAgent._exec:
+            raise NotImplementedError(f"{type(self).__name__} implements neither _exec nor _exec_raw")
+        result = self._exec(command, timeout_s)  # text transports (test fakes): lossy for binary output
+        return RawExecResult(command, result.exit_code, result.stdout.encode(), result.stderr.encode(),
+                             result.duration_s, result.timed_out)
+
+    def _exec_persistent(self, command: str, timeout_s: float, max_bytes: int) -> RawExecResult:
+        """`_exec_raw` through a shell kept open for the job; transports without one run it alone."""
+        return self._exec_raw(command, timeout_s, max_bytes)
 
     @abstractmethod
     def _push(self, local: Path, remote_path: str) -> None: ...

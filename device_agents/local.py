@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from device_agents.base import DeviceAgent, ExecResult
+from device_agents.base import DeviceAgent, RawExecResult
 from orchestrator import procs
 from orchestrator.errors import DeviceError
 
@@ -16,9 +16,11 @@ class LocalAgent(DeviceAgent):
     def _connect(self, timeout_s: float) -> None:
         Path(self.spec.workdir).mkdir(parents=True, exist_ok=True)
 
-    def _exec(self, command: str, timeout_s: float) -> ExecResult:
-        result = procs.run(["sh", "-c", command], timeout_s=timeout_s)
-        return ExecResult(command, result.exit_code, result.stdout, result.stderr, result.duration_s, result.timed_out)
+    def _exec_raw(self, command: str, timeout_s: float, max_bytes: int) -> RawExecResult:
+        result, out, err = procs.run_bytes(["sh", "-c", command], timeout_s=timeout_s)
+        if len(out) > max_bytes:
+            raise DeviceError(self.spec.name, f"command wrote {len(out)} bytes, over the {max_bytes}-byte cap")
+        return RawExecResult(command, result.exit_code, out, err, result.duration_s, result.timed_out)
 
     def _push(self, local: Path, remote_path: str) -> None:
         shutil.copyfile(local, remote_path)

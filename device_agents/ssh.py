@@ -15,12 +15,13 @@ import logging
 import shlex
 import socket
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import paramiko
 
-from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, ExecResult
+from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, RawExecResult
 from device_agents.known_hosts import load_known_hosts
 from orchestrator.cache import write_text_atomic
 from orchestrator.errors import DeviceError
@@ -39,6 +40,7 @@ SFTP_MAX_REQUEST_BYTES = 255 * 1024
 LOCAL_READ_BYTES = 1 << 20
 PREFETCH_REQUESTS = 64
 POLL_SEC = 0.2
+STDERR_KEEP_BYTES = 1 << 20
 # AES-GCM first: no separate MAC pass in paramiko's Python packetizer (~2x faster).
 FAST_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 
@@ -122,6 +124,7 @@ class SSHAgent(DeviceAgent):
         self._sftp: paramiko.SFTPClient | None = None
         self._write_bytes = SFTP_SAFE_REQUEST_BYTES
         self._read_bytes = SFTP_SAFE_REQUEST_BYTES
+        self._shell: paramiko.Channel | None = None
 
     # ---- hooks ------------------------------------------------------------------
 
@@ -184,6 +187,7 @@ class SSHAgent(DeviceAgent):
         self.log.debug("connected to %s@%s:%s (%s)", cfg.user, cfg.host, cfg.port, transport.local_cipher)
 
     def _close(self) -> None:
+        self._drop_shell()
         if self._sftp is not None:
             self._sftp.close()
             self._sftp = None
@@ -191,7 +195,7 @@ class SSHAgent(DeviceAgent):
             self._client.close()
             self._client = None
 
-    def _exec(self, command: str, timeout_s: float) -> ExecResult:
+    def _exec_raw(self, command: str, timeout_s: float, max_bytes: int) -> RawExecResult:
         # Through /bin/sh whatever the login shell is; the trailing `exit $?` keeps sh
         # from exec'ing the last command, so a signal death still arrives as an
         # exit-status (paramiko ignores exit-signal).
@@ -204,10 +208,13 @@ class SSHAgent(DeviceAgent):
             channel.settimeout(POLL_SEC)
             channel.exec_command(remote)
             channel.shutdown_write()  # no stdin: a command that reads it sees EOF, not a hang
-            timed_out = not self._drain(channel, out, err, deadline)
-            if timed_out:
+            ended = self._drain(channel, out, err, deadline, max_bytes)
+            timed_out = ended is False
+            if ended is not True:
                 channel.close()
                 exit_code = None
+                if ended is None:
+                    err += f"\n[etfarm] output over the {max_bytes}-byte cap; command cut off".encode()
             else:
                 channel.status_event.wait(max(0.0, deadline - time.monotonic()))
                 status = channel.exit_status if channel.status_event.is_set() else -1
@@ -219,21 +226,17 @@ class SSHAgent(DeviceAgent):
         except (OSError, EOFError, paramiko.SSHException) as exc:
             exit_code, timed_out = None, False
             err += f"\n[etfarm] ssh transport failed: {exc or type(exc).__name__}".encode()
-        return ExecResult(
-            command,
-            exit_code,
-            out.decode(errors="replace"),
-            err.decode(errors="replace"),
-            time.monotonic() - started,
-            timed_out=timed_out,
-        )
+        return RawExecResult(command, exit_code, bytes(out), bytes(err), time.monotonic() - started, timed_out=timed_out)
 
     @staticmethod
-    def _drain(channel: paramiko.Channel, out: bytearray, err: bytearray, deadline: float) -> bool:
-        """Read stdout and stderr until EOF; False when the host-side deadline passed first."""
+    def _drain(channel: paramiko.Channel, out: bytearray, err: bytearray, deadline: float, max_bytes: int) -> bool | None:
+        """Read stdout and stderr until EOF: True; False when the host-side deadline passed
+        first; None when stdout went over max_bytes."""
         while True:
             while channel.recv_stderr_ready():
                 err += channel.recv_stderr(1 << 16)
+                if len(err) > STDERR_KEEP_BYTES:  # keep the tail: that is where errors are
+                    del err[: len(err) - STDERR_KEEP_BYTES]
             if time.monotonic() > deadline:
                 return False
             try:
@@ -245,6 +248,71 @@ class SSHAgent(DeviceAgent):
                     err += channel.recv_stderr(1 << 16)
                 return True
             out += data
+            if len(out) > max_bytes:
+                return None
+
+    def _exec_persistent(self, command: str, timeout_s: float, max_bytes: int) -> RawExecResult:
+        """Run `command` in the job's long-lived `/bin/sh` (one SSH session for every process run).
+
+        A session costs two round trips (channel open, exec request) plus sshd starting the login
+        shell; a line written to a shell that is already there costs none of that. The command's
+        end is a line with a random marker and its exit status. A deadline, a cut stream or output
+        over the cap closes the shell (the next call opens a new one) and reports no exit status.
+        """
+        marker = f"@@ETFARM_DONE_{uuid.uuid4().hex}".encode()
+        started = time.monotonic()
+        deadline = started + timeout_s
+        out, err = bytearray(), bytearray()
+        failure = ""
+        try:
+            shell = self._persistent_shell(timeout_s)
+            # A subshell: an `exit` in the command ends it, not the job's shell.
+            shell.sendall(f"( {command}\n) </dev/null; printf '\\n%s %s\\n' {marker.decode()} \"$?\"\n".encode())
+            while True:
+                while shell.recv_stderr_ready():
+                    err += shell.recv_stderr(1 << 16)
+                    if len(err) > STDERR_KEEP_BYTES:
+                        del err[: len(err) - STDERR_KEEP_BYTES]
+                end = out.rfind(b"\n" + marker + b" ", max(0, len(out) - (1 << 16) - len(marker) - 16))
+                if end >= 0 and out.endswith(b"\n"):
+                    code = int(out[end + len(marker) + 2:].strip() or b"-1")
+                    return RawExecResult(command, code, bytes(out[:end]), bytes(err), time.monotonic() - started)
+                if time.monotonic() > deadline:
+                    self._drop_shell()
+                    return RawExecResult(command, None, bytes(out), bytes(err), time.monotonic() - started, timed_out=True)
+                if len(out) > max_bytes + len(marker) + 16:
+                    failure = f"output over the {max_bytes}-byte cap; command cut off"
+                    break
+                try:
+                    data = shell.recv(1 << 16)
+                except TimeoutError:
+                    continue
+                if not data:
+                    failure = "the device shell ended without an exit status (connection lost?)"
+                    break
+                out += data
+        except (OSError, EOFError, paramiko.SSHException, ValueError) as exc:
+            failure = f"ssh shell failed: {exc or type(exc).__name__}"
+        self._drop_shell()
+        err += f"\n[etfarm] {failure}".encode()
+        return RawExecResult(command, None, bytes(out), bytes(err), time.monotonic() - started)
+
+    def _persistent_shell(self, timeout_s: float) -> paramiko.Channel:
+        if self._shell is None or self._shell.closed or self._shell.exit_status_ready():
+            self._drop_shell()
+            channel = self._transport().open_session(timeout=min(timeout_s, 30.0))
+            channel.settimeout(POLL_SEC)
+            channel.exec_command("/bin/sh")
+            self._shell = channel
+        return self._shell
+
+    def _drop_shell(self) -> None:
+        if self._shell is not None:
+            try:
+                self._shell.close()  # EOF on its stdin: the shell ends after what it is running
+            except (OSError, EOFError, paramiko.SSHException):
+                pass
+            self._shell = None
 
     def _push(self, local: Path, remote_path: str) -> None:
         sftp = self._sftp_client()

@@ -24,7 +24,9 @@ from orchestrator.yamlfile import load_yaml, shorten
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 # Per transport: key -> (type, required, default). Unknown keys are errors, so typos surface.
-_COMMON_KEYS = {"transport", "target", "workdir", "exec_prefix", "threads", "description"}
+_COMMON_KEYS = {"transport", "target", "workdir", "exec_prefix", "threads", "cpus", "description"}
+# `cpus:` is taskset's cpu list: 3, 0-3, 0,2,4-7 (an integer alone is one cpu).
+_CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 _TRANSPORT_KEYS: dict[str, dict[str, tuple[type, bool, Any]]] = {
     "local": {},
     "ssh": {
@@ -119,6 +121,12 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
     settings = {key: _typed(path, f"{where}.{key}", entry, key, *spec) for key, spec in allowed.items()}
     if "threads" in entry:
         settings["threads"] = _typed(path, f"{where}.threads", entry, "threads", int, False, 0)
+    if entry.get("cpus") is not None:
+        cpus = entry["cpus"]
+        text = str(cpus) if isinstance(cpus, int) and not isinstance(cpus, bool) else cpus
+        if not isinstance(text, str) or not _CPU_LIST.match(text.replace(" ", "")):
+            raise ConfigError(path, f"{where}.cpus", f"expected a cpu list like 2, \"0-3\" or \"0,2,4-7\", got {_describe(cpus)}")
+        settings["cpus"] = text.replace(" ", "")
     workdir = entry.get("workdir", _DEFAULT_WORKDIR.get(transport) or str(cache_dir("devices") / name))
     if not isinstance(workdir, str) or not workdir.startswith(("/", "~")):
         raise ConfigError(path, f"{where}.workdir", f"expected an absolute path, got {_describe(workdir)}")

@@ -41,6 +41,19 @@ def run(
     input_bytes: bytes | None = None,
 ) -> CommandResult:
     """Run argv to completion, capturing output; a deadline kills the process group."""
+    result, _, _ = run_bytes(argv, cwd=cwd, env=env, timeout_s=timeout_s, input_bytes=input_bytes)
+    return result
+
+
+def run_bytes(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float | None = None,
+    input_bytes: bytes | None = None,
+) -> tuple[CommandResult, bytes, bytes]:
+    """`run`, also returning stdout and stderr as the bytes the command wrote."""
     args = tuple(str(a) for a in argv)
     full_env = None if env is None else {**os.environ, **env}
     started = time.monotonic()
@@ -60,7 +73,7 @@ def run(
         _kill_group(proc)
         out, err = proc.communicate()
         timed_out = True
-    return CommandResult(
+    result = CommandResult(
         command=shlex.join(args),
         exit_code=None if timed_out else proc.returncode,
         stdout=out.decode(errors="replace"),
@@ -68,6 +81,7 @@ def run(
         duration_s=time.monotonic() - started,
         timed_out=timed_out,
     )
+    return result, out, err
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

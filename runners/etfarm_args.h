@@ -24,6 +24,8 @@ struct Options {
   int64_t cpu_threads = 0;  // <= 0: keep the threadpool's default size
   std::string inputs;  // ETFT file; empty: fill inputs with ones
   std::string output_file;  // ETFT file for the last execution's outputs
+  int64_t calibration_rounds = 0;  // 0: no calibration workload
+  int64_t hold_ms = 0;  // sleep this long after printing the result (tests read /proc/<pid>/status)
   bool help = false;
 };
 
@@ -42,6 +44,9 @@ inline const char* usage_text() {
          "  --cpu_threads N            threadpool size (default: leave the runtime's choice)\n"
          "  --inputs FILE              ETFT file with the method's inputs (default: all ones)\n"
          "  --output_file FILE         write the last execution's outputs as ETFT\n"
+         "  --calibration_rounds N     time a fixed GEMM + memory-traffic workload of N rounds before\n"
+         "                             and after the measured executions (default 0: off)\n"
+         "  --hold_ms MS               sleep MS after printing the result, before exiting (tests)\n"
          "Prints one line 'ETFARM_RESULT {json}' on stdout. Exit 0 ok, 1 runtime/IO error, 2 bad flags.\n";
 }
 
@@ -100,6 +105,8 @@ inline bool parse_args(int argc, char** argv, Options* opts, std::string* error)
       {"cpu_threads", Kind::Int, &opts->cpu_threads},
       {"inputs", Kind::String, &opts->inputs},
       {"output_file", Kind::String, &opts->output_file},
+      {"calibration_rounds", Kind::Int, &opts->calibration_rounds},
+      {"hold_ms", Kind::Int, &opts->hold_ms},
   };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -171,6 +178,10 @@ inline bool parse_args(int argc, char** argv, Options* opts, std::string* error)
   }
   if ((opts->dump_outputs || opts->dump_intermediate_outputs) && opts->etdump_path.empty()) {
     *error = "--dump_outputs/--dump_intermediate_outputs need --etdump_path (the event tracer logs them)";
+    return false;
+  }
+  if (opts->calibration_rounds < 0 || opts->hold_ms < 0) {
+    *error = "--calibration_rounds and --hold_ms must not be negative";
     return false;
   }
   if (opts->debug_buffer_size < 1) {

@@ -14,6 +14,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <executorch/extension/module/module.h>
@@ -23,6 +24,7 @@
 
 #include "etfarm_args.h"
 #include "etfarm_etft.h"
+#include "etfarm_probe.h"
 #include "etfarm_threadpool.h"
 #include "etfarm_tracer.h"
 
@@ -246,8 +248,12 @@ std::string method_list(Module& module) {
   return out;
 }
 
-int run(const etfarm::Options& opts) {
+int run(const etfarm::Options& opts, Clock::time_point started) {
   ::executorch::runtime::runtime_init();
+  // The first calibration runs before the program is loaded; its buffers (2 MiB, mmapped) are
+  // released before loading, so they never raise the peak memory reported for the model.
+  double calibration_before_ms = -1.0;
+  if (opts.calibration_rounds > 0) calibration_before_ms = etfarm::Calibration().run(opts.calibration_rounds);
   if (opts.cpu_threads > 0 && !etfarm::reset_threadpool(opts.cpu_threads)) {
     return fail("cannot set --cpu_threads=" + std::to_string(opts.cpu_threads) + ": no threadpool in this runtime");
   }
@@ -277,12 +283,20 @@ int run(const etfarm::Options& opts) {
     return fail("program '" + opts.model_path + "' has no method '" + opts.method_name + "' (methods: " +
                 method_list(module) + ")");
   }
+  // What memory planning asked for: the sum of the method's planned buffers (MethodMeta).
+  int64_t planned_bytes = 0;
+  for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
+    auto size = meta->memory_planned_buffer_size(i);
+    if (size.ok()) planned_bytes += size.get();
+  }
   t0 = Clock::now();
   err = module.load_method(opts.method_name);
   const double load_ms = ms_since(t0);
   if (err != Error::Ok) {
     return fail("cannot load method '" + opts.method_name + "' of '" + opts.model_path + "': " + describe(err));
   }
+
+  const int64_t peak_rss_load_kb = etfarm::peak_rss_kb();
 
   std::vector<uint8_t> debug_buffer;
   if (tracer != nullptr && (opts.dump_outputs || opts.dump_intermediate_outputs)) {
@@ -330,6 +344,11 @@ int run(const etfarm::Options& opts) {
     }
   }
 
+  // Measured before the second calibration allocates its buffers.
+  const int64_t peak_rss_kb = etfarm::peak_rss_kb();
+  double calibration_after_ms = -1.0;
+  if (opts.calibration_rounds > 0) calibration_after_ms = etfarm::Calibration().run(opts.calibration_rounds);
+
   if (!opts.output_file.empty()) {
     const std::vector<uint8_t> bytes = etfarm::serialize_etft(outputs);
     if (!etfarm::write_file_atomic(opts.output_file, bytes.data(), bytes.size(), &why)) return fail(why);
@@ -371,15 +390,30 @@ int run(const etfarm::Options& opts) {
   json += ", \"debug_buffer_used\": " + std::to_string(tracer != nullptr ? tracer->debug_bytes_used() : 0);
   json += ", \"debug_buffer_overflow\": " +
       std::string(tracer != nullptr && tracer->debug_buffer_overflowed() ? "true" : "false");
+  json += ", \"peak_rss_load_kb\": " + std::to_string(peak_rss_load_kb);
+  json += ", \"peak_rss_kb\": " + std::to_string(peak_rss_kb);
+  json += ", \"planned_memory_bytes\": " + std::to_string(planned_bytes);
+  json += ", \"program_bytes\": " + std::to_string(etfarm::file_size(opts.model_path));
+  if (opts.calibration_rounds > 0) {
+    json += ", \"calibration_rounds\": " + std::to_string(opts.calibration_rounds);
+    std::snprintf(num, sizeof(num), "%.6f", calibration_before_ms);
+    json += ", \"calibration_before_ms\": " + std::string(num);
+    std::snprintf(num, sizeof(num), "%.6f", calibration_after_ms);
+    json += ", \"calibration_after_ms\": " + std::string(num);
+  }
+  std::snprintf(num, sizeof(num), "%.6f", ms_since(started));
+  json += ", \"runner_ms\": " + std::string(num);
   json += "}";
   std::printf("ETFARM_RESULT %s\n", json.c_str());
   std::fflush(stdout);
+  if (opts.hold_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opts.hold_ms));
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  const auto started = Clock::now();
   etfarm::Options opts;
   std::string error;
   if (!etfarm::parse_args(argc, argv, &opts, &error)) {
@@ -391,7 +425,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
-    return run(opts);
+    return run(opts, started);
   } catch (const std::exception& e) {  // e.g. std::bad_alloc for a huge input
     return fail(std::string("unexpected failure: ") + e.what());
   }

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli.options import Backend, ConfigOption, JsonOption
+from orchestrator.errors import UsageError
 
 
 def register(app: typer.Typer) -> None:
@@ -37,6 +38,10 @@ def run(
     cooldown: Annotated[float, typer.Option(min=0, help="Seconds to pause before each process run.")] = 0.0,
     max_temp: Annotated[float | None, typer.Option(
         help="Before each run, wait until the device's hottest zone is at most this many °C.")] = None,
+    order: Annotated[str, typer.Option(
+        help="How the models' process runs follow each other on a device: interleaved (seeded shuffle of rounds) "
+             "or sequential.")] = "interleaved",
+    seed: Annotated[int, typer.Option(help="Seed of the interleaved order.")] = 0,
     intermediate_outputs: Annotated[bool, typer.Option(
         "--intermediate-outputs", help="Also dump intermediate outputs (debug buffer sized from the model).")] = False,
     numerics: Annotated[bool, typer.Option(
@@ -60,11 +65,15 @@ def run(
     from orchestrator.report import job_view, json_text, wall_clock_lines
     from orchestrator.report.summary import summary
     from orchestrator.run import RunOptions, run_job
+    from orchestrator.run.schedule import RunOrder
 
     if verbose:
         from orchestrator.cli.logs import log_to_stderr
 
         log_to_stderr()
+    choices = (RunOrder.INTERLEAVED.value, RunOrder.SEQUENTIAL.value)
+    if order not in choices:
+        raise UsageError(f"--order: expected {' or '.join(choices)}, got {order!r}")
     inventory = load_inventory(config)
     selected = inventory.select(devices)
     specs = parse_model_specs(model, name or ())
@@ -72,7 +81,8 @@ def run(
                          wait_for_lock=not no_wait, lock_timeout_s=lock_timeout,
                          intermediate_outputs=intermediate_outputs or numerics,
                          debug_buffer_size=0, numerics=numerics, cpu_threads=threads,
-                         untraced_runs=untraced_runs, cooldown_s=cooldown, max_temp_c=max_temp)
+                         untraced_runs=untraced_runs, cooldown_s=cooldown, max_temp_c=max_temp,
+                         order=RunOrder(order), seed=seed)
     result = run_job(selected, specs, backend=backend.value, options=options, out=out, progress=Progress(quiet=quiet),
                      config_file=inventory.path)
     if not no_store:

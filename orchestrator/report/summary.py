@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
-from orchestrator.report.text import fmt_ms, fmt_percent, format_table
+from orchestrator.report.text import fmt_ms, fmt_percent, format_bytes, format_table
 from orchestrator.run.results import Job
 from orchestrator.stats import percentile
 
@@ -67,13 +67,27 @@ def wall_clock_lines(job: Job) -> list[str]:
             continue
         line = (f"{device.name} {model.name}: wall clock per execution p50 {fmt_ms(percentile(execute, 50))} ms, "
                 f"p90 {fmt_ms(percentile(execute, 90))} ms over {len(execute)}")
-        if model.load_ms:
-            line += f"; method load p50 {fmt_ms(percentile(model.load_ms, 50))} ms"
+        if model.warm_load_ms:
+            line += f"; method load p50 {fmt_ms(percentile(model.warm_load_ms, 50))} ms"
+        if model.cold_load_ms is not None:
+            line += f" (cold {fmt_ms(model.cold_load_ms)} ms)"
+        memory = [f"{label} {format_bytes(value)}" for label, value in (
+            ("peak RSS", model.peak_rss_kb * 1024 if model.peak_rss_kb is not None else None),
+            ("planned", model.planned_memory_bytes), ("program", model.program_bytes)) if value is not None]
+        if memory:
+            line += "; " + ", ".join(memory)
         overhead = model.tracer_overhead
         if overhead is not None:
             line += (f"; without ETDump p50 {fmt_ms(percentile(model.untraced_execute_ms, 50))} ms "
                      f"(tracer overhead {overhead * 100:+.1f}%)")
         if model.unstable and model.execute_cv is not None:
             line += f"; UNSTABLE: CV {model.execute_cv * 100:.0f}% (pin cores, cool down, or add runs)"
+        flagged = model.flagged_runs
+        if flagged:
+            line += "; FLAGGED: " + ", ".join(
+                f"{r.label} {r.flag}" + (f" (calibration {r.slowdown * 100:+.0f}%)" if r.slowdown is not None else "")
+                for r in flagged)
         lines.append(line)
     return lines
+
+

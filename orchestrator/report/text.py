@@ -52,3 +52,11 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: s
         return "  ".join(v.rjust(w) if a == "r" else v.ljust(w) for v, w, a in zip(values, widths, align, strict=True)).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
+
+def format_bytes(value: float) -> str:
+    """1536 -> '1.5 KiB'; binary units, as VmHWM and buffer sizes are."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"

@@ -76,6 +76,13 @@ class Verification:
                    int(data.get("runs_checked", 0)))
 
 
+class RunFlag(StrEnum):
+    """Why a process run's numbers are suspect: its calibration workload ran slower than the job's first."""
+
+    THROTTLED = "throttled"  # the device's clocks dropped or it reported thermal trouble
+    INTERFERED = "interfered"  # same clocks, less CPU: something else shared the core
+
+
 @dataclass(frozen=True)
 class ProcessRun:
     """One process run of the runner on a device: `run-k` (event tracer on) or `e2e-k` (off)."""
@@ -88,10 +95,39 @@ class ProcessRun:
     device_state: Mapping[str, Any] = field(default_factory=dict)  # facts just before the run
     artifacts: tuple[str, ...] = ()  # files of this run, relative to the run directory
     runner: Mapping[str, Any] = field(default_factory=dict)  # anything else the runner reported, verbatim
+    cold: bool = False  # the model's first process run after staging: its load times are apart
+    peak_rss_load_kb: int | None = None  # VmHWM after the program and method loaded
+    peak_rss_kb: int | None = None  # VmHWM after the measured executions
+    planned_memory_bytes: int | None = None  # MethodMeta's memory-planned buffers, summed
+    program_bytes: int | None = None  # the .pte's size on the device
+    calibration_before_ms: float | None = None  # the fixed calibration workload, before and after
+    calibration_after_ms: float | None = None
+    flag: RunFlag | None = None  # throttled / interfered, from the calibration
+    slowdown: float | None = None  # calibration vs the job's first run on the device: 0.3 = 30 % slower
+    runner_ms: float | None = None  # the runner process's own time, start to result
+    step_ms: float | None = None  # host wall time of the whole device step (one round trip)
+
+    @property
+    def calibration_ms(self) -> float | None:
+        """The slower of the two calibrations: what the run's core was like at its worst."""
+        values = [v for v in (self.calibration_before_ms, self.calibration_after_ms) if v is not None]
+        return max(values) if values else None
+
+    @property
+    def host_overhead_ms(self) -> float | None:
+        """What the host and the link added to the runner's own time."""
+        if self.step_ms is None or self.runner_ms is None:
+            return None
+        return self.step_ms - self.runner_ms
 
     def to_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "traced": self.traced, "execute_ms": list(self.execute_ms),
+        return {"label": self.label, "traced": self.traced, "cold": self.cold, "execute_ms": list(self.execute_ms),
                 "load_ms": self.load_ms, "program_load_ms": self.program_load_ms,
+                "peak_rss_load_kb": self.peak_rss_load_kb, "peak_rss_kb": self.peak_rss_kb,
+                "planned_memory_bytes": self.planned_memory_bytes, "program_bytes": self.program_bytes,
+                "calibration_before_ms": self.calibration_before_ms, "calibration_after_ms": self.calibration_after_ms,
+                "flag": _enum_value(self.flag), "slowdown": self.slowdown, "runner_ms": self.runner_ms,
+                "step_ms": self.step_ms,
                 "device_state": dict(self.device_state), "artifacts": list(self.artifacts), "runner": dict(self.runner)}
 
     @classmethod
@@ -100,7 +136,14 @@ class ProcessRun:
                    execute_ms=tuple(float(x) for x in data.get("execute_ms", ())),
                    load_ms=_opt_float(data.get("load_ms")), program_load_ms=_opt_float(data.get("program_load_ms")),
                    device_state=dict(data.get("device_state") or {}), artifacts=tuple(data.get("artifacts") or ()),
-                   runner=dict(data.get("runner") or {}))
+                   runner=dict(data.get("runner") or {}), cold=bool(data.get("cold", False)),
+                   peak_rss_load_kb=_opt_int(data.get("peak_rss_load_kb")), peak_rss_kb=_opt_int(data.get("peak_rss_kb")),
+                   planned_memory_bytes=_opt_int(data.get("planned_memory_bytes")),
+                   program_bytes=_opt_int(data.get("program_bytes")),
+                   calibration_before_ms=_opt_float(data.get("calibration_before_ms")),
+                   calibration_after_ms=_opt_float(data.get("calibration_after_ms")),
+                   flag=RunFlag(data["flag"]) if data.get("flag") else None, slowdown=_opt_float(data.get("slowdown")),
+                   runner_ms=_opt_float(data.get("runner_ms")), step_ms=_opt_float(data.get("step_ms")))
 
 
 @dataclass(frozen=True)
@@ -136,6 +179,33 @@ class ModelResult:
         return tuple(r.load_ms for r in self.traced_runs if r.load_ms is not None)
 
     @property
+    def warm_load_ms(self) -> tuple[float, ...]:
+        """Method load times of every run but the cold first one (all runs, traced or not)."""
+        return tuple(r.load_ms for r in self.runs if r.load_ms is not None and not r.cold)
+
+    @property
+    def cold_load_ms(self) -> float | None:
+        return next((r.load_ms for r in self.runs if r.cold), None)
+
+    @property
+    def peak_rss_kb(self) -> int | None:
+        """The highest peak resident memory of any run (after its measured executions)."""
+        values = [r.peak_rss_kb for r in self.runs if r.peak_rss_kb is not None and r.peak_rss_kb >= 0]
+        return max(values) if values else None
+
+    @property
+    def planned_memory_bytes(self) -> int | None:
+        return next((r.planned_memory_bytes for r in self.runs if r.planned_memory_bytes is not None), None)
+
+    @property
+    def program_bytes(self) -> int | None:
+        return next((r.program_bytes for r in self.runs if r.program_bytes is not None), None)
+
+    @property
+    def flagged_runs(self) -> tuple[ProcessRun, ...]:
+        return tuple(r for r in self.runs if r.flag is not None)
+
+    @property
     def tracer_overhead(self) -> float | None:
         """Relative cost of the ETDump event tracer on the median execution: 0.05 means +5 %."""
         traced, untraced = median(self.wall_execute_ms), median(self.untraced_execute_ms)
@@ -154,6 +224,12 @@ class ModelResult:
     def summary(self) -> dict[str, Any]:
         return {"runs": len(self.traced_runs), "wall_execute_ms": list(self.wall_execute_ms),
                 "untraced_execute_ms": list(self.untraced_execute_ms), "load_ms": list(self.load_ms),
+                "warm_load_ms": list(self.warm_load_ms), "cold_load_ms": self.cold_load_ms,
+                "peak_rss_kb": self.peak_rss_kb, "planned_memory_bytes": self.planned_memory_bytes,
+                "program_bytes": self.program_bytes,
+                "host_overhead_ms_p50": median([o for r in self.runs if (o := r.host_overhead_ms) is not None]),
+                "flagged_runs": {r.label: f"{r.flag} {r.slowdown:+.0%}" if r.slowdown is not None else str(r.flag)
+                                 for r in self.flagged_runs},
                 "tracer_overhead": self.tracer_overhead, "execute_cv": self.execute_cv, "unstable": self.unstable}
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,9 +256,10 @@ class DeviceResult:
     status: DeviceStatus = DeviceStatus.PENDING
     error: str | None = None
     blame: Blame | None = None
-    facts: Mapping[str, Any] = field(default_factory=dict)  # describe() at the start of the job
+    facts: Mapping[str, Any] = field(default_factory=dict)  # describe() at the job's first process run
     models: tuple[ModelResult, ...] = ()
     runner_key: str | None = None  # cache key of the runner build the device ran
+    controls: Mapping[str, Any] = field(default_factory=dict)  # device controls set for the job (perf mode)
 
     def model(self, name: str) -> ModelResult | None:
         return next((m for m in self.models if m.name == name), None)
@@ -197,13 +274,15 @@ class DeviceResult:
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status.value, "error": self.error, "blame": _enum_value(self.blame),
                 "transport": self.transport, "target": self.target, "facts": dict(self.facts),
-                "runner_key": self.runner_key, "models": {m.name: m.to_dict() for m in self.models}}
+                "runner_key": self.runner_key, "controls": dict(self.controls),
+                "models": {m.name: m.to_dict() for m in self.models}}
 
     @classmethod
     def from_dict(cls, name: str, data: Mapping[str, Any]) -> DeviceResult:
         return cls(name=name, transport=str(data.get("transport", "")), target=str(data.get("target", "")),
                    status=DeviceStatus(data["status"]), error=data.get("error"), blame=_opt_enum(Blame, data.get("blame")),
                    facts=dict(data.get("facts") or {}), runner_key=data.get("runner_key"),
+                   controls=dict(data.get("controls") or {}),
                    models=tuple(ModelResult.from_dict(n, m) for n, m in (data.get("models") or {}).items()))
 
 
@@ -369,6 +448,10 @@ def _opt_float(value: Any) -> float | None:
         return None
     number = float(value)
     return number if math.isfinite(number) else None
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def _enum_value(value: StrEnum | None) -> str | None:

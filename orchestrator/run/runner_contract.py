@@ -22,6 +22,10 @@ RUNNER_LOG = "runner.log"
 RESULT_JSON = "result.json"
 DEVICE_STATE_JSON = "device_state.json"
 RESULT_PREFIX = "ETFARM_RESULT "
+# Rounds of the runner's calibration workload (64x64 GEMM + 2 MiB of copies each): about 15 ms
+# on the 2-vCPU Xeon testbed, long enough for a busy loop sharing the core to show (the
+# scheduler's slices are a few ms), short enough to cost little per process run.
+CALIBRATION_ROUNDS = 250
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,7 @@ class RunnerInvocation:
     cpu_threads: int = 0
     intermediate_outputs: bool = False
     debug_buffer_size: int = 16 << 20
+    calibration_rounds: int = CALIBRATION_ROUNDS
 
     def argv(self) -> list[str]:
         argv = [self.runner, f"--model_path={self.model}", f"--num_executions={self.iterations}", f"--warmup={self.warmup}"]
@@ -48,6 +53,8 @@ class RunnerInvocation:
             argv.append(f"--inputs={self.inputs}")
         if self.cpu_threads > 0:
             argv.append(f"--cpu_threads={self.cpu_threads}")
+        if self.calibration_rounds > 0:
+            argv.append(f"--calibration_rounds={self.calibration_rounds}")
         if self.traced and self.intermediate_outputs:
             argv += ["--dump_intermediate_outputs", f"--debug_buffer_size={self.debug_buffer_size}",
                      f"--debug_output_path={posixpath.join(self.out_dir, DEBUG_NAME)}"]

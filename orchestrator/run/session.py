@@ -8,14 +8,16 @@ on each other. Failures are recorded with who is to blame, never raised.
 from __future__ import annotations
 
 import logging
+import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from device_agents import DeviceSpec, create_agent
-from device_agents.base import DeviceAgent
+from device_agents.base import DeviceAgent, parse_facts
+from device_agents.step import StepRequest, run_step, step_files
 from orchestrator.artifacts.build import RunnerBuild, runner_env
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import write_json_atomic
@@ -28,7 +30,9 @@ from orchestrator.errors import (
     blame_of,
 )
 from orchestrator.progress import DeviceProgress
+from orchestrator.run.calibration import flag_runs
 from orchestrator.run.conditions import cool_down
+from orchestrator.run.controls import affinity_prefix, restore_commands, setup_commands
 from orchestrator.run.locks import device_lock
 from orchestrator.run.results import (
     DeviceResult,
@@ -97,7 +101,6 @@ class DeviceSession:
                 agent = create_agent(self.spec)
                 self.say(f"connecting ({self.spec.transport}, target {self.spec.target})")
                 with agent:
-                    self._stage_runner(agent)
                     self._run_models(agent)
             final = self._set(status=DeviceStatus.OK)
         except EtfarmError as exc:
@@ -110,44 +113,67 @@ class DeviceSession:
 
     # ---- steps -------------------------------------------------------------------
 
-    def _stage_runner(self, agent: DeviceAgent) -> None:
+    def _stage(self, agent: DeviceAgent) -> dict[str, tuple[str, str | None]]:
+        """Stage the runner, the step scripts and every model in one go: two device commands
+        (hash, then finalize what was pushed) whatever the number of files."""
         assert self.build is not None
-        report = agent.stage(self.build.stage_files())
-        self.say(_staged("runner", report.pushed, report.skipped, report.bytes_pushed))
+        files = {**self.build.stage_files(), **step_files()}
+        staged: dict[str, tuple[str, str | None]] = {}
+        for model in self.models:
+            model_rel = f"models/{model.name}-{model.key[:16]}.pte"
+            files[model_rel] = model.pte
+            inputs_rel = None
+            if model.inputs is not None:
+                inputs_rel = f"models/{model.name}-{model.key[:16]}.inputs.etft"
+                files[inputs_rel] = model.inputs
+            staged[model.name] = (model_rel, inputs_rel)
+        report = agent.stage(files)
+        self.say(_staged("runner and models", report.pushed, report.skipped, report.bytes_pushed))
+        return staged
+
+    def _setup_controls(self, agent: DeviceAgent) -> None:
+        facts: dict[str, Any] = {}
+        for argv in setup_commands(self.spec):
+            facts.update(parse_facts(agent.check(argv).stdout))
+        if facts:
+            self.say(", ".join(f"{k}: {v}" for k, v in facts.items()))
+            self._set(controls=facts)
+
+    def _restore_controls(self, agent: DeviceAgent) -> None:
+        for argv in restore_commands(self.spec):
+            try:
+                agent.run(argv)
+            except EtfarmError as exc:  # the job's own outcome matters more; say it, keep it
+                self.say(f"could not restore device controls: {exc}")
 
     def _run_models(self, agent: DeviceAgent) -> None:
-        """Stage every model, run the schedule's process runs, then verify and analyse each model."""
-        staged = {model.name: self._stage_model(agent, model) for model in self.models}
-        by_name = {model.name: model for model in self.models}
-        opts = self.options
-        runs: dict[str, list[ProcessRun]] = {model.name: [] for model in self.models}
-        for step in schedule_runs(list(by_name), opts.runs, opts.untraced_runs, opts.order, opts.seed):
-            model = by_name[step.model]
-            if step.traced:
-                self.say(f"{model.name}: {step.label.replace('-', ' ')}/{opts.runs} "
-                         f"({opts.warmup} warmup + {opts.iterations} iterations)")
-            else:
-                self.say(f"{model.name}: end-to-end {step.label}/{opts.untraced_runs} without the event tracer")
-            runs[model.name].append(self._one_run(agent, model, *staged[model.name], step.label, traced=step.traced))
+        """Stage, run the schedule's process runs (one device command each), flag them, then verify
+        and analyse each model."""
+        staged = self._stage(agent)
+        self._setup_controls(agent)
+        try:
+            by_name = {model.name: model for model in self.models}
+            opts = self.options
+            order: list[tuple[str, ProcessRun]] = []
+            for step in schedule_runs(list(by_name), opts.runs, opts.untraced_runs, opts.order, opts.seed):
+                model = by_name[step.model]
+                if step.traced:
+                    self.say(f"{model.name}: {step.label.replace('-', ' ')}/{opts.runs} "
+                             f"({opts.warmup} warmup + {opts.iterations} iterations)")
+                else:
+                    self.say(f"{model.name}: end-to-end {step.label}/{opts.untraced_runs} without the event tracer")
+                cold = not any(name == model.name for name, _ in order)
+                run = self._one_run(agent, model, *staged[model.name], step.label, traced=step.traced, cold=cold)
+                order.append((model.name, run))
+                if len(order) > 1:  # say it as it happens, not only in the summary
+                    flagged = flag_runs([r for _, r in order])[-1]
+                    if flagged.flag is not None:
+                        self.say(f"{model.name} {step.label}: {flagged.flag} (calibration {flagged.slowdown:+.0%})")
+        finally:
+            self._restore_controls(agent)
+        flagged_runs = flag_runs([run for _, run in order])
         for model in self.models:
-            self._finish_model(model, runs[model.name])
-
-    def _stage_model(self, agent: DeviceAgent, model: ExportedModel) -> tuple[str, str | None]:
-        local_dir = self.rundir.model_dir(self.spec.name, model.name)
-        model_rel = f"models/{model.name}-{model.key[:16]}.pte"
-        files = {model_rel: model.pte}
-        inputs_rel = None
-        if model.inputs is not None:
-            inputs_rel = f"models/{model.name}-{model.key[:16]}.inputs.etft"
-            files[inputs_rel] = model.inputs
-        report = agent.stage(files)
-        self.say(_staged(model.name, report.pushed, report.skipped, report.bytes_pushed))
-        facts = agent.describe()
-        write_json_atomic(local_dir / DEVICE_JSON, {"name": self.spec.name, "transport": self.spec.transport,
-                                                   "target": self.spec.target, "exec_prefix": list(self.spec.exec_prefix),
-                                                   "facts": facts})
-        self._set(facts=facts)
-        return model_rel, inputs_rel
+            self._finish_model(model, [run for (name, _), run in zip(order, flagged_runs, strict=False) if name == model.name])
 
     def _finish_model(self, model: ExportedModel, runs: list[ProcessRun]) -> None:
         local_dir = self.rundir.model_dir(self.spec.name, model.name)
@@ -160,44 +186,66 @@ class DeviceSession:
         self.rundir.update_device(self.spec.name, lambda d: d.with_model(result))
 
     def _one_run(self, agent: DeviceAgent, model: ExportedModel, model_rel: str, inputs_rel: str | None,
-                 label: str, traced: bool) -> ProcessRun:
+                 label: str, traced: bool, cold: bool = False) -> ProcessRun:
+        """One process run: a single device command (cleanup, facts, runner, files back)."""
+        opts = self.options
         run_local = self.rundir.run_dir(self.spec.name, model.name, label)
         out_rel = f"out/{model.name}/{label}"
-        agent.remove(out_rel)
-        agent.check(["mkdir", "-p", "--", agent.remote_path(out_rel)])
-        state = cool_down(agent.describe, pause_s=self.options.cooldown_s, max_temp_c=self.options.max_temp_c, say=self.say)
-        write_json_atomic(run_local / DEVICE_STATE_JSON, state)
+        gate: dict[str, Any] = {}
+        if opts.max_temp_c is not None:  # thermal gating reads the device first (extra commands)
+            gate = cool_down(agent.describe, pause_s=opts.cooldown_s, max_temp_c=opts.max_temp_c, say=self.say)
+            gate.pop("facts", None)
+        elif opts.cooldown_s > 0:
+            time.sleep(opts.cooldown_s)
+            gate = {"cooldown_waited_s": opts.cooldown_s}
         invocation = RunnerInvocation(
             runner=agent.remote_path(RUNNER_REL), model=agent.remote_path(model_rel),
             inputs=agent.remote_path(inputs_rel) if inputs_rel else None, out_dir=agent.remote_path(out_rel),
-            iterations=self.options.iterations, warmup=self.options.warmup, traced=traced,
-            cpu_threads=self.options.cpu_threads or int(self.spec.settings.get("threads") or 0),
-            intermediate_outputs=self.options.intermediate_outputs, debug_buffer_size=self._debug_buffer_size(model))
-        result = agent.run(invocation.argv(), cwd=self.spec.workdir, env=runner_env(self.spec.workdir),
-                           timeout_s=self.options.run_timeout_s, use_exec_prefix=True)
-        (run_local / RUNNER_LOG).write_text(f"$ {result.command}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}")
-        if not result.ok:
-            raise CommandFailed(self.spec.name, f"runner ({model.name}, {label})", result.exit_code, result.tail(1500),
-                                result.timed_out)
-        for name in invocation.expected_files():
-            agent.fetch(f"{out_rel}/{name}", run_local)
-        parsed = parse_result(result.stdout)
+            iterations=opts.iterations, warmup=opts.warmup, traced=traced,
+            cpu_threads=opts.cpu_threads or int(self.spec.settings.get("threads") or 0),
+            intermediate_outputs=opts.intermediate_outputs, debug_buffer_size=self._debug_buffer_size(model))
+        request = StepRequest(out_rel=out_rel, argv=invocation.argv(), timeout_s=opts.run_timeout_s,
+                              env=runner_env(self.spec.workdir), prefix=affinity_prefix(self.spec), static_facts=cold)
+        step = run_step(agent, request, run_local)
+        state = {"facts": dict(step.facts), "cooldown_waited_s": gate.pop("cooldown_waited_s", 0.0), **gate}
+        write_json_atomic(run_local / DEVICE_STATE_JSON, state)
+        (run_local / RUNNER_LOG).write_text(f"$ {step.command}\n--- stdout\n{step.stdout}\n--- stderr\n{step.stderr}")
+        if cold:
+            self._record_facts(model, step.facts)
+        if not step.ok:
+            raise CommandFailed(self.spec.name, f"runner ({model.name}, {label})", step.exit_code, step.tail(1500),
+                                step.timed_out)
+        missing = [name for name in invocation.expected_files() if name not in step.files]
+        if missing:
+            raise DeviceError(self.spec.name, f"runner ({model.name}, {label}) did not write {', '.join(missing)}")
+        parsed = parse_result(step.stdout)
         if invocation.traced and invocation.intermediate_outputs and parsed.get("debug_buffer_overflow"):
             raise DataError(f"[{self.spec.name}] {model.name} {label}: the debug buffer of {invocation.debug_buffer_size} "
                             "bytes could not hold every intermediate output (the runner dropped some); "
                             "the size computed from the ETRecord is too small for this program: please report it")
         write_json_atomic(run_local / RESULT_JSON, parsed)
-        known = {"execute_ms", "load_ms", "program_load_ms"}
-        return ProcessRun(
-            label=label,
-            traced=traced,
-            execute_ms=execute_samples(parsed),
-            load_ms=parsed.get("load_ms"),
-            program_load_ms=parsed.get("program_load_ms"),
-            device_state=state,
-            artifacts=tuple(sorted(self.rundir.relative(p) for p in run_local.iterdir())),
-            runner={k: v for k, v in parsed.items() if k not in known},
-        )
+        known = {"execute_ms", "load_ms", "program_load_ms", "peak_rss_load_kb", "peak_rss_kb", "planned_memory_bytes",
+                 "program_bytes", "calibration_before_ms", "calibration_after_ms", "runner_ms"}  # typed fields
+        return ProcessRun(label=label, traced=traced, execute_ms=execute_samples(parsed), cold=cold,
+                          load_ms=parsed.get("load_ms"), program_load_ms=parsed.get("program_load_ms"),
+                          device_state=state, artifacts=tuple(sorted(self.rundir.relative(p) for p in run_local.iterdir())),
+                          runner={k: v for k, v in parsed.items() if k not in known},
+                          peak_rss_load_kb=_int(parsed.get("peak_rss_load_kb")), peak_rss_kb=_int(parsed.get("peak_rss_kb")),
+                          planned_memory_bytes=_int(parsed.get("planned_memory_bytes")),
+                          program_bytes=_int(parsed.get("program_bytes")),
+                          calibration_before_ms=_float(parsed.get("calibration_before_ms")),
+                          calibration_after_ms=_float(parsed.get("calibration_after_ms")),
+                          runner_ms=_float(parsed.get("runner_ms")), step_ms=step.duration_s * 1000.0)
+
+    def _record_facts(self, model: ExportedModel, facts: Mapping[str, Any]) -> None:
+        """device.json of a model: what the device was at the model's first (cold) run."""
+        local_dir = self.rundir.model_dir(self.spec.name, model.name)
+        write_json_atomic(local_dir / DEVICE_JSON, {"name": self.spec.name, "transport": self.spec.transport,
+                                                   "target": self.spec.target, "exec_prefix": list(self.spec.exec_prefix),
+                                                   "cpus": self.spec.settings.get("cpus"), "facts": dict(facts)})
+        device = self.rundir.job.device(self.spec.name)
+        if device is None or not device.facts:
+            self._set(facts=dict(facts))
 
     def _debug_buffer_size(self, model: ExportedModel) -> int:
         """The configured size, or (0) one computed from the model's ETRecord for this many executions."""
@@ -227,6 +275,14 @@ class DeviceSession:
     def _fail(self, message: str, blame: Blame) -> DeviceResult:
         self.say(f"FAILED: {message}")
         return self._set(status=DeviceStatus.FAILED, error=message, blame=blame)
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and value >= 0 else None
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and value >= 0 else None
 
 
 def _staged(what: str, pushed: Sequence[str], skipped: Sequence[str], nbytes: int) -> str:

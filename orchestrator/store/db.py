@@ -116,9 +116,10 @@ class Store:
 
     def _insert_device(self, run_id: str, ordinal: int, device: DeviceResult, record: RunRecord) -> None:
         conn = self._conn
-        conn.execute("INSERT INTO devices VALUES (?,?,?,?,?,?,?,?,?,?)",
+        conn.execute("INSERT INTO devices (run_id, ordinal, name, transport, target, status, error, blame, runner_key, "
+                     "facts_json, controls_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                      (run_id, ordinal, device.name, device.transport, device.target, device.status.value, device.error,
-                      _enum(device.blame), device.runner_key, _json(device.facts)))
+                      _enum(device.blame), device.runner_key, _json(device.facts), _json(device.controls)))
         for k, model in enumerate(device.models):
             v = model.verification
             p90 = percentile(model.wall_execute_ms, 90)
@@ -130,9 +131,11 @@ class Store:
                  median(model.untraced_execute_ms), median(model.load_ms),
                  _json(list(record.sample_runs.get((device.name, model.name), ())))))
             conn.executemany(
-                "INSERT INTO process_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO process_runs (run_id, device, model, ordinal, label, traced, execute_ms, load_ms, "
+                "program_load_ms, device_state_json, artifacts_json, runner_json, run_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(run_id, device.name, model.name, j, r.label, int(r.traced), _blob(r.execute_ms, "<f8"),
-                  r.load_ms, r.program_load_ms, _json(r.device_state), _json(list(r.artifacts)), _json(r.runner))
+                  r.load_ms, r.program_load_ms, _json(r.device_state), _json(list(r.artifacts)), _json(r.runner),
+                  _json({k: v for k, v in r.to_dict().items() if k != "execute_ms"}))
                  for j, r in enumerate(model.runs)])
 
     # ---- the results model ------------------------------------------------------------
@@ -157,9 +160,9 @@ class Store:
         devices = tuple(
             DeviceResult(name=name, transport=transport, target=target, status=DeviceStatus(dstatus), error=error,
                          blame=_blame(blame), facts=json.loads(facts), runner_key=runner_key,
-                         models=self._model_results(run_id, name))
-            for name, transport, target, dstatus, error, blame, runner_key, facts in conn.execute(
-                "SELECT name, transport, target, status, error, blame, runner_key, facts_json FROM devices "
+                         controls=json.loads(controls) if controls else {}, models=self._model_results(run_id, name))
+            for name, transport, target, dstatus, error, blame, runner_key, facts, controls in conn.execute(
+                "SELECT name, transport, target, status, error, blame, runner_key, facts_json, controls_json FROM devices "
                 "WHERE run_id = ? ORDER BY ordinal", (run_id,)))
         return Job(run_id=run_id, status=JobStatus(status), started=started, finished=finished,
                    config=JobConfig.from_dict(json.loads(config)), versions=json.loads(versions),
@@ -174,12 +177,13 @@ class Store:
             verification = (Verification(VerificationStatus(vstatus), vdetail or "", vdiff, int(vruns or 0))
                             if vstatus is not None else None)
             runs = tuple(
+                ProcessRun.from_dict({**json.loads(whole), "execute_ms": _floats(blob).tolist()}) if whole is not None else
                 ProcessRun(label=label, traced=bool(traced), execute_ms=tuple(_floats(blob).tolist()), load_ms=load,
                            program_load_ms=pload, device_state=json.loads(state), artifacts=tuple(json.loads(arts)),
                            runner=json.loads(runner))
-                for label, traced, blob, load, pload, state, arts, runner in self._conn.execute(
+                for label, traced, blob, load, pload, state, arts, runner, whole in self._conn.execute(
                     "SELECT label, traced, execute_ms, load_ms, program_load_ms, device_state_json, artifacts_json, "
-                    "runner_json FROM process_runs WHERE run_id = ? AND device = ? AND model = ? ORDER BY ordinal",
+                    "runner_json, run_json FROM process_runs WHERE run_id = ? AND device = ? AND model = ? ORDER BY ordinal",
                     (run_id, device, model)))
             out.append(ModelResult(name=model, status=ModelStatus(status), runs=runs, verification=verification,
                                    error=error, blame=_blame(blame)))

@@ -138,9 +138,13 @@ CREATE INDEX runs_by_time ON runs(started_ts DESC);
 CREATE INDEX results_by_model ON results(model, device);
 """
 
-# v3: where a model's AOT intermediate outputs are (for `etfarm numerics`).
+# v3: where a model's AOT intermediate outputs are (for `etfarm numerics`), and each process run
+# whole as the results model writes it (memory, calibration, cold load, flags, ...), so fields the
+# results model gains later round-trip without a migration of their own. NULL in older rows.
 _V3 = """
 ALTER TABLE models ADD COLUMN numerics_reference TEXT;
+ALTER TABLE process_runs ADD COLUMN run_json TEXT;
+ALTER TABLE devices ADD COLUMN controls_json TEXT;
 """
 
 MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)

@@ -33,6 +33,7 @@ def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "duplicate.yaml": "devices:\n  rpi:\n    transport: local\n  rpi:\n    transport: local\n",
         "previous-run/manifest.json": "{}",
         "a-file": "not a directory",
+        "badcpus.yaml": "devices:\n  board:\n    transport: local\n    cpus: \"0-3; reboot\"\n",
     }
     for name, text in files.items():
         (root / name).parent.mkdir(exist_ok=True)
@@ -63,6 +64,8 @@ CASES = [
     ("name-count", lambda p: ["run", "--model", TINY, "--model", TINY, "--name", "a"], "--name given 1 time(s) for 2 --model(s)"),
     ("name-clash", lambda p: ["run", "--model", TINY, "--model", TINY], "model names must be unique in a job"),
     ("bad-option-value", lambda p: ["run", "--runs", "0", "--model", TINY], "--runs"),
+    ("unknown-order", lambda p: ["run", "--order", "random", "--model", TINY], "--order: expected interleaved or sequential"),
+    ("bad-cpus", lambda p: ["devices", "--config", str(p["badcpus.yaml"])], "badcpus.yaml: devices.board.cpus: expected a cpu list"),
     ("missing-etdump", lambda p: ["analyze", "/nonexistent/x.etdp"], "/nonexistent/x.etdp"),
     ("duplicate-config-key", lambda p: ["devices", "--config", str(p["duplicate.yaml"])], "line 4: duplicate key rpi (first at line 2)"),
     ("non-utf8-config", lambda p: ["devices", "--no-check", "--config", str(p["latin1.yaml"])], "latin1.yaml: not UTF-8 text"),

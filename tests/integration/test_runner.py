@@ -210,3 +210,50 @@ def test_linux_aarch64_runner_under_qemu(cache_root: Path, models: dict[str, Mod
     emulator = (shutil.which("qemu-aarch64") or "qemu-aarch64", "-L", QEMU_SYSROOT)
     for backend in ("xnnpack", "portable"):
         _profile(aarch64, models[backend], tmp_path, emulator=emulator)
+
+
+def test_peak_memory_is_what_the_kernel_reports(host_build: RunnerBuild, models: dict[str, Model]) -> None:
+    """The runner's peak RSS is VmHWM: read the kernel's figure for the same live process."""
+    import re
+    import subprocess
+
+    argv = [str(host_build.runner), "--model_path", str(models["xnnpack"].pte), "--num_executions", "20",
+            "--inputs", str(models["xnnpack"].inputs), "--hold_ms", "5000"]
+    proc = subprocess.Popen(argv, env={**os.environ, **runner_env(str(host_build.root))}, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]  # printed before the hold
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+    finally:
+        proc.kill()
+        proc.wait()
+    summary = _result_line(line)
+    kernel_kb = int(re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE).group(1))  # type: ignore[union-attr]
+    assert summary["peak_rss_kb"] <= kernel_kb <= summary["peak_rss_kb"] * 1.01 + 64, (summary, kernel_kb)
+    assert 0 < summary["peak_rss_load_kb"] <= summary["peak_rss_kb"]
+    assert summary["program_bytes"] == models["xnnpack"].pte.stat().st_size
+
+
+@pytest.mark.parametrize("backend", ["xnnpack", "portable"])
+def test_planned_memory_is_the_methods_planned_buffers(host_build: RunnerBuild, models: dict[str, Model], backend: str) -> None:
+    """MethodMeta's memory-planned buffer sizes, summed; checked against executorch's own reader of the
+    program (non_const_buffer_sizes: entry 0 is reserved, MethodMeta's buffer i is entry i+1)."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    program = deserialize_pte_binary(models[backend].pte.read_bytes()).program
+    (plan,) = [p for p in program.execution_plan if p.name == "forward"]
+    expected = sum(plan.non_const_buffer_sizes[1:])
+    result = _run(host_build, "--model_path", models[backend].pte, "--num_executions=1")
+    assert result.ok, result.tail()
+    assert expected > 0 and _result_line(result.stdout)["planned_memory_bytes"] == expected
+
+
+def test_calibration_is_timed_before_and_after(host_build: RunnerBuild, models: dict[str, Model]) -> None:
+    result = _run(host_build, "--model_path", models["xnnpack"].pte, "--num_executions=2", "--calibration_rounds=20")
+    assert result.ok, result.tail()
+    summary = _result_line(result.stdout)
+    assert summary["calibration_rounds"] == 20
+    assert summary["calibration_before_ms"] > 0 and summary["calibration_after_ms"] > 0
+    assert summary["runner_ms"] >= summary["calibration_before_ms"] + summary["calibration_after_ms"]
+    off = _result_line(_run(host_build, "--model_path", models["xnnpack"].pte).stdout)
+    assert "calibration_before_ms" not in off

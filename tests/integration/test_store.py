@@ -23,7 +23,7 @@ from testbed.sshd import start_sshd
 from device_agents import DeviceSpec
 from orchestrator.cache import write_json_atomic
 from orchestrator.profiles.analysis_core import collect_samples
-from orchestrator.run.results import load_manifest
+from orchestrator.run.results import ProcessRun, load_manifest
 from orchestrator.store import open_store
 from orchestrator.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate, user_version
 from tests.helpers.inventory import write_inventory
@@ -213,7 +213,13 @@ def test_store_at_schema_v1_is_migrated(fleet: FleetRun, tmp_path: Path) -> None
 
     manifest = load_manifest(fleet.run_dir)
     # What version 1 had no column for comes back empty; everything else is as recorded.
-    v1_view = replace(manifest, models=tuple(replace(m, numerics_reference=None) for m in manifest.models))
+    def v1_run(r: ProcessRun) -> ProcessRun:
+        return ProcessRun(r.label, r.traced, r.execute_ms, r.load_ms, r.program_load_ms, r.device_state, r.artifacts, r.runner)
+
+    v1_view = replace(
+        manifest, models=tuple(replace(m, numerics_reference=None) for m in manifest.models),
+        devices=tuple(replace(d, controls={}, models=tuple(replace(m, runs=tuple(map(v1_run, m.runs))) for m in d.models))
+                      for d in manifest.devices))
     with open_store(old) as store:
         assert store.job(manifest.run_id).to_dict() == v1_view.to_dict()
         assert [p.device for p in store.history_points("tiny_cnn")] == [d.name for d in manifest.devices]

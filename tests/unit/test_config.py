@@ -125,3 +125,15 @@ def test_non_utf8_and_huge_values_give_short_clear_errors(tmp_path: Path) -> Non
     with pytest.raises(ConfigError) as err:
         load_inventory(huge)
     assert "expected an integer, got str '999" in str(err.value) and len(str(err.value)) < 300
+@pytest.mark.parametrize(("value", "expected"), [("2", "2"), (3, "3"), ("0-3", "0-3"), ("0, 2,4-7", "0,2,4-7")])
+def test_cpus_key_is_a_cpu_list(tmp_path: Path, value: object, expected: str) -> None:
+    text = value if isinstance(value, int) else f'"{value}"'
+    path = write(tmp_path, f"devices:\n  b:\n    transport: local\n    cpus: {text}\n")
+    assert load_inventory(path).devices["b"].settings["cpus"] == expected
+
+
+@pytest.mark.parametrize("value", ['"0-"', '"a"', '"1;rm -rf /"', "[1, 2]", "true"])
+def test_bad_cpus_name_the_key(tmp_path: Path, value: str) -> None:
+    path = write(tmp_path, f"devices:\n  b:\n    transport: local\n    cpus: {value}\n")
+    with pytest.raises(ConfigError, match=r"devices\.b\.cpus.*cpu list"):
+        load_inventory(path)

@@ -92,6 +92,17 @@ class SshTestHost:
             source=f"<testbed sshd {self.port}>",
         )
 
+    @property
+    def log(self) -> Path:
+        return self.root / f"sshd-{self.port}.log"
+
+    def sessions(self) -> list[str]:
+        """Every session sshd started so far (a command, a shell or the sftp subsystem), from its
+        VERBOSE log: "Starting session: command for root from 127.0.0.1 port 4711 id 0"."""
+        if not self.log.exists():
+            return []
+        return [line for line in self.log.read_text(errors="replace").splitlines() if "Starting session:" in line]
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
@@ -157,6 +168,7 @@ def start_sshd(root: Path) -> SshTestHost:
             # session mid-.bashrc (pyenv's rehash lock, say) must not stall every later login.
             "-o", f"SetEnv={TAG_VAR}={tag} SHLVL=1",
             "-o", "Subsystem=sftp internal-sftp",
+            "-o", "LogLevel=VERBOSE",  # one "Starting session:" line per session: tests count them
         ]  # fmt: skip
         host.proc = subprocess.Popen(argv, env=tagged_env(tag), start_new_session=True, stdin=subprocess.DEVNULL)
         try:

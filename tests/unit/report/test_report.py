@@ -69,3 +69,18 @@ def test_every_public_name_of_a_subpackage_resolves_to_what_it_names() -> None:
         for name in module.__all__:
             value = getattr(module, name)
             assert not isinstance(value, types.ModuleType), f"orchestrator.{package}.{name} is a module, not its API"
+
+
+def test_wall_clock_lines_show_memory_cold_load_and_flags() -> None:
+    from orchestrator.run.results import RunFlag
+
+    runs = (ProcessRun("run-1", True, (1.0,), load_ms=9.0, cold=True, peak_rss_kb=7 * 1024, planned_memory_bytes=1536,
+                       program_bytes=3 << 20),
+            ProcessRun("run-2", True, (1.0,), load_ms=2.0, peak_rss_kb=8 * 1024, flag=RunFlag.INTERFERED, slowdown=0.93),
+            ProcessRun("run-3", True, (1.0,), load_ms=4.0))
+    job = Job("id", JobStatus.OK, "now", JobConfig(("d",), ("m.py",), "xnnpack"),
+              devices=(DeviceResult("d", "local", "host", DeviceStatus.OK, models=(ModelResult("m", ModelStatus.OK, runs),)),))
+    (line,) = wall_clock_lines(job)
+    assert "method load p50 3.0000 ms (cold 9.0000 ms)" in line  # warm runs only in the distribution
+    assert "peak RSS 8.0 MiB, planned 1.5 KiB, program 3.0 MiB" in line
+    assert "FLAGGED: run-2 interfered (calibration +93%)" in line

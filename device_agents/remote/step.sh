@@ -1,0 +1,67 @@
+# One process run in one device command: clean the output dir, record the device's state, run
+# the runner, then send back every file it wrote, framed (device_agents/step.py reads the frames).
+# POSIX sh for Linux boards and Android's toybox alike. Staged beside the runner; called as
+#   sh STEP.sh NONCE OUT_DIR WORKDIR MAX_FILE_BYTES DESCRIBE -- RUNNER COMMAND WORDS...
+# DESCRIBE: 0 no facts, 1 all of describe.sh's, 2 only what changes between runs (no uname,
+# no getprop: clocks, governors, temperatures, load, memory, battery, thermal status).
+# Output, and nothing else on stdout: header lines "@@NONCE KIND ...", then the data:
+#   @@NONCE file NAME SIZE SHA256     sent below, in header order
+#   @@NONCE big NAME SIZE SHA256      over MAX_FILE_BYTES: not sent (the host pulls it); the
+#                                     step's own .etfarm-* files are always sent
+#   @@NONCE exit CODE                 the runner command's exit status
+#   @@NONCE data                      then every `file` back to back, exactly SIZE bytes each
+#   @@NONCE end
+# Files named .etfarm-* are the step's own: facts (describe.sh), the runner's stdout and stderr.
+# Forks cost more than anything else here on a small board: one sha256sum, one stat and one cat
+# for all files together, the shell's builtins for the rest.
+nonce=$1 out=$2 workdir=$3 cap=$4 describe=$5
+shift 5
+[ "$1" = "--" ] && shift
+here=${0%/*}
+fail() { printf '@@%s exit 125\n@@%s end\n' "$nonce" "$nonce"; exit 0; }
+if [ -e "$out" ] || [ -L "$out" ]; then rm -rf -- "$out" || fail; fi
+mkdir -p -- "$out" || fail
+if [ "$describe" != 0 ]; then
+  [ "$describe" = 2 ] && ETFARM_DESCRIBE_DYNAMIC=1
+  (. "$here/etfarm_describe.sh") >"$out/.etfarm-facts" 2>/dev/null
+fi
+cd -- "$workdir" || fail
+"$@" >"$out/.etfarm-stdout" 2>"$out/.etfarm-stderr" </dev/null
+code=$?
+cd -- "$out" || fail
+set --
+for f in .etfarm-* *; do
+  [ -f "$f" ] && [ ! -L "$f" ] && set -- "$@" "$f"
+done
+# Everything goes out in one write, from one file: adb acknowledges every chunk of a shell's
+# output before the next (a round trip each), so many small writes would cost many round trips.
+stream=../.etfarm-stream."$nonce"
+{
+  if [ $# -gt 0 ]; then
+    sha256sum -- "$@" >../.etfarm-sums."$nonce" 2>/dev/null
+    stat -c %s -- "$@" >../.etfarm-sizes."$nonce" 2>/dev/null
+    exec 3<../.etfarm-sums."$nonce" 4<../.etfarm-sizes."$nonce"
+    rm -f -- ../.etfarm-sums."$nonce" ../.etfarm-sizes."$nonce"
+    n=$#
+    while [ "$n" -gt 0 ]; do  # rotate "$@": the files to send stay, in header order
+      f=$1
+      shift
+      n=$((n - 1))
+      read -r sum rest <&3 || sum=-
+      read -r size <&4 || size=0
+      case $f in .etfarm-*) own=1 ;; *) own=0 ;; esac
+      if [ "$own" = 1 ] || [ "$size" -le "$cap" ]; then
+        printf '@@%s file %s %s %s\n' "$nonce" "$f" "$size" "$sum"
+        set -- "$@" "$f"
+      else
+        printf '@@%s big %s %s %s\n' "$nonce" "$f" "$size" "$sum"
+      fi
+    done
+  fi
+  printf '@@%s exit %s\n@@%s data\n' "$nonce" "$code" "$nonce"
+  [ $# -gt 0 ] && cat -- "$@"
+  printf '@@%s end\n' "$nonce"
+} >"$stream" || fail
+cat -- "$stream"
+rm -f -- "$stream"
+exit 0

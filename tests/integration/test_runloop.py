@@ -1,0 +1,150 @@
+"""The run loop against real peers: device sessions per process run, memory, interference flags.
+
+- A real sshd (LogLevel VERBOSE) counts the sessions a whole job opens: at most one per
+  process run, at most four fixed per job. With the persistent device shell it is fewer: the
+  shell (connect, staging, every process run) and the SFTP session for the pushes.
+- A real busy loop on the runner's pinned core, started mid-job, gets the later runs flagged.
+- The persistent device shell (one SSH session for every process run), and a job over adb.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from device_agents import DeviceSpec, create_agent
+from orchestrator.artifacts.modelspec import parse_model_spec
+from orchestrator.progress import Progress
+from orchestrator.run.calibration import SLOWDOWN_THRESHOLD
+from orchestrator.run.job import run_job
+from orchestrator.run.results import RunFlag, RunOptions, load_manifest
+
+REPO = Path(__file__).resolve().parents[2]
+MLP = f"{REPO / 'configs' / 'models' / 'tiny_mlp.py'}:build"
+CNN = f"{REPO / 'configs' / 'models' / 'tiny_cnn.py'}:build"
+FIXED_SESSIONS_MAX = 4
+
+pytestmark = pytest.mark.slow
+
+
+def test_one_session_per_process_run(ssh_server_factory: Callable[[], object], tmp_path: Path) -> None:
+    host = ssh_server_factory()
+    spec = host.spec("counted", tmp_path / "workdir")  # type: ignore[attr-defined]
+    options = RunOptions(runs=3, iterations=3, warmup=1, untraced_runs=1)
+    specs = [parse_model_spec(MLP), parse_model_spec(CNN)]
+    before = len(host.sessions())  # type: ignore[attr-defined]
+    result = run_job([spec], specs, backend="xnnpack", options=options, out=tmp_path / "fresh",
+                     progress=Progress(quiet=True))
+    assert result.exit_code == 0, result.job.devices[0].error
+    sessions = host.sessions()[before:]  # type: ignore[attr-defined]
+    process_runs = sum(len(m.runs) for _, m in result.job.results())
+    assert process_runs == 2 * (3 + 1)
+    assert len(sessions) <= process_runs + FIXED_SESSIONS_MAX, "\n".join(sessions)
+    assert len(sessions) <= 2, "\n".join(sessions)  # one shell for every command, one SFTP session
+    # Everything a process run needs came back over its one session: artifacts, facts, memory.
+    for _, model in result.job.results():
+        for run in model.runs:
+            assert run.device_state["facts"]["cores"] >= 1
+            assert run.peak_rss_kb and run.peak_rss_kb > 1000
+            assert run.step_ms is not None and run.runner_ms is not None
+        assert [r.cold for r in model.runs].count(True) == 1
+    etdumps = sorted((tmp_path / "fresh" / "counted" / "tiny_cnn").glob("run-*/etdump.etdp"))
+    assert len(etdumps) == 3
+
+    # Warm: nothing to push, so no SFTP session and no finalize either.
+    before = len(host.sessions())  # type: ignore[attr-defined]
+    again = run_job([spec], specs, backend="xnnpack", options=options, out=tmp_path / "warm",
+                    progress=Progress(quiet=True))
+    assert again.exit_code == 0
+    assert len(host.sessions()) - before == 1  # type: ignore[attr-defined]  # the shell
+
+
+def _busy_loop_on(cpu: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(["taskset", "-c", cpu, sys.executable, "-c", "while True: pass"],
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs a second core for the job itself")
+def test_busy_loop_on_the_pinned_core_is_flagged(tmp_path: Path) -> None:
+    cpu = "0"
+    spec = DeviceSpec("pinned", "local", "host", str(tmp_path / "workdir"), settings={"cpus": cpu, "threads": 1})
+    busy: list[subprocess.Popen[bytes]] = []
+
+    class StartBusyLoop(Progress):
+        """Starts a busy loop on the pinned core as soon as the job's first run is done."""
+
+        def __call__(self, message: str, device: str | None = None) -> None:
+            if "run 2/" in message and not busy:
+                busy.append(_busy_loop_on(cpu))
+                time.sleep(0.5)  # let the scheduler see it
+
+    options = RunOptions(runs=3, iterations=20, warmup=2, untraced_runs=0, cpu_threads=1)
+    try:
+        result = run_job([spec], [parse_model_spec(MLP)], backend="xnnpack", options=options, out=tmp_path / "out",
+                         progress=StartBusyLoop(quiet=True))
+    finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()
+    assert busy, "the job never reached run 2"
+    assert result.exit_code == 0, result.job.devices[0].error
+    runs = load_manifest(tmp_path / "out").device("pinned").model("tiny_mlp").runs  # type: ignore[union-attr]
+    first, *later = runs
+    assert first.slowdown is not None
+    for run in later:
+        assert run.flag is RunFlag.INTERFERED, (run.label, run.slowdown, run.calibration_before_ms, run.calibration_after_ms)
+        assert run.slowdown is not None and run.slowdown > max(SLOWDOWN_THRESHOLD, first.slowdown)
+
+
+def test_persistent_shell_is_one_session_and_recovers_from_a_deadline(ssh_server_factory: Callable[[], object],
+                                                                      tmp_path: Path) -> None:
+    host = ssh_server_factory()
+    agent = create_agent(host.spec("shell", tmp_path / "workdir"))  # type: ignore[attr-defined]
+    before = len(host.sessions())  # type: ignore[attr-defined]
+    with agent:  # connecting (mkdir of the workdir) already opens the shell
+        binary = agent.exec_raw("printf 'a\\000\\377b'; echo err >&2", 10, persistent=True)
+        assert binary.exit_code == 0 and binary.stdout == b"a\x00\xffb" and b"err" in binary.stderr
+        assert agent.exec_raw("exit 3", 10, persistent=True).exit_code == 3  # `exit` inside cannot end the shell
+        assert agent.exec_raw("cat; echo done", 10, persistent=True).stdout == b"done\n"  # stdin is not the shell's
+        assert len(host.sessions()) - before == 1  # type: ignore[attr-defined]
+        stuck = agent.exec_raw("sleep 30", 1, persistent=True)
+        assert stuck.timed_out and stuck.exit_code is None
+        again = agent.exec_raw("echo back", 10, persistent=True)  # a new shell after the deadline
+        assert again.exit_code == 0 and again.stdout == b"back\n"
+        assert len(host.sessions()) - before == 2  # type: ignore[attr-defined]
+
+
+def test_adb_job_streams_artifacts_and_records_controls(adb_device: DeviceSpec, tmp_path: Path) -> None:
+    options = RunOptions(runs=2, iterations=3, warmup=1, untraced_runs=1)
+    result = run_job([adb_device], [parse_model_spec(CNN)], backend="xnnpack", options=options, out=tmp_path / "adb",
+                     progress=Progress(quiet=True))
+    assert result.exit_code == 0, result.job.devices[0].error
+    device = load_manifest(tmp_path / "adb").device("adbdev")
+    assert device is not None and device.controls == {"fixed_performance_mode": "unavailable"}  # no Android `cmd` here
+    model = device.model("tiny_cnn")
+    assert model is not None and model.verification is not None and model.verification.status == "pass"
+    assert [r.cold for r in model.runs] == [True, False, False]
+    assert all(r.peak_rss_kb and r.planned_memory_bytes and r.calibration_ms for r in model.runs)
+    assert "abi" in model.runs[0].device_state["facts"] and "abi" not in model.runs[1].device_state["facts"]
+
+
+def test_order_flag_is_wired(tmp_path: Path) -> None:
+    def progress_order(order: str) -> list[str]:
+        out = tmp_path / order
+        result = subprocess.run(
+            [sys.executable, "-m", "orchestrator.cli", "run", "--model", MLP, "--model", CNN, "--runs", "2",
+             "--iterations", "1", "--warmup", "0", "--untraced-runs", "0", "--order", order, "--out", str(out)],
+            capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert load_manifest(out).config.options.order.value == order
+        return [line.split("] ", 2)[-1].split(" (")[0] for line in result.stderr.splitlines() if ": run " in line]
+
+    assert progress_order("sequential") == ["tiny_mlp: run 1/2", "tiny_mlp: run 2/2", "tiny_cnn: run 1/2", "tiny_cnn: run 2/2"]
+    interleaved = progress_order("interleaved")
+    assert sorted(interleaved[:2]) == ["tiny_cnn: run 1/2", "tiny_mlp: run 1/2"]  # one round: both models' run 1

@@ -1,0 +1,133 @@
+"""device_agents.step: one process run in one device command, its framed stream checked on the host.
+
+The step script runs for real under the host's /bin/sh (LocalAgent); a shell script stands in
+for the runner, so the tests can make it write anything: awkward names, big files, garbage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from pathlib import Path
+
+import pytest
+
+from device_agents.base import DeviceSpec
+from device_agents.local import LocalAgent
+from device_agents.step import STEP_REL, StepRequest, parse_frames, run_step, step_files
+from orchestrator.errors import DeviceError
+
+NONCE = "n0"
+
+
+def _stream(*files: tuple[str, bytes], code: int = 0, big: tuple[str, ...] = ()) -> bytes:
+    """A well-formed step stream: headers, exit, data, end."""
+    def header(kind: str, name: str, data: bytes) -> bytes:
+        return f"@@{NONCE} {kind} {name} {len(data)} {hashlib.sha256(data).hexdigest()}\n".encode()
+
+    heads = b"".join(header("file", n, d) for n, d in files) + b"".join(header("big", n, b"xx") for n in big)
+    return heads + f"@@{NONCE} exit {code}\n@@{NONCE} data\n".encode() + b"".join(d for _, d in files) + f"@@{NONCE} end\n".encode()
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> LocalAgent:
+    agent = LocalAgent(DeviceSpec("fake-runner", "local", "host", str(tmp_path / "work dir 'x'")))
+    agent.connect()
+    agent.stage(step_files())
+    return agent
+
+
+def _runner(agent: LocalAgent, body: str) -> str:
+    path = Path(agent.remote_path("bin/fake_runner"))
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_one_command_brings_back_files_facts_and_output(agent: LocalAgent, tmp_path: Path) -> None:
+    runner = _runner(agent, 'printf "\\000\\377bin" > "$1/etdump.etdp"; echo "it\'s out"; echo err >&2; exit 0\n')
+    calls: list[str] = []
+    original = agent._exec_raw
+
+    def counting(command: str, timeout_s: float, max_bytes: int):  # type: ignore[no-untyped-def]
+        calls.append(command)
+        return original(command, timeout_s, max_bytes)
+
+    agent._exec_raw = counting  # type: ignore[method-assign]
+    out_dir = agent.remote_path("out/m/run-1")
+    Path(out_dir).mkdir(parents=True)
+    Path(out_dir, "stale.bin").write_bytes(b"from the last job")
+    result = run_step(agent, StepRequest("out/m/run-1", [runner, out_dir], timeout_s=30), tmp_path / "dest")
+    assert len(calls) == 1
+    assert result.ok and result.stdout == "it's out\n" and result.stderr == "err\n"
+    assert result.facts["cores"] >= 1
+    assert set(result.files) == {"etdump.etdp"}  # the stale file was cleaned up first
+    assert result.files["etdump.etdp"].read_bytes() == b"\x00\xffbin"
+    assert shlex.split(result.command)[:4] == ["timeout", "-k", "5", "30"] and runner in shlex.split(result.command)
+
+
+def test_runner_failure_and_device_timeout_are_reported(agent: LocalAgent, tmp_path: Path) -> None:
+    failing = run_step(agent, StepRequest("out/f", [_runner(agent, "echo boom >&2; exit 3\n")], timeout_s=30), tmp_path)
+    assert failing.exit_code == 3 and not failing.ok and "boom" in failing.tail()
+    slow = run_step(agent, StepRequest("out/s", [_runner(agent, "sleep 30\n")], timeout_s=1), tmp_path)
+    assert slow.timed_out and slow.exit_code is None
+
+
+def test_files_over_the_stream_cap_are_pulled_and_checked(agent: LocalAgent, tmp_path: Path) -> None:
+    runner = _runner(agent, 'head -c 5000 /dev/urandom > "$1/big.bin"; echo small > "$1/small.txt"\n')
+    out_dir = agent.remote_path("out/b")
+    result = run_step(agent, StepRequest("out/b", [runner, out_dir], timeout_s=30, max_stream_file_bytes=4096),
+                      tmp_path / "dest")
+    assert result.pulled == ("big.bin",)
+    assert result.files["big.bin"].read_bytes() == Path(out_dir, "big.bin").read_bytes()
+    assert result.files["small.txt"].read_text() == "small\n"
+
+
+def test_step_script_is_staged_with_the_runner(agent: LocalAgent) -> None:
+    assert Path(agent.remote_path(STEP_REL)).is_file()
+
+
+def test_frames_parse_in_order() -> None:
+    stream = _stream((".etfarm-facts", b"cores=2\n"), ("a b.bin", b"\n@@n0 end\n"), code=7, big=("huge.bin",))
+    frames = parse_frames(stream, NONCE, "dev")
+    assert [(f.kind, f.name) for f in frames] == [("file", ".etfarm-facts"), ("file", "a b.bin"), ("big", "huge.bin"),
+                                                  ("exit", "")]
+    assert frames[1].data == b"\n@@n0 end\n" and frames[3].code == 7 and frames[2].size == 2
+
+
+GOOD = _stream(("x", b"abc"))
+
+
+@pytest.mark.parametrize(("stream", "message"), [
+    (b"garbage\n" + GOOD, "malformed output at byte 0"),
+    (GOOD.replace(b"abc@@", b"ab@@"), "does not match its sha256|unexpected bytes"),  # a byte short
+    (GOOD.replace(b"abc@@", b"abcd@@"), "unexpected bytes after the files"),  # the file grew
+    (GOOD.replace(b"@@n0 ", b"@@other "), "malformed output"),  # another call's nonce
+    (GOOD.replace(b"abc@@", b"abd@@"), "does not match its sha256"),
+    (GOOD.replace(hashlib.sha256(b"abc").hexdigest().encode(), b"0" * 63), "bad file frame"),
+    (GOOD.replace(b"x 3 ", b"x 99 "), "cut short"),
+    (GOOD.replace(f"@@{NONCE} exit 0\n".encode(), b""), "no exit status"),
+    (f"@@{NONCE} exec rm -rf\n".encode() + GOOD, "unknown frame"),
+    (GOOD[: -len(f"@@{NONCE} end\n")], "unexpected bytes"),  # the stream stopped before `end`
+])
+def test_malformed_streams_are_device_errors(stream: bytes, message: str) -> None:
+    with pytest.raises(DeviceError, match=message):
+        parse_frames(stream, NONCE, "dev")
+
+
+@pytest.mark.parametrize("name", ["..", "a/b", "../../etc/x", "a\\b"])
+def test_unsafe_names_from_the_device_are_refused(agent: LocalAgent, tmp_path: Path, name: str) -> None:
+    """A hostile device controls the stream: it can claim any name; none may escape dest."""
+    fake = _stream((name, b"evil"))
+
+    def hostile(command: str, timeout_s: float, max_bytes: int):  # type: ignore[no-untyped-def]
+        from device_agents.base import RawExecResult
+
+        nonce = shlex.split(command)[2]
+        return RawExecResult(command, 0, fake.replace(f"@@{NONCE} ".encode(), f"@@{nonce} ".encode()), b"", 0.0)
+
+    agent._exec_raw = hostile  # type: ignore[method-assign]
+    with pytest.raises(DeviceError, match="unsafe name|outside"):
+        run_step(agent, StepRequest("out/h", ["true"], timeout_s=5), tmp_path / "dest")
+    assert not (tmp_path / "evil").exists()
+    assert not (tmp_path / "dest").exists() or not list((tmp_path / "dest").iterdir())

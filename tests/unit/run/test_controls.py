@@ -1,0 +1,46 @@
+"""run.controls: CPU affinity words and Android's fixed performance mode, as the device sees them."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+
+from device_agents.base import DeviceSpec
+from device_agents.local import LocalAgent
+from orchestrator.run.controls import affinity_prefix, restore_commands, setup_commands
+
+
+def spec(transport: str = "ssh", target: str = "linux-aarch64", **settings: object) -> DeviceSpec:
+    return DeviceSpec("d", transport, target, "/tmp/w", exec_prefix=("qemu", "-L", "/x"), settings=settings)
+
+
+def test_cpus_pin_the_runner_before_the_exec_prefix() -> None:
+    device = spec(cpus="4-7")
+    assert affinity_prefix(device) == ("taskset", "-c", "4-7")
+    agent = LocalAgent(device)
+    words = agent.command_words(["runner", "--x"], timeout_s=10, use_exec_prefix=True, prefix=affinity_prefix(device))
+    assert words == ["timeout", "-k", "5", "10", "taskset", "-c", "4-7", "qemu", "-L", "/x", "runner", "--x"]
+    assert affinity_prefix(spec()) == ()
+
+
+def test_android_gets_fixed_performance_mode_for_the_job_and_back_after() -> None:
+    android = spec("adb", "android-arm64-v8a")
+    (on,) = setup_commands(android)
+    (off,) = restore_commands(android)
+    assert on[:2] == ["sh", "-c"] and "cmd power set-fixed-performance-mode-enabled true" in on[2]
+    assert "cmd power set-fixed-performance-mode-enabled false" in off[2]
+    assert setup_commands(spec()) == [] and restore_commands(spec()) == []  # Linux boards: nothing to set
+
+
+def test_perf_mode_command_where_the_platform_lacks_it(tmp_path: Path) -> None:
+    """Without Android's `cmd`, the job goes on and records that the mode was unavailable."""
+    (on,) = setup_commands(spec("adb", "android-arm64-v8a"))
+    result = subprocess.run(["/bin/sh", *on[1:]], capture_output=True, text=True, env={"PATH": str(tmp_path)}, check=True)
+    assert result.stdout.strip() == "fixed_performance_mode=unavailable"
+    fake_cmd = tmp_path / "cmd"
+    fake_cmd.write_text('#!/bin/sh\necho "$@" > "$(dirname "$0")/called"\n')
+    fake_cmd.chmod(0o755)
+    result = subprocess.run(on, capture_output=True, text=True, env={"PATH": f"{tmp_path}:/usr/bin:/bin"}, check=True)
+    assert result.stdout.strip() == "fixed_performance_mode=on"
+    assert shlex.split((tmp_path / "called").read_text()) == ["power", "set-fixed-performance-mode-enabled", "true"]
