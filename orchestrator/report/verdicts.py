@@ -1,0 +1,86 @@
+"""Verdict tables as text (terminal) and Markdown (CI job summaries, nightly reports).
+
+Prints `verdicts.compare.Comparison` objects and computes nothing: every number and verdict is
+already in them. Per-op rows are shown for ops that are not `unchanged`/`inconclusive` (the
+regressions and improvements), so a table of hundreds of ops stays readable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from orchestrator.report.summary import format_table
+from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
+from orchestrator.verdicts.statistics import Verdict
+
+HEADERS = ["device", "model", "op", "verdict", "A p50 ms", "B p50 ms", "ratio", "CI", "p", "runs A/B"]
+_NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED)
+
+
+def verdict_rows(comparison: Comparison) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for pair in comparison.pairs:
+        rows.append(_pair_row(pair))
+        rows += [_op_row(pair, op) for op in pair.ops if op.verdict in _NOTABLE]
+    return rows
+
+
+def _pair_row(pair: PairVerdict) -> list[object]:
+    verdict = pair.verdict.value.upper() if pair.verdict is Verdict.REGRESSED else pair.verdict.value
+    if pair.verification_failed:
+        verdict += " (outputs WRONG)"
+    est = pair.estimate
+    if est is None:
+        return [pair.device, pair.model, "end to end", verdict, None, None, None, pair.reason or "-", None, None]
+    return [pair.device, pair.model, "end to end", verdict, est.median_a_ms, est.median_b_ms, _ratio(est.ratio),
+            _ci(est.ci_low, est.ci_high), _p(est.p_value), f"{est.runs_a}/{est.runs_b}"]
+
+
+def _op_row(pair: PairVerdict, op: OpVerdict) -> list[object]:
+    est = op.estimate
+    verdict = op.verdict.value.upper() if op.verdict is Verdict.REGRESSED else op.verdict.value
+    return ["", "", f"{op.event_name} [{op.event_block}#{op.event_index}]", verdict, est.median_a_ms, est.median_b_ms,
+            _ratio(est.ratio), _ci(est.ci_low, est.ci_high), _p(op.p_adjusted), f"{est.runs_a}/{est.runs_b}"]
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.3f}x"
+
+
+def _ci(low: float, high: float) -> str:
+    return f"[{low:.3f}, {high:.3f}]"
+
+
+def _p(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def verdict_table(comparison: Comparison) -> str:
+    """The terminal table, with a one-line legend of the method and thresholds."""
+    table = format_table(HEADERS, verdict_rows(comparison), "llllrrrlrr")
+    return f"{table}\n{legend(comparison)}"
+
+
+def legend(comparison: Comparison) -> str:
+    s = comparison.settings
+    ops = sum(len(p.ops) for p in comparison.pairs)
+    skipped = sum(p.ops_skipped for p in comparison.pairs)
+    return (f"B = {comparison.b} against A = {comparison.a}; ratio B/A of run-averaged medians, {s.confidence:.0%} CI by "
+            f"hierarchical bootstrap over process runs, p from Mann-Whitney U on per-run medians "
+            f"(Benjamini-Hochberg across {ops} ops; {skipped} skipped: unmatched or too fast to time); "
+            f"thresholds {s.threshold:.0%} end to end, {s.op_threshold:.0%} per op"
+            + (f", noise floor {s.noise_floor:.0%}" if s.noise_floor else ""))
+
+
+def verdict_markdown(comparison: Comparison, title: str | None = None, notes: Sequence[str] = ()) -> str:
+    """A Markdown table (GitHub flavoured) of the same rows, with the legend and any notes."""
+    rows = verdict_rows(comparison)
+    def cell(value: object) -> str:
+        text = "-" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
+        return text.replace("|", "\\|")
+    lines = [f"# {title}", ""] if title else []
+    lines += ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    lines += ["", legend(comparison)]
+    lines += ["", *(f"- {note}" for note in notes)] if notes else []
+    return "\n".join(lines) + "\n"
