@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
 
 
 def run(
-    model: Annotated[list[str], typer.Option("--model", "-m", help="Model spec: file.py:factory, package.module:factory or a .pte. Repeatable.")],
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model spec: file.py:factory, package.module:factory or a .pte. Repeatable.")] = None,
     devices: Annotated[str, typer.Option("--devices", "-d", help="Comma-separated device names from the inventory.")] = "local",
     backend: Annotated[str, typer.Option(help="Lowering backend: xnnpack or portable.")] = "xnnpack",
     runs: Annotated[int, typer.Option(min=1, help="Separate process runs per device and model.")] = 5,
@@ -32,6 +32,11 @@ def run(
     max_temp: Annotated[float | None, typer.Option(help="Before each run, wait until the device's hottest zone is at most this many °C.")] = None,
     intermediate_outputs: Annotated[bool, typer.Option("--intermediate-outputs", help="Also dump intermediate outputs (debug buffer).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    ab: Annotated[tuple[str, str] | None, typer.Option("--ab", metavar="SPEC_A SPEC_B", help="A/B comparison: run two model specs interleaved A B B A on each device, then print B's verdict against A per device and op (exit 1 on a regression).")] = None,
+    threshold: Annotated[float, typer.Option(min=0, help="With --ab: practical size of an end-to-end regression, in percent.")] = 5.0,
+    op_threshold: Annotated[float, typer.Option(min=0, help="With --ab: practical size of a per-op regression, in percent.")] = 10.0,
+    until_confident: Annotated[bool, typer.Option("--until-confident", help="With --ab: while a device's verdict is inconclusive, run --runs more process runs per side (a further job, pooled) until decided or --max-runs is reached.")] = False,
+    max_runs: Annotated[int, typer.Option(min=1, help="With --until-confident: most process runs per side.")] = 40,
 ) -> None:
     """Export, build, stage and profile MODEL on DEVICES; write a run directory and print per-op latency."""
     from orchestrator.artifacts.lowering import BACKENDS
@@ -42,6 +47,14 @@ def run(
     from orchestrator.run.job import run_job
     from orchestrator.run.results import RunOptions
 
+    if ab is not None:
+        if model:
+            raise UsageError("--ab SPEC_A SPEC_B replaces --model; give one or the other")
+        model = list(ab)
+    elif until_confident:
+        raise UsageError("--until-confident applies to --ab")
+    if not model:
+        raise UsageError("give a model with --model SPEC (or two with --ab SPEC_A SPEC_B)")
     if backend not in BACKENDS:
         raise UsageError(f"--backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if name and len(model) > 1:
@@ -52,6 +65,9 @@ def run(
     options = RunOptions(runs=runs, iterations=iterations, warmup=warmup, run_timeout_s=timeout,
                          wait_for_lock=not no_wait, intermediate_outputs=intermediate_outputs, cpu_threads=threads,
                          untraced_runs=untraced_runs, cooldown_s=cooldown, max_temp_c=max_temp)
+    if ab is not None:
+        _run_ab(selected, specs, backend, options, out, Progress(quiet=quiet), inventory.path, threshold, op_threshold,
+                until_confident, max_runs)
     result = run_job(selected, specs, backend=backend, options=options, out=out, progress=Progress(quiet=quiet),
                      config_file=inventory.path)
     typer.echo(summary(result.stats))
@@ -66,3 +82,23 @@ def run(
             typer.echo(f"{device.name}: FAILED: {device.error}")
     typer.echo(f"run directory: {result.rundir.root}")
     raise typer.Exit(result.exit_code)
+
+
+def _run_ab(selected: list, specs: list, backend: str, options: object, out: Path | None, progress: object,
+            config_file: Path | None, threshold: float, op_threshold: float, until_confident: bool,
+            max_runs: int) -> None:
+    from orchestrator.report.verdicts import verdict_table
+    from orchestrator.verdicts.ab import run_ab
+    from orchestrator.verdicts.statistics import VerdictSettings
+
+    settings = VerdictSettings(threshold=threshold / 100.0, op_threshold=op_threshold / 100.0)
+    outcome = run_ab(selected, specs[0], specs[1], backend=backend, options=options, out=out,  # type: ignore[arg-type]
+                     progress=progress, settings=settings, config_file=config_file,  # type: ignore[arg-type]
+                     until_confident=until_confident, max_runs=max_runs)
+    typer.echo(verdict_table(outcome.comparison))
+    for job in outcome.jobs:
+        for device in job.job.devices:
+            if device.status != "ok":
+                typer.echo(f"{device.name}: FAILED: {device.error}")
+        typer.echo(f"run directory: {job.rundir.root}")
+    raise typer.Exit(outcome.exit_code)

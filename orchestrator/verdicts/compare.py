@@ -24,8 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import Blame, EXIT_OK
-from orchestrator.run.results import Job, ModelResult, ModelStatus, VerificationStatus, load_manifest
+from orchestrator.errors import EXIT_OK, Blame
+from orchestrator.run.results import (
+    Job,
+    ModelResult,
+    ModelStatus,
+    VerificationStatus,
+    load_manifest,
+)
 from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.verdicts.statistics import (
     Estimate,
@@ -37,6 +43,7 @@ from orchestrator.verdicts.statistics import (
 )
 
 EXIT_REGRESSION = 1
+DEFAULT_SETTINGS = VerdictSettings()
 _FRAMEWORK = ("Method::execute", "Method::init", "Program::load_method")
 
 
@@ -191,11 +198,11 @@ class Comparison:
                 "exit_code": self.exit_code, "pairs": [p.to_dict() for p in self.pairs]}
 
 
-def compare_sides(a: Side, b: Side, settings: VerdictSettings = VerdictSettings(), per_op: bool = True) -> PairVerdict:
+def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS, per_op: bool = True) -> PairVerdict:
     """The verdict of B against A (see statistics.py for the method)."""
     threshold, op_threshold = settings.effective(settings.threshold), settings.effective(settings.op_threshold)
-    base = dict(device=b.device, model_a=a.model, model_b=b.model, threshold=threshold, op_threshold=op_threshold,
-                verification_failed=b.verification is VerificationStatus.FAIL)
+    base: dict[str, Any] = {"device": b.device, "model_a": a.model, "model_b": b.model, "threshold": threshold,
+                            "op_threshold": op_threshold, "verification_failed": b.verification is VerificationStatus.FAIL}
     for side, which in ((a, "A"), (b, "B")):
         if side.missing is not None:
             return PairVerdict(verdict=Verdict.NO_DATA, reason=f"{which} ({side.source}): {side.missing}",
@@ -246,7 +253,7 @@ def _per_op_runs(side: Side) -> dict[tuple[str, str, int], tuple[int, list[Any]]
     return out
 
 
-def compare_jobs(a_dir: str | Path, b_dir: str | Path, settings: VerdictSettings = VerdictSettings(),
+def compare_jobs(a_dir: str | Path, b_dir: str | Path, settings: VerdictSettings = DEFAULT_SETTINGS,
                  per_op: bool = True) -> Comparison:
     """Every (device, model) of B against the same (device, model) of A, matched by name."""
     job_a, job_b = load_manifest(a_dir), load_manifest(b_dir)

@@ -30,6 +30,7 @@ functions: light commands never pay for them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -181,7 +182,7 @@ def decide(est: Estimate | None, p_value: float, threshold: float, alpha: float 
     if est is None:
         return Verdict.NO_DATA
     low, high = est.ci_low, est.ci_high
-    if low != low or high != high:  # NaN interval
+    if math.isnan(low) or math.isnan(high):
         return Verdict.INCONCLUSIVE
     significant = p_value < alpha
     if significant and low > 1.0 + threshold:

@@ -57,7 +57,7 @@ def test_twice_as_slow_is_regressed_and_twice_as_fast_improved() -> None:
 
 def test_many_steady_runs_of_the_same_speed_are_unchanged() -> None:
     rng = np.random.default_rng(4)
-    steady = lambda: [list(0.07 * (1 + 0.01 * rng.standard_normal(20))) for _ in range(10)]  # noqa: E731
+    steady = lambda: [list(0.07 * (1 + 0.01 * rng.standard_normal(20))) for _ in range(10)]
     assert verdict_of(steady(), steady()) is Verdict.UNCHANGED
 
 
