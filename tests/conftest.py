@@ -1,4 +1,4 @@
-"""Suite-wide settings: an isolated etfarm cache (the CI rule for missing tools is in tests/helpers/tools.py)."""
+"""Suite-wide settings: an isolated etfarm cache and results store (the CI rule for missing tools is in tests/helpers/tools.py)."""
 
 from __future__ import annotations
 
@@ -18,3 +18,12 @@ def etfarm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.environ["ETFARM_CACHE_DIR"] = str(path)
     os.environ.pop("ETFARM_CONFIG", None)
     return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def etfarm_store_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`etfarm run` records into the default store: in tests that is a temporary one, never ~/.local/share."""
+    data_home = tmp_path_factory.mktemp("xdg-data")
+    os.environ["XDG_DATA_HOME"] = str(data_home)
+    os.environ.pop("ETFARM_STORE", None)
+    return data_home / "etfarm" / "results.db"

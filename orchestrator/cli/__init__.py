@@ -23,9 +23,19 @@ app = typer.Typer(
 
 def _register_commands() -> None:
     # Each module adds its commands to `app`; module imports must stay light.
-    from orchestrator.cli import analyze, build, compare, devices, export, run, trace
+    from orchestrator.cli import (
+        analyze,
+        build,
+        compare,
+        devices,
+        export,
+        history,
+        run,
+        store,
+        trace,
+    )
 
-    for module in (run, export, build, analyze, trace, devices, compare):
+    for module in (run, export, build, analyze, trace, devices, history, store, compare):
         module.register(app)
 
 

@@ -37,6 +37,8 @@ def run(
     op_threshold: Annotated[float, typer.Option(min=0, help="With --ab: practical size of a per-op regression, in percent.")] = 10.0,
     until_confident: Annotated[bool, typer.Option("--until-confident", help="With --ab: while a device's verdict is inconclusive, run --runs more process runs per side (a further job, pooled) until decided or --max-runs is reached.")] = False,
     max_runs: Annotated[int, typer.Option(min=1, help="With --until-confident: most process runs per side.")] = 40,
+    store: Annotated[Path | None, typer.Option("--store", help="Results store to record the run in (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")] = None,
+    no_store: Annotated[bool, typer.Option("--no-store", help="Do not record the run in the results store.")] = False,
 ) -> None:
     """Export, build, stage and profile MODEL on DEVICES; write a run directory and print per-op latency."""
     from orchestrator.artifacts.lowering import BACKENDS
@@ -67,7 +69,7 @@ def run(
                          untraced_runs=untraced_runs, cooldown_s=cooldown, max_temp_c=max_temp)
     if ab is not None:
         _run_ab(selected, specs, backend, options, out, Progress(quiet=quiet), inventory.path, threshold, op_threshold,
-                until_confident, max_runs)
+                until_confident, max_runs, not no_store, store)
     result = run_job(selected, specs, backend=backend, options=options, out=out, progress=Progress(quiet=quiet),
                      config_file=inventory.path)
     typer.echo(summary(result.stats))
@@ -81,12 +83,16 @@ def run(
         else:
             typer.echo(f"{device.name}: FAILED: {device.error}")
     typer.echo(f"run directory: {result.rundir.root}")
+    if not no_store:
+        from orchestrator.cli.store import record_after_run
+
+        record_after_run(result.rundir.root, store)
     raise typer.Exit(result.exit_code)
 
 
 def _run_ab(selected: list, specs: list, backend: str, options: object, out: Path | None, progress: object,
             config_file: Path | None, threshold: float, op_threshold: float, until_confident: bool,
-            max_runs: int) -> None:
+            max_runs: int, record: bool, store: Path | None) -> None:
     from orchestrator.report.verdicts import verdict_table
     from orchestrator.verdicts.ab import run_ab
     from orchestrator.verdicts.statistics import VerdictSettings
@@ -101,4 +107,8 @@ def _run_ab(selected: list, specs: list, backend: str, options: object, out: Pat
             if device.status != "ok":
                 typer.echo(f"{device.name}: FAILED: {device.error}")
         typer.echo(f"run directory: {job.rundir.root}")
+        if record:
+            from orchestrator.cli.store import record_after_run
+
+            record_after_run(job.rundir.root, store)
     raise typer.Exit(outcome.exit_code)

@@ -11,6 +11,7 @@ from typing import Any
 from device_agents import DeviceSpec
 from orchestrator.artifacts.lowering import ExportedModel, export_model
 from orchestrator.artifacts.modelspec import ModelSpec
+from orchestrator.artifacts.provenance import model_provenance
 from orchestrator.errors import EXIT_DEVICE_FAILED, EXIT_OK, EtfarmError
 from orchestrator.progress import Progress
 from orchestrator.run.results import (
@@ -42,7 +43,7 @@ def run_job(devices: Sequence[DeviceSpec], specs: Sequence[ModelSpec], *, backen
                        options=options, config_file=str(config_file) if config_file else None)
     # Export before the run directory exists: a bad model is a usage error and leaves nothing behind.
     models = [export_model(spec, backend, log=progress) for spec in specs]
-    rundir = RunDirectory.create(out, config, tuple(_artifacts(m) for m in models))
+    rundir = RunDirectory.create(out, config, tuple(_artifacts(m, s) for m, s in zip(models, specs)))
     progress(f"run {rundir.run_id}: {len(devices)} device(s), {len(specs)} model(s) -> {rundir.root}")
     try:
         builds, build_errors = _build_targets(sorted({d.target for d in devices}), progress)
@@ -64,13 +65,15 @@ def run_job(devices: Sequence[DeviceSpec], specs: Sequence[ModelSpec], *, backen
     return JobResult(rundir, job, outcomes, stats)
 
 
-def _artifacts(model: ExportedModel) -> ModelArtifacts:
+def _artifacts(model: ExportedModel, spec: ModelSpec) -> ModelArtifacts:
     def text(path: Path | None) -> str | None:
         return str(path) if path else None
 
+    origin = model_provenance(spec.source)
     return ModelArtifacts(name=model.name, spec=model.spec, backend=model.backend, key=model.key, pte=str(model.pte),
                           etrecord=text(model.etrecord), inputs=text(model.inputs),
-                          reference_outputs=text(model.reference_outputs))
+                          reference_outputs=text(model.reference_outputs), content_hash=origin.content_hash,
+                          git_commit=origin.git_commit)
 
 
 def _build_targets(targets: list[str], progress: Progress) -> tuple[dict[str, Any], dict[str, str]]:

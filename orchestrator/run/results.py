@@ -183,6 +183,7 @@ class DeviceResult:
     blame: Blame | None = None
     facts: Mapping[str, Any] = field(default_factory=dict)  # describe() at the start of the job
     models: tuple[ModelResult, ...] = ()
+    runner_key: str | None = None  # cache key of the runner build the device ran
 
     def model(self, name: str) -> ModelResult | None:
         return next((m for m in self.models if m.name == name), None)
@@ -197,13 +198,13 @@ class DeviceResult:
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status.value, "error": self.error, "blame": _enum_value(self.blame),
                 "transport": self.transport, "target": self.target, "facts": dict(self.facts),
-                "models": {m.name: m.to_dict() for m in self.models}}
+                "runner_key": self.runner_key, "models": {m.name: m.to_dict() for m in self.models}}
 
     @classmethod
     def from_dict(cls, name: str, data: Mapping[str, Any]) -> DeviceResult:
         return cls(name=name, transport=str(data.get("transport", "")), target=str(data.get("target", "")),
                    status=DeviceStatus(data["status"]), error=data.get("error"), blame=_opt_enum(Blame, data.get("blame")),
-                   facts=dict(data.get("facts") or {}),
+                   facts=dict(data.get("facts") or {}), runner_key=data.get("runner_key"),
                    models=tuple(ModelResult.from_dict(n, m) for n, m in (data.get("models") or {}).items()))
 
 
@@ -219,6 +220,8 @@ class ModelArtifacts:
     etrecord: str | None = None
     inputs: str | None = None
     reference_outputs: str | None = None
+    content_hash: str | None = None  # sha256 of the model's source file (.py or .pte), at run time
+    git_commit: str | None = None  # the user's commit of that file, when it is in a git repository
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

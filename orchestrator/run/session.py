@@ -84,6 +84,7 @@ class DeviceSession:
         try:
             if self.build is None:
                 raise DeviceError(self.spec.name, self.build_error or f"no runner for target {self.spec.target}")
+            self._set(runner_key=self.build.key)
             with device_lock(self.spec.name, wait=self.options.wait_for_lock, on_wait=self.say):
                 agent = create_agent(self.spec)
                 self.say(f"connecting ({self.spec.transport}, target {self.spec.target})")

@@ -1,5 +1,19 @@
-"""The results store (SQLite): every run's results model, raw samples and statistics, kept for history."""
+"""The results store (SQLite): every run's results model, raw samples and statistics, kept for history.
 
+    open_store(path=None) -> Store          --store FILE, $ETFARM_STORE, $XDG_DATA_HOME/etfarm/results.db
+    Store.record(run_dir) -> run id         idempotent by run id; re-recording replaces
+    Store.runs(model, device, since, limit) -> [StoredRun]           newest first
+    Store.job(run_id) -> results.Job        equal to load_manifest of the run directory
+    Store.run_dir(run_id) -> Path | None
+    Store.history_points(model, devices, limit, before_run) -> [HistoryPoint]   newest first
+    Store.event_samples(run_id, device, model) -> {(block, index): {run label: float64 ms}}
+    Store.execute_samples(run_id, device, model, traced=True) -> {run label: float64 ms}
+    resolve_run(ref, store=None) -> Path    a run directory, from its path or a stored run id
+"""
+
+from orchestrator.store.db import Store, StoredRun
 from orchestrator.store.history import HistoryPoint
+from orchestrator.store.ingest import EventRow
+from orchestrator.store.location import open_store, resolve_run, store_path
 
-__all__ = ["HistoryPoint"]
+__all__ = ["EventRow", "HistoryPoint", "Store", "StoredRun", "open_store", "resolve_run", "store_path"]

@@ -1,0 +1,81 @@
+"""`etfarm history`: stored runs, newest first; `etfarm history show ID`: one run in full."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from orchestrator.store import StoredRun
+
+history_app = typer.Typer(help="Runs recorded in the results store, newest first.", no_args_is_help=False)
+
+StoreOption = Annotated[Path | None, typer.Option("--store", help="Results store (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(history_app, name="history")
+
+
+@history_app.callback(invoke_without_command=True)
+def history(
+    ctx: typer.Context,
+    model: Annotated[str | None, typer.Option(help="Only runs of this model name.")] = None,
+    device: Annotated[str | None, typer.Option(help="Only runs on this device.")] = None,
+    since: Annotated[str | None, typer.Option(help="Only runs started on or after this date (YYYY-MM-DD[THH:MM]).")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many runs.")] = 20,
+    as_json: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """List stored runs, newest first: per device end-to-end p50 (ms) or its status."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from orchestrator.store import open_store
+
+    with open_store(store) as opened:
+        runs = opened.runs(model=model, device=device, since=since, limit=limit)
+    if model is not None or device is not None:
+        runs = [_only(r, model, device) for r in runs]
+    if as_json:
+        typer.echo(json.dumps([_run_json(r) for r in runs], indent=2))
+        return
+    from orchestrator.report.history_text import history_table
+
+    typer.echo(history_table(runs, device))
+
+
+@history_app.command("show")
+def show(
+    run_id: Annotated[str, typer.Argument(help="A run id from `etfarm history`.")],
+    as_json: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """One stored run: devices, models, verification, end-to-end p50s, device facts."""
+    from orchestrator.store import open_store
+
+    with open_store(store) as opened:
+        job = opened.job(run_id)
+        run_dir = opened.run_dir(run_id)
+    if as_json:
+        typer.echo(json.dumps(job.to_dict(), indent=2))
+        return
+    from orchestrator.report.history_text import run_details
+
+    typer.echo(run_details(job, str(run_dir) if run_dir else None))
+
+
+def _only(run: StoredRun, model: str | None, device: str | None) -> StoredRun:
+    points = tuple(p for p in run.points if (model is None or p.model == model) and (device is None or p.device == device))
+    models = tuple(m for m in run.models if model is None or m == model)
+    return replace(run, points=points, models=models)
+
+
+def _run_json(run: StoredRun) -> dict[str, Any]:
+    data = asdict(run)
+    data["run_dir"] = str(run.run_dir) if run.run_dir else None
+    return data

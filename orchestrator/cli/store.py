@@ -1,0 +1,52 @@
+"""`etfarm store import DIR...`: record existing run directories; and the hook `etfarm run` calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.cli.history import StoreOption
+
+store_app = typer.Typer(help="The results store (SQLite) that history, report and compare read.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(store_app, name="store")
+
+
+@store_app.command("import")
+def import_runs(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run directories (each holds a manifest.json).")],
+    store: StoreOption = None,
+) -> None:
+    """Record run directories in the store; a run already there is replaced, never duplicated."""
+    from orchestrator.store import open_store
+
+    with open_store(store) as opened:
+        for run_dir in run_dirs:
+            already = _run_id_of(run_dir)
+            replaced = opened.has_run(already)
+            run_id = opened.record(run_dir)
+            typer.echo(f"{'re-recorded' if replaced else 'recorded'} {run_id} from {run_dir}")
+        typer.echo(f"store: {opened.path}")
+
+
+def _run_id_of(run_dir: Path) -> str:
+    from orchestrator.run.results import load_manifest
+
+    return load_manifest(run_dir).run_id
+
+
+def record_after_run(run_dir: Path, store: Path | None) -> None:
+    """`etfarm run`'s last step: record the run; a failure is a warning, the run directory stays."""
+    from orchestrator.store import open_store, store_path
+
+    try:
+        with open_store(store) as opened:
+            run_id = opened.record(run_dir)
+        typer.echo(f"stored as {run_id} in {opened.path}")
+    except Exception as exc:  # noqa: BLE001 - whatever broke, the run's results are safe in its directory
+        typer.echo(f"warning: results not recorded in the store {store_path(store)}: {exc}; they stay in {run_dir} "
+                   f"(`etfarm store import {run_dir}` records them later)", err=True)

@@ -1,0 +1,341 @@
+"""The results store: record run directories, read back the results model, history and raw samples.
+
+`Store.record(run_dir)` writes a whole run in one `BEGIN IMMEDIATE` transaction, replacing any
+earlier record of the same run id (a resumed run re-recorded), so concurrent writers serialise
+on SQLite's lock (WAL + busy_timeout) and a reader never sees half a run. `Store.job(run_id)`
+rebuilds the `results.Job` from typed rows: `job.to_dict()` equals the manifest's.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Self
+
+import numpy as np
+
+from orchestrator.errors import Blame, UsageError
+from orchestrator.run.results import (
+    DeviceResult,
+    DeviceStatus,
+    Job,
+    JobConfig,
+    JobStatus,
+    ModelArtifacts,
+    ModelResult,
+    ModelStatus,
+    ProcessRun,
+    Verification,
+    VerificationStatus,
+)
+from orchestrator.stats import median, percentile
+from orchestrator.store.history import HistoryPoint
+from orchestrator.store.ingest import (
+    META_FIELDS,
+    STAT_FIELDS,
+    EventRow,
+    RunRecord,
+    read_run,
+)
+
+EventKey = tuple[str, int]  # (event_block, event_index)
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """One stored run as `history` lists it: when, how it ended, and its (device, model) points."""
+
+    run_id: str
+    started: str
+    finished: str | None
+    status: str
+    run_dir: Path | None
+    models: tuple[str, ...]
+    devices: tuple[str, ...]
+    points: tuple[HistoryPoint, ...]  # device x model, in job order
+
+
+class Store:
+    """An open results store (see `open_store`). Usable as a context manager."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+        self.path = path
+        self._conn = conn
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- writing -------------------------------------------------------------------
+
+    def record(self, run_dir: Path) -> str:
+        """Record (or re-record) the run directory; returns its run id."""
+        return self.record_run(read_run(Path(run_dir)))
+
+    def record_run(self, record: RunRecord) -> str:
+        job = record.job
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("DELETE FROM runs WHERE run_id = ?", (job.run_id,))
+            conn.execute(
+                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (job.run_id, job.started, _timestamp(job.started), job.finished, job.status.value, str(record.run_dir),
+                 time.strftime("%Y-%m-%dT%H:%M:%S%z"), job.schema_version, job.host.get("hostname"),
+                 job.versions.get("etfarm"), job.versions.get("executorch"), job.versions.get("torch"),
+                 _json(job.config.to_dict()), _json(job.versions), _json(job.host)))
+            conn.executemany(
+                "INSERT INTO models VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(job.run_id, k, m.name, m.spec, m.backend, m.key, m.content_hash, m.git_commit, m.pte, m.etrecord,
+                  m.inputs, m.reference_outputs) for k, m in enumerate(job.models)])
+            for k, device in enumerate(job.devices):
+                self._insert_device(job.run_id, k, device, record)
+            conn.executemany(
+                "INSERT INTO events (run_id, device, model, event_block, event_index, event_name, is_delegated_op, "
+                f"{', '.join(META_FIELDS)}, samples, {', '.join(STAT_FIELDS)}, samples_ms, run_counts) "
+                f"VALUES ({', '.join('?' * (10 + len(META_FIELDS) + len(STAT_FIELDS)))})",
+                [(job.run_id, e.device, e.model, e.event_block, e.event_index, e.event_name,
+                  None if e.is_delegated_op is None else int(e.is_delegated_op), *(e.meta.get(f) for f in META_FIELDS),
+                  e.samples, *(e.stats.get(f) for f in STAT_FIELDS), _blob(e.samples_ms, "<f8"),
+                  _blob(e.run_counts, "<i8")) for e in record.events])
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return job.run_id
+
+    def _insert_device(self, run_id: str, ordinal: int, device: DeviceResult, record: RunRecord) -> None:
+        conn = self._conn
+        conn.execute("INSERT INTO devices VALUES (?,?,?,?,?,?,?,?,?,?)",
+                     (run_id, ordinal, device.name, device.transport, device.target, device.status.value, device.error,
+                      _enum(device.blame), device.runner_key, _json(device.facts)))
+        for k, model in enumerate(device.models):
+            v = model.verification
+            p90 = percentile(model.wall_execute_ms, 90)
+            conn.execute(
+                "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, device.name, k, model.name, model.status.value, model.error, _enum(model.blame),
+                 v.status.value if v else None, v.detail if v else None, v.max_abs_diff if v else None,
+                 v.runs_checked if v else None, median(model.wall_execute_ms), p90,
+                 median(model.untraced_execute_ms), median(model.load_ms),
+                 _json(list(record.sample_runs.get((device.name, model.name), ())))))
+            conn.executemany(
+                "INSERT INTO process_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(run_id, device.name, model.name, j, r.label, int(r.traced), _blob(np.asarray(r.execute_ms), "<f8"),
+                  r.load_ms, r.program_load_ms, _json(r.device_state), _json(list(r.artifacts)), _json(r.runner))
+                 for j, r in enumerate(model.runs)])
+
+    # ---- the results model ------------------------------------------------------------
+
+    def has_run(self, run_id: str) -> bool:
+        return self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
+
+    def job(self, run_id: str) -> Job:
+        """The stored run as the results model (equal to load_manifest of its run directory)."""
+        conn = self._conn
+        run = conn.execute("SELECT started, finished, status, schema_version, config_json, versions_json, host_json "
+                           "FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if run is None:
+            raise UsageError(f"{self.path}: no stored run {run_id!r} (see `etfarm history`)")
+        started, finished, status, schema_version, config, versions, host = run
+        models = tuple(
+            ModelArtifacts(name=r[0], spec=r[1], backend=r[2], key=r[3], content_hash=r[4], git_commit=r[5], pte=r[6],
+                           etrecord=r[7], inputs=r[8], reference_outputs=r[9])
+            for r in conn.execute("SELECT name, spec, backend, export_key, content_hash, git_commit, pte, etrecord, "
+                                  "inputs, reference_outputs FROM models WHERE run_id = ? ORDER BY ordinal", (run_id,)))
+        devices = tuple(
+            DeviceResult(name=name, transport=transport, target=target, status=DeviceStatus(dstatus), error=error,
+                         blame=_blame(blame), facts=json.loads(facts), runner_key=runner_key,
+                         models=self._model_results(run_id, name))
+            for name, transport, target, dstatus, error, blame, runner_key, facts in conn.execute(
+                "SELECT name, transport, target, status, error, blame, runner_key, facts_json FROM devices "
+                "WHERE run_id = ? ORDER BY ordinal", (run_id,)))
+        return Job(run_id=run_id, status=JobStatus(status), started=started, finished=finished,
+                   config=JobConfig.from_dict(json.loads(config)), versions=json.loads(versions),
+                   host=json.loads(host), models=models, devices=devices, schema_version=schema_version)
+
+    def _model_results(self, run_id: str, device: str) -> tuple[ModelResult, ...]:
+        out = []
+        for model, status, error, blame, vstatus, vdetail, vdiff, vruns in self._conn.execute(
+                "SELECT model, status, error, blame, verification, verification_detail, verification_max_abs_diff, "
+                "verification_runs_checked FROM results WHERE run_id = ? AND device = ? ORDER BY ordinal",
+                (run_id, device)):
+            verification = (Verification(VerificationStatus(vstatus), vdetail or "", vdiff, int(vruns or 0))
+                            if vstatus is not None else None)
+            runs = tuple(
+                ProcessRun(label=label, traced=bool(traced), execute_ms=tuple(_floats(blob).tolist()), load_ms=load,
+                           program_load_ms=pload, device_state=json.loads(state), artifacts=tuple(json.loads(arts)),
+                           runner=json.loads(runner))
+                for label, traced, blob, load, pload, state, arts, runner in self._conn.execute(
+                    "SELECT label, traced, execute_ms, load_ms, program_load_ms, device_state_json, artifacts_json, "
+                    "runner_json FROM process_runs WHERE run_id = ? AND device = ? AND model = ? ORDER BY ordinal",
+                    (run_id, device, model)))
+            out.append(ModelResult(name=model, status=ModelStatus(status), runs=runs, verification=verification,
+                                   error=error, blame=_blame(blame)))
+        return tuple(out)
+
+    def run_dir(self, run_id: str) -> Path | None:
+        """Where the run directory was when recorded, if it is still there."""
+        row = self._conn.execute("SELECT run_dir FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        path = Path(row[0])
+        return path if path.is_dir() else None
+
+    # ---- events and raw samples ------------------------------------------------------------
+
+    def events(self, run_id: str, device: str, model: str) -> list[EventRow]:
+        """Every stored event of (device, model) in the run, with statistics and raw samples."""
+        rows = self._conn.execute(
+            f"SELECT event_block, event_index, event_name, is_delegated_op, {', '.join(META_FIELDS)}, samples, "
+            f"{', '.join(STAT_FIELDS)}, samples_ms, run_counts FROM events "
+            "WHERE run_id = ? AND device = ? AND model = ? ORDER BY rowid", (run_id, device, model))
+        out = []
+        nmeta, nstat = len(META_FIELDS), len(STAT_FIELDS)
+        for row in rows:
+            meta = dict(zip(META_FIELDS, row[4:4 + nmeta]))
+            stats = dict(zip(STAT_FIELDS, row[5 + nmeta:5 + nmeta + nstat]))
+            samples_blob, counts_blob = row[-2], row[-1]
+            out.append(EventRow(device=device, model=model, event_block=row[0], event_index=row[1], event_name=row[2],
+                                samples=row[4 + nmeta], stats=stats,
+                                is_delegated_op=None if row[3] is None else bool(row[3]), meta=meta,
+                                samples_ms=_floats(samples_blob) if samples_blob is not None else None,
+                                run_counts=np.frombuffer(counts_blob, "<i8") if counts_blob is not None else None))
+        return out
+
+    def sample_runs(self, run_id: str, device: str, model: str) -> tuple[str, ...]:
+        row = self._conn.execute("SELECT sample_runs_json FROM results WHERE run_id = ? AND device = ? AND model = ?",
+                                 (run_id, device, model)).fetchone()
+        return tuple(json.loads(row[0])) if row else ()
+
+    def event_samples(self, run_id: str, device: str, model: str) -> dict[EventKey, dict[str, np.ndarray]]:
+        """Per event (block, index): its raw samples (ms) per process run label, in run order."""
+        labels = self.sample_runs(run_id, device, model)
+        return {(e.event_block, e.event_index): e.per_run(labels) for e in self.events(run_id, device, model)
+                if e.samples_ms is not None}
+
+    def execute_samples(self, run_id: str, device: str, model: str, traced: bool = True) -> dict[str, np.ndarray]:
+        """Wall clock per execution (ms) per process run label, traced or untraced runs."""
+        return {label: _floats(blob) for label, blob in self._conn.execute(
+            "SELECT label, execute_ms FROM process_runs WHERE run_id = ? AND device = ? AND model = ? AND traced = ? "
+            "ORDER BY ordinal", (run_id, device, model, int(traced)))}
+
+    # ---- history -------------------------------------------------------------------------
+
+    def runs(self, model: str | None = None, device: str | None = None, since: datetime | str | None = None,
+             limit: int | None = None) -> list[StoredRun]:
+        """Stored runs, newest first; `model`/`device` keep runs that had them, `since` a start time."""
+        where, args = [], []
+        if model is not None:
+            where.append("EXISTS (SELECT 1 FROM models m WHERE m.run_id = r.run_id AND m.name = ?)")
+            args.append(model)
+        if device is not None:
+            where.append("EXISTS (SELECT 1 FROM devices d WHERE d.run_id = r.run_id AND d.name = ?)")
+            args.append(device)
+        if since is not None:
+            where.append("r.started_ts >= ?")
+            args.append(_since_ts(since))
+        sql = ("SELECT run_id, started, finished, status, run_dir FROM runs r"
+               + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY started_ts DESC, run_id DESC")
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(int(limit))
+        out = []
+        for run_id, started, finished, status, run_dir in self._conn.execute(sql, args).fetchall():
+            points = self._points(run_id)
+            models = tuple(r[0] for r in self._conn.execute(
+                "SELECT name FROM models WHERE run_id = ? ORDER BY ordinal", (run_id,)))
+            devices = tuple(r[0] for r in self._conn.execute(
+                "SELECT name FROM devices WHERE run_id = ? ORDER BY ordinal", (run_id,)))
+            out.append(StoredRun(run_id, started, finished, status, Path(run_dir) if run_dir else None, models, devices,
+                                 points))
+        return out
+
+    def history_points(self, model: str, devices: Sequence[str] | None = None, limit: int = 10,
+                       before_run: str | None = None) -> list[HistoryPoint]:
+        """The model's points in its last `limit` runs (on `devices`, older than `before_run`), newest first.
+
+        Every device of such a run gets a point, a failed one too (status says so, p50 is None)."""
+        where, args = ["EXISTS (SELECT 1 FROM models m WHERE m.run_id = r.run_id AND m.name = ?)"], [model]
+        if devices:
+            where.append(f"EXISTS (SELECT 1 FROM devices d WHERE d.run_id = r.run_id AND d.name IN "
+                         f"({', '.join('?' * len(devices))}))")
+            args.extend(devices)
+        if before_run is not None:
+            anchor = self._conn.execute("SELECT started_ts FROM runs WHERE run_id = ?", (before_run,)).fetchone()
+            if anchor is None:
+                raise UsageError(f"{self.path}: no stored run {before_run!r}")
+            where.append("(r.started_ts < ? OR (r.started_ts = ? AND r.run_id < ?))")
+            args.extend([anchor[0], anchor[0], before_run])
+        run_ids = [r[0] for r in self._conn.execute(
+            f"SELECT run_id FROM runs r WHERE {' AND '.join(where)} ORDER BY started_ts DESC, run_id DESC LIMIT ?",
+            [*args, int(limit)])]
+        wanted = set(devices) if devices else None
+        return [p for run_id in run_ids for p in self._points(run_id)
+                if p.model == model and (wanted is None or p.device in wanted)]
+
+    def _points(self, run_id: str) -> tuple[HistoryPoint, ...]:
+        """Every device x model of the run; a device that failed before a model ran still gets a point."""
+        rows = self._conn.execute(
+            "SELECT r.started, d.name, m.name, d.status, res.status, res.e2e_p50_ms, res.e2e_p90_ms, m.git_commit "
+            "FROM runs r JOIN devices d ON d.run_id = r.run_id JOIN models m ON m.run_id = r.run_id "
+            "LEFT JOIN results res ON res.run_id = r.run_id AND res.device = d.name AND res.model = m.name "
+            "WHERE r.run_id = ? ORDER BY d.ordinal, m.ordinal", (run_id,))
+        return tuple(
+            HistoryPoint(run_id=run_id, started=started, device=device, model=model,
+                         status=dstatus if dstatus != DeviceStatus.OK.value or mstatus is None else mstatus,
+                         e2e_p50_ms=p50, e2e_p90_ms=p90, git_commit=commit)
+            for started, device, model, dstatus, mstatus, p50, p90, commit in rows)
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+
+
+def _json(value: Mapping[str, Any] | Iterable[Any]) -> str:
+    return json.dumps(value if isinstance(value, (dict, list)) else dict(value))  # type: ignore[arg-type]
+
+
+def _blob(values: np.ndarray | None, dtype: str) -> bytes | None:
+    return None if values is None else np.ascontiguousarray(values, dtype=dtype).tobytes()
+
+
+def _floats(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype="<f8")
+
+
+def _enum(value: Blame | None) -> str | None:
+    return value.value if value is not None else None
+
+
+def _blame(value: str | None) -> Blame | None:
+    return Blame(value) if value is not None else None
+
+
+def _timestamp(started: str) -> float:
+    """Seconds since the epoch of a manifest time (`%Y-%m-%dT%H:%M:%S%z`, or any ISO 8601)."""
+    try:
+        return datetime.strptime(started, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    except ValueError:
+        try:
+            return datetime.fromisoformat(started).timestamp()
+        except ValueError:
+            return 0.0
+
+
+def _since_ts(since: datetime | str) -> float:
+    if isinstance(since, datetime):
+        return since.timestamp()
+    try:
+        return datetime.fromisoformat(since).timestamp()  # naive: local time
+    except ValueError:
+        raise UsageError(f"--since: {since!r} is not a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM)") from None
