@@ -19,7 +19,7 @@ Renderers only print these objects (report/verdicts.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,6 +141,8 @@ class PairVerdict:
     reason: str | None = None  # why there is no data
     blame: Blame | None = None
     verification_failed: bool = False  # B's outputs did not match the reference
+    source_a: str = ""  # run id(s) of A and B
+    source_b: str = ""
 
     @property
     def model(self) -> str:
@@ -160,7 +162,8 @@ class PairVerdict:
                 "estimate": self.estimate.to_dict() if self.estimate else None, "threshold": self.threshold,
                 "op_threshold": self.op_threshold, "regressed": self.regressed, "ops_skipped": self.ops_skipped,
                 "reason": self.reason, "blame": self.blame.value if self.blame else None,
-                "verification_failed": self.verification_failed, "ops": [o.to_dict() for o in self.ops]}
+                "verification_failed": self.verification_failed, "source_a": self.source_a,
+                "source_b": self.source_b, "ops": [o.to_dict() for o in self.ops]}
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,11 @@ class Comparison:
         return tuple(p for p in self.pairs if p.verdict is Verdict.NO_DATA)
 
     @property
+    def complete(self) -> bool:
+        """Every pair was measured (no `no-data`)."""
+        return not self.no_data
+
+    @property
     def inconclusive(self) -> bool:
         return any(p.verdict is Verdict.INCONCLUSIVE for p in self.pairs)
 
@@ -202,7 +210,8 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
     """The verdict of B against A (see statistics.py for the method)."""
     threshold, op_threshold = settings.effective(settings.threshold), settings.effective(settings.op_threshold)
     base: dict[str, Any] = {"device": b.device, "model_a": a.model, "model_b": b.model, "threshold": threshold,
-                            "op_threshold": op_threshold, "verification_failed": b.verification is VerificationStatus.FAIL}
+                            "op_threshold": op_threshold, "verification_failed": b.verification is VerificationStatus.FAIL,
+                            "source_a": a.source, "source_b": b.source}
     for side, which in ((a, "A"), (b, "B")):
         if side.missing is not None:
             return PairVerdict(verdict=Verdict.NO_DATA, reason=f"{which} ({side.source}): {side.missing}",
@@ -253,21 +262,43 @@ def _per_op_runs(side: Side) -> dict[tuple[str, str, int], tuple[int, list[Any]]
     return out
 
 
+Baseline = tuple[Path, Job]  # a run directory and its results model
+BaselineFinder = Callable[[str, str], "Baseline | None"]  # (device, model) -> the run to compare with
+
+
 def compare_jobs(a_dir: str | Path, b_dir: str | Path, settings: VerdictSettings = DEFAULT_SETTINGS,
                  per_op: bool = True) -> Comparison:
     """Every (device, model) of B against the same (device, model) of A, matched by name."""
-    job_a, job_b = load_manifest(a_dir), load_manifest(b_dir)
+    job_a = load_manifest(a_dir)
+    return compare_against(b_dir, lambda device, model: (Path(a_dir), job_a), settings, per_op, a_label=job_a.run_id)
+
+
+def compare_against(b_dir: str | Path, baseline: BaselineFinder, settings: VerdictSettings = DEFAULT_SETTINGS,
+                    per_op: bool = True, a_label: str = "baseline") -> Comparison:
+    """Every (device, model) of the run at `b_dir` against the run `baseline(device, model)` names.
+
+    A pair whose baseline does not hold that (device, model) at all is `new` (it becomes the
+    baseline); one whose baseline or B side failed is `no-data`."""
+    job_b = load_manifest(b_dir)
     pairs = []
     for device in job_b.devices:
-        names = [m.name for m in device.models] or list(_job_model_names(job_b))
-        for model in names:
+        for model in [m.name for m in device.models] or list(_job_model_names(job_b)):
             side_b = side_from_job(b_dir, job_b, device.name, model)
-            side_a = side_from_job(a_dir, job_a, device.name, model)
-            if side_a.missing and side_a.blame is Blame.USAGE:
-                side_a = Side(job_a.run_id, device.name, model, missing="not measured in A (no baseline to compare)",
-                              blame=Blame.USAGE)
+            found = baseline(device.name, model)
+            if side_b.missing is None and (found is None or not _holds(found[1], device.name, model)):
+                pairs.append(PairVerdict(device.name, model, model, Verdict.NEW, source_b=job_b.run_id,
+                                         reason="no baseline yet: this run becomes it",
+                                         verification_failed=side_b.verification is VerificationStatus.FAIL))
+                continue
+            side_a = (side_from_job(found[0], found[1], device.name, model) if found is not None
+                      else Side(a_label, device.name, model, missing="no baseline", blame=Blame.USAGE))
             pairs.append(compare_sides(side_a, side_b, settings, per_op))
-    return Comparison(job_a.run_id, job_b.run_id, settings, tuple(pairs))
+    return Comparison(a_label, job_b.run_id, settings, tuple(pairs))
+
+
+def _holds(job: Job, device: str, model: str) -> bool:
+    dev = job.device(device)
+    return dev is not None and (dev.model(model) is not None or model in set(_job_model_names(job)))
 
 
 def _job_model_names(job: Job) -> Iterable[str]:

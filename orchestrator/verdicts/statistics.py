@@ -52,6 +52,7 @@ class Verdict(StrEnum):
     UNCHANGED = "unchanged"
     INCONCLUSIVE = "inconclusive"
     NO_DATA = "no-data"  # nothing to compare (a device or model failed): infrastructure, not a regression
+    NEW = "new"  # no baseline yet (first night): passes, and this run becomes the baseline
 
 
 @dataclass(frozen=True)
