@@ -30,12 +30,13 @@ def _register_commands() -> None:
         devices,
         export,
         history,
+        nightly,
         run,
         store,
         trace,
     )
 
-    for module in (run, export, build, analyze, trace, devices, history, store, compare):
+    for module in (run, export, build, analyze, trace, devices, history, store, compare, nightly):
         module.register(app)
 
 

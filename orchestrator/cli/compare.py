@@ -45,7 +45,11 @@ def compare(
     else:
         from orchestrator.run.results import load_manifest
         from orchestrator.store import open_store, store_path
-        from orchestrator.verdicts.baseline import LAST_GOOD, last_good_finder, named_finder
+        from orchestrator.verdicts.baseline import (
+            LAST_GOOD,
+            last_good_finder,
+            named_finder,
+        )
 
         if not store_path(store).is_file():
             raise UsageError(f"compare needs A and B run directories, or a results store (none at {store_path(store)})")

@@ -8,6 +8,7 @@ regressions and improvements), so a table of hundreds of ops stays readable.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from orchestrator.report.summary import format_table
 from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
@@ -84,3 +85,23 @@ def verdict_markdown(comparison: Comparison, title: str | None = None, notes: Se
     lines += ["", legend(comparison)]
     lines += ["", *(f"- {note}" for note in notes)] if notes else []
     return "\n".join(lines) + "\n"
+
+
+def write_verdict_report(comparison: Comparison, directory: Path, name: str, title: str,
+                         notes: Sequence[str] = ()) -> list[Path]:
+    """`<name>.md` and `<name>.json` in `directory`, and `latest.md` pointing people at the newest."""
+    import json
+
+    from orchestrator.cache import write_json_atomic
+
+    directory.mkdir(parents=True, exist_ok=True)
+    markdown = verdict_markdown(comparison, title, notes)
+    written = []
+    for target in (directory / f"{name}.md", directory / "latest.md"):
+        tmp = target.with_suffix(".md.tmp")
+        tmp.write_text(markdown, encoding="utf-8")
+        tmp.replace(target)
+        written.append(target)
+    write_json_atomic(directory / f"{name}.json", json.loads(json.dumps(comparison.to_dict())))
+    written.append(directory / f"{name}.json")
+    return written

@@ -21,7 +21,13 @@ from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult, run_job
 from orchestrator.run.results import RunOptions
 from orchestrator.run.schedule import RunOrder
-from orchestrator.verdicts.compare import Comparison, PairVerdict, compare_sides, pool, side_from_job
+from orchestrator.verdicts.compare import (
+    Comparison,
+    PairVerdict,
+    compare_sides,
+    pool,
+    side_from_job,
+)
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 
 
