@@ -1,0 +1,158 @@
+"""False-alarm rate and detection power of the regression verdicts, measured on the testbed.
+
+    python benchmarks/bench_verdicts.py [--transport ssh|local] [--pairs 20] [--runs 10] [--iterations 20] [--json]
+
+The device: the integration testbed's sshd on loopback with `exec_prefix: taskset -c 1` (the runner
+pinned to one core), or `local` pinned the same way. The model: configs/models/deep_mlp.py
+(40 Linear+ReLU layers, XNNPACK), copied to a temporary file; the slow variants are the same file
+with DEPTH edited: 80 (2x) and 44 (10 % more layers). Every job is a separate `run_job` of ONE
+model with `--runs` process runs, as nightly runs are, so job-to-job variation (the two process
+states of DESIGN §2) is in every comparison. Jobs of the variants alternate with baseline jobs.
+
+Reported:
+- A/A: 2 x `pairs` baseline jobs compared in disjoint pairs (`pairs` independent comparisons):
+  the fraction with ANY `regressed` verdict (end to end or per op). Target <= 5 %. Also over
+  all pairs of baseline jobs (not independent, more of them).
+- 2x: each 2x job against a baseline job: the fraction flagged `regressed`. Target 100 %.
+- 10 %: each 10 %-more-layers job against a baseline job (runs per side = --runs), and pooled
+  k jobs per side (k x runs per side): detection rate and the measured ratio.
+Exit 1 when the A/A or 2x targets are missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "integration")]
+
+from device_agents import DeviceSpec
+from orchestrator.artifacts.modelspec import parse_model_spec
+from orchestrator.progress import Progress
+from orchestrator.run.job import run_job
+from orchestrator.run.results import RunOptions, load_manifest
+from orchestrator.verdicts.compare import Side, compare_sides, pool, side_from_job
+from orchestrator.verdicts.statistics import VerdictSettings
+
+MODEL = ROOT / "configs" / "models" / "deep_mlp.py"
+SETTINGS = VerdictSettings()
+
+
+def side(run_dir: Path, device: str) -> Side:
+    job = load_manifest(run_dir)
+    return side_from_job(run_dir, job, device, "mlp")
+
+
+def run_jobs(device: DeviceSpec, models: dict[str, Path], order: list[str], out: Path, runs: int,
+             iterations: int) -> dict[str, list[Path]]:
+    options = RunOptions(runs=runs, iterations=iterations, warmup=3, untraced_runs=0)
+    done: dict[str, list[Path]] = {k: [] for k in models}
+    quiet = Progress(quiet=True)
+    specs = {k: parse_model_spec(f"{p}:build", "mlp") for k, p in models.items()}
+    for i, kind in enumerate(order):
+        result = run_job([device], [specs[kind]], backend="xnnpack", options=options, out=out / f"{i:03d}-{kind}",
+                         progress=quiet)
+        if result.exit_code != 0:
+            raise SystemExit(f"job {i} ({kind}) failed: {result.job.devices[0].error}")
+        done[kind].append(result.rundir.root)
+        print(f"  job {i + 1}/{len(order)} {kind}", file=sys.stderr, flush=True)
+    return done
+
+
+def measure(transport: str, pairs: int, runs: int, iterations: int, pool_k: int) -> dict[str, object]:
+    with tempfile.TemporaryDirectory(prefix="etfarm-bench-verdicts-") as tmp:
+        tmpdir = Path(tmp)
+        text = MODEL.read_text()
+        models = {"base": tmpdir / "base" / "mlp.py", "x2": tmpdir / "x2" / "mlp.py", "p10": tmpdir / "p10" / "mlp.py"}
+        for kind, depth in (("base", 40), ("x2", 80), ("p10", 44)):
+            models[kind].parent.mkdir()
+            models[kind].write_text(text.replace("DEPTH = 40", f"DEPTH = {depth}"))
+        host = None
+        if transport == "ssh":
+            from testbed.sshd import start_sshd
+
+            host = start_sshd(tmpdir / "sshd")
+            device = host.spec("pinned", tmpdir / "workdir", exec_prefix=("taskset", "-c", "1"))
+        else:
+            device = DeviceSpec("pinned", "local", "host", str(tmpdir / "workdir"), ("taskset", "-c", "1"), {})
+        # Baseline jobs interleaved with the variants: base, x2, base, p10, base, x2, ...
+        order = [kind for _ in range(pairs) for kind in ("base", "x2", "base", "p10")]
+        started = time.perf_counter()
+        try:
+            jobs = run_jobs(device, models, order, tmpdir / "runs", runs, iterations)
+        finally:
+            if host is not None:
+                host.stop()
+        elapsed = time.perf_counter() - started
+        base = [side(p, "pinned") for p in jobs["base"]]
+        x2 = [side(p, "pinned") for p in jobs["x2"]]
+        p10 = [side(p, "pinned") for p in jobs["p10"]]
+
+        def any_regressed(a: Side, b: Side) -> bool:
+            return compare_sides(a, b, SETTINGS).regressed
+
+        aa = [compare_sides(base[2 * i], base[2 * i + 1], SETTINGS) for i in range(pairs)]
+        aa_all = [any_regressed(a, b) for a, b in itertools.combinations(base, 2)]
+        twice = [compare_sides(base[i], x2[i], SETTINGS) for i in range(len(x2))]
+        ten = [compare_sides(base[i], p10[i], SETTINGS) for i in range(len(p10))]
+        pooled = []
+        for i in range(len(p10) // pool_k):
+            a = pool(base[i * pool_k:(i + 1) * pool_k])
+            b = pool(p10[i * pool_k:(i + 1) * pool_k])
+            pooled.append(compare_sides(a, b, SETTINGS))
+
+    def rate(verdicts: list) -> float:
+        return sum(v.regressed for v in verdicts) / len(verdicts) if verdicts else float("nan")
+
+    def ratios(verdicts: list) -> list[float]:
+        return [round(v.estimate.ratio, 3) for v in verdicts if v.estimate]
+
+    def counts(verdicts: list) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for v in verdicts:
+            out[v.verdict.value] = out.get(v.verdict.value, 0) + 1
+        return out
+
+    return {
+        "transport": transport, "runs": runs, "iterations": iterations, "jobs": len(order), "elapsed_s": round(elapsed, 1),
+        "aa_comparisons": len(aa), "aa_false_alarm_rate": rate(aa), "aa_e2e_verdicts": counts(aa),
+        "aa_ratios": ratios(aa), "aa_all_pairs": len(aa_all), "aa_all_pairs_false_alarm_rate":
+            sum(aa_all) / len(aa_all),
+        "x2_comparisons": len(twice), "x2_detection_rate": rate(twice), "x2_ratios": ratios(twice),
+        "p10_comparisons": len(ten), "p10_detection_rate": rate(ten), "p10_verdicts": counts(ten),
+        "p10_ratios": ratios(ten),
+        "p10_pooled_runs_per_side": runs * pool_k, "p10_pooled_comparisons": len(pooled),
+        "p10_pooled_detection_rate": rate(pooled), "p10_pooled_verdicts": counts(pooled),
+        "p10_pooled_ratios": ratios(pooled),
+        "p10_pooled_ci": [(round(v.estimate.ci_low, 3), round(v.estimate.ci_high, 3)) for v in pooled if v.estimate],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--transport", choices=("ssh", "local"), default="ssh")
+    parser.add_argument("--pairs", type=int, default=20, help="independent A/A comparisons (2x as many baseline jobs)")
+    parser.add_argument("--runs", type=int, default=10, help="process runs per job")
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--pool", type=int, default=4, help="jobs pooled per side for the 10 %% power figure")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    result = measure(args.transport, args.pairs, args.runs, args.iterations, args.pool)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for key, value in result.items():
+            print(f"{key}: {value}")
+    ok = result["aa_false_alarm_rate"] <= 0.05 and result["x2_detection_rate"] == 1.0  # type: ignore[operator]
+    print("targets met" if ok else "TARGET MISSED: A/A false alarms <= 5 % and 2x always flagged")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
