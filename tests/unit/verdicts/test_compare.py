@@ -7,7 +7,14 @@ import numpy as np
 from orchestrator.errors import Blame
 from orchestrator.report.verdicts import verdict_markdown, verdict_table
 from orchestrator.run.results import VerificationStatus
-from orchestrator.verdicts.compare import Comparison, PairVerdict, Side, SideRun, compare_sides, pool
+from orchestrator.verdicts.compare import (
+    Comparison,
+    PairVerdict,
+    Side,
+    SideRun,
+    compare_sides,
+    pool,
+)
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 
 SETTINGS = VerdictSettings(resamples=300)
