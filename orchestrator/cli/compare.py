@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
 
 
 def compare(
-    a: Annotated[str | None, typer.Argument(help="Baseline (A): a run directory or stored run id. Default: --baseline.")] = None,
+    a: Annotated[str | None, typer.Argument(help="Baseline (A): a run directory or stored run id. Given alone, it is B, compared with --baseline.")] = None,
     b: Annotated[str | None, typer.Argument(help="Candidate (B): a run directory or stored run id. Default: the newest stored run.")] = None,
     baseline: Annotated[str, typer.Option(help="When A is not given: 'last-good' (per device and model, the newest earlier stored run of the same model name, device and settings that was not marked regressed) or a run id.")] = "last-good",
     threshold: Annotated[float, typer.Option(min=0, help="Practical size of an end-to-end regression, in percent.")] = 5.0,

@@ -60,7 +60,9 @@ def _p(value: float) -> str:
 def verdict_table(comparison: Comparison) -> str:
     """The terminal table, with a one-line legend of the method and thresholds."""
     table = format_table(HEADERS, verdict_rows(comparison), "llllrrrlrr")
-    return f"{table}\n{legend(comparison)}"
+    baselines = [f"{p.device} {p.model}: {p.source_a}" for p in comparison.pairs
+                 if p.source_a and p.source_a != comparison.a]
+    return f"{table}\n{legend(comparison)}" + (f"\nbaselines: {'; '.join(baselines)}" if baselines else "")
 
 
 def legend(comparison: Comparison) -> str:
