@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +244,7 @@ def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) 
     return ops, skipped
 
 
+@lru_cache(maxsize=128)  # a side is compared many times in benchmarks and --until-confident rounds
 def _per_op_runs(side: Side) -> dict[tuple[str, str, int], tuple[int, list[Any]]]:
     """(event_block, event_name, occurrence) -> (event_index, one array of samples per run), operators only."""
     paths = [r.etdump for r in side.runs if r.etdump is not None]
