@@ -16,6 +16,8 @@ Reported:
 - 2x: each 2x job against a baseline job: the fraction flagged `regressed`. Target 100 %.
 - 10 %: each 10 %-more-layers job against a baseline job (runs per side = --runs), and pooled
   k jobs per side (k x runs per side): detection rate and the measured ratio.
+With `--mode ab`, both sides come from ONE job per comparison, interleaved A B B A (`run --ab`):
+`pairs` A/A jobs (the same file twice) and `pairs` jobs of base against +10 %.
 Exit 1 when the A/A or 2x targets are missed.
 """
 
@@ -37,6 +39,7 @@ from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.progress import Progress
 from orchestrator.run.job import run_job
 from orchestrator.run.results import RunOptions, load_manifest
+from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.compare import Side, compare_sides, pool, side_from_job
 from orchestrator.verdicts.statistics import VerdictSettings
 
@@ -65,9 +68,11 @@ def run_jobs(device: DeviceSpec, models: dict[str, Path], order: list[str], out:
     return done
 
 
-def measure(transport: str, pairs: int, runs: int, iterations: int, pool_k: int) -> dict[str, object]:
+def measure(transport: str, pairs: int, runs: int, iterations: int, pool_k: int,
+            keep: Path | None = None) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="etfarm-bench-verdicts-") as tmp:
-        tmpdir = Path(tmp)
+        tmpdir = Path(tmp) if keep is None else keep
+        tmpdir.mkdir(parents=True, exist_ok=True)
         text = MODEL.read_text()
         models = {"base": tmpdir / "base" / "mlp.py", "x2": tmpdir / "x2" / "mlp.py", "p10": tmpdir / "p10" / "mlp.py"}
         for kind, depth in (("base", 40), ("x2", 80), ("p10", 44)):
@@ -134,22 +139,99 @@ def measure(transport: str, pairs: int, runs: int, iterations: int, pool_k: int)
     }
 
 
+def measure_ab(transport: str, pairs: int, runs: int, iterations: int, pool_k: int,
+               keep: Path | None = None) -> dict[str, object]:
+    """A/B inside one job (run --ab): `pairs` ABBA jobs of base vs base (A/A) and of base vs +10 %."""
+    with tempfile.TemporaryDirectory(prefix="etfarm-bench-verdicts-ab-") as tmp:
+        tmpdir = Path(tmp) if keep is None else keep
+        tmpdir.mkdir(parents=True, exist_ok=True)
+        text = MODEL.read_text()
+        files = {}
+        for kind, depth in (("a", 40), ("same", 40), ("p10", 44)):
+            (tmpdir / kind).mkdir(exist_ok=True)
+            files[kind] = tmpdir / kind / "mlp.py"
+            files[kind].write_text(text.replace("DEPTH = 40", f"DEPTH = {depth}"))
+        specs = {k: parse_model_spec(f"{p}:build", f"mlp-{k}") for k, p in files.items()}
+        options = RunOptions(runs=runs, iterations=iterations, warmup=3, untraced_runs=0, order=RunOrder.ABBA)
+        host = None
+        if transport == "ssh":
+            from testbed.sshd import start_sshd
+
+            host = start_sshd(tmpdir / "sshd")
+            device = host.spec("pinned", tmpdir / "workdir", exec_prefix=("taskset", "-c", "1"))
+        else:
+            device = DeviceSpec("pinned", "local", "host", str(tmpdir / "workdir"), ("taskset", "-c", "1"), {})
+        done: dict[str, list[tuple[Side, Side]]] = {"same": [], "p10": []}
+        started = time.perf_counter()
+        try:
+            for i in range(pairs):
+                for kind in ("same", "p10"):
+                    result = run_job([device], [specs["a"], specs[kind]], backend="xnnpack", options=options,
+                                     out=tmpdir / "runs" / f"{i:03d}-{kind}", progress=Progress(quiet=True))
+                    if result.exit_code != 0:
+                        raise SystemExit(f"job {i} ({kind}) failed: {result.job.devices[0].error}")
+                    root, job = result.rundir.root, result.job
+                    done[kind].append((side_from_job(root, job, "pinned", "mlp-a"),
+                                       side_from_job(root, job, "pinned", f"mlp-{kind}")))
+                    print(f"  ab job {i + 1}/{pairs} {kind}", file=sys.stderr, flush=True)
+        finally:
+            if host is not None:
+                host.stop()
+        elapsed = time.perf_counter() - started
+        same = [compare_sides(a, b, SETTINGS) for a, b in done["same"]]
+        ten = [compare_sides(a, b, SETTINGS) for a, b in done["p10"]]
+        pooled = [compare_sides(pool(a for a, _ in done["p10"][i:i + pool_k]), pool(b for _, b in done["p10"][i:i + pool_k]),
+                                SETTINGS) for i in range(0, len(done["p10"]) - pool_k + 1, pool_k)]
+    return {
+        "mode": "ab", "transport": transport, "runs_per_side": runs, "iterations": iterations, "jobs": 2 * pairs,
+        "elapsed_s": round(elapsed, 1),
+        "aa_comparisons": len(same), "aa_false_alarm_rate": _rate(same), "aa_verdicts": _counts(same),
+        "aa_ratios": _ratios(same),
+        "p10_comparisons": len(ten), "p10_detection_rate": _rate(ten), "p10_verdicts": _counts(ten),
+        "p10_ratios": _ratios(ten),
+        "p10_pooled_runs_per_side": runs * pool_k, "p10_pooled_comparisons": len(pooled),
+        "p10_pooled_detection_rate": _rate(pooled), "p10_pooled_verdicts": _counts(pooled),
+        "p10_pooled_ci": [(round(v.estimate.ci_low, 3), round(v.estimate.ci_high, 3)) for v in pooled if v.estimate],
+    }
+
+
+def _rate(verdicts: list) -> float:
+    return sum(v.regressed for v in verdicts) / len(verdicts) if verdicts else float("nan")
+
+
+def _ratios(verdicts: list) -> list[float]:
+    return [round(v.estimate.ratio, 3) for v in verdicts if v.estimate]
+
+
+def _counts(verdicts: list) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in verdicts:
+        out[v.verdict.value] = out.get(v.verdict.value, 0) + 1
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=("jobs", "ab"), default="jobs",
+                        help="jobs: one model per job, sides from separate jobs (nightly); ab: both in one ABBA job")
     parser.add_argument("--transport", choices=("ssh", "local"), default="ssh")
     parser.add_argument("--pairs", type=int, default=20, help="independent A/A comparisons (2x as many baseline jobs)")
     parser.add_argument("--runs", type=int, default=10, help="process runs per job")
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--pool", type=int, default=4, help="jobs pooled per side for the 10 %% power figure")
+    parser.add_argument("--keep", type=Path, help="keep the run directories here (default: a temporary directory)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    result = measure(args.transport, args.pairs, args.runs, args.iterations, args.pool)
+    if args.mode == "ab":
+        result = measure_ab(args.transport, args.pairs, args.runs, args.iterations, args.pool, args.keep)
+    else:
+        result = measure(args.transport, args.pairs, args.runs, args.iterations, args.pool, args.keep)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         for key, value in result.items():
             print(f"{key}: {value}")
-    ok = result["aa_false_alarm_rate"] <= 0.05 and result["x2_detection_rate"] == 1.0  # type: ignore[operator]
+    ok = result["aa_false_alarm_rate"] <= 0.05 and result.get("x2_detection_rate", 1.0) == 1.0  # type: ignore[operator]
     print("targets met" if ok else "TARGET MISSED: A/A false alarms <= 5 % and 2x always flagged")
     return 0 if ok else 1
 
