@@ -217,7 +217,8 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
         if side.missing is not None:
             return PairVerdict(verdict=Verdict.NO_DATA, reason=f"{which} ({side.source}): {side.missing}",
                                blame=side.blame, **base)
-    est = estimate(a.e2e, b.e2e, confidence=settings.confidence, resamples=settings.resamples, seed=settings.seed)
+    est = estimate(a.e2e, b.e2e, confidence=settings.confidence, resamples=settings.resamples, seed=settings.seed,
+                   center=settings.center)
     if est is None:
         return PairVerdict(verdict=Verdict.NO_DATA, reason="no end-to-end samples", blame=Blame.INFRASTRUCTURE, **base)
     verdict = decide(est, est.p_value, threshold, settings.alpha)
@@ -233,7 +234,7 @@ def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) 
     for key in keys:
         index, b_runs = b_ops[key]
         est = estimate(a_ops[key][1], b_runs, confidence=settings.confidence, resamples=settings.resamples,
-                       seed=settings.seed)
+                       seed=settings.seed, center=settings.center)
         if est is None or est.median_b_ms <= 0:
             skipped += 1
             continue

@@ -46,6 +46,19 @@ _CHUNK = 250  # bootstrap replicates drawn at once (bounds memory for many runs 
 RunSamples = Sequence[Sequence[float]]  # one sequence of samples per process run
 
 
+class Center(StrEnum):
+    """A side's location statistic over its per-run medians.
+
+    MEAN: their mean; every process counts. FAST: their minimum, with the rank test on the faster
+    half of each side's runs: the speed of the uncontended state, for devices whose processes
+    land in a fast state or in slower, interfered ones (DESIGN §2): interference only adds time.
+    FAST has far more power there (see README "Regression verdicts") but assumes each side has
+    some runs in the fast state; a whole job stuck in a slow state moves it."""
+
+    MEAN = "mean"
+    FAST = "fast"
+
+
 class Verdict(StrEnum):
     REGRESSED = "regressed"
     IMPROVED = "improved"
@@ -66,6 +79,7 @@ class VerdictSettings:
     resamples: int = DEFAULT_RESAMPLES
     seed: int = 0
     noise_floor: float = 0.0  # the device's relative run-to-run noise; widens both thresholds
+    center: str = "mean"  # MEAN of per-run medians, or FAST: their minimum (see Center)
 
     def effective(self, threshold: float) -> float:
         return max(threshold, self.noise_floor)
@@ -73,7 +87,7 @@ class VerdictSettings:
     def to_dict(self) -> dict[str, Any]:
         return {"threshold": self.threshold, "op_threshold": self.op_threshold, "alpha": self.alpha,
                 "confidence": self.confidence, "resamples": self.resamples, "seed": self.seed,
-                "noise_floor": self.noise_floor}
+                "noise_floor": self.noise_floor, "center": self.center}
 
 
 @dataclass(frozen=True)
@@ -101,7 +115,7 @@ def usable_runs(runs: RunSamples) -> list[list[float]]:
 
 
 def estimate(a: RunSamples, b: RunSamples, *, confidence: float = DEFAULT_CONFIDENCE,
-             resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Estimate | None:
+             resamples: int = DEFAULT_RESAMPLES, seed: int = 0, center: str = Center.MEAN) -> Estimate | None:
     """The ratio of run-averaged medians B / A with its hierarchical-bootstrap interval and p-value.
 
     None when either side has no samples, or A's median is not positive (nothing to divide by)."""
@@ -110,30 +124,32 @@ def estimate(a: RunSamples, b: RunSamples, *, confidence: float = DEFAULT_CONFID
     a_runs, b_runs = usable_runs(a), usable_runs(b)
     if not a_runs or not b_runs:
         return None
-    med_a = run_median(a_runs)
-    med_b = run_median(b_runs)
+    center = Center(center)
+    med_a = run_median(a_runs, center)
+    med_b = run_median(b_runs, center)
     if med_a <= 0:
         return None
     rng = np.random.default_rng(seed)
-    boot_a = _bootstrap_medians(a_runs, resamples, rng)
-    boot_b = _bootstrap_medians(b_runs, resamples, rng)
+    boot_a = _bootstrap_medians(a_runs, resamples, rng, center)
+    boot_b = _bootstrap_medians(b_runs, resamples, rng, center)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = boot_b / boot_a
     ratios = ratios[np.isfinite(ratios)]
     tail = (1.0 - confidence) / 2.0 * 100.0
     low, high = (np.percentile(ratios, [tail, 100.0 - tail]) if ratios.size else (float("nan"), float("nan")))
-    return Estimate(ratio=med_b / med_a, ci_low=float(low), ci_high=float(high), p_value=rank_p_value(a_runs, b_runs),
+    return Estimate(ratio=med_b / med_a, ci_low=float(low), ci_high=float(high), p_value=rank_p_value(a_runs, b_runs, center),
                     runs_a=len(a_runs), runs_b=len(b_runs), median_a_ms=med_a, median_b_ms=med_b)
 
 
-def run_median(runs: RunSamples) -> float:
-    """A side's statistic: the mean of its per-run medians."""
+def run_median(runs: RunSamples, center: str = Center.MEAN) -> float:
+    """A side's statistic: the mean (or, FAST, the minimum) of its per-run medians."""
     import numpy as np
 
-    return float(np.mean([np.median(r) for r in runs if len(r)]))
+    medians = [np.median(r) for r in runs if len(r)]
+    return float(np.min(medians) if center == Center.FAST else np.mean(medians))
 
 
-def _bootstrap_medians(runs: list[list[float]], resamples: int, rng: Any) -> Any:
+def _bootstrap_medians(runs: list[list[float]], resamples: int, rng: Any, center: str = Center.MEAN) -> Any:
     """`run_median` of each replicate: runs drawn with replacement, then iterations within each run.
 
     Each drawn run gets as many draws as the longest run has samples (a partial run's median
@@ -151,17 +167,21 @@ def _bootstrap_medians(runs: list[list[float]], resamples: int, rng: Any) -> Any
         picked = rng.integers(0, len(runs), size=(n, len(runs)))
         within = (rng.random((n, len(runs), width)) * lengths[picked][..., None]).astype(np.int64)
         values = data[picked[..., None], within]
-        out[start : start + n] = np.median(values, axis=2).mean(axis=1)
+        medians = np.median(values, axis=2)
+        out[start : start + n] = medians.min(axis=1) if center == Center.FAST else medians.mean(axis=1)
     return out
 
 
-def rank_p_value(a: RunSamples, b: RunSamples) -> float:
-    """Two-sided Mann-Whitney U on per-run medians; 1.0 when a side has fewer than two runs."""
+def rank_p_value(a: RunSamples, b: RunSamples, center: str = Center.MEAN) -> float:
+    """Two-sided Mann-Whitney U on per-run medians (FAST: the faster half of each side's runs);
+    1.0 when a side has fewer than two runs."""
     import numpy as np
     from scipy.stats import mannwhitneyu
 
-    med_a = [float(np.median(r)) for r in a if len(r)]
-    med_b = [float(np.median(r)) for r in b if len(r)]
+    med_a = sorted(float(np.median(r)) for r in a if len(r))
+    med_b = sorted(float(np.median(r)) for r in b if len(r))
+    if center == Center.FAST:
+        med_a, med_b = med_a[: (len(med_a) + 1) // 2], med_b[: (len(med_b) + 1) // 2]
     if len(med_a) < 2 or len(med_b) < 2:
         return 1.0
     if len(set(med_a) | set(med_b)) == 1:  # all equal: no evidence of any difference
