@@ -22,6 +22,7 @@ def compare(
     threshold: Annotated[float, typer.Option(min=0, help="Practical size of an end-to-end regression, in percent.")] = 5.0,
     op_threshold: Annotated[float, typer.Option(min=0, help="Practical size of a per-op regression, in percent.")] = 10.0,
     noise_floor: Annotated[float, typer.Option(min=0, help="The device's run-to-run noise in percent; widens both thresholds to at least this.")] = 0.0,
+    center: Annotated[str, typer.Option(help="A side's statistic over its per-run medians: 'mean', or 'fast' (their minimum: the uncontended speed; more power on devices whose processes land in slower states).")] = "mean",
     no_ops: Annotated[bool, typer.Option("--no-ops", help="End-to-end verdicts only (skip reading ETDumps).")] = False,
     store: Annotated[Path | None, typer.Option("--store", help="Results store (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdicts as JSON.")] = False,
@@ -38,8 +39,10 @@ def compare(
     from orchestrator.verdicts.compare import compare_against, compare_jobs
     from orchestrator.verdicts.statistics import VerdictSettings
 
+    if center not in ("mean", "fast"):
+        raise UsageError(f"--center: {center!r}; choose mean or fast")
     settings = VerdictSettings(threshold=threshold / 100.0, op_threshold=op_threshold / 100.0,
-                               noise_floor=noise_floor / 100.0)
+                               noise_floor=noise_floor / 100.0, center=center)
     if a is not None and b is not None:
         comparison = compare_jobs(_resolve(a, store, "A"), _resolve(b, store, "B"), settings, per_op=not no_ops)
     else:

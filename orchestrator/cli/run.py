@@ -35,6 +35,7 @@ def run(
     ab: Annotated[tuple[str, str] | None, typer.Option("--ab", metavar="SPEC_A SPEC_B", help="A/B comparison: run two model specs interleaved A B B A on each device, then print B's verdict against A per device and op (exit 1 on a regression).")] = None,
     threshold: Annotated[float, typer.Option(min=0, help="With --ab: practical size of an end-to-end regression, in percent.")] = 5.0,
     op_threshold: Annotated[float, typer.Option(min=0, help="With --ab: practical size of a per-op regression, in percent.")] = 10.0,
+    center: Annotated[str, typer.Option(help="With --ab: a side's statistic over its per-run medians, 'mean' or 'fast' (their minimum).")] = "mean",
     until_confident: Annotated[bool, typer.Option("--until-confident", help="With --ab: while a device's verdict is inconclusive, run --runs more process runs per side (a further job, pooled) until decided or --max-runs is reached.")] = False,
     max_runs: Annotated[int, typer.Option(min=1, help="With --until-confident: most process runs per side.")] = 40,
     store: Annotated[Path | None, typer.Option("--store", help="Results store to record the run in (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")] = None,
@@ -68,8 +69,10 @@ def run(
                          wait_for_lock=not no_wait, intermediate_outputs=intermediate_outputs, cpu_threads=threads,
                          untraced_runs=untraced_runs, cooldown_s=cooldown, max_temp_c=max_temp)
     if ab is not None:
+        if center not in ("mean", "fast"):
+            raise UsageError(f"--center: {center!r}; choose mean or fast")
         _run_ab(selected, specs, backend, options, out, Progress(quiet=quiet), inventory.path, threshold, op_threshold,
-                until_confident, max_runs, not no_store, store)
+                until_confident, max_runs, not no_store, store, center)
     result = run_job(selected, specs, backend=backend, options=options, out=out, progress=Progress(quiet=quiet),
                      config_file=inventory.path)
     typer.echo(summary(result.stats))
@@ -92,12 +95,12 @@ def run(
 
 def _run_ab(selected: list, specs: list, backend: str, options: object, out: Path | None, progress: object,
             config_file: Path | None, threshold: float, op_threshold: float, until_confident: bool,
-            max_runs: int, record: bool, store: Path | None) -> None:
+            max_runs: int, record: bool, store: Path | None, center: str) -> None:
     from orchestrator.report.verdicts import verdict_table
     from orchestrator.verdicts.ab import run_ab
     from orchestrator.verdicts.statistics import VerdictSettings
 
-    settings = VerdictSettings(threshold=threshold / 100.0, op_threshold=op_threshold / 100.0)
+    settings = VerdictSettings(threshold=threshold / 100.0, op_threshold=op_threshold / 100.0, center=center)
     outcome = run_ab(selected, specs[0], specs[1], backend=backend, options=options, out=out,  # type: ignore[arg-type]
                      progress=progress, settings=settings, config_file=config_file,  # type: ignore[arg-type]
                      until_confident=until_confident, max_runs=max_runs)

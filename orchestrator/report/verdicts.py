@@ -69,8 +69,10 @@ def legend(comparison: Comparison) -> str:
     s = comparison.settings
     ops = sum(len(p.ops) for p in comparison.pairs)
     skipped = sum(p.ops_skipped for p in comparison.pairs)
-    return (f"B = {comparison.b} against A = {comparison.a}; ratio B/A of run-averaged medians, {s.confidence:.0%} CI by "
-            f"hierarchical bootstrap over process runs, p from Mann-Whitney U on per-run medians "
+    statistic = "fastest per-run median" if s.center == "fast" else "mean of per-run medians"
+    tested = "the faster half of the per-run medians" if s.center == "fast" else "per-run medians"
+    return (f"B = {comparison.b} against A = {comparison.a}; ratio B/A of the {statistic}, {s.confidence:.0%} CI by "
+            f"hierarchical bootstrap over process runs, p from Mann-Whitney U on {tested} "
             f"(Benjamini-Hochberg across {ops} ops; {skipped} skipped: unmatched or too fast to time); "
             f"thresholds {s.threshold:.0%} end to end, {s.op_threshold:.0%} per op"
             + (f", noise floor {s.noise_floor:.0%}" if s.noise_floor else ""))

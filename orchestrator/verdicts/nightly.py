@@ -8,6 +8,7 @@ The plan (YAML, `yaml.safe_load`; DESIGN §3; example in configs/nightly.yaml):
     iterations: 50
     warmup: 5
     threshold: 5%                           # end to end; `op_threshold` (default 10%) per op
+    center: mean                            # or fast: see statistics.Center
     baseline: last-good                     # or a run id / run directory
     report: reports/                        # Markdown + JSON verdicts written here
     out: reports/runs                       # optional: where run directories go (default REPORT/runs)
@@ -51,7 +52,7 @@ from orchestrator.verdicts.statistics import (
 
 EXIT_NIGHTLY_UNMEASURED = 3
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
-         "config", "backend"}
+         "config", "backend", "center"}
 _MODEL_KEYS = {"spec", "backend", "name"}
 
 
@@ -76,10 +77,11 @@ class NightlyPlan:
     op_threshold: float = DEFAULT_OP_THRESHOLD
     baseline: str = LAST_GOOD
     config: Path | None = None
+    center: str = "mean"
 
     @property
     def settings(self) -> VerdictSettings:
-        return VerdictSettings(threshold=self.threshold, op_threshold=self.op_threshold)
+        return VerdictSettings(threshold=self.threshold, op_threshold=self.op_threshold, center=self.center)
 
     def options(self) -> RunOptions:
         return RunOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup)
@@ -114,7 +116,14 @@ def load_plan(path: Path) -> NightlyPlan:
         threshold=_percent(path, data, "threshold", DEFAULT_THRESHOLD),
         op_threshold=_percent(path, data, "op_threshold", DEFAULT_OP_THRESHOLD),
         baseline=_text(path, "baseline", data.get("baseline", LAST_GOOD)),
-        config=Path(_text(path, "config", data["config"])).expanduser() if data.get("config") else None)
+        config=Path(_text(path, "config", data["config"])).expanduser() if data.get("config") else None,
+        center=_center(path, data.get("center", "mean")))
+
+
+def _center(path: Path, value: Any) -> str:
+    if value not in ("mean", "fast"):
+        raise ConfigError(path, "center", f"expected mean or fast, got {value!r}")
+    return str(value)
 
 
 def _text(path: Path, key: str, value: Any) -> str:

@@ -98,3 +98,21 @@ def test_decision_needs_significance_and_size() -> None:
 def test_benjamini_hochberg_adjustment() -> None:
     assert adjust_p_values([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.5])
     assert adjust_p_values([]) == []
+
+
+def test_fast_center_sees_a_ten_percent_slowdown_through_the_two_states() -> None:
+    rng = np.random.default_rng(5)
+    trials = 40
+    mean_hits = fast_hits = fast_false = 0
+    for _ in range(trials):
+        a, b = two_state_runs(rng, 10), two_state_runs(rng, 10, scale=1.10)
+        same = two_state_runs(rng, 10)
+        for center in ("mean", "fast"):
+            est = estimate(a, b, resamples=300, center=center)
+            hit = decide(est, est.p_value, 0.05) is Verdict.REGRESSED
+            mean_hits += hit and center == "mean"
+            fast_hits += hit and center == "fast"
+        est = estimate(a, same, resamples=300, center="fast")
+        fast_false += decide(est, est.p_value, 0.05) is Verdict.REGRESSED
+    assert fast_hits > mean_hits and fast_hits >= trials // 2
+    assert fast_false <= 2
