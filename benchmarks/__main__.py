@@ -3,7 +3,7 @@
 import runpy
 import sys
 
-BENCHMARKS = ("benchmarks.bench_analysis", "benchmarks.bench_push", "benchmarks.bench_fleet")
+BENCHMARKS = ("benchmarks.bench_analysis", "benchmarks.bench_push", "benchmarks.bench_fleet", "benchmarks.bench_verdicts")
 
 for name in BENCHMARKS:
     print(f"== {name}", flush=True)

@@ -61,7 +61,7 @@ def verdict_table(comparison: Comparison) -> str:
     """The terminal table, with a one-line legend of the method and thresholds."""
     table = format_table(HEADERS, verdict_rows(comparison), "llllrrrlrr")
     baselines = [f"{p.device} {p.model}: {p.source_a}" for p in comparison.pairs
-                 if p.source_a and p.source_a != comparison.a]
+                 if p.source_a and p.source_a not in comparison.a]
     return f"{table}\n{legend(comparison)}" + (f"\nbaselines: {'; '.join(baselines)}" if baselines else "")
 
 
