@@ -57,6 +57,7 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     verdicts = json.loads(max(report.glob("nightly-*.json")).read_text())
     assert verdicts["pairs"][0]["verdict"] in {"unchanged", "inconclusive", "improved"}
     assert verdicts["pairs"][0]["estimate"]["runs_a"] == 6
+    repeat_id = verdicts["b"]
 
     model.write_text(MODEL.read_text().replace("DEPTH = 40", "DEPTH = 80"))  # same name, twice the depth
     slowed = etfarm("nightly", "--plan", str(plan), "-q", env=env)
@@ -75,3 +76,6 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     latest = (report / "latest.md").read_text()
     assert "| gone | mlp | end to end | no-data |" in latest
     assert "| pinned | mlp | end to end | REGRESSED |" not in latest
+    last = json.loads(max(report.glob("nightly-*.json")).read_text())
+    pinned = next(p for p in last["pairs"] if p["device"] == "pinned")
+    assert pinned["source_a"] == repeat_id  # the last good night, not the regressed one
