@@ -213,7 +213,7 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
     base: dict[str, Any] = {"device": b.device, "model_a": a.model, "model_b": b.model, "threshold": threshold,
                             "op_threshold": op_threshold, "verification_failed": b.verification is VerificationStatus.FAIL,
                             "source_a": a.source, "source_b": b.source}
-    for side, which in ((a, "A"), (b, "B")):
+    for side, which in ((b, "B"), (a, "A")):  # the run under test first: its failure is the news
         if side.missing is not None:
             return PairVerdict(verdict=Verdict.NO_DATA, reason=f"{which} ({side.source}): {side.missing}",
                                blame=side.blame, **base)
