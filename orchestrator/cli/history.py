@@ -36,8 +36,11 @@ def history(
     """List stored runs, newest first: per device end-to-end p50 (ms) or its status."""
     if ctx.invoked_subcommand is not None:
         return
-    from orchestrator.store import open_store
+    from orchestrator.store import open_store, store_path
 
+    if not store_path(store).exists():  # reading never creates a store
+        typer.echo("[]" if as_json else f"no stored runs: {store_path(store)} does not exist yet (`etfarm run` creates it)")
+        return
     with open_store(store) as opened:
         runs = opened.runs(model=model, device=device, since=since, limit=limit)
     if model is not None or device is not None:
@@ -60,8 +63,11 @@ def show(
     store: StoreOption = None,
 ) -> None:
     """One stored run: devices, models, verification, end-to-end p50s, device facts."""
-    from orchestrator.store import open_store
+    from orchestrator.errors import UsageError
+    from orchestrator.store import open_store, store_path
 
+    if not store_path(store).exists():
+        raise UsageError(f"{run_id}: no store at {store_path(store)} (`etfarm run` creates it)")
     with open_store(store) as opened:
         job = opened.job(run_id)
         run_dir = opened.run_dir(run_id)

@@ -29,6 +29,7 @@ from orchestrator.profiles.analysis_core import (
     group_stats,
     module_path,
     record_columns,
+    source_line,
     summary_records,
 )
 
@@ -51,8 +52,8 @@ def load_samples(
     etdump_paths: Sequence[PathLike], etrecord: PathLike | None = None, run_labels: Sequence[str] | None = None
 ) -> pd.DataFrame:
     """One row per sample: run, event_block, event_index, event_name, iteration, duration_ms,
-    is_delegated_op, delegate_debug_identifier (+ op_types, delegate_backend_name, module_path
-    with an ETRecord). `run` is the file's label, or its index in `etdump_paths`; `iteration`
+    is_delegated_op, delegate_debug_identifier (+ op_types, delegate_backend_name, module_path,
+    source_line, delegate_covers with an ETRecord). `run` is the file's label, or its index in `etdump_paths`; `iteration`
     is the instance of the block within its file."""
     return samples_frame(collect_samples(etdump_paths, etrecord, run_labels))
 
@@ -94,7 +95,7 @@ def summarize(samples: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
 
     Columns: *by, STATS_COLUMNS, cv, trimmed_mean_ms, then the event metadata columns
     present in `samples` (is_delegated_op, delegate_debug_identifier, op_types,
-    delegate_backend_name, module_path).
+    delegate_backend_name, module_path, source_line, delegate_covers).
     """
     meta = [c for c in _META_COLUMNS if c in samples]
     if samples.empty:
@@ -168,6 +169,8 @@ def load_events(etdump_paths: Sequence[PathLike], etrecord: PathLike | None = No
                     module_hierarchy=link.module_hierarchy,
                     delegate_backend_name=link.delegate_backend_name,
                     module_path=module_path(link.module_hierarchy),
+                    source_line=source_line(link.stack_traces),
+                    delegate_covers=list(link.delegate_covers),
                 )
             rows.append(row)
     frame = pd.DataFrame(rows)

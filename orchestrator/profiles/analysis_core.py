@@ -11,6 +11,7 @@ keyed `name#2`, `name#3`... in order of first appearance.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +42,13 @@ STATS_COLUMNS = [
 ]
 SPREAD_COLUMNS = ["cv", "trimmed_mean_ms"]
 EVENT_COLUMNS = ["is_delegated_op", "delegate_debug_identifier"]
-LINK_COLUMNS = ["op_types", "delegate_backend_name", "module_path"]  # with an ETRecord
+# With an ETRecord. New columns go at the end: stats.csv readers rely on the order.
+LINK_COLUMNS = ["op_types", "delegate_backend_name", "module_path", "source_line", "delegate_covers"]
 OP_TYPES_SEPARATOR = ";"  # op_types is a list in Inspector; a joined string keeps CSVs flat
+MODULES_SEPARATOR = ";"  # delegate_covers: module paths
+# Frames of a stack trace that are not the user's code: Python's own library and installed packages.
+_LIBRARY_FRAME = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d[\d.]*/|^<)")
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 FRAMEWORK_EVENTS = {"Method::execute": "execute", "Method::init": "init", "Program::load_method": "load_method"}
 
 
@@ -75,6 +81,8 @@ class SampleSet:
             row["op_types"] = OP_TYPES_SEPARATOR.join(link.op_types)
             row["delegate_backend_name"] = link.delegate_backend_name
             row["module_path"] = module_path(link.module_hierarchy)
+            row["source_line"] = source_line(link.stack_traces)
+            row["delegate_covers"] = MODULES_SEPARATOR.join(link.delegate_covers)
         return row
 
 
@@ -138,6 +146,21 @@ def module_path(hierarchy: dict[str, Any]) -> str:
                 n += 1
             common = common[:n]
     return common[-1] if common else ""
+
+
+def source_line(stack_traces: dict[str, str | None]) -> str:
+    """`file.py:line` of the user's code for the event's first op with a stack trace ('' when none).
+
+    The innermost frame outside Python's library and installed packages (torch, executorch): the
+    line of the user's model that made the op, e.g. `model.py:26` for `q = self.query(x)`."""
+    for trace in stack_traces.values():
+        if not trace:
+            continue
+        user = [(path, line) for path, line in _FRAME.findall(trace) if not _LIBRARY_FRAME.search(path)]
+        if user:
+            path, line = user[-1]
+            return f"{os.path.basename(path)}:{line}"
+    return ""
 
 
 def group_stats(values: np.ndarray, gid: np.ndarray, ngroups: int) -> dict[str, np.ndarray]:

@@ -52,6 +52,9 @@ class EventLink:
     stack_traces: dict[str, str | None] = field(default_factory=dict)
     module_hierarchy: dict[str, dict[str, tuple[str, str]] | None] = field(default_factory=dict)
     delegate_backend_name: str | None = None
+    # Not in Inspector: for a delegate call or one of its kernels, the modules of every op the
+    # delegate runs (each op's innermost module, in graph order, once each).
+    delegate_covers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,8 +75,9 @@ class ETRecordInfo:
 
     def _link(self, name: str, instruction_id: int | None, ident: int | str | None) -> EventLink:
         handles, backend = self._resolve_handles(name, instruction_id, ident)
+        covers = self._delegate_covers(instruction_id) if backend is not None else ()
         if name in RESERVED_FRAMEWORK_EVENT_NAMES or handles is None:
-            return EventLink(_freeze(handles), (), {}, {}, backend)
+            return EventLink(_freeze(handles), (), {}, {}, backend, covers)
         op_types: list[str] = []
         stack_traces: dict[str, str | None] = {}
         hierarchy: dict[str, Any] = {}
@@ -84,7 +88,18 @@ class ETRecordInfo:
                     hierarchy[node.name] = node.nn_module_stack
                 if node.op:
                     op_types.append(node.op)
-        return EventLink(_freeze(handles), tuple(op_types), stack_traces, hierarchy, backend)
+        return EventLink(_freeze(handles), tuple(op_types), stack_traces, hierarchy, backend, covers)
+
+    def _delegate_covers(self, instruction_id: int | None) -> tuple[str, ...]:
+        """Innermost module of every op behind the delegate instruction's debug handles."""
+        handles = self.handle_map.get(str(instruction_id)) if instruction_id is not None else None
+        modules: dict[str, None] = {}
+        for handle in [handles] if isinstance(handles, int) else handles or ():
+            for node in self.nodes_by_handle.get(handle, ()) if _hashable(handle) else ():
+                path = innermost_module(node.nn_module_stack)
+                if path:
+                    modules[path] = None
+        return tuple(modules)
 
     def _resolve_handles(self, name: str, instruction_id: int | None, ident: int | str | None) -> tuple[Any, str | None]:
         # Mirrors EventBlock._gen_resolve_debug_handles, including its substring fallback.
@@ -107,6 +122,13 @@ class ETRecordInfo:
                 if key in str(ident):
                     handles = value
         return handles, backend
+
+
+def innermost_module(stack: dict[str, tuple[str, str]] | None) -> str:
+    """The deepest module path of an op's nn_module_stack ('' for the model itself or none)."""
+    if not stack:
+        return ""
+    return str(list(stack.values())[-1][0])
 
 
 def _hashable(value: Any) -> bool:

@@ -50,15 +50,27 @@ def _model_table(frame: Any, devices: list[str], top: int) -> str:
     ops = first[~first["event_name"].isin(FRAMEWORK_EVENTS)].sort_values("avg_ms", ascending=False).head(top)
     totals = first[first["event_name"] == "Method::execute"]
     chosen = list(totals.index) + list(ops.index)
+    where = ["module", "source"] if "module_path" in frame else []
     if len(devices) == 1:
-        headers = ["event", "block", "n", "p50 ms", "p90 ms", "avg ms", "cv %"]
-        rows = [[r.event_name, key[0], int(r.samples), r.p50_ms, r.p90_ms, r.avg_ms, _cv_percent(r)]
+        headers = ["event", "block", "n", "p50 ms", "p90 ms", "avg ms", "cv %", *where]
+        rows = [[r.event_name, key[0], int(r.samples), r.p50_ms, r.p90_ms, r.avg_ms, _cv_percent(r), *_where(r, where)]
                 for key, r in ((k, first.loc[k]) for k in chosen)]
-        return format_table(headers, rows, "llrrrrr")
+        return format_table(headers, rows, "llrrrrr" + "l" * len(where))
     # Rows follow the first device's slowest operators; another device lacking the event shows "-".
     p50 = {device: keyed[keyed["device"] == device]["p50_ms"].to_dict() for device in devices}
-    rows = [[first.loc[key].event_name, key[0], *(p50[device].get(key) for device in devices)] for key in chosen]
-    return format_table(["event", "block", *devices], rows, "ll" + "r" * len(devices))
+    rows = [[first.loc[key].event_name, key[0], *(p50[device].get(key) for device in devices),
+             *_where(first.loc[key], where)] for key in chosen]
+    return format_table(["event", "block", *devices, *where], rows, "ll" + "r" * len(devices) + "l" * len(where))
+
+
+def _where(row: Any, wanted: list[str]) -> list[str]:
+    if not wanted:
+        return []
+    from orchestrator.report.tables import op_where
+
+    text = op_where(getattr(row, "module_path", None), getattr(row, "delegate_covers", None))
+    source = getattr(row, "source_line", None)
+    return [text if len(text) <= 56 else text[:55] + "…", source if isinstance(source, str) else ""]
 
 
 def _cv_percent(row: Any) -> str:

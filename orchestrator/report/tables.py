@@ -10,7 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import AnalysisError
-from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, OP_TYPES_SEPARATOR
+from orchestrator.profiles.analysis_core import (
+    FRAMEWORK_EVENTS,
+    MODULES_SEPARATOR,
+    OP_TYPES_SEPARATOR,
+)
 
 UNSTABLE_CV = 0.10  # flag, don't hide: a CV above this marks the row in printed tables
 HIDDEN_WHEN_PRINTING = frozenset({"OPERATOR_CALL"})  # as Inspector: it is op + dispatch overhead
@@ -32,12 +36,15 @@ def format_report(records: Sequence[dict[str, Any]], top: int = 20) -> str:
         lines.append("")
     lines.append(f"top {len(shown)} of {len(ops)} events by avg time (ms); ! = cv above {UNSTABLE_CV:.0%}")
     with_ops = any("op_types" in r for r in shown)
-    headers = ["block", "#", "event", *(["op types"] if with_ops else []), "samples", "avg", "p50", "p90", "cv", ""]
+    headers = ["block", "#", "event", *(["op types", "module", "source"] if with_ops else []), "samples", "avg", "p50",
+               "p90", "cv", ""]
     rows = []
     for r in shown:
         cells = [str(r["event_block"]), str(r["event_index"]), _clip(str(r["event_name"]), 40)]
         if with_ops:
             cells.append(_clip(_op_summary(r.get("op_types")), 36))
+            cells.append(_clip(op_where(r.get("module_path"), r.get("delegate_covers")), 56))
+            cells.append(_clip(str(r.get("source_line") or ""), 32))
         unstable = "!" if _finite(r["cv"]) and r["cv"] > UNSTABLE_CV else ""
         cells += [str(int(r["samples"])), _ms(r["avg_ms"]), _ms(r["p50_ms"]), _ms(r["p90_ms"]), _pct(r["cv"]), unstable]
         rows.append(cells)
@@ -68,6 +75,35 @@ def _csv_value(value: Any) -> Any:
     if isinstance(value, float):
         return repr(value)  # shortest text that reads back as the same double
     return value
+
+
+def op_where(module_path: Any, covers: Any) -> str:
+    """Where an event is in the user's model: its module, e.g. `encoder.layers.0.attention{query,key}`.
+
+    A delegate call shows its common module and, in braces, the submodules it covers (ancestors
+    of another covered module left out); a kernel inside a delegate (no module of its own) shows
+    `in` the delegate's modules; `(model)` is the top-level module itself."""
+    module = module_path if isinstance(module_path, str) else ""
+    modules = covers.split(MODULES_SEPARATOR) if isinstance(covers, str) and covers else []
+    if not module and not modules:
+        return ""
+    prefix = ""
+    if not module:
+        module, prefix = _common_module(modules), "in "
+    leaves = [m for m in modules if not any(o.startswith(m + ".") for o in modules)]
+    inner = [m[len(module):].lstrip(".") for m in leaves if m != module and (not module or m.startswith(module + "."))]
+    return prefix + (module or "(model)") + ("{" + ",".join(dict.fromkeys(inner)) + "}" if inner else "")
+
+
+def _common_module(paths: Sequence[str]) -> str:
+    parts = [p.split(".") for p in paths]
+    common = parts[0]
+    for other in parts[1:]:
+        n = 0
+        while n < min(len(common), len(other)) and common[n] == other[n]:
+            n += 1
+        common = common[:n]
+    return ".".join(common)
 
 
 def _op_summary(op_types: Any) -> str:

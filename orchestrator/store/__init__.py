@@ -13,7 +13,7 @@
 
 from orchestrator.store.db import Store, StoredRun
 from orchestrator.store.history import HistoryPoint
-from orchestrator.store.ingest import EventRow
 from orchestrator.store.location import open_store, resolve_run, store_path
+from orchestrator.store.rows import EventRow
 
 __all__ = ["EventRow", "HistoryPoint", "Store", "StoredRun", "open_store", "resolve_run", "store_path"]

@@ -15,9 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Self
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Self
 
 from orchestrator.errors import Blame, UsageError
 from orchestrator.run.results import (
@@ -35,13 +33,12 @@ from orchestrator.run.results import (
 )
 from orchestrator.stats import median, percentile
 from orchestrator.store.history import HistoryPoint
-from orchestrator.store.ingest import (
-    META_FIELDS,
-    STAT_FIELDS,
-    EventRow,
-    RunRecord,
-    read_run,
-)
+from orchestrator.store.rows import META_FIELDS, STAT_FIELDS, EventRow
+
+if TYPE_CHECKING:  # numpy and the run reader load only when recording or reading samples: `history` starts fast
+    import numpy as np
+
+    from orchestrator.store.ingest import RunRecord
 
 EventKey = tuple[str, int]  # (event_block, event_index)
 
@@ -80,6 +77,8 @@ class Store:
 
     def record(self, run_dir: Path) -> str:
         """Record (or re-record) the run directory; returns its run id."""
+        from orchestrator.store.ingest import read_run
+
         return self.record_run(read_run(Path(run_dir)))
 
     def record_run(self, record: RunRecord) -> str:
@@ -131,7 +130,7 @@ class Store:
                  _json(list(record.sample_runs.get((device.name, model.name), ())))))
             conn.executemany(
                 "INSERT INTO process_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(run_id, device.name, model.name, j, r.label, int(r.traced), _blob(np.asarray(r.execute_ms), "<f8"),
+                [(run_id, device.name, model.name, j, r.label, int(r.traced), _blob(r.execute_ms, "<f8"),
                   r.load_ms, r.program_load_ms, _json(r.device_state), _json(list(r.artifacts)), _json(r.runner))
                  for j, r in enumerate(model.runs)])
 
@@ -210,7 +209,7 @@ class Store:
                                 samples=row[4 + nmeta], stats=stats,
                                 is_delegated_op=None if row[3] is None else bool(row[3]), meta=meta,
                                 samples_ms=_floats(samples_blob) if samples_blob is not None else None,
-                                run_counts=np.frombuffer(counts_blob, "<i8") if counts_blob is not None else None))
+                                run_counts=_ints(counts_blob) if counts_blob is not None else None))
         return out
 
     def sample_runs(self, run_id: str, device: str, model: str) -> tuple[str, ...]:
@@ -305,12 +304,22 @@ def _json(value: Mapping[str, Any] | Iterable[Any]) -> str:
     return json.dumps(value if isinstance(value, (dict, list)) else dict(value))  # type: ignore[arg-type]
 
 
-def _blob(values: np.ndarray | None, dtype: str) -> bytes | None:
+def _blob(values: np.ndarray | tuple[float, ...] | None, dtype: str) -> bytes | None:
+    import numpy as np
+
     return None if values is None else np.ascontiguousarray(values, dtype=dtype).tobytes()
 
 
 def _floats(blob: bytes) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(blob, dtype="<f8")
+
+
+def _ints(blob: bytes) -> np.ndarray:
+    import numpy as np
+
+    return np.frombuffer(blob, dtype="<i8")
 
 
 def _enum(value: Blame | None) -> str | None:

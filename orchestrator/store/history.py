@@ -13,7 +13,7 @@ class HistoryPoint:
     started: str  # ISO 8601, as in the manifest
     device: str
     model: str
-    status: str  # the device's status in that run: "ok", "failed", ...
+    status: str  # the device's status in that run ("ok", "failed", ...), or the model's when the device was ok and the model not
     e2e_p50_ms: float | None  # wall clock per execution (traced runs), median over all samples
     e2e_p90_ms: float | None
     git_commit: str | None  # the user's commit of the model file, when it is in a git repository

@@ -185,8 +185,8 @@ def _statements(script: str) -> list[str]:
     """A migration script split into statements (executescript would commit our transaction)."""
     statements, pending = [], ""
     for line in script.splitlines(keepends=True):
-        pending += line.split("--", 1)[0] if "--" in line else line
-        if sqlite3.complete_statement(pending):
+        pending += line
+        if sqlite3.complete_statement(pending):  # SQLite's own tokenizer: comments and strings understood
             statements.append(pending.strip())
             pending = ""
     if pending.strip():

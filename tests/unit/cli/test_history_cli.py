@@ -57,6 +57,15 @@ def test_history_show(runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFi
     assert "no stored run 'nope'" in capsys.readouterr().err
 
 
+def test_reading_never_creates_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "absent.db"
+    assert main(["history", "--store", str(db)]) == 0
+    assert "does not exist yet" in capsys.readouterr().out
+    assert main(["history", "show", "r1", "--store", str(db)]) == 2
+    assert "no store at" in capsys.readouterr().err
+    assert not db.exists()
+
+
 def test_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["store", "import", str(tmp_path), "--store", str(tmp_path / "s.db")]) == 2
     assert "no such manifest" in capsys.readouterr().err
@@ -76,5 +85,12 @@ def test_history_does_not_import_torch(runs: list[Path], tmp_path: Path) -> None
              "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'executorch', 'pandas'))\n"
              "print('HEAVY', heavy)\n")
     result = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "HEAVY []" in result.stdout
+    # listing history reads only typed rows: not even numpy
+    listing = ("import sys\nfrom orchestrator.cli import main\n"
+               f"assert main(['history', '--store', {db!r}]) == 0\n"
+               "print('HEAVY', sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'pandas')))\n")
+    result = subprocess.run([sys.executable, "-c", listing], check=False, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "HEAVY []" in result.stdout

@@ -25,7 +25,7 @@ from tests.helpers.etdumps import build_etdump, typical_runs
 
 def make_run_dir(root: Path, run_id: str, started: str, devices: tuple[str, ...] = ("local", "rpi5"),
                  models: tuple[str, ...] = ("mlp",), runs: int = 2, iterations: int = 3, base: int = 1_000_000,
-                 failed: tuple[str, ...] = (), commit: str | None = "abc123") -> Path:
+                 failed: tuple[str, ...] = (), commit: str | None = "abc123", layers: int = 2) -> Path:
     """A run directory of `devices` x `models`; a device in `failed` failed before running anything."""
     out = root / run_id
     device_results = []
@@ -42,7 +42,7 @@ def make_run_dir(root: Path, run_id: str, started: str, devices: tuple[str, ...]
                 label = f"run-{k}"
                 path = out / device / model / label / "etdump.etdp"
                 path.parent.mkdir(parents=True)
-                path.write_bytes(build_etdump(typical_runs(iterations=iterations, base=offset)))
+                path.write_bytes(build_etdump(typical_runs(iterations=iterations, layers=layers, base=offset)))
                 process_runs.append(ProcessRun(label, True, tuple(0.1 * (d + 1) + 0.01 * i + 0.001 * k
                                                                   for i in range(iterations)),
                                                load_ms=1.5 + k, device_state={"temp_c": 40.0 + k, "governor": "perf"},

@@ -1,0 +1,89 @@
+"""Every op names what it is in the user's model, on a transformer-style model run end to end.
+
+`etfarm run` on `local` (real export, runner, ETDumps) of configs/models/tiny_transformer.py, then
+each event's module path, delegate coverage and source line are checked against what ExecuTorch's
+Inspector attaches to the same event with `enable_module_hierarchy=True` (the ETRecord's
+nn_module_stack), and against the model file itself.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from orchestrator.profiles.analysis_core import LINK_COLUMNS, STATS_COLUMNS
+from orchestrator.run.results import load_manifest
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+MODEL_FILE = REPO / "configs" / "models" / "tiny_transformer.py"
+
+
+def _line_of(text: str) -> str:
+    lines = MODEL_FILE.read_text().splitlines()
+    return f"{MODEL_FILE.name}:{next(i + 1 for i, line in enumerate(lines) if text in line)}"
+
+
+def _common_module(hierarchy: dict[str, Any]) -> str:
+    """The oracle: the deepest module path present in every op's nn_module_stack."""
+    paths = [[entry[0] for entry in stack.values()] for stack in hierarchy.values() if stack]
+    if len(paths) != len(hierarchy) or not paths:
+        return ""
+    shared = [p for p in paths[0] if all(p in other for other in paths[1:])]
+    return max(shared, key=lambda p: (p.count(".") + (p != ""), len(p)), default="")
+
+
+@pytest.mark.parametrize("backend", ["xnnpack", "portable"])
+def test_module_paths_equal_inspectors_module_hierarchy(backend: str, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", "--model", f"{MODEL_FILE}:build",
+                             "--backend", backend, "--runs", "2", "--iterations", "3", "--out", str(out), "--no-store"],
+                            check=False, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    etrecord = load_manifest(out).models[0].etrecord
+    stats = pd.read_csv(out / "stats.csv", keep_default_na=False)
+    # new columns come after every column that was there before, in this order
+    assert list(stats.columns[-len(LINK_COLUMNS):]) == LINK_COLUMNS
+    assert list(stats.columns[2:2 + len(STATS_COLUMNS)]) == STATS_COLUMNS
+    ours = {(r.event_block, int(r.event_index)): r for r in stats.itertuples()}
+
+    from executorch.devtools import Inspector
+
+    checked_delegates = 0
+    for dump in sorted((out / "local" / "tiny_transformer").glob("run-*/etdump.etdp")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            inspector = Inspector(etdump_path=str(dump), etrecord=etrecord, enable_module_hierarchy=True)
+        for block in inspector.event_blocks:
+            for index, event in enumerate(block.events):
+                row = ours.get((block.name, index))
+                if row is None:  # no timing: not in stats.csv
+                    continue
+                assert row.module_path == _common_module(event.module_hierarchy), (index, event.name)
+                if event.name == "DELEGATE_CALL":
+                    innermost = [list(s.values())[-1][0] for s in event.module_hierarchy.values() if s]
+                    assert row.delegate_covers.split(";") == list(dict.fromkeys(p for p in innermost if p))
+                    checked_delegates += 1
+    assert (checked_delegates > 0) == (backend == "xnnpack")
+
+    modules = set(stats["module_path"])
+    for layer in (0, 1):
+        assert {f"encoder.layers.{layer}.attention_norm", f"encoder.layers.{layer}.output_norm"} <= modules
+    sources = set(stats["source_line"])
+    assert _line_of("q = self.query(x)") in sources and _line_of("context = torch.matmul") in sources
+    if backend == "xnnpack":
+        query = stats[(stats.event_name == "DELEGATE_CALL") & stats.delegate_covers.str.contains("attention.query")]
+        assert set(query["module_path"]) == {"encoder.layers.0.attention", "encoder.layers.1.attention"}
+        assert set(query["source_line"]) == {_line_of("q = self.query(x)")}
+        assert "encoder.layers.0.attention{query,key}" in result.stdout  # the printed summary says it
+        assert _line_of("q = self.query(x)") in result.stdout
+    else:
+        addmm = stats[stats.event_name == "native_call_addmm.out"]
+        assert "encoder.layers.1.feed_forward.down" in set(addmm["module_path"])
+        assert "encoder.layers.1.feed_forward.down" in result.stdout
