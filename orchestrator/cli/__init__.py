@@ -75,9 +75,11 @@ def _register_commands() -> None:
     from orchestrator.cli import (
         analyze,
         build,
+        compare,
         devices,
         export,
         history,
+        nightly,
         numerics,
         report,
         run,
@@ -85,7 +87,7 @@ def _register_commands() -> None:
         trace,
     )
 
-    for module in (run, export, build, analyze, trace, report, devices, history, store, numerics):
+    for module in (run, export, build, analyze, trace, report, devices, history, store, compare, nightly, numerics):
         module.register(app)
 
 

@@ -32,6 +32,9 @@ def history(
     limit: Annotated[int, typer.Option(min=1, help="At most this many runs.")] = 20,
     as_json: JsonOption = False,
     store: StoreOption = None,
+    changes: Annotated[bool, typer.Option(
+        "--changes", help="Find where each device and model's end-to-end p50 shifted over the listed runs (ruptures PELT, "
+                          "penalty from the series' noise) and name the run and git commit where each shift began.")] = False,
 ) -> None:
     """List stored runs, newest first: per device end-to-end p50 (ms) or its status."""
     if ctx.invoked_subcommand is not None:
@@ -45,6 +48,9 @@ def history(
         runs = opened.runs(model=model, device=device, since=since, limit=limit)
     if model is not None or device is not None:
         runs = [_only(r, model, device) for r in runs]
+    if changes:
+        _print_changes(runs, as_json)
+        return
     if as_json:
         typer.echo(json.dumps([_run_json(r) for r in runs], indent=2))
         return
@@ -74,6 +80,18 @@ def show(
     from orchestrator.report.history_text import run_details
 
     typer.echo(run_details(job, str(run_dir) if run_dir else None))
+
+
+def _print_changes(runs: list[StoredRun], as_json: bool) -> None:
+    from orchestrator.verdicts.changes import find_changes
+
+    found = find_changes([p for r in runs for p in r.points])
+    if as_json:
+        typer.echo(json.dumps([s.to_dict() for s in found], indent=2))
+        return
+    from orchestrator.report.verdicts import changes_table
+
+    typer.echo(changes_table(found))
 
 
 def _only(run: StoredRun, model: str | None, device: str | None) -> StoredRun:

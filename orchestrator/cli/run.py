@@ -16,8 +16,8 @@ def register(app: typer.Typer) -> None:
 
 
 def run(
-    model: Annotated[list[str], typer.Option("--model", "-m", help="Model spec: file.py:factory, package.module:factory "
-                                                                   "or a .pte. Repeatable.")],
+    model: Annotated[list[str] | None, typer.Option(
+        "--model", "-m", help="Model spec: file.py:factory, package.module:factory or a .pte. Repeatable.")] = None,
     devices: Annotated[str, typer.Option("--devices", "-d", help="Comma-separated device names from the inventory.")] = "local",
     backend: Annotated[Backend, typer.Option(help="Lowering backend.")] = Backend.xnnpack,
     runs: Annotated[int, typer.Option(min=1, help="Separate process runs per device and model.")] = 5,
@@ -48,6 +48,20 @@ def run(
         "--numerics", help="Dump intermediate outputs and report which ops diverge from the AOT reference and "
                            "between devices (see `etfarm numerics`).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    ab: Annotated[tuple[str, str] | None, typer.Option(
+        "--ab", metavar="SPEC_A SPEC_B",
+        help="A/B comparison: run two model specs interleaved A B B A on each device, then print B's verdict "
+             "against A per device and op (exit 1 on a regression).")] = None,
+    threshold: Annotated[float, typer.Option(
+        min=0, help="With --ab: practical size of an end-to-end regression, in percent.")] = 5.0,
+    op_threshold: Annotated[float, typer.Option(
+        min=0, help="With --ab: practical size of a per-op regression, in percent.")] = 10.0,
+    center: Annotated[str, typer.Option(
+        help="With --ab: a side's statistic over its per-run medians, 'mean' or 'fast' (their minimum).")] = "mean",
+    until_confident: Annotated[bool, typer.Option(
+        "--until-confident", help="With --ab: while a device's verdict is inconclusive, run --runs more process runs "
+                                  "per side (a further job, pooled) until decided or --max-runs is reached.")] = False,
+    max_runs: Annotated[int, typer.Option(min=1, help="With --until-confident: most process runs per side.")] = 40,
     store: Annotated[Path | None, typer.Option(
         "--store", envvar="ETFARM_STORE",
         help="Results store to record the run in (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")] = None,
@@ -74,15 +88,31 @@ def run(
     choices = (RunOrder.INTERLEAVED.value, RunOrder.SEQUENTIAL.value)
     if order not in choices:
         raise UsageError(f"--order: expected {' or '.join(choices)}, got {order!r}")
+    if ab is not None:
+        if model:
+            raise UsageError("--ab SPEC_A SPEC_B replaces --model; give one or the other")
+        if center not in ("mean", "fast"):
+            raise UsageError(f"--center: {center!r}; choose mean or fast")
+    elif until_confident:
+        raise UsageError("--until-confident applies to --ab")
+    elif not model:
+        raise UsageError("give a model with --model SPEC (or two with --ab SPEC_A SPEC_B)")
     inventory = load_inventory(config)
     selected = inventory.select(devices)
-    specs = parse_model_specs(model, name or ())
     options = RunOptions(runs=runs, iterations=iterations, warmup=warmup, run_timeout_s=timeout,
                          wait_for_lock=not no_wait, lock_timeout_s=lock_timeout,
                          intermediate_outputs=intermediate_outputs or numerics,
                          debug_buffer_size=0, numerics=numerics, cpu_threads=threads,
                          untraced_runs=untraced_runs, cooldown_s=cooldown, max_temp_c=max_temp,
                          order=RunOrder(order), seed=seed)
+    if ab is not None:
+        from orchestrator.cli.ab import run_ab_job
+
+        raise typer.Exit(run_ab_job(selected, ab, backend.value, options, out, Progress(quiet=quiet), inventory.path,
+                                    threshold=threshold, op_threshold=op_threshold, center=center,
+                                    until_confident=until_confident, max_runs=max_runs,
+                                    store=None if no_store else store, record=not no_store))
+    specs = parse_model_specs(model or [], name or ())
     result = run_job(selected, specs, backend=backend.value, options=options, out=out, progress=Progress(quiet=quiet),
                      config_file=inventory.path)
     if not no_store:
@@ -121,3 +151,4 @@ def run(
         typer.echo(f"report: {report_path}")
     typer.echo(f"run directory: {result.rundir.root}")
     raise typer.Exit(result.exit_code)
+

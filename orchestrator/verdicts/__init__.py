@@ -1,0 +1,11 @@
+"""Regression verdicts: is run B slower than run A, per device and model, end to end and per op?
+
+    statistics.estimate / decide / adjust_p_values, Verdict, VerdictSettings, Center   the method
+    compare.compare_jobs(A, B) / compare_against(B, finder) / compare_sides -> Comparison, PairVerdict
+    baseline.last_good_finder(store, job) / named_finder / record_verdicts       which run is A
+    ab.run_ab(...) -> AbOutcome                       `run --ab`: ABBA in one job, --until-confident
+    nightly.load_plan / run_nightly -> NightlyOutcome  `nightly --plan`
+    changes.find_changes(points) -> [SeriesChanges]    `history --changes` (ruptures PELT)
+
+Nothing is imported here: numpy, scipy, pandas and ruptures load inside the functions that need them.
+"""

@@ -1,0 +1,110 @@
+"""Change points over stored history: where a (device, model)'s end-to-end latency shifted.
+
+As Apache Otava and MongoDB do with E-Divisive means, but with `ruptures` (their packages pin
+numpy versions this environment cannot take): PELT over the series of per-run end-to-end p50s,
+oldest first, in log space (so a shift is relative: +10 % is the same step at 1 ms as at 100 ms),
+with the l2 cost (a change in mean). The penalty comes from the series' own noise: sigma is
+estimated robustly from the first differences (MAD / 0.6745 / sqrt 2, so the shifts themselves
+barely inflate it; floored at 1 %), and each change point costs 5 sigma^2 ln(n), a BIC-style
+penalty made stricter. Measured on synthetic series with 3 % log-normal noise (200 / 100 trials):
+a flat 25-run series gets a (false) change 0.5 % of the time with factor 5 (5 % with factor 3),
+and a 10 % step after run 12 of 22 is found within one run 97 % of the time (99 % with 3). A segment
+needs `min_size` points (default 2), and a change
+smaller than `min_shift` (default 5 %, the end-to-end verdict threshold) is not reported.
+
+Each change names the first run of the new level, its start time and git commit (the user's
+commit of the model file, as the store recorded it), and the medians before and after.
+Failed runs (no p50) are left out of the series.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.store.history import HistoryPoint
+from orchestrator.verdicts.statistics import DEFAULT_THRESHOLD
+
+MIN_SIGMA = 0.01  # log units: below ~1 % noise the series is treated as 1 % noisy
+PENALTY_FACTOR = 5.0
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    device: str
+    model: str
+    run_id: str  # the first run at the new level
+    started: str
+    git_commit: str | None
+    before_ms: float  # median of the segment before
+    after_ms: float  # median of the segment from this run on
+    index: int  # position in the series, oldest = 0
+
+    @property
+    def ratio(self) -> float:
+        return self.after_ms / self.before_ms
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "model": self.model, "run_id": self.run_id, "started": self.started,
+                "git_commit": self.git_commit, "before_ms": self.before_ms, "after_ms": self.after_ms,
+                "ratio": self.ratio, "index": self.index}
+
+
+@dataclass(frozen=True)
+class SeriesChanges:
+    device: str
+    model: str
+    points: int  # runs in the series
+    sigma: float  # estimated noise, log units (~ relative)
+    penalty: float
+    changes: tuple[ChangePoint, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "model": self.model, "points": self.points, "sigma": self.sigma,
+                "penalty": self.penalty, "changes": [c.to_dict() for c in self.changes]}
+
+
+def find_changes(points: Sequence[HistoryPoint], min_size: int = 2,
+                 min_shift: float = DEFAULT_THRESHOLD) -> list[SeriesChanges]:
+    """Change points per (device, model) series of `points` (any order; sorted oldest first here)."""
+    series: dict[tuple[str, str], list[HistoryPoint]] = {}
+    for point in points:
+        if point.e2e_p50_ms is not None and point.e2e_p50_ms > 0:
+            series.setdefault((point.device, point.model), []).append(point)
+    return [_one_series(device, model, sorted(pts, key=lambda p: (p.started, p.run_id)), min_size, min_shift)
+            for (device, model), pts in series.items()]
+
+
+def noise_sigma(values: Sequence[float]) -> float:
+    """Robust noise of a series from its first differences (log units), floored at MIN_SIGMA."""
+    import numpy as np
+
+    if len(values) < 3:
+        return MIN_SIGMA
+    diffs = np.diff(np.asarray(values, dtype=float))
+    mad = float(np.median(np.abs(diffs - np.median(diffs))))
+    return max(mad / 0.6745 / np.sqrt(2.0), MIN_SIGMA)
+
+
+def _one_series(device: str, model: str, pts: list[HistoryPoint], min_size: int, min_shift: float) -> SeriesChanges:
+    import numpy as np
+
+    values = np.log(np.array([p.e2e_p50_ms for p in pts], dtype=float))
+    sigma = noise_sigma(list(values))
+    penalty = PENALTY_FACTOR * sigma**2 * float(np.log(max(len(values), 2)))
+    if len(values) < 2 * min_size:
+        return SeriesChanges(device, model, len(values), sigma, penalty, ())
+    import ruptures
+
+    ends = ruptures.Pelt(model="l2", min_size=min_size, jump=1).fit(values.reshape(-1, 1)).predict(pen=penalty)
+    bounds = [0, *ends]
+    changes = []
+    for k in range(1, len(bounds) - 1):
+        before = float(np.exp(np.median(values[bounds[k - 1]:bounds[k]])))
+        after = float(np.exp(np.median(values[bounds[k]:bounds[k + 1]])))
+        if abs(after / before - 1.0) < min_shift:
+            continue
+        first = pts[bounds[k]]
+        changes.append(ChangePoint(device, model, first.run_id, first.started, first.git_commit, before, after, bounds[k]))
+    return SeriesChanges(device, model, len(values), sigma, penalty, tuple(changes))

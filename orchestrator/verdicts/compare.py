@@ -1,0 +1,308 @@
+"""Verdicts between two sets of process runs, per (device, model), end to end and per op.
+
+A `Side` is what one half of a comparison measured for one model on one device: its process
+runs (end-to-end samples from the results model, `ProcessRun.execute_ms` of the traced runs)
+and where each run's ETDump is (per-op samples via `profiles.analysis.load_samples`). Sides
+come from run directories (`side_from_job`), possibly pooled over several jobs
+(`pool`), so `compare A B`, `run --ab` (two models of one job) and `nightly` share one path.
+
+Per op, events are matched by block, name and occurrence of that name in the block (so the same
+layer lines up even when B has more layers than A; the index shown is B's); framework events
+(Method::init / load / execute) are left to the end-to-end verdict, and events whose median is
+zero on either side (below the timer's resolution) are skipped and counted. Per-op p-values are
+adjusted together (Benjamini-Hochberg) within one (device, model) pair.
+
+A pair whose side has no data (the device failed, the model failed, no runs) gets the verdict
+`no-data` with the reason and who is to blame: an infrastructure failure is never a regression.
+Renderers only print these objects (report/verdicts.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import EXIT_OK, Blame
+from orchestrator.run.results import (
+    Job,
+    ModelResult,
+    ModelStatus,
+    VerificationStatus,
+    load_manifest,
+)
+from orchestrator.run.runner_contract import ETDUMP_NAME
+from orchestrator.verdicts.statistics import (
+    Estimate,
+    Verdict,
+    VerdictSettings,
+    adjust_p_values,
+    decide,
+    estimate,
+)
+
+EXIT_REGRESSION = 1
+DEFAULT_SETTINGS = VerdictSettings()
+_FRAMEWORK = ("Method::execute", "Method::init", "Program::load_method")
+
+
+@dataclass(frozen=True)
+class SideRun:
+    """One traced process run: its end-to-end samples and its ETDump (absolute path, if any)."""
+
+    label: str
+    execute_ms: tuple[float, ...]
+    etdump: Path | None
+
+
+@dataclass(frozen=True)
+class Side:
+    """One model on one device, over one or more jobs; `missing` says why there is no data."""
+
+    source: str  # run id(s), for people
+    device: str
+    model: str
+    runs: tuple[SideRun, ...] = ()
+    missing: str | None = None
+    blame: Blame | None = None
+    verification: VerificationStatus | None = None
+
+    @property
+    def e2e(self) -> list[tuple[float, ...]]:
+        return [r.execute_ms for r in self.runs]
+
+
+def side_from_job(root: str | Path, job: Job, device: str, model: str, labels: Sequence[str] | None = None) -> Side:
+    """The traced runs of `model` on `device` in the job at `root` (optionally only `labels`)."""
+    root = Path(root)
+    dev = job.device(device)
+    if dev is None:
+        return Side(job.run_id, device, model, missing=f"device {device} is not in run {job.run_id}", blame=Blame.USAGE)
+    result = dev.model(model)
+    if result is None or result.status is ModelStatus.FAILED or not result.traced_runs:
+        why = (result.error if result and result.error else None) or dev.error or "no process run completed"
+        blame = (result.blame if result and result.blame else None) or dev.blame or Blame.INFRASTRUCTURE
+        return Side(job.run_id, device, model, missing=why, blame=blame)
+    runs = tuple(_side_run(root, r.label, r.execute_ms, r.artifacts) for r in result.traced_runs
+                 if labels is None or r.label in labels)
+    return Side(job.run_id, device, model, runs, verification=_verification(result))
+
+
+def _side_run(root: Path, label: str, execute_ms: tuple[float, ...], artifacts: Sequence[str]) -> SideRun:
+    etdump = next((root / a for a in artifacts if Path(a).name == ETDUMP_NAME), None)
+    return SideRun(label, execute_ms, etdump if etdump is not None and etdump.is_file() else None)
+
+
+def _verification(result: ModelResult) -> VerificationStatus | None:
+    return result.verification.status if result.verification else None
+
+
+def pool(sides: Iterable[Side]) -> Side:
+    """One side from several jobs of the same device and model: their runs together."""
+    sides = list(sides)
+    with_data = [s for s in sides if s.missing is None]
+    first = sides[0]
+    if not with_data:
+        return first
+    fail = any(s.verification is VerificationStatus.FAIL for s in with_data)
+    return Side("+".join(s.source for s in sides), first.device, first.model,
+                tuple(r for s in with_data for r in s.runs),
+                verification=VerificationStatus.FAIL if fail else with_data[-1].verification)
+
+
+@dataclass(frozen=True)
+class OpVerdict:
+    event_block: str
+    event_index: int
+    event_name: str
+    verdict: Verdict
+    estimate: Estimate
+    p_adjusted: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event_block": self.event_block, "event_index": self.event_index, "event_name": self.event_name,
+                "verdict": self.verdict.value, "p_adjusted": self.p_adjusted, **self.estimate.to_dict()}
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    """B against A for one device: end to end, then per op."""
+
+    device: str
+    model_a: str
+    model_b: str
+    verdict: Verdict
+    estimate: Estimate | None = None
+    threshold: float = 0.0
+    op_threshold: float = 0.0
+    ops: tuple[OpVerdict, ...] = ()
+    ops_skipped: int = 0  # events too fast to time (median 0) or missing on one side
+    reason: str | None = None  # why there is no data
+    blame: Blame | None = None
+    verification_failed: bool = False  # B's outputs did not match the reference
+    source_a: str = ""  # run id(s) of A and B
+    source_b: str = ""
+
+    @property
+    def model(self) -> str:
+        return self.model_b if self.model_a == self.model_b else f"{self.model_a} -> {self.model_b}"
+
+    @property
+    def regressed_ops(self) -> tuple[OpVerdict, ...]:
+        return tuple(o for o in self.ops if o.verdict is Verdict.REGRESSED)
+
+    @property
+    def regressed(self) -> bool:
+        """A regression end to end or in any op (never for a pair without data)."""
+        return self.verdict is Verdict.REGRESSED or bool(self.regressed_ops)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "model_a": self.model_a, "model_b": self.model_b, "verdict": self.verdict.value,
+                "estimate": self.estimate.to_dict() if self.estimate else None, "threshold": self.threshold,
+                "op_threshold": self.op_threshold, "regressed": self.regressed, "ops_skipped": self.ops_skipped,
+                "reason": self.reason, "blame": self.blame.value if self.blame else None,
+                "verification_failed": self.verification_failed, "source_a": self.source_a,
+                "source_b": self.source_b, "ops": [o.to_dict() for o in self.ops]}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every pair's verdict, B against A, with the settings that made them."""
+
+    a: str
+    b: str
+    settings: VerdictSettings
+    pairs: tuple[PairVerdict, ...] = field(default_factory=tuple)
+
+    @property
+    def regressed(self) -> bool:
+        return any(p.regressed for p in self.pairs)
+
+    @property
+    def verification_failed(self) -> bool:
+        return any(p.verification_failed for p in self.pairs)
+
+    @property
+    def no_data(self) -> tuple[PairVerdict, ...]:
+        return tuple(p for p in self.pairs if p.verdict is Verdict.NO_DATA)
+
+    @property
+    def complete(self) -> bool:
+        """Every pair was measured (no `no-data`)."""
+        return not self.no_data
+
+    @property
+    def inconclusive(self) -> bool:
+        return any(p.verdict is Verdict.INCONCLUSIVE for p in self.pairs)
+
+    @property
+    def exit_code(self) -> int:
+        """0 no regression, 1 a regression (or B's outputs wrong)."""
+        return EXIT_REGRESSION if self.regressed or self.verification_failed else EXIT_OK
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "settings": self.settings.to_dict(), "regressed": self.regressed,
+                "exit_code": self.exit_code, "pairs": [p.to_dict() for p in self.pairs]}
+
+
+def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS, per_op: bool = True) -> PairVerdict:
+    """The verdict of B against A (see statistics.py for the method)."""
+    threshold, op_threshold = settings.effective(settings.threshold), settings.effective(settings.op_threshold)
+    base: dict[str, Any] = {"device": b.device, "model_a": a.model, "model_b": b.model, "threshold": threshold,
+                            "op_threshold": op_threshold, "verification_failed": b.verification is VerificationStatus.FAIL,
+                            "source_a": a.source, "source_b": b.source}
+    for side, which in ((b, "B"), (a, "A")):  # the run under test first: its failure is the news
+        if side.missing is not None:
+            return PairVerdict(verdict=Verdict.NO_DATA, reason=f"{which} ({side.source}): {side.missing}",
+                               blame=side.blame, **base)
+    est = estimate(a.e2e, b.e2e, confidence=settings.confidence, resamples=settings.resamples, seed=settings.seed,
+                   center=settings.center)
+    if est is None:
+        return PairVerdict(verdict=Verdict.NO_DATA, reason="no end-to-end samples", blame=Blame.INFRASTRUCTURE, **base)
+    verdict = decide(est, est.p_value, threshold, settings.alpha)
+    ops, skipped = _op_verdicts(a, b, settings, op_threshold) if per_op else ((), 0)
+    return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, **base)
+
+
+def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) -> tuple[tuple[OpVerdict, ...], int]:
+    a_ops, b_ops = _per_op_runs(a), _per_op_runs(b)
+    keys = [k for k in b_ops if k in a_ops]
+    skipped = len(set(a_ops) ^ set(b_ops))
+    estimates: list[tuple[tuple[str, int, str], Estimate]] = []
+    for key in keys:
+        index, b_runs = b_ops[key]
+        est = estimate(a_ops[key][1], b_runs, confidence=settings.confidence, resamples=settings.resamples,
+                       seed=settings.seed, center=settings.center)
+        if est is None or est.median_b_ms <= 0:
+            skipped += 1
+            continue
+        estimates.append(((key[0], index, key[1]), est))
+    adjusted = adjust_p_values([e.p_value for _, e in estimates])
+    ops = tuple(OpVerdict(key[0], key[1], key[2], decide(est, p, threshold, settings.alpha), est, p)
+                for (key, est), p in zip(estimates, adjusted, strict=False))
+    return ops, skipped
+
+
+@lru_cache(maxsize=128)  # a side is compared many times in benchmarks and --until-confident rounds
+def _per_op_runs(side: Side) -> dict[tuple[str, str, int], tuple[int, list[Any]]]:
+    """(event_block, event_name, occurrence) -> (event_index, one array of samples per run), operators only."""
+    paths = [r.etdump for r in side.runs if r.etdump is not None]
+    if not paths:
+        return {}
+    from orchestrator.profiles.analysis import load_samples
+
+    samples = load_samples(paths, run_labels=[f"{i}" for i in range(len(paths))])
+    samples = samples[~samples["event_name"].isin(list(_FRAMEWORK))]
+    out: dict[tuple[str, str, int], tuple[int, list[Any]]] = {}
+    seen: dict[tuple[str, str], int] = {}
+    for (block, index, name), frame in samples.groupby(["event_block", "event_index", "event_name"], sort=True,
+                                                        observed=True):
+        occurrence = seen[(str(block), str(name))] = seen.get((str(block), str(name)), -1) + 1
+        out[(str(block), str(name), occurrence)] = (
+            int(index), [g.to_numpy() for _, g in frame.groupby("run", sort=False, observed=True)["duration_ms"]])
+    return out
+
+
+Baseline = tuple[Path, Job]  # a run directory and its results model
+BaselineFinder = Callable[[str, str], "Baseline | None"]  # (device, model) -> the run to compare with
+
+
+def compare_jobs(a_dir: str | Path, b_dir: str | Path, settings: VerdictSettings = DEFAULT_SETTINGS,
+                 per_op: bool = True) -> Comparison:
+    """Every (device, model) of B against the same (device, model) of A, matched by name."""
+    job_a = load_manifest(a_dir)
+    return compare_against(b_dir, lambda device, model: (Path(a_dir), job_a), settings, per_op, a_label=job_a.run_id)
+
+
+def compare_against(b_dir: str | Path, baseline: BaselineFinder, settings: VerdictSettings = DEFAULT_SETTINGS,
+                    per_op: bool = True, a_label: str = "baseline") -> Comparison:
+    """Every (device, model) of the run at `b_dir` against the run `baseline(device, model)` names.
+
+    A pair whose baseline does not hold that (device, model) at all is `new` (it becomes the
+    baseline); one whose baseline or B side failed is `no-data`."""
+    job_b = load_manifest(b_dir)
+    pairs = []
+    for device in job_b.devices:
+        for model in [m.name for m in device.models] or list(_job_model_names(job_b)):
+            side_b = side_from_job(b_dir, job_b, device.name, model)
+            found = baseline(device.name, model)
+            if side_b.missing is None and (found is None or not _holds(found[1], device.name, model)):
+                pairs.append(PairVerdict(device.name, model, model, Verdict.NEW, source_b=job_b.run_id,
+                                         reason="no baseline yet: this run becomes it",
+                                         verification_failed=side_b.verification is VerificationStatus.FAIL))
+                continue
+            side_a = (side_from_job(found[0], found[1], device.name, model) if found is not None
+                      else Side(a_label, device.name, model, missing="no baseline", blame=Blame.USAGE))
+            pairs.append(compare_sides(side_a, side_b, settings, per_op))
+    return Comparison(a_label, job_b.run_id, settings, tuple(pairs))
+
+
+def _holds(job: Job, device: str, model: str) -> bool:
+    dev = job.device(device)
+    return dev is not None and (dev.model(model) is not None or model in set(_job_model_names(job)))
+
+
+def _job_model_names(job: Job) -> Iterable[str]:
+    return (m.name for m in job.models)

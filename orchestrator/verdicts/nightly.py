@@ -1,0 +1,232 @@
+"""`etfarm nightly --plan FILE`: run a plan, store it, compare each (device, model) with its baseline.
+
+The plan (YAML, `yaml.safe_load`; DESIGN §3; example in configs/nightly.yaml):
+
+    devices: [pixel8, rpi5]                 # or "pixel8,rpi5"
+    models: ["models/mobilenet.py:build", {spec: "models/vit.py:build", backend: portable, name: vit-portable}]
+    runs: 10                                # process runs per device and model
+    iterations: 50
+    warmup: 5
+    threshold: 5%                           # end to end; `op_threshold` (default 10%) per op
+    center: mean                            # or fast: see statistics.Center
+    baseline: last-good                     # or a run id / run directory
+    report: reports/                        # Markdown + JSON verdicts written here
+    out: reports/runs                       # optional: where run directories go (default REPORT/runs)
+    config: configs/devices.yaml            # optional device inventory (default: --config, $ETFARM_CONFIG)
+    backend: xnnpack                        # optional default backend of the models
+
+Relative paths are taken from the current directory, as on the command line. A bad plan is a
+ConfigError naming the file and the key (exit 2). Models with different backends run as one
+job per backend. Each job is recorded in the results store; its verdicts are written beside it
+(DIR/verdicts.json), which is what makes a regressed night never the next night's baseline.
+The first night has no baseline: its pairs are `new`, it passes and becomes the baseline.
+
+Exit code (`NightlyOutcome.exit_code`): 1 a regression or wrong outputs; else 3 when some device or
+model could not be measured (no-data); else 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import ConfigError, EtfarmError
+from orchestrator.progress import Progress
+from orchestrator.run.job import JobResult, run_job
+from orchestrator.run.results import RunOptions
+from orchestrator.store import Store
+from orchestrator.verdicts.baseline import (
+    LAST_GOOD,
+    last_good_finder,
+    named_finder,
+    record_verdicts,
+)
+from orchestrator.verdicts.compare import Comparison, compare_against
+from orchestrator.verdicts.statistics import (
+    DEFAULT_OP_THRESHOLD,
+    DEFAULT_THRESHOLD,
+    VerdictSettings,
+)
+from orchestrator.yamlfile import load_yaml
+
+EXIT_NIGHTLY_UNMEASURED = 3
+_KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
+         "config", "backend", "center"}
+_MODEL_KEYS = {"spec", "backend", "name"}
+
+
+@dataclass(frozen=True)
+class PlanModel:
+    spec: str
+    backend: str
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class NightlyPlan:
+    path: Path
+    devices: tuple[str, ...]
+    models: tuple[PlanModel, ...]
+    report: Path
+    out: Path
+    runs: int = 10
+    iterations: int = 50
+    warmup: int = 5
+    threshold: float = DEFAULT_THRESHOLD
+    op_threshold: float = DEFAULT_OP_THRESHOLD
+    baseline: str = LAST_GOOD
+    config: Path | None = None
+    center: str = "mean"
+
+    @property
+    def settings(self) -> VerdictSettings:
+        return VerdictSettings(threshold=self.threshold, op_threshold=self.op_threshold, center=self.center)
+
+    def options(self) -> RunOptions:
+        return RunOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup)
+
+
+def load_plan(path: Path) -> NightlyPlan:
+    if not Path(path).is_file():
+        raise ConfigError(path, None, "no such plan file")
+    data = load_yaml(Path(path))  # strict: duplicate keys, alias bombs, non-UTF-8 are errors naming the line
+    if not isinstance(data, dict):
+        raise ConfigError(path, None, "a plan is a mapping with devices, models, report, ...")
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise ConfigError(path, unknown[0], f"unknown key; a plan has {', '.join(sorted(_KEYS))}")
+    for key in ("devices", "models", "report"):
+        if data.get(key) in (None, "", []):
+            raise ConfigError(path, key, "required")
+    backend = _text(path, "backend", data.get("backend", "xnnpack"))
+    report = Path(_text(path, "report", data["report"])).expanduser()
+    return NightlyPlan(
+        path=Path(path), devices=_devices(path, data["devices"]), models=_models(path, data["models"], backend),
+        report=report, out=Path(_text(path, "out", data["out"])).expanduser() if data.get("out") else report / "runs",
+        runs=_count(path, data, "runs", 10, 1), iterations=_count(path, data, "iterations", 50, 1),
+        warmup=_count(path, data, "warmup", 5, 0),
+        threshold=_percent(path, data, "threshold", DEFAULT_THRESHOLD),
+        op_threshold=_percent(path, data, "op_threshold", DEFAULT_OP_THRESHOLD),
+        baseline=_text(path, "baseline", data.get("baseline", LAST_GOOD)),
+        config=Path(_text(path, "config", data["config"])).expanduser() if data.get("config") else None,
+        center=_center(path, data.get("center", "mean")))
+
+
+def _center(path: Path, value: Any) -> str:
+    if value not in ("mean", "fast"):
+        raise ConfigError(path, "center", f"expected mean or fast, got {value!r}")
+    return str(value)
+
+
+def _text(path: Path, key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(path, key, f"expected a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _devices(path: Path, value: Any) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise ConfigError(path, "devices", f"expected a list of device names, got {value!r}")
+    return tuple(_text(path, f"devices[{i}]", v) for i, v in enumerate(items))
+
+
+def _models(path: Path, value: Any, backend: str) -> tuple[PlanModel, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(path, "models", "expected a list of model specs or {spec, backend, name} mappings")
+    out = []
+    for i, item in enumerate(value):
+        where = f"models[{i}]"
+        if isinstance(item, str):
+            out.append(PlanModel(_text(path, where, item), backend))
+            continue
+        if not isinstance(item, dict):
+            raise ConfigError(path, where, f"expected a spec or a mapping, got {item!r}")
+        unknown = sorted(set(item) - _MODEL_KEYS)
+        if unknown:
+            raise ConfigError(path, f"{where}.{unknown[0]}", "unknown key; a model has spec, backend, name")
+        if "spec" not in item:
+            raise ConfigError(path, f"{where}.spec", "required")
+        out.append(PlanModel(_text(path, f"{where}.spec", item["spec"]),
+                             _text(path, f"{where}.backend", item.get("backend", backend)),
+                             _text(path, f"{where}.name", item["name"]) if item.get("name") is not None else None))
+    return tuple(out)
+
+
+def _count(path: Path, data: dict[str, Any], key: str, default: int, least: int) -> int:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigError(path, key, f"expected a whole number >= {least}, got {value!r}")
+    return value
+
+
+def _percent(path: Path, data: dict[str, Any], key: str, default: float) -> float:
+    """'5%' or 5 -> 0.05."""
+    value = data.get(key)
+    if value is None:
+        return default
+    text = str(value).strip()
+    try:
+        number = float(text.removesuffix("%"))
+    except ValueError:
+        raise ConfigError(path, key, f"expected a percentage like 5%, got {value!r}") from None
+    if isinstance(value, bool) or not 0 < number < 100:
+        raise ConfigError(path, key, f"expected a percentage between 0 and 100, got {value!r}")
+    return number / 100.0
+
+
+@dataclass(frozen=True)
+class NightlyOutcome:
+    plan: NightlyPlan
+    jobs: tuple[JobResult, ...]
+    comparison: Comparison
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def exit_code(self) -> int:
+        if self.comparison.regressed or self.comparison.verification_failed:
+            return 1
+        return EXIT_NIGHTLY_UNMEASURED if self.comparison.no_data else 0
+
+
+def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Path | None = None) -> NightlyOutcome:
+    """Run every model of the plan on its devices (a job per backend), store, compare, record verdicts."""
+    from orchestrator.artifacts.modelspec import parse_model_spec
+    from orchestrator.config import load_inventory
+
+    inventory = load_inventory(plan.config or config)
+    devices = inventory.select(list(plan.devices))
+    jobs: list[JobResult] = []
+    for backend in dict.fromkeys(m.backend for m in plan.models):
+        specs = [parse_model_spec(m.spec, m.name) for m in plan.models if m.backend == backend]
+        plan.out.mkdir(parents=True, exist_ok=True)
+        jobs.append(run_job(devices, specs, backend=backend, options=plan.options(), out=_new_dir(plan.out),
+                            progress=progress, config_file=inventory.path))
+        store.record(jobs[-1].rundir.root)
+    pairs = []
+    notes = []
+    for result in jobs:
+        finder = last_good_finder(store, result.job) if plan.baseline == LAST_GOOD else named_finder(store, plan.baseline)
+        part = compare_against(result.rundir.root, finder, plan.settings, a_label=plan.baseline)
+        record_verdicts(result.rundir.root, part)
+        pairs += part.pairs
+        notes.append(f"run {result.job.run_id}: {result.rundir.root}")
+    ids = "+".join(j.job.run_id for j in jobs)
+    return NightlyOutcome(plan, tuple(jobs), Comparison(plan.baseline, ids, plan.settings, tuple(pairs)), tuple(notes))
+
+
+def _new_dir(root: Path) -> Path:
+    from orchestrator.run.rundir import new_run_id
+
+    for _ in range(10):
+        candidate = root / new_run_id()
+        if not candidate.exists():
+            return candidate
+    raise EtfarmError(f"{root}: cannot find a free run directory name")
+
+
+def pair_baselines(comparison: Comparison) -> Sequence[str]:
+    """One line per pair: which baseline run it was compared with (for reports)."""
+    return [f"{p.device} {p.model}: baseline {p.source_a or '-'} -> {p.source_b}" for p in comparison.pairs]

@@ -1,0 +1,83 @@
+"""`etfarm nightly` end to end on the testbed: an SSH device pinned to one core, a real store.
+
+First night passes (no baseline: `new`); a repeat of the same model passes; the same model file
+edited to twice the depth exits 1 with the regression named in the report; a night whose device
+is unreachable exits 3 (no regression found, something not measured).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.inventory import write_inventory
+
+REPO = Path(__file__).resolve().parents[3]
+MODEL = REPO / "configs" / "models" / "deep_mlp.py"
+
+
+def etfarm(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True,
+                          timeout=600, env=env, check=False)
+
+
+def write_plan(path: Path, devices: list[str], model: Path, report: Path, inventory: Path) -> Path:
+    path.write_text(json.dumps({"devices": devices, "models": [f"{model}:build"], "runs": 6, "iterations": 20,
+                                "warmup": 3, "threshold": "5%", "baseline": "last-good", "report": str(report),
+                                "config": str(inventory)}))
+    return path
+
+
+@pytest.mark.slow
+def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: object,
+                                                 ssh_server_factory: Callable[[], object]) -> None:
+    pinned = sshd_host.spec("pinned", tmp_path / "pinned-workdir", exec_prefix=("taskset", "-c", "1"))  # type: ignore[attr-defined]
+    dead_host = ssh_server_factory()
+    dead = dead_host.spec("gone", tmp_path / "gone-workdir")  # type: ignore[attr-defined]
+    dead_host.stop()  # type: ignore[attr-defined]
+    inventory = write_inventory(tmp_path / "devices.yaml", [pinned, dead])
+    model = tmp_path / "mlp.py"  # the nightly's model file, edited between nights
+    model.write_text(MODEL.read_text())
+    report = tmp_path / "reports"
+    plan = write_plan(tmp_path / "plan.yaml", ["pinned"], model, report, inventory)
+    env = {**os.environ, "ETFARM_STORE": str(tmp_path / "results.db")}
+
+    first = etfarm("nightly", "--plan", str(plan), "-q", env=env)
+    assert first.returncode == 0, first.stdout + first.stderr[-3000:]
+    assert "new" in first.stdout and "no baseline yet" in first.stdout
+    (html,) = report.glob("nightly-*.html")  # the night's HTML report beside its verdicts
+    assert "Which device is fast enough?" in html.read_text() and f"report: {html}" in first.stdout
+
+    repeat = etfarm("nightly", "--plan", str(plan), "-q", env=env)
+    assert repeat.returncode == 0, repeat.stdout + repeat.stderr[-3000:]
+    verdicts = json.loads(max(report.glob("nightly-*.json")).read_text())
+    assert verdicts["pairs"][0]["verdict"] in {"unchanged", "inconclusive", "improved"}
+    assert verdicts["pairs"][0]["estimate"]["runs_a"] == 6
+    repeat_id = verdicts["b"]
+
+    model.write_text(MODEL.read_text().replace("DEPTH = 40", "DEPTH = 80"))  # same name, twice the depth
+    slowed = etfarm("nightly", "--plan", str(plan), "-q", env=env)
+    assert slowed.returncode == 1, slowed.stdout + slowed.stderr[-3000:]
+    latest = (report / "latest.md").read_text()
+    assert "| pinned | mlp | end to end | REGRESSED |" in latest
+    assert "REGRESSED" in slowed.stdout
+
+    # The fix lands: the regressed night is never a baseline, so pinned is compared with the last good
+    # one again; the device `gone` cannot be reached: nothing regressed, something not measured.
+    write_plan(plan, ["pinned", "gone"], model, report, inventory)
+    model.write_text(MODEL.read_text())
+    unreachable = etfarm("nightly", "--plan", str(plan), "-q", env=env)
+    assert unreachable.returncode == 3, unreachable.stdout + unreachable.stderr[-3000:]
+    assert "gone: NOT MEASURED (infrastructure)" in unreachable.stdout
+    latest = (report / "latest.md").read_text()
+    assert "| gone | mlp | end to end | no-data |" in latest
+    assert "| pinned | mlp | end to end | REGRESSED |" not in latest
+    last = json.loads(max(report.glob("nightly-*.json")).read_text())
+    pinned = next(p for p in last["pairs"] if p["device"] == "pinned")
+    assert pinned["source_a"] == repeat_id  # the last good night, not the regressed one

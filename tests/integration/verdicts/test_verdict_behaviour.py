@@ -1,0 +1,90 @@
+"""Verdicts on real runs: identical jobs are not called regressions, twice the depth always is.
+
+The device is `local` pinned to one core (exec_prefix `taskset -c 1`), the model
+configs/models/deep_mlp.py and the same file with DEPTH doubled. Runs are reused across
+comparisons to keep this affordable; benchmarks/bench_verdicts.py measures the rates on 20+
+independent comparisons over the SSH testbed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+MODEL = REPO / "configs" / "models" / "deep_mlp.py"
+
+
+def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True, timeout=600,
+                          check=False)
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    root = tmp_path_factory.mktemp("verdicts")
+    inventory = root / "devices.yaml"
+    inventory.write_text(yaml.safe_dump({"devices": {"pinned": {
+        "transport": "local", "target": "host", "workdir": str(root / "work"), "exec_prefix": "taskset -c 1"}}}))
+    models = {}
+    for kind, depth in (("base", 40), ("x2", 80)):
+        (root / kind).mkdir()
+        models[kind] = root / kind / "mlp.py"
+        models[kind].write_text(MODEL.read_text().replace("DEPTH = 40", f"DEPTH = {depth}"))
+    jobs: dict[str, list[Path]] = {"base": [], "x2": []}
+    for i, kind in enumerate(["base", "base", "x2", "base", "base", "x2"]):
+        out = root / "runs" / f"{i}-{kind}"
+        result = etfarm("run", "--config", str(inventory), "-d", "pinned", "-m", f"{models[kind]}:build", "--runs", "5",
+                        "--iterations", "10", "--untraced-runs", "0", "--out", str(out), "--no-store", "-q")
+        assert result.returncode == 0, result.stderr[-3000:]
+        jobs[kind].append(out)
+    return {"root": root, "inventory": inventory, "models": models, "jobs": jobs}
+
+
+def compare_json(a: Path, b: Path) -> tuple[int, dict]:
+    result = etfarm("compare", str(a), str(b), "--json")
+    assert result.returncode in (0, 1), result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+@pytest.mark.slow
+def test_identical_jobs_are_not_regressions(bench: dict) -> None:
+    comparisons = [compare_json(a, b) for a, b in itertools.combinations(bench["jobs"]["base"], 2)]
+    regressed = [c for code, c in comparisons if code == 1]
+    for code, data in comparisons:
+        assert data["regressed"] is (code == 1)
+        assert data["pairs"][0]["estimate"]["runs_a"] == 5
+    # 6 comparisons of identical jobs; the measured false-alarm rate is ~0-5 %, so one would be a fluke
+    # and two a defect.
+    assert len(regressed) <= 1, [c["pairs"][0]["estimate"] for c in regressed]
+
+
+@pytest.mark.slow
+def test_twice_the_depth_is_always_flagged(bench: dict) -> None:
+    for a, b in itertools.product(bench["jobs"]["base"], bench["jobs"]["x2"]):
+        code, data = compare_json(a, b)
+        pair = data["pairs"][0]
+        assert code == 1 and pair["verdict"] == "regressed", pair["estimate"]
+        assert pair["estimate"]["ci_low"] > 1.05
+    # ...and B against A the other way round is an improvement, not a regression.
+    code, data = compare_json(bench["jobs"]["x2"][0], bench["jobs"]["base"][0])
+    assert code == 0 and data["pairs"][0]["verdict"] == "improved"
+
+
+@pytest.mark.slow
+def test_ab_interleaves_abba_and_flags_the_slower_model(bench: dict) -> None:
+    models = bench["models"]
+    result = etfarm("run", "--config", str(bench["inventory"]), "-d", "pinned", "--ab", f"{models['base']}:build",
+                    f"{models['x2']}:build", "--runs", "4", "--iterations", "10", "--out", str(bench["root"] / "ab"),
+                    "--no-store")
+    assert result.returncode == 1, result.stdout + result.stderr[-3000:]
+    row = next(line for line in result.stdout.splitlines() if line.startswith("pinned"))
+    assert row.split()[:7] == ["pinned", "mlp-a", "->", "mlp-b", "end", "to", "end"] and "REGRESSED" in row
+    starts = [line.split("] ", 2)[-1].split(":")[0] for line in result.stderr.splitlines() if ": run " in line]
+    assert starts[:8] == ["mlp-a", "mlp-b", "mlp-b", "mlp-a", "mlp-a", "mlp-b", "mlp-b", "mlp-a"]

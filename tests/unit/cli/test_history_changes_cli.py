@@ -1,0 +1,43 @@
+"""`etfarm history --changes` over a real SQLite store: names the run and commit where a shift began."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from orchestrator.cache import write_json_atomic
+from orchestrator.cli import main
+from orchestrator.run.results import load_manifest
+from tests.unit.store.rundirs import make_run_dir
+
+
+def run_at(root: Path, i: int, level: float) -> Path:
+    """A stored-run-to-be whose end-to-end samples sit at `level` ms, with commit c<i>."""
+    path = make_run_dir(root, f"r{i:02d}", f"2026-11-{i + 1:02d}T03:00:00+0000", devices=("local",),
+                        commit=f"c{i:02d}")
+    job = load_manifest(path)
+    device = job.devices[0]
+    model = device.models[0]
+    runs = tuple(replace(r, execute_ms=tuple(level * (1 + 0.002 * k) for k in range(len(r.execute_ms))))
+                 for r in model.runs)
+    job = job.with_device(replace(device, models=(replace(model, runs=runs),)))
+    write_json_atomic(path / "manifest.json", job.to_dict())
+    return path
+
+
+def test_history_changes_names_the_first_slow_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    levels = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.3, 1.31, 1.29, 1.3, 1.32]
+    db = str(tmp_path / "s.db")
+    paths = [run_at(tmp_path / "runs", i, level) for i, level in enumerate(levels)]
+    assert main(["store", "import", *map(str, paths), "--store", db]) == 0
+    capsys.readouterr()
+    assert main(["history", "--changes", "--model", "mlp", "--store", db, "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert [(c["run_id"], c["git_commit"]) for s in found for c in s["changes"]] == [("r07", "c07")]
+    assert found[0]["changes"][0]["ratio"] == pytest.approx(1.3, rel=0.03)
+    assert main(["history", "--changes", "--store", db]) == 0
+    out = capsys.readouterr().out
+    assert "r07" in out and "c07" in out and "PELT" in out

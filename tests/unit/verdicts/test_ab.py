@@ -1,0 +1,96 @@
+"""`run --ab` logic with a fake job runner: ABBA order asked for, names made distinct, and
+--until-confident adding jobs only while (and where) the verdict is inconclusive."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from device_agents import DeviceSpec
+from orchestrator.artifacts.modelspec import parse_model_spec
+from orchestrator.errors import UsageError
+from orchestrator.progress import Progress
+from orchestrator.run.results import (
+    DeviceResult,
+    DeviceStatus,
+    Job,
+    JobConfig,
+    JobStatus,
+    ModelResult,
+    ModelStatus,
+    ProcessRun,
+    RunOptions,
+)
+from orchestrator.run.schedule import RunOrder
+from orchestrator.verdicts import ab
+from orchestrator.verdicts.statistics import Verdict, VerdictSettings
+
+LEVELS = {"pixel8": 1.0, "rpi5": 2.0}  # B's speed relative to A per device: same, twice as slow
+
+
+@dataclass
+class FakeRundir:
+    root: Path
+
+
+@dataclass
+class FakeJobResult:
+    rundir: FakeRundir
+    job: Job
+    exit_code: int = 0
+
+
+def fake_run_job(calls: list[dict[str, Any]], rng: np.random.Generator) -> Any:
+    def run_job(devices: list[DeviceSpec], specs: list[Any], *, options: RunOptions, out: Path | None, **_: Any) -> Any:
+        calls.append({"devices": [d.name for d in devices], "models": [s.name for s in specs], "options": options})
+        results = []
+        for device in devices:
+            models = []
+            for spec, scale in zip(specs, (1.0, LEVELS[device.name]), strict=False):
+                runs = tuple(ProcessRun(f"run-{k}", True, tuple(scale * (1 + 0.15 * rng.random()) * np.ones(5)))
+                             for k in range(1, options.runs + 1))
+                models.append(ModelResult(spec.name, ModelStatus.OK, runs))
+            results.append(DeviceResult(device.name, "local", "host", DeviceStatus.OK, models=tuple(models)))
+        job = Job(f"job{len(calls)}", JobStatus.OK, "2026-11-22T00:00:00+0000",
+                  JobConfig(tuple(d.name for d in devices), tuple(s.text for s in specs), "xnnpack", options),
+                  devices=tuple(results))
+        return FakeJobResult(FakeRundir(out or Path(f"/nonexistent/job{len(calls)}")), job)
+
+    return run_job
+
+
+def model_file(path: Path) -> Any:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("def build(): ...\n")
+    return parse_model_spec(f"{path}:build")
+
+
+def test_until_confident_adds_runs_only_where_undecided(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(ab, "run_job", fake_run_job(calls, np.random.default_rng(0)))
+    devices = [DeviceSpec(name, "local", "host", str(tmp_path)) for name in LEVELS]
+    spec, other = model_file(tmp_path / "mlp.py"), model_file(tmp_path / "other" / "mlp.py")
+    outcome = ab.run_ab(devices, spec, other, backend="xnnpack", options=RunOptions(runs=4), out=tmp_path / "ab",
+                        progress=Progress(quiet=True), settings=VerdictSettings(resamples=200),
+                        until_confident=True, max_runs=16)
+    assert calls[0]["models"] == ["mlp-a", "mlp-b"] and calls[0]["options"].order is RunOrder.ABBA
+    verdicts = {p.device: p for p in outcome.comparison.pairs}
+    assert verdicts["rpi5"].verdict is Verdict.REGRESSED and verdicts["rpi5"].estimate.runs_b == 4  # decided at once
+    # pixel8 (A == B, 15 % noise) starts undecided: more jobs on pixel8 alone until it is decided
+    # (unchanged) or has 16 runs per side.
+    extra = [c["devices"] for c in calls[1:]]
+    assert 1 <= len(extra) <= 3 and set(map(tuple, extra)) == {("pixel8",)}
+    pixel8 = verdicts["pixel8"]
+    assert pixel8.estimate.runs_a == 4 * (1 + len(extra))
+    assert pixel8.verdict is Verdict.UNCHANGED or (pixel8.verdict is Verdict.INCONCLUSIVE and pixel8.estimate.runs_a == 16)
+    assert outcome.exit_code == 1
+
+
+def test_the_same_spec_twice_is_a_usage_error(tmp_path: Path) -> None:
+    spec = model_file(tmp_path / "mlp.py")
+    with pytest.raises(UsageError, match="same spec"):
+        ab.ab_specs(spec, spec)

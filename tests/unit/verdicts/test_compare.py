@@ -1,0 +1,69 @@
+"""Pair verdicts from sides, and how they add up to an exit code and a table (fakes: no ETDumps)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from orchestrator.errors import Blame
+from orchestrator.report.verdicts import verdict_markdown, verdict_table
+from orchestrator.run.results import VerificationStatus
+from orchestrator.verdicts.compare import (
+    Comparison,
+    PairVerdict,
+    Side,
+    SideRun,
+    compare_sides,
+    pool,
+)
+from orchestrator.verdicts.statistics import Verdict, VerdictSettings
+
+SETTINGS = VerdictSettings(resamples=300)
+
+
+def side(level: float, runs: int = 6, source: str = "run-a", seed: int = 0, **kw: object) -> Side:
+    rng = np.random.default_rng(seed)
+    return Side(source, "pixel8", "mlp", tuple(SideRun(f"run-{k}", tuple(level * (1 + 0.01 * rng.standard_normal(10))),
+                                                       None) for k in range(runs)), **kw)  # type: ignore[arg-type]
+
+
+def test_a_failed_side_is_no_data_never_a_regression() -> None:
+    gone = Side("run-b", "pixel8", "mlp", missing="[pixel8] connection refused", blame=Blame.INFRASTRUCTURE)
+    pair = compare_sides(side(1.0), gone, SETTINGS)
+    assert pair.verdict is Verdict.NO_DATA and not pair.regressed
+    assert pair.blame is Blame.INFRASTRUCTURE and "connection refused" in (pair.reason or "")
+    comparison = Comparison("a", "b", SETTINGS, (pair,))
+    assert comparison.exit_code == 0 and comparison.no_data == (pair,)
+    assert "no-data" in verdict_table(comparison) and "connection refused" in verdict_table(comparison)
+
+
+def test_slower_b_regresses_and_sets_the_exit_code() -> None:
+    pair = compare_sides(side(1.0, seed=1), side(1.5, seed=2, source="run-b"), SETTINGS)
+    assert pair.verdict is Verdict.REGRESSED and pair.regressed
+    assert (pair.source_a, pair.source_b) == ("run-a", "run-b")
+    comparison = Comparison("run-a", "run-b", SETTINGS, (pair,))
+    assert comparison.exit_code == 1
+    assert "| pixel8 | mlp | end to end | REGRESSED |" in verdict_markdown(comparison)
+
+
+def test_wrong_outputs_fail_the_comparison_even_when_fast() -> None:
+    pair = compare_sides(side(1.0, seed=1), side(1.0, seed=2, verification=VerificationStatus.FAIL), SETTINGS)
+    assert pair.verification_failed and not pair.regressed
+    assert Comparison("a", "b", SETTINGS, (pair,)).exit_code == 1
+
+
+def test_thresholds_and_noise_floor() -> None:
+    a, b = side(1.0, runs=12, seed=1), side(1.08, runs=12, seed=2)
+    assert compare_sides(a, b, SETTINGS).verdict is Verdict.REGRESSED  # 8 % > 5 %
+    assert compare_sides(a, b, VerdictSettings(threshold=0.10, resamples=300)).verdict is Verdict.UNCHANGED  # inside 10 %
+    assert compare_sides(a, b, VerdictSettings(noise_floor=0.10, resamples=300)).threshold == 0.10
+
+
+def test_pooling_adds_the_runs_of_several_jobs() -> None:
+    pooled = pool([side(1.0, runs=3, source="j1"), side(1.0, runs=4, source="j2", seed=5)])
+    assert len(pooled.runs) == 7 and pooled.source == "j1+j2"
+
+
+def test_new_pairs_pass() -> None:
+    pair = PairVerdict("pixel8", "mlp", "mlp", Verdict.NEW, reason="no baseline yet: this run becomes it")
+    comparison = Comparison("last-good", "b", SETTINGS, (pair,))
+    assert comparison.exit_code == 0 and not comparison.no_data

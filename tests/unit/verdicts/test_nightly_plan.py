@@ -1,0 +1,50 @@
+"""Nightly plans: what a valid plan reads as, and one-line errors naming the file and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.errors import ConfigError
+from orchestrator.verdicts.nightly import PlanModel, load_plan
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def plan(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "plan.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_the_example_plan_reads() -> None:
+    loaded = load_plan(REPO / "configs" / "nightly.yaml")
+    assert loaded.devices == ("local",) and loaded.runs == 10 and loaded.threshold == pytest.approx(0.05)
+    assert loaded.models[1] == PlanModel("configs/models/tiny_mlp.py:build", "portable", "tiny-mlp-portable")
+    assert loaded.baseline == "last-good" and loaded.out == loaded.report / "runs"
+
+
+def test_defaults_and_forms(tmp_path: Path) -> None:
+    loaded = load_plan(plan(tmp_path, "devices: a,b\nmodels: [m.py:build]\nreport: r\nthreshold: 7\n"))
+    assert loaded.devices == ("a", "b") and loaded.threshold == pytest.approx(0.07)
+    assert (loaded.runs, loaded.iterations, loaded.warmup, loaded.op_threshold) == (10, 50, 5, 0.10)
+    assert loaded.models == (PlanModel("m.py:build", "xnnpack"),)
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("devices: [a]\nmodels: [m.py:build]\n", "report: required"),
+    ("devices: [a]\nmodels: [m.py:build]\nreport: r\nrunz: 3\n", "runz: unknown key"),
+    ("devices: [a]\nmodels: [m.py:build]\nreport: r\nruns: 0\n", "runs: expected a whole number >= 1"),
+    ("devices: [a]\nmodels: [m.py:build]\nreport: r\nthreshold: lots\n", "threshold: expected a percentage"),
+    ("devices: [a]\nmodels: [{backend: portable}]\nreport: r\n", "models[0].spec: required"),
+    ("devices: [a]\nmodels: [{spec: m.py:build, colour: red}]\nreport: r\n", "models[0].colour: unknown key"),
+    ("- just\n- a list\n", "a plan is a mapping"),
+    ("devices: [a\n", "not valid YAML"),
+])
+def test_bad_plans_name_file_and_key(tmp_path: Path, text: str, where: str) -> None:
+    path = plan(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_plan(path)
+    assert str(err.value).startswith(str(path)) and where in str(err.value)
+    assert err.value.exit_code == 2
