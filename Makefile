@@ -12,7 +12,7 @@ setup: $(STAMP)
 
 # torch==2.13.0 goes in the same pip call as the project, so the resolver takes
 # the CPU wheel on disk instead of fetching a multi-GB CUDA build.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check "torch==2.13.0" -e ".[test]"
 	@touch $(STAMP)
