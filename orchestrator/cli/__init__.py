@@ -77,15 +77,17 @@ def _register_commands() -> None:
         build,
         devices,
         export,
+        farm,
         history,
         numerics,
         report,
         run,
         store,
         trace,
+        worker,
     )
 
-    for module in (run, export, build, analyze, trace, report, devices, history, store, numerics):
+    for module in (run, export, build, analyze, trace, report, devices, history, store, numerics, worker, farm):
         module.register(app)
 
 

@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli.options import Backend, ConfigOption, JsonOption
+from orchestrator.cli.options import (
+    Backend,
+    ConfigOption,
+    JsonOption,
+    SchedulerOption,
+    TlsCaOption,
+    TlsCertOption,
+    TlsKeyOption,
+)
 from orchestrator.errors import UsageError
 
 
@@ -56,6 +64,12 @@ def run(
         "--verbose", "-v", help="Also log device commands on stderr (always in DIR/etfarm.log).")] = False,
     as_json: JsonOption = False,
     no_report: Annotated[bool, typer.Option("--no-report", help="Do not write DIR/report.html.")] = False,
+    scheduler: SchedulerOption = None,
+    device_deadline: Annotated[float, typer.Option(
+        min=1, help="With --scheduler: fail a device's tasks after this many seconds with no worker offering it.")] = 600.0,
+    tls_ca_file: TlsCaOption = None,
+    tls_cert: TlsCertOption = None,
+    tls_key: TlsKeyOption = None,
 ) -> None:
     """Export, build, stage and profile MODEL on DEVICES; write a run directory and print per-op latency."""
     from orchestrator.artifacts import parse_model_specs
@@ -74,8 +88,8 @@ def run(
     choices = (RunOrder.INTERLEAVED.value, RunOrder.SEQUENTIAL.value)
     if order not in choices:
         raise UsageError(f"--order: expected {' or '.join(choices)}, got {order!r}")
-    inventory = load_inventory(config)
-    selected = inventory.select(devices)
+    inventory = None if scheduler else load_inventory(config)  # with --scheduler the workers' inventories count
+    selected = inventory.select(devices) if inventory is not None else []
     specs = parse_model_specs(model, name or ())
     options = RunOptions(runs=runs, iterations=iterations, warmup=warmup, run_timeout_s=timeout,
                          wait_for_lock=not no_wait, lock_timeout_s=lock_timeout,
@@ -83,8 +97,21 @@ def run(
                          debug_buffer_size=0, numerics=numerics, cpu_threads=threads,
                          untraced_runs=untraced_runs, cooldown_s=cooldown, max_temp_c=max_temp,
                          order=RunOrder(order), seed=seed)
-    result = run_job(selected, specs, backend=backend.value, options=options, out=out, progress=Progress(quiet=quiet),
-                     config_file=inventory.path)
+    if scheduler:  # many hosts: the devices are the workers' (README "Many hosts (Dask)")
+        from orchestrator.scale.client import ScaleOptions, run_distributed
+        from orchestrator.scale.security import make_security
+
+        scale = ScaleOptions(scheduler=scheduler, security=make_security(tls_ca_file, tls_cert, tls_key),
+                             device_deadline_s=device_deadline)
+        names = [n.strip() for n in devices.split(",") if n.strip()]
+        if not names:
+            raise UsageError("no devices given; use --devices NAME[,NAME...]")
+        result = run_distributed(list(dict.fromkeys(names)), specs, backend=backend.value, options=options, out=out,
+                                 progress=Progress(quiet=quiet), scale=scale)
+    else:
+        assert inventory is not None
+        result = run_job(selected, specs, backend=backend.value, options=options, out=out,
+                         progress=Progress(quiet=quiet), config_file=inventory.path)
     if not no_store:
         from orchestrator.cli.store import record_after_run
 
