@@ -169,19 +169,11 @@ def test_one_run_across_two_workers_writes_what_a_local_run_writes(
     assert list(dist_stats.columns) == list(local_stats.columns)
 
 
-@pytest.mark.slow
-def test_a_killed_worker_s_task_runs_when_its_device_comes_back(
-        farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
-    a, b = two_hosts
-    config_a = write_inventory(tmp_path / "a.yaml", [a])
-    farm.worker("wa", config_a)
-    farm.worker("wb", write_inventory(tmp_path / "b.yaml", [b]))
-    farm.wait_online("host-a")
-    farm.wait_online("host-b")
-    out = tmp_path / "dist"
+def _run_killing_worker_a(farm: Farm, out: Path, restart: Path | None, *extra: str) -> tuple[int, str]:
+    """Run over host-a and host-b; kill worker wa while host-a is mid-run, restart it with `restart` if given."""
     argv = [sys.executable, "-m", "orchestrator.cli", "run", "--scheduler", farm.address, "--devices", "host-a,host-b",
             "--model", TINY, "--runs", "2", "--iterations", "3", "--warmup", "1", "--untraced-runs", "0",
-            "--cooldown", "3", "--no-report", "--no-store", "--out", str(out)]
+            "--cooldown", "3", "--no-report", "--no-store", "--out", str(out), *extra]
     client = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         seen = ""
@@ -191,12 +183,31 @@ def test_a_killed_worker_s_task_runs_when_its_device_comes_back(
             assert line, seen + farm.logs()
             seen += line
         _kill(farm.workers["wa"])
-        farm.worker("wa", config_a)  # the same host comes back
-        stdout, stderr = client.communicate(timeout=600)
+        if restart is not None:
+            farm.worker("wa", restart)  # the same host comes back
+        _, stderr = client.communicate(timeout=600)
     finally:
         _kill(client)  # type: ignore[arg-type]
-    stderr = seen + stderr
-    assert client.returncode == 0, stderr[-4000:] + farm.logs()
+    return client.returncode, seen + stderr
+
+
+def _farm_of_two(farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> Path:
+    a, b = two_hosts
+    config_a = write_inventory(tmp_path / "a.yaml", [a])
+    farm.worker("wa", config_a)
+    farm.worker("wb", write_inventory(tmp_path / "b.yaml", [b]))
+    farm.wait_online("host-a")
+    farm.wait_online("host-b")
+    return config_a
+
+
+@pytest.mark.slow
+def test_a_killed_worker_s_task_runs_when_its_device_comes_back(
+        farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
+    config_a = _farm_of_two(farm, two_hosts, tmp_path)
+    out = tmp_path / "dist"
+    code, stderr = _run_killing_worker_a(farm, out, config_a)
+    assert code == 0, stderr[-4000:] + farm.logs()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "ok"
     assert {n: d["status"] for n, d in manifest["devices"].items()} == {"host-a": "ok", "host-b": "ok"}
@@ -207,16 +218,10 @@ def test_a_killed_worker_s_task_runs_when_its_device_comes_back(
 @pytest.mark.slow
 def test_a_device_that_never_comes_back_fails_after_the_deadline_and_the_rest_is_kept(
         farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
-    a, b = two_hosts
-    farm.worker("wa", write_inventory(tmp_path / "a.yaml", [a]))
-    farm.worker("wb", write_inventory(tmp_path / "b.yaml", [b]))
-    farm.wait_online("host-a")
-    farm.wait_online("host-b")
-    _kill(farm.workers["wa"])
+    _farm_of_two(farm, two_hosts, tmp_path)
     out = tmp_path / "dist"
-    result = etfarm("run", "--scheduler", farm.address, "--devices", "host-a,host-b", "--model", TINY, *SMALL_RUN,
-                    "--device-deadline", "3", "--no-store", "--out", str(out))
-    assert result.returncode == 1, result.stderr[-4000:]
+    code, stderr = _run_killing_worker_a(farm, out, None, "--device-deadline", "3")
+    assert code == 1, stderr[-4000:]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "partial"
     assert manifest["devices"]["host-b"]["status"] == "ok"
@@ -224,6 +229,43 @@ def test_a_device_that_never_comes_back_fails_after_the_deadline_and_the_rest_is
     assert failed["status"] == "failed" and failed["blame"] == "infrastructure"
     assert "no worker offered the device for 3 s" in failed["error"]
     _check_stats(out, ("host-b",))
+
+
+def _wait_status(farm: Farm, device: str, online: bool, timeout_s: float = STARTUP_SEC) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(w["devices"].get(device) is online for w in farm.status()["workers"]):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{device} never became {'online' if online else 'offline'}: {farm.status()}")
+
+
+@pytest.mark.slow
+def test_an_offline_device_s_task_waits_and_runs_when_the_device_is_back(
+        farm: Farm, ssh_server_factory: Callable[[], SshTestHost], tmp_path: Path) -> None:
+    host = ssh_server_factory()
+    farm.worker("wa", write_inventory(tmp_path / "a.yaml", [host.spec("host-a", tmp_path / "work-a")]))
+    farm.wait_online("host-a")
+    assert host.proc is not None
+    os.kill(host.proc.pid, signal.SIGSTOP)  # accepts connections in the kernel's backlog, never answers
+    try:
+        _wait_status(farm, "host-a", online=False)
+        out = tmp_path / "dist"
+        client = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "run", "--scheduler", farm.address,
+                                   "--devices", "host-a", "--model", TINY, *SMALL_RUN, "--device-deadline", "300",
+                                   "--no-store", "--out", str(out)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        time.sleep(8)
+        assert client.poll() is None, "the task waits for its device"
+        assert not (out / "host-a" / "tiny_cnn").exists()
+    finally:
+        os.kill(host.proc.pid, signal.SIGCONT)
+    try:
+        _, stderr = client.communicate(timeout=600)
+    finally:
+        _kill(client)  # type: ignore[arg-type]
+    assert client.returncode == 0, stderr[-4000:] + farm.logs()
+    _check_stats(out, ("host-a",))
 
 
 @pytest.mark.slow
