@@ -14,7 +14,17 @@ never imports dask (tests/integration/test_scale.py checks it).
 
 from __future__ import annotations
 
+from orchestrator.errors import UsageError
+
 RESOURCE_PREFIX = "dev-"
+
+
+def require_distributed() -> None:
+    """A one-line usage error, not a traceback, when the optional extra is not installed."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise UsageError("--scheduler needs Dask distributed: pip install 'etfarm[scale]'") from None
 
 
 def resource_name(device: str) -> str:

@@ -31,7 +31,7 @@ from orchestrator.run.job import JobResult, build_targets, job_log, model_artifa
 from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, JobStatus, RunOptions
 from orchestrator.run.rundir import LOG, RunDirectory, check_out
 from orchestrator.run.session import DeviceOutcome
-from orchestrator.scale import resource_name
+from orchestrator.scale import require_distributed, resource_name
 from orchestrator.scale.blobs import BlobRef, refs_for, ship
 from orchestrator.scale.task import RetryableFailure, TaskOutcome, TaskRequest, progress_topic, run_task
 
@@ -56,6 +56,7 @@ class FarmDevice:
 
 
 def connect(scheduler: str, security: Any = None) -> Any:
+    require_distributed()
     from distributed import Client
 
     try:

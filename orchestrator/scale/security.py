@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import UsageError
+from orchestrator.scale import require_distributed
 
 
 def make_security(ca_file: Path | None, cert: Path | None, key: Path | None) -> Any:
@@ -26,6 +27,7 @@ def make_security(ca_file: Path | None, cert: Path | None, key: Path | None) -> 
         assert path is not None
         if not path.is_file():
             raise UsageError(f"{option} {path}: no such file")
+    require_distributed()
     from distributed.security import Security
 
     return Security(tls_ca_file=str(ca_file), tls_client_cert=str(cert), tls_client_key=str(key),

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orchestrator.scale import require_distributed
 from orchestrator.scale.devices import InventoryWatch, Offer
 
 PROBE_INTERVAL_SEC = 2.0
@@ -38,6 +39,7 @@ class WorkerOptions:
 def serve(options: WorkerOptions, load: Callable[[Path | None], dict[str, Any]],
           say: Callable[[str], None]) -> None:
     """Run the worker until it is stopped (Ctrl-C / SIGTERM) or the scheduler closes it."""
+    require_distributed()
     asyncio.run(_serve(options, load, say))
 
 
