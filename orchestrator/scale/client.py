@@ -63,6 +63,11 @@ def connect(scheduler: str, security: Any = None) -> Any:
         return Client(scheduler, security=security, timeout=CONNECT_TIMEOUT_SEC)
     except (OSError, TimeoutError) as exc:
         raise UsageError(f"--scheduler {scheduler}: cannot connect: {exc}") from None
+    except TypeError as exc:  # distributed's words for a tls:// address without a TLS configuration
+        if "ssl_context" not in str(exc):
+            raise
+        raise UsageError(f"--scheduler {scheduler}: a TLS scheduler needs --tls-ca-file, --tls-cert and --tls-key "
+                         "(or dask's distributed.comm.tls configuration)") from None
 
 
 def farm_devices(client: Any) -> dict[str, FarmDevice]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orchestrator.errors import UsageError
 from orchestrator.scale import require_distributed
 from orchestrator.scale.devices import InventoryWatch, Offer
 
@@ -40,7 +41,17 @@ def serve(options: WorkerOptions, load: Callable[[Path | None], dict[str, Any]],
           say: Callable[[str], None]) -> None:
     """Run the worker until it is stopped (Ctrl-C / SIGTERM) or the scheduler closes it."""
     require_distributed()
-    asyncio.run(_serve(options, load, say))
+    try:
+        asyncio.run(_serve(options, load, say))
+    except (TypeError, RuntimeError) as exc:  # "Worker failed to start", caused by what went wrong
+        cause = exc.__cause__ or exc
+        if not isinstance(cause, TypeError) or "ssl_context" not in str(cause):
+            if isinstance(exc, RuntimeError) and exc.__cause__ is not None:
+                raise UsageError(f"--scheduler {options.scheduler}: worker failed to start: "
+                                 f"{type(cause).__name__}: {cause}") from None
+            raise
+        raise UsageError(f"--scheduler {options.scheduler}: a TLS scheduler needs --tls-ca-file, --tls-cert and "
+                         "--tls-key (or dask's distributed.comm.tls configuration)") from None
 
 
 async def _serve(options: WorkerOptions, load: Callable[[Path | None], dict[str, Any]], say: Callable[[str], None]) -> None:

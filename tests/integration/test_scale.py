@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from testbed import free_port, wait_port  # noqa: E402
+from testbed import free_port, missing, wait_port  # noqa: E402
 from testbed.sshd import SshTestHost  # noqa: E402
 
 from device_agents import DeviceSpec  # noqa: E402
@@ -52,28 +53,30 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 class Farm:
     """One scheduler and the workers a test starts; every process killed at teardown."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, tls: tuple[str, ...] = ()) -> None:
         self.root = root
         self.port = free_port()
-        self.address = f"tcp://127.0.0.1:{self.port}"
+        self.tls = tls  # --tls-ca-file CA --tls-cert CERT --tls-key KEY, for every process
+        self.address = f"{'tls' if tls else 'tcp'}://127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen[bytes]] = []
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
+        protocol = ("--protocol", "tls") if tls else ()
         self.scheduler = _start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                                 "--port", str(self.port), "--no-dashboard"], root / "scheduler.log")
+                                 "--port", str(self.port), "--no-dashboard", *protocol, *tls], root / "scheduler.log")
         self.procs.append(self.scheduler)
         wait_port(self.port, STARTUP_SEC, alive=lambda: self.scheduler.poll() is None)
 
     def worker(self, name: str, config: Path) -> subprocess.Popen[bytes]:
         env = {**os.environ, "ETFARM_CACHE_DIR": str(self.root / f"cache-{name}")}
         proc = _start([sys.executable, "-m", "orchestrator.cli", "worker", "--scheduler", self.address,
-                       "--config", str(config), "--name", name, "--listen-host", "127.0.0.1", "--probe-interval", "0.5"],
+                       "--config", str(config), "--name", name, "--listen-host", "127.0.0.1", "--probe-interval", "0.5", *self.tls],
                       self.root / f"worker-{name}.log", env)
         self.procs.append(proc)
         self.workers[name] = proc
         return proc
 
     def status(self) -> dict:
-        result = etfarm("farm", "status", "--scheduler", self.address, "--json", timeout=60)
+        result = etfarm("farm", "status", "--scheduler", self.address, "--json", *self.tls, timeout=60)
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
 
@@ -306,3 +309,40 @@ def test_the_single_host_path_never_imports_dask(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.splitlines()[-2:] == ["[]", "False"], result.stdout
+
+
+def _certificate(root: Path) -> tuple[str, ...]:
+    """A CA and one certificate it signed (for 127.0.0.1), made with openssl."""
+    root.mkdir()
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=root, check=True, capture_output=True, timeout=60)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+            "-subj", "/CN=etfarm test CA")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "host.key", "-out", "host.csr", "-subj", "/CN=127.0.0.1")
+    (root / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "host.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out",
+            "host.pem", "-days", "2", "-extfile", "ext.cnf")
+    return ("--tls-ca-file", str(root / "ca.pem"), "--tls-cert", str(root / "host.pem"), "--tls-key", str(root / "host.key"))
+
+
+def test_a_tls_scheduler_admits_certificate_holders_only(tmp_path: Path) -> None:
+    if shutil.which("openssl") is None:
+        missing("openssl is not installed (Debian openssl)")
+    root = tmp_path / "farm"
+    root.mkdir()
+    farm = Farm(root, tls=_certificate(tmp_path / "pki"))
+    try:
+        config = tmp_path / "w.yaml"
+        config.write_text(f"devices:\n  loc: {{transport: local, workdir: {tmp_path / 'loc'}}}\n")
+        farm.worker("w", config)
+        status = farm.wait_online("loc")
+        assert status["workers"][0]["name"] == "w"
+        # Without a certificate: refused, in one line, exit 2.
+        plain = etfarm("farm", "status", "--scheduler", farm.address, timeout=120)
+        assert plain.returncode == 2 and plain.stderr.count("\n") == 1, plain.stderr
+        downgraded = etfarm("farm", "status", "--scheduler", farm.address.replace("tls://", "tcp://"), timeout=120)
+        assert downgraded.returncode == 2, downgraded.stderr
+    finally:
+        farm.stop()
