@@ -33,7 +33,7 @@ class WorkerOptions:
     name: str | None = None
     probe_interval_s: float = PROBE_INTERVAL_SEC
     listen_host: str | None = None
-    nthreads: int = 0  # 0: one per device (at least 4: sessions mostly wait on devices)
+    nthreads: int = 0  # 0: two per device, at least 16 (sessions mostly wait on devices; room for hot-plug)
     security: Any = None
 
 
@@ -59,7 +59,7 @@ async def _serve(options: WorkerOptions, load: Callable[[Path | None], dict[str,
 
     watch = InventoryWatch(options.config, load)
     offer = await asyncio.to_thread(watch.round)
-    nthreads = options.nthreads or max(4, len(offer.specs))
+    nthreads = options.nthreads or max(16, 2 * len(offer.specs))
     kwargs: dict[str, Any] = {"host": options.listen_host} if options.listen_host else {}
     worker = Worker(options.scheduler, name=options.name, resources=offer.resources(), nthreads=nthreads,
                     security=options.security, **kwargs)

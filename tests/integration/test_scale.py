@@ -185,6 +185,8 @@ def _run_killing_worker_a(farm: Farm, out: Path, restart: Path | None, *extra: s
             line = client.stderr.readline()
             assert line, seen + farm.logs()
             seen += line
+        running = {w["name"]: w["running"] for w in farm.status()["workers"]}
+        assert any("-host-a-tiny_cnn" in key for key in running["wa"]), running  # farm status: who runs what
         _kill(farm.workers["wa"])
         if restart is not None:
             farm.worker("wa", restart)  # the same host comes back
