@@ -37,7 +37,7 @@ def probe(spec: DeviceSpec) -> bool:
             return _ssh_banner(str(spec.settings["host"]), int(spec.settings.get("port") or 22))
         if spec.transport == "adb":
             port = int(spec.settings.get("adb_port") or DEFAULT_ADB_PORT)
-            return spec.settings.get("serial") in adb_devices(port)
+            return spec.settings.get("serial") in adb_devices(port, str(spec.settings.get("adb_host") or "127.0.0.1"))
         return True
     except (OSError, ValueError, KeyError) as exc:
         log.debug("probe of %s failed: %s", spec.name, exc)
