@@ -348,3 +348,20 @@ def test_a_tls_scheduler_admits_certificate_holders_only(tmp_path: Path) -> None
         assert downgraded.returncode == 2, downgraded.stderr
     finally:
         farm.stop()
+
+
+@pytest.mark.slow
+def test_an_infrastructure_failure_is_retried_then_reported(
+        farm: Farm, ssh_server_factory: Callable[[], SshTestHost], tmp_path: Path) -> None:
+    host = ssh_server_factory()  # answers probes, but the device's known_hosts does not know its key
+    spec = host.spec("host-k", tmp_path / "work-k", known_hosts=tmp_path / "empty" / "known_hosts")
+    farm.worker("wk", write_inventory(tmp_path / "k.yaml", [spec]))
+    farm.wait_online("host-k")
+    out = tmp_path / "dist"
+    result = etfarm("run", "--scheduler", farm.address, "--devices", "host-k", "--model", TINY, *SMALL_RUN,
+                    "--no-store", "--out", str(out))
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert result.stderr.count("[host-k] connecting") == 3, result.stderr  # the first attempt and two retries
+    device = json.loads((out / "manifest.json").read_text())["devices"]["host-k"]
+    assert device["status"] == "failed" and device["blame"] == "infrastructure"
+    assert "host key" in device["error"] and "unknown" in device["error"]
