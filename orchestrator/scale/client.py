@@ -25,7 +25,7 @@ from typing import Any
 from orchestrator.artifacts.lowering import export_model
 from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.cache import write_bytes_atomic
-from orchestrator.errors import Blame, EtfarmError, UsageError
+from orchestrator.errors import Blame, DeviceError, EtfarmError, UsageError
 from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult, build_targets, job_log, model_artifacts, write_stats
 from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, JobStatus, RunOptions
@@ -172,6 +172,7 @@ class _Run:
             self.blob_paths.update(by_hash)
             runner_refs[target] = refs
         self._ship_all({d.worker for d in devices})
+        self.client.subscribe_topic(progress_topic(self.rundir.run_id), self._on_event)  # before any task starts
         futures: dict[Any, TaskRequest] = {}
         for device in devices:
             self.rundir.add_device(DeviceResult(device.name, device.transport, device.target, DeviceStatus.RUNNING))
@@ -188,7 +189,6 @@ class _Run:
                                       runner_key=builds[device.target].key, blobs=runner_refs[device.target] + refs,
                                       roles=named, options=options, config=config)
                 futures[self._send(request)] = request
-        self.client.subscribe_topic(progress_topic(self.rundir.run_id), self._on_event)
         return futures
 
     def _send(self, request: TaskRequest, attempt: int = 0) -> Any:
@@ -267,8 +267,13 @@ class _Run:
 
     def _record(self, request: TaskRequest, outcome: TaskOutcome) -> None:
         """Write a finished (device, model) into the run directory now: files, manifest, stats.csv."""
-        for rel, data in outcome.files.items():
-            write_bytes_atomic(self._inside(request.device, rel), data)
+        try:
+            targets = {inside(self.rundir.root, request.device, rel): data for rel, data in outcome.files.items()}
+        except DeviceError as exc:  # a worker naming paths outside its subtree: none of its files are kept
+            message = str(exc).removeprefix(f"[{request.device}] ")
+            outcome, targets = self._failed(request, message, Blame.INFRASTRUCTURE), {}
+        for path, data in targets.items():
+            write_bytes_atomic(path, data)
         merged = self.rundir.update_device(request.device, lambda d: _merge(d, outcome.device))
         if outcome.stats is not None:
             self.frames[(request.device, request.model)] = outcome.stats
@@ -285,15 +290,18 @@ class _Run:
     def _frames(self) -> list[Any]:
         return [self.frames[key] for key in self.order if key in self.frames]
 
-    def _inside(self, device: str, rel: str) -> Path:
-        path = PurePosixPath(rel)
-        if path.is_absolute() or ".." in path.parts or not path.parts or path.parts[0] != device:
-            raise EtfarmError(f"worker sent a file outside {device}/: {rel!r}")
-        return self.rundir.root.joinpath(*path.parts)
-
     def _fail(self, device: str, message: str, blame: Blame) -> None:
         self.progress(f"FAILED: {message}", device)
         self.rundir.update_device(device, lambda d: replace(d, status=DeviceStatus.FAILED, error=message, blame=blame))
+
+
+def inside(root: Path, device: str, rel: str) -> Path:
+    """Where a file a worker sent goes: only under DIR/<device>/, never elsewhere (a worker is not trusted
+    to name paths)."""
+    path = PurePosixPath(rel)
+    if path.is_absolute() or ".." in path.parts or "" in path.parts or len(path.parts) < 2 or path.parts[0] != device:
+        raise DeviceError(device, f"worker sent a file outside {device}/: {rel!r}")
+    return root.joinpath(*path.parts)
 
 
 def _merge(current: DeviceResult, new: DeviceResult) -> DeviceResult:

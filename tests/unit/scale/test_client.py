@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.errors import Blame, UsageError
+from orchestrator.errors import Blame, DeviceError, UsageError
 from orchestrator.run.results import DeviceResult, DeviceStatus, ModelResult, ModelStatus
-from orchestrator.scale.client import _merge
+from orchestrator.scale.client import _merge, inside
 from orchestrator.scale.security import make_security
 from orchestrator.scale.status import WorkerRow, status_lines
 
@@ -39,3 +39,13 @@ def test_status_lines_name_devices_and_running_tasks() -> None:
     assert status_lines(rows, "tcp://s") == ["tcp://s: 1 worker(s)", "wa tcp://1: pixel (online), rpi (offline)",
                                               "  running etfarm-r-pixel-m"]
     assert status_lines([], "tcp://s") == ["tcp://s: no workers"]
+
+
+@pytest.mark.parametrize("rel", ["../x", "/etc/passwd", "other/m/run-1/etdump.etdp", "d/../../x", "d"])
+def test_files_from_a_worker_land_only_under_their_device(tmp_path: Path, rel: str) -> None:
+    with pytest.raises(DeviceError, match="outside d/"):
+        inside(tmp_path, "d", rel)
+
+
+def test_a_file_of_the_device_lands_in_its_subtree(tmp_path: Path) -> None:
+    assert inside(tmp_path, "d", "d/m/run-1/etdump.etdp") == tmp_path / "d" / "m" / "run-1" / "etdump.etdp"
