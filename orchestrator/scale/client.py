@@ -37,6 +37,7 @@ from orchestrator.scale.task import RetryableFailure, TaskOutcome, TaskRequest, 
 
 POLL_SEC = 1.0
 CONNECT_TIMEOUT_SEC = 20.0
+MAX_SHIP_ATTEMPTS = 3  # deliveries of missing artifacts to a worker before its task fails
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def connect(scheduler: str, security: Any = None) -> Any:
 def farm_devices(client: Any) -> dict[str, FarmDevice]:
     """Every device some worker has in its inventory (online or not), by name."""
     found: dict[str, FarmDevice] = {}
-    for address, devices in client.run(_describe_inventory).items():
+    for address, devices in client.run(_describe_inventory, on_error="ignore").items():  # a dying worker: skipped
         for name, (transport, target) in devices.items():
             found.setdefault(name, FarmDevice(name, address, transport, target))
     return found
@@ -198,7 +199,11 @@ class _Run:
 
     def _ship_all(self, workers: set[str]) -> None:
         for worker in sorted(workers):
-            report = ship(self.client, worker, self.blob_paths)
+            try:
+                report = ship(self.client, worker, self.blob_paths)
+            except (OSError, KeyError) as exc:  # gone since we asked: a task it runs later asks for what it lacks
+                self.progress(f"artifacts for {worker}: not sent ({type(exc).__name__}: {exc})")
+                continue
             self.progress(f"artifacts for {worker}: sent {report.sent} file(s), {report.bytes_sent / 1e6:.1f} MB "
                           f"({report.skipped} already there)")
 
@@ -225,7 +230,15 @@ class _Run:
                 if outcome is not None and outcome.missing:
                     ident = (request.device, request.model)
                     attempts[ident] = attempts.get(ident, 0) + 1
-                    ship(self.client, outcome.worker, {h: self.blob_paths[h] for h in outcome.missing})
+                    if attempts[ident] > MAX_SHIP_ATTEMPTS:
+                        self._record(request, self._failed(request, f"worker {outcome.worker} still lacks "
+                                     f"{len(outcome.missing)} artifact(s) after {MAX_SHIP_ATTEMPTS} deliveries",
+                                     Blame.INFRASTRUCTURE))
+                        continue
+                    try:
+                        ship(self.client, outcome.worker, {h: self.blob_paths[h] for h in outcome.missing})
+                    except (OSError, KeyError) as exc:  # that worker is gone; the task goes wherever the device is
+                        self.progress(f"artifacts for {outcome.worker}: not sent ({type(exc).__name__}: {exc})")
                     futures[self._send(request, attempts[ident])] = request
                 elif outcome is not None:
                     self._record(request, outcome)
