@@ -236,7 +236,9 @@ class _Run:
                                      Blame.INFRASTRUCTURE))
                         continue
                     try:
-                        ship(self.client, outcome.worker, {h: self.blob_paths[h] for h in outcome.missing})
+                        sent = ship(self.client, outcome.worker, {h: self.blob_paths[h] for h in outcome.missing})
+                        self.progress(f"artifacts for {outcome.worker}: sent {sent.sent} file(s) it lacked, "
+                                      f"{sent.bytes_sent / 1e6:.1f} MB", request.device)
                     except (OSError, KeyError) as exc:  # that worker is gone; the task goes wherever the device is
                         self.progress(f"artifacts for {outcome.worker}: not sent ({type(exc).__name__}: {exc})")
                     futures[self._send(request, attempts[ident])] = request

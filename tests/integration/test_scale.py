@@ -189,7 +189,7 @@ def _run_killing_worker_a(farm: Farm, out: Path, restart: Path | None, *extra: s
         assert any("-host-a-tiny_cnn" in key for key in running["wa"]), running  # farm status: who runs what
         _kill(farm.workers["wa"])
         if restart is not None:
-            farm.worker("wa", restart)  # the same host comes back
+            farm.worker("wa2", restart)  # the device comes back on a new worker (empty cache: it lacks the artifacts)
         _, stderr = client.communicate(timeout=600)
     finally:
         _kill(client)  # type: ignore[arg-type]
@@ -217,7 +217,8 @@ def test_a_killed_worker_s_task_runs_when_its_device_comes_back(
     assert manifest["status"] == "ok"
     assert {n: d["status"] for n, d in manifest["devices"].items()} == {"host-a": "ok", "host-b": "ok"}
     _check_stats(out, ("host-a", "host-b"))
-    assert stderr.count("[host-a] tiny_cnn: run 1/2") >= 2  # it started again on the restarted worker
+    assert stderr.count("[host-a] tiny_cnn: run 1/2") >= 2  # it started again on the new worker
+    assert "[host-a] artifacts for" in stderr and "file(s) it lacked" in stderr  # which asked for the artifacts
 
 
 @pytest.mark.slow
