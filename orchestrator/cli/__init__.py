@@ -78,6 +78,7 @@ def _register_commands() -> None:
         compare,
         devices,
         export,
+        farm,
         history,
         nightly,
         numerics,
@@ -85,9 +86,11 @@ def _register_commands() -> None:
         run,
         store,
         trace,
+        worker,
     )
 
-    for module in (run, export, build, analyze, trace, report, devices, history, store, compare, nightly, numerics):
+    for module in (run, export, build, analyze, trace, report, devices, history, store, compare, nightly, numerics, worker,
+                   farm):
         module.register(app)
 
 

@@ -22,3 +22,12 @@ Target = StrEnum("Target", {name: name for name in TARGETS})  # type: ignore[mis
 ConfigOption = Annotated[Path | None, typer.Option(
     envvar="ETFARM_CONFIG", help="Device inventory YAML (default ~/.config/etfarm/devices.yaml when present).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (progress stays on stderr).")]
+
+# Dask TLS (etfarm worker, run --scheduler, farm status): see orchestrator/scale/security.py.
+SchedulerOption = Annotated[str | None, typer.Option(
+    "--scheduler", envvar="ETFARM_SCHEDULER",
+    help="Dask scheduler address (tcp://HOST:PORT or tls://HOST:PORT); default $ETFARM_SCHEDULER.")]
+TlsCaOption = Annotated[Path | None, typer.Option(
+    "--tls-ca-file", help="CA certificate for Dask TLS (with --tls-cert, --tls-key).")]
+TlsCertOption = Annotated[Path | None, typer.Option("--tls-cert", help="This host's certificate for Dask TLS.")]
+TlsKeyOption = Annotated[Path | None, typer.Option("--tls-key", help="The private key of --tls-cert.")]

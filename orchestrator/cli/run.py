@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli.options import Backend, ConfigOption, JsonOption
+from orchestrator.cli.options import (
+    Backend,
+    ConfigOption,
+    JsonOption,
+    SchedulerOption,
+    TlsCaOption,
+    TlsCertOption,
+    TlsKeyOption,
+)
 from orchestrator.errors import UsageError
 
 
@@ -70,6 +78,12 @@ def run(
         "--verbose", "-v", help="Also log device commands on stderr (always in DIR/etfarm.log).")] = False,
     as_json: JsonOption = False,
     no_report: Annotated[bool, typer.Option("--no-report", help="Do not write DIR/report.html.")] = False,
+    scheduler: SchedulerOption = None,
+    device_deadline: Annotated[float, typer.Option(
+        min=1, help="With --scheduler: fail a device's tasks after this many seconds with no worker offering it.")] = 600.0,
+    tls_ca_file: TlsCaOption = None,
+    tls_cert: TlsCertOption = None,
+    tls_key: TlsKeyOption = None,
 ) -> None:
     """Export, build, stage and profile MODEL on DEVICES; write a run directory and print per-op latency."""
     from orchestrator.artifacts import parse_model_specs
@@ -93,12 +107,14 @@ def run(
             raise UsageError("--ab SPEC_A SPEC_B replaces --model; give one or the other")
         if center not in ("mean", "fast"):
             raise UsageError(f"--center: {center!r}; choose mean or fast")
+        if scheduler:
+            raise UsageError("--ab runs on one host for now; drop --scheduler")
     elif until_confident:
         raise UsageError("--until-confident applies to --ab")
     elif not model:
         raise UsageError("give a model with --model SPEC (or two with --ab SPEC_A SPEC_B)")
-    inventory = load_inventory(config)
-    selected = inventory.select(devices)
+    inventory = None if scheduler else load_inventory(config)  # with --scheduler the workers' inventories count
+    selected = inventory.select(devices) if inventory is not None else []
     options = RunOptions(runs=runs, iterations=iterations, warmup=warmup, run_timeout_s=timeout,
                          wait_for_lock=not no_wait, lock_timeout_s=lock_timeout,
                          intermediate_outputs=intermediate_outputs or numerics,
@@ -108,13 +124,27 @@ def run(
     if ab is not None:
         from orchestrator.cli.ab import run_ab_job
 
+        assert inventory is not None
         raise typer.Exit(run_ab_job(selected, ab, backend.value, options, out, Progress(quiet=quiet), inventory.path,
                                     threshold=threshold, op_threshold=op_threshold, center=center,
                                     until_confident=until_confident, max_runs=max_runs,
                                     store=None if no_store else store, record=not no_store))
     specs = parse_model_specs(model or [], name or ())
-    result = run_job(selected, specs, backend=backend.value, options=options, out=out, progress=Progress(quiet=quiet),
-                     config_file=inventory.path)
+    if scheduler:  # many hosts: the devices are the workers' (README "Many hosts (Dask)")
+        from orchestrator.scale.client import ScaleOptions, run_distributed
+        from orchestrator.scale.security import make_security
+
+        scale = ScaleOptions(scheduler=scheduler, security=make_security(tls_ca_file, tls_cert, tls_key),
+                             device_deadline_s=device_deadline)
+        names = [n.strip() for n in devices.split(",") if n.strip()]
+        if not names:
+            raise UsageError("no devices given; use --devices NAME[,NAME...]")
+        result = run_distributed(list(dict.fromkeys(names)), specs, backend=backend.value, options=options, out=out,
+                                 progress=Progress(quiet=quiet), scale=scale)
+    else:
+        assert inventory is not None
+        result = run_job(selected, specs, backend=backend.value, options=options, out=out,
+                         progress=Progress(quiet=quiet), config_file=inventory.path)
     if not no_store:
         from orchestrator.cli.store import record_after_run
 

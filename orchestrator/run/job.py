@@ -167,3 +167,10 @@ def _write_stats(rundir: RunDirectory, outcomes: list[DeviceOutcome]) -> Any:
     if not stats.empty:
         write_text_atomic(rundir.root / STATS, stats.to_csv(index=False))
     return stats
+
+
+# Shared with the distributed client (orchestrator/scale/client.py), which runs the same job on Dask.
+job_log = _job_log
+model_artifacts = _artifacts
+build_targets = _build_targets
+write_stats = _write_stats

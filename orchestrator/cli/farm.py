@@ -1,0 +1,43 @@
+"""`etfarm farm status`: workers, their devices and what they run (orchestrator/scale/status.py)."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from orchestrator.cli.options import JsonOption, SchedulerOption, TlsCaOption, TlsCertOption, TlsKeyOption
+from orchestrator.errors import UsageError
+
+farm_app = typer.Typer(help="The Dask farm: workers and their devices.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(farm_app, name="farm")
+
+
+@farm_app.command("status")
+def status(
+    scheduler: SchedulerOption = None,
+    as_json: JsonOption = False,
+    tls_ca_file: TlsCaOption = None,
+    tls_cert: TlsCertOption = None,
+    tls_key: TlsKeyOption = None,
+) -> None:
+    """Workers of the scheduler, their devices (online/offline) and the tasks each is running."""
+    from orchestrator.scale.client import connect
+    from orchestrator.scale.security import make_security
+    from orchestrator.scale.status import farm_status, status_lines
+
+    if not scheduler:
+        raise UsageError("--scheduler: required (or set ETFARM_SCHEDULER)")
+    client = connect(scheduler, make_security(tls_ca_file, tls_cert, tls_key))
+    try:
+        rows = farm_status(client)
+    finally:
+        client.close()
+    if as_json:
+        typer.echo(json.dumps({"scheduler": scheduler, "workers": [r.to_dict() for r in rows]}, indent=2))
+        return
+    for line in status_lines(rows, scheduler):
+        typer.echo(line)

@@ -1,0 +1,50 @@
+"""`etfarm worker`: offer this host's devices to a Dask scheduler (orchestrator/scale/worker.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.cli.options import ConfigOption, SchedulerOption, TlsCaOption, TlsCertOption, TlsKeyOption
+from orchestrator.errors import UsageError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("worker")(worker)
+
+
+def worker(
+    scheduler: SchedulerOption = None,
+    config: ConfigOption = None,
+    name: Annotated[str | None, typer.Option(help="Worker name shown by `farm status` (default: its address).")] = None,
+    probe_interval: Annotated[float, typer.Option(
+        min=0.1, help="Seconds between device probes and inventory re-reads.")] = 2.0,
+    listen_host: Annotated[str | None, typer.Option(
+        help="Interface the worker listens on (default: dask's choice; 127.0.0.1 for a one-host farm).")] = None,
+    tls_ca_file: TlsCaOption = None,
+    tls_cert: TlsCertOption = None,
+    tls_key: TlsKeyOption = None,
+) -> None:
+    """Run a Dask worker offering this host's inventory devices as resources dev-<name> (1 online, 0 offline).
+
+    Devices are probed every --probe-interval seconds (adb device list, SSH banner) and the inventory file is
+    re-read when it changes. Workers execute what the scheduler sends: use TLS and a firewall (README).
+    """
+    from orchestrator.config import load_inventory
+    from orchestrator.progress import Progress
+    from orchestrator.scale.security import make_security
+    from orchestrator.scale.worker import WorkerOptions, serve
+
+    if not scheduler:
+        raise UsageError("--scheduler: required (or set ETFARM_SCHEDULER)")
+
+    def load(path: Path | None) -> dict:
+        devices = load_inventory(path).devices
+        # The built-in `local` is every host; a worker offers it only without a file or when the file names it.
+        return {n: s for n, s in devices.items() if path is None or s.source != "<built-in>"}
+
+    options = WorkerOptions(scheduler=scheduler, config=config, name=name, probe_interval_s=probe_interval,
+                            listen_host=listen_host, security=make_security(tls_ca_file, tls_cert, tls_key))
+    serve(options, load, Progress())

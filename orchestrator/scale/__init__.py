@@ -1,0 +1,32 @@
+"""Many hosts on Dask distributed (DESIGN.md §6): workers own devices, the client owns the job.
+
+Imported only when a command is given `--scheduler` (or ETFARM_SCHEDULER): the single-host path
+never imports dask (tests/integration/test_scale.py checks it).
+
+- `devices.py`  which inventory devices a worker can offer right now (probes) -> `dev-<name>` resources
+- `blobs.py`    content-addressed artifact cache on workers; the client asks, then sends what is missing
+- `task.py`     the worker side of one (device, model) task: a DeviceSession into a temporary run subtree
+- `worker.py`   `etfarm worker`: an in-process `distributed.Worker` that keeps its resources current
+- `client.py`   `etfarm run --scheduler`: export/build once, one task per (device, model), one run directory
+- `status.py`   `etfarm farm status`: workers, their devices, what each is running
+- `security.py` TLS `Security` from command-line options
+"""
+
+from __future__ import annotations
+
+from orchestrator.errors import UsageError
+
+RESOURCE_PREFIX = "dev-"
+
+
+def require_distributed() -> None:
+    """A one-line usage error, not a traceback, when the optional extra is not installed."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise UsageError("--scheduler needs Dask distributed: pip install 'etfarm[scale]'") from None
+
+
+def resource_name(device: str) -> str:
+    """The Dask worker resource that stands for one device (1 available, 0 offline)."""
+    return f"{RESOURCE_PREFIX}{device}"

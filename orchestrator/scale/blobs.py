@@ -1,0 +1,84 @@
+"""Artifacts shipped by content: a worker keeps files by sha256 and never receives one twice.
+
+The client names every file a task needs by its sha256 (`BlobRef`); before submitting it asks each
+worker which hashes it lacks (`missing`, run on the worker) and sends only those (`put`, which
+checks the hash before storing). A task materialises its files from the store under their own
+names (hard links, no copy) so the device session sees ordinary paths. The store lives under the
+worker's cache (`$ETFARM_CACHE_DIR/blobs`), safe to delete like any cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.cache import cache_dir, sha256_file, write_bytes_atomic
+
+
+@dataclass(frozen=True)
+class BlobRef:
+    """A file the task needs: where it goes (relative name) and its content hash."""
+
+    name: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class ShipReport:
+    sent: int
+    skipped: int
+    bytes_sent: int
+
+
+def store_dir() -> Path:
+    return cache_dir("blobs")
+
+
+def missing(hashes: Iterable[str]) -> list[str]:
+    """Worker side: the hashes not in this worker's store."""
+    root = store_dir()
+    return [h for h in hashes if not (root / h).is_file()]
+
+
+def put(sha256: str, data: bytes) -> int:
+    """Worker side: store `data` under its hash (refused if it does not match). Returns its size."""
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise ValueError(f"blob {sha256[:12]}: content does not match its hash")
+    write_bytes_atomic(store_dir() / sha256, data, mode=0o755)
+    return len(data)
+
+
+def materialize(refs: Iterable[BlobRef], into: Path) -> dict[str, Path]:
+    """Worker side: each blob at `into/<name>` (a hard link into the store, a copy across filesystems)."""
+    root = store_dir()
+    paths: dict[str, Path] = {}
+    for ref in refs:
+        target = into / ref.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(root / ref.sha256, target)
+        except OSError:
+            shutil.copy2(root / ref.sha256, target)
+        paths[ref.name] = target
+    return paths
+
+
+def refs_for(files: Mapping[str, Path]) -> tuple[tuple[BlobRef, ...], dict[str, Path]]:
+    """Client side: refs for named local files, and the local path of each hash."""
+    refs = tuple(BlobRef(name, sha256_file(path)) for name, path in sorted(files.items()))
+    by_hash = {ref.sha256: files[ref.name] for ref in refs}
+    return refs, by_hash
+
+
+def ship(client: Any, worker: str, by_hash: Mapping[str, Path]) -> ShipReport:
+    """Client side: ask `worker` which hashes it lacks, then send only those, one file per message."""
+    lacking = client.run(missing, list(by_hash), workers=[worker])[worker]
+    sent = 0
+    for sha in lacking:
+        sent += client.run(put, sha, by_hash[sha].read_bytes(), workers=[worker])[worker]
+    return ShipReport(sent=len(lacking), skipped=len(by_hash) - len(lacking), bytes_sent=sent)

@@ -1,0 +1,142 @@
+"""The worker side of one (device, model) task: a DeviceSession into a temporary run subtree.
+
+The task carries only names, hashes and options (`TaskRequest`); the files come from the worker's
+blob store (blobs.py). The session is the single-host one (run/session.py), unchanged: it takes the
+device lock on this worker, stages, runs, pulls and analyses, writing `<device>/<model>/...` into a
+private RunDirectory. The task returns that subtree's files and the typed results (`TaskOutcome`);
+the client writes them into the job's run directory. A failure blamed on infrastructure raises
+`RetryableFailure` so Dask's `retries=` runs the task again; other failures are final and returned.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.artifacts.build import RunnerBuild
+from orchestrator.artifacts.lowering import ExportedModel
+from orchestrator.cache import cache_dir
+from orchestrator.errors import Blame, DeviceError
+from orchestrator.progress import Progress
+from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, RunOptions
+from orchestrator.run.rundir import RunDirectory
+from orchestrator.run.runner_contract import RUNNER_REL
+from orchestrator.run.session import DeviceSession
+from orchestrator.scale.blobs import BlobRef, materialize, missing
+
+RUNNER_DIR = "runner"
+MODEL_DIR = "model"
+
+
+@dataclass(frozen=True)
+class TaskRequest:
+    run_id: str
+    device: str
+    model: str  # the model's name
+    model_spec: str
+    backend: str
+    model_key: str
+    target: str
+    runner_key: str
+    blobs: tuple[BlobRef, ...]
+    roles: dict[str, str]  # pte / etrecord / inputs / reference_outputs / numerics_reference -> blob name
+    options: RunOptions
+    config: JobConfig
+
+    @property
+    def topic(self) -> str:
+        return progress_topic(self.run_id)
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    device: DeviceResult
+    stats: Any = None  # pandas DataFrame of the model, or None when it failed
+    files: dict[str, bytes] = field(default_factory=dict)  # relative to the run directory
+    worker: str = ""
+    missing: tuple[str, ...] = ()  # blob hashes this worker lacked: the client ships them and resubmits
+
+
+class RetryableFailure(Exception):
+    """An infrastructure failure: Dask retries the task; the last one reaches the client with its outcome."""
+
+    def __init__(self, outcome: TaskOutcome) -> None:
+        super().__init__(outcome)
+        self.outcome = outcome
+
+    def __str__(self) -> str:
+        return self.outcome.device.error or "infrastructure failure"
+
+
+def progress_topic(run_id: str) -> str:
+    return f"etfarm-progress-{run_id}"
+
+
+class EventProgress(Progress):
+    """Progress lines printed on the worker and sent to the client as Dask events."""
+
+    def __init__(self, worker: Any, topic: str) -> None:
+        super().__init__()
+        self._worker = worker
+        self._topic = topic
+
+    def __call__(self, message: str, device: str | None = None) -> None:
+        super().__call__(message, device)
+        self._worker.log_event(self._topic, {"device": device, "message": message})
+
+
+def run_task(request: TaskRequest) -> TaskOutcome:
+    """Run on a worker (Dask task body)."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    absent = tuple(missing(ref.sha256 for ref in request.blobs))
+    if absent:
+        return TaskOutcome(DeviceResult(request.device, "", request.target), worker=worker.address, missing=absent)
+    watch = getattr(worker, "etfarm_inventory", None)
+    spec = watch.spec(request.device) if watch is not None else None
+    if spec is None:
+        error = f"[{request.device}] worker {worker.name} no longer has this device in its inventory"
+        failed = DeviceResult(request.device, "", request.target, DeviceStatus.FAILED, error, Blame.INFRASTRUCTURE)
+        raise RetryableFailure(TaskOutcome(failed, worker=worker.address))
+    scratch = cache_dir("scale-work") / f"{request.run_id}-{request.device}-{request.model}-{secrets.token_hex(3)}"
+    try:
+        outcome = _session(request, spec, scratch, EventProgress(worker, request.topic), worker.address)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if outcome.device.status is DeviceStatus.FAILED and outcome.device.blame is Blame.INFRASTRUCTURE:
+        raise RetryableFailure(outcome)
+    return outcome
+
+
+def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress, address: str) -> TaskOutcome:
+    paths = materialize(request.blobs, scratch / "artifacts")
+    libs = tuple(sorted(p for name, p in paths.items() if name.startswith(f"{RUNNER_DIR}/lib/")))
+    runner = paths.get(f"{RUNNER_DIR}/{RUNNER_REL}")
+    build = None
+    if runner is not None:
+        build = RunnerBuild(request.target, request.runner_key, runner.parent.parent, runner, libs, cached=True)
+
+    def role(name: str) -> Path | None:
+        blob = request.roles.get(name)
+        return paths[blob] if blob else None
+
+    pte = role("pte")
+    if pte is None:
+        raise DeviceError(request.device, f"task for {request.model} carries no .pte")
+    model = ExportedModel(name=request.model, spec=request.model_spec, backend=request.backend, key=request.model_key,
+                          pte=pte, etrecord=role("etrecord"), inputs=role("inputs"),
+                          reference_outputs=role("reference_outputs"), cached=True,
+                          numerics_reference=role("numerics_reference"))
+    rundir = RunDirectory.create(scratch / "run", request.config)
+    session = DeviceSession(spec, build, [model], request.options, rundir, progress.for_device(spec.name),
+                            build_error=None if build else f"no runner shipped for target {request.target}")
+    outcome = session.run()
+    device_root = rundir.root / request.device
+    files = {p.relative_to(rundir.root).as_posix(): p.read_bytes()
+             for p in sorted(device_root.rglob("*")) if p.is_file()} if device_root.is_dir() else {}
+    stats = outcome.stats[0] if outcome.stats else None
+    return TaskOutcome(outcome.result, stats, files, address)

@@ -1,0 +1,368 @@
+"""Many hosts on Dask: a REAL `dask scheduler` process and REAL `etfarm worker` processes on 127.0.0.1.
+
+Each worker owns its own SSH device (a private sshd from the testbed) and has its own cache
+(blob store, device locks), as two USB hosts would. The client is `etfarm run --scheduler`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from testbed import free_port, missing, wait_port  # noqa: E402
+from testbed.sshd import SshTestHost  # noqa: E402
+
+from device_agents import DeviceSpec  # noqa: E402
+from tests.helpers.inspector_stats import assert_stats_equal_inspector  # noqa: E402
+from tests.helpers.inventory import write_inventory  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = f"{REPO / 'configs' / 'models' / 'tiny_cnn.py'}:build"
+SMALL_RUN = ("--runs", "2", "--iterations", "3", "--warmup", "1", "--untraced-runs", "0", "--no-report")
+STARTUP_SEC = 60.0
+
+
+def etfarm(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _start(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    with log.open("ab") as sink:
+        return subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+class Farm:
+    """One scheduler and the workers a test starts; every process killed at teardown."""
+
+    def __init__(self, root: Path, tls: tuple[str, ...] = ()) -> None:
+        self.root = root
+        self.port = free_port()
+        self.tls = tls  # --tls-ca-file CA --tls-cert CERT --tls-key KEY, for every process
+        self.address = f"{'tls' if tls else 'tcp'}://127.0.0.1:{self.port}"
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.workers: dict[str, subprocess.Popen[bytes]] = {}
+        protocol = ("--protocol", "tls") if tls else ()
+        self.scheduler = _start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                 "--port", str(self.port), "--no-dashboard", *protocol, *tls], root / "scheduler.log")
+        self.procs.append(self.scheduler)
+        wait_port(self.port, STARTUP_SEC, alive=lambda: self.scheduler.poll() is None)
+
+    def worker(self, name: str, config: Path) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "ETFARM_CACHE_DIR": str(self.root / f"cache-{name}")}
+        proc = _start([sys.executable, "-m", "orchestrator.cli", "worker", "--scheduler", self.address,
+                       "--config", str(config), "--name", name, "--listen-host", "127.0.0.1", "--probe-interval", "0.5", *self.tls],
+                      self.root / f"worker-{name}.log", env)
+        self.procs.append(proc)
+        self.workers[name] = proc
+        return proc
+
+    def status(self) -> dict:
+        result = etfarm("farm", "status", "--scheduler", self.address, "--json", *self.tls, timeout=60)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    def wait_online(self, device: str, timeout_s: float = STARTUP_SEC) -> dict:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            status = self.status()
+            if any(w["devices"].get(device) for w in status["workers"]):
+                return status
+            time.sleep(0.5)
+        raise AssertionError(f"{device} never came online: {self.status()}\n{self.logs()}")
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted(self.root.glob("*.log")))
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            _kill(proc)
+
+
+@pytest.fixture
+def farm(tmp_path: Path) -> Iterator[Farm]:
+    root = tmp_path / "farm"
+    root.mkdir()
+    farm = Farm(root)
+    yield farm
+    farm.stop()
+
+
+@pytest.fixture
+def two_hosts(ssh_server_factory: Callable[[], SshTestHost], tmp_path: Path) -> tuple[DeviceSpec, DeviceSpec]:
+    return (ssh_server_factory().spec("host-a", tmp_path / "work-a"),
+            ssh_server_factory().spec("host-b", tmp_path / "work-b"))
+
+
+def _check_stats(out: Path, devices: tuple[str, ...]) -> pd.DataFrame:
+    manifest = json.loads((out / "manifest.json").read_text())
+    etrecord = Path(manifest["models"]["tiny_cnn"]["etrecord"])
+    stats = pd.read_csv(out / "stats.csv")
+    assert tuple(dict.fromkeys(stats["device"])) == devices
+    for name in devices:
+        etdumps = sorted((out / name / "tiny_cnn").glob("run-*/etdump.etdp"))
+        assert len(etdumps) == 2
+        own = stats[stats["device"] == name].drop(columns=["device", "model"])
+        assert_stats_equal_inspector(own, etdumps, etrecord)
+    return stats
+
+
+@pytest.mark.slow
+def test_one_run_across_two_workers_writes_what_a_local_run_writes(
+        farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
+    a, b = two_hosts
+    farm.worker("wa", write_inventory(tmp_path / "a.yaml", [a]))
+    farm.worker("wb", write_inventory(tmp_path / "b.yaml", [b]))
+    farm.wait_online("host-a")
+    status = farm.wait_online("host-b")
+    assert {w["name"]: w["devices"] for w in status["workers"]} == {"wa": {"host-a": True}, "wb": {"host-b": True}}
+    store = tmp_path / "results.db"
+
+    out = tmp_path / "dist"
+    result = etfarm("run", "--scheduler", farm.address, "--devices", "host-a,host-b", "--model", TINY, *SMALL_RUN,
+                    "--out", str(out), "--store", str(store))
+    assert result.returncode == 0, result.stderr[-4000:] + farm.logs()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "ok"
+    for name in ("host-a", "host-b"):
+        device = manifest["devices"][name]
+        assert device["status"] == "ok", device
+        assert device["models"]["tiny_cnn"]["verification"]["status"] == "pass"
+        assert device["facts"], "device facts came back from the worker"
+        assert (out / name / "tiny_cnn" / "device.json").is_file()
+        # Progress streamed from the workers, printed like local progress.
+        assert f"[{name}] tiny_cnn: run 2/2" in result.stderr
+    dist_stats = _check_stats(out, ("host-a", "host-b"))
+    # The artifacts went to each worker once; a second run ships nothing.
+    assert result.stderr.count("sent 0 file(s)") == 0
+    again = etfarm("run", "--scheduler", farm.address, "--devices", "host-a,host-b", "--model", TINY, *SMALL_RUN,
+                   "--out", str(tmp_path / "again"), "--no-store")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stderr.count("sent 0 file(s), 0.0 MB") == 2, again.stderr
+    # The store holds the run as a local run's would be held.
+    history = etfarm("history", "--store", str(store), "--json")
+    assert history.returncode == 0, history.stderr
+    assert manifest["run_id"] in history.stdout
+
+    # A single-host run of the same job on the same devices: the same table (events, samples).
+    local = etfarm("run", "--config", str(write_inventory(tmp_path / "both.yaml", [a, b])), "--devices", "host-a,host-b",
+                   "--model", TINY, *SMALL_RUN, "--out", str(tmp_path / "local"), "--no-store")
+    assert local.returncode == 0, local.stderr[-3000:]
+    local_stats = _check_stats(tmp_path / "local", ("host-a", "host-b"))
+    keys = ["device", "model", "event_block", "event_index", "event_name", "samples"]
+    pd.testing.assert_frame_equal(dist_stats[keys], local_stats[keys])
+    assert list(dist_stats.columns) == list(local_stats.columns)
+
+
+def _run_killing_worker_a(farm: Farm, out: Path, restart: Path | None, *extra: str) -> tuple[int, str]:
+    """Run over host-a and host-b; kill worker wa while host-a is mid-run, restart it with `restart` if given."""
+    argv = [sys.executable, "-m", "orchestrator.cli", "run", "--scheduler", farm.address, "--devices", "host-a,host-b",
+            "--model", TINY, "--runs", "2", "--iterations", "3", "--warmup", "1", "--untraced-runs", "0",
+            "--cooldown", "3", "--no-report", "--no-store", "--out", str(out), *extra]
+    client = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        seen = ""
+        assert client.stderr is not None
+        while "[host-a] tiny_cnn: run 1/2" not in seen:  # host-a is mid-run (cooling down before run 1)
+            line = client.stderr.readline()
+            assert line, seen + farm.logs()
+            seen += line
+        running = {w["name"]: w["running"] for w in farm.status()["workers"]}
+        assert any("-host-a-tiny_cnn" in key for key in running["wa"]), running  # farm status: who runs what
+        _kill(farm.workers["wa"])
+        if restart is not None:
+            farm.worker("wa2", restart)  # the device comes back on a new worker (empty cache: it lacks the artifacts)
+        _, stderr = client.communicate(timeout=600)
+    finally:
+        _kill(client)  # type: ignore[arg-type]
+    return client.returncode, seen + stderr
+
+
+def _farm_of_two(farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> Path:
+    a, b = two_hosts
+    config_a = write_inventory(tmp_path / "a.yaml", [a])
+    farm.worker("wa", config_a)
+    farm.worker("wb", write_inventory(tmp_path / "b.yaml", [b]))
+    farm.wait_online("host-a")
+    farm.wait_online("host-b")
+    return config_a
+
+
+@pytest.mark.slow
+def test_a_killed_worker_s_task_runs_when_its_device_comes_back(
+        farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
+    config_a = _farm_of_two(farm, two_hosts, tmp_path)
+    out = tmp_path / "dist"
+    code, stderr = _run_killing_worker_a(farm, out, config_a)
+    assert code == 0, stderr[-4000:] + farm.logs()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "ok"
+    assert {n: d["status"] for n, d in manifest["devices"].items()} == {"host-a": "ok", "host-b": "ok"}
+    _check_stats(out, ("host-a", "host-b"))
+    assert stderr.count("[host-a] tiny_cnn: run 1/2") >= 2  # it started again on the new worker
+    assert "[host-a] artifacts for" in stderr and "file(s) it lacked" in stderr  # which asked for the artifacts
+
+
+@pytest.mark.slow
+def test_a_device_that_never_comes_back_fails_after_the_deadline_and_the_rest_is_kept(
+        farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
+    _farm_of_two(farm, two_hosts, tmp_path)
+    out = tmp_path / "dist"
+    code, stderr = _run_killing_worker_a(farm, out, None, "--device-deadline", "3")
+    assert code == 1, stderr[-4000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "partial"
+    assert manifest["devices"]["host-b"]["status"] == "ok"
+    failed = manifest["devices"]["host-a"]
+    assert failed["status"] == "failed" and failed["blame"] == "infrastructure"
+    assert "no worker offered the device for 3 s" in failed["error"]
+    _check_stats(out, ("host-b",))
+
+
+def _wait_status(farm: Farm, device: str, online: bool, timeout_s: float = STARTUP_SEC) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(w["devices"].get(device) is online for w in farm.status()["workers"]):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{device} never became {'online' if online else 'offline'}: {farm.status()}")
+
+
+@pytest.mark.slow
+def test_an_offline_device_s_task_waits_and_runs_when_the_device_is_back(
+        farm: Farm, ssh_server_factory: Callable[[], SshTestHost], tmp_path: Path) -> None:
+    host = ssh_server_factory()
+    farm.worker("wa", write_inventory(tmp_path / "a.yaml", [host.spec("host-a", tmp_path / "work-a")]))
+    farm.wait_online("host-a")
+    assert host.proc is not None
+    os.kill(host.proc.pid, signal.SIGSTOP)  # accepts connections in the kernel's backlog, never answers
+    try:
+        _wait_status(farm, "host-a", online=False)
+        out = tmp_path / "dist"
+        client = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "run", "--scheduler", farm.address,
+                                   "--devices", "host-a", "--model", TINY, *SMALL_RUN, "--device-deadline", "300",
+                                   "--no-store", "--out", str(out)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        time.sleep(8)
+        assert client.poll() is None, "the task waits for its device"
+        assert not (out / "host-a" / "tiny_cnn").exists()
+    finally:
+        os.kill(host.proc.pid, signal.SIGCONT)
+    try:
+        _, stderr = client.communicate(timeout=600)
+    finally:
+        _kill(client)  # type: ignore[arg-type]
+    assert client.returncode == 0, stderr[-4000:] + farm.logs()
+    _check_stats(out, ("host-a",))
+
+
+@pytest.mark.slow
+def test_a_device_added_to_a_running_worker_becomes_usable(
+        farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
+    a, b = two_hosts
+    config = write_inventory(tmp_path / "w.yaml", [a])
+    farm.worker("w", config)
+    farm.wait_online("host-a")
+    write_inventory(config, [a, b])  # plugged in while the worker runs
+    status = farm.wait_online("host-b")
+    assert status["workers"][0]["devices"] == {"host-a": True, "host-b": True}
+    out = tmp_path / "dist"
+    result = etfarm("run", "--scheduler", farm.address, "--devices", "host-b", "--model", TINY, *SMALL_RUN,
+                    "--no-store", "--out", str(out))
+    assert result.returncode == 0, result.stderr[-4000:] + farm.logs()
+    _check_stats(out, ("host-b",))
+
+
+def test_an_unknown_device_or_an_unreachable_scheduler_is_a_usage_error(farm: Farm, tmp_path: Path) -> None:
+    result = etfarm("run", "--scheduler", farm.address, "--devices", "nosuch", "--model", TINY, "--out",
+                    str(tmp_path / "x"), timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: --devices: nosuch: no worker of") and result.stderr.count("\n") == 1
+    dead = f"tcp://127.0.0.1:{free_port()}"
+    result = etfarm("farm", "status", "--scheduler", dead, timeout=120)
+    assert result.returncode == 2 and result.stderr.startswith(f"error: --scheduler {dead}: cannot connect"), result.stderr
+
+
+@pytest.mark.slow
+def test_the_single_host_path_never_imports_dask(tmp_path: Path) -> None:
+    code = ("import sys\nfrom orchestrator.cli import main\n"
+            f"code = main(['run', '--devices', 'local', '--model', {TINY!r}, '--runs', '1', '--iterations', '1', "
+            f"'--warmup', '0', '--no-store', '--no-report', '--quiet', '--out', {str(tmp_path / 'out')!r}])\n"
+            "assert code == 0, code\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed', 'orchestrator.scale')))\n"
+            "print('orchestrator.scale' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines()[-2:] == ["[]", "False"], result.stdout
+
+
+def _certificate(root: Path) -> tuple[str, ...]:
+    """A CA and one certificate it signed (for 127.0.0.1), made with openssl."""
+    root.mkdir()
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=root, check=True, capture_output=True, timeout=60)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+            "-subj", "/CN=etfarm test CA")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "host.key", "-out", "host.csr", "-subj", "/CN=127.0.0.1")
+    (root / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "host.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out",
+            "host.pem", "-days", "2", "-extfile", "ext.cnf")
+    return ("--tls-ca-file", str(root / "ca.pem"), "--tls-cert", str(root / "host.pem"), "--tls-key", str(root / "host.key"))
+
+
+def test_a_tls_scheduler_admits_certificate_holders_only(tmp_path: Path) -> None:
+    if shutil.which("openssl") is None:
+        missing("openssl is not installed (Debian openssl)")
+    root = tmp_path / "farm"
+    root.mkdir()
+    farm = Farm(root, tls=_certificate(tmp_path / "pki"))
+    try:
+        config = tmp_path / "w.yaml"
+        config.write_text(f"devices:\n  loc: {{transport: local, workdir: {tmp_path / 'loc'}}}\n")
+        farm.worker("w", config)
+        status = farm.wait_online("loc")
+        assert status["workers"][0]["name"] == "w"
+        # Without a certificate: refused, in one line, exit 2.
+        plain = etfarm("farm", "status", "--scheduler", farm.address, timeout=120)
+        assert plain.returncode == 2 and plain.stderr.count("\n") == 1, plain.stderr
+        downgraded = etfarm("farm", "status", "--scheduler", farm.address.replace("tls://", "tcp://"), timeout=120)
+        assert downgraded.returncode == 2, downgraded.stderr
+    finally:
+        farm.stop()
+
+
+@pytest.mark.slow
+def test_an_infrastructure_failure_is_retried_then_reported(
+        farm: Farm, ssh_server_factory: Callable[[], SshTestHost], tmp_path: Path) -> None:
+    host = ssh_server_factory()  # answers probes, but the device's known_hosts does not know its key
+    spec = host.spec("host-k", tmp_path / "work-k", known_hosts=tmp_path / "empty" / "known_hosts")
+    farm.worker("wk", write_inventory(tmp_path / "k.yaml", [spec]))
+    farm.wait_online("host-k")
+    out = tmp_path / "dist"
+    result = etfarm("run", "--scheduler", farm.address, "--devices", "host-k", "--model", TINY, *SMALL_RUN,
+                    "--no-store", "--out", str(out))
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert result.stderr.count("[host-k] connecting") == 3, result.stderr  # the first attempt and two retries
+    device = json.loads((out / "manifest.json").read_text())["devices"]["host-k"]
+    assert device["status"] == "failed" and device["blame"] == "infrastructure"
+    assert "host key" in device["error"] and "unknown" in device["error"]

@@ -1,0 +1,51 @@
+"""Client-side rules without a cluster: merging task results, TLS options, status lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.errors import Blame, DeviceError, UsageError
+from orchestrator.run.results import DeviceResult, DeviceStatus, ModelResult, ModelStatus
+from orchestrator.scale.client import _merge, inside
+from orchestrator.scale.security import make_security
+from orchestrator.scale.status import WorkerRow, status_lines
+
+
+def test_task_results_of_one_device_fold_into_one_record() -> None:
+    running = DeviceResult("d", "ssh", "host", DeviceStatus.RUNNING)
+    first = DeviceResult("d", "ssh", "host", DeviceStatus.OK, facts={"abi": "x"}, runner_key="k",
+                         models=(ModelResult("m1", ModelStatus.OK),))
+    second = DeviceResult("d", "ssh", "host", DeviceStatus.FAILED, error="[d] boom", blame=Blame.INFRASTRUCTURE,
+                          facts={"abi": "y"}, models=(ModelResult("m2", ModelStatus.OK),))
+    merged = _merge(_merge(running, first), second)
+    assert [m.name for m in merged.models] == ["m1", "m2"]
+    assert merged.facts == {"abi": "x"} and merged.runner_key == "k"
+    assert (merged.status, merged.error, merged.blame) == (DeviceStatus.FAILED, "[d] boom", Blame.INFRASTRUCTURE)
+    assert _merge(running, first).status is DeviceStatus.RUNNING  # OK only once every model is in
+
+
+def test_tls_needs_all_three_files(tmp_path: Path) -> None:
+    assert make_security(None, None, None) is None
+    with pytest.raises(UsageError, match="--tls-cert, --tls-key: TLS needs"):
+        make_security(tmp_path / "ca.pem", None, None)
+    with pytest.raises(UsageError, match="no such file"):
+        make_security(tmp_path / "ca.pem", tmp_path / "c.pem", tmp_path / "k.pem")
+
+
+def test_status_lines_name_devices_and_running_tasks() -> None:
+    rows = [WorkerRow("tcp://1", "wa", {"pixel": True, "rpi": False}, ("etfarm-r-pixel-m",))]
+    assert status_lines(rows, "tcp://s") == ["tcp://s: 1 worker(s)", "wa tcp://1: pixel (online), rpi (offline)",
+                                              "  running etfarm-r-pixel-m"]
+    assert status_lines([], "tcp://s") == ["tcp://s: no workers"]
+
+
+@pytest.mark.parametrize("rel", ["../x", "/etc/passwd", "other/m/run-1/etdump.etdp", "d/../../x", "d"])
+def test_files_from_a_worker_land_only_under_their_device(tmp_path: Path, rel: str) -> None:
+    with pytest.raises(DeviceError, match="outside d/"):
+        inside(tmp_path, "d", rel)
+
+
+def test_a_file_of_the_device_lands_in_its_subtree(tmp_path: Path) -> None:
+    assert inside(tmp_path, "d", "d/m/run-1/etdump.etdp") == tmp_path / "d" / "m" / "run-1" / "etdump.etdp"
