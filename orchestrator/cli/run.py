@@ -16,8 +16,10 @@ def register(app: typer.Typer) -> None:
 
 
 def run(
-    model: Annotated[list[str], typer.Option("--model", "-m", help="Model spec: file.py:factory, package.module:factory "
-                                                                   "or a .pte. Repeatable.")],
+    ctx: typer.Context,
+    model: Annotated[list[str] | None, typer.Option(
+        "--model", "-m", help="Model spec: file.py:factory, package.module:factory or a .pte. Repeatable; "
+                              "required unless --resume.")] = None,
     devices: Annotated[str, typer.Option("--devices", "-d", help="Comma-separated device names from the inventory.")] = "local",
     backend: Annotated[Backend, typer.Option(help="Lowering backend.")] = Backend.xnnpack,
     runs: Annotated[int, typer.Option(min=1, help="Separate process runs per device and model.")] = 5,
@@ -56,8 +58,15 @@ def run(
         "--verbose", "-v", help="Also log device commands on stderr (always in DIR/etfarm.log).")] = False,
     as_json: JsonOption = False,
     no_report: Annotated[bool, typer.Option("--no-report", help="Do not write DIR/report.html.")] = False,
+    resume: Annotated[Path | None, typer.Option(
+        "--resume", help="Finish an interrupted or failed run DIR: run only the missing (device, model, run) "
+                         "with its recorded settings, in DIR, under the same run id. Options that differ from "
+                         "the recorded ones are refused.")] = None,
 ) -> None:
-    """Export, build, stage and profile MODEL on DEVICES; write a run directory and print per-op latency."""
+    """Export, build, stage and profile MODEL on DEVICES; write a run directory and print per-op latency.
+
+    Ctrl-C or SIGTERM stops every runner (host and devices), keeps what finished (manifest status
+    `interrupted`, exit 130); `--resume DIR` then completes the run."""
     from orchestrator.artifacts import parse_model_specs
     from orchestrator.config import load_inventory
     from orchestrator.errors import one_line
@@ -74,17 +83,26 @@ def run(
     choices = (RunOrder.INTERLEAVED.value, RunOrder.SEQUENTIAL.value)
     if order not in choices:
         raise UsageError(f"--order: expected {' or '.join(choices)}, got {order!r}")
-    inventory = load_inventory(config)
-    selected = inventory.select(devices)
-    specs = parse_model_specs(model, name or ())
     options = RunOptions(runs=runs, iterations=iterations, warmup=warmup, run_timeout_s=timeout,
                          wait_for_lock=not no_wait, lock_timeout_s=lock_timeout,
                          intermediate_outputs=intermediate_outputs or numerics,
                          debug_buffer_size=0, numerics=numerics, cpu_threads=threads,
                          untraced_runs=untraced_runs, cooldown_s=cooldown, max_temp_c=max_temp,
                          order=RunOrder(order), seed=seed)
-    result = run_job(selected, specs, backend=backend.value, options=options, out=out, progress=Progress(quiet=quiet),
-                     config_file=inventory.path)
+    if resume is not None:
+        from orchestrator.cli.resume import resume_run
+
+        result = resume_run(ctx, resume, config, out=out, models=model, names=name, devices=devices,
+                            backend=backend.value, options=options, progress=Progress(quiet=quiet))
+        numerics = result.job.config.options.numerics
+    else:
+        if not model:
+            raise UsageError("--model is required (or --resume DIR to finish a recorded run)")
+        inventory = load_inventory(config)
+        selected = inventory.select(devices)
+        specs = parse_model_specs(model, name or ())
+        result = run_job(selected, specs, backend=backend.value, options=options, out=out,
+                         progress=Progress(quiet=quiet), config_file=inventory.path)
     if not no_store:
         from orchestrator.cli.store import record_after_run
 
@@ -108,11 +126,17 @@ def run(
     for line in wall_clock_lines(result.job):
         typer.echo(line)
     for device in result.job.devices:
+        verdicts = ", ".join(f"{m.name} {m.verification.status if m.verification else 'skipped'}"
+                             + ("" if m.status == "ok" else f" ({m.status}: {len(m.runs)} run(s) kept)")
+                             for m in device.models)
         if device.status == "ok":
-            verdicts = ", ".join(f"{m.name} {m.verification.status if m.verification else 'skipped'}" for m in device.models)
             typer.echo(f"{device.name}: ok (verification: {verdicts})")
+        elif device.status in ("wrong-results", "interrupted"):
+            typer.echo(f"{device.name}: {device.status.upper()}: {one_line(device.error or '')}"
+                       + (f" (verification: {verdicts})" if verdicts else ""))
         else:
-            typer.echo(f"{device.name}: FAILED: {one_line(device.error or '')}")
+            typer.echo(f"{device.name}: FAILED: {one_line(device.error or '')}"
+                       + (f" (kept: {verdicts})" if verdicts else ""))
     if numerics_report is not None:
         from orchestrator.numerics import render_text
 
@@ -120,4 +144,6 @@ def run(
     if report_path is not None:
         typer.echo(f"report: {report_path}")
     typer.echo(f"run directory: {result.rundir.root}")
+    if result.interrupted:
+        typer.echo(f"interrupted: resume with `etfarm run --resume {result.rundir.root}`")
     raise typer.Exit(result.exit_code)
