@@ -20,6 +20,7 @@ import pytest
 from device_agents import DeviceSpec
 from orchestrator.errors import EXIT_INTERRUPTED
 from orchestrator.run import load_manifest
+from orchestrator.store import open_store
 from tests.helpers.inventory import write_inventory
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,7 +73,8 @@ def test_signal_stops_everything_then_resume_completes(ssh_server_factory, tmp_p
     local = DeviceSpec("local", "local", "host", str(tmp_path / "local-workdir"), exec_prefix=SLOW_START)
     config = write_inventory(tmp_path / "devices.yaml", [ssh, local])
     out = tmp_path / "run"
-    common = ("--config", str(config), "--no-store", "--no-report")
+    store = tmp_path / "results.db"
+    common = ("--config", str(config), "--store", str(store), "--no-report")
     job = subprocess.Popen(
         etfarm(*common, "--devices", "board,local", "--model", MLP, "--backend", "portable", "--runs", str(RUNS),
                "--iterations", str(ITERATIONS), "--untraced-runs", "1", "--out", str(out)),
@@ -135,6 +137,11 @@ def test_signal_stops_everything_then_resume_completes(ssh_server_factory, tmp_p
         assert event_keys(stats, device) == event_keys(expected, "local")
         samples = stats[(stats["device"] == device) & (stats["event_name"] == "Method::execute")]["samples"]
         assert int(samples.iloc[0]) == RUNS * ITERATIONS
+
+    # The store holds the run once, as complete as if nothing had failed (record() replaces by run id).
+    with open_store(store) as opened:
+        stored = [r for r in opened.runs() if r.run_id == final.run_id]
+    assert len(stored) == 1 and stored[0].status == "ok", stored
 
     again = subprocess.run(etfarm(*common, "--resume", str(out)), capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "nothing to resume" in again.stderr, again.stderr[-2000:]
