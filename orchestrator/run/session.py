@@ -13,6 +13,7 @@ runner on the device; `last_progress` lets the job's watchdog give up a wedged s
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import shutil
@@ -112,10 +113,15 @@ class DeviceSession:
         self.last_progress = time.monotonic()
         self._agent: DeviceAgent | None = None
         self._current_out: str | None = None  # workdir-relative out dir of the step running now
+        self._models_finished = False
 
     def run(self) -> DeviceOutcome:
         """Run every model on the device; any failure is recorded, never raised."""
-        self.rundir.add_device(DeviceResult(self.spec.name, self.spec.transport, self.spec.target, DeviceStatus.RUNNING))
+        if self.rundir.job.device(self.spec.name) is not None:  # resumed: keep its models and facts, run again
+            self._set(status=DeviceStatus.RUNNING, error=None, blame=None)
+        else:
+            self.rundir.add_device(DeviceResult(self.spec.name, self.spec.transport, self.spec.target,
+                                                DeviceStatus.RUNNING))
         try:
             if self.build is None:
                 raise DeviceError(self.spec.name, self.build_error or f"no runner for target {self.spec.target}")
@@ -133,6 +139,9 @@ class DeviceSession:
                         self._agent = None
             final = self._succeed()
         except Exception as exc:
+            if not self._models_finished and self.done:  # resumed, failed before the loop: keep the runs it had
+                with contextlib.suppress(Exception):
+                    self._finish_models([(name, run) for name, runs in self.done.items() for run in runs], exc)
             final = self._record_failure(exc)
         return DeviceOutcome(final, self.stats)
 
@@ -260,6 +269,7 @@ class DeviceSession:
     def _finish_models(self, order: list[tuple[str, ProcessRun]], failure: BaseException | None) -> None:
         """Record every model with the runs it has: complete (ok), some missing (partial, the failure
         as its error), none (nothing recorded: a resume runs it all)."""
+        self._models_finished = True
         flagged_runs = flag_runs([run for _, run in order])
         expected = self.options.runs + self.options.untraced_runs
         for model in self.models:

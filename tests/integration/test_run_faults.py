@@ -31,11 +31,11 @@ def local_with_prefix(tmp_path: Path, prefix: tuple[str, ...]) -> Path:
     return write_inventory(tmp_path / "devices.yaml", [spec])
 
 
-def test_run_k_fails_keeps_runs_before_it_as_partial(tmp_path: Path) -> None:
+def test_run_k_fails_keeps_runs_before_it_as_partial_and_resume_completes_it(tmp_path: Path) -> None:
     # The runner's third start fails (a real process exiting 7): runs 1 and 2 are kept and analysed.
     counter = tmp_path / "starts"
     third_fails = ("sh", "-c", 'n=$(cat "$0" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$0"; '
-                   '[ "$n" -ge 3 ] && { echo dying >&2; exit 7; }; exec "$@"', str(counter))
+                   '[ "$n" -eq 3 ] && { echo dying >&2; exit 7; }; exec "$@"', str(counter))
     config = local_with_prefix(tmp_path, third_fails)
     out = tmp_path / "run"
     job = etfarm("run", "--config", str(config), "--model", MLP, "--backend", "portable", "--runs", "4",
@@ -43,18 +43,39 @@ def test_run_k_fails_keeps_runs_before_it_as_partial(tmp_path: Path) -> None:
                  "--no-store", "--no-report")
     assert job.returncode == 1, job.stderr[-3000:]
     assert "Traceback" not in job.stderr
-    manifest = load_manifest(out)
-    device = manifest.device("local")
+    device = load_manifest(out).device("local")
     assert device is not None and device.status == "failed", device
     assert "runner (tiny_mlp, run-3)" in (device.error or "") and "exited 7" in (device.error or ""), device.error
     model = device.model("tiny_mlp")
     assert model is not None and model.status == "partial"
     assert [r.label for r in model.runs] == ["run-1", "run-2"]
     assert model.error and model.verification is not None and model.verification.status == "pass"
-    stats = pd.read_csv(out / "stats.csv")
-    execute = stats[stats["event_name"] == "Method::execute"]
-    assert int(execute["samples"].iloc[0]) == 2 * 3
+    assert execute_samples(out) == 2 * 3
     assert "partial: 2 run(s) kept" in job.stdout
+
+    # A resume whose device fails before running anything still keeps (and analyses) what was there.
+    broken = tmp_path / "not-a-dir"
+    broken.write_text("")
+    bad = write_inventory(tmp_path / "broken.yaml", [DeviceSpec("local", "local", "host", str(broken))])
+    failed = etfarm("run", "--resume", str(out), "--config", str(bad), "--no-store", "--no-report")
+    assert failed.returncode == 1, failed.stderr[-3000:]
+    again = load_manifest(out).device("local").model("tiny_mlp")  # type: ignore[union-attr]
+    assert again is not None and [r.label for r in again.runs] == ["run-1", "run-2"] and again.status == "partial"
+    assert execute_samples(out) == 2 * 3
+
+    # Resumed on the working device, the model gets runs 3 and 4 and is complete.
+    done = etfarm("run", "--resume", str(out), "--config", str(config), "--no-store", "--no-report")
+    assert done.returncode == 0, done.stderr[-3000:]
+    final = load_manifest(out).device("local").model("tiny_mlp")  # type: ignore[union-attr]
+    assert final is not None and final.status == "ok"
+    assert [r.label for r in final.runs] == ["run-1", "run-2", "run-3", "run-4"]
+    assert [r.execute_ms for r in final.runs[:2]] == [r.execute_ms for r in model.runs]  # kept, not re-run
+    assert execute_samples(out) == 4 * 3
+
+
+def execute_samples(out: Path) -> int:
+    stats = pd.read_csv(out / "stats.csv")
+    return int(stats[stats["event_name"] == "Method::execute"]["samples"].iloc[0])
 
 
 def test_wrong_outputs_mark_the_device_wrong_results(tmp_path: Path) -> None:
