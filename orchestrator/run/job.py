@@ -268,7 +268,7 @@ class DeviceThreads:
                 return self.outcomes
             now = time.monotonic()
             for session in alive:
-                if not session.abandoned and now - session.last_progress > self.limit_s:
+                if not session.abandoned and not session.waiting and now - session.last_progress > self.limit_s:
                     self._give_up(session, f"[{session.spec.name}] watchdog: no progress for {self.limit_s:.0f} s; "
                                            "the device thread is wedged and was given up")
             self.threads[alive[0].spec.name].join(WAIT_POLL_SEC)

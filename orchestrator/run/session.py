@@ -111,6 +111,7 @@ class DeviceSession:
         self.cancelled = threading.Event()
         self.abandoned = False  # the job's watchdog gave up on this session: record nothing more
         self.last_progress = time.monotonic()
+        self.waiting = False  # for another job's device lock: no progress expected (--lock-timeout bounds it)
         self._agent: DeviceAgent | None = None
         self._current_out: str | None = None  # workdir-relative out dir of the step running now
         self._models_finished = False
@@ -126,8 +127,10 @@ class DeviceSession:
             if self.build is None:
                 raise DeviceError(self.spec.name, self.build_error or f"no runner for target {self.spec.target}")
             self._set(runner_key=self.build.key)
-            with device_lock(self.spec.name, wait=self.options.wait_for_lock, on_wait=self.say,
+            with device_lock(self.spec.name, wait=self.options.wait_for_lock, on_wait=self._waiting_for_lock,
                              timeout_s=self.options.lock_timeout_s):
+                self.waiting = False
+                self.last_progress = time.monotonic()
                 self._check_cancelled()
                 agent = create_agent(self.spec)
                 self.say(f"connecting ({self.spec.transport}, target {self.spec.target})")
@@ -144,6 +147,10 @@ class DeviceSession:
                     self._finish_models([(name, run) for name, runs in self.done.items() for run in runs], exc)
             final = self._record_failure(exc)
         return DeviceOutcome(final, self.stats)
+
+    def _waiting_for_lock(self, message: str) -> None:
+        self.waiting = True
+        self.say(message)
 
     def abort(self) -> None:
         """Stop this session from another thread: no new step starts, the running one's runner is killed

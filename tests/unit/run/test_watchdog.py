@@ -26,6 +26,7 @@ class FakeSession:
         self.rundir = rundir
         self.wedged = wedged
         self.abandoned = False
+        self.waiting = False
         self.last_progress = time.monotonic()
         self.stats: list[Any] = []
         self.aborted = threading.Event()
@@ -69,3 +70,15 @@ def test_the_limit_covers_a_whole_process_run_step() -> None:
 
     limit = watchdog_limit_s(RunOptions(run_timeout_s=100))
     assert limit > 100 + STEP_OVERHEAD_SEC + HOST_DEADLINE_GRACE_SEC
+
+
+def test_waiting_for_another_jobs_lock_is_not_wedged(tmp_path: Path) -> None:
+    rundir = RunDirectory.create(tmp_path / "run", JobConfig(("queued",), ("m",), "portable"))
+    queued = FakeSession("queued", rundir, wedged=True)
+    queued.waiting = True  # device_lock's on_wait said so: another job holds the device
+    threads = DeviceThreads([queued], RunOptions(), rundir)  # type: ignore[list-item]
+    threads.limit_s = 0.2
+    waiter = threading.Thread(target=threads.wait, daemon=True)
+    waiter.start()
+    waiter.join(1.5)
+    assert waiter.is_alive() and not queued.abandoned
