@@ -146,3 +146,35 @@ def test_signal_stops_everything_then_resume_completes(ssh_server_factory, tmp_p
     again = subprocess.run(etfarm(*common, "--resume", str(out)), capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "nothing to resume" in again.stderr, again.stderr[-2000:]
     assert load_manifest(out).finished == final.finished  # untouched
+
+
+@pytest.mark.slow
+def test_sigint_kills_the_runner_on_an_adb_device(adb_testdevice, tmp_path: Path) -> None:
+    """Closing an adb shell does not stop what it started either: the runner is killed on the device."""
+    phone = adb_testdevice.spec("phone", exec_prefix=SLOW_START)
+    config = write_inventory(tmp_path / "devices.yaml", [phone])
+    out = tmp_path / "run"
+    job = subprocess.Popen(
+        etfarm("--config", str(config), "--no-store", "--no-report", "--devices", "phone", "--model", MLP,
+               "--backend", "portable", "--runs", str(RUNS), "--iterations", str(ITERATIONS), "--out", str(out)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    try:
+        wait_for(out / "phone" / "tiny_mlp" / "run-2", 300, job)
+        time.sleep(1.5)
+        marker = str(Path(phone.workdir))
+        assert runner_pids(marker), "no runner was running on the device when the signal was sent"
+        os.kill(job.pid, signal.SIGINT)
+        signalled = time.monotonic()
+        _, stderr = job.communicate(timeout=STOP_WITHIN_S + 30)
+        stopped_s = time.monotonic() - signalled
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == EXIT_INTERRUPTED, stderr[-3000:]
+    assert stopped_s < STOP_WITHIN_S, stopped_s
+    time.sleep(0.5)  # the device daemon reaps its shell
+    assert runner_pids(marker) == [], "the runner outlived the interrupted job on the device"
+    manifest = load_manifest(out)
+    assert manifest.status == "interrupted"
+    assert [r.label for r in manifest.device("phone").model("tiny_mlp").runs] == ["run-1"]  # type: ignore[union-attr]
