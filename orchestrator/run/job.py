@@ -10,7 +10,6 @@ is missing, with its recorded settings, into the same directory and run id.
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import logging.handlers
 import signal
@@ -27,7 +26,15 @@ from orchestrator.artifacts.lowering import ExportedModel, export_model
 from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.artifacts.provenance import model_provenance
 from orchestrator.cache import write_text_atomic
-from orchestrator.errors import EXIT_DEVICE_FAILED, EXIT_INTERRUPTED, EXIT_OK, Blame, EtfarmError, UsageError
+from orchestrator.errors import (
+    DISK_FULL_ERRNOS,
+    EXIT_DEVICE_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    Blame,
+    EtfarmError,
+    UsageError,
+)
 from orchestrator.progress import Progress
 from orchestrator.run.results import (
     DeviceStatus,
@@ -322,7 +329,7 @@ def _write_stats(rundir: RunDirectory, outcomes: list[DeviceOutcome], progress: 
         try:
             write_text_atomic(rundir.root / STATS, stats.to_csv(index=False))
         except OSError as exc:
-            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            if exc.errno not in DISK_FULL_ERRNOS:
                 raise
             problem = f"host disk full: {rundir.root / STATS}"
             progress(f"{problem}: statistics not written (the raw artifacts are kept; `etfarm analyze` them later)")

@@ -17,7 +17,6 @@ the devices that hit it (session.py: "host disk full: PATH") instead of every th
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import platform
@@ -32,7 +31,7 @@ from pathlib import Path
 
 from orchestrator import __version__
 from orchestrator.cache import write_json_atomic
-from orchestrator.errors import UsageError
+from orchestrator.errors import DISK_FULL_ERRNOS, UsageError
 from orchestrator.run.results import (
     MANIFEST_NAME,
     DeviceResult,
@@ -167,7 +166,7 @@ class RunDirectory:
         try:
             write_json_atomic(self.root / MANIFEST, self._job.to_dict())
         except OSError as exc:
-            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            if exc.errno not in DISK_FULL_ERRNOS:
                 raise
             log.warning("host disk full: %s not updated (kept in memory, written again later)", self.root / MANIFEST)
 

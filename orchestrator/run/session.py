@@ -14,7 +14,6 @@ runner on the device; `last_progress` lets the job's watchdog give up a wedged s
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import shutil
 import threading
@@ -38,6 +37,7 @@ from orchestrator.errors import (
     DeviceError,
     EtfarmError,
     blame_of,
+    disk_full,
 )
 from orchestrator.progress import DeviceProgress
 from orchestrator.run.calibration import flag_runs
@@ -72,7 +72,6 @@ log = logging.getLogger(__name__)
 
 # The command that kills a device's runner on Ctrl-C gets this long on the device.
 ABORT_TIMEOUT_SEC = 5.0
-_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 class Interrupted(EtfarmError):
@@ -408,18 +407,6 @@ class DeviceSession:
     def _fail(self, message: str, blame: Blame) -> DeviceResult:
         self.say(f"FAILED: {message}")
         return self._set(status=DeviceStatus.FAILED, error=message, blame=blame)
-
-
-def disk_full(exc: BaseException) -> str | None:
-    """The path of a 'no space left' (or quota) error anywhere in exc's chain ('' when it names none), else None."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, OSError) and current.errno in _DISK_FULL:
-            return str(current.filename) if current.filename else ""
-        current = current.__cause__ or current.__context__
-    return None
 
 
 def _int(value: Any) -> int | None:
