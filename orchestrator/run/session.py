@@ -240,6 +240,9 @@ class DeviceSession:
             for step in self._missing_steps(list(by_name)):
                 self._check_cancelled()
                 order.append((step.model, self._scheduled_run(agent, by_name[step.model], staged, step, order)))
+                # On record at once: even a killed etfarm (SIGKILL, power cut) leaves its finished runs resumable.
+                self._record_model(ModelResult(step.model, ModelStatus.PARTIAL,
+                                               tuple(run for name, run in order if name == step.model)))
         except BaseException as exc:
             failure = exc
             raise

@@ -178,3 +178,34 @@ def test_sigint_kills_the_runner_on_an_adb_device(adb_testdevice, tmp_path: Path
     manifest = load_manifest(out)
     assert manifest.status == "interrupted"
     assert [r.label for r in manifest.device("phone").model("tiny_mlp").runs] == ["run-1"]  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_resume_after_sigkill_keeps_the_runs_recorded_before_it(tmp_path: Path) -> None:
+    """No handler runs on SIGKILL (or a power cut): the manifest, updated after every process run, is enough."""
+    local = DeviceSpec("local", "local", "host", str(tmp_path / "local-workdir"), exec_prefix=SLOW_START)
+    config = write_inventory(tmp_path / "devices.yaml", [local])
+    out = tmp_path / "run"
+    common = ("--config", str(config), "--no-store", "--no-report")
+    job = subprocess.Popen(
+        etfarm(*common, "--model", MLP, "--backend", "portable", "--runs", str(RUNS), "--iterations", str(ITERATIONS),
+               "--untraced-runs", "0", "--order", "sequential", "--out", str(out)),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    try:
+        wait_for(out / "local" / "tiny_mlp" / "run-2", 300, job)
+        time.sleep(0.5)
+        os.killpg(job.pid, signal.SIGKILL)  # etfarm and the runner it started: nothing gets to clean up
+        job.wait(30)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    killed = load_manifest(out)
+    assert killed.status == "running"
+    assert [r.label for r in killed.device("local").model("tiny_mlp").runs] == ["run-1"]  # type: ignore[union-attr]
+    resumed = subprocess.run(etfarm(*common, "--resume", str(out)), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    model = load_manifest(out).device("local").model("tiny_mlp")  # type: ignore[union-attr]
+    assert model is not None and model.status == "ok"
+    assert [r.label for r in model.runs] == [f"run-{k}" for k in range(1, RUNS + 1)]
+    assert model.runs[0].execute_ms == killed.device("local").model("tiny_mlp").runs[0].execute_ms  # type: ignore[union-attr]
