@@ -175,7 +175,11 @@ def resume_job(root: Path, devices: Sequence[DeviceSpec], specs: Sequence[ModelS
         if all(d.name in kept for d in devices):
             progress(f"run {recorded.run_id} is complete: nothing to resume")
             outcomes = [kept[d.name] for d in devices]
-            return JobResult(RunDirectory(root.resolve(), recorded), recorded, outcomes, _concat(o.stats for o in outcomes))
+            rundir, job = RunDirectory(root.resolve(), recorded), recorded
+            if recorded.status in (JobStatus.RUNNING, JobStatus.INTERRUPTED):  # stopped after its last device ended
+                rundir = RunDirectory.reopen(root)
+                job = rundir.finish(JobStatus.OK if all(o.ok for o in outcomes) else JobStatus.PARTIAL)
+            return JobResult(rundir, job, outcomes, _concat(o.stats for o in outcomes))
         models = [export_model(spec, recorded.config.backend, log=progress) for spec in specs]
         for model in models:
             artifacts = recorded.model_artifacts(model.name)

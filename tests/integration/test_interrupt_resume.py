@@ -209,3 +209,14 @@ def test_resume_after_sigkill_keeps_the_runs_recorded_before_it(tmp_path: Path) 
     assert model is not None and model.status == "ok"
     assert [r.label for r in model.runs] == [f"run-{k}" for k in range(1, RUNS + 1)]
     assert model.runs[0].execute_ms == killed.device("local").model("tiny_mlp").runs[0].execute_ms  # type: ignore[union-attr]
+
+    # Killed after its last run was recorded (the manifest still says running): resuming only closes the job.
+    from dataclasses import replace
+
+    from orchestrator.cache import write_json_atomic
+    from orchestrator.run import JobStatus
+
+    write_json_atomic(out / "manifest.json", replace(load_manifest(out), status=JobStatus.RUNNING).to_dict())
+    closed = subprocess.run(etfarm(*common, "--resume", str(out)), capture_output=True, text=True, timeout=300)
+    assert closed.returncode == 0 and "nothing to resume" in closed.stderr, closed.stderr[-2000:]
+    assert load_manifest(out).status == "ok"
