@@ -152,8 +152,10 @@ def kill_step_command(agent: DeviceAgent, out_rel: str) -> list[str]:
 
     step.sh records the pid of the runner command (the device-side `timeout`, which puts itself
     and the runner in their own process group) in OUT.pid; the group gets SIGTERM, then SIGKILL
-    after a second. Nothing to do (exit 0) when the step has already ended."""
-    script = ('p=$(cat -- "$1" 2>/dev/null) || exit 0; [ -n "$p" ] || exit 0; '
+    after a second. A step that is just starting gets 2 s to write its pid file; nothing to do (exit 0)
+    when the step has already ended."""
+    script = ('i=0; while [ ! -s "$1" ] && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; '  # a step just starting
+              'p=$(cat -- "$1" 2>/dev/null) || exit 0; [ -n "$p" ] || exit 0; '
               'kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; sleep 1; '
               'kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; rm -f -- "$1"; exit 0')
     return ["sh", "-c", script, "etfarm-kill", agent.remote_path(out_rel) + ".pid"]

@@ -337,6 +337,7 @@ class DeviceSession:
         request = StepRequest(out_rel=out_rel, argv=invocation.argv(), timeout_s=opts.run_timeout_s,
                               env=runner_env(self.spec.workdir), prefix=affinity_prefix(self.spec), static_facts=cold)
         self._current_out = out_rel
+        self._check_cancelled()  # an abort that came before _current_out was set finds no runner: stop here
         step = run_step(agent, request, run_local)
         self._current_out = None
         state = {"facts": dict(step.facts), "cooldown_waited_s": gate.pop("cooldown_waited_s", 0.0), **gate}
