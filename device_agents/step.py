@@ -147,6 +147,20 @@ def run_step(agent: DeviceAgent, request: StepRequest, dest_dir: Path) -> StepRe
     )
 
 
+def kill_step_command(agent: DeviceAgent, out_rel: str) -> list[str]:
+    """argv that stops the runner of the step writing to `out_rel`, if it still runs.
+
+    step.sh records the pid of the runner command (the device-side `timeout`, which puts itself
+    and the runner in their own process group) in OUT.pid; the group gets SIGTERM, then SIGKILL
+    after a second. A step that is just starting gets 2 s to write its pid file; nothing to do (exit 0)
+    when the step has already ended."""
+    script = ('i=0; while [ ! -s "$1" ] && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; '  # a step just starting
+              'p=$(cat -- "$1" 2>/dev/null) || exit 0; [ -n "$p" ] || exit 0; '
+              'kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; sleep 1; '
+              'kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; rm -f -- "$1"; exit 0')
+    return ["sh", "-c", script, "etfarm-kill", agent.remote_path(out_rel) + ".pid"]
+
+
 def _describe_mode(request: StepRequest) -> str:
     if not request.describe:
         return "0"
@@ -219,6 +233,8 @@ def _write_verified(dest_dir: Path, frame: Frame, device: str) -> Path:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(frame.data)
+            fh.flush()
+            os.fsync(fh.fileno())  # published files survive a power cut whole (issue 11)
         os.replace(tmp, dest)
     finally:
         if os.path.exists(tmp):

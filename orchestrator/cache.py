@@ -51,8 +51,12 @@ def sha256_parts(parts: Iterable[bytes | str]) -> str:
 
 
 def publish_dir(staging: Path, final: Path) -> Path:
-    """Atomically move a completed staging dir to `final`; a concurrent winner is kept."""
+    """Atomically move a completed staging dir to `final`; a concurrent winner is kept.
+
+    Every file and directory of the entry is fsynced before the rename (and the parent after it),
+    so a power cut cannot leave a published entry whose files are empty or torn."""
     final.parent.mkdir(parents=True, exist_ok=True)
+    fsync_tree(staging)
     try:
         os.rename(staging, final)
     except OSError:
@@ -60,7 +64,29 @@ def publish_dir(staging: Path, final: Path) -> Path:
             shutil.rmtree(staging, ignore_errors=True)
         else:
             raise
+    _fsync_path(final.parent, directory=True)
     return final
+
+
+def fsync_tree(root: Path) -> None:
+    """fsync every regular file under root, then every directory (deepest first), then root."""
+    for folder, dirs, files in os.walk(root, topdown=False):
+        for name in files:
+            path = Path(folder) / name
+            if path.is_file() and not path.is_symlink():
+                _fsync_path(path, directory=False)
+        for name in dirs:
+            if not (Path(folder) / name).is_symlink():
+                _fsync_path(Path(folder) / name, directory=True)
+    _fsync_path(root, directory=True)
+
+
+def _fsync_path(path: Path, directory: bool) -> None:
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def staging_dir(kind: str) -> Path:

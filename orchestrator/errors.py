@@ -11,6 +11,7 @@ devices' results.
 
 from __future__ import annotations
 
+import errno
 from enum import StrEnum
 
 EXIT_OK = 0
@@ -113,3 +114,19 @@ class DataError(EtfarmError):
 
 class AnalysisError(DataError):
     """An ETDump or ETRecord cannot be read."""
+
+
+# "No space left on device" and "disk quota exceeded": the host disk is full, whoever is writing.
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full(exc: BaseException) -> str | None:
+    """The path of a 'no space left' (or quota) error anywhere in exc's chain ('' when it names none), else None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in DISK_FULL_ERRNOS:
+            return str(current.filename) if current.filename else ""
+        current = current.__cause__ or current.__context__
+    return None

@@ -1,16 +1,28 @@
-"""The one place etfarm runs host subprocesses: argv lists, never a shell."""
+"""The one place etfarm runs host subprocesses: argv lists, never a shell.
+
+Every command runs in its own process group (a new session), so a deadline kills the command
+and everything it started. The groups still running are registered: `kill_running()` ends them
+all at once, which is what Ctrl-C and SIGTERM do to an `etfarm run` (local runners, builds).
+"""
 
 from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 OUTPUT_TAIL_CHARS = 4000
+# After SIGTERM to a process group, SIGKILL follows this long after if it is still there.
+KILL_GRACE_SEC = 2.0
+
+_running: set[int] = set()  # process group ids of the commands running now
+_running_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,8 @@ def run_bytes(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    with _running_lock:
+        _running.add(proc.pid)
     try:
         out, err = proc.communicate(input=input_bytes, timeout=timeout_s)
         timed_out = False
@@ -73,6 +87,13 @@ def run_bytes(
         _kill_group(proc)
         out, err = proc.communicate()
         timed_out = True
+    except BaseException:  # Ctrl-C while waiting: the command does not outlive its caller
+        _kill_group(proc)
+        proc.wait()
+        raise
+    finally:
+        with _running_lock:
+            _running.discard(proc.pid)
     result = CommandResult(
         command=shlex.join(args),
         exit_code=None if timed_out else proc.returncode,
@@ -86,9 +107,46 @@ def run_bytes(
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
-        os.killpg(proc.pid, 9)
+        os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def running_groups() -> list[int]:
+    """Process group ids of the host commands running now (one per `run`/`run_bytes` call)."""
+    with _running_lock:
+        return sorted(_running)
+
+
+def kill_running(grace_s: float = KILL_GRACE_SEC) -> list[int]:
+    """SIGTERM every running command's process group, SIGKILL what is left after `grace_s`.
+
+    Returns the groups signalled. Their callers' `communicate()` then returns (killed commands
+    end like failed ones), so the threads waiting on them finish on their own."""
+    groups = running_groups()
+    for pgid in groups:
+        _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(_group_alive(g) for g in groups):
+        time.sleep(0.05)
+    for pgid in groups:
+        _signal_group(pgid, signal.SIGKILL)
+    return groups
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def which(name: str) -> Path | None:

@@ -26,8 +26,14 @@ if [ "$describe" != 0 ]; then
   (. "$here/etfarm_describe.sh") >"$out/.etfarm-facts" 2>/dev/null
 fi
 cd -- "$workdir" || fail
-"$@" >"$out/.etfarm-stdout" 2>"$out/.etfarm-stderr" </dev/null
+# In the background, its pid beside the output dir (OUT.pid): the host kills the runner there on
+# Ctrl-C (`kill_step_command`), since closing an SSH channel or adb shell does not.
+"$@" >"$out/.etfarm-stdout" 2>"$out/.etfarm-stderr" </dev/null &
+pid=$!
+echo "$pid" >"$out.pid"
+wait "$pid"
 code=$?
+rm -f -- "$out.pid"
 cd -- "$out" || fail
 set --
 for f in .etfarm-* *; do

@@ -24,8 +24,10 @@ def register(app: typer.Typer) -> None:
 
 
 def run(
+    ctx: typer.Context,
     model: Annotated[list[str] | None, typer.Option(
-        "--model", "-m", help="Model spec: file.py:factory, package.module:factory or a .pte. Repeatable.")] = None,
+        "--model", "-m", help="Model spec: file.py:factory, package.module:factory or a .pte. Repeatable; "
+                              "required unless --resume.")] = None,
     devices: Annotated[str, typer.Option("--devices", "-d", help="Comma-separated device names from the inventory.")] = "local",
     backend: Annotated[Backend, typer.Option(help="Lowering backend.")] = Backend.xnnpack,
     runs: Annotated[int, typer.Option(min=1, help="Separate process runs per device and model.")] = 5,
@@ -84,8 +86,15 @@ def run(
     tls_ca_file: TlsCaOption = None,
     tls_cert: TlsCertOption = None,
     tls_key: TlsKeyOption = None,
+    resume: Annotated[Path | None, typer.Option(
+        "--resume", help="Finish an interrupted or failed run DIR: run only the missing (device, model, run) "
+                         "with its recorded settings, in DIR, under the same run id. Options that differ from "
+                         "the recorded ones are refused.")] = None,
 ) -> None:
-    """Export, build, stage and profile MODEL on DEVICES; write a run directory and print per-op latency."""
+    """Export, build, stage and profile MODEL on DEVICES; write a run directory and print per-op latency.
+
+    Ctrl-C or SIGTERM stops every runner (host and devices), keeps what finished (manifest status
+    `interrupted`, exit 130); `--resume DIR` then completes the run."""
     from orchestrator.artifacts import parse_model_specs
     from orchestrator.config import load_inventory
     from orchestrator.errors import one_line
@@ -107,30 +116,35 @@ def run(
             raise UsageError("--ab SPEC_A SPEC_B replaces --model; give one or the other")
         if center not in ("mean", "fast"):
             raise UsageError(f"--center: {center!r}; choose mean or fast")
-        if scheduler:
-            raise UsageError("--ab runs on one host for now; drop --scheduler")
+        if scheduler or resume is not None:
+            raise UsageError("--ab runs a new job on one host; drop --scheduler and --resume")
     elif until_confident:
         raise UsageError("--until-confident applies to --ab")
-    elif not model:
-        raise UsageError("give a model with --model SPEC (or two with --ab SPEC_A SPEC_B)")
-    inventory = None if scheduler else load_inventory(config)  # with --scheduler the workers' inventories count
-    selected = inventory.select(devices) if inventory is not None else []
+    elif not model and resume is None:
+        raise UsageError("--model is required (or --resume DIR to finish a recorded run, or --ab SPEC_A SPEC_B)")
+    if resume is not None and scheduler:
+        raise UsageError("--resume finishes a run on this host; a distributed run cannot be resumed yet (drop --scheduler)")
     options = RunOptions(runs=runs, iterations=iterations, warmup=warmup, run_timeout_s=timeout,
                          wait_for_lock=not no_wait, lock_timeout_s=lock_timeout,
                          intermediate_outputs=intermediate_outputs or numerics,
                          debug_buffer_size=0, numerics=numerics, cpu_threads=threads,
                          untraced_runs=untraced_runs, cooldown_s=cooldown, max_temp_c=max_temp,
                          order=RunOrder(order), seed=seed)
-    if ab is not None:
+    if resume is not None:
+        from orchestrator.cli.resume import resume_run
+
+        result = resume_run(ctx, resume, config, out=out, models=model, names=name, devices=devices,
+                            backend=backend.value, options=options, progress=Progress(quiet=quiet))
+        numerics = result.job.config.options.numerics
+    elif ab is not None:
         from orchestrator.cli.ab import run_ab_job
 
-        assert inventory is not None
-        raise typer.Exit(run_ab_job(selected, ab, backend.value, options, out, Progress(quiet=quiet), inventory.path,
-                                    threshold=threshold, op_threshold=op_threshold, center=center,
+        inventory = load_inventory(config)
+        raise typer.Exit(run_ab_job(inventory.select(devices), ab, backend.value, options, out, Progress(quiet=quiet),
+                                    inventory.path, threshold=threshold, op_threshold=op_threshold, center=center,
                                     until_confident=until_confident, max_runs=max_runs,
                                     store=None if no_store else store, record=not no_store))
-    specs = parse_model_specs(model or [], name or ())
-    if scheduler:  # many hosts: the devices are the workers' (README "Many hosts (Dask)")
+    elif scheduler:  # many hosts: the devices are the workers' (README "Many hosts (Dask)")
         from orchestrator.scale.client import ScaleOptions, run_distributed
         from orchestrator.scale.security import make_security
 
@@ -139,10 +153,13 @@ def run(
         names = [n.strip() for n in devices.split(",") if n.strip()]
         if not names:
             raise UsageError("no devices given; use --devices NAME[,NAME...]")
+        specs = parse_model_specs(model or [], name or ())
         result = run_distributed(list(dict.fromkeys(names)), specs, backend=backend.value, options=options, out=out,
                                  progress=Progress(quiet=quiet), scale=scale)
     else:
-        assert inventory is not None
+        inventory = load_inventory(config)
+        selected = inventory.select(devices)
+        specs = parse_model_specs(model or [], name or ())
         result = run_job(selected, specs, backend=backend.value, options=options, out=out,
                          progress=Progress(quiet=quiet), config_file=inventory.path)
     if not no_store:
@@ -168,11 +185,17 @@ def run(
     for line in wall_clock_lines(result.job):
         typer.echo(line)
     for device in result.job.devices:
+        verdicts = ", ".join(f"{m.name} {m.verification.status if m.verification else 'skipped'}"
+                             + ("" if m.status == "ok" else f" ({m.status}: {len(m.runs)} run(s) kept)")
+                             for m in device.models)
         if device.status == "ok":
-            verdicts = ", ".join(f"{m.name} {m.verification.status if m.verification else 'skipped'}" for m in device.models)
             typer.echo(f"{device.name}: ok (verification: {verdicts})")
+        elif device.status in ("wrong-results", "interrupted"):
+            typer.echo(f"{device.name}: {device.status.upper()}: {one_line(device.error or '')}"
+                       + (f" (verification: {verdicts})" if verdicts else ""))
         else:
-            typer.echo(f"{device.name}: FAILED: {one_line(device.error or '')}")
+            typer.echo(f"{device.name}: FAILED: {one_line(device.error or '')}"
+                       + (f" (kept: {verdicts})" if verdicts else ""))
     if numerics_report is not None:
         from orchestrator.numerics import render_text
 
@@ -180,5 +203,7 @@ def run(
     if report_path is not None:
         typer.echo(f"report: {report_path}")
     typer.echo(f"run directory: {result.rundir.root}")
+    if result.interrupted:
+        typer.echo(f"interrupted: resume with `etfarm run --resume {result.rundir.root}`")
     raise typer.Exit(result.exit_code)
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import asdict
 from pathlib import Path
 
-from orchestrator.cache import write_json_atomic
+from orchestrator.cache import write_json_atomic, write_text_atomic
 from orchestrator.numerics.model import (
     AGAINST_AOT,
     Comparison,
@@ -45,9 +45,7 @@ def write_files(report: NumericsReport, run_dir: Path) -> list[Path]:
         writer.writeheader()
         writer.writerows(csv_rows(model))
         path = folder / NUMERICS_CSV
-        tmp = path.with_suffix(".csv.tmp")
-        tmp.write_text(buffer.getvalue())
-        tmp.replace(path)
+        write_text_atomic(path, buffer.getvalue())
         written.append(path)
     write_json_atomic(run_dir / NUMERICS_JSON, report.to_dict())
     written.append(run_dir / NUMERICS_JSON)

@@ -100,10 +100,9 @@ def _target(output: Path, fmt: ReportFormat, as_dir: bool) -> Path:
 
 
 def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
+    from orchestrator.cache import write_text_atomic
+
     try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomic(path, text)  # temp file, fsync, rename: a crash never leaves a torn report
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise UsageError(f"--output: cannot write {path}: {exc.strerror or exc}") from None

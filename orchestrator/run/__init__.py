@@ -2,7 +2,7 @@
 conditions, locks, verification.
 
 Public API, imported lazily on first use (PEP 562) so that importing the package stays light:
-    job: JobResult, run_job
+    job: JobResult, run_job, resume_job
     results: Job, JobConfig, JobStatus, DeviceResult, DeviceStatus, ModelResult, ModelStatus, ProcessRun,
              RunOptions, Verification, VerificationStatus, load_manifest
     rundir: RunDirectory, LOG, MANIFEST, STATS
@@ -17,6 +17,7 @@ from typing import Any
 _API = {
     "JobResult": "job",
     "run_job": "job",
+    "resume_job": "job",
     "Job": "results",
     "JobConfig": "results",
     "JobStatus": "results",

@@ -1,29 +1,50 @@
-"""`etfarm run`: export (cached), build per target (cached), a thread per device, one run directory."""
+"""`etfarm run`: export (cached), build per target (cached), a thread per device, one run directory.
+
+Faults end devices, not the job: every device runs in a daemon thread watched by the main thread
+(DeviceThreads: a wedged one is given up after `watchdog_limit_s`). Ctrl-C and SIGTERM stop
+every runner (on the devices and the host's process groups), write statistics for everything
+finished and mark the job `interrupted` (exit 130). `resume_job` runs only what a recorded job
+is missing, with its recorded settings, into the same directory and run id.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import logging.handlers
+import signal
 import threading
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from device_agents import DeviceSpec
+from orchestrator import procs
 from orchestrator.artifacts.lowering import ExportedModel, export_model
 from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.artifacts.provenance import model_provenance
 from orchestrator.cache import write_text_atomic
-from orchestrator.errors import EXIT_DEVICE_FAILED, EXIT_OK, EtfarmError
+from orchestrator.errors import (
+    DISK_FULL_ERRNOS,
+    EXIT_DEVICE_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    Blame,
+    EtfarmError,
+    UsageError,
+)
 from orchestrator.progress import Progress
 from orchestrator.run.results import (
+    DeviceStatus,
     Job,
     JobConfig,
     JobStatus,
     ModelArtifacts,
+    ProcessRun,
     RunOptions,
+    load_manifest,
 )
 from orchestrator.run.rundir import LOG, STATS, RunDirectory, check_out
 from orchestrator.run.session import DeviceOutcome, DeviceSession
@@ -31,6 +52,9 @@ from orchestrator.run.session import DeviceOutcome, DeviceSession
 JOB_LOGGER = "etfarm"  # the whole hierarchy: etfarm.progress.*, etfarm.device.<name>, ...
 LOG_FORMAT = "%(asctime)s.%(msecs)03d %(threadName)s %(name)s %(levelname)s %(message)s"
 _EARLY_RECORDS = 100_000  # records kept before the run directory exists (export progress)
+WAIT_POLL_SEC = 0.5  # the main thread's longest sleep while devices run (Ctrl-C and the watchdog act within it)
+WATCHDOG_GRACE_SEC = 30.0  # on top of a step's own deadlines before a silent device thread is given up
+STOP_WAIT_SEC = 15.0  # Ctrl-C: how long device threads get to record what finished once their runners are killed
 
 
 @dataclass(frozen=True)
@@ -39,10 +63,14 @@ class JobResult:
     job: Job
     outcomes: list[DeviceOutcome]
     stats: Any  # pandas DataFrame, possibly empty
+    interrupted: bool = False  # Ctrl-C or SIGTERM: what finished is recorded, the job is `interrupted`
+    problem: str | None = None  # a job-level failure after the devices ran (host disk full writing stats)
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OK if all(o.ok for o in self.outcomes) else EXIT_DEVICE_FAILED
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        return EXIT_OK if all(o.ok for o in self.outcomes) and self.problem is None else EXIT_DEVICE_FAILED
 
 
 def run_job(devices: Sequence[DeviceSpec], specs: Sequence[ModelSpec], *, backend: str, options: RunOptions,
@@ -53,8 +81,9 @@ def run_job(devices: Sequence[DeviceSpec], specs: Sequence[ModelSpec], *, backen
 
 
 @contextlib.contextmanager
-def _job_log() -> Iterator[Any]:
-    """Capture the `etfarm` loggers at DEBUG; `attach(path)` starts the file with what came before it."""
+def _job_log(append_to: Path | None = None) -> Iterator[Any]:
+    """Capture the `etfarm` loggers at DEBUG; `attach(path)` starts the file with what came before it
+    (`append_to`: the run directory's log exists already, as when resuming: log there from the start)."""
     logger = logging.getLogger(JOB_LOGGER)
     early = logging.handlers.MemoryHandler(_EARLY_RECORDS, flushLevel=logging.CRITICAL + 1)
     handlers: list[logging.Handler] = [early]
@@ -74,6 +103,8 @@ def _job_log() -> Iterator[Any]:
         logger.addHandler(file_handler)
         handlers.append(file_handler)
 
+    if append_to is not None:
+        attach(append_to)
     try:
         yield attach
     finally:
@@ -94,24 +125,101 @@ def _run_job(devices: Sequence[DeviceSpec], specs: Sequence[ModelSpec], backend:
     rundir = RunDirectory.create(out, config, tuple(_artifacts(m, s) for m, s in zip(models, specs, strict=False)))
     attach_log(rundir.root / LOG)
     progress(f"run {rundir.run_id}: {len(devices)} device(s), {len(specs)} model(s) -> {rundir.root}")
-    try:
-        builds, build_errors = _build_targets(sorted({d.target for d in devices}), progress)
-        sessions = [
-            DeviceSession(d, builds.get(d.target), models, options, rundir, progress.for_device(d.name),
-                          build_error=build_errors.get(d.target))
-            for d in devices
-        ]
-        outcomes = _run_parallel(sessions)
-    except EtfarmError:
-        rundir.finish(JobStatus.FAILED)
-        raise
-    except KeyboardInterrupt:
-        rundir.finish(JobStatus.INTERRUPTED)
-        raise
-    stats = _write_stats(rundir, outcomes)
+    return _run_devices(rundir, devices, models, options, progress, {}, {})
+
+
+def _run_devices(rundir: RunDirectory, devices: Sequence[DeviceSpec], models: list[ExportedModel],
+                 options: RunOptions, progress: Progress, done: Mapping[str, Mapping[str, tuple[ProcessRun, ...]]],
+                 kept: Mapping[str, DeviceOutcome]) -> JobResult:
+    """Build, run every device not in `kept` in its own thread, write stats; Ctrl-C/SIGTERM stop it all."""
+    interrupted = False
+    outcomes: list[DeviceOutcome] = []
+    with _terminate_as_interrupt():
+        try:
+            builds, build_errors = _build_targets(sorted({d.target for d in devices if d.name not in kept}), progress)
+            sessions = [
+                DeviceSession(d, builds.get(d.target), models, options, rundir, progress.for_device(d.name),
+                              build_error=build_errors.get(d.target), done=done.get(d.name))
+                for d in devices if d.name not in kept
+            ]
+            fresh = DeviceThreads(sessions, options, rundir)
+            try:
+                by_name = fresh.wait()
+            except KeyboardInterrupt:
+                interrupted = True
+                progress("interrupted: stopping the runners and keeping what finished")
+                by_name = fresh.stop()
+            outcomes = [kept[d.name] if d.name in kept else by_name[d.name] for d in devices]
+        except EtfarmError:
+            rundir.finish(JobStatus.FAILED)
+            raise
+        except KeyboardInterrupt:  # during the builds: nothing ran yet
+            interrupted = True
+            procs.kill_running()
+            outcomes = [kept[d.name] for d in devices if d.name in kept]
+    stats, problem = _write_stats(rundir, outcomes, progress)
     ok = [o.ok for o in outcomes]
-    job = rundir.finish(JobStatus.OK if all(ok) else JobStatus.PARTIAL if any(ok) else JobStatus.FAILED)
-    return JobResult(rundir, job, outcomes, stats)
+    status = (JobStatus.INTERRUPTED if interrupted else JobStatus.OK if all(ok) and ok and problem is None
+              else JobStatus.PARTIAL if any(ok) else JobStatus.FAILED)
+    job = rundir.finish(status)
+    return JobResult(rundir, job, outcomes, stats, interrupted=interrupted, problem=problem)
+
+
+def resume_job(root: Path, devices: Sequence[DeviceSpec], specs: Sequence[ModelSpec], *, progress: Progress) -> JobResult:
+    """Run what a recorded job is missing, with its recorded settings, in its own run directory."""
+    recorded = load_manifest(root)
+    with _job_log(append_to=root / LOG):
+        names = [a.name for a in recorded.models]
+        kept = {d.name: DeviceOutcome(d, _recorded_stats(root, d.name))
+                for d in recorded.devices if d.complete(names) and d.name in recorded.config.devices}
+        if all(d.name in kept for d in devices):
+            progress(f"run {recorded.run_id} is complete: nothing to resume")
+            outcomes = [kept[d.name] for d in devices]
+            rundir, job = RunDirectory(root.resolve(), recorded), recorded
+            if recorded.status in (JobStatus.RUNNING, JobStatus.INTERRUPTED):  # stopped after its last device ended
+                rundir = RunDirectory.reopen(root)
+                job = rundir.finish(JobStatus.OK if all(o.ok for o in outcomes) else JobStatus.PARTIAL)
+            return JobResult(rundir, job, outcomes, _concat(o.stats for o in outcomes))
+        models = [export_model(spec, recorded.config.backend, log=progress) for spec in specs]
+        for model in models:
+            artifacts = recorded.model_artifacts(model.name)
+            if artifacts is None or artifacts.key != model.key:
+                raise UsageError(f"--resume {root}: model {model.name} changed since the run started "
+                                 f"(export key {model.key[:12]}, recorded {artifacts.key[:12] if artifacts else 'none'}); "
+                                 "start a new run")
+        rundir = RunDirectory.reopen(root)
+        done = {d.name: {m.name: m.runs for m in d.models} for d in recorded.devices if d.name not in kept}
+        missing = sum(1 for d in devices if d.name not in kept)
+        progress(f"resuming run {rundir.run_id}: {missing} device(s) with runs missing, {len(kept)} complete -> {root}")
+        return _run_devices(rundir, devices, models, recorded.config.options, progress, done, kept)
+
+
+def _recorded_stats(root: Path, device: str) -> list[Any]:
+    import pandas as pd
+
+    path = root / STATS
+    if not path.is_file():
+        return []
+    stats = pd.read_csv(path)
+    rows = stats[stats["device"].astype(str) == device] if "device" in stats else stats.iloc[0:0]
+    return [rows.reset_index(drop=True)] if not rows.empty else []
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the job like Ctrl-C: statistics of what finished, job marked interrupted."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _artifacts(model: ExportedModel, spec: ModelSpec) -> ModelArtifacts:
@@ -143,30 +251,94 @@ def _build_targets(targets: list[str], progress: Progress) -> tuple[dict[str, An
     return builds, errors
 
 
-def _run_parallel(sessions: list[DeviceSession]) -> list[DeviceOutcome]:
-    if len(sessions) == 1:
-        return [sessions[0].run()]
-    outcomes: dict[str, DeviceOutcome] = {}
+class DeviceThreads:
+    """A daemon thread per device session, waited for by the main thread with a bound (the watchdog).
 
-    def work(session: DeviceSession) -> None:
-        outcomes[session.spec.name] = session.run()
+    The main thread never blocks unboundedly, so Ctrl-C and SIGTERM reach it at once. A session that
+    shows no progress for longer than any one of its steps may take (the run deadline plus the
+    step's housekeeping and the host grace, WATCHDOG_GRACE_SEC on top) is given up: its runner is
+    killed, the device is marked failed, and the thread (a daemon) cannot keep the process alive."""
 
-    threads = [threading.Thread(target=work, args=(s,), name=f"device-{s.spec.name}", daemon=True) for s in sessions]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return [outcomes[s.spec.name] for s in sessions]
+    def __init__(self, sessions: Sequence[DeviceSession], options: RunOptions, rundir: RunDirectory) -> None:
+        self.sessions = list(sessions)
+        self.rundir = rundir
+        self.limit_s = watchdog_limit_s(options)
+        self.outcomes: dict[str, DeviceOutcome] = {}
+        self.threads = {s.spec.name: threading.Thread(target=self._work, args=(s,), name=f"device-{s.spec.name}",
+                                                      daemon=True) for s in self.sessions}
+        for thread in self.threads.values():
+            thread.start()
+
+    def _work(self, session: DeviceSession) -> None:
+        self.outcomes[session.spec.name] = session.run()
+
+    def wait(self) -> dict[str, DeviceOutcome]:
+        while True:
+            alive = [s for s in self.sessions if self.threads[s.spec.name].is_alive() and s.spec.name not in self.outcomes]
+            if not alive:
+                return self.outcomes
+            now = time.monotonic()
+            for session in alive:
+                if not session.abandoned and not session.waiting and now - session.last_progress > self.limit_s:
+                    self._give_up(session, f"[{session.spec.name}] watchdog: no progress for {self.limit_s:.0f} s; "
+                                           "the device thread is wedged and was given up")
+            self.threads[alive[0].spec.name].join(WAIT_POLL_SEC)
+
+    def stop(self) -> dict[str, DeviceOutcome]:
+        """Ctrl-C: kill every runner (devices, then host process groups), wait a bounded time, record the rest."""
+        aborts = [threading.Thread(target=s.abort, daemon=True) for s in self.sessions]
+        for thread in aborts:
+            thread.start()
+        deadline = time.monotonic() + STOP_WAIT_SEC
+        for thread in aborts:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        procs.kill_running()
+        for session in self.sessions:
+            self.threads[session.spec.name].join(max(0.0, deadline - time.monotonic()))
+        for session in self.sessions:
+            if session.spec.name not in self.outcomes:
+                self._give_up(session, f"[{session.spec.name}] interrupted", DeviceStatus.INTERRUPTED)
+        return self.outcomes
+
+    def _give_up(self, session: DeviceSession, message: str, status: DeviceStatus = DeviceStatus.FAILED) -> None:
+        session.say(message)
+        threading.Thread(target=session.abort, daemon=True).start()
+        session.abandoned = True
+        blame = None if status is DeviceStatus.INTERRUPTED else Blame.INFRASTRUCTURE
+        result = self.rundir.update_device(session.spec.name, lambda d: replace(d, status=status, error=message,
+                                                                                 blame=blame))
+        self.outcomes[session.spec.name] = DeviceOutcome(result, list(session.stats))
 
 
-def _write_stats(rundir: RunDirectory, outcomes: list[DeviceOutcome]) -> Any:
+def watchdog_limit_s(options: RunOptions) -> float:
+    """The longest a device session may go without progress: one process run's whole step, plus grace."""
+    from device_agents.base import HOST_DEADLINE_GRACE_SEC, STALL_TIMEOUT_SEC
+    from device_agents.step import STEP_OVERHEAD_SEC
+
+    step = max(options.run_timeout_s + STEP_OVERHEAD_SEC, STALL_TIMEOUT_SEC)
+    return step + HOST_DEADLINE_GRACE_SEC + WATCHDOG_GRACE_SEC
+
+
+def _concat(frame_lists: Iterable[list[Any]]) -> Any:
     import pandas as pd
 
-    frames = [frame for outcome in outcomes for frame in outcome.stats]
-    stats = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    frames = [frame for frames in frame_lists for frame in frames]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _write_stats(rundir: RunDirectory, outcomes: list[DeviceOutcome], progress: Progress) -> tuple[Any, str | None]:
+    """stats.csv of every device's finished models; a full disk is said, not raised (the rest is on disk)."""
+    stats = _concat(o.stats for o in outcomes)
     if not stats.empty:
-        write_text_atomic(rundir.root / STATS, stats.to_csv(index=False))
-    return stats
+        try:
+            write_text_atomic(rundir.root / STATS, stats.to_csv(index=False))
+        except OSError as exc:
+            if exc.errno not in DISK_FULL_ERRNOS:
+                raise
+            problem = f"host disk full: {rundir.root / STATS}"
+            progress(f"{problem}: statistics not written (the raw artifacts are kept; `etfarm analyze` them later)")
+            return stats, problem
+    return stats, None
 
 
 # Shared with the distributed client (orchestrator/scale/client.py), which runs the same job on Dask.

@@ -43,6 +43,8 @@ class DeviceStatus(StrEnum):
     RUNNING = "running"
     OK = "ok"
     FAILED = "failed"
+    WRONG_RESULTS = "wrong-results"  # ran, but its outputs failed verification: not a success (exit 1)
+    INTERRUPTED = "interrupted"  # Ctrl-C or SIGTERM stopped it; `etfarm run --resume` finishes it
 
 
 class ModelStatus(StrEnum):
@@ -263,6 +265,11 @@ class DeviceResult:
 
     def model(self, name: str) -> ModelResult | None:
         return next((m for m in self.models if m.name == name), None)
+
+    def complete(self, models: Iterable[str]) -> bool:
+        """Nothing left to run here: it ended (ok or wrong results) and every model has all its runs."""
+        return self.status in (DeviceStatus.OK, DeviceStatus.WRONG_RESULTS) and all(
+            (m := self.model(name)) is not None and m.status is ModelStatus.OK for name in models)
 
     def with_model(self, result: ModelResult) -> DeviceResult:
         """A copy with `result` added, or replacing the model of the same name in place."""

@@ -8,11 +8,16 @@
     DIR/<device>/<model>/e2e-<k>/              untraced run k (no event tracer)
 
 `RunDirectory` owns the job's `Job` record while it runs: device threads hand it new frozen
-results, it swaps them in under a lock and rewrites the manifest atomically after each step.
+results, it swaps them in under a lock and rewrites the manifest atomically after each step
+(temp file, fsync, rename). When the host disk is full the manifest cannot be written: the
+record stays in memory and the next write (the job's `finish`) tries again, so a full disk fails
+the devices that hit it (session.py: "host disk full: PATH") instead of every thread.
+`RunDirectory.reopen` continues a recorded job for `etfarm run --resume` (same run id).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import secrets
@@ -26,7 +31,7 @@ from pathlib import Path
 
 from orchestrator import __version__
 from orchestrator.cache import write_json_atomic
-from orchestrator.errors import UsageError
+from orchestrator.errors import DISK_FULL_ERRNOS, UsageError
 from orchestrator.run.results import (
     MANIFEST_NAME,
     DeviceResult,
@@ -34,7 +39,10 @@ from orchestrator.run.results import (
     JobConfig,
     JobStatus,
     ModelArtifacts,
+    load_manifest,
 )
+
+log = logging.getLogger(__name__)
 
 MANIFEST = MANIFEST_NAME
 STATS = "stats.csv"
@@ -98,6 +106,14 @@ class RunDirectory:
         rundir.save()
         return rundir
 
+    @classmethod
+    def reopen(cls, root: Path) -> RunDirectory:
+        """A recorded run directory, running again (resume): same run id, devices as recorded."""
+        job = load_manifest(root)
+        rundir = cls(root.resolve(), replace(job, status=JobStatus.RUNNING, finished=None))
+        rundir.save()
+        return rundir
+
     @property
     def run_id(self) -> str:
         return self._job.run_id
@@ -147,7 +163,12 @@ class RunDirectory:
             self._write()
 
     def _write(self) -> None:
-        write_json_atomic(self.root / MANIFEST, self._job.to_dict())
+        try:
+            write_json_atomic(self.root / MANIFEST, self._job.to_dict())
+        except OSError as exc:
+            if exc.errno not in DISK_FULL_ERRNOS:
+                raise
+            log.warning("host disk full: %s not updated (kept in memory, written again later)", self.root / MANIFEST)
 
 
 def _versions() -> dict[str, str]:

@@ -3,11 +3,20 @@
 A DeviceSession runs in its own thread; it only touches its own subtree of the run directory
 and hands its results to the RunDirectory as frozen `results` objects, so devices never wait
 on each other. Failures are recorded with who is to blame, never raised.
+
+Nothing collected is lost: whatever ends the loop (a failed run, a dead device, Ctrl-C, a full
+host disk), every model keeps the process runs that finished, analysed (ModelStatus.PARTIAL
+when some are missing). A resumed job (`etfarm run --resume`) hands the session the runs
+already done; it runs only the missing ones. `abort()` (from the job's main thread) kills the
+runner on the device; `last_progress` lets the job's watchdog give up a wedged session.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import shutil
+import threading
 import time
 import traceback
 from collections.abc import Mapping, Sequence
@@ -17,10 +26,10 @@ from typing import Any
 
 from device_agents import DeviceSpec, create_agent
 from device_agents.base import DeviceAgent, parse_facts
-from device_agents.step import StepRequest, run_step, step_files
+from device_agents.step import StepRequest, kill_step_command, run_step, step_files
 from orchestrator.artifacts.build import RunnerBuild, runner_env
 from orchestrator.artifacts.lowering import ExportedModel
-from orchestrator.cache import write_json_atomic
+from orchestrator.cache import write_json_atomic, write_text_atomic
 from orchestrator.errors import (
     Blame,
     CommandFailed,
@@ -28,6 +37,7 @@ from orchestrator.errors import (
     DeviceError,
     EtfarmError,
     blame_of,
+    disk_full,
 )
 from orchestrator.progress import DeviceProgress
 from orchestrator.run.calibration import flag_runs
@@ -41,6 +51,7 @@ from orchestrator.run.results import (
     ModelStatus,
     ProcessRun,
     RunOptions,
+    VerificationStatus,
 )
 from orchestrator.run.rundir import DEVICE_JSON, RunDirectory
 from orchestrator.run.runner_contract import (
@@ -54,10 +65,17 @@ from orchestrator.run.runner_contract import (
     execute_samples,
     parse_result,
 )
-from orchestrator.run.schedule import schedule_runs
+from orchestrator.run.schedule import ScheduledRun, schedule_runs
 from orchestrator.run.verify import verify_outputs
 
 log = logging.getLogger(__name__)
+
+# The command that kills a device's runner on Ctrl-C gets this long on the device.
+ABORT_TIMEOUT_SEC = 5.0
+
+
+class Interrupted(EtfarmError):
+    """The job was interrupted (Ctrl-C, SIGTERM) while this device worked."""
 
 
 @dataclass
@@ -79,7 +97,7 @@ class DeviceOutcome:
 class DeviceSession:
     def __init__(self, spec: DeviceSpec, build: RunnerBuild | None, models: Sequence[ExportedModel],
                  options: RunOptions, rundir: RunDirectory, progress: DeviceProgress,
-                 build_error: str | None = None) -> None:
+                 build_error: str | None = None, done: Mapping[str, Sequence[ProcessRun]] | None = None) -> None:
         self.spec = spec
         self.build = build
         self.models = models
@@ -88,28 +106,91 @@ class DeviceSession:
         self.say = progress
         self.build_error = build_error
         self.stats: list[Any] = []
+        self.done = {name: tuple(runs) for name, runs in (done or {}).items()}  # resume: runs already finished
+        self.cancelled = threading.Event()
+        self.abandoned = False  # the job's watchdog gave up on this session: record nothing more
+        self.last_progress = time.monotonic()
+        self.waiting = False  # for another job's device lock: no progress expected (--lock-timeout bounds it)
+        self._agent: DeviceAgent | None = None
+        self._current_out: str | None = None  # workdir-relative out dir of the step running now
+        self._models_finished = False
 
     def run(self) -> DeviceOutcome:
         """Run every model on the device; any failure is recorded, never raised."""
-        self.rundir.add_device(DeviceResult(self.spec.name, self.spec.transport, self.spec.target, DeviceStatus.RUNNING))
+        if self.rundir.job.device(self.spec.name) is not None:  # resumed: keep its models and facts, run again
+            self._set(status=DeviceStatus.RUNNING, error=None, blame=None)
+        else:
+            self.rundir.add_device(DeviceResult(self.spec.name, self.spec.transport, self.spec.target,
+                                                DeviceStatus.RUNNING))
         try:
             if self.build is None:
                 raise DeviceError(self.spec.name, self.build_error or f"no runner for target {self.spec.target}")
             self._set(runner_key=self.build.key)
-            with device_lock(self.spec.name, wait=self.options.wait_for_lock, on_wait=self.say,
+            with device_lock(self.spec.name, wait=self.options.wait_for_lock, on_wait=self._waiting_for_lock,
                              timeout_s=self.options.lock_timeout_s):
+                self.waiting = False
+                self.last_progress = time.monotonic()
+                self._check_cancelled()
                 agent = create_agent(self.spec)
                 self.say(f"connecting ({self.spec.transport}, target {self.spec.target})")
                 with agent:
-                    self._run_models(agent)
-            final = self._set(status=DeviceStatus.OK)
-        except EtfarmError as exc:
-            final = self._fail(str(exc), blame_of(exc))
-        except Exception as exc:  # a bug or an unexpected transport error: keep the others going
-            log.debug("unexpected error on %s", self.spec.name, exc_info=True)
-            final = self._fail(f"[{self.spec.name}] unexpected {type(exc).__name__}: {exc}", Blame.BUG)
-            self.say(traceback.format_exc())
+                    self._agent = agent
+                    try:
+                        self._run_models(agent)
+                    finally:
+                        self._agent = None
+            final = self._succeed()
+        except Exception as exc:
+            if not self._models_finished and self.done:  # resumed, failed before the loop: keep the runs it had
+                with contextlib.suppress(Exception):
+                    self._finish_models([(name, run) for name, runs in self.done.items() for run in runs], exc)
+            final = self._record_failure(exc)
         return DeviceOutcome(final, self.stats)
+
+    def _waiting_for_lock(self, message: str) -> None:
+        self.waiting = True
+        self.say(message)
+
+    def abort(self) -> None:
+        """Stop this session from another thread: no new step starts, the running one's runner is killed
+        on the device (before the session releases its lock). Bounded by ABORT_TIMEOUT_SEC + the host grace."""
+        self.cancelled.set()
+        agent, out_rel = self._agent, self._current_out
+        if agent is None or out_rel is None:
+            return
+        try:
+            agent.run(kill_step_command(agent, out_rel), timeout_s=ABORT_TIMEOUT_SEC)
+        except Exception as exc:  # noqa: BLE001 - a dead device has no runner left to kill; say so, go on
+            log.debug("could not kill the runner on %s: %s", self.spec.name, exc)
+
+    def _check_cancelled(self) -> None:
+        if self.cancelled.is_set():
+            raise Interrupted(f"[{self.spec.name}] interrupted")
+
+    def _succeed(self) -> DeviceResult:
+        device = self.rundir.job.device(self.spec.name)
+        wrong = [m for m in (device.models if device else ()) if m.verification is not None
+                 and m.verification.status is VerificationStatus.FAIL]
+        if wrong:
+            message = "; ".join(f"{m.name}: {m.verification.detail}" for m in wrong if m.verification)
+            self.say(f"WRONG RESULTS: {message}")
+            return self._set(status=DeviceStatus.WRONG_RESULTS, error=f"[{self.spec.name}] wrong results: {message}",
+                             blame=Blame.DATA)
+        return self._set(status=DeviceStatus.OK)
+
+    def _record_failure(self, exc: Exception) -> DeviceResult:
+        full = disk_full(exc)
+        if self.cancelled.is_set() and full is None:
+            self.say("interrupted")
+            return self._set(status=DeviceStatus.INTERRUPTED, error=f"[{self.spec.name}] interrupted", blame=None)
+        if full is not None:
+            return self._fail(f"[{self.spec.name}] host disk full: {full or self.rundir.root}", Blame.INFRASTRUCTURE)
+        if isinstance(exc, EtfarmError):
+            return self._fail(str(exc), blame_of(exc))
+        # a bug or an unexpected transport error: keep the others going
+        log.debug("unexpected error on %s", self.spec.name, exc_info=exc)
+        self.say("".join(traceback.format_exception(exc)))
+        return self._fail(f"[{self.spec.name}] unexpected {type(exc).__name__}: {exc}", Blame.BUG)
 
     # ---- steps -------------------------------------------------------------------
 
@@ -147,49 +228,98 @@ class DeviceSession:
                 self.say(f"could not restore device controls: {exc}")
 
     def _run_models(self, agent: DeviceAgent) -> None:
-        """Stage, run the schedule's process runs (one device command each), flag them, then verify
-        and analyse each model."""
+        """Stage, run the schedule's missing process runs (one device command each), flag them, then
+        verify and analyse each model; when something ends the loop early, the models keep what finished."""
+        self.last_progress = time.monotonic()
         staged = self._stage(agent)
         self._setup_controls(agent)
+        by_name = {model.name: model for model in self.models}
+        order: list[tuple[str, ProcessRun]] = [(name, run) for name, runs in self.done.items() for run in runs]
+        failure: BaseException | None = None
         try:
-            by_name = {model.name: model for model in self.models}
-            opts = self.options
-            order: list[tuple[str, ProcessRun]] = []
-            for step in schedule_runs(list(by_name), opts.runs, opts.untraced_runs, opts.order, opts.seed):
-                model = by_name[step.model]
-                if step.traced:
-                    self.say(f"{model.name}: {step.label.replace('-', ' ')}/{opts.runs} "
-                             f"({opts.warmup} warmup + {opts.iterations} iterations)")
-                else:
-                    self.say(f"{model.name}: end-to-end {step.label}/{opts.untraced_runs} without the event tracer")
-                cold = not any(name == model.name for name, _ in order)
-                run = self._one_run(agent, model, *staged[model.name], step.label, traced=step.traced, cold=cold)
-                order.append((model.name, run))
-                if len(order) > 1:  # say it as it happens, not only in the summary
-                    flagged = flag_runs([r for _, r in order])[-1]
-                    if flagged.flag is not None:
-                        self.say(f"{model.name} {step.label}: {flagged.flag} (calibration {flagged.slowdown:+.0%})")
+            for step in self._missing_steps(list(by_name)):
+                self._check_cancelled()
+                order.append((step.model, self._scheduled_run(agent, by_name[step.model], staged, step, order)))
+                # On record at once: even a killed etfarm (SIGKILL, power cut) leaves its finished runs resumable.
+                self._record_model(ModelResult(step.model, ModelStatus.PARTIAL,
+                                               tuple(run for name, run in order if name == step.model)))
+        except BaseException as exc:
+            failure = exc
+            raise
         finally:
-            self._restore_controls(agent)
-        flagged_runs = flag_runs([run for _, run in order])
-        for model in self.models:
-            self._finish_model(model, [run for (name, _), run in zip(order, flagged_runs, strict=False) if name == model.name])
+            self._current_out = None
+            if not self.cancelled.is_set():
+                self._restore_controls(agent)
+            self._finish_models(order, failure)
 
-    def _finish_model(self, model: ExportedModel, runs: list[ProcessRun]) -> None:
+    def _missing_steps(self, names: list[str]) -> list[ScheduledRun]:
+        opts = self.options
+        done = {(name, run.label) for name, runs in self.done.items() for run in runs}
+        steps = schedule_runs(names, opts.runs, opts.untraced_runs, opts.order, opts.seed)
+        return [step for step in steps if (step.model, step.label) not in done]
+
+    def _scheduled_run(self, agent: DeviceAgent, model: ExportedModel, staged: Mapping[str, tuple[str, str | None]],
+                       step: ScheduledRun, order: list[tuple[str, ProcessRun]]) -> ProcessRun:
+        opts = self.options
+        if step.traced:
+            self.say(f"{model.name}: {step.label.replace('-', ' ')}/{opts.runs} "
+                     f"({opts.warmup} warmup + {opts.iterations} iterations)")
+        else:
+            self.say(f"{model.name}: end-to-end {step.label}/{opts.untraced_runs} without the event tracer")
+        cold = not any(name == model.name for name, _ in order)
+        run = self._one_run(agent, model, *staged[model.name], step.label, traced=step.traced, cold=cold)
+        self.last_progress = time.monotonic()
+        if order:  # say it as it happens, not only in the summary
+            flagged = flag_runs([r for _, r in [*order, (model.name, run)]])[-1]
+            if flagged.flag is not None:
+                self.say(f"{model.name} {step.label}: {flagged.flag} (calibration {flagged.slowdown:+.0%})")
+        return run
+
+    def _finish_models(self, order: list[tuple[str, ProcessRun]], failure: BaseException | None) -> None:
+        """Record every model with the runs it has: complete (ok), some missing (partial, the failure
+        as its error), none (nothing recorded: a resume runs it all)."""
+        self._models_finished = True
+        flagged_runs = flag_runs([run for _, run in order])
+        expected = self.options.runs + self.options.untraced_runs
+        for model in self.models:
+            runs = [run for (name, _), run in zip(order, flagged_runs, strict=False) if name == model.name]
+            if not runs:
+                continue
+            if len(runs) >= expected or failure is None:
+                self._finish_model(model, runs, ModelStatus.OK, None, None)
+                continue
+            error = str(failure) if isinstance(failure, EtfarmError) else f"{type(failure).__name__}: {failure}"
+            blame = None if self.cancelled.is_set() else blame_of(failure) if isinstance(failure, Exception) else None
+            try:
+                self._finish_model(model, runs, ModelStatus.PARTIAL, error, blame)
+            except Exception as exc:  # noqa: BLE001 - the first failure is the one to report; the runs stay on disk
+                log.debug("could not analyse the partial runs of %s on %s: %s", model.name, self.spec.name, exc)
+                self._record_model(ModelResult(model.name, ModelStatus.PARTIAL, tuple(runs), None, error, blame))
+
+    def _finish_model(self, model: ExportedModel, runs: list[ProcessRun], status: ModelStatus, error: str | None,
+                      blame: Blame | None) -> None:
         local_dir = self.rundir.model_dir(self.spec.name, model.name)
         traced_dirs = [local_dir / r.label for r in runs if r.traced]
         outputs = [d / OUTPUTS_NAME for d in traced_dirs if (d / OUTPUTS_NAME).is_file()]
         verification = verify_outputs(model.reference_outputs, outputs)
-        self.say(f"{model.name}: verification {verification.status}: {verification.detail}")
-        self.stats.append(self._analyze(model, [d / ETDUMP_NAME for d in traced_dirs]))
-        result = ModelResult(model.name, ModelStatus.OK, tuple(runs), verification)
-        self.rundir.update_device(self.spec.name, lambda d: d.with_model(result))
+        self.say(f"{model.name}: verification {verification.status}: {verification.detail}"
+                 + (f" ({status}: {len(runs)} run(s) kept)" if status is not ModelStatus.OK else ""))
+        if traced_dirs:
+            self.stats.append(self._analyze(model, [d / ETDUMP_NAME for d in traced_dirs]))
+        self._record_model(ModelResult(model.name, status, tuple(runs), verification, error, blame))
+
+    def _record_model(self, result: ModelResult) -> None:
+        if not self.abandoned:
+            self.rundir.update_device(self.spec.name, lambda d: d.with_model(result))
 
     def _one_run(self, agent: DeviceAgent, model: ExportedModel, model_rel: str, inputs_rel: str | None,
                  label: str, traced: bool, cold: bool = False) -> ProcessRun:
         """One process run: a single device command (cleanup, facts, runner, files back)."""
         opts = self.options
         run_local = self.rundir.run_dir(self.spec.name, model.name, label)
+        if any(run_local.iterdir()):  # left by an interrupted run that a resume now repeats
+            shutil.rmtree(run_local)
+            run_local.mkdir()
         out_rel = f"out/{model.name}/{label}"
         gate: dict[str, Any] = {}
         if opts.max_temp_c is not None:  # thermal gating reads the device first (extra commands)
@@ -206,10 +336,13 @@ class DeviceSession:
             intermediate_outputs=opts.intermediate_outputs, debug_buffer_size=self._debug_buffer_size(model))
         request = StepRequest(out_rel=out_rel, argv=invocation.argv(), timeout_s=opts.run_timeout_s,
                               env=runner_env(self.spec.workdir), prefix=affinity_prefix(self.spec), static_facts=cold)
+        self._current_out = out_rel
+        self._check_cancelled()  # an abort that came before _current_out was set finds no runner: stop here
         step = run_step(agent, request, run_local)
+        self._current_out = None
         state = {"facts": dict(step.facts), "cooldown_waited_s": gate.pop("cooldown_waited_s", 0.0), **gate}
         write_json_atomic(run_local / DEVICE_STATE_JSON, state)
-        (run_local / RUNNER_LOG).write_text(f"$ {step.command}\n--- stdout\n{step.stdout}\n--- stderr\n{step.stderr}")
+        write_text_atomic(run_local / RUNNER_LOG, f"$ {step.command}\n--- stdout\n{step.stdout}\n--- stderr\n{step.stderr}")
         if cold:
             self._record_facts(model, step.facts)
         if not step.ok:
@@ -270,6 +403,9 @@ class DeviceSession:
     # ---- record ------------------------------------------------------------------
 
     def _set(self, **changes: Any) -> DeviceResult:
+        if self.abandoned:  # the watchdog has recorded this device's end; a late thread changes nothing
+            return self.rundir.job.device(self.spec.name) or DeviceResult(self.spec.name, self.spec.transport,
+                                                                          self.spec.target)
         return self.rundir.update_device(self.spec.name, lambda d: replace(d, **changes))
 
     def _fail(self, message: str, blame: Blame) -> DeviceResult:

@@ -149,10 +149,11 @@ class _Run:
             rundir.finish(JobStatus.INTERRUPTED)
             raise
         outcomes = [DeviceOutcome(rundir.job.device(n) or DeviceResult(n, "", "")) for n in names]
-        stats = write_stats(rundir, [DeviceOutcome(outcomes[0].result, self._frames())] if outcomes else [])
+        stats, problem = write_stats(rundir, [DeviceOutcome(outcomes[0].result, self._frames())] if outcomes else [],
+                                     self.progress)
         ok = [o.ok for o in outcomes]
         job = rundir.finish(JobStatus.OK if all(ok) else JobStatus.PARTIAL if any(ok) else JobStatus.FAILED)
-        return JobResult(rundir, job, outcomes, stats)
+        return JobResult(rundir, job, outcomes, stats, problem=problem)
 
     # ---- submit ------------------------------------------------------------------
 
@@ -292,7 +293,7 @@ class _Run:
         merged = self.rundir.update_device(request.device, lambda d: _merge(d, outcome.device))
         if outcome.stats is not None:
             self.frames[(request.device, request.model)] = outcome.stats
-            write_stats(self.rundir, [DeviceOutcome(merged, self._frames())])
+            write_stats(self.rundir, [DeviceOutcome(merged, self._frames())], self.progress)
         self.remaining[request.device] -= 1
         if self.remaining[request.device] == 0 and merged.status is DeviceStatus.RUNNING:
             self.rundir.update_device(request.device, lambda d: replace(d, status=DeviceStatus.OK))

@@ -32,6 +32,9 @@ def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "badport.yaml": "devices:\n  rpi:\n    transport: ssh\n    target: linux-aarch64\n    host: h\n    key: k\n    port: twenty-two\n",
         "duplicate.yaml": "devices:\n  rpi:\n    transport: local\n  rpi:\n    transport: local\n",
         "previous-run/manifest.json": "{}",
+        "stopped-run/manifest.json": '{"schema_version": 1, "run_id": "r1", "status": "interrupted", "started": "t", '
+                                     '"config": {"devices": ["local"], "models": ["m.py:build"], "backend": "xnnpack", '
+                                     '"runs": 3}}',
         "a-file": "not a directory",
         "badcpus.yaml": "devices:\n  board:\n    transport: local\n    cpus: \"0-3; reboot\"\n",
     }
@@ -72,6 +75,12 @@ CASES = [
     ("out-holds-a-run", lambda p: ["run", "--model", TINY, "--out", str(p["previous-run/manifest.json"].parent)], "already holds a run"),
     ("out-is-a-file", lambda p: ["run", "--model", TINY, "--out", str(p["a-file"])], "is not a directory"),
     ("out-unwritable", lambda p: ["run", "--model", TINY, "--out", "/proc/etfarm-out"], "--out /proc/etfarm-out: cannot write in /proc"),
+    ("run-without-model", lambda p: ["run"], "--model is required (or --resume DIR"),
+    ("resume-not-a-run", lambda p: ["run", "--resume", str(p["a-file"].parent / "nowhere")], "no manifest.json there"),
+    ("resume-other-runs", lambda p: ["run", "--resume", str(p["stopped-run/manifest.json"].parent), "--runs", "5"],
+     "--runs 5 differs from the recorded 3"),
+    ("resume-other-out", lambda p: ["run", "--resume", str(p["stopped-run/manifest.json"].parent), "--out", "elsewhere"],
+     "differs from the recorded"),
 ]
 
 

@@ -42,3 +42,28 @@ def test_a_failed_write_keeps_the_old_file_and_removes_the_temporary(tmp_path: P
     assert synced, "the data must be fsynced before the rename"
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]
+
+
+def test_publish_dir_fsyncs_every_file_before_the_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    staging = tmp_path / ".tmp-entry"
+    (staging / "sub").mkdir(parents=True)
+    (staging / "model.pte").write_bytes(b"pte")
+    (staging / "sub" / "meta.json").write_text("{}")
+    synced: list[str] = []
+    real_fsync, real_rename = os.fsync, os.rename
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    def rename(src: object, dst: object) -> None:
+        synced.append("RENAME")
+        real_rename(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "rename", rename)
+    cache.publish_dir(staging, tmp_path / "entry")
+    before = synced[:synced.index("RENAME")]
+    assert {str(staging / "model.pte"), str(staging / "sub" / "meta.json"), str(staging / "sub"), str(staging)} <= set(before)
+    assert synced[-1] == str(tmp_path)  # the rename itself made durable
+    assert (tmp_path / "entry" / "sub" / "meta.json").read_text() == "{}"
