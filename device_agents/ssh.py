@@ -14,10 +14,12 @@ import hashlib
 import logging
 import shlex
 import socket
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import paramiko
 
@@ -41,6 +43,11 @@ LOCAL_READ_BYTES = 1 << 20
 PREFETCH_REQUESTS = 64
 POLL_SEC = 0.2
 STDERR_KEEP_BYTES = 1 << 20
+# Opening a channel, starting a command in it and the SFTP version handshake each wait for one
+# reply from sshd; paramiko waits for those forever (a frozen sshd, an sftp subsystem that never
+# answers). One bound for each, the same as a stalled transfer.
+REQUEST_TIMEOUT_SEC = STALL_TIMEOUT_SEC
+_T = TypeVar("_T")
 # AES-GCM first: no separate MAC pass in paramiko's Python packetizer (~2x faster).
 FAST_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 
@@ -204,9 +211,9 @@ class SSHAgent(DeviceAgent):
         deadline = started + timeout_s
         out, err = bytearray(), bytearray()
         try:
-            channel = self._transport().open_session(timeout=min(timeout_s, 30.0))
+            channel = self._transport().open_session(timeout=min(timeout_s, REQUEST_TIMEOUT_SEC))
             channel.settimeout(POLL_SEC)
-            channel.exec_command(remote)
+            self._bounded("starting a command", min(timeout_s, REQUEST_TIMEOUT_SEC), lambda: channel.exec_command(remote))
             channel.shutdown_write()  # no stdin: a command that reads it sees EOF, not a hang
             ended = self._drain(channel, out, err, deadline, max_bytes)
             timed_out = ended is False
@@ -300,9 +307,10 @@ class SSHAgent(DeviceAgent):
     def _persistent_shell(self, timeout_s: float) -> paramiko.Channel:
         if self._shell is None or self._shell.closed or self._shell.exit_status_ready():
             self._drop_shell()
-            channel = self._transport().open_session(timeout=min(timeout_s, 30.0))
+            channel = self._transport().open_session(timeout=min(timeout_s, REQUEST_TIMEOUT_SEC))
             channel.settimeout(POLL_SEC)
-            channel.exec_command("/bin/sh")
+            self._bounded("starting the device shell", min(timeout_s, REQUEST_TIMEOUT_SEC),
+                          lambda: channel.exec_command("/bin/sh"))
             self._shell = channel
         return self._shell
 
@@ -359,15 +367,56 @@ class SSHAgent(DeviceAgent):
 
     def _sftp_client(self) -> paramiko.SFTPClient:
         if self._sftp is None:
+            transport = self._transport()
             try:
-                self._sftp = _SFTPClient.from_transport(self._transport(), window_size=WINDOW_BYTES)
+                self._sftp = self._bounded("opening an sftp session", REQUEST_TIMEOUT_SEC, lambda: _open_sftp(transport))
+                self._write_bytes, self._read_bytes = _sftp_limits(self._sftp)  # the channel's stall timeout bounds it
             except (OSError, EOFError, paramiko.SSHException) as exc:
                 raise DeviceError(self.spec.name, f"cannot open an sftp session: {exc or type(exc).__name__}") from None
-            assert self._sftp is not None
-            self._sftp.get_channel().settimeout(STALL_TIMEOUT_SEC)  # no progress: OSError, not a hang
-            self._write_bytes, self._read_bytes = _sftp_limits(self._sftp)
             self.log.debug("sftp request sizes: write %d, read %d", self._write_bytes, self._read_bytes)
         return self._sftp
+
+    def _bounded(self, what: str, timeout_s: float, call: Callable[[], _T]) -> _T:
+        """`call()` (one request to sshd that paramiko would wait for forever), given up after
+        timeout_s: the connection is then closed, which also ends the waiting thread, and a
+        DeviceError says what did not answer. The next device operation finds no connection."""
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["value"] = call()
+            except BaseException as exc:  # handed to the caller's thread
+                box["error"] = exc
+
+        thread = threading.Thread(target=target, name=f"ssh-{self.spec.name}-{what}", daemon=True)
+        thread.start()
+        thread.join(timeout_s)
+        if thread.is_alive():
+            self._abandon()
+            thread.join(5.0)
+            raise DeviceError(self.spec.name, f"{what} got no answer from sshd within {timeout_s:g} s "
+                                              "(device frozen, link down or a wedged ssh server); connection closed")
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def _abandon(self) -> None:
+        """Close the connection without waiting for a device that does not answer."""
+        client, self._client, self._sftp, self._shell = self._client, None, None, None
+        if client is not None:
+            transport = client.get_transport()
+            if transport is not None:
+                transport.close()
+            client.close()
+
+
+def _open_sftp(transport: paramiko.Transport) -> paramiko.SFTPClient:
+    """SFTPClient.from_transport with the channel's stall timeout set before the version
+    handshake (paramiko reads the server's version reply with no timeout otherwise)."""
+    channel = transport.open_session(window_size=WINDOW_BYTES, timeout=REQUEST_TIMEOUT_SEC)
+    channel.settimeout(STALL_TIMEOUT_SEC)  # no progress: OSError, not a hang
+    channel.invoke_subsystem("sftp")
+    return _SFTPClient(channel)
 
 
 def _sftp_limits(sftp: paramiko.SFTPClient) -> tuple[int, int]:

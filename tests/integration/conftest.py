@@ -33,7 +33,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
@@ -62,12 +62,12 @@ def sshd_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshTestHost]
     host.stop()
 
 
-def _stopped_at_teardown(make: Callable[[], Stoppable]) -> Iterator[Callable[[], Stoppable]]:
+def _stopped_at_teardown(make: Callable[..., Stoppable]) -> Iterator[Callable[..., Stoppable]]:
     """A factory fixture's body: hand out `make`, and stop everything it made at teardown."""
     started: list[Stoppable] = []
 
-    def start() -> Stoppable:
-        started.append(make())
+    def start(**kwargs: Any) -> Stoppable:
+        started.append(make(**kwargs))
         return started[-1]
 
     yield start
@@ -76,8 +76,8 @@ def _stopped_at_teardown(make: Callable[[], Stoppable]) -> Iterator[Callable[[],
 
 
 @pytest.fixture
-def ssh_server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], SshTestHost]]:
-    yield from _stopped_at_teardown(lambda: start_sshd(tmp_path_factory.mktemp("sshd")))
+def ssh_server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., SshTestHost]]:
+    yield from _stopped_at_teardown(lambda **kwargs: start_sshd(tmp_path_factory.mktemp("sshd"), **kwargs))
 
 
 @pytest.fixture

@@ -1,0 +1,130 @@
+"""Transport faults against real peers: every device operation ends within its bound.
+
+An sshd whose SFTP subsystem never answers, an sshd frozen (SIGSTOP) or killed while a file moves
+or a command runs, the adb device daemon killed mid-pull: each is a DeviceError with a message
+that says what did not answer, within the bound, never a hang.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from device_agents import create_agent
+from device_agents import ssh as ssh_agent
+from device_agents.base import HOST_DEADLINE_GRACE_SEC
+from orchestrator.errors import DeviceError
+from tests.integration.testbed import descendant_pids
+from tests.integration.testbed.sshd import SshTestHost
+
+BOUND_S = 3.0  # the request/stall bound the tests set, instead of 30 s
+
+
+@pytest.fixture
+def short_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ssh_agent, "REQUEST_TIMEOUT_SEC", BOUND_S, raising=False)
+    monkeypatch.setattr(ssh_agent, "STALL_TIMEOUT_SEC", BOUND_S)
+
+
+def freeze(host: SshTestHost) -> None:
+    assert host.proc is not None
+    for pid in [host.proc.pid, *descendant_pids(host.proc.pid)]:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            pass
+
+
+def thaw(host: SshTestHost) -> None:
+    assert host.proc is not None
+    for pid in [host.proc.pid, *descendant_pids(host.proc.pid)]:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
+def timed(call: Callable[[], object]) -> tuple[float, BaseException | None]:
+    started = time.monotonic()
+    try:
+        call()
+    except BaseException as exc:  # noqa: BLE001 - the tests inspect it
+        return time.monotonic() - started, exc
+    return time.monotonic() - started, None
+
+
+def test_sftp_subsystem_that_never_answers_is_given_up(ssh_server_factory: Callable[..., SshTestHost],
+                                                       tmp_path: Path, short_bounds: None) -> None:
+    # The subsystem reads the client's version packet and never replies: paramiko would wait forever.
+    host = ssh_server_factory(sftp="/bin/sleep 3600")
+    local = tmp_path / "model.pte"
+    local.write_bytes(b"x" * 1000)
+    with create_agent(host.spec("mute-sftp", tmp_path / "wd")) as agent:
+        elapsed, error = timed(lambda: agent.stage({"models/m.pte": local}))
+    assert isinstance(error, DeviceError), error
+    assert "opening an sftp session got no answer" in str(error)
+    assert elapsed < BOUND_S + 5, elapsed
+
+
+@pytest.mark.parametrize("when", ["push", "pull", "command"])
+def test_frozen_sshd_mid_operation_is_a_bounded_failure(ssh_server_factory: Callable[..., SshTestHost],
+                                                        tmp_path: Path, short_bounds: None, when: str) -> None:
+    host = ssh_server_factory()
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(64 << 20))
+    spec = host.spec("frozen", tmp_path / "wd")
+    with create_agent(spec) as agent:
+        if when == "pull":
+            agent.stage({"big.bin": big})
+        agent.run(["true"], persistent=True)  # the shell and the sftp session are open
+        agent._sftp_client()  # type: ignore[attr-defined]
+        operation: Callable[[], object] = {
+            "push": lambda: agent.stage({"other.bin": big}),
+            "pull": lambda: agent.fetch("big.bin", tmp_path / "back"),
+            "command": lambda: agent.check(["sleep", "60"], timeout_s=2, persistent=True),
+        }[when]
+        striker = threading.Timer(0.3, freeze, args=(host,))
+        striker.start()
+        try:
+            elapsed, error = timed(operation)
+        finally:
+            striker.join()
+            thaw(host)
+    assert isinstance(error, DeviceError), error
+    # The stall bound (push/pull) or the command's deadline plus the host grace, each bounded.
+    limit = (2 + HOST_DEADLINE_GRACE_SEC if when == "command" else 2 * BOUND_S) + 5
+    assert elapsed < limit, (elapsed, str(error))
+    assert not list((tmp_path / "back").glob("*")) if (tmp_path / "back").exists() else True
+
+
+@pytest.mark.parametrize("when", ["push", "pull", "command"])
+def test_killed_sshd_mid_operation_fails_at_once(ssh_server_factory: Callable[..., SshTestHost],
+                                                 tmp_path: Path, when: str) -> None:
+    host = ssh_server_factory()
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(64 << 20))
+    with create_agent(host.spec("killed", tmp_path / "wd")) as agent:
+        if when == "pull":
+            agent.stage({"big.bin": big})
+        agent._sftp_client()  # type: ignore[attr-defined]
+        operation: Callable[[], object] = {
+            "push": lambda: agent.stage({"other.bin": big}),
+            "pull": lambda: agent.fetch("big.bin", tmp_path / "back"),
+            "command": lambda: agent.check(["sleep", "60"], persistent=True),
+        }[when]
+        striker = threading.Timer(0.3, host.stop)
+        striker.start()
+        try:
+            elapsed, error = timed(operation)
+        finally:
+            striker.join()
+    assert isinstance(error, DeviceError), error
+    assert elapsed < 10, (elapsed, str(error))
+    if (tmp_path / "back").exists():  # a pull cut short leaves no partial file behind
+        assert not list((tmp_path / "back").iterdir())
