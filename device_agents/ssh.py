@@ -26,7 +26,7 @@ import paramiko
 from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, RawExecResult
 from device_agents.known_hosts import load_known_hosts
 from orchestrator.cache import write_text_atomic
-from orchestrator.errors import DeviceError
+from orchestrator.errors import DeviceError, DeviceRefused
 
 DEFAULT_KNOWN_HOSTS = "~/.config/etfarm/known_hosts"
 KEEPALIVE_SEC = 10
@@ -84,16 +84,17 @@ class _Settings:
         s = spec.settings
         where = f"device {spec.name!r} in {spec.source}"
         if not s.get("host"):
-            raise DeviceError(spec.name, f"ssh setting 'host' is missing ({where})")
+            raise DeviceRefused(spec.name, f"ssh setting 'host' is missing ({where})")
         self.host = str(s["host"])
         try:
             self.port = int(s.get("port", 22))
             self.connect_timeout = float(s["connect_timeout"]) if s.get("connect_timeout") else None
         except (TypeError, ValueError) as exc:
-            raise DeviceError(spec.name, f"ssh setting 'port' or 'connect_timeout' is not a number ({where}): {exc}") from None
+            raise DeviceRefused(spec.name, f"ssh setting 'port' or 'connect_timeout' is not a number ({where}): {exc}") from None
         self.user = str(s.get("user") or getpass.getuser())
         if not s.get("key"):
-            raise DeviceError(spec.name, f"ssh setting 'key' (a private key file) is missing ({where}): keys only, no passwords")
+            raise DeviceRefused(spec.name,
+                                f"ssh setting 'key' (a private key file) is missing ({where}): keys only, no passwords")
         self.key = Path(str(s["key"])).expanduser()
         self.known_hosts = Path(str(s.get("known_hosts") or DEFAULT_KNOWN_HOSTS)).expanduser()
         self.hostname = known_hosts_name(self.host, self.port)
@@ -139,7 +140,7 @@ class SSHAgent(DeviceAgent):
         cfg = self._settings
         timeout_s = cfg.connect_timeout or timeout_s
         if not cfg.key.is_file():
-            raise DeviceError(self.spec.name, f"ssh key {cfg.key} does not exist (setting 'key' in {self.spec.source})")
+            raise DeviceRefused(self.spec.name, f"ssh key {cfg.key} does not exist (setting 'key' in {self.spec.source})")
         known = load_known_hosts(cfg.known_hosts, self.spec.name)
         client = paramiko.SSHClient()
         # Only the configured file: never ~/.ssh/known_hosts, never auto-add.
@@ -163,17 +164,17 @@ class SSHAgent(DeviceAgent):
         except UnknownHostKey as exc:
             client.close()
             if known.is_revoked(exc.key):
-                raise DeviceError(self.spec.name, f"host key of {cfg.hostname} ({exc.key.get_name()} "
+                raise DeviceRefused(self.spec.name, f"host key of {cfg.hostname} ({exc.key.get_name()} "
                                   f"{host_key_fingerprint(exc.key)}) is marked @revoked in {cfg.known_hosts}; "
                                   "refusing to connect") from None
-            raise DeviceError(
+            raise DeviceRefused(
                 self.spec.name,
                 f"host key of {cfg.hostname} is unknown: it is not in {cfg.known_hosts} "
                 f"(server offers {exc.key.get_name()} {host_key_fingerprint(exc.key)}); refusing to connect; {trust_hint}",
             ) from None
         except paramiko.BadHostKeyException as exc:
             client.close()
-            raise DeviceError(
+            raise DeviceRefused(
                 self.spec.name,
                 f"host key of {cfg.hostname} does not match the one in {cfg.known_hosts} "
                 f"(server offers {exc.key.get_name()} {host_key_fingerprint(exc.key)}, expected "
@@ -182,7 +183,7 @@ class SSHAgent(DeviceAgent):
             ) from None
         except paramiko.AuthenticationException as exc:
             client.close()
-            raise DeviceError(self.spec.name, f"ssh authentication as {cfg.user!r} with key {cfg.key} failed: {exc}") from None
+            raise DeviceRefused(self.spec.name, f"ssh authentication as {cfg.user!r} with key {cfg.key} failed: {exc}") from None
         except (OSError, paramiko.SSHException, EOFError) as exc:
             client.close()
             where = f"{cfg.user}@{cfg.host}:{cfg.port}"
@@ -344,7 +345,7 @@ class SSHAgent(DeviceAgent):
         try:
             size = sftp.stat(remote_path).st_size or 0
             if size > max_bytes:
-                raise DeviceError(self.spec.name, f"{remote_path} is {size} bytes, over the {max_bytes}-byte cap")
+                raise DeviceRefused(self.spec.name, f"{remote_path} is {size} bytes, over the {max_bytes}-byte cap")
             written = 0
             with sftp.open(remote_path, "rb") as src, open(local, "wb") as dst:
                 src.MAX_REQUEST_SIZE = self._read_bytes
@@ -352,7 +353,7 @@ class SSHAgent(DeviceAgent):
                 while chunk := src.read(LOCAL_READ_BYTES):
                     written += len(chunk)
                     if written > max_bytes:  # the file grew while we read it
-                        raise DeviceError(self.spec.name, f"{remote_path} grew over the {max_bytes}-byte cap while pulling")
+                        raise DeviceRefused(self.spec.name, f"{remote_path} grew over the {max_bytes}-byte cap while pulling")
                     dst.write(chunk)
         except (OSError, EOFError, paramiko.SSHException) as exc:
             raise DeviceError(self.spec.name, f"sftp pull of {remote_path} failed: {exc or type(exc).__name__}") from None
@@ -458,7 +459,7 @@ def trust_host_key(spec: DeviceSpec, timeout_s: float = 15.0) -> str:
     finally:
         transport.close()
     if load_known_hosts(cfg.known_hosts, spec.name).is_revoked(key):
-        raise DeviceError(spec.name, f"host key of {cfg.hostname} ({key.get_name()} {host_key_fingerprint(key)}) is marked "
+        raise DeviceRefused(spec.name, f"host key of {cfg.hostname} ({key.get_name()} {host_key_fingerprint(key)}) is marked "
                                      f"@revoked in {cfg.known_hosts}; not trusting it")
     lines = cfg.known_hosts.read_text().splitlines() if cfg.known_hosts.is_file() else []
     # Replace the host's plain entries; marker lines (@revoked, @cert-authority) are never dropped.

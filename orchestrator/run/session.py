@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from device_agents import DeviceSpec, create_agent
 from device_agents.base import DeviceAgent, parse_facts
@@ -33,8 +33,9 @@ from orchestrator.progress import DeviceProgress
 from orchestrator.run.calibration import flag_runs
 from orchestrator.run.conditions import cool_down
 from orchestrator.run.controls import affinity_prefix, restore_commands, setup_commands
-from orchestrator.run.locks import device_lock
+from orchestrator.run.locks import device_lock, remote_lock
 from orchestrator.run.results import (
+    Attempt,
     DeviceResult,
     DeviceStatus,
     ModelResult,
@@ -42,6 +43,7 @@ from orchestrator.run.results import (
     ProcessRun,
     RunOptions,
 )
+from orchestrator.run.retry import with_retries
 from orchestrator.run.rundir import DEVICE_JSON, RunDirectory
 from orchestrator.run.runner_contract import (
     DEVICE_STATE_JSON,
@@ -58,6 +60,7 @@ from orchestrator.run.schedule import schedule_runs
 from orchestrator.run.verify import verify_outputs
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -100,8 +103,13 @@ class DeviceSession:
                              timeout_s=self.options.lock_timeout_s):
                 agent = create_agent(self.spec)
                 self.say(f"connecting ({self.spec.transport}, target {self.spec.target})")
-                with agent:
-                    self._run_models(agent)
+                try:
+                    self._retry("connect", agent.connect, agent.close)
+                    with remote_lock(agent, wait=self.options.wait_for_lock, on_wait=self.say,
+                                     timeout_s=self.options.lock_timeout_s):
+                        self._run_models(agent)
+                finally:
+                    agent.close()
             final = self._set(status=DeviceStatus.OK)
         except EtfarmError as exc:
             final = self._fail(str(exc), blame_of(exc))
@@ -149,7 +157,7 @@ class DeviceSession:
     def _run_models(self, agent: DeviceAgent) -> None:
         """Stage, run the schedule's process runs (one device command each), flag them, then verify
         and analyse each model."""
-        staged = self._stage(agent)
+        staged = self._retry("stage", lambda: self._stage(agent), agent.reconnect)
         self._setup_controls(agent)
         try:
             by_name = {model.name: model for model in self.models}
@@ -268,6 +276,13 @@ class DeviceSession:
         return stats
 
     # ---- record ------------------------------------------------------------------
+
+    def _retry(self, step: str, call: Callable[[], T], before_retry: Callable[[], None]) -> T:
+        """An idempotent step, retried after transport faults (run/retry.py); every failure recorded."""
+        def record(attempt: Attempt) -> None:
+            self.rundir.update_device(self.spec.name, lambda d: replace(d, attempts=(*d.attempts, attempt)))
+
+        return with_retries(step, call, record=record, before_retry=before_retry, say=self.say)
 
     def _set(self, **changes: Any) -> DeviceResult:
         return self.rundir.update_device(self.spec.name, lambda d: replace(d, **changes))
