@@ -35,10 +35,11 @@ KILL_AFTER_SEC = 5
 # Staging's sha256 pass gets COMMAND_TIMEOUT_SEC plus the time to hash its bytes at this rate
 # (a slow board's sha256sum does ~50 MB/s; a quarter of that leaves room for a busy one).
 HASH_BYTES_PER_SEC = 12_000_000
-# Checks the workdir before anything is staged (argument: the workdir). Prints "UID MODE OURUID".
+# Checks the workdir before anything is staged (argument: the workdir).
+# Prints "UID MODE PARENT_UID PARENT_MODE OUR_UID" (modes in octal).
 _WORKDIR_CHECK = ('w=$1; mkdir -p -m 700 -- "$w" || exit 3; '
                   'if [ -L "$w" ]; then echo "is a symbolic link" >&2; exit 4; fi; '
-                  'printf "%s %s\n" "$(stat -c "%u %a" -- "$w")" "$(id -u)"')
+                  'printf "%s %s %s\\n" "$(stat -c "%u %a" -- "$w")" "$(stat -c "%u %a" -- "$(dirname -- "$w")")" "$(id -u)"')
 
 
 @dataclass(frozen=True)
@@ -121,16 +122,22 @@ class DeviceAgent(ABC):
         workdir = self.spec.workdir
         result = self.check(["sh", "-c", _WORKDIR_CHECK, "etfarm-workdir", workdir], persistent=True)
         fields = result.stdout.split()
-        if len(fields) != 3 or not all(f.isdigit() for f in fields):
+        if len(fields) != 5 or not all(f.isdigit() for f in fields):
             raise DeviceError(self.spec.name, f"could not read the owner and mode of workdir {workdir}: "
                                               f"{result.stdout.strip()[:200]!r}")
-        owner, mode, uid = int(fields[0]), int(fields[1], 8), int(fields[2])
+        owner, mode, parent_owner, parent_mode, uid = (int(f, 8) if i in (1, 3) else int(f) for i, f in enumerate(fields))
         if owner != uid:
             raise DeviceRefused(self.spec.name, f"workdir {workdir} is owned by uid {owner}, not by the device user "
                                                 f"(uid {uid}); refusing to use it: set another `workdir` in the inventory")
         if mode & 0o022:
             raise DeviceRefused(self.spec.name, f"workdir {workdir} can be written by others (mode {mode:o}); refusing "
                                                 f"to use it: `chmod go-w {workdir}` on the device or set another `workdir`")
+        # Whoever may rename entries of the parent can swap the whole workdir: it must be ours or
+        # root's, and not writable by everyone unless sticky (/tmp).
+        if parent_owner not in (uid, 0) or (parent_mode & 0o002 and not parent_mode & 0o1000):
+            raise DeviceRefused(self.spec.name, f"the directory holding workdir {workdir} belongs to uid {parent_owner} "
+                                                f"(mode {parent_mode:o}): others could replace the workdir; refusing "
+                                                "to use it: set another `workdir` in the inventory")
 
     def __enter__(self) -> DeviceAgent:
         self.connect()

@@ -7,6 +7,7 @@ $XDG_CONFIG_HOME/etfarm/devices.yaml when present; with none, only `local` exist
 
 from __future__ import annotations
 
+import getpass
 import os
 import re
 import shlex
@@ -43,7 +44,8 @@ _TRANSPORT_KEYS: dict[str, dict[str, tuple[type, bool, Any]]] = {
         "adb_port": (int, False, 5037),
     },
 }
-_DEFAULT_WORKDIR = {"ssh": "/tmp/etfarm", "adb": "/data/local/tmp/etfarm"}
+# Per device and per user (ssh): two users or two inventory names never share a workdir by default.
+_DEFAULT_WORKDIR = {"ssh": "/tmp/etfarm-{user}/{device}", "adb": "/data/local/tmp/etfarm"}
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,8 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
         if not isinstance(text, str) or not _CPU_LIST.match(text.replace(" ", "")):
             raise ConfigError(path, f"{where}.cpus", f"expected a cpu list like 2, \"0-3\" or \"0,2,4-7\", got {_describe(cpus)}")
         settings["cpus"] = text.replace(" ", "")
-    workdir = entry.get("workdir", _DEFAULT_WORKDIR.get(transport) or str(cache_dir("devices") / name))
+    default = _DEFAULT_WORKDIR.get(transport, "").format(user=settings.get("user") or getpass.getuser(), device=name)
+    workdir = entry.get("workdir", default or str(cache_dir("devices") / name))
     if not isinstance(workdir, str) or not workdir.startswith(("/", "~")):
         raise ConfigError(path, f"{where}.workdir", f"expected an absolute path, got {_describe(workdir)}")
     if transport == "local":

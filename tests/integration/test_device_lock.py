@@ -84,6 +84,11 @@ def test_workdir_owned_by_another_user_or_writable_by_others_is_refused(sshd_hos
     os.chown(foreign, 65534, 65534)
     with pytest.raises(DeviceRefused, match="owned by uid 65534"):
         create_agent(sshd_host.spec("board", foreign)).connect()
+    hijackable = tmp_path / "someone-elses"  # a workdir of ours inside a directory another user owns
+    hijackable.mkdir(mode=0o755)
+    os.chown(hijackable, 65534, 65534)
+    with pytest.raises(DeviceRefused, match="others could replace the workdir"):
+        create_agent(sshd_host.spec("board", hijackable / "wd")).connect()
     link = tmp_path / "link"
     link.symlink_to(tmp_path / "elsewhere")
     (tmp_path / "elsewhere").mkdir()
