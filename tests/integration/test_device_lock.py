@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -108,3 +109,29 @@ def test_cleanup_never_follows_a_symlink_planted_in_out(sshd_host: SshTestHost, 
         step = run_step(agent, StepRequest(out_rel="out/model/run-1", argv=["true"], timeout_s=10), tmp_path / "back")
     assert step.exit_code == 125 and "symbolic link; refusing to clean up through it" in step.stderr, step
     assert (victim / "run-1" / "precious").read_text() == "keep me"
+
+
+@pytest.mark.slow
+def test_two_inventory_names_for_one_board_in_one_job_never_interleave(sshd_host: SshTestHost, tmp_path: Path) -> None:
+    from tests.helpers.inventory import write_inventory
+
+    model = f"{Path(__file__).resolve().parents[2] / 'configs' / 'models' / 'tiny_mlp.py'}:build"
+    workdir = tmp_path / "board"
+    config = write_inventory(tmp_path / "devices.yaml", [sshd_host.spec("board-a", workdir),
+                                                         sshd_host.spec("board-b", workdir)])
+    job = subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices", "board-a,board-b",
+         "--model", model, "--backend", "portable", "--runs", "2", "--iterations", "2", "--untraced-runs", "0",
+         "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=500)
+    assert job.returncode == 0, job.stderr[-3000:]
+    waited = [line for line in job.stderr.splitlines() if "waiting for the device lock in" in line]
+    assert len(waited) == 1, job.stderr[-3000:]
+    second = "board-b" if "[board-b]" in waited[0] else "board-a"
+    first = "board-a" if second == "board-b" else "board-b"
+    assert f"as device {first}" in waited[0]
+    # Every process run of the second name started after the first name's last one: never interleaved.
+    runs = [(float(m.group(1)), m.group(2)) for m in re.finditer(r"^\[ *(\d+\.\d)s\] \[(board-[ab])\] tiny_mlp: run ",
+                                                             job.stderr, re.MULTILINE)]
+    assert len(runs) == 4, job.stderr[-3000:]
+    assert max(t for t, d in runs if d == first) <= min(t for t, d in runs if d == second), runs
+    assert not (workdir / REMOTE_LOCK_REL).exists()
