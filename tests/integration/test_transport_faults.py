@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from device_agents import adb as adb_agent
 from device_agents import create_agent
 from device_agents import ssh as ssh_agent
 from device_agents.base import HOST_DEADLINE_GRACE_SEC
 from orchestrator.errors import DeviceError
 from tests.integration.testbed import descendant_pids
+from tests.integration.testbed.adbserver import AdbTestDevice
 from tests.integration.testbed.sshd import SshTestHost
 
 BOUND_S = 3.0  # the request/stall bound the tests set, instead of 30 s
@@ -128,3 +130,29 @@ def test_killed_sshd_mid_operation_fails_at_once(ssh_server_factory: Callable[..
     assert elapsed < 10, (elapsed, str(error))
     if (tmp_path / "back").exists():  # a pull cut short leaves no partial file behind
         assert not list((tmp_path / "back").iterdir())
+
+
+@pytest.mark.parametrize("fault", ["kill", "freeze"])
+def test_adb_device_daemon_dying_or_freezing_mid_pull(adb_device_factory: Callable[[], AdbTestDevice], tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
+    monkeypatch.setattr(adb_agent, "STALL_TIMEOUT_SEC", BOUND_S)
+    device = adb_device_factory()
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(96 << 20))
+    back = tmp_path / "back"
+    with create_agent(device.spec("dying")) as agent:
+        agent.stage({"big.bin": big})
+        assert device.proc is not None
+        strike = device.kill if fault == "kill" else (lambda: os.kill(device.proc.pid, signal.SIGSTOP))  # type: ignore[union-attr]
+        striker = threading.Timer(0.2, strike)
+        striker.start()
+        try:
+            elapsed, error = timed(lambda: agent.fetch("big.bin", back))
+        finally:
+            striker.join()
+            if fault == "freeze" and device.proc.poll() is None:
+                os.kill(device.proc.pid, signal.SIGCONT)
+    assert isinstance(error, DeviceError), error
+    assert "adb pull of" in str(error) or "pulled" in str(error), error
+    assert elapsed < 2 * BOUND_S + 5, (elapsed, str(error))
+    assert not back.exists() or not list(back.iterdir())  # no partial file left
