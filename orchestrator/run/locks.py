@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import getpass
 import os
+import shlex
 import socket
 import time
 import uuid
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 from device_agents.base import DeviceAgent
 from orchestrator.cache import cache_dir
-from orchestrator.errors import DeviceError, DeviceRefused, EtfarmError
+from orchestrator.errors import CommandFailed, DeviceError, DeviceRefused, EtfarmError
 
 LOCK_POLL_SEC = 0.5
 
@@ -69,6 +70,10 @@ REMOTE_LOCK_STALE_SEC = 12 * 3600.0
 # A lock directory without its holder line this old is a taker that died between the two writes.
 REMOTE_LOCK_HALF_TAKEN_SEC = 60.0
 REMOTE_LOCK_POLL_SEC = 2.0  # each poll is a device command
+# Releasing is one small command; after the link failed it gets one short try (the lock then goes
+# stale: taken over once this process has ended, or after REMOTE_LOCK_STALE_SEC from another host).
+REMOTE_LOCK_RELEASE_SEC = 30.0
+REMOTE_LOCK_RELEASE_LOST_SEC = 2.0
 _TAKE = ('d=$1 me=$2; if mkdir -- "$d" 2>/dev/null; then printf "%s\\n" "$me" >"$d/holder" && echo TAKEN; exit 0; fi; '
          'now=$(date +%s); since=$(stat -c %Y -- "$d" 2>/dev/null || echo "$now"); '
          'printf "HELD %s %s\\n" "$((now - since))" "$(head -c 300 -- "$d/holder" 2>/dev/null)"')
@@ -157,10 +162,19 @@ def remote_lock(agent: DeviceAgent, *, wait: bool = True, on_wait: Callable[[str
             on_wait(f"waiting for the device lock in {agent.spec.workdir} held by {holder.description}")
             said = holder.line
         time.sleep(REMOTE_LOCK_POLL_SEC)
+    release_s = REMOTE_LOCK_RELEASE_SEC
     try:
         yield
+    except DeviceError as exc:
+        if not isinstance(exc, DeviceRefused) and (not isinstance(exc, CommandFailed) or exc.returncode is None):
+            release_s = REMOTE_LOCK_RELEASE_LOST_SEC  # the link just failed: one short try, not a full deadline
+        raise
     finally:
+        command = shlex.join(["sh", "-c", _DROP, "etfarm-lock", lock, me])
         try:
-            agent.check(["sh", "-c", _DROP, "etfarm-lock", lock, me], persistent=True)
-        except EtfarmError as exc:  # the device is gone: the lock goes stale once this process ends
-            on_wait(f"could not release the device lock: {exc}")
+            result = agent.exec_raw(command, release_s, persistent=True)
+            if result.exit_code != 0:
+                on_wait(f"could not release the device lock {lock} (it goes stale when this process ends): "
+                        f"{result.decoded().tail(300) or 'no answer'}")
+        except EtfarmError as exc:
+            on_wait(f"could not release the device lock {lock} (it goes stale when this process ends): {exc}")

@@ -47,6 +47,8 @@ from testbed.adbserver import (  # noqa: E402
     start_adb_device,
     start_adb_server,
 )
+from testbed.netns import NetnsLink  # noqa: E402
+from testbed.netns import available as netns_available  # noqa: E402
 from testbed.sshd import SshTestHost, keygen, start_sshd  # noqa: E402
 
 from device_agents.base import DeviceSpec  # noqa: E402
@@ -78,6 +80,22 @@ def _stopped_at_teardown(make: Callable[..., Stoppable]) -> Iterator[Callable[..
 @pytest.fixture
 def ssh_server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., SshTestHost]]:
     yield from _stopped_at_teardown(lambda **kwargs: start_sshd(tmp_path_factory.mktemp("sshd"), **kwargs))
+
+
+@pytest.fixture
+def netns_ssh_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SshTestHost, NetnsLink]]:
+    """An sshd in its own network namespace, reached over a veth link the test can take down."""
+    if not netns_available():
+        pytest.skip("network namespaces need root and iproute2")
+    link = NetnsLink.create()
+    try:
+        host = start_sshd(tmp_path_factory.mktemp("sshd-netns"), listen=link.device_ip, netns=link.name)
+        try:
+            yield host, link
+        finally:
+            host.stop()
+    finally:
+        link.remove()
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from device_agents import create_agent
 from device_agents import ssh as ssh_agent
 from device_agents.base import HOST_DEADLINE_GRACE_SEC
 from orchestrator.errors import DeviceError
+from orchestrator.run.results import load_manifest
 from tests.integration.testbed import descendant_pids
 from tests.integration.testbed.adbserver import AdbTestDevice
 from tests.integration.testbed.sshd import SshTestHost
@@ -156,3 +157,48 @@ def test_adb_device_daemon_dying_or_freezing_mid_pull(adb_device_factory: Callab
     assert "adb pull of" in str(error) or "pulled" in str(error), error
     assert elapsed < 2 * BOUND_S + 5, (elapsed, str(error))
     assert not back.exists() or not list(back.iterdir())  # no partial file left
+
+
+@pytest.mark.parametrize("when", ["command", "pull"])
+def test_link_taken_down_mid_operation(netns_ssh_host: tuple[SshTestHost, object], tmp_path: Path,
+                                       short_bounds: None, when: str) -> None:
+    host, link = netns_ssh_host
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(64 << 20))
+    with create_agent(host.spec("far", tmp_path / "wd")) as agent:
+        if when == "pull":
+            agent.stage({"big.bin": big})
+        agent._sftp_client()  # type: ignore[attr-defined]
+        operation: Callable[[], object] = {
+            "pull": lambda: agent.fetch("big.bin", tmp_path / "back"),
+            "command": lambda: agent.check(["sleep", "60"], timeout_s=2, persistent=True),
+        }[when]
+        striker = threading.Timer(0.2, link.down)  # type: ignore[attr-defined]
+        striker.start()
+        try:
+            elapsed, error = timed(operation)
+        finally:
+            striker.join()
+    assert isinstance(error, DeviceError), error
+    limit = (2 + HOST_DEADLINE_GRACE_SEC if when == "command" else 2 * BOUND_S) + 5
+    assert elapsed < limit, (elapsed, str(error))
+
+
+@pytest.mark.slow
+def test_job_survives_a_device_whose_link_goes_down(netns_ssh_host: tuple[SshTestHost, object], tmp_path: Path) -> None:
+    """`etfarm run` over the namespaced board and `local`: the link dies after run 1 is pulled; the
+    board fails within its bound, `local` completes, run 1 of the board is kept."""
+    from tests.integration.test_faults import run_with_fault
+
+    host, link = netns_ssh_host
+    job = run_with_fault(host, "far", tmp_path, fault=link.down, extra_args=("--timeout", "8"),  # type: ignore[attr-defined]
+                         finish_within_s=200)
+    assert job.returncode == 1, job.stderr[-3000:]
+    # As the frozen-device test in test_faults.py: the step's deadline (--timeout plus the housekeeping
+    # allowance) plus the host grace, and little more (the device lock's release gets one short try).
+    assert job.after_fault_s < 8 + 30 + HOST_DEADLINE_GRACE_SEC + 10, job.after_fault_s
+    manifest = load_manifest(job.out)
+    assert manifest.device("local").status.value == "ok"  # type: ignore[union-attr]
+    far = manifest.device("far")
+    assert far is not None and far.status.value == "failed" and far.error
+    assert (job.out / "far" / "tiny_mlp" / "run-1" / "etdump.etdp").stat().st_size > 0
