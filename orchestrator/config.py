@@ -121,6 +121,9 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
     if target not in TARGETS:
         raise ConfigError(path, f"{where}.target", f"expected one of {', '.join(TARGETS)}, got {_describe(target)}")
     settings = {key: _typed(path, f"{where}.{key}", entry, key, *spec) for key, spec in allowed.items()}
+    for key in ("connect_timeout",):  # a deadline of 0 or less would never let a device answer
+        if key in settings and settings[key] is not None and settings[key] <= 0:
+            raise ConfigError(path, f"{where}.{key}", f"expected a number of seconds > 0, got {_describe(entry.get(key))}")
     if "threads" in entry:
         settings["threads"] = _typed(path, f"{where}.threads", entry, "threads", int, False, 0)
     if entry.get("cpus") is not None:

@@ -202,3 +202,15 @@ def test_job_survives_a_device_whose_link_goes_down(netns_ssh_host: tuple[SshTes
     far = manifest.device("far")
     assert far is not None and far.status.value == "failed" and far.error
     assert (job.out / "far" / "tiny_mlp" / "run-1" / "etdump.etdp").stat().st_size > 0
+
+
+def test_connecting_to_a_frozen_sshd_is_bounded_by_connect_timeout(ssh_server_factory: Callable[..., SshTestHost],
+                                                                  tmp_path: Path) -> None:
+    host = ssh_server_factory()
+    freeze(host)  # the kernel still accepts the TCP connection; no banner ever comes
+    try:
+        elapsed, error = timed(lambda: create_agent(host.spec("frozen", tmp_path / "wd", connect_timeout=3)).connect())
+    finally:
+        thaw(host)
+    assert isinstance(error, DeviceError) and "cannot connect" in str(error), error
+    assert elapsed < 3 + 5, elapsed
