@@ -70,10 +70,11 @@ REMOTE_LOCK_STALE_SEC = 12 * 3600.0
 # A lock directory without its holder line this old is a taker that died between the two writes.
 REMOTE_LOCK_HALF_TAKEN_SEC = 60.0
 REMOTE_LOCK_POLL_SEC = 2.0  # each poll is a device command
-# Releasing is one small command; after the link failed it gets one short try (the lock then goes
-# stale: taken over once this process has ended, or after REMOTE_LOCK_STALE_SEC from another host).
+# Releasing is one small command. After the link failed it is not tried (a frozen device would
+# only add its deadline to the job's): the lock goes stale, taken over once this process has
+# ended, or after REMOTE_LOCK_STALE_SEC from another host.
 REMOTE_LOCK_RELEASE_SEC = 30.0
-REMOTE_LOCK_RELEASE_LOST_SEC = 2.0
+REMOTE_LOCK_RELEASE_LOST_SEC = 0.0
 _TAKE = ('d=$1 me=$2; if mkdir -- "$d" 2>/dev/null; then printf "%s\\n" "$me" >"$d/holder" && echo TAKEN; exit 0; fi; '
          'now=$(date +%s); since=$(stat -c %Y -- "$d" 2>/dev/null || echo "$now"); '
          'printf "HELD %s %s\\n" "$((now - since))" "$(head -c 300 -- "$d/holder" 2>/dev/null)"')
@@ -167,14 +168,21 @@ def remote_lock(agent: DeviceAgent, *, wait: bool = True, on_wait: Callable[[str
         yield
     except DeviceError as exc:
         if not isinstance(exc, DeviceRefused) and (not isinstance(exc, CommandFailed) or exc.returncode is None):
-            release_s = REMOTE_LOCK_RELEASE_LOST_SEC  # the link just failed: one short try, not a full deadline
+            release_s = REMOTE_LOCK_RELEASE_LOST_SEC  # the link just failed
         raise
     finally:
-        command = shlex.join(["sh", "-c", _DROP, "etfarm-lock", lock, me])
-        try:
-            result = agent.exec_raw(command, release_s, persistent=True)
-            if result.exit_code != 0:
-                on_wait(f"could not release the device lock {lock} (it goes stale when this process ends): "
-                        f"{result.decoded().tail(300) or 'no answer'}")
-        except EtfarmError as exc:
-            on_wait(f"could not release the device lock {lock} (it goes stale when this process ends): {exc}")
+        if release_s > 0:
+            _release(agent, lock, me, release_s, on_wait)
+        else:
+            on_wait(f"device lock {lock} not released (the link failed); it goes stale when this process ends")
+
+
+def _release(agent: DeviceAgent, lock: str, me: str, timeout_s: float, on_wait: Callable[[str], None]) -> None:
+    command = shlex.join(["sh", "-c", _DROP, "etfarm-lock", lock, me])
+    try:
+        result = agent.exec_raw(command, timeout_s, persistent=True)
+        if result.exit_code != 0:
+            on_wait(f"could not release the device lock {lock} (it goes stale when this process ends): "
+                    f"{result.decoded().tail(300) or 'no answer'}")
+    except EtfarmError as exc:
+        on_wait(f"could not release the device lock {lock} (it goes stale when this process ends): {exc}")

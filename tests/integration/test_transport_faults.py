@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from device_agents import DeviceSpec, create_agent
 from device_agents import adb as adb_agent
-from device_agents import create_agent
 from device_agents import ssh as ssh_agent
 from device_agents.base import HOST_DEADLINE_GRACE_SEC
 from orchestrator.errors import DeviceError
@@ -195,7 +195,7 @@ def test_job_survives_a_device_whose_link_goes_down(netns_ssh_host: tuple[SshTes
                          finish_within_s=200)
     assert job.returncode == 1, job.stderr[-3000:]
     # As the frozen-device test in test_faults.py: the step's deadline (--timeout plus the housekeeping
-    # allowance) plus the host grace, and little more (the device lock's release gets one short try).
+    # allowance) plus the host grace, and nothing more (the device lock is not released over a dead link).
     assert job.after_fault_s < 8 + 30 + HOST_DEADLINE_GRACE_SEC + 10, job.after_fault_s
     manifest = load_manifest(job.out)
     assert manifest.device("local").status.value == "ok"  # type: ignore[union-attr]
@@ -214,3 +214,19 @@ def test_connecting_to_a_frozen_sshd_is_bounded_by_connect_timeout(ssh_server_fa
         thaw(host)
     assert isinstance(error, DeviceError) and "cannot connect" in str(error), error
     assert elapsed < 3 + 5, elapsed
+
+
+def test_runner_flooding_stdout_keeps_head_and_tail_only(ssh_device: DeviceSpec, tmp_path: Path) -> None:
+    from device_agents.step import StepRequest, run_step, step_files
+    from orchestrator.run.runner_contract import parse_result
+
+    flood = 'head -c 30000000 /dev/zero | tr "\\0" a; echo; echo \'ETFARM_RESULT {"execute_ms": [1.5]}\''
+    with create_agent(ssh_device) as agent:
+        agent.stage(step_files())
+        step = run_step(agent, StepRequest(out_rel="out/flood/run-1", argv=["sh", "-c", flood], timeout_s=60),
+                        tmp_path / "back")
+    assert step.exit_code == 0, step.stderr
+    assert len(step.stdout) < 5 * 2**20 + 200, len(step.stdout)
+    assert "bytes cut here (the runner wrote 300000" in step.stdout
+    assert step.stdout.startswith("a" * 1000)
+    assert parse_result(step.stdout) == {"execute_ms": [1.5]}  # the result line is in the kept tail
