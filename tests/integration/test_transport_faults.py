@@ -53,6 +53,29 @@ def thaw(host: SshTestHost) -> None:
             pass
 
 
+def strike_when_moving(when: str, wd: Path, back: Path, action: Callable[[], object]) -> threading.Thread:
+    """Run `action` as soon as the transfer under test has started (its partial file exists), or
+    after 0.3 s for a command: a fast loopback finishes a pull in well under a second."""
+
+    def started() -> bool:
+        if when == "push":
+            return (wd / "other.bin.partial").exists()
+        if when == "pull":
+            return back.exists() and any(back.glob(".big.bin.*.partial"))
+        return True
+
+    def strike() -> None:
+        deadline = time.monotonic() + 20
+        time.sleep(0.3 if when == "command" else 0)
+        while not started() and time.monotonic() < deadline:
+            time.sleep(0.002)
+        action()
+
+    thread = threading.Thread(target=strike)
+    thread.start()
+    return thread
+
+
 def timed(call: Callable[[], object]) -> tuple[float, BaseException | None]:
     started = time.monotonic()
     try:
@@ -80,7 +103,7 @@ def test_frozen_sshd_mid_operation_is_a_bounded_failure(ssh_server_factory: Call
                                                         tmp_path: Path, short_bounds: None, when: str) -> None:
     host = ssh_server_factory()
     big = tmp_path / "big.bin"
-    big.write_bytes(os.urandom(64 << 20))
+    big.write_bytes(os.urandom(128 << 20))
     spec = host.spec("frozen", tmp_path / "wd")
     with create_agent(spec) as agent:
         if when == "pull":
@@ -92,8 +115,7 @@ def test_frozen_sshd_mid_operation_is_a_bounded_failure(ssh_server_factory: Call
             "pull": lambda: agent.fetch("big.bin", tmp_path / "back"),
             "command": lambda: agent.check(["sleep", "60"], timeout_s=2, persistent=True),
         }[when]
-        striker = threading.Timer(0.3, freeze, args=(host,))
-        striker.start()
+        striker = strike_when_moving(when, tmp_path / "wd", tmp_path / "back", lambda: freeze(host))
         try:
             elapsed, error = timed(operation)
         finally:
@@ -111,7 +133,7 @@ def test_killed_sshd_mid_operation_fails_at_once(ssh_server_factory: Callable[..
                                                  tmp_path: Path, when: str) -> None:
     host = ssh_server_factory()
     big = tmp_path / "big.bin"
-    big.write_bytes(os.urandom(64 << 20))
+    big.write_bytes(os.urandom(128 << 20))
     with create_agent(host.spec("killed", tmp_path / "wd")) as agent:
         if when == "pull":
             agent.stage({"big.bin": big})
@@ -121,8 +143,7 @@ def test_killed_sshd_mid_operation_fails_at_once(ssh_server_factory: Callable[..
             "pull": lambda: agent.fetch("big.bin", tmp_path / "back"),
             "command": lambda: agent.check(["sleep", "60"], persistent=True),
         }[when]
-        striker = threading.Timer(0.3, host.stop)
-        striker.start()
+        striker = strike_when_moving(when, tmp_path / "wd", tmp_path / "back", host.stop)
         try:
             elapsed, error = timed(operation)
         finally:
@@ -145,8 +166,7 @@ def test_adb_device_daemon_dying_or_freezing_mid_pull(adb_device_factory: Callab
         agent.stage({"big.bin": big})
         assert device.proc is not None
         strike = device.kill if fault == "kill" else (lambda: os.kill(device.proc.pid, signal.SIGSTOP))  # type: ignore[union-attr]
-        striker = threading.Timer(0.2, strike)
-        striker.start()
+        striker = strike_when_moving("pull", tmp_path / "wd", back, strike)
         try:
             elapsed, error = timed(lambda: agent.fetch("big.bin", back))
         finally:
@@ -173,8 +193,7 @@ def test_link_taken_down_mid_operation(netns_ssh_host: tuple[SshTestHost, object
             "pull": lambda: agent.fetch("big.bin", tmp_path / "back"),
             "command": lambda: agent.check(["sleep", "60"], timeout_s=2, persistent=True),
         }[when]
-        striker = threading.Timer(0.2, link.down)  # type: ignore[attr-defined]
-        striker.start()
+        striker = strike_when_moving(when, tmp_path / "wd", tmp_path / "back", link.down)  # type: ignore[attr-defined]
         try:
             elapsed, error = timed(operation)
         finally:
