@@ -135,3 +135,27 @@ def test_two_inventory_names_for_one_board_in_one_job_never_interleave(sshd_host
     assert len(runs) == 4, job.stderr[-3000:]
     assert max(t for t, d in runs if d == first) <= min(t for t, d in runs if d == second), runs
     assert not (workdir / REMOTE_LOCK_REL).exists()
+
+
+@pytest.mark.slow
+def test_a_reset_connection_is_retried_and_recorded_in_the_manifest(sshd_host: SshTestHost, tmp_path: Path) -> None:
+    from orchestrator.run.results import load_manifest
+    from tests.helpers.inventory import write_inventory
+    from tests.integration.testbed.delayproxy import DelayProxy
+
+    model = f"{Path(__file__).resolve().parents[2] / 'configs' / 'models' / 'tiny_mlp.py'}:build"
+    with DelayProxy(target_port=sshd_host.port, one_way_s=0.0, drop_first=1) as proxy:
+        known_hosts = tmp_path / "known_hosts"
+        known_hosts.write_text(f"[127.0.0.1]:{proxy.port} {sshd_host.host_key_line}\n")
+        spec = sshd_host.spec("flaky", tmp_path / "wd", port=proxy.port, known_hosts=known_hosts)
+        config = write_inventory(tmp_path / "devices.yaml", [spec])
+        job = subprocess.run(
+            [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices", "flaky",
+             "--model", model, "--backend", "portable", "--runs", "1", "--iterations", "2", "--untraced-runs", "0",
+             "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=500)
+    assert job.returncode == 0, job.stderr[-3000:]
+    device = load_manifest(tmp_path / "run").device("flaky")
+    assert device is not None and device.status.value == "ok"
+    assert [a.step for a in device.attempts] == ["connect"], device.attempts
+    assert "cannot connect" in device.attempts[0].error
+    assert "connect failed (try 1/3), retrying" in job.stderr
