@@ -9,7 +9,11 @@ import typer
 from orchestrator.cli.options import ConfigOption, JsonOption
 from orchestrator.errors import EXIT_DEVICE_FAILED, UsageError
 
-devices_app = typer.Typer(help="List, check and trust devices of the inventory.", no_args_is_help=False)
+devices_app = typer.Typer(
+    help="List, check and trust devices of the inventory. Health: ok (answered at once), degraded (answered "
+         "after retried transport faults, or slower than 5 s), offline (no answer within the retry budget, or "
+         "refused: host key, login, workdir).",
+    no_args_is_help=False)
 
 
 def register(app: typer.Typer) -> None:
