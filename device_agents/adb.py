@@ -23,7 +23,7 @@ from adbutils._adb import AdbConnection
 from adbutils.errors import AdbConnectionError, AdbTimeout
 
 from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, RawExecResult
-from orchestrator.errors import DeviceError
+from orchestrator.errors import DeviceError, DeviceRefused
 
 DEFAULT_ADB_HOST = "127.0.0.1"
 DEFAULT_ADB_PORT = 5037
@@ -99,13 +99,13 @@ class AdbAgent(DeviceAgent):
         s = spec.settings
         where = f"device {spec.name!r} in {spec.source}"
         if not s.get("serial"):
-            raise DeviceError(spec.name, f"adb setting 'serial' is missing ({where})")
+            raise DeviceRefused(spec.name, f"adb setting 'serial' is missing ({where})")
         self.serial = str(s["serial"])
         self.adb_host = str(s.get("adb_host") or DEFAULT_ADB_HOST)
         try:
             self.adb_port = int(s.get("adb_port") or DEFAULT_ADB_PORT)
         except (TypeError, ValueError):
-            raise DeviceError(spec.name, f"adb setting 'adb_port' is not a number ({where})") from None
+            raise DeviceRefused(spec.name, f"adb setting 'adb_port' is not a number ({where})") from None
         self._device: adbutils.AdbDevice | None = None
 
     # ---- hooks ------------------------------------------------------------------
@@ -128,7 +128,8 @@ class AdbAgent(DeviceAgent):
                 "offline": "reconnect the device or restart its adbd",
                 "missing": "check the serial (`adb devices`) and the cable or network",
             }.get(state.split()[0], "")
-            raise DeviceError(self.spec.name, f"adb device {self.serial} is {state}" + (f": {hint}" if hint else ""))
+            kind = DeviceRefused if state.startswith("unauthorized") else DeviceError  # a person must act
+            raise kind(self.spec.name, f"adb device {self.serial} is {state}" + (f": {hint}" if hint else ""))
         self._device = device
         self.log.debug("adb device %s via %s:%s", self.serial, self.adb_host, self.adb_port)
 
@@ -224,7 +225,7 @@ class AdbAgent(DeviceAgent):
                 for chunk in self._dev().sync.iter_content(remote_path):
                     written += len(chunk)
                     if written > max_bytes:
-                        raise DeviceError(self.spec.name, f"{remote_path} is over the {max_bytes}-byte cap")
+                        raise DeviceRefused(self.spec.name, f"{remote_path} is over the {max_bytes}-byte cap")
                     fh.write(chunk)
         except TRANSPORT_ERRORS as exc:
             raise DeviceError(self.spec.name, f"adb pull of {remote_path} failed: {exc}") from None

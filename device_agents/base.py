@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from orchestrator.cache import sha256_file
-from orchestrator.errors import CommandFailed, DeviceError
+from orchestrator.errors import CommandFailed, DeviceError, DeviceRefused
 from orchestrator.procs import CommandResult
 
 # Grace between the device-side `timeout` and the host giving up on the transport (README: 15 s).
@@ -32,6 +32,14 @@ HOST_DEADLINE_GRACE_SEC = 15.0
 STALL_TIMEOUT_SEC = 30.0
 # SIGTERM first; SIGKILL this long after, for a runner that ignores TERM.
 KILL_AFTER_SEC = 5
+# Staging's sha256 pass gets COMMAND_TIMEOUT_SEC plus the time to hash its bytes at this rate
+# (a slow board's sha256sum does ~50 MB/s; a quarter of that leaves room for a busy one).
+HASH_BYTES_PER_SEC = 12_000_000
+# Checks the workdir before anything is staged (argument: the workdir).
+# Prints "UID MODE PARENT_UID PARENT_MODE OUR_UID" (modes in octal).
+_WORKDIR_CHECK = ('w=$1; mkdir -p -m 700 -- "$w" || exit 3; '
+                  'if [ -L "$w" ]; then echo "is a symbolic link" >&2; exit 4; fi; '
+                  'printf "%s %s %s\\n" "$(stat -c "%u %a" -- "$w")" "$(stat -c "%u %a" -- "$(dirname -- "$w")")" "$(id -u)"')
 
 
 @dataclass(frozen=True)
@@ -94,10 +102,42 @@ class DeviceAgent(ABC):
 
     def connect(self) -> None:
         self._connect(self.CONNECT_TIMEOUT_SEC)
-        self.check(["mkdir", "-p", "--", self.spec.workdir], persistent=True)
+        self._check_workdir()
 
     def close(self) -> None:
         self._close()
+
+    def reconnect(self) -> None:
+        """Drop whatever is left of the connection and connect again (before retrying a step)."""
+        try:
+            self._close()
+        except Exception:  # noqa: BLE001 - a dead connection may fail to close; the new one matters
+            self.log.debug("closing before reconnect failed", exc_info=True)
+        self.connect()
+
+    def _check_workdir(self) -> None:
+        """Create the workdir if needed and refuse one that is a symlink, that the device user
+        does not own, or that others can write: on a multi-user board anyone who can write it
+        could swap the runner between the hash check and its execution."""
+        workdir = self.spec.workdir
+        result = self.check(["sh", "-c", _WORKDIR_CHECK, "etfarm-workdir", workdir], persistent=True)
+        fields = result.stdout.split()
+        if len(fields) != 5 or not all(f.isdigit() for f in fields):
+            raise DeviceError(self.spec.name, f"could not read the owner and mode of workdir {workdir}: "
+                                              f"{result.stdout.strip()[:200]!r}")
+        owner, mode, parent_owner, parent_mode, uid = (int(f, 8) if i in (1, 3) else int(f) for i, f in enumerate(fields))
+        if owner != uid:
+            raise DeviceRefused(self.spec.name, f"workdir {workdir} is owned by uid {owner}, not by the device user "
+                                                f"(uid {uid}); refusing to use it: set another `workdir` in the inventory")
+        if mode & 0o022:
+            raise DeviceRefused(self.spec.name, f"workdir {workdir} can be written by others (mode {mode:o}); refusing "
+                                                f"to use it: `chmod go-w {workdir}` on the device or set another `workdir`")
+        # Whoever may rename entries of the parent can swap the whole workdir: it must be ours or
+        # root's, and not writable by everyone unless sticky (/tmp).
+        if parent_owner not in (uid, 0) or (parent_mode & 0o002 and not parent_mode & 0o1000):
+            raise DeviceRefused(self.spec.name, f"the directory holding workdir {workdir} belongs to uid {parent_owner} "
+                                                f"(mode {parent_mode:o}): others could replace the workdir; refusing "
+                                                "to use it: set another `workdir` in the inventory")
 
     def __enter__(self) -> DeviceAgent:
         self.connect()
@@ -204,7 +244,8 @@ class DeviceAgent(ABC):
         dirs = sorted({posixpath.dirname(self.remote_path(rel)) for rel in files})
         with ThreadPoolExecutor(max_workers=1) as pool:  # hash locally while the device hashes
             local_future = pool.submit(lambda: {rel: sha256_file(path) for rel, path in files.items()})
-            remote_hashes = self._run_then_hash([["mkdir", "-p", "--", *dirs]], list(files))
+            nbytes = sum(path.stat().st_size for path in files.values())
+            remote_hashes = self._run_then_hash([["mkdir", "-p", "--", *dirs]], list(files), nbytes)
             local_hashes = local_future.result()
         to_push = [rel for rel in files if remote_hashes.get(rel) != local_hashes[rel]]
         finalize: list[list[str]] = []
@@ -217,18 +258,22 @@ class DeviceAgent(ABC):
             finalize += [["chmod", mode, "--", partial], ["mv", "-f", "--", partial, final]]
             pushed_bytes += local.stat().st_size
         if to_push:
-            after = self._run_then_hash(finalize, to_push)
+            after = self._run_then_hash(finalize, to_push, pushed_bytes)
             bad = [rel for rel in to_push if after.get(rel) != local_hashes[rel]]
             if bad:
                 raise DeviceError(self.spec.name, f"pushed files do not match their sha256 on the device: {', '.join(bad)}")
         skipped = tuple(rel for rel in files if rel not in to_push)
         return StageReport(pushed=tuple(to_push), skipped=skipped, bytes_pushed=pushed_bytes)
 
-    def remote_sha256(self, rels: Sequence[str]) -> dict[str, str]:
-        """sha256 of each workdir-relative file that exists on the device."""
-        return self._run_then_hash([], rels)
+    def remote_sha256(self, rels: Sequence[str], nbytes: int = 0) -> dict[str, str]:
+        """sha256 of each workdir-relative file that exists on the device (`nbytes`: about their size)."""
+        return self._run_then_hash([], rels, nbytes)
 
-    def _run_then_hash(self, steps: Sequence[Sequence[str]], rels: Sequence[str]) -> dict[str, str]:
+    def hash_timeout_s(self, nbytes: int) -> float:
+        """Deadline of a sha256 pass over nbytes on the device: scaled with the size, never unbounded."""
+        return self.COMMAND_TIMEOUT_SEC + nbytes / HASH_BYTES_PER_SEC
+
+    def _run_then_hash(self, steps: Sequence[Sequence[str]], rels: Sequence[str], nbytes: int = 0) -> dict[str, str]:
         """Run each argv step (stopping at the first failure), then sha256sum the files, in one command."""
         if not rels:
             if steps:
@@ -238,7 +283,7 @@ class DeviceAgent(ABC):
         # Missing files make sha256sum exit 1; the lines of the present ones are still the answer.
         hashing = f"{{ {shlex.join(['sha256sum', '--', *paths])} || true; }}"
         script = " && ".join([*(shlex.join(step) for step in steps), hashing])
-        result = self.check(["sh", "-c", script], timeout_s=self.PUSH_TIMEOUT_SEC, persistent=True)
+        result = self.check(["sh", "-c", script], timeout_s=self.hash_timeout_s(nbytes), persistent=True)
         hashes: dict[str, str] = {}
         for line in result.stdout.splitlines():
             digest, _, path = line.partition("  ")
@@ -258,7 +303,7 @@ class DeviceAgent(ABC):
         if size is None:
             raise DeviceError(self.spec.name, f"no such file on the device: {self.remote_path(rel)}")
         if size > cap:
-            raise DeviceError(self.spec.name, f"{self.remote_path(rel)} is {size} bytes, over the {cap}-byte cap")
+            raise DeviceRefused(self.spec.name, f"{self.remote_path(rel)} is {size} bytes, over the {cap}-byte cap")
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=dest.parent)
         os.close(fd)
         try:
@@ -361,11 +406,11 @@ def _number_or_text(value: str) -> Any:
 def safe_destination(dest_dir: Path, name: str, device: str) -> Path:
     """dest_dir/name, refusing names that are not plain or that resolve outside dest_dir."""
     if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-        raise DeviceError(device, f"refusing to write pulled file with unsafe name {name!r}")
+        raise DeviceRefused(device, f"refusing to write pulled file with unsafe name {name!r}")
     root = dest_dir.resolve()
     dest = (root / name).resolve()
     if dest.parent != root:
-        raise DeviceError(device, f"refusing pulled file {name!r}: it resolves outside {root}")
+        raise DeviceRefused(device, f"refusing pulled file {name!r}: it resolves outside {root}")
     root.mkdir(parents=True, exist_ok=True)
     return dest
 
@@ -373,6 +418,6 @@ def safe_destination(dest_dir: Path, name: str, device: str) -> Path:
 def _check_relative(rel: str, device: str) -> None:
     parts = rel.split("/")
     if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise DeviceError(device, f"workdir-relative path expected, got {rel!r}")
+        raise DeviceRefused(device, f"workdir-relative path expected, got {rel!r}")
 
 

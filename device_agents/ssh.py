@@ -14,17 +14,19 @@ import hashlib
 import logging
 import shlex
 import socket
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import paramiko
 
 from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, RawExecResult
 from device_agents.known_hosts import load_known_hosts
 from orchestrator.cache import write_text_atomic
-from orchestrator.errors import DeviceError
+from orchestrator.errors import DeviceError, DeviceRefused
 
 DEFAULT_KNOWN_HOSTS = "~/.config/etfarm/known_hosts"
 KEEPALIVE_SEC = 10
@@ -41,6 +43,11 @@ LOCAL_READ_BYTES = 1 << 20
 PREFETCH_REQUESTS = 64
 POLL_SEC = 0.2
 STDERR_KEEP_BYTES = 1 << 20
+# Opening a channel, starting a command in it and the SFTP version handshake each wait for one
+# reply from sshd; paramiko waits for those forever (a frozen sshd, an sftp subsystem that never
+# answers). One bound for each, the same as a stalled transfer.
+REQUEST_TIMEOUT_SEC = STALL_TIMEOUT_SEC
+_T = TypeVar("_T")
 # AES-GCM first: no separate MAC pass in paramiko's Python packetizer (~2x faster).
 FAST_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 
@@ -77,16 +84,17 @@ class _Settings:
         s = spec.settings
         where = f"device {spec.name!r} in {spec.source}"
         if not s.get("host"):
-            raise DeviceError(spec.name, f"ssh setting 'host' is missing ({where})")
+            raise DeviceRefused(spec.name, f"ssh setting 'host' is missing ({where})")
         self.host = str(s["host"])
         try:
             self.port = int(s.get("port", 22))
             self.connect_timeout = float(s["connect_timeout"]) if s.get("connect_timeout") else None
         except (TypeError, ValueError) as exc:
-            raise DeviceError(spec.name, f"ssh setting 'port' or 'connect_timeout' is not a number ({where}): {exc}") from None
+            raise DeviceRefused(spec.name, f"ssh setting 'port' or 'connect_timeout' is not a number ({where}): {exc}") from None
         self.user = str(s.get("user") or getpass.getuser())
         if not s.get("key"):
-            raise DeviceError(spec.name, f"ssh setting 'key' (a private key file) is missing ({where}): keys only, no passwords")
+            raise DeviceRefused(spec.name,
+                                f"ssh setting 'key' (a private key file) is missing ({where}): keys only, no passwords")
         self.key = Path(str(s["key"])).expanduser()
         self.known_hosts = Path(str(s.get("known_hosts") or DEFAULT_KNOWN_HOSTS)).expanduser()
         self.hostname = known_hosts_name(self.host, self.port)
@@ -132,7 +140,7 @@ class SSHAgent(DeviceAgent):
         cfg = self._settings
         timeout_s = cfg.connect_timeout or timeout_s
         if not cfg.key.is_file():
-            raise DeviceError(self.spec.name, f"ssh key {cfg.key} does not exist (setting 'key' in {self.spec.source})")
+            raise DeviceRefused(self.spec.name, f"ssh key {cfg.key} does not exist (setting 'key' in {self.spec.source})")
         known = load_known_hosts(cfg.known_hosts, self.spec.name)
         client = paramiko.SSHClient()
         # Only the configured file: never ~/.ssh/known_hosts, never auto-add.
@@ -156,17 +164,17 @@ class SSHAgent(DeviceAgent):
         except UnknownHostKey as exc:
             client.close()
             if known.is_revoked(exc.key):
-                raise DeviceError(self.spec.name, f"host key of {cfg.hostname} ({exc.key.get_name()} "
+                raise DeviceRefused(self.spec.name, f"host key of {cfg.hostname} ({exc.key.get_name()} "
                                   f"{host_key_fingerprint(exc.key)}) is marked @revoked in {cfg.known_hosts}; "
                                   "refusing to connect") from None
-            raise DeviceError(
+            raise DeviceRefused(
                 self.spec.name,
                 f"host key of {cfg.hostname} is unknown: it is not in {cfg.known_hosts} "
                 f"(server offers {exc.key.get_name()} {host_key_fingerprint(exc.key)}); refusing to connect; {trust_hint}",
             ) from None
         except paramiko.BadHostKeyException as exc:
             client.close()
-            raise DeviceError(
+            raise DeviceRefused(
                 self.spec.name,
                 f"host key of {cfg.hostname} does not match the one in {cfg.known_hosts} "
                 f"(server offers {exc.key.get_name()} {host_key_fingerprint(exc.key)}, expected "
@@ -175,7 +183,7 @@ class SSHAgent(DeviceAgent):
             ) from None
         except paramiko.AuthenticationException as exc:
             client.close()
-            raise DeviceError(self.spec.name, f"ssh authentication as {cfg.user!r} with key {cfg.key} failed: {exc}") from None
+            raise DeviceRefused(self.spec.name, f"ssh authentication as {cfg.user!r} with key {cfg.key} failed: {exc}") from None
         except (OSError, paramiko.SSHException, EOFError) as exc:
             client.close()
             where = f"{cfg.user}@{cfg.host}:{cfg.port}"
@@ -204,9 +212,9 @@ class SSHAgent(DeviceAgent):
         deadline = started + timeout_s
         out, err = bytearray(), bytearray()
         try:
-            channel = self._transport().open_session(timeout=min(timeout_s, 30.0))
+            channel = self._transport().open_session(timeout=min(timeout_s, REQUEST_TIMEOUT_SEC))
             channel.settimeout(POLL_SEC)
-            channel.exec_command(remote)
+            self._bounded("starting a command", min(timeout_s, REQUEST_TIMEOUT_SEC), lambda: channel.exec_command(remote))
             channel.shutdown_write()  # no stdin: a command that reads it sees EOF, not a hang
             ended = self._drain(channel, out, err, deadline, max_bytes)
             timed_out = ended is False
@@ -300,9 +308,10 @@ class SSHAgent(DeviceAgent):
     def _persistent_shell(self, timeout_s: float) -> paramiko.Channel:
         if self._shell is None or self._shell.closed or self._shell.exit_status_ready():
             self._drop_shell()
-            channel = self._transport().open_session(timeout=min(timeout_s, 30.0))
+            channel = self._transport().open_session(timeout=min(timeout_s, REQUEST_TIMEOUT_SEC))
             channel.settimeout(POLL_SEC)
-            channel.exec_command("/bin/sh")
+            self._bounded("starting the device shell", min(timeout_s, REQUEST_TIMEOUT_SEC),
+                          lambda: channel.exec_command("/bin/sh"))
             self._shell = channel
         return self._shell
 
@@ -336,7 +345,7 @@ class SSHAgent(DeviceAgent):
         try:
             size = sftp.stat(remote_path).st_size or 0
             if size > max_bytes:
-                raise DeviceError(self.spec.name, f"{remote_path} is {size} bytes, over the {max_bytes}-byte cap")
+                raise DeviceRefused(self.spec.name, f"{remote_path} is {size} bytes, over the {max_bytes}-byte cap")
             written = 0
             with sftp.open(remote_path, "rb") as src, open(local, "wb") as dst:
                 src.MAX_REQUEST_SIZE = self._read_bytes
@@ -344,7 +353,7 @@ class SSHAgent(DeviceAgent):
                 while chunk := src.read(LOCAL_READ_BYTES):
                     written += len(chunk)
                     if written > max_bytes:  # the file grew while we read it
-                        raise DeviceError(self.spec.name, f"{remote_path} grew over the {max_bytes}-byte cap while pulling")
+                        raise DeviceRefused(self.spec.name, f"{remote_path} grew over the {max_bytes}-byte cap while pulling")
                     dst.write(chunk)
         except (OSError, EOFError, paramiko.SSHException) as exc:
             raise DeviceError(self.spec.name, f"sftp pull of {remote_path} failed: {exc or type(exc).__name__}") from None
@@ -359,15 +368,56 @@ class SSHAgent(DeviceAgent):
 
     def _sftp_client(self) -> paramiko.SFTPClient:
         if self._sftp is None:
+            transport = self._transport()
             try:
-                self._sftp = _SFTPClient.from_transport(self._transport(), window_size=WINDOW_BYTES)
+                self._sftp = self._bounded("opening an sftp session", REQUEST_TIMEOUT_SEC, lambda: _open_sftp(transport))
+                self._write_bytes, self._read_bytes = _sftp_limits(self._sftp)  # the channel's stall timeout bounds it
             except (OSError, EOFError, paramiko.SSHException) as exc:
                 raise DeviceError(self.spec.name, f"cannot open an sftp session: {exc or type(exc).__name__}") from None
-            assert self._sftp is not None
-            self._sftp.get_channel().settimeout(STALL_TIMEOUT_SEC)  # no progress: OSError, not a hang
-            self._write_bytes, self._read_bytes = _sftp_limits(self._sftp)
             self.log.debug("sftp request sizes: write %d, read %d", self._write_bytes, self._read_bytes)
         return self._sftp
+
+    def _bounded(self, what: str, timeout_s: float, call: Callable[[], _T]) -> _T:
+        """`call()` (one request to sshd that paramiko would wait for forever), given up after
+        timeout_s: the connection is then closed, which also ends the waiting thread, and a
+        DeviceError says what did not answer. The next device operation finds no connection."""
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["value"] = call()
+            except BaseException as exc:  # handed to the caller's thread
+                box["error"] = exc
+
+        thread = threading.Thread(target=target, name=f"ssh-{self.spec.name}-{what}", daemon=True)
+        thread.start()
+        thread.join(timeout_s)
+        if thread.is_alive():
+            self._abandon()
+            thread.join(5.0)
+            raise DeviceError(self.spec.name, f"{what} got no answer from sshd within {timeout_s:g} s "
+                                              "(device frozen, link down or a wedged ssh server); connection closed")
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def _abandon(self) -> None:
+        """Close the connection without waiting for a device that does not answer."""
+        client, self._client, self._sftp, self._shell = self._client, None, None, None
+        if client is not None:
+            transport = client.get_transport()
+            if transport is not None:
+                transport.close()
+            client.close()
+
+
+def _open_sftp(transport: paramiko.Transport) -> paramiko.SFTPClient:
+    """SFTPClient.from_transport with the channel's stall timeout set before the version
+    handshake (paramiko reads the server's version reply with no timeout otherwise)."""
+    channel = transport.open_session(window_size=WINDOW_BYTES, timeout=REQUEST_TIMEOUT_SEC)
+    channel.settimeout(STALL_TIMEOUT_SEC)  # no progress: OSError, not a hang
+    channel.invoke_subsystem("sftp")
+    return _SFTPClient(channel)
 
 
 def _sftp_limits(sftp: paramiko.SFTPClient) -> tuple[int, int]:
@@ -409,7 +459,7 @@ def trust_host_key(spec: DeviceSpec, timeout_s: float = 15.0) -> str:
     finally:
         transport.close()
     if load_known_hosts(cfg.known_hosts, spec.name).is_revoked(key):
-        raise DeviceError(spec.name, f"host key of {cfg.hostname} ({key.get_name()} {host_key_fingerprint(key)}) is marked "
+        raise DeviceRefused(spec.name, f"host key of {cfg.hostname} ({key.get_name()} {host_key_fingerprint(key)}) is marked "
                                      f"@revoked in {cfg.known_hosts}; not trusting it")
     lines = cfg.known_hosts.read_text().splitlines() if cfg.known_hosts.is_file() else []
     # Replace the host's plain entries; marker lines (@revoked, @cert-authority) are never dropped.

@@ -139,7 +139,8 @@ def run_step(agent: DeviceAgent, request: StepRequest, dest_dir: Path) -> StepRe
         exit_code=None if timed_out else exit_code,
         timed_out=timed_out,
         stdout=own.get(STDOUT_NAME, b"").decode(errors="replace"),
-        stderr=own.get(STDERR_NAME, b"").decode(errors="replace"),
+        # No runner stderr (the step failed before the runner: exit 125): the step's own reason.
+        stderr=own.get(STDERR_NAME, raw.stderr[-4096:]).decode(errors="replace"),
         facts=parse_facts(own.get(FACTS_NAME, b"").decode(errors="replace")) if request.describe else {},
         files=files,
         duration_s=raw.duration_s,

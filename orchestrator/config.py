@@ -7,6 +7,7 @@ $XDG_CONFIG_HOME/etfarm/devices.yaml when present; with none, only `local` exist
 
 from __future__ import annotations
 
+import getpass
 import os
 import re
 import shlex
@@ -43,7 +44,8 @@ _TRANSPORT_KEYS: dict[str, dict[str, tuple[type, bool, Any]]] = {
         "adb_port": (int, False, 5037),
     },
 }
-_DEFAULT_WORKDIR = {"ssh": "/tmp/etfarm", "adb": "/data/local/tmp/etfarm"}
+# Per device and per user (ssh): two users or two inventory names never share a workdir by default.
+_DEFAULT_WORKDIR = {"ssh": "/tmp/etfarm-{user}/{device}", "adb": "/data/local/tmp/etfarm"}
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,9 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
     if target not in TARGETS:
         raise ConfigError(path, f"{where}.target", f"expected one of {', '.join(TARGETS)}, got {_describe(target)}")
     settings = {key: _typed(path, f"{where}.{key}", entry, key, *spec) for key, spec in allowed.items()}
+    for key in ("connect_timeout",):  # a deadline of 0 or less would never let a device answer
+        if key in settings and settings[key] is not None and settings[key] <= 0:
+            raise ConfigError(path, f"{where}.{key}", f"expected a number of seconds > 0, got {_describe(entry.get(key))}")
     if "threads" in entry:
         settings["threads"] = _typed(path, f"{where}.threads", entry, "threads", int, False, 0)
     if entry.get("cpus") is not None:
@@ -127,7 +132,8 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
         if not isinstance(text, str) or not _CPU_LIST.match(text.replace(" ", "")):
             raise ConfigError(path, f"{where}.cpus", f"expected a cpu list like 2, \"0-3\" or \"0,2,4-7\", got {_describe(cpus)}")
         settings["cpus"] = text.replace(" ", "")
-    workdir = entry.get("workdir", _DEFAULT_WORKDIR.get(transport) or str(cache_dir("devices") / name))
+    default = _DEFAULT_WORKDIR.get(transport, "").format(user=settings.get("user") or getpass.getuser(), device=name)
+    workdir = entry.get("workdir", default or str(cache_dir("devices") / name))
     if not isinstance(workdir, str) or not workdir.startswith(("/", "~")):
         raise ConfigError(path, f"{where}.workdir", f"expected an absolute path, got {_describe(workdir)}")
     if transport == "local":

@@ -88,6 +88,11 @@ class DeviceError(InfrastructureError):
         super().__init__(f"[{device}] {message}")
 
 
+class DeviceRefused(DeviceError):
+    """The device answered and the answer is no (a host key, a login, a workdir that is not
+    ours, a device another host holds): retrying cannot help, so it is never retried."""
+
+
 class CommandFailed(DeviceError):
     """A command on a device exited non-zero or timed out. Carries the command and output tail."""
 

@@ -18,8 +18,17 @@ nonce=$1 out=$2 workdir=$3 cap=$4 describe=$5
 shift 5
 [ "$1" = "--" ] && shift
 here=${0%/*}
-fail() { printf '@@%s exit 125\n@@%s end\n' "$nonce" "$nonce"; exit 0; }
-if [ -e "$out" ] || [ -L "$out" ]; then rm -rf -- "$out" || fail; fi
+fail() { printf '@@%s exit 125\n@@%s data\n@@%s end\n' "$nonce" "$nonce" "$nonce"; exit 0; }
+# Never clean up through a symbolic link planted under the workdir (out/MODEL -> /somewhere):
+# every component from the workdir down to $out must be a real directory or absent.
+case $out in "$workdir"/*) ;; *) echo "etfarm: $out is not inside $workdir" >&2; fail ;; esac
+set -f; oldifs=$IFS; IFS=/; p=$workdir
+for part in ${out#"$workdir"/}; do
+  p=$p/$part
+  if [ -L "$p" ]; then echo "etfarm: $p is a symbolic link; refusing to clean up through it" >&2; fail; fi
+done
+IFS=$oldifs; set +f
+if [ -e "$out" ]; then rm -rf -- "$out" || fail; fi
 mkdir -p -- "$out" || fail
 if [ "$describe" != 0 ]; then
   [ "$describe" = 2 ] && ETFARM_DESCRIBE_DYNAMIC=1
@@ -35,6 +44,16 @@ wait "$pid"
 code=$?
 rm -f -- "$out.pid"
 cd -- "$out" || fail
+# The runner's stdout and stderr come back whole up to 5 MiB each; past that only the first 1 MiB
+# and the last 4 MiB (its result line is at the end), so a runner that floods cannot flood the host.
+for f in .etfarm-stdout .etfarm-stderr; do
+  size=$(wc -c <"$f" 2>/dev/null) || continue
+  size=$((size))  # some wc pad with spaces
+  if [ "$size" -gt 5242880 ]; then
+    { head -c 1048576 -- "$f"; printf '\n[etfarm] %s bytes cut here (the runner wrote %s)\n' "$((size - 5242880))" "$size"
+      tail -c 4194304 -- "$f"; } >"$f.cut" && mv -f -- "$f.cut" "$f"
+  fi
+done
 set --
 for f in .etfarm-* *; do
   [ -f "$f" ] && [ ! -L "$f" ] && set -- "$@" "$f"

@@ -9,7 +9,11 @@ import typer
 from orchestrator.cli.options import ConfigOption, JsonOption
 from orchestrator.errors import EXIT_DEVICE_FAILED, UsageError
 
-devices_app = typer.Typer(help="List, check and trust devices of the inventory.", no_args_is_help=False)
+devices_app = typer.Typer(
+    help="List, check and trust devices of the inventory. Health: ok (answered at once), degraded (answered "
+         "after retried transport faults, or slower than 5 s), offline (no answer within the retry budget, or "
+         "refused: host key, login, workdir).",
+    no_args_is_help=False)
 
 
 def register(app: typer.Typer) -> None:
@@ -23,7 +27,10 @@ def devices(
     config: ConfigOption = None,
     no_check: Annotated[bool, typer.Option("--no-check", help="List without connecting.")] = False,
 ) -> None:
-    """List devices with transport, target, reachability and facts."""
+    """List devices with transport, target, health and facts.
+
+    Health: ok (answered at once), degraded (answered after retried transport faults, or slowly),
+    offline (no answer within the retry budget, or refused: host key, login, workdir)."""
     if ctx.invoked_subcommand is not None:
         return
     from orchestrator.config import load_inventory
@@ -33,7 +40,8 @@ def devices(
     inventory = load_inventory(config)
     specs = list(inventory.devices.values())
     entries = ([{"name": s.name, "transport": s.transport, "target": s.target, "address": address(s),
-                 "workdir": s.workdir, "reachable": None, "error": None, "facts": {}} for s in specs]
+                 "workdir": s.workdir, "reachable": None, "health": None, "error": None, "attempts": [],
+                 "facts": {}} for s in specs]
                if no_check else probe_all(specs))
     if as_json:
         typer.echo(json_text({"config": str(inventory.path) if inventory.path else None, "devices": entries}))
@@ -75,7 +83,10 @@ def trust(name: Annotated[str, typer.Argument(help="SSH device name")], config: 
 def _status(entry: dict[str, Any]) -> str:
     if entry["reachable"] is None:
         return "not checked"
-    return "ok" if entry["reachable"] else f"unreachable: {(entry['error'] or '').splitlines()[0][:80]}"
+    if entry["health"] == "degraded":
+        tries = len(entry["attempts"])
+        return f"degraded ({tries} failed tr{'y' if tries == 1 else 'ies'}, {entry['elapsed_s']:.1f} s)"
+    return "ok" if entry["reachable"] else f"offline: {(entry['error'] or '').splitlines()[0][:80]}"
 
 
 def _facts_line(facts: dict[str, Any]) -> str:

@@ -31,6 +31,7 @@ from orchestrator.profiles.etrecord import (
     DELEGATE_MAP,
     FORWARD,
     _edge_program_member,
+    read_member,
 )
 
 ALIGNMENT_BYTES = 64  # ETDumpGen's BufferDataSink aligns every tensor to 64 bytes
@@ -49,10 +50,10 @@ def intermediate_bytes_per_execution(etrecord: str | os.PathLike[str]) -> int:
             member = _edge_program_member(set(zf.namelist()))
             if member is None:
                 raise AnalysisError(f"{name}: ETRecord has no edge program to size the debug buffer from")
-            program = json.loads(zf.read(member))
+            program = json.loads(read_member(zf, member, name))
             members = set(zf.namelist())
-            handles = json.loads(zf.read(DEBUG_HANDLE_MAP)) if DEBUG_HANDLE_MAP in members else {}
-            delegates = json.loads(zf.read(DELEGATE_MAP)) if DELEGATE_MAP in members else {}
+            handles = json.loads(read_member(zf, DEBUG_HANDLE_MAP, name)) if DEBUG_HANDLE_MAP in members else {}
+            delegates = json.loads(read_member(zf, DELEGATE_MAP, name)) if DELEGATE_MAP in members else {}
     except FileNotFoundError:
         raise AnalysisError(f"{name}: no such ETRecord file") from None
     except (zipfile.BadZipFile, OSError, ValueError) as exc:

@@ -29,6 +29,8 @@ DELEGATE_MAP = "delegate_map"
 NUM_OUTS_MAP = "instruction_id_to_num_outs_map"
 EDGE_PROGRAM = "edge_dialect_exported_program"
 FORWARD = "forward"  # Inspector links every block against the forward method
+# One ETRecord member may inflate to at most this (the edge program of a large model is ~100 MB of JSON).
+ETRECORD_MEMBER_MAX_BYTES = 512 << 20
 RESERVED_FRAMEWORK_EVENT_NAMES = frozenset({"Method::init", "Program::load_method", "Method::execute"})
 _SKIPPED_TARGETS = frozenset({"_operator.getitem", "memory.alloc"})  # FXOperatorGraph drops them
 _MODULE_STACK_DELIMITER = ";"
@@ -200,9 +202,25 @@ def _parse(path: Path, name: str) -> ETRecordInfo:
     )
 
 
+def read_member(zf: zipfile.ZipFile, member: str, name: str) -> bytes:
+    """A member's bytes, refused past ETRECORD_MEMBER_MAX_BYTES: a zip bomb (a few KB that inflate
+    to gigabytes) fails as an AnalysisError instead of exhausting memory. The declared size is
+    checked first; zipfile never inflates past it (a lying header ends in a CRC error), and the
+    read stops at the cap regardless."""
+    cap = ETRECORD_MEMBER_MAX_BYTES
+    declared = zf.getinfo(member).file_size
+    if declared > cap:
+        raise AnalysisError(f"{name}: ETRecord member {member} inflates to {declared} bytes, over the {cap}-byte cap")
+    with zf.open(member) as fh:
+        data = fh.read(cap + 1)
+    if len(data) > cap:
+        raise AnalysisError(f"{name}: ETRecord member {member} inflates past the {cap}-byte cap")
+    return data
+
+
 def _json_member(zf: zipfile.ZipFile, member: str, name: str) -> Any:
     try:
-        return json.loads(zf.read(member))
+        return json.loads(read_member(zf, member, name))
     except (ValueError, UnicodeDecodeError) as exc:
         raise AnalysisError(f"{name}: ETRecord member {member} is not valid JSON: {exc}") from None
 

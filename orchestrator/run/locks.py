@@ -1,17 +1,28 @@
-"""Per-device file locks: two etfarm runs (or a scripted human) never share a device."""
+"""Device locks: two etfarm runs (or a scripted human) never share a device.
+
+Two locks, both held for a session. `device_lock`: a host file lock per inventory name (cheap, no
+device needed; waits are bounded by --lock-timeout). `remote_lock`: a lock directory in the
+device's workdir recording host, pid, user and time, so two hosts, two caches or two inventory
+names for one board cannot interleave either; a holder whose process on this host has ended, or
+a lock older than REMOTE_LOCK_STALE_SEC, is taken over.
+"""
 
 from __future__ import annotations
 
 import fcntl
 import getpass
 import os
+import shlex
 import socket
 import time
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 
+from device_agents.base import DeviceAgent
 from orchestrator.cache import cache_dir
-from orchestrator.errors import DeviceError
+from orchestrator.errors import CommandFailed, DeviceError, DeviceRefused, EtfarmError
 
 LOCK_POLL_SEC = 0.5
 
@@ -48,3 +59,130 @@ def _try_lock(fd: int) -> bool:
         return True
     except BlockingIOError:
         return False
+
+
+# ---- the lock on the device itself -----------------------------------------------------------
+
+# A directory in the workdir: `mkdir` is atomic on every file system and in toybox alike.
+REMOTE_LOCK_REL = ".etfarm-lock"
+# A lock older than this is taken over whatever its holder says (a job of a host that is gone).
+REMOTE_LOCK_STALE_SEC = 12 * 3600.0
+# A lock directory without its holder line this old is a taker that died between the two writes.
+REMOTE_LOCK_HALF_TAKEN_SEC = 60.0
+REMOTE_LOCK_POLL_SEC = 2.0  # each poll is a device command
+# Releasing is one small command. After the link failed it is not tried (a frozen device would
+# only add its deadline to the job's): the lock goes stale, taken over once this process has
+# ended, or after REMOTE_LOCK_STALE_SEC from another host.
+REMOTE_LOCK_RELEASE_SEC = 30.0
+REMOTE_LOCK_RELEASE_LOST_SEC = 0.0
+_TAKE = ('d=$1 me=$2; if mkdir -- "$d" 2>/dev/null; then printf "%s\\n" "$me" >"$d/holder" && echo TAKEN; exit 0; fi; '
+         'now=$(date +%s); since=$(stat -c %Y -- "$d" 2>/dev/null || echo "$now"); '
+         'printf "HELD %s %s\\n" "$((now - since))" "$(head -c 300 -- "$d/holder" 2>/dev/null)"')
+# Remove the lock only while it still names `$2` (the holder we judged stale, or ourselves).
+_DROP = ('d=$1 who=$2; [ -L "$d" ] && exit 0; [ "$(head -c 300 -- "$d/holder" 2>/dev/null)" = "$who" ] || exit 0; '
+         'rm -f -- "$d/holder"; rmdir -- "$d"')
+
+
+@dataclass(frozen=True)
+class RemoteHolder:
+    """Who holds a device's lock, as its holder line says."""
+
+    line: str
+    age_s: float
+    fields: Mapping[str, str]
+
+    @property
+    def description(self) -> str:
+        f = self.fields
+        if not f:
+            return f"an unknown holder (lock {self.age_s:.0f} s old)"
+        return (f"{f.get('user', '?')}@{f.get('host', '?')} pid {f.get('pid', '?')} as device {f.get('device', '?')} "
+                f"since {f.get('since', '?')}")
+
+    def stale(self, stale_s: float) -> str | None:
+        """Why this holder is gone (the lock may be taken over), or None while it may be alive."""
+        if self.age_s > stale_s:
+            return f"it is {self.age_s:.0f} s old (over {stale_s:g} s)"
+        if not self.fields:
+            return f"it has no holder line after {self.age_s:.0f} s" if self.age_s > REMOTE_LOCK_HALF_TAKEN_SEC else None
+        if self.fields.get("host") == socket.gethostname() and self.fields.get("pid", "").isdigit():
+            try:
+                os.kill(int(self.fields["pid"]), 0)
+            except ProcessLookupError:
+                return f"its process {self.fields['pid']} on this host has ended"
+            except PermissionError:
+                return None
+        return None
+
+
+def _holder_line(device: str) -> str:
+    fields = {"host": socket.gethostname(), "pid": str(os.getpid()), "user": getpass.getuser(), "device": device,
+              "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "token": uuid.uuid4().hex}
+    return " ".join(f"{k}={v}" for k, v in fields.items())
+
+
+def _parse_held(answer: str) -> RemoteHolder:
+    _, _, rest = answer.strip().partition("HELD ")
+    age, _, line = rest.partition(" ")
+    try:
+        age_s = float(age)
+    except ValueError:
+        age_s = 0.0
+    fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
+    return RemoteHolder(line.strip(), age_s, fields)
+
+
+@contextmanager
+def remote_lock(agent: DeviceAgent, *, wait: bool = True, on_wait: Callable[[str], None] = lambda s: None,
+                timeout_s: float | None = None, stale_s: float = REMOTE_LOCK_STALE_SEC) -> Iterator[None]:
+    """Hold the lock in the device's workdir for the block, so two hosts, two caches or two inventory
+    names of one board never interleave. Busy: wait (bounded by timeout_s) or fail naming the holder;
+    a stale lock (its process on this host has ended, or older than stale_s) is taken over."""
+    name = agent.spec.name
+    lock = agent.remote_path(REMOTE_LOCK_REL)
+    me = _holder_line(name)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    said = ""
+    while True:
+        answer = agent.check(["sh", "-c", _TAKE, "etfarm-lock", lock, me], persistent=True).stdout
+        if answer.strip() == "TAKEN":
+            break
+        holder = _parse_held(answer)
+        why = holder.stale(stale_s)
+        if why is not None:
+            on_wait(f"taking over the stale device lock of {holder.description}: {why}")
+            agent.check(["sh", "-c", _DROP, "etfarm-lock", lock, holder.line], persistent=True)
+            continue
+        if not wait:
+            raise DeviceRefused(name, f"device is in use: its workdir {agent.spec.workdir} is locked by "
+                                      f"{holder.description} (drop --no-wait to wait for it)")
+        if deadline is not None and time.monotonic() > deadline:
+            raise DeviceRefused(name, f"gave up after {timeout_s:g} s waiting for the lock in workdir "
+                                      f"{agent.spec.workdir} held by {holder.description} (--lock-timeout)")
+        if holder.line != said:
+            on_wait(f"waiting for the device lock in {agent.spec.workdir} held by {holder.description}")
+            said = holder.line
+        time.sleep(REMOTE_LOCK_POLL_SEC)
+    release_s = REMOTE_LOCK_RELEASE_SEC
+    try:
+        yield
+    except DeviceError as exc:
+        if not isinstance(exc, DeviceRefused) and (not isinstance(exc, CommandFailed) or exc.returncode is None):
+            release_s = REMOTE_LOCK_RELEASE_LOST_SEC  # the link just failed
+        raise
+    finally:
+        if release_s > 0:
+            _release(agent, lock, me, release_s, on_wait)
+        else:
+            on_wait(f"device lock {lock} not released (the link failed); it goes stale when this process ends")
+
+
+def _release(agent: DeviceAgent, lock: str, me: str, timeout_s: float, on_wait: Callable[[str], None]) -> None:
+    command = shlex.join(["sh", "-c", _DROP, "etfarm-lock", lock, me])
+    try:
+        result = agent.exec_raw(command, timeout_s, persistent=True)
+        if result.exit_code != 0:
+            on_wait(f"could not release the device lock {lock} (it goes stale when this process ends): "
+                    f"{result.decoded().tail(300) or 'no answer'}")
+    except EtfarmError as exc:
+        on_wait(f"could not release the device lock {lock} (it goes stale when this process ends): {exc}")

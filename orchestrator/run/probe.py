@@ -1,12 +1,24 @@
-"""Reachability and facts of inventory devices, probed in parallel."""
+"""Reachability, health and facts of inventory devices, probed in parallel.
+
+Health: `ok` (answered at once), `degraded` (answered, but only after retries of transport
+faults or slower than DEGRADED_AFTER_SEC), `offline` (no answer within the retry budget, or a
+refusal such as an unknown host key). The probe connects and describes with the same retries
+as a job (run/retry.py).
+"""
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from device_agents import DeviceSpec, create_agent
 from orchestrator.errors import EtfarmError
+from orchestrator.run.results import Attempt
+from orchestrator.run.retry import DEFAULT_POLICY, RetryPolicy, with_retries
+
+# A healthy board answers connect + describe in well under this.
+DEGRADED_AFTER_SEC = 5.0
 
 
 def address(spec: DeviceSpec) -> str:
@@ -19,24 +31,42 @@ def address(spec: DeviceSpec) -> str:
     return "this host"
 
 
-def probe(spec: DeviceSpec) -> dict[str, Any]:
-    """Connect, describe, close. Never raises: errors become `reachable: false` + the message."""
+def _describe(spec: DeviceSpec) -> dict[str, Any]:
+    with create_agent(spec) as agent:
+        return agent.describe()
+
+
+def health(reachable: bool, attempts: int, elapsed_s: float) -> str:
+    if not reachable:
+        return "offline"
+    return "degraded" if attempts or elapsed_s > DEGRADED_AFTER_SEC else "ok"
+
+
+def probe(spec: DeviceSpec, policy: RetryPolicy = DEFAULT_POLICY) -> dict[str, Any]:
+    """Connect, describe, close, with retries. Never raises: errors become `reachable: false`,
+    `health: offline` and the message; every failed try is listed under `attempts`."""
     entry: dict[str, Any] = {"name": spec.name, "transport": spec.transport, "target": spec.target,
                              "address": address(spec), "workdir": spec.workdir, "reachable": False,
-                             "error": None, "facts": {}}
+                             "health": "offline", "error": None, "attempts": [], "elapsed_s": None, "facts": {}}
+    attempts: list[Attempt] = []
+    started = time.monotonic()
     try:
-        with create_agent(spec) as agent:
-            entry["facts"] = agent.describe()
-            entry["reachable"] = True
+        entry["facts"] = with_retries("connect and describe", lambda: _describe(spec), record=attempts.append,
+                                      policy=policy)
+        entry["reachable"] = True
     except EtfarmError as exc:
         entry["error"] = str(exc)
     except Exception as exc:  # transport libraries raise their own types; report, don't crash the listing
         entry["error"] = f"{type(exc).__name__}: {exc}"
+    elapsed = time.monotonic() - started
+    failures = len(attempts) - (0 if entry["reachable"] else 1)
+    entry.update(health=health(entry["reachable"], failures, elapsed), elapsed_s=round(elapsed, 2),
+                 attempts=[a.to_dict() for a in attempts])
     return entry
 
 
-def probe_all(specs: list[DeviceSpec]) -> list[dict[str, Any]]:
+def probe_all(specs: list[DeviceSpec], policy: RetryPolicy = DEFAULT_POLICY) -> list[dict[str, Any]]:
     if not specs:
         return []
     with ThreadPoolExecutor(max_workers=min(16, len(specs))) as pool:
-        return list(pool.map(probe, specs))
+        return list(pool.map(lambda spec: probe(spec, policy), specs))

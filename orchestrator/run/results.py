@@ -249,6 +249,22 @@ class ModelResult:
 
 
 @dataclass(frozen=True)
+class Attempt:
+    """One failed try of an idempotent device step (connect, stage) that etfarm retried or gave up on."""
+
+    step: str
+    error: str
+    at: str  # ISO 8601 UTC, when it failed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "error": self.error, "at": self.at}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Attempt:
+        return cls(step=str(data.get("step", "")), error=str(data.get("error", "")), at=str(data.get("at", "")))
+
+
+@dataclass(frozen=True)
 class DeviceResult:
     """One device of the job: what it is, how it went, its models in job order."""
 
@@ -262,6 +278,7 @@ class DeviceResult:
     models: tuple[ModelResult, ...] = ()
     runner_key: str | None = None  # cache key of the runner build the device ran
     controls: Mapping[str, Any] = field(default_factory=dict)  # device controls set for the job (perf mode)
+    attempts: tuple[Attempt, ...] = ()  # failed tries of retried steps, in order (run/retry.py)
 
     def model(self, name: str) -> ModelResult | None:
         return next((m for m in self.models if m.name == name), None)
@@ -282,6 +299,7 @@ class DeviceResult:
         return {"status": self.status.value, "error": self.error, "blame": _enum_value(self.blame),
                 "transport": self.transport, "target": self.target, "facts": dict(self.facts),
                 "runner_key": self.runner_key, "controls": dict(self.controls),
+                "attempts": [a.to_dict() for a in self.attempts],
                 "models": {m.name: m.to_dict() for m in self.models}}
 
     @classmethod
@@ -290,6 +308,7 @@ class DeviceResult:
                    status=DeviceStatus(data["status"]), error=data.get("error"), blame=_opt_enum(Blame, data.get("blame")),
                    facts=dict(data.get("facts") or {}), runner_key=data.get("runner_key"),
                    controls=dict(data.get("controls") or {}),
+                   attempts=tuple(Attempt.from_dict(a) for a in data.get("attempts") or ()),
                    models=tuple(ModelResult.from_dict(n, m) for n, m in (data.get("models") or {}).items()))
 
 

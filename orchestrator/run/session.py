@@ -19,10 +19,10 @@ import shutil
 import threading
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from device_agents import DeviceSpec, create_agent
 from device_agents.base import DeviceAgent, parse_facts
@@ -43,8 +43,9 @@ from orchestrator.progress import DeviceProgress
 from orchestrator.run.calibration import flag_runs
 from orchestrator.run.conditions import cool_down
 from orchestrator.run.controls import affinity_prefix, restore_commands, setup_commands
-from orchestrator.run.locks import device_lock
+from orchestrator.run.locks import device_lock, remote_lock
 from orchestrator.run.results import (
+    Attempt,
     DeviceResult,
     DeviceStatus,
     ModelResult,
@@ -53,6 +54,7 @@ from orchestrator.run.results import (
     RunOptions,
     VerificationStatus,
 )
+from orchestrator.run.retry import with_retries
 from orchestrator.run.rundir import DEVICE_JSON, RunDirectory
 from orchestrator.run.runner_contract import (
     DEVICE_STATE_JSON,
@@ -69,6 +71,7 @@ from orchestrator.run.schedule import ScheduledRun, schedule_runs
 from orchestrator.run.verify import verify_outputs
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # The command that kills a device's runner on Ctrl-C gets this long on the device.
 ABORT_TIMEOUT_SEC = 5.0
@@ -133,12 +136,19 @@ class DeviceSession:
                 self._check_cancelled()
                 agent = create_agent(self.spec)
                 self.say(f"connecting ({self.spec.transport}, target {self.spec.target})")
-                with agent:
-                    self._agent = agent
-                    try:
-                        self._run_models(agent)
-                    finally:
-                        self._agent = None
+                try:
+                    self._retry("connect", agent.connect, agent.close)
+                    with remote_lock(agent, wait=self.options.wait_for_lock, on_wait=self._waiting_for_lock,
+                                     timeout_s=self.options.lock_timeout_s):
+                        self.waiting = False
+                        self.last_progress = time.monotonic()
+                        self._agent = agent
+                        try:
+                            self._run_models(agent)
+                        finally:
+                            self._agent = None
+                finally:
+                    agent.close()
             final = self._succeed()
         except Exception as exc:
             if not self._models_finished and self.done:  # resumed, failed before the loop: keep the runs it had
@@ -231,7 +241,7 @@ class DeviceSession:
         """Stage, run the schedule's missing process runs (one device command each), flag them, then
         verify and analyse each model; when something ends the loop early, the models keep what finished."""
         self.last_progress = time.monotonic()
-        staged = self._stage(agent)
+        staged = self._retry("stage", lambda: self._stage(agent), agent.reconnect)
         self._setup_controls(agent)
         by_name = {model.name: model for model in self.models}
         order: list[tuple[str, ProcessRun]] = [(name, run) for name, runs in self.done.items() for run in runs]
@@ -401,6 +411,13 @@ class DeviceSession:
         return stats
 
     # ---- record ------------------------------------------------------------------
+
+    def _retry(self, step: str, call: Callable[[], T], before_retry: Callable[[], None]) -> T:
+        """An idempotent step, retried after transport faults (run/retry.py); every failure recorded."""
+        def record(attempt: Attempt) -> None:
+            self.rundir.update_device(self.spec.name, lambda d: replace(d, attempts=(*d.attempts, attempt)))
+
+        return with_retries(step, call, record=record, before_retry=before_retry, say=self.say)
 
     def _set(self, **changes: Any) -> DeviceResult:
         if self.abandoned:  # the watchdog has recorded this device's end; a late thread changes nothing

@@ -33,7 +33,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
@@ -47,6 +47,8 @@ from testbed.adbserver import (  # noqa: E402
     start_adb_device,
     start_adb_server,
 )
+from testbed.netns import NetnsLink  # noqa: E402
+from testbed.netns import available as netns_available  # noqa: E402
 from testbed.sshd import SshTestHost, keygen, start_sshd  # noqa: E402
 
 from device_agents.base import DeviceSpec  # noqa: E402
@@ -62,12 +64,12 @@ def sshd_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshTestHost]
     host.stop()
 
 
-def _stopped_at_teardown(make: Callable[[], Stoppable]) -> Iterator[Callable[[], Stoppable]]:
+def _stopped_at_teardown(make: Callable[..., Stoppable]) -> Iterator[Callable[..., Stoppable]]:
     """A factory fixture's body: hand out `make`, and stop everything it made at teardown."""
     started: list[Stoppable] = []
 
-    def start() -> Stoppable:
-        started.append(make())
+    def start(**kwargs: Any) -> Stoppable:
+        started.append(make(**kwargs))
         return started[-1]
 
     yield start
@@ -76,8 +78,24 @@ def _stopped_at_teardown(make: Callable[[], Stoppable]) -> Iterator[Callable[[],
 
 
 @pytest.fixture
-def ssh_server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], SshTestHost]]:
-    yield from _stopped_at_teardown(lambda: start_sshd(tmp_path_factory.mktemp("sshd")))
+def ssh_server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., SshTestHost]]:
+    yield from _stopped_at_teardown(lambda **kwargs: start_sshd(tmp_path_factory.mktemp("sshd"), **kwargs))
+
+
+@pytest.fixture
+def netns_ssh_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SshTestHost, NetnsLink]]:
+    """An sshd in its own network namespace, reached over a veth link the test can take down."""
+    if not netns_available():
+        pytest.skip("network namespaces need root and iproute2")
+    link = NetnsLink.create()
+    try:
+        host = start_sshd(tmp_path_factory.mktemp("sshd-netns"), listen=link.device_ip, netns=link.name)
+        try:
+            yield host, link
+        finally:
+            host.stop()
+    finally:
+        link.remove()
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                                      '"config": {"devices": ["local"], "models": ["m.py:build"], "backend": "xnnpack", '
                                      '"runs": 3}}',
         "a-file": "not a directory",
+        "badtimeout.yaml": "devices:\n  rpi:\n    transport: ssh\n    target: host\n    host: h\n    key: k\n    connect_timeout: 0\n",
         "badcpus.yaml": "devices:\n  board:\n    transport: local\n    cpus: \"0-3; reboot\"\n",
     }
     for name, text in files.items():
@@ -68,6 +69,8 @@ CASES = [
     ("name-clash", lambda p: ["run", "--model", TINY, "--model", TINY], "model names must be unique in a job"),
     ("bad-option-value", lambda p: ["run", "--runs", "0", "--model", TINY], "--runs"),
     ("unknown-order", lambda p: ["run", "--order", "random", "--model", TINY], "--order: expected interleaved or sequential"),
+    ("bad-connect-timeout", lambda p: ["devices", "--config", str(p["badtimeout.yaml"])],
+     "badtimeout.yaml: devices.rpi.connect_timeout: expected a number of seconds > 0"),
     ("bad-cpus", lambda p: ["devices", "--config", str(p["badcpus.yaml"])], "badcpus.yaml: devices.board.cpus: expected a cpu list"),
     ("missing-etdump", lambda p: ["analyze", "/nonexistent/x.etdp"], "/nonexistent/x.etdp"),
     ("duplicate-config-key", lambda p: ["devices", "--config", str(p["duplicate.yaml"])], "line 4: duplicate key rpi (first at line 2)"),

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from device_agents import DeviceSpec
 from tests.helpers.inventory import with_workdir, write_inventory
+from tests.integration.testbed.delayproxy import DelayProxy
+from tests.integration.testbed.sshd import SshTestHost
 
 
 def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
@@ -26,15 +28,18 @@ def test_devices_lists_reachability_and_facts(ssh_device: DeviceSpec, adb_device
     assert set(entries) == {"local", "sshdev", "adbdev", "unknown-key"}
     for name in ("local", "sshdev", "adbdev"):
         assert entries[name]["reachable"] is True, entries[name]
+        assert entries[name]["health"] == "ok" and entries[name]["attempts"] == [], entries[name]
         assert entries[name]["facts"]["cores"] >= 1
     refused = entries["unknown-key"]
     assert refused["reachable"] is False and "unknown" in refused["error"] and "etfarm devices trust" in refused["error"]
+    # A refusal is not retried: one try, offline.
+    assert refused["health"] == "offline" and len(refused["attempts"]) == 1, refused
     # Nothing was created on the refused device.
     assert not Path(refused_device.workdir).exists()
 
     table = etfarm("devices", "--config", str(config))
     assert table.returncode == 0
-    assert "unreachable: " in table.stdout and "adbdev" in table.stdout and "sshdev" in table.stdout
+    assert "offline: " in table.stdout and "adbdev" in table.stdout and "sshdev" in table.stdout
 
 
 def test_trust_then_check(unknown_key_ssh_device: DeviceSpec, tmp_path: Path) -> None:
@@ -55,3 +60,19 @@ def test_trust_then_check(unknown_key_ssh_device: DeviceSpec, tmp_path: Path) ->
 def test_trust_refuses_non_ssh_devices() -> None:
     result = etfarm("devices", "trust", "local")
     assert result.returncode == 2 and "only ssh devices" in result.stderr
+
+
+def test_devices_health_degraded_after_retried_connection_resets(sshd_host: SshTestHost, tmp_path: Path) -> None:
+    # The link resets the first two connections; the third gets through: answered after retries.
+    with DelayProxy(target_port=sshd_host.port, one_way_s=0.0, drop_first=2) as proxy:
+        spec = sshd_host.spec("flaky", tmp_path / "wd", port=proxy.port,
+                              known_hosts=tmp_path / "known_hosts")
+        Path(spec.settings["known_hosts"]).write_text(f"[127.0.0.1]:{proxy.port} {sshd_host.host_key_line}\n")
+        config = write_inventory(tmp_path / "devices.yaml", [spec])
+        listing = json.loads(etfarm("devices", "--json", "--config", str(config)).stdout)
+        proxy.drop_first = 2
+        table = etfarm("devices", "--config", str(config)).stdout
+    flaky = next(e for e in listing["devices"] if e["name"] == "flaky")
+    assert flaky["reachable"] is True and flaky["health"] == "degraded", flaky
+    assert len(flaky["attempts"]) == 2 and all(a["step"] == "connect and describe" for a in flaky["attempts"])
+    assert "flaky" in table and "degraded (2 failed tries" in table, table

@@ -1,3 +1,4 @@
+import getpass
 import os
 import pwd
 from pathlib import Path
@@ -137,3 +138,11 @@ def test_bad_cpus_name_the_key(tmp_path: Path, value: str) -> None:
     path = write(tmp_path, f"devices:\n  b:\n    transport: local\n    cpus: {value}\n")
     with pytest.raises(ConfigError, match=r"devices\.b\.cpus.*cpu list"):
         load_inventory(path)
+
+
+def test_default_ssh_workdir_is_per_user_and_per_device(tmp_path: Path) -> None:
+    text = ("devices:\n  a:\n    transport: ssh\n    target: host\n    host: h\n    key: /k\n    user: alice\n"
+            "  b:\n    transport: ssh\n    target: host\n    host: h\n    key: /k\n")
+    devices = load_inventory(write(tmp_path, text)).devices
+    assert devices["a"].workdir == "/tmp/etfarm-alice/a"
+    assert devices["b"].workdir == f"/tmp/etfarm-{getpass.getuser()}/b"

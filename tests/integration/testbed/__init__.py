@@ -30,14 +30,14 @@ def new_tag() -> str:
     return f"etfarm-testbed-{uuid.uuid4().hex}"
 
 
-def wait_port(port: int, timeout_s: float, alive: object = None) -> None:
-    """Wait until 127.0.0.1:port accepts connections; `alive()` returning False aborts early."""
+def wait_port(port: int, timeout_s: float, alive: object = None, host: str = "127.0.0.1") -> None:
+    """Wait until host:port accepts connections; `alive()` returning False aborts early."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if callable(alive) and not alive():
             raise RuntimeError(f"process for port {port} exited before listening")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with socket.create_connection((host, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.05)

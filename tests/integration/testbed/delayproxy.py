@@ -19,8 +19,10 @@ READ_BYTES = 1 << 16
 
 
 class DelayProxy:
-    def __init__(self, target_port: int, one_way_s: float, target_host: str = "127.0.0.1") -> None:
+    def __init__(self, target_port: int, one_way_s: float, target_host: str = "127.0.0.1", drop_first: int = 0) -> None:
+        """`drop_first`: close that many first connections at once (a flaky link: connection reset)."""
         self.target = (target_host, target_port)
+        self.drop_first = drop_first
         self.one_way_s = one_way_s
         self.port = 0
         self._loop = asyncio.new_event_loop()
@@ -57,6 +59,10 @@ class DelayProxy:
         self.stop()
 
     async def _handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        if self.drop_first > 0:
+            self.drop_first -= 1
+            client_w.close()
+            return
         try:
             server_r, server_w = await asyncio.open_connection(*self.target)
         except OSError:

@@ -57,11 +57,12 @@ class SshTestHost:
     known_hosts: Path
     user: str
     tag: str
+    listen: str = "127.0.0.1"
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
     def host_pattern(self) -> str:
-        return f"[127.0.0.1]:{self.port}"
+        return f"[{self.listen}]:{self.port}"
 
     def spec(
         self,
@@ -81,7 +82,7 @@ class SshTestHost:
             workdir=str(workdir),
             exec_prefix=tuple(exec_prefix),
             settings={
-                "host": "127.0.0.1",
+                "host": self.listen,
                 "port": self.port,
                 "user": self.user,
                 "key": str(self.client_key),
@@ -122,8 +123,12 @@ class SshTestHost:
         kill_tagged(self.tag)
 
 
-def start_sshd(root: Path) -> SshTestHost:
-    """Generate keys under `root`, start sshd on a free port, wait until it accepts."""
+def start_sshd(root: Path, *, sftp: str = "internal-sftp", listen: str = "127.0.0.1",
+               netns: str | None = None) -> SshTestHost:
+    """Generate keys under `root`, start sshd on a free port, wait until it accepts.
+
+    `sftp`: the Subsystem command (a fault test gives one that never answers); `listen` and
+    `netns`: the address to listen on inside network namespace `netns` (`ip netns exec`)."""
     require_tool(SSHD)
     root.mkdir(parents=True, exist_ok=True)
     host_key = root / "ssh_host_ed25519_key"
@@ -147,13 +152,14 @@ def start_sshd(root: Path) -> SshTestHost:
             known_hosts=root / "known_hosts",
             user=getpass.getuser(),
             tag=tag,
+            listen=listen,
         )
         host.known_hosts.write_text(f"{host.host_pattern} {host_key_line}\n")
         log = root / f"sshd-{port}.log"
         argv = [
             SSHD, "-D", "-f", "/dev/null", "-E", str(log),
             "-o", f"Port={port}",
-            "-o", "ListenAddress=127.0.0.1",
+            "-o", f"ListenAddress={listen}",
             "-o", f"HostKey={host_key}",
             "-o", f"AuthorizedKeysFile={authorized}",
             "-o", "StrictModes=no",
@@ -167,12 +173,14 @@ def start_sshd(root: Path) -> SshTestHost:
             # SHLVL=1 makes the user's bash skip ~/.bashrc for ssh commands: a test that kills a
             # session mid-.bashrc (pyenv's rehash lock, say) must not stall every later login.
             "-o", f"SetEnv={TAG_VAR}={tag} SHLVL=1",
-            "-o", "Subsystem=sftp internal-sftp",
+            "-o", f"Subsystem=sftp {sftp}",
             "-o", "LogLevel=VERBOSE",  # one "Starting session:" line per session: tests count them
         ]  # fmt: skip
+        if netns is not None:
+            argv = ["ip", "netns", "exec", netns, *argv]
         host.proc = subprocess.Popen(argv, env=tagged_env(tag), start_new_session=True, stdin=subprocess.DEVNULL)
         try:
-            wait_port(port, START_TIMEOUT_SEC, alive=host.alive)
+            wait_port(port, START_TIMEOUT_SEC, alive=host.alive, host=listen)
             return host
         except (RuntimeError, TimeoutError) as exc:
             host.stop()

@@ -165,3 +165,16 @@ def test_errors_name_the_file(tmp_path: Path) -> None:
         zf.writestr("ETRECORD_V0", "")
     with pytest.raises(AnalysisError, match="has no debug_handle_map"):
         load_etrecord(tmp_path / "nomap.etrecord")
+
+
+def test_zip_bomb_member_is_refused_not_inflated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import orchestrator.profiles.etrecord as etrecord_module
+
+    monkeypatch.setattr(etrecord_module, "ETRECORD_MEMBER_MAX_BYTES", 1 << 20)
+    bomb = tmp_path / "bomb.etrecord"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("ETRECORD_V0", "")
+        zf.writestr("debug_handle_map", b" " * (8 << 20))  # 8 MiB of JSON whitespace: ~8 KB compressed
+    assert bomb.stat().st_size < 64 << 10
+    with pytest.raises(AnalysisError, match=r"debug_handle_map inflates to 8388608 bytes, over the 1048576-byte cap"):
+        load_etrecord(bomb)

@@ -1,0 +1,84 @@
+"""Retries of idempotent device steps, for infrastructure errors only.
+
+A device farm drops links, reboots boards and restarts adbd; one refused or reset connection
+must not fail a night's job. So the idempotent steps of a session (connect, stage) are tried
+again with exponential backoff inside a time budget (tenacity). Retried: a `DeviceError` that
+is a transport fault (connection refused/reset/lost, a deadline, a device gone offline, a
+command that ended without an exit status). Never retried: a `DeviceRefused` (host key, login,
+workdir, another host's lock), a command that answered with an exit code (the device said no),
+a runner that failed, wrong results, usage and data errors. Every failed try is handed to
+`record` as an `Attempt`, so the manifest shows what happened and `etfarm devices` can say
+"degraded". A process run is not retried here: it is retried only when it never started, which
+the session decides.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_exponential
+
+from orchestrator.errors import CommandFailed, DeviceError, DeviceRefused, one_line
+from orchestrator.run.results import Attempt
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """At most `attempts` tries, none started after `budget_s`; waits 1, 2, 4… s capped at `max_wait_s`."""
+
+    attempts: int = 3
+    budget_s: float = 60.0
+    first_wait_s: float = 1.0
+    max_wait_s: float = 10.0
+
+
+DEFAULT_POLICY = RetryPolicy()
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether `exc` is a transport fault that another try may not meet."""
+    if isinstance(exc, DeviceRefused) or not isinstance(exc, DeviceError):
+        return False
+    if isinstance(exc, CommandFailed):
+        # An exit code is the device's answer; none (or a deadline) means the link or device failed.
+        return exc.returncode is None
+    return True
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def with_retries(step: str, call: Callable[[], T], *, record: Callable[[Attempt], None],
+                 before_retry: Callable[[], None] = lambda: None, say: Callable[[str], None] = lambda s: None,
+                 policy: RetryPolicy = DEFAULT_POLICY) -> T:
+    """`call()`, tried again after a retryable failure (`before_retry()` first, e.g. reconnect).
+
+    Every failure is recorded; the last one is raised when the attempts or the budget run out."""
+
+    def failed(exc: BaseException) -> bool:
+        if isinstance(exc, DeviceError):
+            record(Attempt(step=step, error=one_line(str(exc))[:500], at=now_iso()))
+        return retryable(exc)
+
+    retrying = Retrying(
+        stop=stop_after_attempt(policy.attempts) | stop_after_delay(policy.budget_s),
+        wait=wait_exponential(multiplier=policy.first_wait_s, min=policy.first_wait_s, max=policy.max_wait_s),
+        retry=retry_if_exception(failed),
+        before_sleep=lambda state: say(f"{step} failed (try {state.attempt_number}/{policy.attempts}), retrying: "
+                                       f"{one_line(str(state.outcome.exception()))[:200] if state.outcome else ''}"),
+        reraise=True,
+    )
+    for attempt in retrying:
+        with attempt:
+            if attempt.retry_state.attempt_number > 1:
+                before_retry()
+            return call()
+    raise AssertionError("unreachable: tenacity reraises the last error")  # pragma: no cover

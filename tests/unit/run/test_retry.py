@@ -1,0 +1,58 @@
+"""Retries: transport faults only, within the attempts and the budget, every failure recorded."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.errors import CommandFailed, DataError, DeviceError, DeviceRefused
+from orchestrator.run.results import Attempt, DeviceResult, DeviceStatus
+from orchestrator.run.retry import RetryPolicy, retryable, with_retries
+
+FAST = RetryPolicy(attempts=3, budget_s=10.0, first_wait_s=0.01, max_wait_s=0.02)
+
+
+def flaky(failures: list[BaseException]) -> tuple[list[int], object]:
+    calls: list[int] = []
+
+    def call() -> str:
+        calls.append(1)
+        if failures:
+            raise failures.pop(0)
+        return "answer"
+
+    return calls, call
+
+
+def test_transport_faults_are_retried_and_recorded() -> None:
+    recorded: list[Attempt] = []
+    reconnects: list[int] = []
+    calls, call = flaky([DeviceError("d", "connection reset"), CommandFailed("d", "sh", None, "", False)])
+    assert with_retries("stage", call, record=recorded.append, before_retry=lambda: reconnects.append(1),
+                        policy=FAST) == "answer"  # type: ignore[arg-type]
+    assert len(calls) == 3 and len(reconnects) == 2
+    assert [a.step for a in recorded] == ["stage", "stage"] and "connection reset" in recorded[0].error
+
+
+@pytest.mark.parametrize("error", [DeviceRefused("d", "host key unknown"), CommandFailed("d", "sh", 1, "no", False),
+                                   DataError("garbage"), ValueError("bug")])
+def test_answers_and_non_transport_errors_are_not_retried(error: BaseException) -> None:
+    calls, call = flaky([error])
+    with pytest.raises(type(error)):
+        with_retries("connect", call, record=lambda a: None, policy=FAST)  # type: ignore[arg-type]
+    assert len(calls) == 1
+    assert not retryable(error)
+
+
+def test_gives_up_after_the_attempts_with_the_last_error() -> None:
+    recorded: list[Attempt] = []
+    calls, call = flaky([DeviceError("d", f"reset {i}") for i in range(5)])
+    with pytest.raises(DeviceError, match="reset 2"):
+        with_retries("connect", call, record=recorded.append, policy=FAST)  # type: ignore[arg-type]
+    assert len(calls) == 3 and len(recorded) == 3
+
+
+def test_attempts_round_trip_through_the_manifest_dict() -> None:
+    device = DeviceResult("b", "ssh", "host", DeviceStatus.OK, attempts=(Attempt("connect", "reset", "2026-01-01T00:00:00+00:00"),))
+    again = DeviceResult.from_dict("b", device.to_dict())
+    assert again.attempts == device.attempts
+    assert DeviceResult.from_dict("b", {"status": "ok"}).attempts == ()  # manifests written before the field
