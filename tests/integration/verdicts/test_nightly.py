@@ -28,8 +28,8 @@ def etfarm(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 
 def write_plan(path: Path, devices: list[str], model: Path, report: Path, inventory: Path) -> Path:
-    path.write_text(json.dumps({"devices": devices, "models": [f"{model}:build"], "runs": 6, "iterations": 20,
-                                "warmup": 3, "threshold": "5%", "baseline": "last-good", "report": str(report),
+    path.write_text(json.dumps({"devices": devices, "models": [f"{model}:build"], "runs": 8, "iterations": 20,
+                                "warmup": 3, "threshold": "5%", "center": "fast", "baseline": "last-good", "report": str(report),
                                 "config": str(inventory)}))
     return path
 
@@ -58,7 +58,7 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     assert repeat.returncode == 0, repeat.stdout + repeat.stderr[-3000:]
     verdicts = json.loads(max(report.glob("nightly-*.json")).read_text())
     assert verdicts["pairs"][0]["verdict"] in {"unchanged", "inconclusive", "improved"}
-    assert verdicts["pairs"][0]["estimate"]["runs_a"] == 6
+    assert verdicts["pairs"][0]["estimate"]["runs_a"] == 8
     repeat_id = verdicts["b"]
 
     model.write_text(MODEL.read_text().replace("DEPTH = 40", "DEPTH = 80"))  # same name, twice the depth
