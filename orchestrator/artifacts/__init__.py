@@ -10,8 +10,7 @@ Public API, imported lazily on first use (PEP 562) so that importing the package
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from orchestrator.lazy import lazy_api
 
 _API = {
     "ModelSpec": "modelspec",
@@ -31,9 +30,4 @@ _API = {
 }
 __all__ = sorted(_API)
 
-
-def __getattr__(name: str) -> Any:
-    module = _API.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_api(__name__, _API)
