@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.errors import DataError, UsageError
+from orchestrator.numerics.model import NumericsReport
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS
 from orchestrator.report.history import HISTORY_RUNS
 from orchestrator.report.model import (
@@ -110,7 +111,10 @@ def build_report(
         f"{options.untraced_runs} untraced run{'s' if options.untraced_runs != 1 else ''}, backend "
         f"{job.config.backend}, {options.order.value} order"
     )
+    numerics, numerics_error = _numerics(root) if options.numerics else (None, None)
     return Report(
+        numerics=numerics,
+        numerics_error=numerics_error,
         run_id=job.run_id,
         status=job.status.value,
         started=job.started,
@@ -123,6 +127,17 @@ def build_report(
         settings=settings,
         methods=METHODS,
     )
+
+
+def _numerics(root: Path) -> tuple[NumericsReport | None, str | None]:
+    """The run's numerics (default metric and threshold, as `etfarm numerics RUN`), or why not."""
+    from orchestrator.errors import EtfarmError
+    from orchestrator.numerics import analyze_run
+
+    try:
+        return analyze_run(root), None
+    except EtfarmError as exc:
+        return None, str(exc)
 
 
 # ---- stats.csv ------------------------------------------------------------------------------

@@ -63,6 +63,7 @@ def render_html(report: Report) -> str:
         _header(report),
         _summary(report),
         *(_model(report, m) for m in report.models),
+        _numerics(report),
         _facts(report),
         _footer(report),
         "</main></body></html>",
@@ -357,3 +358,35 @@ def _footer(report: Report) -> str:
     methods = "".join(f"<li>{escape(m)}</li>" for m in report.methods)
     versions = " · ".join(f"{escape(k)} {escape(v)}" for k, v in report.versions)
     return f'<footer id="methods"><h2>How these numbers were computed</h2><ul>{methods}</ul><p>{versions}</p></footer>'
+
+
+def _numerics(report: Report) -> str:
+    """Which devices diverge, on which ops (module path, source line), where divergence starts, and
+    each device's final-output verdict; empty for runs made without --numerics."""
+    if report.numerics is None:
+        if report.numerics_error is None:
+            return ""
+        return (f'<section id="numerics"><h2>Numerics</h2><p class="muted">not available: '
+                f"{escape(report.numerics_error)}</p></section>")
+    n = report.numerics
+    verdict = (f"<b>{escape(', '.join(n.diverging_devices))}</b> diverge" if n.diverges else "no op crosses the threshold")
+    out = [f'<section id="numerics"><h2>Numerics: which op diverges, on which device</h2>'
+           f"<p>{n.metric.value.upper()} of each op's intermediate outputs, threshold {n.threshold:g}: {verdict}.</p>"]
+    rows = []
+    for m in n.models:
+        for c in m.comparisons:
+            first = c.first_divergence
+            against = "AOT reference" if c.against == "aot" else c.against.replace("device:", "device ")
+            where = (f"op {first.index} {escape(' '.join(first.runtime_ops) or ' '.join(first.aot_ops))}"
+                     f' <span class="muted">{escape(first.module_path or "")} {escape(first.source or "")}</span>'
+                     if first else "-")
+            status = (f'<span class="badge bad">{len(c.diverging)} diverging</span>' if c.diverging
+                      else escape(c.error) if c.error else '<span class="badge fast">within threshold</span>')
+            rows.append([escape(m.device), escape(m.model), escape(against), status, where,
+                         escape(m.verification or "-")])
+        if m.error:
+            rows.append([escape(m.device), escape(m.model), "-", escape(m.error), "-", escape(m.verification or "-")])
+    out.append(_table(["device", "model", "against", "ops", "divergence starts at", "outputs verified"], rows))
+    out.append("</section>")
+    return "".join(out)
+

@@ -76,6 +76,12 @@ def render_markdown(report: Report, chart_dir: str | None = None) -> str:
         ),
         "",
     ]
+    if report.numerics is not None:
+        from orchestrator.numerics.render import render_markdown as numerics_markdown
+
+        out += [numerics_markdown(report.numerics), ""]
+    elif report.numerics_error is not None:
+        out += ["### Numerics", "", f"not available: {report.numerics_error}", ""]
     out += [
         "<details><summary>How these numbers were computed</summary>",
         "",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from orchestrator.numerics.model import NumericsReport
 from orchestrator.store.history import HistoryPoint
 
 
@@ -163,3 +164,5 @@ class Report:
     versions: tuple[tuple[str, str], ...]
     settings: str  # "2 runs x 3 iterations, 1 warmup, 1 untraced run"
     methods: tuple[str, ...]  # how each figure was computed, stated in every format
+    numerics: NumericsReport | None = None  # runs made with --numerics: which op diverges, on which device
+    numerics_error: str | None = None  # why the numerics section is missing from such a run

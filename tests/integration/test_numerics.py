@@ -145,3 +145,9 @@ def test_numerics_on_rpi5_and_adb_devices(rpi5_device: DeviceSpec, adb_device: D
     first = rpi5_vs_local.first_divergence
     assert first is not None and first.module_path in {"fc1", "fc2", "fc3"} and first.source.startswith("tiny_mlp.py:")
     assert "rpi5" in report.diverging_devices
+    # The run's report has the numerics section: every device, what it was compared against, its verdict.
+    section = (out / "report.html").read_text().split('<section id="numerics">', 1)[1].split("</section>", 1)[0]
+    assert "which op diverges, on which device" in section and "outputs verified" in section
+    for device in ("local", "rpi5", "adbdev"):
+        assert f"<td>{device}</td><td>tiny_mlp</td><td>AOT reference</td>" in section
+    assert "<td>rpi5</td><td>tiny_mlp</td><td>device local</td>" in section
