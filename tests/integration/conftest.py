@@ -86,7 +86,7 @@ def ssh_server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cal
 def netns_ssh_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SshTestHost, NetnsLink]]:
     """An sshd in its own network namespace, reached over a veth link the test can take down."""
     if not netns_available():
-        pytest.skip("network namespaces need root and iproute2")
+        missing("network namespaces need root and iproute2 (CI runs as root; run `make testbed`)")
     link = NetnsLink.create()
     try:
         host = start_sshd(tmp_path_factory.mktemp("sshd-netns"), listen=link.device_ip, netns=link.name)

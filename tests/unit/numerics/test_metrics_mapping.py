@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import math
 
+# Project dependencies: imported, never skipped.
+import executorch.devtools.inspector._inspector_utils as utils  # noqa: E402
+import executorch.devtools.inspector.numerical_comparator as comparators  # noqa: E402
 import numpy as np
 import pytest
+import torch  # noqa: E402
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,10 +27,6 @@ from orchestrator.numerics.metrics import (
     element_gap,
     worst,
 )
-
-torch = pytest.importorskip("torch")
-utils = pytest.importorskip("executorch.devtools.inspector._inspector_utils")
-comparators = pytest.importorskip("executorch.devtools.inspector.numerical_comparator")
 
 
 def _close(a: float, b: float) -> bool:
