@@ -1,6 +1,7 @@
 """How the report formats a number, in one place for the HTML, Markdown and chart labels.
 
-Same precision rule as the printed tables (`tables._ms`): 4 decimals under 10 ms, 2 above.
+Milliseconds get 4 decimals under 10 ms and 2 above (the printed tables' `text.fmt_ms` keeps 4 up
+to 1000 ms); text is clipped by the one `text.clip`.
 """
 
 from __future__ import annotations
@@ -8,6 +9,9 @@ from __future__ import annotations
 import math
 
 from orchestrator.report.model import Interval
+from orchestrator.report.text import clip
+
+__all__ = ["clip", "interval", "ms", "pct", "ratio"]
 
 
 def ms(value: float | None) -> str:
@@ -33,7 +37,3 @@ def interval(ci: Interval | None) -> str:
 def _ratio_digits(value: float) -> str:
     """2 decimals from 0.1 up (1.02, 15.37); 3 significant digits below, so 1000x faster is not 0.00."""
     return f"{value:.2f}" if abs(value) >= 0.1 or value == 0 else f"{value:.3g}"
-
-
-def clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
