@@ -176,7 +176,8 @@ def run(
     if not no_report:
         from orchestrator.report.output import write_run_report
 
-        report_path = write_run_report(result.rundir.root, warn=lambda text: typer.echo(text, err=True), store=store)
+        report_path = write_run_report(result.rundir.root, warn=lambda text: typer.echo(text, err=True), store=store,
+                                       numerics=numerics_report)  # analysed once, above
     if as_json:
         typer.echo(json_text(job_view(result.job, result.rundir.root, result.exit_code, report_path)))
         raise typer.Exit(result.exit_code)

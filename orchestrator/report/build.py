@@ -87,8 +87,10 @@ def build_report(
     history: Sequence[HistoryPoint] = (),
     charts: bool = True,
     history_runs: int = HISTORY_RUNS,
+    numerics: NumericsReport | None = None,
 ) -> Report:
-    """The report of one run directory. `baseline` defaults to the job's first device with results."""
+    """The report of one run directory. `baseline` defaults to the job's first device with results;
+    `numerics`, when the caller has analysed the run's numerics already, is used instead of again."""
     root = Path(run_dir)
     job = load_manifest(root)
     known = [d.name for d in job.devices]
@@ -111,7 +113,9 @@ def build_report(
         f"{options.untraced_runs} untraced run{'s' if options.untraced_runs != 1 else ''}, backend "
         f"{job.config.backend}, {options.order.value} order"
     )
-    numerics, numerics_error = _numerics(root) if options.numerics else (None, None)
+    numerics_error = None
+    if options.numerics and numerics is None:
+        numerics, numerics_error = _numerics(root)
     return Report(
         numerics=numerics,
         numerics_error=numerics_error,

@@ -12,9 +12,13 @@ import sys
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orchestrator.errors import UsageError
 from orchestrator.store.history import HistoryPoint
+
+if TYPE_CHECKING:  # numerics imports numpy; a type name must not cost that
+    from orchestrator.numerics.model import NumericsReport
 
 REPORT_HTML = "report.html"
 
@@ -27,7 +31,12 @@ class ReportFormat(StrEnum):
 
 
 def write_report(
-    run_dir: Path, fmt: ReportFormat, output: str | Path | None, baseline: str | None = None, history: Sequence[HistoryPoint] = ()
+    run_dir: Path,
+    fmt: ReportFormat,
+    output: str | Path | None,
+    baseline: str | None = None,
+    history: Sequence[HistoryPoint] = (),
+    numerics: NumericsReport | None = None,
 ) -> Path | None:
     """Build and write the report; returns the file written, or None when it went to stdout.
 
@@ -37,7 +46,8 @@ def write_report(
     as_dir = output is not None and _is_dir(output)
     output = Path(output) if output is not None else None
 
-    report = build_report(run_dir, baseline=baseline, history=history, charts=fmt in (ReportFormat.HTML, ReportFormat.MD))
+    report = build_report(run_dir, baseline=baseline, history=history, charts=fmt in (ReportFormat.HTML, ReportFormat.MD),
+                          numerics=numerics)
     if output is None and fmt is ReportFormat.HTML:
         output = run_dir / REPORT_HTML
     target = _target(output, fmt, as_dir) if output is not None else None
@@ -70,14 +80,16 @@ def write_report(
     return target
 
 
-def write_run_report(run_dir: Path, warn: Callable[[str], None], store: Path | None = None) -> Path | None:
+def write_run_report(run_dir: Path, warn: Callable[[str], None], store: Path | None = None,
+                     numerics: NumericsReport | None = None) -> Path | None:
     """The `etfarm run` hook: DIR/report.html (history from `store`), or a warning. Never raises:
     the results are already safe in the run directory."""
     try:
         from orchestrator.report.history import history_points
         from orchestrator.run.results import load_manifest
 
-        return write_report(run_dir, ReportFormat.HTML, None, history=history_points(load_manifest(run_dir), store))
+        return write_report(run_dir, ReportFormat.HTML, None, history=history_points(load_manifest(run_dir), store),
+                            numerics=numerics)
     except Exception as exc:  # noqa: BLE001 - any failure here must leave the finished run alone
         warn(
             f"warning: report not written ({type(exc).__name__}: {exc}); the results in {run_dir} are complete, "
