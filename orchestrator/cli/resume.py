@@ -3,10 +3,15 @@
 The recorded JobConfig (devices, models, names, backend, RunOptions) is the job; an option given
 explicitly with --resume that says otherwise is a usage error naming the option and both values,
 because a resumed run mixing two settings would be two runs under one id.
+
+A run made with `--scheduler` resumes on the farm: at the recorded scheduler, or at `--scheduler`
+(or ETFARM_SCHEDULER) when the farm's scheduler has moved. A single-host run resumes on this host;
+`--scheduler` on the command line for it is refused (its devices are this host's inventory's).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +21,8 @@ from orchestrator.errors import UsageError
 
 
 def resume_run(ctx: typer.Context, root: Path, config: Path | None, *, out: Path | None, models: list[str] | None,
-               names: list[str] | None, devices: str, backend: str, options: Any, progress: Any) -> Any:
+               names: list[str] | None, devices: str, backend: str, options: Any, progress: Any,
+               scheduler: str | None, farm: Callable[[str], Any]) -> Any:
     """Check the command line against DIR's manifest, then run what DIR is missing."""
     from orchestrator.artifacts import parse_model_specs
     from orchestrator.config import load_inventory
@@ -50,11 +56,19 @@ def resume_run(ctx: typer.Context, root: Path, config: Path | None, *, out: Path
         if param in given and value != want:
             raise UsageError(f"--resume {root}: {flag} {_show(value)} differs from the recorded {_show(want)}; "
                              "resume with the recorded settings (leave the option out) or start a new run")
+    local_run_on_a_farm = recorded.scheduler is None and scheduler is not None \
+        and getattr(ctx.get_parameter_source("scheduler"), "name", "") == "COMMANDLINE"  # not ETFARM_SCHEDULER
+    if local_run_on_a_farm:
+        raise UsageError(f"--resume {root}: this run ran on one host, not on a farm; resume it without --scheduler")
+    texts = [m.spec for m in job.models] or list(recorded.models)
+    specs = parse_model_specs(texts, [m.name for m in job.models] if job.models else ())
+    if recorded.scheduler is not None:
+        from orchestrator.scale.client import resume_distributed
+
+        return resume_distributed(root, specs, progress=progress, scale=farm(scheduler or recorded.scheduler))
     config_file = config or (Path(recorded.config_file) if recorded.config_file else None)
     inventory = load_inventory(config_file)
     selected = inventory.select(list(recorded.devices))
-    texts = [m.spec for m in job.models] or list(recorded.models)
-    specs = parse_model_specs(texts, [m.name for m in job.models] if job.models else ())
     return resume_job(root, selected, specs, progress=progress)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -122,8 +122,6 @@ def run(
         raise UsageError("--until-confident applies to --ab")
     elif not model and resume is None:
         raise UsageError("--model is required (or --resume DIR to finish a recorded run, or --ab SPEC_A SPEC_B)")
-    if resume is not None and scheduler:
-        raise UsageError("--resume finishes a run on this host; a distributed run cannot be resumed yet (drop --scheduler)")
     options = RunOptions(runs=runs, iterations=iterations, warmup=warmup, run_timeout_s=timeout,
                          wait_for_lock=not no_wait, lock_timeout_s=lock_timeout,
                          intermediate_outputs=intermediate_outputs or numerics,
@@ -134,7 +132,9 @@ def run(
         from orchestrator.cli.resume import resume_run
 
         result = resume_run(ctx, resume, config, out=out, models=model, names=name, devices=devices,
-                            backend=backend.value, options=options, progress=Progress(quiet=quiet))
+                            backend=backend.value, options=options, progress=Progress(quiet=quiet),
+                            scheduler=scheduler,
+                            farm=lambda address: _scale(address, tls_ca_file, tls_cert, tls_key, device_deadline))
         numerics = result.job.config.options.numerics
     elif ab is not None:
         from orchestrator.cli.ab import run_ab_job
@@ -145,11 +145,9 @@ def run(
                                     until_confident=until_confident, max_runs=max_runs,
                                     store=None if no_store else store, record=not no_store))
     elif scheduler:  # many hosts: the devices are the workers' (README "Many hosts (Dask)")
-        from orchestrator.scale.client import ScaleOptions, run_distributed
-        from orchestrator.scale.security import make_security
+        from orchestrator.scale.client import run_distributed
 
-        scale = ScaleOptions(scheduler=scheduler, security=make_security(tls_ca_file, tls_cert, tls_key),
-                             device_deadline_s=device_deadline)
+        scale = _scale(scheduler, tls_ca_file, tls_cert, tls_key, device_deadline)
         names = [n.strip() for n in devices.split(",") if n.strip()]
         if not names:
             raise UsageError("no devices given; use --devices NAME[,NAME...]")
@@ -208,3 +206,12 @@ def run(
         typer.echo(f"interrupted: resume with `etfarm run --resume {result.rundir.root}`")
     raise typer.Exit(result.exit_code)
 
+
+
+
+def _scale(scheduler: str, ca: Path | None, cert: Path | None, key: Path | None, deadline: float) -> Any:
+    """The client's farm options (imports dask's side only when a run is distributed)."""
+    from orchestrator.scale.client import ScaleOptions
+    from orchestrator.scale.security import make_security
+
+    return ScaleOptions(scheduler=scheduler, security=make_security(ca, cert, key), device_deadline_s=deadline)

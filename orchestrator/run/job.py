@@ -169,24 +169,11 @@ def resume_job(root: Path, devices: Sequence[DeviceSpec], specs: Sequence[ModelS
     """Run what a recorded job is missing, with its recorded settings, in its own run directory."""
     recorded = load_manifest(root)
     with _job_log(append_to=root / LOG):
-        names = [a.name for a in recorded.models]
-        kept = {d.name: DeviceOutcome(d, _recorded_stats(root, d.name))
-                for d in recorded.devices if d.complete(names) and d.name in recorded.config.devices}
-        if all(d.name in kept for d in devices):
-            progress(f"run {recorded.run_id} is complete: nothing to resume")
-            outcomes = [kept[d.name] for d in devices]
-            rundir, job = RunDirectory(root.resolve(), recorded), recorded
-            if recorded.status in (JobStatus.RUNNING, JobStatus.INTERRUPTED):  # stopped after its last device ended
-                rundir = RunDirectory.reopen(root)
-                job = rundir.finish(JobStatus.OK if all(o.ok for o in outcomes) else JobStatus.PARTIAL)
-            return JobResult(rundir, job, outcomes, _concat(o.stats for o in outcomes))
-        models = [export_model(spec, recorded.config.backend, log=progress) for spec in specs]
-        for model in models:
-            artifacts = recorded.model_artifacts(model.name)
-            if artifacts is None or artifacts.key != model.key:
-                raise UsageError(f"--resume {root}: model {model.name} changed since the run started "
-                                 f"(export key {model.key[:12]}, recorded {artifacts.key[:12] if artifacts else 'none'}); "
-                                 "start a new run")
+        finished = finished_result(root, recorded, progress)
+        if finished is not None:
+            return finished
+        kept = complete_devices(root, recorded)
+        models = resume_models(root, recorded, specs, progress)
         rundir = RunDirectory.reopen(root)
         done = {d.name: {m.name: m.runs for m in d.models} for d in recorded.devices if d.name not in kept}
         missing = sum(1 for d in devices if d.name not in kept)
@@ -194,15 +181,57 @@ def resume_job(root: Path, devices: Sequence[DeviceSpec], specs: Sequence[ModelS
         return _run_devices(rundir, devices, models, recorded.config.options, progress, done, kept)
 
 
-def _recorded_stats(root: Path, device: str) -> list[Any]:
+def complete_devices(root: Path, recorded: Job) -> dict[str, DeviceOutcome]:
+    """The recorded job's devices with nothing left to run, with their statistics from stats.csv."""
+    names = [a.name for a in recorded.models]
+    return {d.name: DeviceOutcome(d, recorded_stats(root, d.name))
+            for d in recorded.devices if d.complete(names) and d.name in recorded.config.devices}
+
+
+def finished_result(root: Path, recorded: Job, progress: Progress) -> JobResult | None:
+    """A resume with nothing left to run: the recorded job as it is (a job that stopped after its last
+    device ended is marked finished now); None when something is left to run."""
+    kept = complete_devices(root, recorded)
+    if not all(name in kept for name in recorded.config.devices):
+        return None
+    progress(f"run {recorded.run_id} is complete: nothing to resume")
+    outcomes = [kept[name] for name in recorded.config.devices]
+    rundir, job = RunDirectory(root.resolve(), recorded), recorded
+    if recorded.status in (JobStatus.RUNNING, JobStatus.INTERRUPTED):
+        rundir = RunDirectory.reopen(root)
+        job = rundir.finish(JobStatus.OK if all(o.ok for o in outcomes) else JobStatus.PARTIAL)
+    return JobResult(rundir, job, outcomes, _concat(o.stats for o in outcomes))
+
+
+def resume_models(root: Path, recorded: Job, specs: Sequence[ModelSpec], progress: Progress) -> list[ExportedModel]:
+    """The recorded job's models exported again (a cache hit when unchanged); a changed model is refused,
+    because runs of two different programs under one run id would be one meaningless table."""
+    models = [export_model(spec, recorded.config.backend, log=progress) for spec in specs]
+    for model in models:
+        artifacts = recorded.model_artifacts(model.name)
+        if artifacts is None or artifacts.key != model.key:
+            raise UsageError(f"--resume {root}: model {model.name} changed since the run started "
+                             f"(export key {model.key[:12]}, recorded {artifacts.key[:12] if artifacts else 'none'}); "
+                             "start a new run")
+    return models
+
+
+def recorded_stats(root: Path, device: str, model: str | None = None) -> list[Any]:
+    """The rows of DIR/stats.csv for `device` (and `model`), as a one-frame list (empty when none)."""
     import pandas as pd
 
     path = root / STATS
     if not path.is_file():
         return []
     stats = pd.read_csv(path)
-    rows = stats[stats["device"].astype(str) == device] if "device" in stats else stats.iloc[0:0]
+    if "device" not in stats:
+        return []
+    keep = stats["device"].astype(str) == device
+    if model is not None and "model" in stats:
+        keep &= stats["model"].astype(str) == model
+    rows = stats[keep]
     return [rows.reset_index(drop=True)] if not rows.empty else []
+
 
 
 @contextlib.contextmanager
@@ -343,6 +372,7 @@ def _write_stats(rundir: RunDirectory, outcomes: list[DeviceOutcome], progress: 
 
 # Shared with the distributed client (orchestrator/scale/client.py), which runs the same job on Dask.
 job_log = _job_log
+terminate_as_interrupt = _terminate_as_interrupt
 model_artifacts = _artifacts
 build_targets = _build_targets
 write_stats = _write_stats

@@ -382,16 +382,17 @@ class JobConfig:
     backend: str
     options: RunOptions = field(default_factory=RunOptions)
     config_file: str | None = None
+    scheduler: str | None = None  # a distributed run (`--scheduler`): where its devices were; resumed there
 
     def to_dict(self) -> dict[str, Any]:
         return {"devices": list(self.devices), "models": list(self.models), "backend": self.backend,
-                "config_file": self.config_file, **self.options.to_dict()}
+                "config_file": self.config_file, "scheduler": self.scheduler, **self.options.to_dict()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JobConfig:
         return cls(devices=tuple(data.get("devices", ())), models=tuple(data.get("models", ())),
                    backend=str(data.get("backend", "")), options=RunOptions.from_dict(data),
-                   config_file=data.get("config_file"))
+                   config_file=data.get("config_file"), scheduler=data.get("scheduler"))
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,13 @@ Losing a worker: Dask puts its tasks back; they run wherever the device is offer
 worker restarted, or another one owning it). A task that waits longer than `device_deadline_s`
 with no worker offering its device is cancelled and its device fails with that reason
 (infrastructure). Infrastructure failures inside a task are retried `retries` times by Dask.
+Ctrl-C or SIGTERM sets the run's stop event (the workers' sessions abort: runners killed, locks
+released), cancels the waiting tasks, keeps what was collected and marks the job `interrupted`.
+`resume_distributed` (`etfarm run --resume DIR`) then sends only what DIR lacks: whole (device,
+model) tasks, or a model's missing process runs with its finished ones' records and files.
 Difference from a single-host run: a task holds one model, so the models of a device are not
-interleaved with each other (each is its own device session).
+interleaved with each other (each is its own device session), and a worker lost mid-task loses the
+runs that task had finished (they come back with the task's result, not one by one).
 """
 
 from __future__ import annotations
@@ -27,13 +32,40 @@ from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.cache import write_bytes_atomic
 from orchestrator.errors import Blame, DeviceError, EtfarmError, UsageError
 from orchestrator.progress import Progress
-from orchestrator.run.job import JobResult, build_targets, job_log, model_artifacts, write_stats
-from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, JobStatus, RunOptions
+from orchestrator.run.job import (
+    JobResult,
+    build_targets,
+    complete_devices,
+    finished_result,
+    job_log,
+    model_artifacts,
+    recorded_stats,
+    resume_models,
+    terminate_as_interrupt,
+    write_stats,
+)
+from orchestrator.run.results import (
+    DeviceResult,
+    DeviceStatus,
+    JobConfig,
+    JobStatus,
+    ModelStatus,
+    ProcessRun,
+    RunOptions,
+    load_manifest,
+)
 from orchestrator.run.rundir import LOG, RunDirectory, check_out
 from orchestrator.run.session import DeviceOutcome
 from orchestrator.scale import require_distributed, resource_name
 from orchestrator.scale.blobs import BlobRef, refs_for, ship
-from orchestrator.scale.task import RetryableFailure, TaskOutcome, TaskRequest, progress_topic, run_task
+from orchestrator.scale.task import (
+    RetryableFailure,
+    TaskOutcome,
+    TaskRequest,
+    progress_topic,
+    run_task,
+    stop_event_name,
+)
 
 POLL_SEC = 1.0
 CONNECT_TIMEOUT_SEC = 20.0
@@ -109,9 +141,66 @@ def run_distributed(device_names: Sequence[str], specs: Sequence[ModelSpec], *, 
         check_out(out)
         client = connect(scale.scheduler, scale.security)
         try:
-            return _Run(client, scale, progress).run(list(device_names), specs, backend, options, out, attach)
+            run = _Run(client, scale, progress)
+            devices = run.farm_devices(list(device_names))
+            config = JobConfig(devices=tuple(device_names), models=tuple(s.text for s in specs), backend=backend,
+                               options=options, scheduler=scale.scheduler)
+            models = [export_model(spec, backend, log=progress) for spec in specs]
+            artifacts = tuple(model_artifacts(m, s) for m, s in zip(models, specs, strict=False))
+            rundir = RunDirectory.create(out, config, artifacts)
+            attach(rundir.root / LOG)
+            progress(f"run {rundir.run_id}: {len(devices)} device(s), {len(specs)} model(s) on {scale.scheduler} "
+                     f"-> {rundir.root}")
+            work = [Work(device, model) for device in devices for model in models]
+            return run.execute(rundir, devices, models, work)
         finally:
             client.close()
+
+
+def resume_distributed(root: Path, specs: Sequence[ModelSpec], *, progress: Progress, scale: ScaleOptions) -> JobResult:
+    """Run what a recorded distributed job is missing, on the farm, into its own run directory: devices
+    with every model complete are kept; a model with some process runs is sent with them (`done`, and
+    their files as blobs) so its worker runs only the missing ones; the rest run whole."""
+    recorded = load_manifest(root)
+    with job_log(append_to=root / LOG):
+        finished = finished_result(root, recorded, progress)
+        if finished is not None:
+            return finished
+        client = connect(scale.scheduler, scale.security)
+        try:
+            run = _Run(client, scale, progress)
+            kept = complete_devices(root, recorded)
+            devices = run.farm_devices([n for n in recorded.config.devices if n not in kept])
+            models = resume_models(root, recorded, specs, progress)
+            rundir = RunDirectory.reopen(root)
+            work: list[Work] = []
+            for device in devices:
+                record = rundir.job.device(device.name)
+                for model in models:
+                    result = record.model(model.name) if record is not None else None
+                    if result is not None and result.status is ModelStatus.OK:
+                        run.keep(rundir.root, device.name, model.name)
+                    else:
+                        work.append(Work(device, model, result.runs if result is not None else ()))
+            for name in kept:
+                for model in models:
+                    run.keep(rundir.root, name, model.name)
+            per_model = recorded.config.options.runs + recorded.config.options.untraced_runs
+            runs_left = sum(per_model - len(w.done) for w in work)
+            progress(f"resuming run {rundir.run_id} on {scale.scheduler}: {len(work)} (device, model) task(s) with "
+                     f"{runs_left} process run(s) missing, {len(kept)} device(s) complete -> {root}")
+            return run.execute(rundir, devices, models, work)
+        finally:
+            client.close()
+
+
+@dataclass(frozen=True)
+class Work:
+    """One task to send: a model on a device, with the process runs it has already (resume)."""
+
+    device: FarmDevice
+    model: Any  # ExportedModel
+    done: tuple[ProcessRun, ...] = ()
 
 
 class _Run:
@@ -123,90 +212,141 @@ class _Run:
         self.order: list[tuple[str, str]] = []
         self.remaining: dict[str, int] = {}
         self.blob_paths: dict[str, Path] = {}
+        self.futures: dict[Any, TaskRequest] = {}
 
-    def run(self, names: list[str], specs: Sequence[ModelSpec], backend: str, options: RunOptions,
-            out: Path | None, attach_log: Any) -> JobResult:
+    def farm_devices(self, names: list[str]) -> list[FarmDevice]:
         known = farm_devices(self.client)
         unknown = [n for n in names if n not in known]
         if unknown:
             raise UsageError(f"--devices: {', '.join(unknown)}: no worker of {self.scale.scheduler} has it in its "
                              f"inventory (known: {', '.join(sorted(known)) or 'none'})")
-        devices = [known[n] for n in names]
-        config = JobConfig(devices=tuple(names), models=tuple(s.text for s in specs), backend=backend, options=options)
-        models = [export_model(spec, backend, log=self.progress) for spec in specs]
-        artifacts = tuple(model_artifacts(m, s) for m, s in zip(models, specs, strict=False))
-        self.rundir = rundir = RunDirectory.create(out, config, artifacts)
-        attach_log(rundir.root / LOG)
-        self.progress(f"run {rundir.run_id}: {len(devices)} device(s), {len(specs)} model(s) on {self.scale.scheduler} "
-                      f"-> {rundir.root}")
-        try:
-            futures = self._submit(devices, models, backend, options, config)
-            self._collect(futures)
-        except EtfarmError:
-            rundir.finish(JobStatus.FAILED)
-            raise
-        except KeyboardInterrupt:
-            rundir.finish(JobStatus.INTERRUPTED)
-            raise
+        return [known[n] for n in names]
+
+    def keep(self, root: Path, device: str, model: str) -> None:
+        """A (device, model) the recorded run completed: its statistics stay in stats.csv."""
+        frames = recorded_stats(root, device, model)
+        if frames:
+            self.frames[(device, model)] = frames[0]
+
+    def execute(self, rundir: RunDirectory, devices: list[FarmDevice], models: list[Any], work: list[Work]) -> JobResult:
+        self.rundir = rundir
+        names = list(rundir.job.config.devices)
+        self.order = [(name, model.name) for name in names for model in models]
+        interrupted = False
+        with terminate_as_interrupt():
+            try:
+                self._submit(devices, models, work, rundir.job.config)
+                self._collect()
+            except EtfarmError:
+                rundir.finish(JobStatus.FAILED)
+                raise
+            except KeyboardInterrupt:
+                interrupted = True
+                self.progress("interrupted: stopping the tasks on the workers and keeping what finished")
+                self._stop()
         outcomes = [DeviceOutcome(rundir.job.device(n) or DeviceResult(n, "", "")) for n in names]
         stats, problem = write_stats(rundir, [DeviceOutcome(outcomes[0].result, self._frames())] if outcomes else [],
                                      self.progress)
         ok = [o.ok for o in outcomes]
-        job = rundir.finish(JobStatus.OK if all(ok) else JobStatus.PARTIAL if any(ok) else JobStatus.FAILED)
-        return JobResult(rundir, job, outcomes, stats, problem=problem)
+        status = (JobStatus.INTERRUPTED if interrupted else JobStatus.OK if all(ok) and problem is None
+                  else JobStatus.PARTIAL if any(ok) else JobStatus.FAILED)
+        job = rundir.finish(status)
+        return JobResult(rundir, job, outcomes, stats, interrupted=interrupted, problem=problem)
+
+    def _stop(self) -> None:
+        """Ctrl-C: tell the running tasks to abort their sessions, drop the waiting ones, mark what was cut."""
+        from distributed import Event
+
+        try:
+            Event(stop_event_name(self.rundir.run_id), client=self.client).set()
+            self.client.cancel(list(self.futures))
+        except Exception as exc:  # noqa: BLE001 - a scheduler gone already has nothing left to stop
+            self.progress(f"could not tell the workers to stop: {type(exc).__name__}: {exc}")
+        for device in self.rundir.job.devices:
+            if device.status is DeviceStatus.RUNNING:
+                self.rundir.update_device(device.name, lambda d: replace(
+                    d, status=DeviceStatus.INTERRUPTED, error=f"[{d.name}] interrupted", blame=None))
 
     # ---- submit ------------------------------------------------------------------
 
-    def _submit(self, devices: list[FarmDevice], models: list[Any], backend: str, options: RunOptions,
-                config: JobConfig) -> dict[Any, TaskRequest]:
+    def _submit(self, devices: list[FarmDevice], models: list[Any], work: list[Work], config: JobConfig) -> None:
+        from distributed import Event
+
         builds, errors = build_targets(sorted({d.target for d in devices}), self.progress)
         model_refs: dict[str, tuple[tuple[BlobRef, ...], dict[str, str]]] = {}
         for model in models:
             roles = {role: path for role in ("pte", "etrecord", "inputs", "reference_outputs", "numerics_reference")
                      if (path := getattr(model, role)) is not None}
             named = {role: f"model/{model.name}/{Path(path).name}" for role, path in roles.items()}
-            refs, by_hash = refs_for({named[role]: Path(path) for role, path in roles.items()})
-            self.blob_paths.update(by_hash)
-            model_refs[model.name] = (refs, named)
-        runner_refs: dict[str, tuple[BlobRef, ...]] = {}
-        for target, build in builds.items():
-            refs, by_hash = refs_for({f"runner/{rel}": path for rel, path in build.stage_files().items()})
-            self.blob_paths.update(by_hash)
-            runner_refs[target] = refs
-        self._ship_all({d.worker for d in devices})
-        self.client.subscribe_topic(progress_topic(self.rundir.run_id), self._on_event)  # before any task starts
-        futures: dict[Any, TaskRequest] = {}
+            model_refs[model.name] = (self._refs({named[role]: Path(path) for role, path in roles.items()}), named)
+        runner_refs = {target: self._refs({f"runner/{rel}": path for rel, path in build.stage_files().items()})
+                       for target, build in builds.items()}
         for device in devices:
-            self.rundir.add_device(DeviceResult(device.name, device.transport, device.target, DeviceStatus.RUNNING))
+            status = DeviceResult(device.name, device.transport, device.target, DeviceStatus.RUNNING)
+            if self.rundir.job.device(device.name) is None:
+                self.rundir.add_device(status)
+            else:  # resumed: its models and facts stay, it runs again
+                self.rundir.update_device(device.name, lambda d: replace(d, status=DeviceStatus.RUNNING, error=None,
+                                                                        blame=None))
             if device.target not in builds:
                 self._fail(device.name, errors.get(device.target) or f"no runner for target {device.target}",
                            Blame.INFRASTRUCTURE)
+        requests: list[TaskRequest] = []
+        for item in work:
+            device, model = item.device, item.model
+            if device.target not in builds:
                 continue
-            self.remaining[device.name] = len(models)
-            for model in models:
-                self.order.append((device.name, model.name))
-                refs, named = model_refs[model.name]
-                request = TaskRequest(run_id=self.rundir.run_id, device=device.name, model=model.name,
-                                      model_spec=model.spec, backend=backend, model_key=model.key, target=device.target,
-                                      runner_key=builds[device.target].key, blobs=runner_refs[device.target] + refs,
-                                      roles=named, options=options, config=config)
-                futures[self._send(request)] = request
-        return futures
+            refs, named = model_refs[model.name]
+            requests.append(TaskRequest(
+                run_id=self.rundir.run_id, device=device.name, model=model.name, model_spec=model.spec,
+                backend=config.backend, model_key=model.key, target=device.target,
+                runner_key=builds[device.target].key, blobs=runner_refs[device.target] + refs, roles=named,
+                options=config.options, config=config, done=item.done,
+                prior=self._prior_refs(device.name, model.name, item.done) if item.done else ()))
+            self.remaining[device.name] = self.remaining.get(device.name, 0) + 1
+        for device in devices:  # a device with nothing left to send (all its models kept) is done
+            if device.name not in self.remaining and device.target in builds:
+                self.rundir.update_device(device.name, lambda d: replace(d, status=DeviceStatus.OK))
+        by_worker: dict[str, set[str]] = {}
+        for request in requests:
+            worker = next(d.worker for d in devices if d.name == request.device)
+            by_worker.setdefault(worker, set()).update(request.hashes())
+        for worker, hashes in sorted(by_worker.items()):
+            self._ship(worker, hashes)
+        self.client.subscribe_topic(progress_topic(self.rundir.run_id), self._on_event)  # before any task starts
+        Event(stop_event_name(self.rundir.run_id), client=self.client).clear()  # set by a Ctrl-C before a resume
+        for request in requests:
+            self.futures[self._send(request)] = request
+
+    def _refs(self, files: dict[str, Path]) -> tuple[BlobRef, ...]:
+        refs, by_hash = refs_for(files)
+        self.blob_paths.update(by_hash)
+        return refs
+
+    def _prior_refs(self, device: str, model: str, done: tuple[ProcessRun, ...]) -> tuple[BlobRef, ...]:
+        """The files of a model's finished runs, named relative to the run directory (the worker puts them
+        at the same place in its own run directory, where the session reads them to analyse every run)."""
+        files = {}
+        for run in done:
+            run_dir = self.rundir.root / device / model / run.label
+            for path in sorted(run_dir.rglob("*")) if run_dir.is_dir() else ():
+                if path.is_file() and not path.is_symlink():
+                    files[path.relative_to(self.rundir.root).as_posix()] = path
+        return self._refs(files)
 
     def _send(self, request: TaskRequest, attempt: int = 0) -> Any:
         key = f"etfarm-{request.run_id}-{request.device}-{request.model}" + (f"-{attempt}" if attempt else "")
         return self.client.submit(run_task, request, key=key, pure=False, retries=self.scale.retries,
                                   resources={resource_name(request.device): 1})
 
-    def _ship_all(self, workers: set[str]) -> None:
-        for worker in sorted(workers):
-            try:
-                report = ship(self.client, worker, self.blob_paths)
-            except (OSError, KeyError) as exc:  # gone since we asked: a task it runs later asks for what it lacks
-                self.progress(f"artifacts for {worker}: not sent ({type(exc).__name__}: {exc})")
-                continue
-            self.progress(f"artifacts for {worker}: sent {report.sent} file(s), {report.bytes_sent / 1e6:.1f} MB "
-                          f"({report.skipped} already there)")
+    def _ship(self, worker: str, hashes: set[str]) -> None:
+        try:
+            report = ship(self.client, worker, {h: self.blob_paths[h] for h in sorted(hashes)})
+        except (OSError, KeyError) as exc:  # gone since we asked: a task it runs later asks for what it lacks
+            self.progress(f"artifacts for {worker}: not sent ({type(exc).__name__}: {exc})")
+            return
+        self.progress(f"artifacts for {worker}: sent {report.sent} file(s), {report.bytes_sent / 1e6:.1f} MB "
+                      f"({report.skipped} already there)")
 
     def _on_event(self, event: Any) -> None:
         _, message = event
@@ -215,9 +355,10 @@ class _Run:
 
     # ---- collect -----------------------------------------------------------------
 
-    def _collect(self, futures: dict[Any, TaskRequest]) -> None:
+    def _collect(self) -> None:
         from distributed import wait
 
+        futures = self.futures
         attempts: dict[tuple[str, str], int] = {}
         unoffered_since: dict[str, float] = {}
         while futures:

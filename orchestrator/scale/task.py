@@ -1,17 +1,25 @@
 """The worker side of one (device, model) task: a DeviceSession into a temporary run subtree.
 
 The task carries only names, hashes and options (`TaskRequest`); the files come from the worker's
-blob store (blobs.py). The session is the single-host one (run/session.py), unchanged: it takes the
+blob store (blobs.py). A resumed run's task also carries the model's finished process runs (`done`)
+and their files (`prior`, by hash too): the session runs only the missing ones and analyses them
+all, as a resumed single-host session does. The session is the single-host one (run/session.py), unchanged: it takes the
 device lock on this worker, stages, runs, pulls and analyses, writing `<device>/<model>/...` into a
 private RunDirectory. The task returns that subtree's files and the typed results (`TaskOutcome`);
 the client writes them into the job's run directory. A failure blamed on infrastructure raises
 `RetryableFailure` so Dask's `retries=` runs the task again; other failures are final and returned.
+Ctrl-C on the client sets the run's stop event (a Dask `Event`); a watcher thread beside the
+session aborts it, so the device's runner is killed and its lock released, as on a single host.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import secrets
 import shutil
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +29,7 @@ from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import cache_dir
 from orchestrator.errors import Blame, DeviceError
 from orchestrator.progress import Progress
-from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, RunOptions
+from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, ProcessRun, RunOptions
 from orchestrator.run.rundir import RunDirectory
 from orchestrator.run.runner_contract import RUNNER_REL
 from orchestrator.run.session import DeviceSession
@@ -29,6 +37,9 @@ from orchestrator.scale.blobs import BlobRef, materialize, missing
 
 RUNNER_DIR = "runner"
 MODEL_DIR = "model"
+STOP_POLL_SEC = 1.0  # how often a task's watcher asks whether the client stopped the run
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -45,10 +56,15 @@ class TaskRequest:
     roles: dict[str, str]  # pte / etrecord / inputs / reference_outputs / numerics_reference -> blob name
     options: RunOptions
     config: JobConfig
+    done: tuple[ProcessRun, ...] = ()  # resumed: the model's process runs already finished
+    prior: tuple[BlobRef, ...] = ()  # resumed: their files, named relative to the run directory
 
     @property
     def topic(self) -> str:
         return progress_topic(self.run_id)
+
+    def hashes(self) -> list[str]:
+        return [ref.sha256 for ref in (*self.blobs, *self.prior)]
 
 
 @dataclass(frozen=True)
@@ -75,6 +91,11 @@ def progress_topic(run_id: str) -> str:
     return f"etfarm-progress-{run_id}"
 
 
+def stop_event_name(run_id: str) -> str:
+    """The Dask Event the client sets when the run is interrupted (Ctrl-C, SIGTERM)."""
+    return f"etfarm-stop-{run_id}"
+
+
 class EventProgress(Progress):
     """Progress lines printed on the worker and sent to the client as Dask events."""
 
@@ -93,7 +114,7 @@ def run_task(request: TaskRequest) -> TaskOutcome:
     from distributed import get_worker
 
     worker = get_worker()
-    absent = tuple(missing(ref.sha256 for ref in request.blobs))
+    absent = tuple(missing(request.hashes()))
     if absent:
         return TaskOutcome(DeviceResult(request.device, "", request.target), worker=worker.address, missing=absent)
     watch = getattr(worker, "etfarm_inventory", None)
@@ -132,11 +153,46 @@ def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress,
                           reference_outputs=role("reference_outputs"), cached=True,
                           numerics_reference=role("numerics_reference"))
     rundir = RunDirectory.create(scratch / "run", request.config)
+    materialize(request.prior, rundir.root)
     session = DeviceSession(spec, build, [model], request.options, rundir, progress.for_device(spec.name),
-                            build_error=None if build else f"no runner shipped for target {request.target}")
-    outcome = session.run()
+                            build_error=None if build else f"no runner shipped for target {request.target}",
+                            done={request.model: request.done} if request.done else None)
+    with _stopped_by_client(request.run_id, session):
+        outcome = session.run()
     device_root = rundir.root / request.device
-    files = {p.relative_to(rundir.root).as_posix(): p.read_bytes()
-             for p in sorted(device_root.rglob("*")) if p.is_file()} if device_root.is_dir() else {}
+    sent_to_us = {ref.name for ref in request.prior}  # the client has these already
+    files = {rel: p.read_bytes() for p in sorted(device_root.rglob("*"))
+             if p.is_file() and (rel := p.relative_to(rundir.root).as_posix()) not in sent_to_us} \
+        if device_root.is_dir() else {}
     stats = outcome.stats[0] if outcome.stats else None
     return TaskOutcome(outcome.result, stats, files, address)
+
+
+
+@contextlib.contextmanager
+def _stopped_by_client(run_id: str, session: DeviceSession) -> Iterator[None]:
+    """While the session runs, a daemon thread waits on the run's stop event and aborts the session."""
+    from distributed import Event, get_client
+
+    # The client is looked up here, in the task's thread: the watcher thread has no worker context.
+    event = Event(stop_event_name(run_id), client=get_client())
+    finished = threading.Event()
+
+    def watch() -> None:
+        while not finished.is_set():
+            try:
+                stopped = event.wait(STOP_POLL_SEC)
+            except Exception as exc:  # noqa: BLE001 - scheduler unreachable: the task's own deadlines still hold
+                log.debug("stop event unavailable: %s", exc)
+                finished.wait(STOP_POLL_SEC)
+                continue
+            if stopped and not finished.is_set():
+                session.say("interrupted by the client: stopping the runner")
+                session.abort()
+                return
+
+    threading.Thread(target=watch, name=f"stop-watch-{session.spec.name}", daemon=True).start()
+    try:
+        yield
+    finally:
+        finished.set()

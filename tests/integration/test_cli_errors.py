@@ -84,6 +84,9 @@ CASES = [
      "--runs 5 differs from the recorded 3"),
     ("resume-other-out", lambda p: ["run", "--resume", str(p["stopped-run/manifest.json"].parent), "--out", "elsewhere"],
      "differs from the recorded"),
+    ("resume-local-run-on-a-farm", lambda p: ["run", "--resume", str(p["stopped-run/manifest.json"].parent),
+                                              "--scheduler", "tcp://127.0.0.1:1"],
+     "ran on one host, not on a farm; resume it without --scheduler"),
 ]
 
 

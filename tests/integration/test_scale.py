@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -25,6 +26,8 @@ from testbed import free_port, missing, wait_port  # noqa: E402
 from testbed.sshd import SshTestHost  # noqa: E402
 
 from device_agents import DeviceSpec  # noqa: E402
+from orchestrator.cache import write_json_atomic  # noqa: E402
+from orchestrator.run import DeviceStatus, JobStatus, ModelStatus, load_manifest  # noqa: E402
 from tests.helpers.inspector_stats import assert_stats_equal_inspector  # noqa: E402
 from tests.helpers.inventory import write_inventory  # noqa: E402
 
@@ -197,6 +200,7 @@ def _run_killing_worker_a(farm: Farm, out: Path, restart: Path | None, *extra: s
 
 
 def _farm_of_two(farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> Path:
+    """Workers wa (host-a) and wb (host-b), both online; returns wa's inventory."""
     a, b = two_hosts
     config_a = write_inventory(tmp_path / "a.yaml", [a])
     farm.worker("wa", config_a)
@@ -222,9 +226,9 @@ def test_a_killed_worker_s_task_runs_when_its_device_comes_back(
 
 
 @pytest.mark.slow
-def test_a_device_that_never_comes_back_fails_after_the_deadline_and_the_rest_is_kept(
+def test_a_device_that_never_comes_back_fails_after_the_deadline_then_resume_runs_only_it(
         farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
-    _farm_of_two(farm, two_hosts, tmp_path)
+    config_a = _farm_of_two(farm, two_hosts, tmp_path)
     out = tmp_path / "dist"
     code, stderr = _run_killing_worker_a(farm, out, None, "--device-deadline", "3")
     assert code == 1, stderr[-4000:]
@@ -235,6 +239,97 @@ def test_a_device_that_never_comes_back_fails_after_the_deadline_and_the_rest_is
     assert failed["status"] == "failed" and failed["blame"] == "infrastructure"
     assert "no worker offered the device for 3 s" in failed["error"]
     _check_stats(out, ("host-b",))
+
+    # The device comes back on another worker: --resume (at the recorded scheduler) runs only host-a's task.
+    kept = {p: p.stat().st_mtime_ns for p in (out / "host-b").rglob("*") if p.is_file()}
+    farm.worker("wa2", config_a)
+    farm.wait_online("host-a")
+    resumed = etfarm("run", "--resume", str(out), "--no-store", "--no-report")
+    assert resumed.returncode == 0, resumed.stderr[-4000:] + farm.logs()
+    assert "1 (device, model) task(s) with 2 process run(s) missing, 1 device(s) complete" in resumed.stderr
+    assert "[host-b]" not in resumed.stderr
+    final = load_manifest(out)
+    assert final.status == "ok" and final.run_id == manifest["run_id"]
+    assert {d.name: d.status for d in final.devices} == {"host-a": "ok", "host-b": "ok"}
+    assert final.device("host-a").error is None  # type: ignore[union-attr]
+    assert {p: p.stat().st_mtime_ns for p in (out / "host-b").rglob("*") if p.is_file()} == kept
+    _check_stats(out, ("host-a", "host-b"))
+
+
+@pytest.mark.slow
+def test_sigint_stops_the_farm_s_sessions_then_resume_completes_the_run(
+        farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
+    _farm_of_two(farm, two_hosts, tmp_path)
+    out = tmp_path / "dist"
+    argv = [sys.executable, "-m", "orchestrator.cli", "run", "--scheduler", farm.address, "--devices", "host-a,host-b",
+            "--model", TINY, "--runs", "2", "--iterations", "3", "--warmup", "1", "--untraced-runs", "0",
+            "--cooldown", "4", "--no-report", "--no-store", "--out", str(out)]
+    client = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        seen = ""
+        assert client.stderr is not None
+        while "[host-a] tiny_cnn: run 1/2" not in seen:  # host-a's session is running on its worker
+            line = client.stderr.readline()
+            assert line, seen + farm.logs()
+            seen += line
+        os.kill(client.pid, signal.SIGINT)
+        stdout, stderr = client.communicate(timeout=120)
+    finally:
+        _kill(client)  # type: ignore[arg-type]
+    assert client.returncode == 130, seen + stderr[-3000:]
+    assert f"--resume {out}" in stdout
+    interrupted = load_manifest(out)
+    assert interrupted.status is JobStatus.INTERRUPTED
+    assert interrupted.device("host-a").status is DeviceStatus.INTERRUPTED  # type: ignore[union-attr]
+    # The workers were told: their sessions stop (runner killed, device lock released), nothing keeps running.
+    deadline = time.monotonic() + 30
+    while any(w["running"] for w in farm.status()["workers"]) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not any(w["running"] for w in farm.status()["workers"]), farm.status()
+    assert "interrupted by the client" in (farm.root / "worker-wa.log").read_text()
+
+    resumed = etfarm("run", "--resume", str(out), "--scheduler", farm.address, "--no-store", "--no-report")
+    assert resumed.returncode == 0, resumed.stderr[-4000:] + farm.logs()
+    final = load_manifest(out)
+    assert final.status is JobStatus.OK and final.run_id == interrupted.run_id
+    _check_stats(out, ("host-a", "host-b"))
+
+
+@pytest.mark.slow
+def test_resume_sends_a_partial_model_s_finished_runs_and_runs_only_the_missing_ones(
+        farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
+    """A task that ended with some of a model's runs (a device failing mid-model) leaves the model partial;
+    the state is made here from a complete run, by the results model's own API, for a deterministic test."""
+    a, _ = two_hosts
+    farm.worker("wa", write_inventory(tmp_path / "a.yaml", [a]))
+    farm.wait_online("host-a")
+    out = tmp_path / "dist"
+    first = etfarm("run", "--scheduler", farm.address, "--devices", "host-a", "--model", TINY, *SMALL_RUN,
+                   "--no-store", "--out", str(out))
+    assert first.returncode == 0, first.stderr[-4000:] + farm.logs()
+    complete = load_manifest(out)
+    device = complete.device("host-a")
+    assert device is not None
+    model = device.model("tiny_cnn")
+    assert model is not None and [r.label for r in model.runs] == ["run-1", "run-2"]
+    partial = device.with_model(replace(model, status=ModelStatus.PARTIAL, runs=model.runs[:1], error="[host-a] lost"))
+    cut = replace(complete, status=JobStatus.PARTIAL,
+                  devices=(replace(partial, status=DeviceStatus.FAILED, error="[host-a] lost"),))
+    write_json_atomic(out / "manifest.json", cut.to_dict())
+    shutil.rmtree(out / "host-a" / "tiny_cnn" / "run-2")
+    kept_etdump = (out / "host-a" / "tiny_cnn" / "run-1" / "etdump.etdp").read_bytes()
+
+    resumed = etfarm("run", "--resume", str(out), "--no-store", "--no-report")
+    assert resumed.returncode == 0, resumed.stderr[-4000:] + farm.logs()
+    assert "1 (device, model) task(s) with 1 process run(s) missing" in resumed.stderr
+    assert "[host-a] tiny_cnn: run 2/2" in resumed.stderr and "run 1/2" not in resumed.stderr
+    final = load_manifest(out)
+    assert final.status is JobStatus.OK
+    runs = final.device("host-a").model("tiny_cnn").runs  # type: ignore[union-attr]
+    assert [r.label for r in runs] == ["run-1", "run-2"]
+    assert runs[0].execute_ms == model.runs[0].execute_ms  # the same run, kept, not repeated
+    assert (out / "host-a" / "tiny_cnn" / "run-1" / "etdump.etdp").read_bytes() == kept_etdump
+    _check_stats(out, ("host-a",))  # analysed over both runs: the kept one (shipped back to the worker) and the new
 
 
 def _wait_status(farm: Farm, device: str, online: bool, timeout_s: float = STARTUP_SEC) -> None:
