@@ -105,6 +105,7 @@ class AdbTracker:
         self.connects = 0  # tracking connections made (one while the server stays up: nothing is polled)
         self._sock: socket.socket | None = None
         self._listed = False  # this connection delivered a list (resets the backoff)
+        self._lists = 0  # lists the thread published (a refresh never overwrites a newer one)
         self._thread = threading.Thread(target=self._run, name=f"adb-track-{host}:{port}", daemon=True)
         self._thread.start()
 
@@ -121,14 +122,17 @@ class AdbTracker:
         trackers when a device turns `offline` while its transport stays listed (a TCP device whose
         daemon died, reconnecting); a USB unplug or `adb disconnect` removes the transport and is told.
         """
+        lists_before = self._lists
         try:
             serials = frozenset(adb_devices(self.port, self.host, self.timeout_s))
         except OSError as exc:
             log.debug("adb server %s:%d: %s", self.host, self.port, exc)
             serials = frozenset()
         with self._publishing:
-            self._publish(serials)
-        return serials
+            if self._lists == lists_before:  # else the tracker got a newer list meanwhile: it wins
+                self._publish(serials)
+        self._answered.set()
+        return self._serials
 
     def stop(self, join_s: float = 1.0) -> None:
         self._stop.set()
@@ -155,8 +159,11 @@ class AdbTracker:
                 if self._listed:  # it was tracking: try again soon, then back off
                     delay = BACKOFF_MIN_SEC
                 if not self._stop.is_set():
-                    log.debug("adb server %s:%d: %s; retrying in %.1f s", self.host, self.port, exc, delay)
+                    log.log(logging.WARNING if self._listed else logging.DEBUG,
+                            "adb server %s:%d: %s; its devices are offline, retrying in %.1f s",
+                            self.host, self.port, exc, delay)
             with self._publishing:
+                self._lists += 1
                 self._publish(frozenset())
             self._answered.set()
             if self._stop.wait(delay):
@@ -178,6 +185,7 @@ class AdbTracker:
                     body = _read_message(sock, keep_waiting=lambda: not self._stop.is_set())
                     self._listed = True
                     with self._publishing:
+                        self._lists += 1
                         self._publish(frozenset(_serials(body)))
                     self._answered.set()
             finally:

@@ -113,6 +113,8 @@ class FakeAdbServer:
         self.devices = dict(devices)
         self.answer = answer  # False: accept and never speak (a stalled server)
         self.requests: list[bytes] = []
+        self.release_answer = threading.Event()  # host:devices answers wait for it
+        self.release_answer.set()
         self.conns: list[socket.socket] = []
         self.lock = threading.Lock()
         self.listener = socket.socket()
@@ -135,8 +137,14 @@ class FakeAdbServer:
                 if not self.answer:
                     self.conns.append(conn)
                 elif request == b"host:devices":  # answered once, then closed
+                    snapshot = _listing(self.devices)
+                    self.lock.release()
+                    try:
+                        self.release_answer.wait(10)  # a slow answer, for races
+                    finally:
+                        self.lock.acquire()
                     with conn:
-                        conn.sendall(b"OKAY" + _listing(self.devices))
+                        conn.sendall(b"OKAY" + snapshot)
                 else:
                     self.conns.append(conn)
                     conn.sendall(b"OKAY" + _listing(self.devices))
@@ -263,6 +271,25 @@ def test_refresh_corrects_a_change_the_server_did_not_push(adb_servers) -> None:
         assert server.requests == [b"host:track-devices", b"host:devices"]
         server.stop()
         assert tracker.refresh() == set()
+    finally:
+        tracker.stop()
+
+
+def test_a_refresh_never_overwrites_a_newer_pushed_list(adb_servers) -> None:  # type: ignore[no-untyped-def]
+    server = adb_servers({"emu-1": "device"})
+    tracker = AdbTracker("127.0.0.1", server.port)
+    try:
+        assert tracker.serials(wait_s=5) == {"emu-1"}
+        server.release_answer.clear()
+        refreshed: list[frozenset[str]] = []
+        refreshing = threading.Thread(target=lambda: refreshed.append(tracker.refresh()))
+        refreshing.start()
+        assert _eventually(lambda: server.requests[-1] == b"host:devices")  # its answer: the list of now
+        server.push({"emu-1": "device", "emu-2": "device"})  # a newer list, pushed while it waits
+        assert _eventually(lambda: tracker.serials() == {"emu-1", "emu-2"})
+        server.release_answer.set()
+        refreshing.join(5)
+        assert refreshed == [{"emu-1", "emu-2"}] and tracker.serials() == {"emu-1", "emu-2"}
     finally:
         tracker.stop()
 
