@@ -144,3 +144,38 @@ def test_a_worker_publishes_an_adb_change_long_before_its_probe_interval(  # typ
                 print(f"adb {change[0]}: published in {time.monotonic() - started:.2f} s")
     finally:
         farm.stop()
+
+
+def test_the_tracker_follows_a_real_adb_server_through_a_restart(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from testbed.adbserver import start_adb_device, start_adb_server
+
+    server = start_adb_server(tmp_path / "server")
+    device = None
+    tracker = AdbTracker("127.0.0.1", server.port)
+    try:
+        device = start_adb_device(server, tmp_path / "device")
+        assert _eventually(lambda: device.serial in tracker.serials(), TRACKED_WITHIN_SEC)
+        server.stop()
+        assert _eventually(lambda: tracker.serials() == set(), TRACKED_WITHIN_SEC)
+        time.sleep(1.0)  # refused meanwhile: the tracker backs off and did not start a server
+        assert adb_server_is_down(server.port)
+        assert server.cmd("start-server").returncode == 0
+        assert "connected to" in server.cmd("connect", device.serial).stdout
+        assert _eventually(lambda: device.serial in tracker.serials(), RECONNECT_WITHIN_SEC)
+        assert tracker.connects == 2
+    finally:
+        tracker.stop()
+        if device is not None:
+            device.stop()
+        server.stop()
+
+
+RECONNECT_WITHIN_SEC = 10.0  # the capped backoff (5 s) plus the server's own reconnection to the device
+
+
+def adb_server_is_down(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    return False
