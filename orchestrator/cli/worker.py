@@ -20,7 +20,7 @@ def worker(
     config: ConfigOption = None,
     name: Annotated[str | None, typer.Option(help="Worker name shown by `farm status` (default: its address).")] = None,
     probe_interval: Annotated[float, typer.Option(
-        min=0.1, help="Seconds between device probes and inventory re-reads.")] = 2.0,
+        min=0.1, help="Seconds between SSH probes and inventory re-reads (adb changes are published at once).")] = 2.0,
     listen_host: Annotated[str | None, typer.Option(
         help="Interface the worker listens on (default: dask's choice; 127.0.0.1 for a one-host farm).")] = None,
     tls_ca_file: TlsCaOption = None,
@@ -29,8 +29,9 @@ def worker(
 ) -> None:
     """Run a Dask worker offering this host's inventory devices as resources dev-<name> (1 online, 0 offline).
 
-    Devices are probed every --probe-interval seconds (adb device list, SSH banner) and the inventory file is
-    re-read when it changes. Workers execute what the scheduler sends: use TLS and a firewall (README).
+    adb devices are tracked through the adb server (a plug or unplug is published at once); SSH devices are
+    probed (banner) and the inventory file is re-read every --probe-interval seconds, when the adb server's
+    list is also checked once. Workers execute what the scheduler sends: use TLS and a firewall (README).
     """
     from orchestrator.config import load_inventory
     from orchestrator.progress import Progress

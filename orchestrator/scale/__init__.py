@@ -4,6 +4,7 @@ Imported only when a command is given `--scheduler` (or ETFARM_SCHEDULER): the s
 never imports dask (tests/integration/test_scale.py checks it).
 
 - `devices.py`  which inventory devices a worker can offer right now (probes) -> `dev-<name>` resources
+- `adb_track.py` the adb server's device list, tracked (`host:track-devices`) or asked once
 - `blobs.py`    content-addressed artifact cache on workers; the client asks, then sends what is missing
 - `task.py`     the worker side of one (device, model) task: a DeviceSession into a temporary run subtree
 - `worker.py`   `etfarm worker`: an in-process `distributed.Worker` that keeps its resources current

@@ -1,15 +1,21 @@
 """What a worker can offer: its inventory's devices, each probed, as `dev-<name>` resources.
 
-A device is offered (resource 1) only while it answers a cheap probe, so the scheduler never
-sends a task to an unplugged phone or a board that is down; 0 keeps the name known with nothing to
-give. Probes, chosen to cost milliseconds and never start anything:
+A device is offered (resource 1) only while it answers, so the scheduler never sends a task to an
+unplugged phone or a board that is down; 0 keeps the name known with nothing to give. Checks,
+chosen to cost milliseconds and never start anything:
 - local: always there;
-- ssh: a TCP connection to host:port that answers with an `SSH-` banner within PROBE_TIMEOUT_SEC
-  (a stopped sshd still accepts connections in the kernel's backlog but never speaks);
-- adb: the adb server's own device list (`host:devices`, the call `adb devices` makes) names the
-  serial in state `device`. The adb server stays on 127.0.0.1 of the worker's host.
+- ssh: probed each round: a TCP connection to host:port that answers with an `SSH-` banner within
+  PROBE_TIMEOUT_SEC (a stopped sshd still accepts connections in the kernel's backlog but never
+  speaks);
+- adb: tracked, not polled: the InventoryWatch holds one `AdbTracker` (adb_track.py,
+  `host:track-devices`) per adb server its inventory names, and the device is online while that
+  server lists its serial in state `device`. The tracker calls `on_change` the moment its list
+  changes, so the worker publishes a plug or unplug at once instead of at the next round; a
+  server that is gone makes its devices offline. Each full round also refreshes every tracker
+  with one `host:devices` per server, for the changes older adb servers do not push (a device
+  turning `offline` while listed). The adb server stays on 127.0.0.1 of the host.
 The inventory file is re-read when its modification time changes, so a device added to it while
-the worker runs is offered at the next probe round.
+the worker runs is offered at the next round; trackers of servers no longer named are stopped.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from pathlib import Path
 from device_agents import DeviceSpec
 from orchestrator.errors import EtfarmError
 from orchestrator.scale import resource_name
+from orchestrator.scale.adb_track import AdbTrackers, ServerKey, adb_devices
 
 PROBE_TIMEOUT_SEC = 2.0
 DEFAULT_ADB_PORT = 5037
@@ -30,46 +37,36 @@ DEFAULT_ADB_PORT = 5037
 log = logging.getLogger(__name__)
 
 
-def probe(spec: DeviceSpec) -> bool:
-    """True when the device answers now (see the module docstring); never raises."""
+def probe(spec: DeviceSpec, adb: AdbTrackers | None = None) -> bool:
+    """True when the device answers now (see the module docstring); never raises.
+
+    An adb device is looked up in `adb`'s tracker of its server (waiting up to PROBE_TIMEOUT_SEC for
+    a new tracker's first list); without trackers, one `host:devices` request is made.
+    """
     try:
         if spec.transport == "ssh":
             return _ssh_banner(str(spec.settings["host"]), int(spec.settings.get("port") or 22))
         if spec.transport == "adb":
-            port = int(spec.settings.get("adb_port") or DEFAULT_ADB_PORT)
-            return spec.settings.get("serial") in adb_devices(port, str(spec.settings.get("adb_host") or "127.0.0.1"))
+            host, port = adb_server(spec)
+            serial = spec.settings.get("serial")
+            if adb is not None:
+                return serial in adb.get(host, port).serials(wait_s=PROBE_TIMEOUT_SEC)
+            return serial in adb_devices(port, host, PROBE_TIMEOUT_SEC)
         return True
     except (OSError, ValueError, KeyError) as exc:
         log.debug("probe of %s failed: %s", spec.name, exc)
         return False
 
 
+def adb_server(spec: DeviceSpec) -> ServerKey:
+    """(host, port) of the adb server an adb device is reached through."""
+    return str(spec.settings.get("adb_host") or "127.0.0.1"), int(spec.settings.get("adb_port") or DEFAULT_ADB_PORT)
+
+
 def _ssh_banner(host: str, port: int) -> bool:
     with socket.create_connection((host, port), timeout=PROBE_TIMEOUT_SEC) as sock:
         sock.settimeout(PROBE_TIMEOUT_SEC)
         return sock.recv(4).startswith(b"SSH-")
-
-
-def adb_devices(port: int, host: str = "127.0.0.1") -> set[str]:
-    """Serials the adb server lists in state `device` (smart-socket `host:devices`)."""
-    with socket.create_connection((host, port), timeout=PROBE_TIMEOUT_SEC) as sock:
-        sock.settimeout(PROBE_TIMEOUT_SEC)
-        request = b"host:devices"
-        sock.sendall(b"%04x" % len(request) + request)
-        if _read(sock, 4) != b"OKAY":
-            return set()
-        body = _read(sock, int(_read(sock, 4), 16)).decode(errors="replace")
-    return {line.split("\t")[0] for line in body.splitlines() if line.endswith("\tdevice")}
-
-
-def _read(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise OSError("adb server closed the connection")
-        data += chunk
-    return data
 
 
 @dataclass(frozen=True)
@@ -84,14 +81,22 @@ class Offer:
 
 
 class InventoryWatch:
-    """The worker's inventory, re-read when the file changes; `round()` probes every device."""
+    """The worker's inventory, re-read when the file changes; `round()` checks every device.
+
+    Owns the adb trackers (one per adb server the inventory names); `on_change` is called from a
+    tracker's thread when an adb server's device list changes (the worker wakes its loop with it).
+    `close()` stops the trackers.
+    """
 
     def __init__(self, path: Path | None, load: Callable[[Path | None], dict[str, DeviceSpec]],
-                 probe_device: Callable[[DeviceSpec], bool] = probe) -> None:
+                 probe_device: Callable[[DeviceSpec], bool] | None = None,
+                 on_change: Callable[[], None] | None = None) -> None:
         self.path = path
         self._load = load
-        self._probe = probe_device
+        self.adb = AdbTrackers(on_change, timeout_s=PROBE_TIMEOUT_SEC)
+        self._probe = probe_device or (lambda spec: probe(spec, self.adb))
         self._mtime: float | None = None
+        self._last: dict[str, bool] = {}
         self.specs: dict[str, DeviceSpec] = {}
         self.retired: set[str] = set()  # names once offered and since removed from the file: kept at 0
         self.reload()
@@ -112,13 +117,26 @@ class InventoryWatch:
         self.retired |= set(self.specs) - set(specs)
         self.retired -= set(specs)
         self.specs, self._mtime = specs, mtime
+        self.adb.keep(adb_server(spec) for spec in specs.values() if spec.transport == "adb")
         return True
 
     def spec(self, name: str) -> DeviceSpec | None:
         return self.specs.get(name)
 
-    def round(self) -> Offer:
+    def round(self, tracked_only: bool = False) -> Offer:
+        """Check every device. A full round also corrects each adb tracker with one `host:devices`
+        (AdbTracker.refresh: older adb servers do not report every change to trackers).
+        `tracked_only`: only adb devices, from their trackers' lists (no network I/O); the others
+        keep the previous round's answer - what the worker does when a tracker wakes it, so that
+        an ssh host timing out cannot delay an adb change."""
         self.reload()
-        online = {name: self._probe(spec) for name, spec in self.specs.items()}
+        if not tracked_only:
+            self.adb.refresh()
+        online = {name: self._last[name] if tracked_only and spec.transport != "adb" and name in self._last
+                  else self._probe(spec) for name, spec in self.specs.items()}
+        self._last = dict(online)
         online.update({name: False for name in self.retired})
         return Offer(dict(self.specs), online)
+
+    def close(self) -> None:
+        self.adb.close()

@@ -1,11 +1,15 @@
 """`etfarm worker`: one Dask worker per USB host, offering its devices as resources.
 
 An in-process `distributed.Worker` (no subprocess, no preload file) started with the inventory's
-devices as `dev-<name>` resources; every `probe_interval_s` a probe round (devices.py, in a thread)
-re-reads a changed inventory and probes each device, and `Worker.set_resources` publishes any
-change: 0 for a device that went away, 1 when it is back or newly added. The scheduler in this
-distributed version does not re-examine tasks waiting for a resource when an existing worker's
-resources change, so the client nudges it (client.py, `nudge_unrunnable`).
+devices as `dev-<name>` resources, kept current by `Worker.set_resources` (0 for a device that went
+away, 1 when it is back or newly added):
+- every `probe_interval_s` a full round (devices.py, in a thread) re-reads a changed inventory and
+  probes each ssh device;
+- adb devices are tracked, not polled: the adb trackers (adb_track.py) wake this loop through
+  `loop.call_soon_threadsafe` the moment an adb server's list changes, and a round of the adb
+  devices alone publishes the change at once, without waiting for the interval.
+The scheduler in this distributed version does not re-examine tasks waiting for a resource when an
+existing worker's resources change, so the client nudges it (client.py, `nudge_unrunnable`).
 The device lock (run/locks.py) is taken by the task on this host, where the device is.
 """
 
@@ -57,26 +61,51 @@ def serve(options: WorkerOptions, load: Callable[[Path | None], dict[str, Any]],
 async def _serve(options: WorkerOptions, load: Callable[[Path | None], dict[str, Any]], say: Callable[[str], None]) -> None:
     from distributed import Worker
 
-    watch = InventoryWatch(options.config, load)
-    offer = await asyncio.to_thread(watch.round)
-    nthreads = options.nthreads or max(16, 2 * len(offer.specs))
-    kwargs: dict[str, Any] = {"host": options.listen_host} if options.listen_host else {}
-    worker = Worker(options.scheduler, name=options.name, resources=offer.resources(), nthreads=nthreads,
-                    security=options.security, **kwargs)
-    worker.etfarm_inventory = watch  # type: ignore[attr-defined]  (read by task.run_task on this worker)
-    await worker
-    say(f"worker {worker.name} at {worker.address}, scheduler {options.scheduler}: {_describe(offer)}")
+    loop = asyncio.get_running_loop()
+    wake = asyncio.Event()
+
+    def tracker_changed() -> None:  # called on an adb tracker's thread
+        try:
+            loop.call_soon_threadsafe(wake.set)
+        except RuntimeError:  # the loop is closed: the worker is shutting down
+            pass
+
+    watch = InventoryWatch(options.config, load, on_change=tracker_changed)
     try:
-        while worker.status.name not in ("closing", "closed", "failed", "closing_gracefully"):
-            await asyncio.sleep(options.probe_interval_s)
-            current = await asyncio.to_thread(watch.round)
-            changed = {k: v for k, v in current.resources().items() if offer.resources().get(k) != v}
-            if changed:
-                await worker.set_resources(**changed)
-                say(f"devices now: {_describe(current)}")
-            offer = current
+        offer = await asyncio.to_thread(watch.round)
+        nthreads = options.nthreads or max(16, 2 * len(offer.specs))
+        kwargs: dict[str, Any] = {"host": options.listen_host} if options.listen_host else {}
+        worker = Worker(options.scheduler, name=options.name, resources=offer.resources(), nthreads=nthreads,
+                        security=options.security, **kwargs)
+        worker.etfarm_inventory = watch  # type: ignore[attr-defined]  (read by task.run_task on this worker)
+        await worker
+        say(f"worker {worker.name} at {worker.address}, scheduler {options.scheduler}: {_describe(offer)}")
+        next_full = loop.time() + options.probe_interval_s  # a flapping adb device must not starve ssh probes
+        try:
+            while worker.status.name not in ("closing", "closed", "failed", "closing_gracefully"):
+                await _wait(wake, next_full - loop.time())
+                full = loop.time() >= next_full
+                current = await asyncio.to_thread(watch.round, not full)
+                if full:
+                    next_full = loop.time() + options.probe_interval_s
+                changed = {k: v for k, v in current.resources().items() if offer.resources().get(k) != v}
+                if changed:
+                    await worker.set_resources(**changed)
+                    say(f"devices now: {_describe(current)}")
+                offer = current
+        finally:
+            await worker.close()
     finally:
-        await worker.close()
+        watch.close()
+
+
+async def _wait(wake: asyncio.Event, timeout_s: float) -> None:
+    """Until a tracker reports a change or `timeout_s` passes."""
+    try:
+        await asyncio.wait_for(wake.wait(), max(timeout_s, 0.0))
+    except TimeoutError:
+        return
+    wake.clear()
 
 
 def _describe(offer: Offer) -> str:
