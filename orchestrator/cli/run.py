@@ -89,7 +89,8 @@ def run(
     resume: Annotated[Path | None, typer.Option(
         "--resume", help="Finish an interrupted or failed run DIR: run only the missing (device, model, run) "
                          "with its recorded settings, in DIR, under the same run id. Options that differ from "
-                         "the recorded ones are refused.")] = None,
+                         "the recorded ones are refused. A run made with --scheduler resumes on its farm "
+                         "(the recorded scheduler, or --scheduler if it moved).")] = None,
 ) -> None:
     """Export, build, stage and profile MODEL on DEVICES; write a run directory and print per-op latency.
 
