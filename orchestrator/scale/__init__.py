@@ -7,6 +7,7 @@ never imports dask (tests/integration/test_scale.py checks it).
 - `adb_track.py` the adb server's device list, tracked (`host:track-devices`) or asked once
 - `blobs.py`    content-addressed artifact cache on workers; the client asks, then sends what is missing
 - `task.py`     the worker side of one (device, model) task: a DeviceSession into a temporary run subtree
+- `streamed.py` each process run a task finishes, announced and fetched at once (a dying worker loses only one)
 - `worker.py`   `etfarm worker`: an in-process `distributed.Worker` that keeps its resources current
 - `client.py`   `etfarm run --scheduler`: export/build once, one task per (device, model), one run directory
 - `status.py`   `etfarm farm status`: workers, their devices, what each is running

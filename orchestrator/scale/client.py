@@ -15,8 +15,8 @@ released), cancels the waiting tasks, keeps what was collected and marks the job
 `resume_distributed` (`etfarm run --resume DIR`) then sends only what DIR lacks: whole (device,
 model) tasks, or a model's missing process runs with its finished ones' records and files.
 Difference from a single-host run: a task holds one model, so the models of a device are not
-interleaved with each other (each is its own device session), and a worker lost mid-task loses the
-runs that task had finished (they come back with the task's result, not one by one).
+interleaved with each other (each is its own device session). Each process run a task finishes is
+announced and fetched at once (streamed.py), so a worker lost mid-task loses only the run in flight.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ from orchestrator.run.rundir import LOG, RunDirectory, check_out
 from orchestrator.run.session import DeviceOutcome
 from orchestrator.scale import require_distributed, resource_name
 from orchestrator.scale.blobs import BlobRef, refs_for, ship
+from orchestrator.scale.streamed import StreamedRuns
 from orchestrator.scale.task import (
     RetryableFailure,
     TaskOutcome,
@@ -213,6 +214,7 @@ class _Run:
         self.remaining: dict[str, int] = {}
         self.blob_paths: dict[str, Path] = {}
         self.futures: dict[Any, TaskRequest] = {}
+        self.streamed: StreamedRuns | None = None  # process runs announced by tasks still running
 
     def farm_devices(self, names: list[str]) -> list[FarmDevice]:
         known = farm_devices(self.client)
@@ -230,6 +232,7 @@ class _Run:
 
     def execute(self, rundir: RunDirectory, devices: list[FarmDevice], models: list[Any], work: list[Work]) -> JobResult:
         self.rundir = rundir
+        self.streamed = StreamedRuns(rundir, lambda device, rel: inside(rundir.root, device, rel))
         names = list(rundir.job.config.devices)
         self.order = [(name, model.name) for name in names for model in models]
         interrupted = False
@@ -257,6 +260,8 @@ class _Run:
         """Ctrl-C: tell the running tasks to abort their sessions, drop the waiting ones, mark what was cut."""
         from distributed import Event
 
+        if self.streamed is not None:  # what the workers announced before the stop
+            self.streamed.collect(self.client)
         try:
             Event(stop_event_name(self.rundir.run_id), client=self.client).set()
             self.client.cancel(list(self.futures))
@@ -304,6 +309,8 @@ class _Run:
                 options=config.options, config=config, done=item.done,
                 prior=self._prior_refs(device.name, model.name, item.done) if item.done else ()))
             self.remaining[device.name] = self.remaining.get(device.name, 0) + 1
+            assert self.streamed is not None
+            self.streamed.start(device.name, model.name, item.done)
         for device in devices:  # a device with nothing left to send (all its models kept) is done
             if device.name not in self.remaining and device.target in builds:
                 self.rundir.update_device(device.name, lambda d: replace(d, status=DeviceStatus.OK))
@@ -350,7 +357,7 @@ class _Run:
 
     def _on_event(self, event: Any) -> None:
         _, message = event
-        if isinstance(message, dict):
+        if isinstance(message, dict) and not (self.streamed is not None and self.streamed.offer(message)):
             self.progress(str(message.get("message", "")), message.get("device"))
 
     # ---- collect -----------------------------------------------------------------
@@ -366,6 +373,8 @@ class _Run:
                 done, _ = wait(list(futures), timeout=POLL_SEC, return_when="FIRST_COMPLETED")
             except TimeoutError:
                 done = set()
+            if self.streamed is not None:
+                self.streamed.collect(self.client)
             for future in done:
                 request = futures.pop(future)
                 outcome = self._outcome(future, request)
@@ -431,6 +440,8 @@ class _Run:
             outcome, targets = self._failed(request, message, Blame.INFRASTRUCTURE), {}
         for path, data in targets.items():
             write_bytes_atomic(path, data)
+        if self.streamed is not None:
+            self.streamed.finish(request.device, request.model)
         merged = self.rundir.update_device(request.device, lambda d: _merge(d, outcome.device))
         if outcome.stats is not None:
             self.frames[(request.device, request.model)] = outcome.stats

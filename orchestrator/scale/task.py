@@ -30,10 +30,10 @@ from orchestrator.cache import cache_dir
 from orchestrator.errors import Blame, DeviceError
 from orchestrator.progress import Progress
 from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, ProcessRun, RunOptions
-from orchestrator.run.rundir import RunDirectory
 from orchestrator.run.runner_contract import RUNNER_REL
 from orchestrator.run.session import DeviceSession
 from orchestrator.scale.blobs import BlobRef, materialize, missing
+from orchestrator.scale.streamed import AnnouncingRunDirectory, run_event
 
 RUNNER_DIR = "runner"
 MODEL_DIR = "model"
@@ -125,7 +125,7 @@ def run_task(request: TaskRequest) -> TaskOutcome:
         raise RetryableFailure(TaskOutcome(failed, worker=worker.address))
     scratch = cache_dir("scale-work") / f"{request.run_id}-{request.device}-{request.model}-{secrets.token_hex(3)}"
     try:
-        outcome = _session(request, spec, scratch, EventProgress(worker, request.topic), worker.address)
+        outcome = _session(request, spec, scratch, EventProgress(worker, request.topic), worker)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if outcome.device.status is DeviceStatus.FAILED and outcome.device.blame is Blame.INFRASTRUCTURE:
@@ -133,7 +133,7 @@ def run_task(request: TaskRequest) -> TaskOutcome:
     return outcome
 
 
-def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress, address: str) -> TaskOutcome:
+def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress, worker: Any) -> TaskOutcome:
     paths = materialize(request.blobs, scratch / "artifacts")
     libs = tuple(sorted(p for name, p in paths.items() if name.startswith(f"{RUNNER_DIR}/lib/")))
     runner = paths.get(f"{RUNNER_DIR}/{RUNNER_REL}")
@@ -152,8 +152,11 @@ def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress,
                           pte=pte, etrecord=role("etrecord"), inputs=role("inputs"),
                           reference_outputs=role("reference_outputs"), cached=True,
                           numerics_reference=role("numerics_reference"))
-    rundir = RunDirectory.create(scratch / "run", request.config)
+    rundir = AnnouncingRunDirectory.create(scratch / "run", request.config)
     materialize(request.prior, rundir.root)
+    rundir.quiet_labels = frozenset(run.label for run in request.done)  # the client has these
+    rundir.announce = lambda name, run: worker.log_event(  # type: ignore[method-assign]
+        request.topic, run_event(request.device, name, run, rundir.root, worker.address))
     session = DeviceSession(spec, build, [model], request.options, rundir, progress.for_device(spec.name),
                             build_error=None if build else f"no runner shipped for target {request.target}",
                             done={request.model: request.done} if request.done else None)
@@ -165,7 +168,7 @@ def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress,
              if p.is_file() and (rel := p.relative_to(rundir.root).as_posix()) not in sent_to_us} \
         if device_root.is_dir() else {}
     stats = outcome.stats[0] if outcome.stats else None
-    return TaskOutcome(outcome.result, stats, files, address)
+    return TaskOutcome(outcome.result, stats, files, worker.address)
 
 
 

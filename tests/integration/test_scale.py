@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -26,7 +25,6 @@ from testbed import free_port, missing, wait_port  # noqa: E402
 from testbed.sshd import SshTestHost  # noqa: E402
 
 from device_agents import DeviceSpec  # noqa: E402
-from orchestrator.cache import write_json_atomic  # noqa: E402
 from orchestrator.run import DeviceStatus, JobStatus, ModelStatus, load_manifest  # noqa: E402
 from tests.helpers.inspector_stats import assert_stats_equal_inspector  # noqa: E402
 from tests.helpers.inventory import write_inventory  # noqa: E402
@@ -175,8 +173,10 @@ def test_one_run_across_two_workers_writes_what_a_local_run_writes(
     assert list(dist_stats.columns) == list(local_stats.columns)
 
 
-def _run_killing_worker_a(farm: Farm, out: Path, restart: Path | None, *extra: str) -> tuple[int, str]:
-    """Run over host-a and host-b; kill worker wa while host-a is mid-run, restart it with `restart` if given."""
+def _run_killing_worker_a(farm: Farm, out: Path, restart: Path | None, *extra: str, at: str = "run 1/2",
+                          before_kill: Callable[[], None] = lambda: None) -> tuple[int, str]:
+    """Run over host-a and host-b; kill worker wa once host-a says `at` (and `before_kill()` returned),
+    restart it with `restart` if given."""
     argv = [sys.executable, "-m", "orchestrator.cli", "run", "--scheduler", farm.address, "--devices", "host-a,host-b",
             "--model", TINY, "--runs", "2", "--iterations", "3", "--warmup", "1", "--untraced-runs", "0",
             "--cooldown", "3", "--no-report", "--no-store", "--out", str(out), *extra]
@@ -184,12 +184,13 @@ def _run_killing_worker_a(farm: Farm, out: Path, restart: Path | None, *extra: s
     try:
         seen = ""
         assert client.stderr is not None
-        while "[host-a] tiny_cnn: run 1/2" not in seen:  # host-a is mid-run (cooling down before run 1)
+        while f"[host-a] tiny_cnn: {at}" not in seen:  # host-a is mid-run (cooling down before that run)
             line = client.stderr.readline()
             assert line, seen + farm.logs()
             seen += line
         running = {w["name"]: w["running"] for w in farm.status()["workers"]}
         assert any("-host-a-tiny_cnn" in key for key in running["wa"]), running  # farm status: who runs what
+        before_kill()
         _kill(farm.workers["wa"])
         if restart is not None:
             farm.worker("wa2", restart)  # the device comes back on a new worker (empty cache: it lacks the artifacts)
@@ -296,40 +297,44 @@ def test_sigint_stops_the_farm_s_sessions_then_resume_completes_the_run(
 
 
 @pytest.mark.slow
-def test_resume_sends_a_partial_model_s_finished_runs_and_runs_only_the_missing_ones(
+def test_runs_finished_before_a_worker_dies_are_kept_and_resume_runs_only_the_rest(
         farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
-    """A task that ended with some of a model's runs (a device failing mid-model) leaves the model partial;
-    the state is made here from a complete run, by the results model's own API, for a deterministic test."""
-    a, _ = two_hosts
-    farm.worker("wa", write_inventory(tmp_path / "a.yaml", [a]))
-    farm.wait_online("host-a")
+    config_a = _farm_of_two(farm, two_hosts, tmp_path)
     out = tmp_path / "dist"
-    first = etfarm("run", "--scheduler", farm.address, "--devices", "host-a", "--model", TINY, *SMALL_RUN,
-                   "--no-store", "--out", str(out))
-    assert first.returncode == 0, first.stderr[-4000:] + farm.logs()
-    complete = load_manifest(out)
-    device = complete.device("host-a")
-    assert device is not None
-    model = device.model("tiny_cnn")
-    assert model is not None and [r.label for r in model.runs] == ["run-1", "run-2"]
-    partial = device.with_model(replace(model, status=ModelStatus.PARTIAL, runs=model.runs[:1], error="[host-a] lost"))
-    cut = replace(complete, status=JobStatus.PARTIAL,
-                  devices=(replace(partial, status=DeviceStatus.FAILED, error="[host-a] lost"),))
-    write_json_atomic(out / "manifest.json", cut.to_dict())
-    shutil.rmtree(out / "host-a" / "tiny_cnn" / "run-2")
-    kept_etdump = (out / "host-a" / "tiny_cnn" / "run-1" / "etdump.etdp").read_bytes()
 
+    def run_1_collected() -> None:  # streamed from the worker while its task still runs
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            device = load_manifest(out).device("host-a")
+            model = device.model("tiny_cnn") if device is not None else None
+            if model is not None and [r.label for r in model.runs] == ["run-1"]:
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"run-1 never reached the client: {load_manifest(out).device('host-a')}")
+
+    code, stderr = _run_killing_worker_a(farm, out, None, "--device-deadline", "3", at="run 2/2",
+                                         before_kill=run_1_collected)
+    assert code == 1, stderr[-4000:]
+    cut = load_manifest(out)
+    model = cut.device("host-a").model("tiny_cnn")  # type: ignore[union-attr]
+    assert model is not None and model.status is ModelStatus.PARTIAL and [r.label for r in model.runs] == ["run-1"]
+    kept_etdump = (out / "host-a" / "tiny_cnn" / "run-1" / "etdump.etdp").read_bytes()
+    assert kept_etdump, "the run's files came with it"
+
+    farm.worker("wa2", config_a)  # the device is back, on a worker that never saw run-1's files
+    farm.wait_online("host-a")
     resumed = etfarm("run", "--resume", str(out), "--no-store", "--no-report")
     assert resumed.returncode == 0, resumed.stderr[-4000:] + farm.logs()
     assert "1 (device, model) task(s) with 1 process run(s) missing" in resumed.stderr
     assert "[host-a] tiny_cnn: run 2/2" in resumed.stderr and "run 1/2" not in resumed.stderr
     final = load_manifest(out)
-    assert final.status is JobStatus.OK
+    assert final.status is JobStatus.OK and final.run_id == cut.run_id
     runs = final.device("host-a").model("tiny_cnn").runs  # type: ignore[union-attr]
     assert [r.label for r in runs] == ["run-1", "run-2"]
     assert runs[0].execute_ms == model.runs[0].execute_ms  # the same run, kept, not repeated
     assert (out / "host-a" / "tiny_cnn" / "run-1" / "etdump.etdp").read_bytes() == kept_etdump
-    _check_stats(out, ("host-a",))  # analysed over both runs: the kept one (shipped back to the worker) and the new
+    # Analysed over both runs: the kept one (shipped to the new worker with the task) and the new one.
+    _check_stats(out, ("host-a", "host-b"))
 
 
 def _wait_status(farm: Farm, device: str, online: bool, timeout_s: float = STARTUP_SEC) -> None:
