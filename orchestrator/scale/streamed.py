@@ -107,6 +107,8 @@ class StreamedRuns:
                 continue
             try:
                 files = client.run(read_files, item.root, list(item.files), workers=[item.worker])[item.worker]
+                if set(files) != set(item.files):  # the task ended and cleaned up: its final result has them
+                    raise FileNotFoundError(", ".join(sorted(set(item.files) - set(files))))
                 targets = {self.place(item.device, name): data for name, data in files.items()}
             except Exception as exc:  # noqa: BLE001 - worker gone (any comm error), or a path outside its device
                 log.debug("streamed run %s of %s on %s not kept: %s", item.run.label, item.model, item.device, exc)
