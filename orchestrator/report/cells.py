@@ -11,7 +11,11 @@ import math
 from orchestrator.report.model import Interval
 from orchestrator.report.text import clip
 
-__all__ = ["clip", "interval", "ms", "pct", "ratio"]
+__all__ = ["LATENCY_HEADERS", "clip", "interval", "ms", "pct", "ratio"]
+
+# The latency table's columns before the comparison with the baseline device, for HTML and Markdown.
+LATENCY_HEADERS = ("device", "runs", "p50 ms", "p90 ms", "CV", "p90/p50", "untraced p50 ms", "tracer overhead",
+                   "load p50 ms", "verification")
 
 
 def ms(value: float | None) -> str:

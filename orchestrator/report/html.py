@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from orchestrator.report.cells import clip, interval, ms, pct, ratio
+from orchestrator.report.cells import LATENCY_HEADERS, clip, interval, ms, pct, ratio
 from orchestrator.report.model import (
     Chart,
     DeviceLatency,
@@ -194,21 +194,7 @@ def _model(report: Report, m: ModelSection) -> str:
 
 
 def _latency_table(report: Report, m: ModelSection) -> str:
-    headers = [
-        "device",
-        "runs",
-        "p50 ms",
-        "p90 ms",
-        "CV",
-        "p90/p50",
-        "untraced p50 ms",
-        "tracer overhead",
-        "load p50 ms",
-        "verification",
-        f"vs {report.baseline or '-'}",
-        "95% CI",
-        "",
-    ]
+    headers = [*LATENCY_HEADERS, f"vs {report.baseline or '-'}", "95% CI", ""]
     rows = []
     for d in m.latency:
         name = f"<b>{escape(d.device)}</b>" if d.fastest else escape(d.device)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchestrator.report.cells import clip, interval, ms, pct, ratio
+from orchestrator.report.cells import LATENCY_HEADERS, clip, interval, ms, pct, ratio
 from orchestrator.report.model import ModelSection, Report
 
 CHART_DIR = "charts"
@@ -115,19 +115,7 @@ def _model(report: Report, m: ModelSection, chart_dir: str | None) -> list[str]:
     ]
     out += [
         _table(
-            [
-                "device",
-                "runs",
-                "p50 ms",
-                "p90 ms",
-                "CV",
-                "p90/p50",
-                "untraced p50 ms",
-                "tracer overhead",
-                "load p50 ms",
-                "verification",
-                f"vs {report.baseline or '-'} (95% CI)",
-            ],
+            [*LATENCY_HEADERS, f"vs {report.baseline or '-'} (95% CI)"],
             rows,
             "lrrrrrrrrlr",
         ),
