@@ -19,6 +19,13 @@ from typing import Any
 
 from orchestrator.cache import cache_dir, sha256_file, write_bytes_atomic
 
+QUESTION_TIMEOUT_SEC = 30.0  # one small request to a worker (which hashes it lacks, a file's bytes back)
+MIN_BANDWIDTH_BPS = 1_000_000  # a put may take as long as 1 MB/s needs, on top of the question's deadline
+
+
+def put_timeout_s(nbytes: int) -> float:
+    return QUESTION_TIMEOUT_SEC + nbytes / MIN_BANDWIDTH_BPS
+
 
 @dataclass(frozen=True)
 class BlobRef:
@@ -76,9 +83,12 @@ def refs_for(files: Mapping[str, Path]) -> tuple[tuple[BlobRef, ...], dict[str, 
 
 
 def ship(client: Any, worker: str, by_hash: Mapping[str, Path]) -> ShipReport:
-    """Client side: ask `worker` which hashes it lacks, then send only those, one file per message."""
-    lacking = client.run(missing, list(by_hash), workers=[worker])[worker]
+    """Client side: ask `worker` which hashes it lacks, then send only those, one file per message.
+    Each message has a deadline (`callback_timeout` of Client.sync, which Client.run passes on): a
+    worker frozen mid-conversation raises TimeoutError (an OSError) instead of holding the job."""
+    lacking = client.run(missing, list(by_hash), workers=[worker], callback_timeout=QUESTION_TIMEOUT_SEC)[worker]
     sent = 0
     for sha in lacking:
-        sent += client.run(put, sha, by_hash[sha].read_bytes(), workers=[worker])[worker]
+        data = by_hash[sha].read_bytes()
+        sent += client.run(put, sha, data, workers=[worker], callback_timeout=put_timeout_s(len(data)))[worker]
     return ShipReport(sent=len(lacking), skipped=len(by_hash) - len(lacking), bytes_sent=sent)

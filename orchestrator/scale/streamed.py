@@ -24,6 +24,7 @@ from typing import Any
 from orchestrator.cache import write_bytes_atomic
 from orchestrator.run.results import DeviceResult, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.rundir import RunDirectory
+from orchestrator.scale.blobs import QUESTION_TIMEOUT_SEC
 
 RUN_EVENT = "run"  # the `kind` of an announcement on the progress topic
 
@@ -106,7 +107,8 @@ class StreamedRuns:
             if (item.device, item.model) in self.finished:
                 continue
             try:
-                files = client.run(read_files, item.root, list(item.files), workers=[item.worker])[item.worker]
+                files = client.run(read_files, item.root, list(item.files), workers=[item.worker],
+                                   callback_timeout=QUESTION_TIMEOUT_SEC)[item.worker]  # a frozen worker: given up
                 if set(files) != set(item.files):  # the task ended and cleaned up: its final result has them
                     raise FileNotFoundError(", ".join(sorted(set(item.files) - set(files))))
                 targets = {self.place(item.device, name): data for name, data in files.items()}

@@ -17,7 +17,8 @@ class FakeClient:
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    def run(self, function: Any, *args: Any, workers: list[str]) -> dict[str, Any]:
+    def run(self, function: Any, *args: Any, workers: list[str], callback_timeout: float) -> dict[str, Any]:
+        assert callback_timeout >= blobs.QUESTION_TIMEOUT_SEC  # every message to a worker has a deadline
         self.calls.append(function.__name__)
         return {workers[0]: function(*args)}
 

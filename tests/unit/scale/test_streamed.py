@@ -34,7 +34,8 @@ class FakeClient:
         self.fail = fail
         self.calls = 0
 
-    def run(self, function: Any, *args: Any, workers: list[str]) -> dict[str, Any]:
+    def run(self, function: Any, *args: Any, workers: list[str], callback_timeout: float) -> dict[str, Any]:
+        assert callback_timeout > 0  # every fetch has a deadline
         self.calls += 1
         if self.fail:
             raise OSError("worker gone")
