@@ -373,8 +373,6 @@ class _Run:
                 done, _ = wait(list(futures), timeout=POLL_SEC, return_when="FIRST_COMPLETED")
             except TimeoutError:
                 done = set()
-            if self.streamed is not None:
-                self.streamed.collect(self.client)
             for future in done:
                 request = futures.pop(future)
                 outcome = self._outcome(future, request)
@@ -397,6 +395,8 @@ class _Run:
                     self._record(request, outcome)
             if not futures:
                 break
+            if self.streamed is not None:  # after the finished tasks: their announcements are stale, not fetched
+                self.streamed.collect(self.client)
             self.client.run_on_scheduler(nudge_unrunnable)
             now_offered = offered(self.client)
             for future, request in list(futures.items()):
