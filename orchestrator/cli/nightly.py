@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.cli.options import SchedulerOption, TlsCaOption, TlsCertOption, TlsKeyOption
+
 
 def register(app: typer.Typer) -> None:
     app.command("nightly")(nightly)
@@ -24,6 +26,10 @@ def nightly(
         Path | None, typer.Option("--store", help="Results store (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    scheduler: SchedulerOption = None,
+    tls_ca_file: TlsCaOption = None,
+    tls_cert: TlsCertOption = None,
+    tls_key: TlsKeyOption = None,
 ) -> None:
     """Run the plan's models on its devices, record the runs, compare each (device, model) with its
     baseline (last-good or a run id), write Markdown and JSON verdicts into the plan's report
@@ -31,7 +37,8 @@ def nightly(
 
     Exit 0 no regression; 1 a regression or wrong outputs; 3 nothing regressed but some device or
     model could not be measured; 2 usage or plan error. The first night has no baseline: it passes
-    (verdict `new`) and becomes the baseline.
+    (verdict `new`) and becomes the baseline. With `--scheduler` (or the plan's `scheduler:`) the
+    jobs run on the Dask farm (see `etfarm run --scheduler`).
     """
     from orchestrator.progress import Progress
     from orchestrator.report.verdicts import verdict_table, write_verdict_report
@@ -39,8 +46,15 @@ def nightly(
     from orchestrator.verdicts.nightly import load_plan, pair_baselines, run_nightly
 
     loaded = load_plan(plan)
+    farm = None
+    if scheduler or loaded.scheduler:
+        from orchestrator.scale.client import ScaleOptions
+        from orchestrator.scale.security import make_security
+
+        farm = ScaleOptions(scheduler=scheduler or loaded.scheduler or "",
+                            security=make_security(tls_ca_file, tls_cert, tls_key))
     with open_store(store) as opened:
-        outcome = run_nightly(loaded, opened, Progress(quiet=quiet), config=config)
+        outcome = run_nightly(loaded, opened, Progress(quiet=quiet), config=config, farm=farm)
     comparison = outcome.comparison
     written = write_verdict_report(
         comparison,

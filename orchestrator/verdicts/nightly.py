@@ -13,6 +13,7 @@ The plan (YAML, `yaml.safe_load`; DESIGN §3; example in configs/nightly.yaml):
     report: reports/                        # Markdown + JSON verdicts written here
     out: reports/runs                       # optional: where run directories go (default REPORT/runs)
     config: configs/devices.yaml            # optional device inventory (default: --config, $ETFARM_CONFIG)
+    scheduler: tcp://10.0.0.1:8786          # optional: run on the Dask farm (--scheduler/$ETFARM_SCHEDULER win)
     backend: xnnpack                        # optional default backend of the models
 
 Relative paths are taken from the current directory, as on the command line. A bad plan is a
@@ -27,7 +28,7 @@ model could not be measured (no-data); else 0.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ from orchestrator.yamlfile import load_yaml
 
 EXIT_NIGHTLY_UNMEASURED = 3
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
-         "config", "backend", "center"}
+         "config", "backend", "center", "scheduler"}
 _MODEL_KEYS = {"spec", "backend", "name"}
 
 
@@ -79,6 +80,7 @@ class NightlyPlan:
     baseline: str = LAST_GOOD
     config: Path | None = None
     center: str = "mean"
+    scheduler: str | None = None  # the Dask farm's scheduler: the devices are its workers'
 
     @property
     def settings(self) -> VerdictSettings:
@@ -111,7 +113,8 @@ def load_plan(path: Path) -> NightlyPlan:
         op_threshold=_percent(path, data, "op_threshold", DEFAULT_OP_THRESHOLD),
         baseline=_text(path, "baseline", data.get("baseline", LAST_GOOD)),
         config=Path(_text(path, "config", data["config"])).expanduser() if data.get("config") else None,
-        center=_center(path, data.get("center", "mean")))
+        center=_center(path, data.get("center", "mean")),
+        scheduler=_text(path, "scheduler", data["scheduler"]) if data.get("scheduler") is not None else None)
 
 
 def _center(path: Path, value: Any) -> str:
@@ -191,19 +194,18 @@ class NightlyOutcome:
         return EXIT_NIGHTLY_UNMEASURED if self.comparison.no_data else 0
 
 
-def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Path | None = None) -> NightlyOutcome:
-    """Run every model of the plan on its devices (a job per backend), store, compare, record verdicts."""
+def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Path | None = None,
+                farm: Any = None) -> NightlyOutcome:
+    """Run every model of the plan on its devices (a job per backend), store, compare, record verdicts.
+    `farm` (scale.client.ScaleOptions): run the jobs on the Dask farm, the devices being its workers'."""
     from orchestrator.artifacts.modelspec import parse_model_spec
-    from orchestrator.config import load_inventory
 
-    inventory = load_inventory(plan.config or config)
-    devices = inventory.select(list(plan.devices))
+    run = _farm_runner(plan, farm, progress) if farm is not None else _host_runner(plan, config, progress)
     jobs: list[JobResult] = []
     for backend in dict.fromkeys(m.backend for m in plan.models):
         specs = [parse_model_spec(m.spec, m.name) for m in plan.models if m.backend == backend]
         plan.out.mkdir(parents=True, exist_ok=True)
-        jobs.append(run_job(devices, specs, backend=backend, options=plan.options(), out=_new_dir(plan.out),
-                            progress=progress, config_file=inventory.path))
+        jobs.append(run(specs, backend, _new_dir(plan.out)))
         store.record(jobs[-1].rundir.root)
     pairs = []
     notes = []
@@ -215,6 +217,25 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
         notes.append(f"run {result.job.run_id}: {result.rundir.root}")
     ids = "+".join(j.job.run_id for j in jobs)
     return NightlyOutcome(plan, tuple(jobs), Comparison(plan.baseline, ids, plan.settings, tuple(pairs)), tuple(notes))
+
+
+JobRunner = Callable[[list[Any], str, Path], JobResult]  # (specs, backend, out) -> the job
+
+
+def _host_runner(plan: NightlyPlan, config: Path | None, progress: Progress) -> JobRunner:
+    from orchestrator.config import load_inventory
+
+    inventory = load_inventory(plan.config or config)
+    devices = inventory.select(list(plan.devices))
+    return lambda specs, backend, out: run_job(devices, specs, backend=backend, options=plan.options(), out=out,
+                                               progress=progress, config_file=inventory.path)
+
+
+def _farm_runner(plan: NightlyPlan, farm: Any, progress: Progress) -> JobRunner:
+    from orchestrator.scale.client import run_distributed
+
+    return lambda specs, backend, out: run_distributed(list(plan.devices), specs, backend=backend,
+                                                       options=plan.options(), out=out, progress=progress, scale=farm)
 
 
 def _new_dir(root: Path) -> Path:

@@ -391,6 +391,29 @@ def test_a_device_added_to_a_running_worker_becomes_usable(
     _check_stats(out, ("host-b",))
 
 
+@pytest.mark.slow
+def test_a_nightly_plan_runs_on_the_farm(farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
+    a, _ = two_hosts
+    farm.worker("wa", write_inventory(tmp_path / "a.yaml", [a]))
+    farm.wait_online("host-a")
+    report = tmp_path / "reports"
+    plan = tmp_path / "plan.yaml"
+    # host-a is known only to the farm's worker: a single-host nightly could not find it.
+    plan.write_text(f"devices: [host-a]\nmodels: [{TINY!r}]\nruns: 2\niterations: 3\nwarmup: 1\n"
+                    f"report: {report}\nscheduler: {farm.address}\n")
+    store = tmp_path / "results.db"
+    result = etfarm("nightly", "--plan", str(plan), "--store", str(store))
+    assert result.returncode == 0, result.stderr[-4000:] + farm.logs()
+    assert "new" in result.stdout and f"on {farm.address}" in result.stderr
+    run_dir = Path(next(line.split(": ", 1)[1] for line in result.stdout.splitlines()
+                        if line.startswith("run directory: ")))
+    job = load_manifest(run_dir)
+    assert job.config.scheduler == farm.address and job.device("host-a").status is DeviceStatus.OK  # type: ignore[union-attr]
+    assert list(report.glob("nightly-*.md")) and list(report.glob("nightly-*.html"))
+    history = etfarm("history", "--store", str(store), "--json")
+    assert history.returncode == 0 and job.run_id in history.stdout
+
+
 def test_an_unknown_device_or_an_unreachable_scheduler_is_a_usage_error(farm: Farm, tmp_path: Path) -> None:
     result = etfarm("run", "--scheduler", farm.address, "--devices", "nosuch", "--model", TINY, "--out",
                     str(tmp_path / "x"), timeout=120)
