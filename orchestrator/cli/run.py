@@ -118,7 +118,9 @@ def run(
         if center not in ("mean", "fast"):
             raise UsageError(f"--center: {center!r}; choose mean or fast")
         if scheduler or resume is not None:
-            raise UsageError("--ab runs a new job on one host; drop --scheduler and --resume")
+            from_env = getattr(ctx.get_parameter_source("scheduler"), "name", "") == "ENVIRONMENT"
+            raise UsageError("--ab runs a new job on one host; drop --scheduler and --resume"
+                             + (" (ETFARM_SCHEDULER is set: unset it for this command)" if from_env else ""))
     elif until_confident:
         raise UsageError("--until-confident applies to --ab")
     elif not model and resume is None:
