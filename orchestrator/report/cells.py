@@ -1,7 +1,7 @@
 """How the report formats a number, in one place for the HTML, Markdown and chart labels.
 
-Milliseconds get 4 decimals under 10 ms and 2 above (the printed tables' `text.fmt_ms` keeps 4 up
-to 1000 ms); text is clipped by the one `text.clip`.
+Milliseconds follow the printed tables' one rule (`text.fmt_ms`: 4 decimals under 10 ms, 2 above);
+text is clipped by the one `text.clip`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from orchestrator.report.model import Interval
-from orchestrator.report.text import clip
+from orchestrator.report.text import clip, fmt_ms
 
 __all__ = ["LATENCY_HEADERS", "clip", "interval", "ms", "pct", "ratio"]
 
@@ -19,9 +19,7 @@ LATENCY_HEADERS = ("device", "runs", "p50 ms", "p90 ms", "CV", "p90/p50", "untra
 
 
 def ms(value: float | None) -> str:
-    if value is None or math.isnan(value):
-        return "-"
-    return f"{value:.4f}" if abs(value) < 10 else f"{value:.2f}"
+    return fmt_ms(value)
 
 
 def pct(value: float | None, signed: bool = False) -> str:

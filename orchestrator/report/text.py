@@ -18,10 +18,11 @@ def is_number(value: Any) -> bool:
 
 
 def fmt_ms(value: Any) -> str:
-    """Milliseconds: 4 decimals (XNNPACK kernels are microseconds), 1 decimal from 1000 ms; '-' when missing."""
+    """Milliseconds, for printed tables and reports alike: 4 decimals under 10 ms (XNNPACK kernels are
+    microseconds), 2 from 10 ms (10 µs resolution is plenty there); '-' when missing."""
     if not is_number(value):
         return MISSING
-    return f"{value:.4f}" if abs(value) < 1000 else f"{value:.1f}"
+    return f"{value:.4f}" if abs(value) < 10 else f"{value:.2f}"
 
 
 def fmt_percent(value: Any) -> str:

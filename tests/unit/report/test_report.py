@@ -28,8 +28,8 @@ def test_summary_puts_devices_side_by_side() -> None:
     text = summary(stats_frame())
     assert "model m: p50 ms per device (pixel8, rpi5)" in text
     lines = {line.split()[0] + " " + line.split()[1]: line.split() for line in text.splitlines()[3:]}
-    assert lines["Method::execute Execute"][-2:] == ["10.0000", "30.0000"]
-    assert lines["conv #1"][-2:] == ["6.0000", "18.0000"]
+    assert lines["Method::execute Execute"][-2:] == ["10.00", "30.00"]  # 2 decimals from 10 ms
+    assert lines["conv #1"][-2:] == ["6.0000", "18.00"]
     assert lines["add #1"][-2:] == ["2.0000", "-"]
     assert not any("OPERATOR_CALL" in line for line in text.splitlines())  # framework bookkeeping stays out
 
