@@ -283,6 +283,12 @@ class DeviceResult:
     def model(self, name: str) -> ModelResult | None:
         return next((m for m in self.models if m.name == name), None)
 
+    def wrong_results(self) -> str | None:
+        """`model: detail; ...` for the models whose outputs failed verification, None when none did."""
+        wrong = [f"{m.name}: {m.verification.detail}" for m in self.models
+                 if m.verification is not None and m.verification.status is VerificationStatus.FAIL]
+        return "; ".join(wrong) or None
+
     def complete(self, models: Iterable[str]) -> bool:
         """Nothing left to run here: it ended (ok or wrong results) and every model has all its runs."""
         return self.status in (DeviceStatus.OK, DeviceStatus.WRONG_RESULTS) and all(

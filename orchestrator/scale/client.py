@@ -313,7 +313,7 @@ class _Run:
             self.streamed.start(device.name, model.name, item.done)
         for device in devices:  # a device with nothing left to send (all its models kept) is done
             if device.name not in self.remaining and device.target in builds:
-                self.rundir.update_device(device.name, lambda d: replace(d, status=DeviceStatus.OK))
+                self._succeed(device.name)
         by_worker: dict[str, set[str]] = {}
         for request in requests:
             worker = next(d.worker for d in devices if d.name == request.device)
@@ -448,12 +448,23 @@ class _Run:
             write_stats(self.rundir, [DeviceOutcome(merged, self._frames())], self.progress)
         self.remaining[request.device] -= 1
         if self.remaining[request.device] == 0 and merged.status is DeviceStatus.RUNNING:
-            self.rundir.update_device(request.device, lambda d: replace(d, status=DeviceStatus.OK))
+            self._succeed(request.device)
         if outcome.device.status is DeviceStatus.FAILED:
             self.progress(f"{request.model}: FAILED: {outcome.device.error}", request.device)
         else:
             self.progress(f"{request.model}: collected {len(outcome.files)} file(s) from {outcome.worker}",
                           request.device)
+
+    def _succeed(self, device: str) -> None:
+        """Every task of the device ended without failing: ok, or wrong results (as a single-host session says)."""
+        current = self.rundir.job.device(device)
+        wrong = current.wrong_results() if current is not None else None
+        if wrong is None:
+            self.rundir.update_device(device, lambda d: replace(d, status=DeviceStatus.OK))
+            return
+        self.progress(f"WRONG RESULTS: {wrong}", device)
+        self.rundir.update_device(device, lambda d: replace(d, status=DeviceStatus.WRONG_RESULTS, blame=Blame.DATA,
+                                                            error=f"[{device}] wrong results: {wrong}"))
 
     def _frames(self) -> list[Any]:
         return [self.frames[key] for key in self.order if key in self.frames]

@@ -25,6 +25,7 @@ from testbed import free_port, missing, wait_port  # noqa: E402
 from testbed.sshd import SshTestHost  # noqa: E402
 
 from device_agents import DeviceSpec  # noqa: E402
+from orchestrator.artifacts.tensorfile import read_tensors, write_tensors  # noqa: E402
 from orchestrator.run import DeviceStatus, JobStatus, ModelStatus, load_manifest  # noqa: E402
 from tests.helpers.inspector_stats import assert_stats_equal_inspector  # noqa: E402
 from tests.helpers.inventory import write_inventory  # noqa: E402
@@ -412,6 +413,29 @@ def test_a_nightly_plan_runs_on_the_farm(farm: Farm, two_hosts: tuple[DeviceSpec
     assert list(report.glob("nightly-*.md")) and list(report.glob("nightly-*.html"))
     history = etfarm("history", "--store", str(store), "--json")
     assert history.returncode == 0 and job.run_id in history.stdout
+
+
+@pytest.mark.slow
+def test_wrong_outputs_on_the_farm_mark_the_device_wrong_results(
+        farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
+    a, _ = two_hosts
+    farm.worker("wa", write_inventory(tmp_path / "a.yaml", [a]))
+    farm.wait_online("host-a")
+    exported = tmp_path / "exported"
+    made = etfarm("export", TINY, "--out", str(exported))
+    assert made.returncode == 0, made.stderr[-2000:]
+    reference = exported / "reference_outputs.etft"
+    write_tensors(reference, [t + 0.5 for t in read_tensors(reference)])  # the reference no longer holds
+    out = tmp_path / "dist"
+    result = etfarm("run", "--scheduler", farm.address, "--devices", "host-a", "--model", str(exported / "model.pte"),
+                    *SMALL_RUN, "--no-store", "--out", str(out))
+    assert result.returncode == 1, result.stderr[-3000:] + farm.logs()
+    job = load_manifest(out)
+    device = job.device("host-a")
+    assert device is not None and device.status is DeviceStatus.WRONG_RESULTS, device
+    assert "differs from the reference" in (device.error or "") and job.status is JobStatus.FAILED  # as on one host
+    assert "host-a: WRONG-RESULTS" in result.stdout
+    assert (out / "stats.csv").is_file()  # the timings are kept
 
 
 def test_an_unknown_device_or_an_unreachable_scheduler_is_a_usage_error(farm: Farm, tmp_path: Path) -> None:
