@@ -55,6 +55,7 @@ from orchestrator.run.results import (
     load_manifest,
 )
 from orchestrator.run.rundir import LOG, RunDirectory, check_out
+from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.run.session import DeviceOutcome
 from orchestrator.scale import require_distributed, resource_name
 from orchestrator.scale.blobs import BlobRef, refs_for, ship
@@ -247,6 +248,7 @@ class _Run:
                 interrupted = True
                 self.progress("interrupted: stopping the tasks on the workers and keeping what finished")
                 self._stop()
+        self._analyse_streamed_partials()
         outcomes = [DeviceOutcome(rundir.job.device(n) or DeviceResult(n, "", "")) for n in names]
         stats, problem = write_stats(rundir, [DeviceOutcome(outcomes[0].result, self._frames())] if outcomes else [],
                                      self.progress)
@@ -255,6 +257,25 @@ class _Run:
                   else JobStatus.PARTIAL if any(ok) else JobStatus.FAILED)
         job = rundir.finish(status)
         return JobResult(rundir, job, outcomes, stats, interrupted=interrupted, problem=problem)
+
+    def _analyse_streamed_partials(self) -> None:
+        """A model left with streamed runs only (its task never returned: worker lost, deadline, Ctrl-C) is
+        analysed here from the files already in DIR, as a single-host session analyses a partial model."""
+        from orchestrator.profiles.analysis import device_model_stats
+
+        for device, model in self.order:
+            record = self.rundir.job.device(device)
+            result = record.model(model) if record is not None else None
+            if (device, model) in self.frames or result is None or not result.traced_runs:
+                continue
+            etdumps = [path for run in result.traced_runs
+                       if (path := self.rundir.root / device / model / run.label / ETDUMP_NAME).is_file()]
+            artifacts = self.rundir.job.model_artifacts(model)
+            etrecord = Path(artifacts.etrecord) if artifacts and artifacts.etrecord else None
+            try:
+                self.frames[(device, model)] = device_model_stats(device, model, etdumps, etrecord)
+            except EtfarmError as exc:  # the runs stay on disk; `etfarm analyze` can read them later
+                self.progress(f"{model}: the {len(etdumps)} run(s) kept could not be analysed: {exc}", device)
 
     def _stop(self) -> None:
         """Ctrl-C: tell the running tasks to abort their sessions, drop the waiting ones, mark what was cut."""

@@ -321,6 +321,9 @@ def test_runs_finished_before_a_worker_dies_are_kept_and_resume_runs_only_the_re
     assert model is not None and model.status is ModelStatus.PARTIAL and [r.label for r in model.runs] == ["run-1"]
     kept_etdump = (out / "host-a" / "tiny_cnn" / "run-1" / "etdump.etdp").read_bytes()
     assert kept_etdump, "the run's files came with it"
+    stats = pd.read_csv(out / "stats.csv")  # and it is analysed, as a single-host partial model is
+    execute = stats[(stats["device"] == "host-a") & (stats["event_name"] == "Method::execute")]
+    assert list(execute["samples"]) == [3], stats  # run-1's 3 iterations
 
     farm.worker("wa2", config_a)  # the device is back, on a worker that never saw run-1's files
     farm.wait_online("host-a")
