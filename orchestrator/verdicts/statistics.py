@@ -23,9 +23,9 @@ verdict cry wolf. Method, per (device, model) end to end and per op:
   `unchanged` when the whole interval lies inside [1 - threshold, 1 + threshold];
   `inconclusive` otherwise. A side with no samples is `no-data`, never a regression.
 
-An optional noise floor (the device's own relative run-to-run spread, e.g. from stored history)
-widens the threshold to max(threshold, noise_floor). numpy and scipy are imported inside the
-functions: light commands never pay for them.
+An optional noise floor (the device's own job-to-job spread, set by hand or estimated per
+(device, model) from stored history: noise.py) widens the threshold to max(threshold,
+noise_floor). numpy and scipy are imported inside the functions: light commands never pay for them.
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ class VerdictSettings:
     seed: int = 0
     noise_floor: float = 0.0  # the device's relative run-to-run noise; widens both thresholds
     center: str = "mean"  # MEAN of per-run medians, or FAST: their minimum (see Center)
+    auto_noise_floor: bool = False  # the floor of each (device, model) from its stored history (noise.py)
 
     def effective(self, threshold: float) -> float:
         return max(threshold, self.noise_floor)
@@ -87,7 +88,8 @@ class VerdictSettings:
     def to_dict(self) -> dict[str, Any]:
         return {"threshold": self.threshold, "op_threshold": self.op_threshold, "alpha": self.alpha,
                 "confidence": self.confidence, "resamples": self.resamples, "seed": self.seed,
-                "noise_floor": self.noise_floor, "center": self.center}
+                "noise_floor": self.noise_floor, "center": self.center,
+                "auto_noise_floor": self.auto_noise_floor}
 
 
 @dataclass(frozen=True)
