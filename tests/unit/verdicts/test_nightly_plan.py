@@ -23,6 +23,7 @@ def test_the_example_plan_reads() -> None:
     assert loaded.devices == ("local",) and loaded.runs == 10 and loaded.threshold == pytest.approx(0.05)
     assert loaded.models[1] == PlanModel("configs/models/tiny_mlp.py:build", "portable", "tiny-mlp-portable")
     assert loaded.baseline == "last-good" and loaded.out == loaded.report / "runs"
+    assert loaded.settings.auto_noise_floor and loaded.noise_floor is None
 
 
 def test_defaults_and_forms(tmp_path: Path) -> None:
