@@ -83,7 +83,8 @@ def legend(comparison: Comparison) -> str:
 def _auto_legend(auto: bool) -> str:
     if not auto:
         return ""
-    return (f"; noise floor per device and model from stored history (raises both thresholds): the {COVERAGE:.0%} "
+    return (f"; noise floor per device and model from stored history (raises the bar for regressed/improved, not for "
+            f"unchanged): the {COVERAGE:.0%} "
             f"bound of the ratio between consecutive good stored runs (MAD of log steps, newest {WINDOW}, "
             f"none below {MIN_JOBS})")
 

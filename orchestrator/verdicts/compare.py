@@ -233,7 +233,7 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
                    center=settings.center)
     if est is None:
         return PairVerdict(verdict=Verdict.NO_DATA, reason="no end-to-end samples", blame=Blame.INFRASTRUCTURE, **base)
-    verdict = decide(est, est.p_value, threshold, settings.alpha)
+    verdict = decide(est, est.p_value, threshold, settings.alpha, settings.threshold)
     ops, skipped = _op_verdicts(a, b, settings, op_threshold) if per_op else ((), 0)
     return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, **base)
 
@@ -252,7 +252,7 @@ def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) 
             continue
         estimates.append(((key[0], index, key[1]), est))
     adjusted = adjust_p_values([e.p_value for _, e in estimates])
-    ops = tuple(OpVerdict(key[0], key[1], key[2], decide(est, p, threshold, settings.alpha), est, p)
+    ops = tuple(OpVerdict(key[0], key[1], key[2], decide(est, p, threshold, settings.alpha, settings.op_threshold), est, p)
                 for (key, est), p in zip(estimates, adjusted, strict=False))
     return ops, skipped
 

@@ -157,7 +157,10 @@ def test_a_floor_widens_both_thresholds_and_is_shown() -> None:
     a, b = side(1.0, 1, "run-a"), side(1.08, 2, "run-b")
     assert compare_sides(a, b, settings).verdict is Verdict.REGRESSED  # no floor: 8 % > 5 %
     pair = compare_sides(a, b, settings, noise=NoiseFloor(0.12, jobs=14))
-    assert pair.verdict is not Verdict.REGRESSED and (pair.threshold, pair.op_threshold) == (0.12, 0.12)
+    assert (pair.threshold, pair.op_threshold) == (0.12, 0.12)
+    assert pair.verdict is Verdict.INCONCLUSIVE  # inside the device's noise, but not inside 5 %: not "unchanged"
+    same = compare_sides(a, side(1.0, 3, "run-b"), settings, noise=NoiseFloor(0.12, jobs=14))
+    assert same.verdict is Verdict.UNCHANGED
     none = compare_sides(a, b, settings, noise=NoiseFloor(None, jobs=3))
     assert none.verdict is Verdict.REGRESSED and none.threshold == 0.05
     comparison = Comparison("last-good", "run-b", settings, (pair, none))
