@@ -35,7 +35,9 @@ def compare(
     noise_floor: Annotated[
         str,
         typer.Option(
-            help="The device's job-to-job noise: a percentage (widens both thresholds to at least this), or 'auto': "
+            metavar="auto|PCT",
+            help="The device's job-to-job noise: a regression (end to end and per op) must exceed it. A percentage, "
+            "or 'auto': "
             "per device and model, the 95 % bound of the ratio between consecutive good stored runs of the same "
             "settings (needs the store and at least 6 such runs; the table's 'noise floor' column says which).",
         ),
