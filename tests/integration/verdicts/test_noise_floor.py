@@ -1,11 +1,11 @@
 """`compare --noise-floor auto` on a real SQLite store holding real recorded runs.
 
 Two real jobs on the `local` device pinned to one core (configs/models/deep_mlp.py, and the same
-file at twice the depth). The store's history is eight recordings of the real base job whose
+file at twice the depth). The store's history is nine recordings of the real base job whose
 end-to-end samples are scaled by known factors: whole jobs shifted by up to 7 %, as a loaded
 host shifts them (benchmarks/README.md "Verdicts"), so the device's job-to-job noise is known.
 A job shifted by less than that noise is not called a regression with `auto` (its floor, from the
-eight stored runs, is in the table and JSON); the same job without a floor is judged against the
+nine stored runs: 22 %, is in the table and JSON); the same job without a floor is judged against the
 plain 5 %; twice the depth is still `regressed`.
 """
 
