@@ -204,3 +204,16 @@ def test_auto_without_a_store_is_one_line_exit_2(tmp_path: Path, capsys: pytest.
     (line,) = capsys.readouterr().err.splitlines()
     assert "--noise-floor auto needs a results store" in line
 
+
+
+def test_compare_a_b_with_auto_reads_b_s_history(history: tuple[Path, list[Path]],
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    db, dirs = history
+    code = main(["compare", str(dirs[2]), str(dirs[-1]), "--noise-floor", "auto", "--store", str(db), "--json",
+                 "--no-ops"])
+    data = json.loads(capsys.readouterr().out)
+    assert code in (0, 1) and data["a"] == "run-2" and data["settings"]["auto_noise_floor"] is True
+    (pair,) = data["pairs"]
+    assert pair["source_a"] == "run-2"  # A as given; the floor from B's history: every good run before B
+    assert pair["noise_floor"]["stored_runs"] == len(FACTORS) and pair["threshold"] == pytest.approx(
+        max(0.05, pair["noise_floor"]["floor"]))
