@@ -16,6 +16,10 @@ Reported:
 - 2x: each 2x job against a baseline job: the fraction flagged `regressed`. Target 100 %.
 - 10 %: each 10 %-more-layers job against a baseline job (runs per side = --runs), and pooled
   k jobs per side (k x runs per side): detection rate and the measured ratio.
+- `<center>+auto`: the A/A, 2x and 10 % comparisons again with the automatic noise floor
+  (orchestrator/verdicts/noise.py) from the base jobs that ran before each B job (a rolling
+  history, as a nightly has): rates over all comparisons, and plain vs auto over those that had
+  enough history for a floor.
 With `--mode ab`, both sides come from ONE job per comparison, interleaved A B B A (`run --ab`):
 `pairs` A/A jobs (the same file twice) and `pairs` jobs of base against +10 %.
 Exit 1 when the A/A or 2x targets are missed.
@@ -41,7 +45,8 @@ from orchestrator.run.job import run_job
 from orchestrator.run.results import RunOptions, load_manifest
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.compare import Side, compare_sides, pool, side_from_job
-from orchestrator.verdicts.statistics import VerdictSettings
+from orchestrator.verdicts.noise import WINDOW, NoiseFloor, estimate_floor
+from orchestrator.verdicts.statistics import VerdictSettings, run_median
 
 MODEL = ROOT / "configs" / "models" / "deep_mlp.py"
 CENTERS = (VerdictSettings(center="mean"), VerdictSettings(center="fast"))  # both statistics, on the same runs
@@ -80,7 +85,7 @@ def measure(transport: str, pairs: int, runs: int, iterations: int, pool_k: int,
         text = MODEL.read_text()
         models = {"base": tmpdir / "base" / "mlp.py", "x2": tmpdir / "x2" / "mlp.py", "p10": tmpdir / "p10" / "mlp.py"}
         for kind, depth in (("base", 40), ("x2", 80), ("p10", 44)):
-            models[kind].parent.mkdir()
+            models[kind].parent.mkdir(exist_ok=True)
             models[kind].write_text(text.replace("DEPTH = 40", f"DEPTH = {depth}"))
         host = None
         if transport == "ssh":
@@ -121,7 +126,41 @@ def measure(transport: str, pairs: int, runs: int, iterations: int, pool_k: int,
                 "p10_pooled_runs_per_side": runs * pool_k, "p10_pooled_comparisons": len(pooled),
                 "p10_pooled_detection_rate": _rate(pooled), "p10_pooled_verdicts": _counts(pooled),
             }
+            out[f"{settings.center}+auto"] = _score_auto(base, x2, p10, pairs, settings)
     return out
+
+
+def _score_auto(base: list[Side], x2: list[Side], p10: list[Side], pairs: int,
+                settings: VerdictSettings) -> dict[str, object]:
+    """The same comparisons with the automatic noise floor, as a nightly would have it.
+
+    Jobs ran in the order base 0, x2 0, base 1, p10 0, base 2, x2 1, ...; each comparison's floor is
+    `noise.estimate_floor` over the base jobs that ran before its B job (the newest noise.WINDOW of
+    them: a rolling history). Unlike a nightly, history keeps base jobs a nightly would have
+    flagged (the estimator is a MAD, so a few do not move it). Comparisons with fewer than
+    noise.MIN_JOBS earlier base jobs get no floor (plain thresholds), as a young nightly would; the
+    `*_with_floor` figures compare plain and auto on only the comparisons that had one."""
+    stats = [run_median(s.e2e, settings.center) for s in base]
+
+    def floor(before: int) -> NoiseFloor:  # from base jobs 0 .. before-1
+        return estimate_floor(stats[max(0, before - WINDOW):before])
+
+    def score(name: str, triples: list[tuple[Side, Side, NoiseFloor]]) -> dict[str, object]:
+        plain = [compare_sides(a, b, settings) for a, b, _ in triples]
+        auto = [compare_sides(a, b, settings, noise=f) for a, b, f in triples]
+        kept = [i for i, (_, _, f) in enumerate(triples) if f.floor is not None]
+        floors = sorted(triples[i][2].value for i in kept)
+        return {f"{name}_comparisons": len(auto), f"{name}_rate": _rate(auto), f"{name}_verdicts": _counts(auto),
+                f"{name}_with_floor": len(kept), f"{name}_with_floor_rate_plain": _rate([plain[i] for i in kept]),
+                f"{name}_with_floor_rate_auto": _rate([auto[i] for i in kept]),
+                f"{name}_floor_min_median_max": [round(floors[0], 3), round(floors[len(floors) // 2], 3),
+                                                 round(floors[-1], 3)] if floors else None}
+
+    aa = [(base[2 * i], base[2 * i + 1], floor(2 * i + 1)) for i in range(pairs)]
+    aa_all = [(base[i], base[j], floor(j)) for i, j in itertools.combinations(range(len(base)), 2)]
+    twice = [(base[i], x2[i], floor(2 * i + 1)) for i in range(len(x2))]  # x2 i ran after base 0 .. 2i
+    ten = [(base[i], p10[i], floor(2 * i + 2)) for i in range(len(p10))]  # p10 i ran after base 0 .. 2i+1
+    return {**score("aa", aa), **score("aa_all_pairs", aa_all), **score("x2", twice), **score("p10", ten)}
 
 
 def measure_ab(transport: str, pairs: int, runs: int, iterations: int, pool_k: int,

@@ -33,8 +33,15 @@ def compare(
     threshold: Annotated[float, typer.Option(min=0, help="Practical size of an end-to-end regression, in percent.")] = 5.0,
     op_threshold: Annotated[float, typer.Option(min=0, help="Practical size of a per-op regression, in percent.")] = 10.0,
     noise_floor: Annotated[
-        float, typer.Option(min=0, help="The device's run-to-run noise in percent; widens both thresholds to at least this.")
-    ] = 0.0,
+        str,
+        typer.Option(
+            metavar="auto|PCT",
+            help="The device's job-to-job noise: a regression (end to end and per op) must exceed it. A percentage, "
+            "or 'auto': "
+            "per device and model, the 95 % bound of the ratio between consecutive good stored runs of the same "
+            "settings (needs the store and at least 6 such runs; the table's 'noise floor' column says which).",
+        ),
+    ] = "0",
     center: Annotated[
         str,
         typer.Option(
@@ -53,8 +60,10 @@ def compare(
     Ratio B/A of run-averaged medians (mean of per-run medians) with a hierarchical-bootstrap
     confidence interval over process runs and a Mann-Whitney U p-value on per-run medians
     (Benjamini-Hochberg across ops). Regressed only when significant AND the interval lies above
-    the threshold. A device or model without data is `no-data`, never a regression; one without
-    a baseline is `new`. Exit 0 no regression, 1 a regression (or wrong outputs in B), 2 usage error.
+    the threshold, raised to the noise floor when one is given (--noise-floor auto: per device
+    and model, from the stored history of good runs of the same settings). A device or model
+    without data is `no-data`, never a regression; one without a baseline is `new`.
+    Exit 0 no regression, 1 a regression (or wrong outputs in B), 2 usage error.
     """
     from orchestrator.report.verdicts import verdict_table
     from orchestrator.verdicts.compare import compare_against, compare_jobs
@@ -62,29 +71,54 @@ def compare(
 
     if center not in ("mean", "fast"):
         raise UsageError(f"--center: {center!r}; choose mean or fast")
+    auto, floor = parse_noise_floor(noise_floor)
     settings = VerdictSettings(
-        threshold=threshold / 100.0, op_threshold=op_threshold / 100.0, noise_floor=noise_floor / 100.0, center=center
+        threshold=threshold / 100.0, op_threshold=op_threshold / 100.0, noise_floor=floor, center=center,
+        auto_noise_floor=auto,
     )
-    if a is not None and b is not None:
+    if a is not None and b is not None and not auto:
         comparison = compare_jobs(_resolve(a, store, "A"), _resolve(b, store, "B"), settings, per_op=not no_ops)
     else:
         from orchestrator.run.results import load_manifest
         from orchestrator.store import open_store, store_path
         from orchestrator.verdicts.baseline import (
             LAST_GOOD,
+            history_noise_finder,
             last_good_finder,
             named_finder,
         )
 
         if not store_path(store).is_file():
-            raise UsageError(f"compare needs A and B run directories, or a results store (none at {store_path(store)})")
+            need = "--noise-floor auto needs" if auto else "compare needs A and B run directories, or"
+            raise UsageError(f"{need} a results store (none at {store_path(store)})")
         with open_store(store) as opened:
-            b_dir = _resolve(a, store, "B") if a is not None else _newest(opened)
+            if a is not None and b is not None:
+                a_dir, b_dir = _resolve(a, store, "A"), _resolve(b, store, "B")
+                finder, label = named_finder(opened, str(a_dir)), load_manifest(a_dir).run_id
+            else:
+                b_dir = _resolve(a, store, "B") if a is not None else _newest(opened)
+                label = baseline
             job_b = load_manifest(b_dir)
-            finder = last_good_finder(opened, job_b) if baseline == LAST_GOOD else named_finder(opened, baseline)
-            comparison = compare_against(b_dir, finder, settings, per_op=not no_ops, a_label=baseline)
+            if a is None or b is None:
+                finder = last_good_finder(opened, job_b) if baseline == LAST_GOOD else named_finder(opened, baseline)
+            noise = history_noise_finder(opened, job_b, center) if auto else None
+            comparison = compare_against(b_dir, finder, settings, per_op=not no_ops, a_label=label, noise=noise)
     typer.echo(json.dumps(comparison.to_dict(), indent=2) if as_json else verdict_table(comparison))
     raise typer.Exit(comparison.exit_code)
+
+
+def parse_noise_floor(value: str, option: str = "--noise-floor") -> tuple[bool, float]:
+    """'auto' -> (True, 0.0); '3' or '3%' -> (False, 0.03). Anything else is a usage error."""
+    text = str(value).strip().lower()
+    if text == "auto":
+        return True, 0.0
+    try:
+        number = float(text.removesuffix("%"))
+    except ValueError:
+        raise UsageError(f"{option}: {value!r}; expected 'auto' or a percentage such as 3") from None
+    if not 0 <= number < 100:
+        raise UsageError(f"{option}: {value!r}; expected 'auto' or a percentage from 0 to below 100")
+    return False, number / 100.0
 
 
 def _resolve(ref: str, store: Path | None, which: str) -> Path:

@@ -17,7 +17,9 @@ def register(app: typer.Typer) -> None:
 def nightly(
     plan: Annotated[
         Path,
-        typer.Option("--plan", help="Nightly plan YAML: devices, models, runs, iterations, warmup, threshold, baseline, report."),
+        typer.Option("--plan", help="Nightly plan YAML: devices, models, runs, iterations, warmup, threshold, center, "
+                     "noise_floor (auto, the default: per device and model from stored good runs; or a percentage), "
+                     "baseline, report."),
     ],
     config: Annotated[
         Path | None, typer.Option(help="Device inventory YAML when the plan names none (default $ETFARM_CONFIG).")
@@ -33,7 +35,9 @@ def nightly(
 ) -> None:
     """Run the plan's models on its devices, record the runs, compare each (device, model) with its
     baseline (last-good or a run id), write Markdown and JSON verdicts into the plan's report
-    directory and print the verdict table.
+    directory and print the verdict table. With `noise_floor: auto` (the default) a regression
+    must also exceed the device's job-to-job noise estimated from its stored good runs (none
+    until 6 exist); the table's `noise floor` column says which floor each pair used.
 
     Exit 0 no regression; 1 a regression or wrong outputs; 3 nothing regressed but some device or
     model could not be measured; 2 usage or plan error. The first night has no baseline: it passes

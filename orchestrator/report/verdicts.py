@@ -13,9 +13,10 @@ from pathlib import Path
 from orchestrator.report.summary import format_table
 from orchestrator.verdicts.changes import SeriesChanges
 from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
+from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, WINDOW
 from orchestrator.verdicts.statistics import Verdict
 
-HEADERS = ["device", "model", "op", "verdict", "A p50 ms", "B p50 ms", "ratio", "CI", "p", "runs A/B"]
+HEADERS = ["device", "model", "op", "verdict", "A p50 ms", "B p50 ms", "ratio", "CI", "p", "runs A/B", "noise floor"]
 _NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED)
 
 
@@ -32,17 +33,18 @@ def _pair_row(pair: PairVerdict) -> list[object]:
     if pair.verification_failed:
         verdict += " (outputs WRONG)"
     est = pair.estimate
+    floor = pair.noise.describe() if pair.noise else None
     if est is None:
-        return [pair.device, pair.model, "end to end", verdict, None, None, None, pair.reason or "-", None, None]
+        return [pair.device, pair.model, "end to end", verdict, None, None, None, pair.reason or "-", None, None, floor]
     return [pair.device, pair.model, "end to end", verdict, est.median_a_ms, est.median_b_ms, _ratio(est.ratio),
-            _ci(est.ci_low, est.ci_high), _p(est.p_value), f"{est.runs_a}/{est.runs_b}"]
+            _ci(est.ci_low, est.ci_high), _p(est.p_value), f"{est.runs_a}/{est.runs_b}", floor]
 
 
 def _op_row(pair: PairVerdict, op: OpVerdict) -> list[object]:
     est = op.estimate
     verdict = op.verdict.value.upper() if op.verdict is Verdict.REGRESSED else op.verdict.value
     return ["", "", f"{op.event_name} [{op.event_block}#{op.event_index}]", verdict, est.median_a_ms, est.median_b_ms,
-            _ratio(est.ratio), _ci(est.ci_low, est.ci_high), _p(op.p_adjusted), f"{est.runs_a}/{est.runs_b}"]
+            _ratio(est.ratio), _ci(est.ci_low, est.ci_high), _p(op.p_adjusted), f"{est.runs_a}/{est.runs_b}", None]
 
 
 def _ratio(value: float) -> str:
@@ -59,7 +61,7 @@ def _p(value: float) -> str:
 
 def verdict_table(comparison: Comparison) -> str:
     """The terminal table, with a one-line legend of the method and thresholds."""
-    table = format_table(HEADERS, verdict_rows(comparison), "llllrrrlrr")
+    table = format_table(HEADERS, verdict_rows(comparison), "llllrrrlrrl")
     baselines = [f"{p.device} {p.model}: {p.source_a}" for p in comparison.pairs
                  if p.source_a and p.source_a not in comparison.a]
     return f"{table}\n{legend(comparison)}" + (f"\nbaselines: {'; '.join(baselines)}" if baselines else "")
@@ -75,7 +77,16 @@ def legend(comparison: Comparison) -> str:
             f"hierarchical bootstrap over process runs, p from Mann-Whitney U on {tested} "
             f"(Benjamini-Hochberg across {ops} ops; {skipped} skipped: unmatched or too fast to time); "
             f"thresholds {s.threshold:.0%} end to end, {s.op_threshold:.0%} per op"
-            + (f", noise floor {s.noise_floor:.0%}" if s.noise_floor else ""))
+            + (f", noise floor {s.noise_floor:.0%}" if s.noise_floor else "") + _auto_legend(s.auto_noise_floor))
+
+
+def _auto_legend(auto: bool) -> str:
+    if not auto:
+        return ""
+    return (f"; noise floor per device and model from stored history (raises the bar for regressed/improved, not for "
+            f"unchanged): the {COVERAGE:.0%} "
+            f"bound of the ratio between consecutive good stored runs (MAD of log steps, newest {WINDOW}, "
+            f"none below {MIN_JOBS})")
 
 
 def verdict_markdown(comparison: Comparison, title: str | None = None, notes: Sequence[str] = ()) -> str:

@@ -3,6 +3,8 @@
     statistics.estimate / decide / adjust_p_values, Verdict, VerdictSettings, Center   the method
     compare.compare_jobs(A, B) / compare_against(B, finder) / compare_sides -> Comparison, PairVerdict
     baseline.last_good_finder(store, job) / named_finder / record_verdicts       which run is A
+    noise.estimate_floor(job statistics) -> NoiseFloor; baseline.history_noise_finder(store, job, center)
+                                                      the device's noise floor from stored good runs
     ab.run_ab(...) -> AbOutcome                       `run --ab`: ABBA in one job, --until-confident
     nightly.load_plan / run_nightly -> NightlyOutcome  `nightly --plan`
     changes.find_changes(points) -> [SeriesChanges]    `history --changes` (ruptures PELT)

@@ -12,12 +12,16 @@
   (by naming a baseline run id).
 
 Runs are found through the results store (orchestrator.store); a stored run whose directory is
-gone is skipped (its per-run samples are needed).
+gone is skipped (its per-run samples are needed, and its verdicts.json says whether it regressed).
+The same good runs, the newest `noise.WINDOW` of them, give the automatic noise floor
+(`history_noise_finder`, method in noise.py).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,8 @@ from orchestrator.errors import UsageError
 from orchestrator.run.results import Job, ModelStatus, VerificationStatus, load_manifest
 from orchestrator.store import Store
 from orchestrator.verdicts.compare import Baseline, BaselineFinder, Comparison
+from orchestrator.verdicts.noise import MIN_JOBS, WINDOW, NoiseFinder, NoiseFloor, estimate_floor
+from orchestrator.verdicts.statistics import run_median
 
 VERDICTS_JSON = "verdicts.json"
 LAST_GOOD = "last-good"
@@ -68,19 +74,42 @@ def _good(run_dir: Path, job: Job, device: str, model: str) -> bool:
     return not marked_regressed(run_dir, device, model)
 
 
+def good_history(store: Store, job_b: Job, device: str, model: str) -> Iterator[Baseline]:
+    """The stored good runs of (device, model) older than `job_b` with its settings, newest first.
+
+    `last-good` is the first of them; the noise floor (noise.py) is estimated from the first
+    `noise.WINDOW`."""
+    wanted = settings_key(job_b, model)
+    for run in store.runs(model=model, device=device, limit=_SCAN_LIMIT):
+        if run.run_id == job_b.run_id or run.started > job_b.started or run.run_dir is None:
+            continue
+        if not (run.run_dir / "manifest.json").is_file():
+            continue
+        job = load_manifest(run.run_dir)
+        if settings_key(job, model) == wanted and _good(run.run_dir, job, device, model):
+            yield run.run_dir, job
+
+
 def last_good_finder(store: Store, job_b: Job) -> BaselineFinder:
     """`last-good` for each (device, model) of `job_b`, looked up in `store`."""
     def find(device: str, model: str) -> Baseline | None:
-        wanted = settings_key(job_b, model)
-        for run in store.runs(model=model, device=device, limit=_SCAN_LIMIT):
-            if run.run_id == job_b.run_id or run.started > job_b.started or run.run_dir is None:
-                continue
-            if not (run.run_dir / "manifest.json").is_file():
-                continue
-            job = load_manifest(run.run_dir)
-            if settings_key(job, model) == wanted and _good(run.run_dir, job, device, model):
-                return run.run_dir, job
-        return None
+        return next(good_history(store, job_b, device, model), None)
+
+    return find
+
+
+def history_noise_finder(store: Store, job_b: Job, center: str, window: int = WINDOW,
+                         min_jobs: int = MIN_JOBS) -> NoiseFinder:
+    """The automatic noise floor of each (device, model) of `job_b`: `noise.estimate_floor` over
+    the per-job statistic (`center`) of its newest `window` good stored runs (the same runs
+    `last-good` chooses from)."""
+    def find(device: str, model: str) -> NoiseFloor:
+        history = list(itertools.islice(good_history(store, job_b, device, model), window))
+        statistics = []
+        for _, job in reversed(history):  # oldest first
+            result = job.device(device).model(model)  # type: ignore[union-attr]  # _good checked both
+            statistics.append(run_median([r.execute_ms for r in result.traced_runs], center))  # type: ignore[union-attr]
+        return estimate_floor(statistics, min_jobs=min_jobs)
 
     return find
 

@@ -20,7 +20,7 @@ Renderers only print these objects (report/verdicts.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from orchestrator.run.results import (
     load_manifest,
 )
 from orchestrator.run.runner_contract import ETDUMP_NAME
+from orchestrator.verdicts.noise import NoiseFinder, NoiseFloor
 from orchestrator.verdicts.statistics import (
     Estimate,
     Verdict,
@@ -144,6 +145,7 @@ class PairVerdict:
     verification_failed: bool = False  # B's outputs did not match the reference
     source_a: str = ""  # run id(s) of A and B
     source_b: str = ""
+    noise: NoiseFloor | None = None  # the noise floor behind `threshold`/`op_threshold`, and whence
 
     @property
     def model(self) -> str:
@@ -164,7 +166,8 @@ class PairVerdict:
                 "op_threshold": self.op_threshold, "regressed": self.regressed, "ops_skipped": self.ops_skipped,
                 "reason": self.reason, "blame": self.blame.value if self.blame else None,
                 "verification_failed": self.verification_failed, "source_a": self.source_a,
-                "source_b": self.source_b, "ops": [o.to_dict() for o in self.ops]}
+                "source_b": self.source_b, "noise_floor": self.noise.to_dict() if self.noise else None,
+                "ops": [o.to_dict() for o in self.ops]}
 
 
 @dataclass(frozen=True)
@@ -207,12 +210,21 @@ class Comparison:
                 "exit_code": self.exit_code, "pairs": [p.to_dict() for p in self.pairs]}
 
 
-def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS, per_op: bool = True) -> PairVerdict:
-    """The verdict of B against A (see statistics.py for the method)."""
+def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS, per_op: bool = True,
+                  noise: NoiseFloor | None = None) -> PairVerdict:
+    """The verdict of B against A (see statistics.py for the method).
+
+    `noise`: this pair's noise floor (e.g. from stored history); it replaces `settings.noise_floor`.
+    The end-to-end floor widens the per-op threshold too: a job-level shift (processes landing in
+    a slower state) slows every op of the process alike, so per-op ratios carry it as well."""
+    if noise is None and settings.noise_floor:
+        noise = NoiseFloor(settings.noise_floor, auto=False)
+    if noise is not None:
+        settings = replace(settings, noise_floor=noise.value)
     threshold, op_threshold = settings.effective(settings.threshold), settings.effective(settings.op_threshold)
     base: dict[str, Any] = {"device": b.device, "model_a": a.model, "model_b": b.model, "threshold": threshold,
                             "op_threshold": op_threshold, "verification_failed": b.verification is VerificationStatus.FAIL,
-                            "source_a": a.source, "source_b": b.source}
+                            "source_a": a.source, "source_b": b.source, "noise": noise}
     for side, which in ((b, "B"), (a, "A")):  # the run under test first: its failure is the news
         if side.missing is not None:
             return PairVerdict(verdict=Verdict.NO_DATA, reason=f"{which} ({side.source}): {side.missing}",
@@ -221,7 +233,7 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
                    center=settings.center)
     if est is None:
         return PairVerdict(verdict=Verdict.NO_DATA, reason="no end-to-end samples", blame=Blame.INFRASTRUCTURE, **base)
-    verdict = decide(est, est.p_value, threshold, settings.alpha)
+    verdict = decide(est, est.p_value, threshold, settings.alpha, settings.threshold)
     ops, skipped = _op_verdicts(a, b, settings, op_threshold) if per_op else ((), 0)
     return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, **base)
 
@@ -240,7 +252,7 @@ def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) 
             continue
         estimates.append(((key[0], index, key[1]), est))
     adjusted = adjust_p_values([e.p_value for _, e in estimates])
-    ops = tuple(OpVerdict(key[0], key[1], key[2], decide(est, p, threshold, settings.alpha), est, p)
+    ops = tuple(OpVerdict(key[0], key[1], key[2], decide(est, p, threshold, settings.alpha, settings.op_threshold), est, p)
                 for (key, est), p in zip(estimates, adjusted, strict=False))
     return ops, skipped
 
@@ -277,11 +289,12 @@ def compare_jobs(a_dir: str | Path, b_dir: str | Path, settings: VerdictSettings
 
 
 def compare_against(b_dir: str | Path, baseline: BaselineFinder, settings: VerdictSettings = DEFAULT_SETTINGS,
-                    per_op: bool = True, a_label: str = "baseline") -> Comparison:
+                    per_op: bool = True, a_label: str = "baseline", noise: NoiseFinder | None = None) -> Comparison:
     """Every (device, model) of the run at `b_dir` against the run `baseline(device, model)` names.
 
     A pair whose baseline does not hold that (device, model) at all is `new` (it becomes the
-    baseline); one whose baseline or B side failed is `no-data`."""
+    baseline); one whose baseline or B side failed is `no-data`. `noise(device, model)`, when
+    given, is each measured pair's noise floor (baseline.history_noise_finder)."""
     job_b = load_manifest(b_dir)
     pairs = []
     for device in job_b.devices:
@@ -295,7 +308,9 @@ def compare_against(b_dir: str | Path, baseline: BaselineFinder, settings: Verdi
                 continue
             side_a = (side_from_job(found[0], found[1], device.name, model) if found is not None
                       else Side(a_label, device.name, model, missing="no baseline", blame=Blame.USAGE))
-            pairs.append(compare_sides(side_a, side_b, settings, per_op))
+            measured = side_a.missing is None and side_b.missing is None
+            floor = noise(device.name, model) if noise is not None and measured else None
+            pairs.append(compare_sides(side_a, side_b, settings, per_op, floor))
     return Comparison(a_label, job_b.run_id, settings, tuple(pairs))
 
 

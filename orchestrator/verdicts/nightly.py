@@ -9,6 +9,7 @@ The plan (YAML, `yaml.safe_load`; DESIGN §3; example in configs/nightly.yaml):
     warmup: 5
     threshold: 5%                           # end to end; `op_threshold` (default 10%) per op
     center: mean                            # or fast: see statistics.Center
+    noise_floor: auto                       # default; or a percentage (0% = none): see noise.py
     baseline: last-good                     # or a run id / run directory
     report: reports/                        # Markdown + JSON verdicts written here
     out: reports/runs                       # optional: where run directories go (default REPORT/runs)
@@ -40,6 +41,7 @@ from orchestrator.run.results import RunOptions
 from orchestrator.store import Store
 from orchestrator.verdicts.baseline import (
     LAST_GOOD,
+    history_noise_finder,
     last_good_finder,
     named_finder,
     record_verdicts,
@@ -54,7 +56,7 @@ from orchestrator.yamlfile import load_yaml
 
 EXIT_NIGHTLY_UNMEASURED = 3
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
-         "config", "backend", "center", "scheduler"}
+         "config", "backend", "center", "noise_floor", "scheduler"}
 _MODEL_KEYS = {"spec", "backend", "name"}
 
 
@@ -80,11 +82,13 @@ class NightlyPlan:
     baseline: str = LAST_GOOD
     config: Path | None = None
     center: str = "mean"
+    noise_floor: float | None = None  # None: auto (per device and model from stored history), else relative
     scheduler: str | None = None  # the Dask farm's scheduler: the devices are its workers'
 
     @property
     def settings(self) -> VerdictSettings:
-        return VerdictSettings(threshold=self.threshold, op_threshold=self.op_threshold, center=self.center)
+        return VerdictSettings(threshold=self.threshold, op_threshold=self.op_threshold, center=self.center,
+                               noise_floor=self.noise_floor or 0.0, auto_noise_floor=self.noise_floor is None)
 
     def options(self) -> RunOptions:
         return RunOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup)
@@ -113,8 +117,21 @@ def load_plan(path: Path) -> NightlyPlan:
         op_threshold=_percent(path, data, "op_threshold", DEFAULT_OP_THRESHOLD),
         baseline=_text(path, "baseline", data.get("baseline", LAST_GOOD)),
         config=Path(_text(path, "config", data["config"])).expanduser() if data.get("config") else None,
-        center=_center(path, data.get("center", "mean")),
+        center=_center(path, data.get("center", "mean")), noise_floor=_noise_floor(path, data.get("noise_floor", "auto")),
         scheduler=_text(path, "scheduler", data["scheduler"]) if data.get("scheduler") is not None else None)
+
+
+def _noise_floor(path: Path, value: Any) -> float | None:
+    """'auto' -> None; '3%' or 3 -> 0.03; 0 or '0%' -> 0.0 (no floor)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return None
+    try:
+        number = float(str(value).strip().removesuffix("%"))
+    except ValueError:
+        number = float("nan")
+    if isinstance(value, bool) or not 0 <= number < 100:
+        raise ConfigError(path, "noise_floor", f"expected auto or a percentage like 3%, got {value!r}")
+    return number / 100.0
 
 
 def _center(path: Path, value: Any) -> str:
@@ -211,7 +228,8 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     notes = []
     for result in jobs:
         finder = last_good_finder(store, result.job) if plan.baseline == LAST_GOOD else named_finder(store, plan.baseline)
-        part = compare_against(result.rundir.root, finder, plan.settings, a_label=plan.baseline)
+        noise = history_noise_finder(store, result.job, plan.center) if plan.noise_floor is None else None
+        part = compare_against(result.rundir.root, finder, plan.settings, a_label=plan.baseline, noise=noise)
         record_verdicts(result.rundir.root, part)
         pairs += part.pairs
         notes.append(f"run {result.job.run_id}: {result.rundir.root}")

@@ -23,9 +23,11 @@ verdict cry wolf. Method, per (device, model) end to end and per op:
   `unchanged` when the whole interval lies inside [1 - threshold, 1 + threshold];
   `inconclusive` otherwise. A side with no samples is `no-data`, never a regression.
 
-An optional noise floor (the device's own relative run-to-run spread, e.g. from stored history)
-widens the threshold to max(threshold, noise_floor). numpy and scipy are imported inside the
-functions: light commands never pay for them.
+An optional noise floor (the device's own job-to-job spread, set by hand or estimated per
+(device, model) from stored history: noise.py) raises the bar for `regressed` and `improved` to
+max(threshold, noise_floor); `unchanged` still needs the interval inside the plain threshold (a
+floor of 40 % must not make a 30 % shift "unchanged"; it is `inconclusive`). numpy and scipy
+are imported inside the functions: light commands never pay for them.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ class VerdictSettings:
     seed: int = 0
     noise_floor: float = 0.0  # the device's relative run-to-run noise; widens both thresholds
     center: str = "mean"  # MEAN of per-run medians, or FAST: their minimum (see Center)
+    auto_noise_floor: bool = False  # the floor of each (device, model) from its stored history (noise.py)
 
     def effective(self, threshold: float) -> float:
         return max(threshold, self.noise_floor)
@@ -87,7 +90,8 @@ class VerdictSettings:
     def to_dict(self) -> dict[str, Any]:
         return {"threshold": self.threshold, "op_threshold": self.op_threshold, "alpha": self.alpha,
                 "confidence": self.confidence, "resamples": self.resamples, "seed": self.seed,
-                "noise_floor": self.noise_floor, "center": self.center}
+                "noise_floor": self.noise_floor, "center": self.center,
+                "auto_noise_floor": self.auto_noise_floor}
 
 
 @dataclass(frozen=True)
@@ -198,18 +202,25 @@ def adjust_p_values(p_values: Sequence[float]) -> list[float]:
     return [float(p) for p in false_discovery_control(list(p_values), method="bh")]
 
 
-def decide(est: Estimate | None, p_value: float, threshold: float, alpha: float = DEFAULT_ALPHA) -> Verdict:
-    """Significance AND practical size: see the module docstring. `p_value` is the adjusted one."""
+def decide(est: Estimate | None, p_value: float, threshold: float, alpha: float = DEFAULT_ALPHA,
+           same_within: float | None = None) -> Verdict:
+    """Significance AND practical size: see the module docstring. `p_value` is the adjusted one.
+
+    `threshold` is what a regression or improvement must exceed (a noise floor raises it);
+    `same_within` (default: `threshold`) is what `unchanged` must stay inside. With a noise floor
+    the caller passes the plain threshold here: a shift inside the device's noise but beyond the
+    threshold is not a regression, and not `unchanged` either, but `inconclusive`."""
     if est is None:
         return Verdict.NO_DATA
     low, high = est.ci_low, est.ci_high
     if math.isnan(low) or math.isnan(high):
         return Verdict.INCONCLUSIVE
+    same = threshold if same_within is None else min(same_within, threshold)
     significant = p_value < alpha
     if significant and low > 1.0 + threshold:
         return Verdict.REGRESSED
     if significant and high < 1.0 - threshold:
         return Verdict.IMPROVED
-    if low >= 1.0 - threshold and high <= 1.0 + threshold:
+    if low >= 1.0 - same and high <= 1.0 + same:
         return Verdict.UNCHANGED
     return Verdict.INCONCLUSIVE

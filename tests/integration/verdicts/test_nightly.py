@@ -59,6 +59,11 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     verdicts = json.loads(max(report.glob("nightly-*.json")).read_text())
     assert verdicts["pairs"][0]["verdict"] in {"unchanged", "inconclusive", "improved"}
     assert verdicts["pairs"][0]["estimate"]["runs_a"] == 8
+    # noise_floor defaults to auto: one good stored night is too short a history, and the report says so
+    assert verdicts["settings"]["auto_noise_floor"] is True and verdicts["pairs"][0]["threshold"] == 0.05
+    assert verdicts["pairs"][0]["noise_floor"] == {"floor": None, "source": "auto", "stored_runs": 1,
+                                                   "min_stored_runs": 6, "coverage": 0.95}
+    assert "none (1 of 6 runs)" in (report / "latest.md").read_text()
     repeat_id = verdicts["b"]
 
     model.write_text(MODEL.read_text().replace("DEPTH = 40", "DEPTH = 80"))  # same name, twice the depth

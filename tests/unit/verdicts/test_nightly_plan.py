@@ -23,6 +23,7 @@ def test_the_example_plan_reads() -> None:
     assert loaded.devices == ("local",) and loaded.runs == 10 and loaded.threshold == pytest.approx(0.05)
     assert loaded.models[1] == PlanModel("configs/models/tiny_mlp.py:build", "portable", "tiny-mlp-portable")
     assert loaded.baseline == "last-good" and loaded.out == loaded.report / "runs"
+    assert loaded.settings.auto_noise_floor and loaded.noise_floor is None
 
 
 def test_defaults_and_forms(tmp_path: Path) -> None:
@@ -30,6 +31,16 @@ def test_defaults_and_forms(tmp_path: Path) -> None:
     assert loaded.devices == ("a", "b") and loaded.threshold == pytest.approx(0.07)
     assert (loaded.runs, loaded.iterations, loaded.warmup, loaded.op_threshold) == (10, 50, 5, 0.10)
     assert loaded.models == (PlanModel("m.py:build", "xnnpack"),)
+
+
+def test_noise_floor_is_auto_by_default_or_a_percentage(tmp_path: Path) -> None:
+    base = "devices: [a]\nmodels: [m.py:build]\nreport: r\n"
+    auto = load_plan(plan(tmp_path, base)).settings
+    assert auto.auto_noise_floor and auto.noise_floor == 0.0
+    for text, floor in (("3%", 0.03), ("4", 0.04), ("0%", 0.0)):
+        fixed = load_plan(plan(tmp_path, base + f"noise_floor: {text}\n")).settings
+        assert not fixed.auto_noise_floor and fixed.noise_floor == pytest.approx(floor)
+    assert load_plan(plan(tmp_path, base + "noise_floor: auto\n")).settings.auto_noise_floor
 
 
 @pytest.mark.parametrize(("text", "where"), [
@@ -41,6 +52,9 @@ def test_defaults_and_forms(tmp_path: Path) -> None:
     ("devices: [a]\nmodels: [{spec: m.py:build, colour: red}]\nreport: r\n", "models[0].colour: unknown key"),
     ("- just\n- a list\n", "a plan is a mapping"),
     ("devices: [a\n", "not valid YAML"),
+    ("devices: [a]\nmodels: [m.py:build]\nreport: r\nnoise_floor: lots\n", "noise_floor: expected auto or a percentage"),
+    ("devices: [a]\nmodels: [m.py:build]\nreport: r\nnoise_floor: -2%\n", "noise_floor: expected auto or a percentage"),
+    ("devices: [a]\nmodels: [m.py:build]\nreport: r\nnoise_floor: true\n", "noise_floor: expected auto or a percentage"),
 ])
 def test_bad_plans_name_file_and_key(tmp_path: Path, text: str, where: str) -> None:
     path = plan(tmp_path, text)

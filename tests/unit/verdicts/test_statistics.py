@@ -94,6 +94,11 @@ def test_decision_needs_significance_and_size() -> None:
     assert decide(est(1.02, 1.2), 0.01, 0.05) is Verdict.INCONCLUSIVE  # could be below the threshold
     assert decide(est(0.97, 1.04), 0.01, 0.05) is Verdict.UNCHANGED  # significant but small
     assert decide(est(0.8, 0.9), 0.01, 0.05) is Verdict.IMPROVED
+    # a noise floor of 20 % raises the bar for regressed/improved, but unchanged stays within the threshold
+    assert decide(est(1.06, 1.2), 0.01, 0.20, same_within=0.05) is Verdict.INCONCLUSIVE
+    assert decide(est(1.25, 1.4), 0.01, 0.20, same_within=0.05) is Verdict.REGRESSED
+    assert decide(est(0.97, 1.04), 0.01, 0.20, same_within=0.05) is Verdict.UNCHANGED
+    assert decide(est(0.9, 1.1), 0.01, 0.20, same_within=0.05) is Verdict.INCONCLUSIVE
 
 
 def test_benjamini_hochberg_adjustment() -> None:

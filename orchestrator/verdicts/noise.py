@@ -1,0 +1,87 @@
+"""The device's job-to-job noise floor for one (device, model, settings), from its stored history.
+
+Why: under host load whole jobs shift (benchmarks/README.md "Verdicts": A/A ratios of the mean
+statistic 0.64-1.85 between identical jobs), and a verdict's interval, built from ONE job's
+process runs per side, cannot see a shift that moves every run of a job alike. The floor widens
+both thresholds to max(threshold, floor) (statistics.VerdictSettings.effective), so a nightly
+does not call a shift a regression when that device's identical jobs shift that much anyway.
+
+Method (`estimate_floor`), on the per-job statistic the verdict uses (statistics.run_median:
+the mean of the per-run medians, or `fast`: their minimum) of the last `WINDOW` good stored jobs,
+oldest first:
+- x = log of each job's statistic; d = successive differences x[i+1] - x[i], i.e. the log ratio
+  between consecutive good jobs, which is what a nightly compare (night against last-good) sees;
+- sigma = the MAD of d scaled to a normal standard deviation
+  (`scipy.stats.median_abs_deviation(d, scale="normal")`). Differences rather than levels so an
+  accepted step in history (a deliberate change, re-baselined) counts once, not as spread; the
+  MAD so that one outlier job neither inflates the floor nor hides a 2x regression (a floor from
+  the plain standard deviation went to ~40 % on the loaded benchmark host and missed a 2x job);
+- floor = exp(z * sigma) - 1 with z = the normal (1 + COVERAGE) / 2 quantile (1.96): the
+  two-sided 95 % bound of the ratio between two good jobs of the same model on that device.
+Below MIN_JOBS good jobs (5 differences) there is no floor (`floor` None; the verdict table and
+JSON say so) and the plain thresholds apply. What it does not cover, measured: rare whole-job
+outliers (a job with no process in the fast state: ~1 in 10 jobs on a loaded host) lie beyond
+any floor that still lets a 2x slowdown through; a single job cannot tell them from a regression.
+
+Which stored jobs count (same model name, device, backend, iterations, warmup, threads; the
+model succeeded with right outputs; not marked regressed; older than the run under test) is the
+baseline finder's rule, in baseline.py (`good_history`, `history_noise_finder`): one home.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+COVERAGE = 0.95  # two-sided coverage of the job-to-job ratio bound
+MIN_JOBS = 6  # good stored jobs needed (5 job-to-job differences) before a floor is set
+WINDOW = 20  # newest good stored jobs used
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """The floor used for one (device, model): a relative size (0.12 = 12 %), or None, and whence."""
+
+    floor: float | None
+    jobs: int = 0  # stored good jobs it was estimated from (auto)
+    auto: bool = True  # False: set by hand (--noise-floor PCT / plan `noise_floor: 3%`)
+    min_jobs: int = MIN_JOBS
+
+    @property
+    def value(self) -> float:
+        """The floor as a threshold widening (0.0 when there is none)."""
+        return self.floor or 0.0
+
+    def describe(self) -> str:
+        if not self.auto:
+            return f"{self.value:.1%} (set)"
+        if self.floor is None:
+            return f"none ({self.jobs} of {self.min_jobs} runs)"
+        return f"{self.floor:.1%} ({self.jobs} runs)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"floor": self.floor, "source": "auto" if self.auto else "set", "stored_runs": self.jobs,
+                "min_stored_runs": self.min_jobs, "coverage": COVERAGE if self.auto else None}
+
+
+NoiseFinder = Callable[[str, str], NoiseFloor]  # (device, model) -> the floor for that pair
+
+
+def estimate_floor(job_statistics: Sequence[float], coverage: float = COVERAGE,
+                   min_jobs: int = MIN_JOBS) -> NoiseFloor:
+    """The noise floor from per-job statistics (ms, oldest first; see the module docstring).
+
+    Non-positive or non-finite values are ignored (they cannot be logged); fewer than `min_jobs`
+    usable values give `NoiseFloor(None, n)`."""
+    import numpy as np
+    from scipy.stats import median_abs_deviation, norm
+
+    values = np.asarray([v for v in job_statistics if math.isfinite(v) and v > 0], dtype=float)
+    if values.size < max(min_jobs, 2):
+        return NoiseFloor(None, int(values.size), min_jobs=min_jobs)
+    steps = np.diff(np.log(values))
+    sigma = float(median_abs_deviation(steps, scale="normal"))
+    z = float(norm.ppf(0.5 + coverage / 2.0))
+    return NoiseFloor(math.expm1(z * sigma), int(values.size), min_jobs=min_jobs)
