@@ -201,7 +201,7 @@ def remote_lock(agent: DeviceAgent, *, wait: bool = True, on_wait: Callable[[str
                                       f"{holder.description} (drop --no-wait to wait for it)")
         if deadline is not None and time.monotonic() >= deadline:
             assert timeout_s is not None
-            host = f", {waited_s:.0f} s of them for the host lock" if waited_s >= 0.5 else ""
+            host = f", {waited_s:.0f} s of them for the host lock," if waited_s >= 0.5 else ""
             raise DeviceRefused(name, f"gave up after {timeout_s + waited_s:g} s{host} waiting for the lock in workdir "
                                       f"{agent.spec.workdir} held by {holder.description} (--lock-timeout)")
         if holder.line != said:

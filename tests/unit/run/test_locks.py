@@ -61,3 +61,20 @@ def test_lock_timeout_gives_up_naming_the_holder_and_the_option() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_one_lock_timeout_budget_for_both_locks() -> None:
+    from orchestrator.run.locks import budget_left
+
+    assert budget_left(None, 12.0) is None
+    assert budget_left(10.0, 4.0) == 6.0
+    assert budget_left(10.0, 11.0) == 0.0
+
+
+def test_device_lock_yields_how_long_it_waited() -> None:
+    with device_lock("dev-free", wait=False) as waited:
+        assert 0 <= waited < 0.5
+    proc = hold_lock_in_other_process("dev-w", 1.0)
+    with device_lock("dev-w") as waited:
+        assert waited > 0.3
+    proc.wait()
