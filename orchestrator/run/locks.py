@@ -160,17 +160,19 @@ class RemoteLock:
     def __init__(self, agent: DeviceAgent, path: str, me: str, on_wait: Callable[[str], None]) -> None:
         self.agent, self.path, self.me, self.on_wait = agent, path, me, on_wait
 
-    def revalidate(self) -> None:
+    def revalidate(self) -> bool:
         """After a reconnect: the lock must still be ours. Gone (the board rebooted, its workdir
-        wiped): taken again. Held by someone else now: DeviceRefused, and the caller must not touch
-        the device (its runner, its files) any more."""
+        wiped): taken again, and True (what was staged may be gone too). Held by someone else now:
+        DeviceRefused, and the caller must not touch the device (its runner, its files) any more."""
         answer = self.agent.check(["sh", "-c", _CHECK, "etfarm-lock", self.path, self.me], persistent=True).stdout
         if answer.strip() == "TAKEN":
             self.on_wait(f"the device lock {self.path} was gone after the reconnect; taken again")
-        elif answer.strip() != "OURS":
+            return True
+        if answer.strip() != "OURS":
             holder = _parse_held(answer)
             raise DeviceRefused(self.agent.spec.name, f"lost the device lock {self.path} while the link was down: "
                                                       f"it is now held by {holder.description}")
+        return False
 
 
 @contextmanager

@@ -142,13 +142,15 @@ def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: Run
     return run, step.facts
 
 
-def prepare_retry(agent: DeviceAgent, lock: RemoteLock | None, out_rel: str, say: Callable[[str], None]) -> None:
+def prepare_retry(agent: DeviceAgent, lock: RemoteLock | None, out_rel: str, say: Callable[[str], None],
+                  restage: Callable[[], object] = lambda: None) -> None:
     """Between a process run cut off by the link and its next try: reconnect, make sure the device
-    lock is still ours (never touch a device someone else now holds), then kill whatever of the
-    old step still runs there, so two runners never overlap."""
+    lock is still ours (never touch a device someone else now holds; `restage()` when the device had
+    lost it, as a rebooted board that wiped its workdir), then kill whatever of the old step still
+    runs there, so two runners never overlap."""
     agent.reconnect()
-    if lock is not None:
-        lock.revalidate()
+    if lock is not None and lock.revalidate():
+        restage()
     result = agent.run(kill_step_command(agent, out_rel), timeout_s=KILL_LEFTOVER_SEC, persistent=True)
     if not result.ok:
         raise CommandFailed(agent.spec.name, f"killing the runner left in {out_rel}", result.exit_code, result.tail(),

@@ -337,12 +337,12 @@ class DeviceSession:
         self.last_progress = time.monotonic()  # a bounded retry is progress for the watchdog
         agent.reconnect()
         if self._lock is not None:
-            self._lock.revalidate()
+            self._lock.revalidate()  # staging is what comes next anyway
 
     def _before_run_retry(self, agent: DeviceAgent, plan: RunPlan) -> None:
         self._check_cancelled()
         self.last_progress = time.monotonic()
-        prepare_retry(agent, self._lock, plan.out_rel, self.say)
+        prepare_retry(agent, self._lock, plan.out_rel, self.say, restage=lambda: self._stage(agent))
 
     def _record_facts(self, model: ExportedModel, facts: Mapping[str, Any]) -> None:
         """device.json of a model: what the device was at the model's first (cold) run."""

@@ -173,11 +173,11 @@ def test_the_lock_is_revalidated_after_a_reconnect(ssh_server_factory, tmp_path:
         host.kill_server()
         host.start_again()
         agent.reconnect()
-        lock.revalidate()
+        assert lock.revalidate() is False  # still ours: nothing lost
         assert (lock_dir / "holder").read_text() == mine and not said
         (lock_dir / "holder").unlink()
         lock_dir.rmdir()  # the board rebooted and lost its workdir's lock
-        lock.revalidate()
+        assert lock.revalidate() is True  # taken again: the caller stages again
         assert (lock_dir / "holder").read_text() == mine and "taken again" in said[-1]
         (lock_dir / "holder").write_text("host=elsewhere pid=1 user=x device=board since=t token=9\n")
         with pytest.raises(DeviceRefused, match=r"lost the device lock .* now held by x@elsewhere pid 1"):

@@ -219,3 +219,38 @@ def test_sshd_killed_and_restarted_mid_run_retries_the_run(ssh_server_factory: C
     assert sorted(p.name for p in (out / "board" / "tiny_mlp" / "run-2").iterdir()) == sorted(
         Path(a).name for a in model.runs[1].artifacts)
     assert not (workdir / REMOTE_LOCK_REL).exists()  # still ours after the reconnect, released at the end
+
+
+@pytest.mark.slow
+def test_adb_device_daemon_restarted_mid_run_retries_the_run(adb_testdevice: object, tmp_path: Path) -> None:
+    """adbd dies during run 2 (and every command it started with it) and comes back: the run is repeated
+    after a reconnect and the job completes `ok` with the failed try recorded."""
+    from orchestrator.run.locks import REMOTE_LOCK_REL
+    from orchestrator.run.results import load_manifest
+
+    spec = adb_testdevice.spec("phone", exec_prefix=SLOW_START)  # type: ignore[attr-defined]
+    workdir = Path(spec.workdir)
+    config = write_inventory(tmp_path / "devices.yaml", [spec])
+    out = tmp_path / "run"
+    job = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices", "phone",
+         "--model", MLP, "--backend", "portable", "--runs", "3", "--iterations", "3", "--untraced-runs", "0",
+         "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for(workdir / "out" / "tiny_mlp" / "run-2.pid", timeout_s=240)
+        adb_testdevice.restart()  # type: ignore[attr-defined]
+        stdout, stderr = job.communicate(timeout=300)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 0, stderr[-3000:]
+    device = load_manifest(out).device("phone")
+    assert device is not None and device.status.value == "ok", device
+    model = device.model("tiny_mlp")
+    assert model is not None and [run.label for run in model.runs] == ["run-1", "run-2", "run-3"]
+    assert [a.step for a in device.attempts][:1] == ["run tiny_mlp run-2"], device.attempts
+    stats = pd.read_csv(out / "stats.csv")
+    assert int(stats[stats["event_name"] == "Method::execute"]["samples"].iloc[0]) == 3 * 3
+    assert not (workdir / REMOTE_LOCK_REL).exists()

@@ -30,13 +30,14 @@ class FakeAgent:
 
 
 class FakeLock:
-    def __init__(self, calls: list[str], lost: bool = False) -> None:
-        self.calls, self.lost = calls, lost
+    def __init__(self, calls: list[str], lost: bool = False, retaken: bool = False) -> None:
+        self.calls, self.lost, self.retaken = calls, lost, retaken
 
-    def revalidate(self) -> None:
+    def revalidate(self) -> bool:
         self.calls.append("revalidate")
         if self.lost:
             raise DeviceRefused("board", "lost the device lock")
+        return self.retaken
 
 
 def test_reconnect_then_the_lock_then_the_left_over_runner() -> None:
@@ -50,3 +51,10 @@ def test_a_device_someone_else_now_holds_is_not_touched() -> None:
     with pytest.raises(DeviceRefused):
         prepare_retry(FakeAgent(calls), FakeLock(calls, lost=True), "out/m/run-2", say=lambda s: None)  # type: ignore[arg-type]
     assert calls == ["reconnect", "revalidate"]  # no kill: the runner there may be the other job's
+
+
+def test_a_device_that_lost_its_lock_and_workdir_is_staged_again_first() -> None:
+    calls: list[str] = []
+    prepare_retry(FakeAgent(calls), FakeLock(calls, retaken=True), "out/m/run-2", say=lambda s: None,  # type: ignore[arg-type]
+                  restage=lambda: calls.append("stage"))
+    assert calls == ["reconnect", "revalidate", "stage", "kill /w/out/m/run-2.pid"]
