@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 from device_agents.base import DeviceAgent
 from orchestrator.cache import cache_dir
-from orchestrator.errors import CommandFailed, DeviceError, DeviceRefused, EtfarmError
+from orchestrator.errors import DeviceError, DeviceRefused, EtfarmError
+from orchestrator.run.retry import retryable
 
 LOCK_POLL_SEC = 0.5
 
@@ -215,7 +216,7 @@ def remote_lock(agent: DeviceAgent, *, wait: bool = True, on_wait: Callable[[str
     try:
         yield RemoteLock(agent, lock, me, on_wait)
     except DeviceError as exc:
-        link_lost = not isinstance(exc, DeviceRefused) and (not isinstance(exc, CommandFailed) or exc.returncode is None)
+        link_lost = retryable(exc)  # a transport fault (not a refusal, an answer or the runner's own failure)
         raise
     finally:
         if link_lost:
