@@ -87,6 +87,9 @@ class StepResult:
     files: Mapping[str, Path]  # plain name -> local path, verified by size and sha256
     duration_s: float  # host wall time of the whole step
     pulled: tuple[str, ...] = ()  # names too big for the stream, fetched separately
+    # The transport ended the step (connection lost, or the host deadline passed with the device
+    # silent): a fault of the link, not the runner's (its own deadline is exit 124: timed_out only).
+    lost: bool = False
 
     @property
     def ok(self) -> bool:
@@ -119,7 +122,7 @@ def run_step(agent: DeviceAgent, request: StepRequest, dest_dir: Path) -> StepRe
     where = f"step of {request.out_rel}"
     if raw.timed_out or raw.exit_code is None:
         detail = raw.stderr.decode(errors="replace")[-1500:]
-        return StepResult(runner_command, None, raw.timed_out, "", detail, {}, {}, raw.duration_s)
+        return StepResult(runner_command, None, raw.timed_out, "", detail, {}, {}, raw.duration_s, lost=True)
     frames = parse_frames(raw.stdout, nonce, agent.spec.name, where)
     exit_code = next((f.code for f in frames if f.kind == "exit"), None)
     own: dict[str, bytes] = {}

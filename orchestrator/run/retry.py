@@ -8,19 +8,25 @@ command that ended without an exit status). Never retried: a `DeviceRefused` (ho
 workdir, another host's lock), a command that answered with an exit code (the device said no),
 a runner that failed, wrong results, usage and data errors. Every failed try is handed to
 `record` as an `Attempt`, so the manifest shows what happened and `etfarm devices` can say
-"degraded". A process run is not retried here: it is retried only when it never started, which
-the session decides.
+"degraded". A process run is retried the same way when the transport failed under it (the link
+dropped, sshd or adbd restarted, a stalled link met its host deadline); what the runner did
+itself (`ModelFault`: it crashed, exited non-zero, met its device-side `--timeout`, wrote no
+ETDump) is the model's business and never retried.
+
+The budget counts from the first failure, not from the first try: a process run may take
+minutes before the link drops, and that must not leave its retry no time at all.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_exponential
+from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential
 
 from orchestrator.errors import CommandFailed, DeviceError, DeviceRefused, one_line
 from orchestrator.run.results import Attempt
@@ -31,7 +37,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """At most `attempts` tries, none started after `budget_s`; waits 1, 2, 4… s capped at `max_wait_s`."""
+    """At most `attempts` tries, none started `budget_s` after the first failure; waits 1, 2, 4… s
+    capped at `max_wait_s`."""
 
     attempts: int = 3
     budget_s: float = 60.0
@@ -42,9 +49,14 @@ class RetryPolicy:
 DEFAULT_POLICY = RetryPolicy()
 
 
+class ModelFault:
+    """Mixed into an error that the model or its runner caused (a crash, an exit code, the runner's
+    own deadline, missing outputs): another try would meet it again, so it is never retried."""
+
+
 def retryable(exc: BaseException) -> bool:
     """Whether `exc` is a transport fault that another try may not meet."""
-    if isinstance(exc, DeviceRefused) or not isinstance(exc, DeviceError):
+    if isinstance(exc, (DeviceRefused, ModelFault)) or not isinstance(exc, DeviceError):
         return False
     if isinstance(exc, CommandFailed):
         # An exit code is the device's answer; none (or a deadline) means the link or device failed.
@@ -61,15 +73,23 @@ def with_retries(step: str, call: Callable[[], T], *, record: Callable[[Attempt]
                  policy: RetryPolicy = DEFAULT_POLICY) -> T:
     """`call()`, tried again after a retryable failure (`before_retry()` first, e.g. reconnect).
 
-    Every failure is recorded; the last one is raised when the attempts or the budget run out."""
+    Every failure is recorded; the last one is raised when the attempts or the budget (from the
+    first failure) run out."""
+    first_failure: list[float] = []
 
     def failed(exc: BaseException) -> bool:
+        if not first_failure:
+            first_failure.append(time.monotonic())
         if isinstance(exc, DeviceError):
             record(Attempt(step=step, error=one_line(str(exc))[:500], at=now_iso()))
         return retryable(exc)
 
+    def stop(state: RetryCallState) -> bool:
+        spent = time.monotonic() - first_failure[0] if first_failure else 0.0
+        return state.attempt_number >= policy.attempts or spent >= policy.budget_s
+
     retrying = Retrying(
-        stop=stop_after_attempt(policy.attempts) | stop_after_delay(policy.budget_s),
+        stop=stop,
         wait=wait_exponential(multiplier=policy.first_wait_s, min=policy.first_wait_s, max=policy.max_wait_s),
         retry=retry_if_exception(failed),
         before_sleep=lambda state: say(f"{step} failed (try {state.attempt_number}/{policy.attempts}), retrying: "

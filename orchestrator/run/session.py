@@ -9,13 +9,16 @@ host disk), every model keeps the process runs that finished, analysed (ModelSta
 when some are missing). A resumed job (`etfarm run --resume`) hands the session the runs
 already done; it runs only the missing ones. `abort()` (from the job's main thread) kills the
 runner on the device; `last_progress` lets the job's watchdog give up a wedged session.
+
+Transport faults: connecting, staging and each process run are retried (run/retry.py); before a
+retry the session reconnects and re-validates its device lock, and before a process run's retry
+it kills what the dropped link left running (run/process_run.py `prepare_retry`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import shutil
 import threading
 import time
 import traceback
@@ -26,13 +29,12 @@ from typing import Any, TypeVar
 
 from device_agents import DeviceSpec, create_agent
 from device_agents.base import DeviceAgent, parse_facts
-from device_agents.step import StepRequest, kill_step_command, run_step, step_files
-from orchestrator.artifacts.build import RunnerBuild, runner_env
+from device_agents.step import kill_step_command, step_files
+from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.artifacts.lowering import ExportedModel
-from orchestrator.cache import write_json_atomic, write_text_atomic
+from orchestrator.cache import write_json_atomic
 from orchestrator.errors import (
     Blame,
-    CommandFailed,
     DataError,
     DeviceError,
     EtfarmError,
@@ -41,9 +43,9 @@ from orchestrator.errors import (
 )
 from orchestrator.progress import DeviceProgress
 from orchestrator.run.calibration import flag_runs
-from orchestrator.run.conditions import cool_down
-from orchestrator.run.controls import affinity_prefix, restore_commands, setup_commands
-from orchestrator.run.locks import device_lock, remote_lock
+from orchestrator.run.controls import restore_commands, setup_commands
+from orchestrator.run.locks import RemoteLock, budget_left, device_lock, remote_lock
+from orchestrator.run.process_run import RunPlan, prepare_retry, run_once
 from orchestrator.run.results import (
     Attempt,
     DeviceResult,
@@ -56,17 +58,7 @@ from orchestrator.run.results import (
 )
 from orchestrator.run.retry import with_retries
 from orchestrator.run.rundir import DEVICE_JSON, RunDirectory
-from orchestrator.run.runner_contract import (
-    DEVICE_STATE_JSON,
-    ETDUMP_NAME,
-    OUTPUTS_NAME,
-    RESULT_JSON,
-    RUNNER_LOG,
-    RUNNER_REL,
-    RunnerInvocation,
-    execute_samples,
-    parse_result,
-)
+from orchestrator.run.runner_contract import ETDUMP_NAME, OUTPUTS_NAME
 from orchestrator.run.schedule import ScheduledRun, schedule_runs
 from orchestrator.run.verify import verify_outputs
 
@@ -115,6 +107,7 @@ class DeviceSession:
         self.last_progress = time.monotonic()
         self.waiting = False  # for another job's device lock: no progress expected (--lock-timeout bounds it)
         self._agent: DeviceAgent | None = None
+        self._lock: RemoteLock | None = None  # this session's hold on the device's own lock
         self._current_out: str | None = None  # workdir-relative out dir of the step running now
         self._models_finished = False
 
@@ -129,8 +122,9 @@ class DeviceSession:
             if self.build is None:
                 raise DeviceError(self.spec.name, self.build_error or f"no runner for target {self.spec.target}")
             self._set(runner_key=self.build.key)
+            lock_timeout_s = self.options.lock_timeout_s  # one budget for both locks
             with device_lock(self.spec.name, wait=self.options.wait_for_lock, on_wait=self._waiting_for_lock,
-                             timeout_s=self.options.lock_timeout_s):
+                             timeout_s=lock_timeout_s) as waited_s:
                 self.waiting = False
                 self.last_progress = time.monotonic()
                 self._check_cancelled()
@@ -139,14 +133,14 @@ class DeviceSession:
                 try:
                     self._retry("connect", agent.connect, agent.close)
                     with remote_lock(agent, wait=self.options.wait_for_lock, on_wait=self._waiting_for_lock,
-                                     timeout_s=self.options.lock_timeout_s):
+                                     timeout_s=budget_left(lock_timeout_s, waited_s), waited_s=waited_s) as lock:
                         self.waiting = False
                         self.last_progress = time.monotonic()
-                        self._agent = agent
+                        self._agent, self._lock = agent, lock
                         try:
                             self._run_models(agent)
                         finally:
-                            self._agent = None
+                            self._agent, self._lock = None, None
                 finally:
                     agent.close()
             final = self._succeed()
@@ -241,7 +235,7 @@ class DeviceSession:
         """Stage, run the schedule's missing process runs (one device command each), flag them, then
         verify and analyse each model; when something ends the loop early, the models keep what finished."""
         self.last_progress = time.monotonic()
-        staged = self._retry("stage", lambda: self._stage(agent), agent.reconnect)
+        staged = self._retry("stage", lambda: self._stage(agent), lambda: self._reconnect(agent))
         self._setup_controls(agent)
         by_name = {model.name: model for model in self.models}
         order: list[tuple[str, ProcessRun]] = [(name, run) for name, runs in self.done.items() for run in runs]
@@ -277,7 +271,9 @@ class DeviceSession:
         else:
             self.say(f"{model.name}: end-to-end {step.label}/{opts.untraced_runs} without the event tracer")
         cold = not any(name == model.name for name, _ in order)
-        run = self._one_run(agent, model, *staged[model.name], step.label, traced=step.traced, cold=cold)
+        plan = RunPlan(model, *staged[model.name], step.label, traced=step.traced, cold=cold)
+        run = self._retry(f"run {model.name} {step.label}", lambda: self._one_run(agent, plan),
+                          lambda: self._before_run_retry(agent, plan))
         self.last_progress = time.monotonic()
         if order:  # say it as it happens, not only in the summary
             flagged = flag_runs([r for _, r in [*order, (model.name, run)]])[-1]
@@ -322,63 +318,31 @@ class DeviceSession:
         if not self.abandoned:
             self.rundir.update_device(self.spec.name, lambda d: d.with_model(result))
 
-    def _one_run(self, agent: DeviceAgent, model: ExportedModel, model_rel: str, inputs_rel: str | None,
-                 label: str, traced: bool, cold: bool = False) -> ProcessRun:
-        """One process run: a single device command (cleanup, facts, runner, files back)."""
-        opts = self.options
-        run_local = self.rundir.run_dir(self.spec.name, model.name, label)
-        if any(run_local.iterdir()):  # left by an interrupted run that a resume now repeats
-            shutil.rmtree(run_local)
-            run_local.mkdir()
-        out_rel = f"out/{model.name}/{label}"
-        gate: dict[str, Any] = {}
-        if opts.max_temp_c is not None:  # thermal gating reads the device first (extra commands)
-            gate = cool_down(agent.describe, pause_s=opts.cooldown_s, max_temp_c=opts.max_temp_c, say=self.say)
-            gate.pop("facts", None)
-        elif opts.cooldown_s > 0:
-            time.sleep(opts.cooldown_s)
-            gate = {"cooldown_waited_s": opts.cooldown_s}
-        invocation = RunnerInvocation(
-            runner=agent.remote_path(RUNNER_REL), model=agent.remote_path(model_rel),
-            inputs=agent.remote_path(inputs_rel) if inputs_rel else None, out_dir=agent.remote_path(out_rel),
-            iterations=opts.iterations, warmup=opts.warmup, traced=traced,
-            cpu_threads=opts.cpu_threads or int(self.spec.settings.get("threads") or 0),
-            intermediate_outputs=opts.intermediate_outputs, debug_buffer_size=self._debug_buffer_size(model))
-        request = StepRequest(out_rel=out_rel, argv=invocation.argv(), timeout_s=opts.run_timeout_s,
-                              env=runner_env(self.spec.workdir), prefix=affinity_prefix(self.spec), static_facts=cold)
+    def _one_run(self, agent: DeviceAgent, plan: RunPlan) -> ProcessRun:
+        """One process run (run/process_run.py); the model's first one records the device's facts."""
+        run, facts = run_once(agent, self.options, plan, self.rundir, debug_buffer_size=self._debug_buffer_size(plan.model),
+                              say=self.say, started=self._step_started)
+        if plan.cold:
+            self._record_facts(plan.model, facts)
+        return run
+
+    def _step_started(self, out_rel: str | None) -> None:
         self._current_out = out_rel
-        self._check_cancelled()  # an abort that came before _current_out was set finds no runner: stop here
-        step = run_step(agent, request, run_local)
-        self._current_out = None
-        state = {"facts": dict(step.facts), "cooldown_waited_s": gate.pop("cooldown_waited_s", 0.0), **gate}
-        write_json_atomic(run_local / DEVICE_STATE_JSON, state)
-        write_text_atomic(run_local / RUNNER_LOG, f"$ {step.command}\n--- stdout\n{step.stdout}\n--- stderr\n{step.stderr}")
-        if cold:
-            self._record_facts(model, step.facts)
-        if not step.ok:
-            raise CommandFailed(self.spec.name, f"runner ({model.name}, {label})", step.exit_code, step.tail(1500),
-                                step.timed_out)
-        missing = [name for name in invocation.expected_files() if name not in step.files]
-        if missing:
-            raise DeviceError(self.spec.name, f"runner ({model.name}, {label}) did not write {', '.join(missing)}")
-        parsed = parse_result(step.stdout)
-        if invocation.traced and invocation.intermediate_outputs and parsed.get("debug_buffer_overflow"):
-            raise DataError(f"[{self.spec.name}] {model.name} {label}: the debug buffer of {invocation.debug_buffer_size} "
-                            "bytes could not hold every intermediate output (the runner dropped some); "
-                            "the size computed from the ETRecord is too small for this program: please report it")
-        write_json_atomic(run_local / RESULT_JSON, parsed)
-        known = {"execute_ms", "load_ms", "program_load_ms", "peak_rss_load_kb", "peak_rss_kb", "planned_memory_bytes",
-                 "program_bytes", "calibration_before_ms", "calibration_after_ms", "runner_ms"}  # typed fields
-        return ProcessRun(label=label, traced=traced, execute_ms=execute_samples(parsed), cold=cold,
-                          load_ms=parsed.get("load_ms"), program_load_ms=parsed.get("program_load_ms"),
-                          device_state=state, artifacts=tuple(sorted(self.rundir.relative(p) for p in run_local.iterdir())),
-                          runner={k: v for k, v in parsed.items() if k not in known},
-                          peak_rss_load_kb=_int(parsed.get("peak_rss_load_kb")), peak_rss_kb=_int(parsed.get("peak_rss_kb")),
-                          planned_memory_bytes=_int(parsed.get("planned_memory_bytes")),
-                          program_bytes=_int(parsed.get("program_bytes")),
-                          calibration_before_ms=_float(parsed.get("calibration_before_ms")),
-                          calibration_after_ms=_float(parsed.get("calibration_after_ms")),
-                          runner_ms=_float(parsed.get("runner_ms")), step_ms=step.duration_s * 1000.0)
+        if out_rel is not None:
+            self._check_cancelled()  # an abort that came before _current_out was set finds no runner: stop here
+
+    def _reconnect(self, agent: DeviceAgent) -> None:
+        """Before a retry: a new connection, on which the device lock must still be ours."""
+        self._check_cancelled()
+        self.last_progress = time.monotonic()  # a bounded retry is progress for the watchdog
+        agent.reconnect()
+        if self._lock is not None:
+            self._lock.revalidate()  # staging is what comes next anyway
+
+    def _before_run_retry(self, agent: DeviceAgent, plan: RunPlan) -> None:
+        self._check_cancelled()
+        self.last_progress = time.monotonic()
+        prepare_retry(agent, self._lock, plan.out_rel, self.say, restage=lambda: self._stage(agent))
 
     def _record_facts(self, model: ExportedModel, facts: Mapping[str, Any]) -> None:
         """device.json of a model: what the device was at the model's first (cold) run."""
@@ -428,14 +392,6 @@ class DeviceSession:
     def _fail(self, message: str, blame: Blame) -> DeviceResult:
         self.say(f"FAILED: {message}")
         return self._set(status=DeviceStatus.FAILED, error=message, blame=blame)
-
-
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and value >= 0 else None
-
-
-def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and value >= 0 else None
 
 
 def _staged(what: str, pushed: Sequence[str], skipped: Sequence[str], nbytes: int) -> str:

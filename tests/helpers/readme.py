@@ -22,3 +22,20 @@ def fault_bounds() -> FaultBounds:
     grace = re.search(r"plus (\d+(?:\.\d+)?) s of grace on the host", text)
     assert housekeeping and grace, "README.md no longer states the fault bounds this test checks"
     return FaultBounds(float(housekeeping.group(1)), float(grace.group(1)))
+
+
+@dataclass(frozen=True)
+class RunRetryBounds:
+    reconnects: int  # reconnects after a process run the link cut off
+    waits_s: float  # the waits before them, in all
+    release_s: float  # the last try to release the device lock
+
+
+def run_retry_bounds() -> RunRetryBounds:
+    """From the same paragraph: what retrying a cut-off process run adds to giving a device up."""
+    text = " ".join(README.read_text().split())
+    found = re.search(r"adds at most (\d+) reconnects \(each bounded by the device's `connect_timeout`, [\d.]+ s by "
+                      r"default\) after waits of ([\d.]+) s and ([\d.]+) s, and a last try to release the device lock "
+                      r"within ([\d.]+) s", text)
+    assert found, "README.md no longer states what retrying a cut-off process run adds"
+    return RunRetryBounds(int(found.group(1)), float(found.group(2)) + float(found.group(3)), float(found.group(4)))

@@ -159,3 +159,103 @@ def test_a_reset_connection_is_retried_and_recorded_in_the_manifest(sshd_host: S
     assert [a.step for a in device.attempts] == ["connect"], device.attempts
     assert "cannot connect" in device.attempts[0].error
     assert "connect failed (try 1/3), retrying" in job.stderr
+
+
+def test_the_lock_is_revalidated_after_a_reconnect(ssh_server_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """sshd killed and restarted under a held lock: still ours; gone (board rebooted): taken again;
+    someone else's now: refused, so the session never touches a device another job holds."""
+    host = ssh_server_factory()
+    spec = host.spec("board", tmp_path / "board")
+    lock_dir = Path(spec.workdir) / REMOTE_LOCK_REL
+    said: list[str] = []
+    with create_agent(spec) as agent, remote_lock(agent, on_wait=said.append) as lock:
+        mine = (lock_dir / "holder").read_text()
+        host.kill_server()
+        host.start_again()
+        agent.reconnect()
+        assert lock.revalidate() is False  # still ours: nothing lost
+        assert (lock_dir / "holder").read_text() == mine and not said
+        (lock_dir / "holder").unlink()
+        lock_dir.rmdir()  # the board rebooted and lost its workdir's lock
+        assert lock.revalidate() is True  # taken again: the caller stages again
+        assert (lock_dir / "holder").read_text() == mine and "taken again" in said[-1]
+        (lock_dir / "holder").write_text("host=elsewhere pid=1 user=x device=board since=t token=9\n")
+        with pytest.raises(DeviceRefused, match=r"lost the device lock .* now held by x@elsewhere pid 1"):
+            lock.revalidate()
+    assert (lock_dir / "holder").read_text().startswith("host=elsewhere")  # never released someone else's lock
+
+
+@pytest.mark.parametrize("fault", ["restarted", "down", "frozen"])
+def test_after_a_link_failure_the_lock_is_released_within_the_bound(ssh_server_factory, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                    monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
+    import signal
+
+    from orchestrator.errors import DeviceError
+    from tests.integration.testbed import descendant_pids
+
+    monkeypatch.setattr(locks, "REMOTE_LOCK_RELEASE_LOST_SEC", 3.0)
+    host = ssh_server_factory()
+    spec = host.spec("board", tmp_path / "board", connect_timeout=10)
+    lock_dir = Path(spec.workdir) / REMOTE_LOCK_REL
+    said: list[str] = []
+    agent = create_agent(spec)
+    agent.connect()
+    try:
+        with pytest.raises(DeviceError, match="connection lost"), remote_lock(agent, on_wait=said.append):
+            if fault == "frozen":
+                for pid in [host.proc.pid, *descendant_pids(host.proc.pid)]:
+                    os.kill(pid, signal.SIGSTOP)
+            else:
+                host.kill_server()
+            if fault == "restarted":
+                host.start_again()
+            started = time.monotonic()
+            raise DeviceError("board", "connection lost")
+        took = time.monotonic() - started
+    finally:
+        if fault == "frozen":
+            for pid in [host.proc.pid, *descendant_pids(host.proc.pid)]:
+                os.kill(pid, signal.SIGCONT)
+        agent.close()
+    assert took < 3.0 + 1.0, took
+    if fault == "restarted":
+        assert not lock_dir.exists() and "released over a new connection" in said[-1], said
+    else:
+        assert lock_dir.is_dir() and "could not release the device lock" in said[-1], said
+        assert ("no answer within 3 s" if fault == "frozen" else "no connection") in said[-1]
+
+
+@pytest.mark.slow
+def test_lock_timeout_is_one_budget_for_the_host_and_the_device_lock(sshd_host: SshTestHost, tmp_path: Path) -> None:
+    """The host lock is held for 6 s and the device lock for ever: --lock-timeout 10 gives up 10 s after
+    the wait began (it used to be 6 + 10)."""
+    from tests.helpers.inventory import write_inventory
+
+    model = f"{Path(__file__).resolve().parents[2] / 'configs' / 'models' / 'tiny_mlp.py'}:build"
+    spec = sshd_host.spec("busy-board", tmp_path / "board")
+    Path(spec.workdir).mkdir(mode=0o755)
+    (Path(spec.workdir) / REMOTE_LOCK_REL).mkdir()  # another host's job, alive
+    (Path(spec.workdir) / REMOTE_LOCK_REL / "holder").write_text("host=elsewhere pid=1 user=x device=b since=t token=1\n")
+    config = write_inventory(tmp_path / "devices.yaml", [spec])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom orchestrator.run.locks import device_lock\n"
+         "with device_lock('busy-board'):\n    print('locked', flush=True)\n    time.sleep(6)\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        job = subprocess.run(
+            [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices", "busy-board",
+             "--model", model, "--backend", "portable", "--runs", "1", "--iterations", "2", "--untraced-runs", "0",
+             "--lock-timeout", "10", "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=300)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert job.returncode == 1, job.stderr[-3000:]
+    stamps = {what: float(m.group(1)) for what, pattern in
+              (("wait", r"^\[ *(\d+\.\d)s\] \[busy-board\] waiting for the device lock held by"),
+               ("gave up", r"^\[ *(\d+\.\d)s\] \[busy-board\] FAILED: .*gave up after"))
+              for m in [re.search(pattern, job.stderr, re.MULTILINE)] if m}
+    assert set(stamps) == {"wait", "gave up"}, job.stderr[-3000:]
+    assert 9.0 <= stamps["gave up"] - stamps["wait"] < 12.0, stamps
+    assert re.search(r"gave up after 10 s, [56] s of them for the host lock, waiting for the lock in workdir .* "
+                     r"held by x@elsewhere", job.stderr), job.stderr[-3000:]

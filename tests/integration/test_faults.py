@@ -18,7 +18,7 @@ import pytest
 
 from device_agents import DeviceSpec
 from tests.helpers.inventory import write_inventory
-from tests.helpers.readme import fault_bounds
+from tests.helpers.readme import fault_bounds, run_retry_bounds
 from tests.integration.testbed import descendant_pids
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,13 +117,18 @@ def test_frozen_device_is_given_up_within_the_deadline(ssh_server_factory: Calla
             except ProcessLookupError:
                 pass  # a short-lived command ended between listing and signalling
 
+    retry = run_retry_bounds()
+    connect_timeout_s = float(host.spec("x", tmp_path).settings["connect_timeout"])  # type: ignore[attr-defined]
     job = run_with_fault(host, "frozen", tmp_path, fault=freeze, extra_args=("--timeout", str(timeout_s)),
-                         finish_within_s=timeout_s + bounds.housekeeping_s + bounds.grace_s + 60)
+                         finish_within_s=timeout_s + bounds.housekeeping_s + bounds.grace_s + 120)
     assert job.returncode == 1, job.stderr[-3000:]
     # Whatever step the freeze caught (the runner, a housekeeping command, a transfer), the README's bound
-    # holds: --timeout for the runner, else the housekeeping/stall time, plus the host's grace.
-    deadline = max(timeout_s, bounds.housekeeping_s) + bounds.grace_s
-    assert job.after_fault_s < deadline + 10, (job.after_fault_s, deadline)
+    # holds: the runner's step (--timeout + the housekeeping allowance) or the stall time, plus the host's
+    # grace; then the retries of a cut-off process run: reconnects (each within the connect timeout), the
+    # waits between them, and the bounded release of the device lock.
+    deadline = (timeout_s + bounds.housekeeping_s + bounds.grace_s
+                + retry.reconnects * connect_timeout_s + retry.waits_s + retry.release_s)
+    assert job.after_fault_s < deadline + 10, (job.after_fault_s, deadline, job.stderr[-3000:])
     # The devices ran in parallel: the healthy one finished long before the frozen one was given up,
     # instead of waiting behind it.
     assert job.finished_s["local"] < job.finished_s["frozen"] - bounds.housekeeping_s / 2, job.finished_s
@@ -131,3 +136,121 @@ def test_frozen_device_is_given_up_within_the_deadline(ssh_server_factory: Calla
     assert manifest["devices"]["local"]["status"] == "ok"
     assert manifest["devices"]["frozen"]["status"] == "failed"
     assert (job.out / "frozen" / "tiny_mlp" / "run-1" / "etdump.etdp").is_file()
+
+
+def _group(pgid: int) -> list[int]:
+    """The live processes of process group `pgid` (a step's runner: the device-side `timeout` and its child)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) == pgid:
+                pids.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+def test_sshd_killed_and_restarted_mid_run_retries_the_run(ssh_server_factory: Callable[[], object],
+                                                          tmp_path: Path) -> None:
+    """The link drops while run 2 is on the device and sshd comes back on the same port: the session
+    reconnects, keeps its device lock, kills the runner the dropped link left running, runs run 2 again,
+    and the job completes `ok` with every run and the failed try in the manifest."""
+    from orchestrator.run.locks import REMOTE_LOCK_REL
+    from orchestrator.run.results import load_manifest
+
+    host = ssh_server_factory()
+    workdir = tmp_path / "board-workdir"
+    spec = host.spec("board", workdir, exec_prefix=SLOW_START)  # type: ignore[attr-defined]
+    config = write_inventory(tmp_path / "devices.yaml", [spec])
+    out = tmp_path / "run"
+    job = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices", "board",
+         "--model", MLP, "--backend", "portable", "--runs", "3", "--iterations", "3", "--untraced-runs", "0",
+         "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    pid_file = workdir / "out" / "tiny_mlp" / "run-2.pid"
+    try:
+        wait_for(pid_file, timeout_s=240)  # run 2's runner is in its 3 s pause on the device
+        old = int(pid_file.read_text().strip())
+        leftover = _group(old)
+        assert leftover, "the runner of run 2 should be running"
+        host.kill_server()  # type: ignore[attr-defined]
+        time.sleep(0.3)
+        assert all(_alive(pid) for pid in leftover)  # the dropped link left the runner running
+        host.start_again()  # type: ignore[attr-defined]
+        # When the retried step starts (a new pid in run-2.pid), nothing of the old runner may be left.
+        overlap: list[int] | None = None
+        deadline = time.monotonic() + 120
+        while overlap is None and job.poll() is None and time.monotonic() < deadline:
+            try:
+                now = int(pid_file.read_text().strip() or 0)
+            except (OSError, ValueError):
+                now = 0
+            if now and now != old:
+                overlap = [pid for pid in leftover if _alive(pid)]
+            time.sleep(0.01)
+        stdout, stderr = job.communicate(timeout=300)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 0, stderr[-3000:]
+    assert overlap == [], f"two runners on the device at once: {overlap}"
+    device = load_manifest(out).device("board")
+    assert device is not None and device.status.value == "ok", device
+    model = device.model("tiny_mlp")
+    assert model is not None and model.status.value == "ok"
+    assert [run.label for run in model.runs] == ["run-1", "run-2", "run-3"]
+    assert [a.step for a in device.attempts] == ["run tiny_mlp run-2"], device.attempts
+    assert "link failed" in device.attempts[0].error
+    assert "run tiny_mlp run-2 failed (try 1/3), retrying" in stderr
+    stats = pd.read_csv(out / "stats.csv")
+    execute = stats[stats["event_name"] == "Method::execute"]
+    assert int(execute["samples"].iloc[0]) == 3 * 3  # the retried run counted once
+    assert sorted(p.name for p in (out / "board" / "tiny_mlp" / "run-2").iterdir()) == sorted(
+        Path(a).name for a in model.runs[1].artifacts)
+    assert not (workdir / REMOTE_LOCK_REL).exists()  # still ours after the reconnect, released at the end
+
+
+@pytest.mark.slow
+def test_adb_device_daemon_restarted_mid_run_retries_the_run(adb_testdevice: object, tmp_path: Path) -> None:
+    """adbd dies during run 2 (and every command it started with it) and comes back: the run is repeated
+    after a reconnect and the job completes `ok` with the failed try recorded."""
+    from orchestrator.run.locks import REMOTE_LOCK_REL
+    from orchestrator.run.results import load_manifest
+
+    spec = adb_testdevice.spec("phone", exec_prefix=SLOW_START)  # type: ignore[attr-defined]
+    workdir = Path(spec.workdir)
+    config = write_inventory(tmp_path / "devices.yaml", [spec])
+    out = tmp_path / "run"
+    job = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices", "phone",
+         "--model", MLP, "--backend", "portable", "--runs", "3", "--iterations", "3", "--untraced-runs", "0",
+         "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for(workdir / "out" / "tiny_mlp" / "run-2.pid", timeout_s=240)
+        adb_testdevice.restart()  # type: ignore[attr-defined]
+        stdout, stderr = job.communicate(timeout=300)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 0, stderr[-3000:]
+    device = load_manifest(out).device("phone")
+    assert device is not None and device.status.value == "ok", device
+    model = device.model("tiny_mlp")
+    assert model is not None and [run.label for run in model.runs] == ["run-1", "run-2", "run-3"]
+    assert [a.step for a in device.attempts][:1] == ["run tiny_mlp run-2"], device.attempts
+    stats = pd.read_csv(out / "stats.csv")
+    assert int(stats[stats["event_name"] == "Method::execute"]["samples"].iloc[0]) == 3 * 3
+    assert not (workdir / REMOTE_LOCK_REL).exists()

@@ -110,6 +110,22 @@ class AdbTestDevice:
             self.proc.stdout.close()
         kill_tagged(self.tag)
 
+    def restart(self) -> None:
+        """The daemon dies (with every command it started) and comes back on the same port and
+        folder, as adbd restarting on a board; the adb server is told to connect to it again."""
+        self.kill()
+        self.proc = subprocess.Popen(
+            [sys.executable, str(DAEMON_SCRIPT), "--root", str(self.root), "--port", str(self.port)],
+            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=tagged_env(self.tag), start_new_session=True,
+        )  # fmt: skip
+        _read_port(self.proc, START_TIMEOUT_SEC)
+        deadline = time.monotonic() + START_TIMEOUT_SEC
+        while self.server.cmd("-s", self.serial, "get-state").stdout.strip() != "device":
+            if time.monotonic() > deadline or not self.alive():
+                raise RuntimeError(f"{self.serial} never came back to state 'device'")
+            self.server.cmd("connect", self.serial)
+            time.sleep(0.1)
+
     def stop(self) -> None:
         self.kill()
         try:

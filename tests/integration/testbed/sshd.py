@@ -59,6 +59,7 @@ class SshTestHost:
     tag: str
     listen: str = "127.0.0.1"
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    argv: list[str] = field(default_factory=list, repr=False)  # how it was started (start_again)
 
     @property
     def host_pattern(self) -> str:
@@ -122,6 +123,25 @@ class SshTestHost:
             self.proc.wait(timeout=5)
         kill_tagged(self.tag)
 
+    def kill_server(self) -> None:
+        """SIGKILL sshd only (the listener and its per-connection processes): every connection drops,
+        but what the sessions started (a runner) goes on running, as on a board whose link failed."""
+        assert self.proc is not None
+        for pid in descendant_pids(self.proc.pid):
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "sshd":
+                    os.kill(pid, signal.SIGKILL)
+            except (OSError, ProcessLookupError):
+                pass  # ended while we looked
+        self.proc.kill()
+        self.proc.wait(timeout=5)
+
+    def start_again(self) -> None:
+        """Start sshd again on the same port with the same keys (an sshd restarted, a board back)."""
+        assert self.argv and not self.alive()
+        self.proc = subprocess.Popen(self.argv, env=tagged_env(self.tag), start_new_session=True, stdin=subprocess.DEVNULL)
+        wait_port(self.port, START_TIMEOUT_SEC, alive=self.alive, host=self.listen)
+
 
 def start_sshd(root: Path, *, sftp: str = "internal-sftp", listen: str = "127.0.0.1",
                netns: str | None = None) -> SshTestHost:
@@ -178,6 +198,7 @@ def start_sshd(root: Path, *, sftp: str = "internal-sftp", listen: str = "127.0.
         ]  # fmt: skip
         if netns is not None:
             argv = ["ip", "netns", "exec", netns, *argv]
+        host.argv = argv
         host.proc = subprocess.Popen(argv, env=tagged_env(tag), start_new_session=True, stdin=subprocess.DEVNULL)
         try:
             wait_port(port, START_TIMEOUT_SEC, alive=host.alive, host=listen)

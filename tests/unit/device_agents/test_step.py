@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from device_agents.base import DeviceSpec
+from device_agents.base import DeviceSpec, RawExecResult
 from device_agents.local import LocalAgent
 from device_agents.step import STEP_REL, StepRequest, parse_frames, run_step, step_files
 from orchestrator.errors import DeviceError
@@ -70,7 +70,21 @@ def test_runner_failure_and_device_timeout_are_reported(agent: LocalAgent, tmp_p
     failing = run_step(agent, StepRequest("out/f", [_runner(agent, "echo boom >&2; exit 3\n")], timeout_s=30), tmp_path)
     assert failing.exit_code == 3 and not failing.ok and "boom" in failing.tail()
     slow = run_step(agent, StepRequest("out/s", [_runner(agent, "sleep 30\n")], timeout_s=1), tmp_path)
-    assert slow.timed_out and slow.exit_code is None
+    assert slow.timed_out and slow.exit_code is None and not slow.lost  # the runner's own deadline: not the link's
+    assert not failing.lost
+
+
+@pytest.mark.parametrize("host_deadline", [False, True])
+def test_a_step_the_transport_ended_is_lost(agent: LocalAgent, tmp_path: Path, host_deadline: bool) -> None:
+    """No exit status (connection dropped) or the host deadline with the device silent: the link's fault."""
+    def dropped(command: str, timeout_s: float, max_bytes: int) -> RawExecResult:
+        return RawExecResult(command, None, b"", b"[etfarm] ssh channel closed without an exit status", 0.1,
+                             timed_out=host_deadline)
+
+    agent._exec_raw = dropped  # type: ignore[method-assign]
+    step = run_step(agent, StepRequest("out/l", ["true"], timeout_s=30), tmp_path)
+    assert step.lost and step.exit_code is None and not step.ok and step.timed_out is host_deadline
+    assert "without an exit status" in step.stderr
 
 
 def test_files_over_the_stream_cap_are_pulled_and_checked(agent: LocalAgent, tmp_path: Path) -> None:

@@ -61,3 +61,65 @@ def test_lock_timeout_gives_up_naming_the_holder_and_the_option() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_one_lock_timeout_budget_for_both_locks() -> None:
+    from orchestrator.run.locks import budget_left
+
+    assert budget_left(None, 12.0) is None
+    assert budget_left(10.0, 4.0) == 6.0
+    assert budget_left(10.0, 11.0) == 0.0
+
+
+def test_device_lock_yields_how_long_it_waited() -> None:
+    with device_lock("dev-free", wait=False) as waited:
+        assert 0 <= waited < 0.5
+    proc = hold_lock_in_other_process("dev-w", 1.0)
+    with device_lock("dev-w") as waited:
+        assert waited > 0.3
+    proc.wait()
+
+
+class _LockAgent:
+    """Answers the lock's commands; records reconnects and releases (real sshd: test_device_lock.py)."""
+
+    def __init__(self) -> None:
+        from device_agents.base import DeviceSpec
+
+        self.spec = DeviceSpec("board", "ssh", "host", "/w")
+        self.calls: list[str] = []
+
+    def remote_path(self, rel: str) -> str:
+        return f"/w/{rel}"
+
+    def check(self, argv: list[str], **kwargs: object) -> object:
+        from device_agents.base import ExecResult
+
+        return ExecResult("sh", 0, "TAKEN\n", "", 0.0)
+
+    def reconnect(self) -> None:
+        self.calls.append("reconnect")
+
+    def exec_raw(self, command: str, timeout_s: float, **kwargs: object) -> object:
+        from device_agents.base import RawExecResult
+
+        self.calls.append("release")
+        return RawExecResult(command, 0, b"", b"", 0.0)
+
+
+@pytest.mark.parametrize(("error", "calls"), [
+    ("link", ["reconnect", "release"]),  # the link failed: a new connection first
+    ("runner", ["release"]),  # the runner's own failure: the link is fine
+    ("refused", ["release"]),
+])
+def test_release_after_a_failure_reconnects_only_when_the_link_failed(error: str, calls: list[str]) -> None:
+    from orchestrator.errors import DeviceRefused
+    from orchestrator.run.locks import remote_lock
+    from orchestrator.run.process_run import LinkLost, RunnerFailed
+
+    raised = {"link": LinkLost("board", "connection lost"), "runner": RunnerFailed("board", "runner", None, "", True),
+              "refused": DeviceRefused("board", "lost the device lock")}[error]
+    agent = _LockAgent()
+    with pytest.raises(type(raised)), remote_lock(agent):  # type: ignore[arg-type]
+        raise raised
+    assert agent.calls == calls

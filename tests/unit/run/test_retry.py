@@ -56,3 +56,47 @@ def test_attempts_round_trip_through_the_manifest_dict() -> None:
     again = DeviceResult.from_dict("b", device.to_dict())
     assert again.attempts == device.attempts
     assert DeviceResult.from_dict("b", {"status": "ok"}).attempts == ()  # manifests written before the field
+
+
+def test_a_model_fault_is_never_retried_a_lost_link_is() -> None:
+    from orchestrator.run.process_run import LinkLost, RunnerFailed, RunnerOutputMissing
+
+    crash = RunnerFailed("d", "runner (m, run-2)", 139, "segfault")
+    own_deadline = RunnerFailed("d", "runner (m, run-2)", None, "", timed_out=True)  # the runner's --timeout
+    for error in (crash, own_deadline, RunnerOutputMissing("d", "runner did not write etdump.etdp")):
+        calls, call = flaky([error])
+        with pytest.raises(type(error)):
+            with_retries("run m run-2", call, record=lambda a: None, policy=FAST)  # type: ignore[arg-type]
+        assert len(calls) == 1 and not retryable(error)
+    calls, call = flaky([LinkLost("d", "the link failed before the runner's exit status came back")])
+    assert with_retries("run m run-2", call, record=lambda a: None, policy=FAST) == "answer"  # type: ignore[arg-type]
+    assert len(calls) == 2
+
+
+def test_the_budget_counts_from_the_first_failure_not_from_the_first_try() -> None:
+    """A process run may take longer than the whole budget before its link drops; it still gets its retry."""
+    import time
+
+    policy = RetryPolicy(attempts=3, budget_s=0.2, first_wait_s=0.01, max_wait_s=0.02)
+    calls: list[int] = []
+
+    def long_then_lost() -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            time.sleep(0.4)  # longer than the budget, then the link fails
+            raise DeviceError("d", "connection lost")
+        return "answer"
+
+    assert with_retries("run", long_then_lost, record=lambda a: None, policy=policy) == "answer"
+    assert len(calls) == 2
+    # ...and once the budget after the first failure is spent, no new try starts.
+    calls.clear()
+
+    def slow_failures() -> str:
+        calls.append(1)
+        time.sleep(0.25)
+        raise DeviceError("d", "connection lost")
+
+    with pytest.raises(DeviceError):
+        with_retries("run", slow_failures, record=lambda a: None, policy=policy)
+    assert len(calls) == 2  # the second failure came 0.25 s after the first: over the 0.2 s budget

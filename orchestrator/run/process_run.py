@@ -1,0 +1,166 @@
+"""One process run on a device, and what to do before it is tried again after a transport fault.
+
+`run_once` is a single device command (run_step: cleanup, facts, the runner, its files back) and
+its bookkeeping on the host (runner.log, device_state.json, result.json, a typed ProcessRun). It
+tells the two kinds of failure apart, because only one of them may be retried:
+
+- `LinkLost` (a DeviceError: infrastructure): the transport ended the step without the runner's
+  exit status (connection dropped, sshd or adbd restarted, a stalled link met the host deadline).
+  The session reconnects and runs it again (run/retry.py).
+- `RunnerFailed` / `RunnerOutputMissing` (`ModelFault`): the runner crashed, exited non-zero, met
+  its device-side `--timeout`, or did not write its ETDump. Another try would meet it again.
+
+`prepare_retry` is what goes between the two tries: after the reconnect, the device lock must
+still be this session's (`RemoteLock.revalidate`), and a runner left running by the dropped link
+is killed (kill_step_command) so that two runners never share the device. The repeated run starts
+from an empty run directory on the host (as a resumed run does) and on the device (step.sh).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from device_agents.base import DeviceAgent
+from device_agents.step import StepRequest, kill_step_command, run_step
+from orchestrator.artifacts.build import runner_env
+from orchestrator.artifacts.lowering import ExportedModel
+from orchestrator.cache import write_json_atomic, write_text_atomic
+from orchestrator.errors import CommandFailed, DataError, DeviceError
+from orchestrator.run.conditions import cool_down
+from orchestrator.run.controls import affinity_prefix
+from orchestrator.run.locks import RemoteLock
+from orchestrator.run.results import ProcessRun, RunOptions
+from orchestrator.run.retry import ModelFault
+from orchestrator.run.rundir import RunDirectory
+from orchestrator.run.runner_contract import (
+    DEVICE_STATE_JSON,
+    RESULT_JSON,
+    RUNNER_LOG,
+    RUNNER_REL,
+    RunnerInvocation,
+    execute_samples,
+    parse_result,
+)
+
+# The command that kills a runner left by a dropped link gets this long on the device.
+KILL_LEFTOVER_SEC = 10.0
+
+
+class LinkLost(DeviceError):
+    """The transport ended a process run before the runner's exit status came back."""
+
+
+class RunnerFailed(ModelFault, CommandFailed):
+    """The runner exited non-zero, crashed or met its device-side deadline."""
+
+
+class RunnerOutputMissing(ModelFault, DeviceError):
+    """The runner exited 0 without writing a file it must write."""
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Which process run: the model, where it was staged, its label and kind."""
+
+    model: ExportedModel
+    model_rel: str
+    inputs_rel: str | None
+    label: str
+    traced: bool
+    cold: bool  # the model's first run since staging
+
+    @property
+    def out_rel(self) -> str:
+        """Its output directory on the device, workdir-relative."""
+        return f"out/{self.model.name}/{self.label}"
+
+
+def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: RunDirectory, *, debug_buffer_size: int,
+             say: Callable[[str], None], started: Callable[[str | None], None]) -> tuple[ProcessRun, Mapping[str, Any]]:
+    """One process run: a single device command (cleanup, facts, runner, files back); returns the
+    run and the device facts the step recorded. `started(out_rel)` just before the device command
+    (the session may then kill it on Ctrl-C), `started(None)` once it is over."""
+    spec = agent.spec
+    run_local = rundir.run_dir(spec.name, plan.model.name, plan.label)
+    if any(run_local.iterdir()):  # left by a cut-short run that a resume or a retry now repeats
+        shutil.rmtree(run_local)
+        run_local.mkdir()
+    gate: dict[str, Any] = {}
+    if options.max_temp_c is not None:  # thermal gating reads the device first (extra commands)
+        gate = cool_down(agent.describe, pause_s=options.cooldown_s, max_temp_c=options.max_temp_c, say=say)
+        gate.pop("facts", None)
+    elif options.cooldown_s > 0:
+        time.sleep(options.cooldown_s)
+        gate = {"cooldown_waited_s": options.cooldown_s}
+    invocation = RunnerInvocation(
+        runner=agent.remote_path(RUNNER_REL), model=agent.remote_path(plan.model_rel),
+        inputs=agent.remote_path(plan.inputs_rel) if plan.inputs_rel else None, out_dir=agent.remote_path(plan.out_rel),
+        iterations=options.iterations, warmup=options.warmup, traced=plan.traced,
+        cpu_threads=options.cpu_threads or int(spec.settings.get("threads") or 0),
+        intermediate_outputs=options.intermediate_outputs, debug_buffer_size=debug_buffer_size)
+    request = StepRequest(out_rel=plan.out_rel, argv=invocation.argv(), timeout_s=options.run_timeout_s,
+                          env=runner_env(spec.workdir), prefix=affinity_prefix(spec), static_facts=plan.cold)
+    started(plan.out_rel)
+    try:
+        step = run_step(agent, request, run_local)
+    finally:
+        started(None)
+    what = f"runner ({plan.model.name}, {plan.label})"
+    if step.lost:
+        raise LinkLost(spec.name, f"{what}: the link failed before the runner's exit status came back"
+                                  f"{' (host deadline)' if step.timed_out else ''}: {step.tail(500).strip()}")
+    state = {"facts": dict(step.facts), "cooldown_waited_s": gate.pop("cooldown_waited_s", 0.0), **gate}
+    write_json_atomic(run_local / DEVICE_STATE_JSON, state)
+    write_text_atomic(run_local / RUNNER_LOG, f"$ {step.command}\n--- stdout\n{step.stdout}\n--- stderr\n{step.stderr}")
+    if not step.ok:
+        raise RunnerFailed(spec.name, what, step.exit_code, step.tail(1500), step.timed_out)
+    missing = [name for name in invocation.expected_files() if name not in step.files]
+    if missing:
+        raise RunnerOutputMissing(spec.name, f"{what} did not write {', '.join(missing)}")
+    parsed = parse_result(step.stdout)
+    if invocation.traced and invocation.intermediate_outputs and parsed.get("debug_buffer_overflow"):
+        raise DataError(f"[{spec.name}] {plan.model.name} {plan.label}: the debug buffer of {debug_buffer_size} "
+                        "bytes could not hold every intermediate output (the runner dropped some); "
+                        "the size computed from the ETRecord is too small for this program: please report it")
+    write_json_atomic(run_local / RESULT_JSON, parsed)
+    known = {"execute_ms", "load_ms", "program_load_ms", "peak_rss_load_kb", "peak_rss_kb", "planned_memory_bytes",
+             "program_bytes", "calibration_before_ms", "calibration_after_ms", "runner_ms"}  # typed fields
+    run = ProcessRun(label=plan.label, traced=plan.traced, execute_ms=execute_samples(parsed), cold=plan.cold,
+                     load_ms=parsed.get("load_ms"), program_load_ms=parsed.get("program_load_ms"),
+                     device_state=state, artifacts=tuple(sorted(rundir.relative(p) for p in run_local.iterdir())),
+                     runner={k: v for k, v in parsed.items() if k not in known},
+                     peak_rss_load_kb=_int(parsed.get("peak_rss_load_kb")), peak_rss_kb=_int(parsed.get("peak_rss_kb")),
+                     planned_memory_bytes=_int(parsed.get("planned_memory_bytes")),
+                     program_bytes=_int(parsed.get("program_bytes")),
+                     calibration_before_ms=_float(parsed.get("calibration_before_ms")),
+                     calibration_after_ms=_float(parsed.get("calibration_after_ms")),
+                     runner_ms=_float(parsed.get("runner_ms")), step_ms=step.duration_s * 1000.0)
+    return run, step.facts
+
+
+def prepare_retry(agent: DeviceAgent, lock: RemoteLock | None, out_rel: str, say: Callable[[str], None],
+                  restage: Callable[[], object] = lambda: None) -> None:
+    """Between a process run cut off by the link and its next try: reconnect, make sure the device
+    lock is still ours (never touch a device someone else now holds; `restage()` when the device had
+    lost it, as a rebooted board that wiped its workdir), then kill whatever of the old step still
+    runs there, so two runners never overlap."""
+    agent.reconnect()
+    if lock is not None and lock.revalidate():
+        restage()
+    result = agent.run(kill_step_command(agent, out_rel), timeout_s=KILL_LEFTOVER_SEC, persistent=True)
+    if not result.ok:
+        raise CommandFailed(agent.spec.name, f"killing the runner left in {out_rel}", result.exit_code, result.tail(),
+                            result.timed_out)
+    say(f"reconnected; nothing of the cut-off run in {out_rel} is left running")
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and value >= 0 else None
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and value >= 0 else None
