@@ -54,7 +54,6 @@ from orchestrator.run.results import (
     ModelStatus,
     ProcessRun,
     RunOptions,
-    VerificationStatus,
 )
 from orchestrator.run.retry import with_retries
 from orchestrator.run.rundir import DEVICE_JSON, RunDirectory
@@ -173,10 +172,8 @@ class DeviceSession:
 
     def _succeed(self) -> DeviceResult:
         device = self.rundir.job.device(self.spec.name)
-        wrong = [m for m in (device.models if device else ()) if m.verification is not None
-                 and m.verification.status is VerificationStatus.FAIL]
-        if wrong:
-            message = "; ".join(f"{m.name}: {m.verification.detail}" for m in wrong if m.verification)
+        message = device.wrong_results() if device is not None else None
+        if message:
             self.say(f"WRONG RESULTS: {message}")
             return self._set(status=DeviceStatus.WRONG_RESULTS, error=f"[{self.spec.name}] wrong results: {message}",
                              blame=Blame.DATA)
