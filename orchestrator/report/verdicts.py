@@ -14,7 +14,7 @@ from orchestrator.report.summary import format_table
 from orchestrator.verdicts.changes import SeriesChanges
 from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
 from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, WINDOW
-from orchestrator.verdicts.statistics import Verdict
+from orchestrator.verdicts.statistics import Verdict, runs_for_significance
 
 HEADERS = ["device", "model", "op", "verdict", "A p50 ms", "B p50 ms", "ratio", "CI", "p", "runs A/B", "noise floor"]
 _NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED)
@@ -77,7 +77,21 @@ def legend(comparison: Comparison) -> str:
             f"hierarchical bootstrap over process runs, p from Mann-Whitney U on {tested} "
             f"(Benjamini-Hochberg across {ops} ops; {skipped} skipped: unmatched or too fast to time); "
             f"thresholds {s.threshold:.0%} end to end, {s.op_threshold:.0%} per op"
-            + (f", noise floor {s.noise_floor:.0%}" if s.noise_floor else "") + _auto_legend(s.auto_noise_floor))
+            + (f", noise floor {s.noise_floor:.0%}" if s.noise_floor else "") + _auto_legend(s.auto_noise_floor)
+            + _too_few_runs(comparison))
+
+
+def _too_few_runs(comparison: Comparison) -> str:
+    """Say it when a side has too few runs for the rank test ever to be significant: its verdicts can
+    only be unchanged or inconclusive, whatever the ratio."""
+    s = comparison.settings
+    needed = runs_for_significance(s.center, s.alpha)
+    short = sorted({p.device for p in comparison.pairs
+                    if p.estimate is not None and min(p.estimate.runs_a, p.estimate.runs_b) < needed})
+    if not short:
+        return ""
+    return (f"; TOO FEW RUNS on {', '.join(short)}: with center {s.center} a side needs at least {needed} process "
+            f"runs before the rank test can reach p < {s.alpha:g}, so nothing there can be called regressed or improved")
 
 
 def _auto_legend(auto: bool) -> str:

@@ -67,3 +67,14 @@ def test_new_pairs_pass() -> None:
     pair = PairVerdict("pixel8", "mlp", "mlp", Verdict.NEW, reason="no baseline yet: this run becomes it")
     comparison = Comparison("last-good", "b", SETTINGS, (pair,))
     assert comparison.exit_code == 0 and not comparison.no_data
+
+
+def test_a_side_with_too_few_runs_for_the_rank_test_is_said_in_the_legend() -> None:
+    fast = VerdictSettings(resamples=300, center="fast")
+    short = compare_sides(side(1.0, runs=5, seed=1), side(2.0, runs=5, seed=2, source="run-b"), fast)
+    assert short.verdict is not Verdict.REGRESSED  # 3 against 3: p can never go below 0.1
+    table = verdict_table(Comparison("run-a", "run-b", fast, (short,)))
+    assert "TOO FEW RUNS on pixel8" in table and "at least 7 process runs" in table
+    enough = compare_sides(side(1.0, runs=7, seed=1), side(2.0, runs=7, seed=2, source="run-b"), fast)
+    assert enough.verdict is Verdict.REGRESSED
+    assert "TOO FEW RUNS" not in verdict_table(Comparison("run-a", "run-b", fast, (enough,)))

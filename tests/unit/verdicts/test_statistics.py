@@ -122,3 +122,18 @@ def test_fast_center_sees_a_ten_percent_slowdown_through_the_two_states() -> Non
         fast_false += decide(est, est.p_value, 0.05) is Verdict.REGRESSED
     assert fast_hits > mean_hits and fast_hits >= trials // 2
     assert fast_false <= 2
+
+
+def test_the_fewest_runs_that_can_be_significant_follow_the_exact_rank_test() -> None:
+    from scipy.stats import mannwhitneyu
+
+    from orchestrator.verdicts.statistics import Center, rank_p_value, runs_for_significance
+
+    assert runs_for_significance(Center.MEAN) == 4 and runs_for_significance(Center.FAST) == 7
+    for center in (Center.MEAN, Center.FAST):
+        n = runs_for_significance(center)
+        for k, separable in ((n - 1, False), (n, True)):  # B's runs all slower than A's: the strongest evidence
+            a = [[1.0 + 0.01 * i] * 5 for i in range(k)]
+            b = [[2.0 + 0.01 * i] * 5 for i in range(k)]
+            assert (rank_p_value(a, b, center) < 0.05) is separable, (center, k)
+    assert mannwhitneyu([1, 2, 3], [4, 5, 6]).pvalue == 0.1  # the 3-against-3 floor quoted in the docstring
