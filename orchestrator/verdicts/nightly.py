@@ -30,7 +30,7 @@ model could not be measured (no-data); else 0.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ from orchestrator.yamlfile import load_yaml
 
 EXIT_NIGHTLY_UNMEASURED = 3
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
-         "config", "backend", "center", "noise_floor", "scheduler"}
+         "config", "backend", "center", "noise_floor", "scheduler", "confirm"}
 _MODEL_KEYS = {"spec", "backend", "name"}
 
 
@@ -84,6 +84,7 @@ class NightlyPlan:
     center: str = "mean"
     noise_floor: float | None = None  # None: auto (per device and model from stored history), else relative
     scheduler: str | None = None  # the Dask farm's scheduler: the devices are its workers'
+    confirm: bool = True  # a regressed (device, model) is run again; only a regression that reproduces fails
 
     @property
     def settings(self) -> VerdictSettings:
@@ -118,7 +119,15 @@ def load_plan(path: Path) -> NightlyPlan:
         baseline=_text(path, "baseline", data.get("baseline", LAST_GOOD)),
         config=Path(_text(path, "config", data["config"])).expanduser() if data.get("config") else None,
         center=_center(path, data.get("center", "mean")), noise_floor=_noise_floor(path, data.get("noise_floor", "auto")),
-        scheduler=_text(path, "scheduler", data["scheduler"]) if data.get("scheduler") is not None else None)
+        scheduler=_text(path, "scheduler", data["scheduler"]) if data.get("scheduler") is not None else None,
+        confirm=_flag(path, data, "confirm", True))
+
+
+def _flag(path: Path, data: dict[str, Any], key: str, default: bool) -> bool:
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(path, key, f"expected true or false, got {value!r}")
+    return value
 
 
 def _noise_floor(path: Path, value: Any) -> float | None:
@@ -214,7 +223,13 @@ class NightlyOutcome:
 def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Path | None = None,
                 farm: Any = None) -> NightlyOutcome:
     """Run every model of the plan on its devices (a job per backend), store, compare, record verdicts.
-    `farm` (scale.client.ScaleOptions): run the jobs on the Dask farm, the devices being its workers'."""
+    `farm` (scale.client.ScaleOptions): run the jobs on the Dask farm, the devices being its workers'.
+
+    Confirmation (`confirm: true`, the default): a whole job can land in a slow state (every process
+    of it slower; measured ~1 job in 10 on a loaded host, benchmarks/README.md), and one job cannot
+    tell that from a regression. So the (device, model) pairs a night finds regressed are run again
+    at once, as a job of their own, and compared again; the second comparison is the night's verdict
+    for them. A false alarm then needs two outlier jobs in a row; a real regression shows twice."""
     from orchestrator.artifacts.modelspec import parse_model_spec
 
     run = _farm_runner(plan, farm, progress) if farm is not None else _host_runner(plan, config, progress)
@@ -222,38 +237,74 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     for backend in dict.fromkeys(m.backend for m in plan.models):
         specs = [parse_model_spec(m.spec, m.name) for m in plan.models if m.backend == backend]
         plan.out.mkdir(parents=True, exist_ok=True)
-        jobs.append(run(specs, backend, _new_dir(plan.out)))
+        jobs.append(run(specs, backend, _new_dir(plan.out), list(plan.devices)))
         store.record(jobs[-1].rundir.root)
     pairs = []
     notes = []
+    confirmations: list[JobResult] = []
     for result in jobs:
-        finder = last_good_finder(store, result.job) if plan.baseline == LAST_GOOD else named_finder(store, plan.baseline)
-        noise = history_noise_finder(store, result.job, plan.center) if plan.noise_floor is None else None
-        part = compare_against(result.rundir.root, finder, plan.settings, a_label=plan.baseline, noise=noise)
-        record_verdicts(result.rundir.root, part)
-        pairs += part.pairs
+        part = _compare(plan, store, result)
         notes.append(f"run {result.job.run_id}: {result.rundir.root}")
-    ids = "+".join(j.job.run_id for j in jobs)
-    return NightlyOutcome(plan, tuple(jobs), Comparison(plan.baseline, ids, plan.settings, tuple(pairs)), tuple(notes))
+        regressed = [p for p in part.pairs if p.regressed]
+        if regressed and plan.confirm:
+            again = _confirm(plan, store, run, result, regressed, progress)
+            confirmations.append(again)
+            second = {(p.device, p.model): p for p in _compare(plan, store, again).pairs}
+            for pair in regressed:
+                confirmed = second.get((pair.device, pair.model))
+                notes.append(f"{pair.device} {pair.model}: regressed in run {result.job.run_id}; "
+                             + ("confirmed" if confirmed is None or confirmed.regressed else
+                                f"NOT confirmed ({confirmed.verdict})") + f" by run {again.job.run_id}")
+            part = replace(part, pairs=tuple(second.get((p.device, p.model), p) if p.regressed else p for p in part.pairs))
+        pairs += part.pairs
+    ids = "+".join(j.job.run_id for j in (*jobs, *confirmations))
+    return NightlyOutcome(plan, (*jobs, *confirmations), Comparison(plan.baseline, ids, plan.settings, tuple(pairs)),
+                          tuple(notes))
 
 
-JobRunner = Callable[[list[Any], str, Path], JobResult]  # (specs, backend, out) -> the job
+def _compare(plan: NightlyPlan, store: Store, result: JobResult) -> Comparison:
+    """A night's job against its baselines; its verdicts are recorded beside it (a regressed job is never
+    a later baseline, confirmed or not: an outlier job is no baseline either)."""
+    finder = last_good_finder(store, result.job) if plan.baseline == LAST_GOOD else named_finder(store, plan.baseline)
+    noise = history_noise_finder(store, result.job, plan.center) if plan.noise_floor is None else None
+    part = compare_against(result.rundir.root, finder, plan.settings, a_label=plan.baseline, noise=noise)
+    record_verdicts(result.rundir.root, part)
+    return part
+
+
+def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult, regressed: Sequence[Any],
+             progress: Progress) -> JobResult:
+    """The regressed pairs' models on their devices, once more, as a job of its own (recorded in the store)."""
+    from orchestrator.artifacts.modelspec import parse_model_spec
+
+    models = {p.model for p in regressed}
+    devices = list(dict.fromkeys(p.device for p in regressed))
+    specs = [parse_model_spec(m.spec, m.name) for m in result.job.models if m.name in models]
+    progress(f"regression in run {result.job.run_id} ({', '.join(sorted(f'{p.device} {p.model}' for p in regressed))}): "
+             "running it again to confirm (a whole job in a slow state is not a regression)")
+    again = run(specs, result.job.config.backend, _new_dir(plan.out), devices)
+    store.record(again.rundir.root)
+    return again
+
+
+JobRunner = Callable[[list[Any], str, Path, list[str]], JobResult]  # (specs, backend, out, devices) -> the job
 
 
 def _host_runner(plan: NightlyPlan, config: Path | None, progress: Progress) -> JobRunner:
     from orchestrator.config import load_inventory
 
     inventory = load_inventory(plan.config or config)
-    devices = inventory.select(list(plan.devices))
-    return lambda specs, backend, out: run_job(devices, specs, backend=backend, options=plan.options(), out=out,
-                                               progress=progress, config_file=inventory.path)
+    inventory.select(list(plan.devices))  # every device of the plan is known before anything runs
+    return lambda specs, backend, out, devices: run_job(inventory.select(devices), specs, backend=backend,
+                                                        options=plan.options(), out=out, progress=progress,
+                                                        config_file=inventory.path)
 
 
 def _farm_runner(plan: NightlyPlan, farm: Any, progress: Progress) -> JobRunner:
     from orchestrator.scale.client import run_distributed
 
-    return lambda specs, backend, out: run_distributed(list(plan.devices), specs, backend=backend,
-                                                       options=plan.options(), out=out, progress=progress, scale=farm)
+    return lambda specs, backend, out, devices: run_distributed(devices, specs, backend=backend, options=plan.options(),
+                                                                out=out, progress=progress, scale=farm)
 
 
 def _new_dir(root: Path) -> Path:

@@ -64,7 +64,7 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     assert verdicts["pairs"][0]["noise_floor"] == {"floor": None, "source": "auto", "stored_runs": 1,
                                                    "min_stored_runs": 6, "coverage": 0.95}
     assert "none (1 of 6 runs)" in (report / "latest.md").read_text()
-    repeat_id = verdicts["b"]
+    repeat_id = verdicts["pairs"][0]["source_b"]  # the night's job (or its confirmation, had it been flagged)
 
     model.write_text(MODEL.read_text().replace("DEPTH = 40", "DEPTH = 80"))  # same name, twice the depth
     slowed = etfarm("nightly", "--plan", str(plan), "-q", env=env)
@@ -72,6 +72,9 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     latest = (report / "latest.md").read_text()
     assert "| pinned | mlp | end to end | REGRESSED |" in latest
     assert "REGRESSED" in slowed.stdout
+    # A regression is run again at once and must show again (a whole job in a slow state would not).
+    assert "regressed in run" in latest and "confirmed by run" in latest and "NOT confirmed" not in latest
+    assert slowed.stdout.count("run directory: ") == 2
 
     # The fix lands: the regressed night is never a baseline, so pinned is compared with the last good
     # one again; the device `gone` cannot be reached: nothing regressed, something not measured.

@@ -1,4 +1,4 @@
-"""A nightly plan's `scheduler:` key: the plan's jobs run on the Dask farm (the run itself: tests/integration/test_scale.py)."""
+"""A nightly plan's `scheduler:` key (the run itself: tests/integration/test_scale.py) and `confirm:` key."""
 
 from __future__ import annotations
 
@@ -27,3 +27,14 @@ def test_a_bad_scheduler_names_the_key(tmp_path: Path, value: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_plan(path)
     assert str(err.value).startswith(str(path)) and "scheduler: expected a non-empty string" in str(err.value)
+
+
+def test_confirmation_is_on_unless_the_plan_says_false(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(BASE)
+    assert load_plan(path).confirm is True
+    path.write_text(BASE + "confirm: false\n")
+    assert load_plan(path).confirm is False
+    path.write_text(BASE + "confirm: maybe\n")
+    with pytest.raises(ConfigError, match="confirm: expected true or false"):
+        load_plan(path)
