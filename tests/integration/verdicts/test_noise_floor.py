@@ -14,27 +14,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
 from orchestrator.cache import write_json_atomic
 from orchestrator.run.results import load_manifest
 from orchestrator.store import open_store
 from orchestrator.verdicts.noise import estimate_floor
+from tests.integration.verdicts.pinned import etfarm, mlp_variants, pinned_inventory
 
-REPO = Path(__file__).resolve().parents[3]
-MODEL = REPO / "configs" / "models" / "deep_mlp.py"
 FACTORS = [1.0, 1.06, 0.97, 1.05, 0.98, 1.07, 1.0, 1.04, 1.0]  # stored jobs, oldest first; the last is last-good
-
-
-def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True, timeout=600,
-                          check=False)
 
 
 def shifted_copy(source: Path, target: Path, run_id: str, started: str, factor: float) -> Path:
@@ -52,14 +43,9 @@ def shifted_copy(source: Path, target: Path, run_id: str, started: str, factor: 
 @pytest.fixture(scope="module")
 def farm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("noisefloor")
-    inventory = root / "devices.yaml"
-    inventory.write_text(yaml.safe_dump({"devices": {"pinned": {
-        "transport": "local", "target": "host", "workdir": str(root / "work"), "exec_prefix": "taskset -c 1"}}}))
+    inventory = pinned_inventory(root)
     real = {}
-    for kind, depth in (("base", 40), ("x2", 80)):
-        (root / kind).mkdir()
-        model = root / kind / "mlp.py"
-        model.write_text(MODEL.read_text().replace("DEPTH = 40", f"DEPTH = {depth}"))
+    for kind, model in mlp_variants(root).items():
         real[kind] = root / "real" / kind
         result = etfarm("run", "--config", str(inventory), "-d", "pinned", "-m", f"{model}:build", "--runs", "8",
                         "--iterations", "10", "--untraced-runs", "0", "--out", str(real[kind]), "--no-store", "-q")

@@ -19,34 +19,20 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-REPO = Path(__file__).resolve().parents[3]
-MODEL = REPO / "configs" / "models" / "deep_mlp.py"
+from tests.integration.verdicts.pinned import etfarm, mlp_variants, pinned_inventory
+
 RUNS = 8
-
-
-def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True, timeout=600,
-                          check=False)
 
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     root = tmp_path_factory.mktemp("verdicts")
-    inventory = root / "devices.yaml"
-    inventory.write_text(yaml.safe_dump({"devices": {"pinned": {
-        "transport": "local", "target": "host", "workdir": str(root / "work"), "exec_prefix": "taskset -c 1"}}}))
-    models = {}
-    for kind, depth in (("base", 40), ("x2", 80)):
-        (root / kind).mkdir()
-        models[kind] = root / kind / "mlp.py"
-        models[kind].write_text(MODEL.read_text().replace("DEPTH = 40", f"DEPTH = {depth}"))
+    inventory = pinned_inventory(root)
+    models = mlp_variants(root)
     jobs: dict[str, list[Path]] = {"base": [], "x2": []}
     for i, kind in enumerate(["base", "base", "x2", "base", "base", "x2"]):
         out = root / "runs" / f"{i}-{kind}"

@@ -1,0 +1,35 @@
+"""What the real-run verdict tests share: the `local` device pinned to core 1 and the deep MLP at two depths."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+MODEL = REPO / "configs" / "models" / "deep_mlp.py"
+
+
+def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True, timeout=600,
+                          check=False)
+
+
+def pinned_inventory(root: Path) -> Path:
+    """An inventory with one device, `pinned`: this host, runner on core 1 (`taskset -c 1`)."""
+    inventory = root / "devices.yaml"
+    inventory.write_text(yaml.safe_dump({"devices": {"pinned": {
+        "transport": "local", "target": "host", "workdir": str(root / "work"), "exec_prefix": "taskset -c 1"}}}))
+    return inventory
+
+
+def mlp_variants(root: Path) -> dict[str, Path]:
+    """`base` (configs/models/deep_mlp.py, 40 layers) and `x2` (80 layers), each as `<root>/<kind>/mlp.py`."""
+    models = {}
+    for kind, depth in (("base", 40), ("x2", 80)):
+        (root / kind).mkdir()
+        models[kind] = root / kind / "mlp.py"
+        models[kind].write_text(MODEL.read_text().replace("DEPTH = 40", f"DEPTH = {depth}"))
+    return models
