@@ -23,6 +23,7 @@ from adbutils._adb import AdbConnection
 from adbutils.errors import AdbConnectionError, AdbTimeout
 
 from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, RawExecResult
+from orchestrator.cleanup import close_quietly
 from orchestrator.errors import DeviceError, DeviceRefused
 
 DEFAULT_ADB_HOST = "127.0.0.1"
@@ -76,7 +77,7 @@ class _Device(adbutils.AdbDevice):
                 conn.send_command(f"host:transport:{self._serial}")
             conn.check_okay()
         except BaseException:
-            conn.close()
+            close_quietly("an adb server connection", conn.close)
             raise
         return conn
 
@@ -86,7 +87,7 @@ class _Device(adbutils.AdbDevice):
             conn.send_command("shell:" + cmdargs)
             conn.check_okay()
         except BaseException:
-            conn.close()
+            close_quietly("an adb server connection", conn.close)
             raise
         return conn
 
@@ -196,7 +197,7 @@ class AdbAgent(DeviceAgent):
         except OSError as exc:
             failure = f"adb shell stream failed: {exc}"
         finally:
-            conn.close()
+            close_quietly("the adb shell stream", conn.close, self.log)
         stdout, exit_code = _split_marker(bytes(raw), marker)
         stderr = ""
         if timed_out:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from orchestrator.cache import sha256_file
+from orchestrator.cleanup import close_quietly
 from orchestrator.errors import CommandFailed, DeviceError, DeviceRefused
 from orchestrator.procs import CommandResult
 
@@ -105,14 +106,13 @@ class DeviceAgent(ABC):
         self._check_workdir()
 
     def close(self) -> None:
-        self._close()
+        """Close the connection. Never raises: after a fault the link may be dead already, and the
+        error the user must see is the fault, not a failed close (orchestrator/cleanup.py)."""
+        close_quietly(f"the connection to {self.spec.name}", self._close, self.log)
 
     def reconnect(self) -> None:
         """Drop whatever is left of the connection and connect again (before retrying a step)."""
-        try:
-            self._close()
-        except Exception:  # noqa: BLE001 - a dead connection may fail to close; the new one matters
-            self.log.debug("closing before reconnect failed", exc_info=True)
+        self.close()
         self.connect()
 
     def _check_workdir(self) -> None:

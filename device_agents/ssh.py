@@ -26,6 +26,7 @@ import paramiko
 from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, RawExecResult
 from device_agents.known_hosts import load_known_hosts
 from orchestrator.cache import write_text_atomic
+from orchestrator.cleanup import close_quietly
 from orchestrator.errors import DeviceError, DeviceRefused
 
 DEFAULT_KNOWN_HOSTS = "~/.config/etfarm/known_hosts"
@@ -195,13 +196,15 @@ class SSHAgent(DeviceAgent):
         self.log.debug("connected to %s@%s:%s (%s)", cfg.user, cfg.host, cfg.port, transport.local_cipher)
 
     def _close(self) -> None:
+        # Each part on its own: the peer may be gone before paramiko's reader thread noticed, and then
+        # closing a channel writes to a dead socket (EOFError). What is left still gets closed.
         self._drop_shell()
-        if self._sftp is not None:
-            self._sftp.close()
-            self._sftp = None
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        sftp, self._sftp = self._sftp, None
+        if sftp is not None:
+            close_quietly("the sftp session", sftp.close, self.log)
+        client, self._client = self._client, None
+        if client is not None:
+            close_quietly("the ssh connection", client.close, self.log)
 
     def _exec_raw(self, command: str, timeout_s: float, max_bytes: int) -> RawExecResult:
         # Through /bin/sh whatever the login shell is; the trailing `exit $?` keeps sh
@@ -316,12 +319,9 @@ class SSHAgent(DeviceAgent):
         return self._shell
 
     def _drop_shell(self) -> None:
-        if self._shell is not None:
-            try:
-                self._shell.close()  # EOF on its stdin: the shell ends after what it is running
-            except (OSError, EOFError, paramiko.SSHException):
-                pass
-            self._shell = None
+        shell, self._shell = self._shell, None
+        if shell is not None:  # EOF on its stdin: the shell ends after what it is running
+            close_quietly("the device shell", shell.close, self.log)
 
     def _push(self, local: Path, remote_path: str) -> None:
         sftp = self._sftp_client()
@@ -407,8 +407,8 @@ class SSHAgent(DeviceAgent):
         if client is not None:
             transport = client.get_transport()
             if transport is not None:
-                transport.close()
-            client.close()
+                close_quietly("the ssh transport", transport.close, self.log)
+            close_quietly("the ssh connection", client.close, self.log)
 
 
 def _open_sftp(transport: paramiko.Transport) -> paramiko.SFTPClient:

@@ -25,6 +25,7 @@ def status(
     tls_key: TlsKeyOption = None,
 ) -> None:
     """Workers of the scheduler, their devices (online/offline) and the tasks each is running."""
+    from orchestrator.cleanup import close_quietly
     from orchestrator.scale.client import connect
     from orchestrator.scale.security import make_security
     from orchestrator.scale.status import farm_status, status_lines
@@ -35,7 +36,7 @@ def status(
     try:
         rows = farm_status(client)
     finally:
-        client.close()
+        close_quietly(f"the connection to {scheduler}", client.close)
     if as_json:
         typer.echo(json.dumps({"scheduler": scheduler, "workers": [r.to_dict() for r in rows]}, indent=2))
         return

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fcntl
 import getpass
+import logging
 import os
 import shlex
 import socket
@@ -33,6 +34,8 @@ from device_agents.base import DeviceAgent
 from orchestrator.cache import cache_dir
 from orchestrator.errors import DeviceError, DeviceRefused, EtfarmError
 from orchestrator.run.retry import retryable
+
+log = logging.getLogger(__name__)
 
 LOCK_POLL_SEC = 0.5
 
@@ -263,5 +266,6 @@ def _release(agent: DeviceAgent, lock: str, me: str, timeout_s: float, on_wait: 
         if result.exit_code != 0:
             on_wait(f"could not release the device lock {lock} (it goes stale when this process ends): "
                     f"{result.decoded().tail(300) or 'no answer'}")
-    except EtfarmError as exc:
+    except Exception as exc:  # noqa: BLE001 - a release after a fault must not replace the fault (cleanup.py)
+        log.debug("releasing %s failed", lock, exc_info=True)
         on_wait(f"could not release the device lock {lock} (it goes stale when this process ends): {exc}")

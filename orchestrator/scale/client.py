@@ -30,6 +30,7 @@ from typing import Any
 from orchestrator.artifacts.lowering import export_model
 from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.cache import write_bytes_atomic
+from orchestrator.cleanup import close_quietly
 from orchestrator.errors import Blame, DeviceError, EtfarmError, UsageError
 from orchestrator.progress import Progress
 from orchestrator.run.job import (
@@ -156,7 +157,7 @@ def run_distributed(device_names: Sequence[str], specs: Sequence[ModelSpec], *, 
             work = [Work(device, model) for device in devices for model in models]
             return run.execute(rundir, devices, models, work)
         finally:
-            client.close()
+            close_quietly(f"the connection to {scale.scheduler}", client.close)
 
 
 def resume_distributed(root: Path, specs: Sequence[ModelSpec], *, progress: Progress, scale: ScaleOptions) -> JobResult:
@@ -193,7 +194,7 @@ def resume_distributed(root: Path, specs: Sequence[ModelSpec], *, progress: Prog
                      f"{runs_left} process run(s) missing, {len(kept)} device(s) complete -> {root}")
             return run.execute(rundir, devices, models, work)
         finally:
-            client.close()
+            close_quietly(f"the connection to {scale.scheduler}", client.close)
 
 
 @dataclass(frozen=True)

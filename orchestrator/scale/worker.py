@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orchestrator.cleanup import close_quietly
 from orchestrator.errors import UsageError
 from orchestrator.scale import require_distributed
 from orchestrator.scale.devices import InventoryWatch, Offer
@@ -94,9 +95,17 @@ async def _serve(options: WorkerOptions, load: Callable[[Path | None], dict[str,
                     say(f"devices now: {_describe(current)}")
                 offer = current
         finally:
-            await worker.close()
+            await _close_worker(worker)
     finally:
-        watch.close()
+        close_quietly("the device trackers", watch.close, log)
+
+
+async def _close_worker(worker: Any) -> None:
+    """Close the worker; a scheduler that died first must not turn the shutdown into a second error."""
+    try:
+        await worker.close()
+    except Exception:  # noqa: BLE001 - the rule of orchestrator/cleanup.py, for a coroutine
+        log.debug("closing the worker failed (scheduler gone?)", exc_info=True)
 
 
 async def _wait(wake: asyncio.Event, timeout_s: float) -> None:
