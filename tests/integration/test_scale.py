@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -175,7 +177,8 @@ def test_one_run_across_two_workers_writes_what_a_local_run_writes(
 
 
 def _run_killing_worker_a(farm: Farm, out: Path, restart: Path | None, *extra: str, at: str = "run 1/2",
-                          before_kill: Callable[[], None] = lambda: None) -> tuple[int, str]:
+                          before_kill: Callable[[], None] = lambda: None,
+                          after_kill: Callable[[], None] = lambda: None) -> tuple[int, str]:
     """Run over host-a and host-b; kill worker wa once host-a says `at` (and `before_kill()` returned),
     restart it with `restart` if given."""
     argv = [sys.executable, "-m", "orchestrator.cli", "run", "--scheduler", farm.address, "--devices", "host-a,host-b",
@@ -193,6 +196,7 @@ def _run_killing_worker_a(farm: Farm, out: Path, restart: Path | None, *extra: s
         assert any("-host-a-tiny_cnn" in key for key in running["wa"]), running  # farm status: who runs what
         before_kill()
         _kill(farm.workers["wa"])
+        after_kill()
         if restart is not None:
             farm.worker("wa2", restart)  # the device comes back on a new worker (empty cache: it lacks the artifacts)
         _, stderr = client.communicate(timeout=600)
@@ -297,10 +301,30 @@ def test_sigint_stops_the_farm_s_sessions_then_resume_completes_the_run(
     _check_stats(out, ("host-a", "host-b"))
 
 
+def gated_runner_prefix(gate: Path) -> tuple[str, ...]:
+    """An exec_prefix holding every runner start after the first until `gate/open` exists (bounded at
+    60 s): the test decides when run 2 may run, instead of racing a cooldown on a loaded machine."""
+    gate.mkdir(parents=True, exist_ok=True)
+    script = gate / "gate.sh"
+    script.write_text('#!/bin/sh\n'
+                      f'd={shlex.quote(str(gate))}\n'
+                      'if [ -e "$d/started" ]; then\n'
+                      '  i=0; while [ ! -e "$d/open" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\n'
+                      'fi\n'
+                      'touch "$d/started"\n'
+                      'exec "$@"\n')
+    script.chmod(0o755)
+    return (str(script),)
+
+
 @pytest.mark.slow
 def test_runs_finished_before_a_worker_dies_are_kept_and_resume_runs_only_the_rest(
         farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
-    config_a = _farm_of_two(farm, two_hosts, tmp_path)
+    gate = tmp_path / "gate"
+    host_a, host_b = two_hosts
+    # host-a's run 2 waits at the gate until worker wa is dead: run 1 must reach the client first.
+    host_a = replace(host_a, exec_prefix=gated_runner_prefix(gate))
+    config_a = _farm_of_two(farm, (host_a, host_b), tmp_path)
     out = tmp_path / "dist"
 
     def run_1_collected() -> None:  # streamed from the worker while its task still runs
@@ -314,7 +338,7 @@ def test_runs_finished_before_a_worker_dies_are_kept_and_resume_runs_only_the_re
         raise AssertionError(f"run-1 never reached the client: {load_manifest(out).device('host-a')}")
 
     code, stderr = _run_killing_worker_a(farm, out, None, "--device-deadline", "3", at="run 2/2",
-                                         before_kill=run_1_collected)
+                                         before_kill=run_1_collected, after_kill=lambda: (gate / "open").touch())
     assert code == 1, stderr[-4000:]
     cut = load_manifest(out)
     model = cut.device("host-a").model("tiny_cnn")  # type: ignore[union-attr]
