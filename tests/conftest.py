@@ -9,12 +9,21 @@ whole session (subprocesses inherit them), and ETFARM_CONFIG / ETFARM_STORE are 
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
 XDG_DIRS = {"XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".cache", "XDG_DATA_HOME": ".local/share",
             "XDG_STATE_HOME": ".local/state"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C tests send real SIGINTs to `etfarm` child processes. A shell script's background job starts
+    with SIGINT ignored, and an ignored signal stays ignored across exec, so `etfarm` would never see the
+    signal: give the test process a handler (which exec resets to the default in every child)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)

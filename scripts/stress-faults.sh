@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Flush out timing-dependent tests: run the fault, interrupt and Dask test modules ROUNDS times while
+# a CPU hog keeps every core busy, and count the failures. Not part of `make test` (it takes hours);
+# README "Tests" records its last outcome.
+#
+#   scripts/stress-faults.sh [ROUNDS] [LOGDIR]      (default 20 rounds, logs in /tmp/etfarm-stress)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-20}
+logdir=${2:-/tmp/etfarm-stress}
+mkdir -p "$logdir"
+modules=(
+  tests/integration/test_close_after_fault.py
+  tests/integration/test_transport_faults.py
+  tests/integration/test_faults.py
+  tests/integration/test_run_faults.py
+  tests/integration/test_interrupt_resume.py
+  tests/integration/test_device_lock.py
+  tests/integration/test_scale.py
+  tests/integration/test_scale_probes.py
+)
+hogs=()
+for _ in $(seq "$(nproc)"); do
+  ( while :; do :; done ) &
+  hogs+=($!)
+done
+trap 'kill "${hogs[@]}" 2>/dev/null' EXIT
+failed_rounds=0
+for round in $(seq "$rounds"); do
+  log="$logdir/round-$round.log"
+  if .venv/bin/python -m pytest -q -p no:cacheprovider "${modules[@]}" >"$log" 2>&1; then
+    echo "round $round: passed ($(tail -1 "$log"))"
+  else
+    failed_rounds=$((failed_rounds + 1))
+    echo "round $round: FAILED: $(grep -E '^(FAILED|ERROR) ' "$log" | tr '\n' ' ')"
+  fi
+done
+echo "$failed_rounds of $rounds round(s) failed under a $(nproc)-core CPU hog; logs in $logdir"
+[ "$failed_rounds" -eq 0 ]
