@@ -21,11 +21,17 @@ from orchestrator.run.retry import DEFAULT_POLICY, RetryPolicy, with_retries
 DEGRADED_AFTER_SEC = 5.0
 
 
-def listing(spec: DeviceSpec, reachable: bool | None = None, health: str | None = None) -> dict[str, Any]:
-    """The device as `etfarm devices` lists it; as given, what `--no-check` shows (not contacted)."""
-    return {"name": spec.name, "transport": spec.transport, "target": spec.target, "address": spec.settings.address,
-            "workdir": spec.workdir, "reachable": reachable, "health": health, "error": None, "attempts": [],
-            **({} if reachable is None else {"elapsed_s": None}), "facts": {}}
+def listing(spec: DeviceSpec, *, checked: bool = False) -> dict[str, Any]:
+    """The device as `etfarm devices` lists it before any answer: not contacted (`--no-check`), or
+    about to be (`checked`: offline until it answers)."""
+    entry: dict[str, Any] = {"name": spec.name, "transport": spec.transport, "target": spec.target,
+                             "address": spec.settings.address, "workdir": spec.workdir,
+                             "reachable": False if checked else None, "health": "offline" if checked else None,
+                             "error": None, "attempts": []}
+    if checked:
+        entry["elapsed_s"] = None
+    entry["facts"] = {}
+    return entry
 
 
 def _describe(spec: DeviceSpec) -> dict[str, Any]:
@@ -42,7 +48,7 @@ def health(reachable: bool, attempts: int, elapsed_s: float) -> str:
 def probe(spec: DeviceSpec, policy: RetryPolicy = DEFAULT_POLICY) -> dict[str, Any]:
     """Connect, describe, close, with retries. Never raises: errors become `reachable: false`,
     `health: offline` and the message; every failed try is listed under `attempts`."""
-    entry = listing(spec, reachable=False, health="offline")
+    entry = listing(spec, checked=True)
     attempts: list[Attempt] = []
     started = time.monotonic()
     try:
