@@ -112,7 +112,7 @@ def measure(size_mb: int, rounds: int) -> dict[str, object]:
                 started = time.perf_counter()
                 again = agent.stage({"again/model.pte": model})
                 restage_s = time.perf_counter() - started
-                cipher = agent._client.get_transport().local_cipher  # type: ignore[union-attr]
+                cipher = agent.connection().link.transport().local_cipher
                 write_bytes = agent._write_bytes
         finally:
             host.stop()

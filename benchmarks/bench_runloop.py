@@ -43,6 +43,7 @@ from testbed.delayproxy import DelayProxy  # noqa: E402
 from testbed.sshd import start_sshd  # noqa: E402
 
 from device_agents import DeviceSpec, create_agent  # noqa: E402
+from device_agents.adb.settings import AdbSettings  # noqa: E402
 from device_agents.base import DeviceAgent  # noqa: E402
 from device_agents.step import StepRequest, run_step, step_files  # noqa: E402
 from orchestrator.artifacts.build import RUNNER_REL, build_runner, runner_env  # noqa: E402
@@ -121,11 +122,10 @@ def main() -> int:
         sshd = start_sshd(root / "sshd")
         try:
             with DelayProxy(sshd.port, one_way) as proxy:
-                spec = sshd.spec("slow-ssh", root / "ssh-workdir")
-                spec = DeviceSpec(spec.name, spec.transport, spec.target, spec.workdir,
-                                  settings={**spec.settings, "port": proxy.port}, source=spec.source)
+                spec = sshd.spec("slow-ssh", root / "ssh-workdir", port=proxy.port)
                 # The proxy's port is not in known_hosts: trust the same key under it.
-                Path(spec.settings["known_hosts"]).write_text(f"[127.0.0.1]:{proxy.port} {sshd.host_key_line}\n")
+                Path(spec.settings.known_hosts).write_text(  # type: ignore[attr-defined]
+                    f"[127.0.0.1]:{proxy.port} {sshd.host_key_line}\n")
                 results["ssh"] = measure(spec, files, args.runs, root / "ssh-out")
         finally:
             sshd.stop()
@@ -138,7 +138,7 @@ def main() -> int:
                     connected = server.cmd("connect", serial)
                     assert "connected to" in connected.stdout, connected.stdout + connected.stderr
                     spec = DeviceSpec("slow-adb", "adb", "host", str(device.root / "etfarm"),
-                                      settings={"serial": serial, "adb_host": "127.0.0.1", "adb_port": server.port})
+                                      settings=AdbSettings(serial, adb_host="127.0.0.1", adb_port=server.port))
                     results["adb"] = measure(spec, files, args.runs, root / "adb-out")
                     server.cmd("disconnect", serial)
             finally:

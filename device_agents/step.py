@@ -30,12 +30,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from device_agents.base import (
-    HOST_DEADLINE_GRACE_SEC,
-    DeviceAgent,
-    parse_facts,
-    safe_destination,
-)
+from device_agents.base import HOST_DEADLINE_GRACE_SEC, DeviceAgent
+from device_agents.facts import parse_facts
+from device_agents.workdir import safe_destination
 from orchestrator.cache import sha256_file
 from orchestrator.errors import DeviceError
 

@@ -1,13 +1,15 @@
-"""The device inventory (DESIGN.md §3): load, validate, and name the file and key on error.
+"""The device inventory (docs/architecture.md, "Device inventory"): load, validate, and name the file and key on error.
 
 `local` (the host itself) always exists unless the file defines its own `local`.
 The file comes from --config, else $ETFARM_CONFIG, else
 $XDG_CONFIG_HOME/etfarm/devices.yaml when present; with none, only `local` exists.
+
+This module reads the keys every device has; each transport's own keys are read by its settings
+type, which the transport registry names (device_agents.TRANSPORTS): one parse, one set of errors.
 """
 
 from __future__ import annotations
 
-import getpass
 import os
 import re
 import shlex
@@ -16,36 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from device_agents.base import DeviceSpec
+from device_agents import TRANSPORTS, DeviceSpec, settings_type
+from device_agents.keys import InventoryEntry, describe
 from orchestrator.artifacts.targets import TARGETS
 from orchestrator.cache import cache_dir
 from orchestrator.errors import ConfigError, UsageError
 from orchestrator.yamlfile import load_yaml, shorten
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-# Per transport: key -> (type, required, default). Unknown keys are errors, so typos surface.
+# Keys of every device; each transport adds its own (TransportSettings.KEYS). Unknown keys are
+# errors, so typos surface.
 _COMMON_KEYS = {"transport", "target", "workdir", "exec_prefix", "threads", "cpus", "description"}
 # `cpus:` is taskset's cpu list: 3, 0-3, 0,2,4-7 (an integer alone is one cpu).
 _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
-_TRANSPORT_KEYS: dict[str, dict[str, tuple[type, bool, Any]]] = {
-    "local": {},
-    "ssh": {
-        "host": (str, True, None),
-        "port": (int, False, 22),
-        "user": (str, False, None),
-        "key": (str, True, None),
-        "known_hosts": (str, False, "~/.config/etfarm/known_hosts"),
-        "connect_timeout": (float, False, 15.0),
-    },
-    "adb": {
-        "serial": (str, True, None),
-        "adb_host": (str, False, "127.0.0.1"),
-        "adb_port": (int, False, 5037),
-    },
-}
-# Per device and per user (ssh): two users or two inventory names never share a workdir by default.
-_DEFAULT_WORKDIR = {"ssh": "/tmp/etfarm-{user}/{device}", "adb": "/data/local/tmp/etfarm"}
 
 
 @dataclass(frozen=True)
@@ -109,59 +94,39 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
     if not _NAME.match(name):
         raise ConfigError(path, where, "device names must be letters, digits, '.', '_' or '-'")
     if not isinstance(entry, dict):
-        raise ConfigError(path, where, f"expected a mapping of settings, got {_describe(entry)}")
+        raise ConfigError(path, where, f"expected a mapping of settings, got {describe(entry)}")
     transport = entry.get("transport")
-    if transport not in _TRANSPORT_KEYS:
-        raise ConfigError(path, f"{where}.transport", f"expected one of {', '.join(_TRANSPORT_KEYS)}, got {_describe(transport)}")
-    allowed = _TRANSPORT_KEYS[transport]
+    if not isinstance(transport, str) or transport not in TRANSPORTS:
+        raise ConfigError(path, f"{where}.transport", f"expected one of {', '.join(TRANSPORTS)}, got {describe(transport)}")
+    kind = settings_type(transport)
     for key in entry:
-        if key not in _COMMON_KEYS and key not in allowed:
+        if key not in _COMMON_KEYS and key not in kind.KEYS:
             raise ConfigError(path, f"{where}.{shorten(str(key), 40)}", f"unknown key for a {transport} device")
-    target = entry.get("target", "host" if transport == "local" else None)
-    if target not in TARGETS:
-        raise ConfigError(path, f"{where}.target", f"expected one of {', '.join(TARGETS)}, got {_describe(target)}")
-    settings = {key: _typed(path, f"{where}.{key}", entry, key, *spec) for key, spec in allowed.items()}
-    for key in ("connect_timeout",):  # a deadline of 0 or less would never let a device answer
-        if key in settings and settings[key] is not None and settings[key] <= 0:
-            raise ConfigError(path, f"{where}.{key}", f"expected a number of seconds > 0, got {_describe(entry.get(key))}")
-    if "threads" in entry:
-        settings["threads"] = _typed(path, f"{where}.threads", entry, "threads", int, False, 0)
-    if entry.get("cpus") is not None:
-        cpus = entry["cpus"]
-        text = str(cpus) if isinstance(cpus, int) and not isinstance(cpus, bool) else cpus
-        if not isinstance(text, str) or not _CPU_LIST.match(text.replace(" ", "")):
-            raise ConfigError(path, f"{where}.cpus", f"expected a cpu list like 2, \"0-3\" or \"0,2,4-7\", got {_describe(cpus)}")
-        settings["cpus"] = text.replace(" ", "")
-    default = _DEFAULT_WORKDIR.get(transport, "").format(user=settings.get("user") or getpass.getuser(), device=name)
-    workdir = entry.get("workdir", default or str(cache_dir("devices") / name))
+    target = entry.get("target", kind.DEFAULT_TARGET)
+    if not isinstance(target, str) or target not in TARGETS:
+        raise ConfigError(path, f"{where}.target", f"expected one of {', '.join(TARGETS)}, got {describe(target)}")
+    keys = InventoryEntry(path, name, entry)
+    settings = kind.parse(keys)
+    threads = keys.integer("threads", 0)
+    cpus = _cpus(keys)
+    workdir = entry.get("workdir", settings.default_workdir(name))
     if not isinstance(workdir, str) or not workdir.startswith(("/", "~")):
-        raise ConfigError(path, f"{where}.workdir", f"expected an absolute path, got {_describe(workdir)}")
-    if transport == "local":
-        workdir = str(Path(workdir).expanduser())
+        raise ConfigError(path, f"{where}.workdir", f"expected an absolute path, got {describe(workdir)}")
     return DeviceSpec(
-        name=name, transport=transport, target=target, workdir=workdir,
+        name=name, transport=transport, target=target, workdir=settings.workdir(workdir),
         exec_prefix=_exec_prefix(path, f"{where}.exec_prefix", entry.get("exec_prefix")),
-        settings=settings, source=str(path),
+        settings=settings, source=str(path), threads=threads, cpus=cpus,
     )
 
 
-def _typed(path: Path, where: str, entry: dict[str, Any], key: str, kind: type, required: bool, default: Any) -> Any:
-    if key not in entry or entry[key] is None:
-        if required:
-            raise ConfigError(path, where, "missing (required)")
-        return default
-    value = entry[key]
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise ConfigError(
-            path,
-            where,
-            f"expected {'an integer' if kind is int else 'a number' if kind is float else 'a string'}, got {_describe(value)}",
-        )
-    if key.endswith("port") and not 0 < value < 65536:
-        raise ConfigError(path, where, f"port out of range: {value}")
-    return value
+def _cpus(keys: InventoryEntry) -> str | None:
+    cpus = keys.given("cpus")
+    if cpus is None:
+        return None
+    text = str(cpus) if isinstance(cpus, int) and not isinstance(cpus, bool) else cpus
+    if not isinstance(text, str) or not _CPU_LIST.match(text.replace(" ", "")):
+        raise keys.error("cpus", f"expected a cpu list like 2, \"0-3\" or \"0,2,4-7\", got {describe(cpus)}")
+    return text.replace(" ", "")
 
 
 def _exec_prefix(path: Path, where: str, value: Any) -> tuple[str, ...]:
@@ -174,8 +139,4 @@ def _exec_prefix(path: Path, where: str, value: Any) -> tuple[str, ...]:
             raise ConfigError(path, where, f"cannot split into words ({exc})") from None
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise ConfigError(path, where, f"expected a string or a list of strings, got {_describe(value)}")
-
-
-def _describe(value: Any) -> str:
-    return "nothing" if value is None else f"{type(value).__name__} {shorten(repr(value))}"
+    raise ConfigError(path, where, f"expected a string or a list of strings, got {describe(value)}")

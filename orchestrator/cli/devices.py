@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from orchestrator.cli.options import ConfigOption, JsonOption
-from orchestrator.errors import EXIT_DEVICE_FAILED, UsageError
+from orchestrator.errors import EXIT_DEVICE_FAILED
 
 devices_app = typer.Typer(
     help="List, check and trust devices of the inventory. Health: ok (answered at once), degraded (answered "
@@ -35,14 +35,11 @@ def devices(
         return
     from orchestrator.config import load_inventory
     from orchestrator.report import format_table, json_text
-    from orchestrator.run.probe import address, probe_all
+    from orchestrator.run.probe import listing, probe_all
 
     inventory = load_inventory(config)
     specs = list(inventory.devices.values())
-    entries = ([{"name": s.name, "transport": s.transport, "target": s.target, "address": address(s),
-                 "workdir": s.workdir, "reachable": None, "health": None, "error": None, "attempts": [],
-                 "facts": {}} for s in specs]
-               if no_check else probe_all(specs))
+    entries = [listing(s) for s in specs] if no_check else probe_all(specs)
     if as_json:
         typer.echo(json_text({"config": str(inventory.path) if inventory.path else None, "devices": entries}))
         return
@@ -69,15 +66,11 @@ def check(name: Annotated[str, typer.Argument(help="Device name")], config: Conf
 @devices_app.command("trust")
 def trust(name: Annotated[str, typer.Argument(help="SSH device name")], config: ConfigOption = None) -> None:
     """Record NAME's current SSH host key in its known_hosts file, on purpose."""
+    from device_agents import trust_host_key
     from orchestrator.config import load_inventory
 
-    spec = load_inventory(config).select(name)[0]
-    if spec.transport != "ssh":
-        raise UsageError(f"device {name!r} uses {spec.transport}; only ssh devices have host keys to trust")
-    from device_agents.ssh import trust_host_key
-
-    fingerprint = trust_host_key(spec)
-    typer.echo(f"trusted {name}: {fingerprint} -> {spec.settings.get('known_hosts')}")
+    trusted = trust_host_key(load_inventory(config).select(name)[0])
+    typer.echo(f"trusted {name}: {trusted.fingerprint} -> {trusted.known_hosts}")
 
 
 def _status(entry: dict[str, Any]) -> str:

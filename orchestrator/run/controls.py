@@ -18,12 +18,7 @@ PERF_MODE_FACT = "fixed_performance_mode"
 
 def affinity_prefix(spec: DeviceSpec) -> tuple[str, ...]:
     """The words that pin the runner to the device's `cpus:`, or none."""
-    cpus = spec.settings.get("cpus")
-    return ("taskset", "-c", str(cpus)) if cpus else ()
-
-
-def is_android(spec: DeviceSpec) -> bool:
-    return spec.transport == "adb" or spec.target.startswith("android")
+    return ("taskset", "-c", spec.cpus) if spec.cpus else ()
 
 
 def _perf_mode(enabled: bool) -> list[str]:
@@ -36,9 +31,9 @@ def _perf_mode(enabled: bool) -> list[str]:
 
 def setup_commands(spec: DeviceSpec) -> list[list[str]]:
     """Commands to run once before the job's process runs (each prints `key=value` facts)."""
-    return [_perf_mode(True)] if is_android(spec) else []
+    return [_perf_mode(True)] if spec.android else []
 
 
 def restore_commands(spec: DeviceSpec) -> list[list[str]]:
     """Commands that undo `setup_commands`, run after the job even when it failed."""
-    return [_perf_mode(False)] if is_android(spec) else []
+    return [_perf_mode(False)] if spec.android else []

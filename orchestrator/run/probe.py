@@ -21,14 +21,17 @@ from orchestrator.run.retry import DEFAULT_POLICY, RetryPolicy, with_retries
 DEGRADED_AFTER_SEC = 5.0
 
 
-def address(spec: DeviceSpec) -> str:
-    s = spec.settings
-    if spec.transport == "ssh":
-        user = f"{s['user']}@" if s.get("user") else ""
-        return f"{user}{s.get('host')}:{s.get('port', 22)}"
-    if spec.transport == "adb":
-        return f"{s.get('serial')} via adb {s.get('adb_host', '127.0.0.1')}:{s.get('adb_port', 5037)}"
-    return "this host"
+def listing(spec: DeviceSpec, *, checked: bool = False) -> dict[str, Any]:
+    """The device as `etfarm devices` lists it before any answer: not contacted (`--no-check`), or
+    about to be (`checked`: offline until it answers)."""
+    entry: dict[str, Any] = {"name": spec.name, "transport": spec.transport, "target": spec.target,
+                             "address": spec.settings.address, "workdir": spec.workdir,
+                             "reachable": False if checked else None, "health": "offline" if checked else None,
+                             "error": None, "attempts": []}
+    if checked:
+        entry["elapsed_s"] = None
+    entry["facts"] = {}
+    return entry
 
 
 def _describe(spec: DeviceSpec) -> dict[str, Any]:
@@ -45,9 +48,7 @@ def health(reachable: bool, attempts: int, elapsed_s: float) -> str:
 def probe(spec: DeviceSpec, policy: RetryPolicy = DEFAULT_POLICY) -> dict[str, Any]:
     """Connect, describe, close, with retries. Never raises: errors become `reachable: false`,
     `health: offline` and the message; every failed try is listed under `attempts`."""
-    entry: dict[str, Any] = {"name": spec.name, "transport": spec.transport, "target": spec.target,
-                             "address": address(spec), "workdir": spec.workdir, "reachable": False,
-                             "health": "offline", "error": None, "attempts": [], "elapsed_s": None, "facts": {}}
+    entry = listing(spec, checked=True)
     attempts: list[Attempt] = []
     started = time.monotonic()
     try:

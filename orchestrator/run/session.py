@@ -346,7 +346,7 @@ class DeviceSession:
         local_dir = self.rundir.model_dir(self.spec.name, model.name)
         write_json_atomic(local_dir / DEVICE_JSON, {"name": self.spec.name, "transport": self.spec.transport,
                                                    "target": self.spec.target, "exec_prefix": list(self.spec.exec_prefix),
-                                                   "cpus": self.spec.settings.get("cpus"), "facts": dict(facts)})
+                                                   "cpus": self.spec.cpus, "facts": dict(facts)})
         device = self.rundir.job.device(self.spec.name)
         if device is None or not device.facts:
             self._set(facts=dict(facts))

@@ -1,13 +1,14 @@
 """What a worker can offer: its inventory's devices, each probed, as `dev-<name>` resources.
 
 A device is offered (resource 1) only while it answers, so the scheduler never sends a task to an
-unplugged phone or a board that is down; 0 keeps the name known with nothing to give. Checks,
-chosen to cost milliseconds and never start anything:
-- local: always there;
-- ssh: probed each round: a TCP connection to host:port that answers with an `SSH-` banner within
-  PROBE_TIMEOUT_SEC (a stopped sshd still accepts connections in the kernel's backlog but never
-  speaks);
-- adb: tracked, not polled: the InventoryWatch holds one `AdbTracker` (adb_track.py,
+unplugged phone or a board that is down; 0 keeps the name known with nothing to give. Each
+transport's settings say how its devices can be seen (`TransportSettings.presence`,
+device_agents/spec.py); the checks, chosen to cost milliseconds and never start anything:
+- `AlwaysPresent` (local): always there;
+- `ServerBanner` (ssh): probed each round: a TCP connection to host:port that answers with the
+  banner (`SSH-`) within PROBE_TIMEOUT_SEC (a stopped sshd still accepts connections in the
+  kernel's backlog but never speaks);
+- `AdbListing` (adb): tracked, not polled: the InventoryWatch holds one `AdbTracker` (adb_track.py,
   `host:track-devices`) per adb server its inventory names, and the device is online while that
   server lists its serial in state `device`. The tracker calls `on_change` the moment its list
   changes, so the worker publishes a plug or unplug at once instead of at the next round; a
@@ -27,12 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device_agents import DeviceSpec
+from device_agents.spec import AdbListing, ServerBanner
 from orchestrator.errors import EtfarmError
 from orchestrator.scale import resource_name
-from orchestrator.scale.adb_track import AdbTrackers, ServerKey, adb_devices
+from orchestrator.scale.adb_track import AdbTrackers, adb_devices
 
 PROBE_TIMEOUT_SEC = 2.0
-DEFAULT_ADB_PORT = 5037
 
 log = logging.getLogger(__name__)
 
@@ -43,30 +44,31 @@ def probe(spec: DeviceSpec, adb: AdbTrackers | None = None) -> bool:
     An adb device is looked up in `adb`'s tracker of its server (waiting up to PROBE_TIMEOUT_SEC for
     a new tracker's first list); without trackers, one `host:devices` request is made.
     """
+    presence = spec.settings.presence
     try:
-        if spec.transport == "ssh":
-            return _ssh_banner(str(spec.settings["host"]), int(spec.settings.get("port") or 22))
-        if spec.transport == "adb":
-            host, port = adb_server(spec)
-            serial = spec.settings.get("serial")
+        if isinstance(presence, ServerBanner):
+            return _banner(presence)
+        if isinstance(presence, AdbListing):
+            host, port = presence.server
             if adb is not None:
-                return serial in adb.get(host, port).serials(wait_s=PROBE_TIMEOUT_SEC)
-            return serial in adb_devices(port, host, PROBE_TIMEOUT_SEC)
+                return presence.serial in adb.get(host, port).serials(wait_s=PROBE_TIMEOUT_SEC)
+            return presence.serial in adb_devices(port, host, PROBE_TIMEOUT_SEC)
         return True
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError) as exc:
         log.debug("probe of %s failed: %s", spec.name, exc)
         return False
 
 
-def adb_server(spec: DeviceSpec) -> ServerKey:
-    """(host, port) of the adb server an adb device is reached through."""
-    return str(spec.settings.get("adb_host") or "127.0.0.1"), int(spec.settings.get("adb_port") or DEFAULT_ADB_PORT)
+def tracked(spec: DeviceSpec) -> AdbListing | None:
+    """How an adb server's tracker sees the device, when one does."""
+    presence = spec.settings.presence
+    return presence if isinstance(presence, AdbListing) else None
 
 
-def _ssh_banner(host: str, port: int) -> bool:
-    with socket.create_connection((host, port), timeout=PROBE_TIMEOUT_SEC) as sock:
+def _banner(presence: ServerBanner) -> bool:
+    with socket.create_connection((presence.host, presence.port), timeout=PROBE_TIMEOUT_SEC) as sock:
         sock.settimeout(PROBE_TIMEOUT_SEC)
-        return sock.recv(4).startswith(b"SSH-")
+        return sock.recv(len(presence.banner)).startswith(presence.banner)
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ class InventoryWatch:
         self.retired |= set(self.specs) - set(specs)
         self.retired -= set(specs)
         self.specs, self._mtime = specs, mtime
-        self.adb.keep(adb_server(spec) for spec in specs.values() if spec.transport == "adb")
+        self.adb.keep(listing.server for spec in specs.values() if (listing := tracked(spec)) is not None)
         return True
 
     def spec(self, name: str) -> DeviceSpec | None:
@@ -132,7 +134,7 @@ class InventoryWatch:
         self.reload()
         if not tracked_only:
             self.adb.refresh()
-        online = {name: self._last[name] if tracked_only and spec.transport != "adb" and name in self._last
+        online = {name: self._last[name] if tracked_only and tracked(spec) is None and name in self._last
                   else self._probe(spec) for name, spec in self.specs.items()}
         self._last = dict(online)
         online.update({name: False for name in self.retired})

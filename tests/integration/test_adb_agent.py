@@ -13,6 +13,7 @@ from testbed.adbserver import AdbTestDevice, AdbTestServer
 
 from device_agents import create_agent
 from device_agents.adb import AdbAgent
+from device_agents.adb.settings import AdbSettings
 from device_agents.base import DeviceSpec, ExecResult
 from orchestrator.errors import DeviceError
 
@@ -56,8 +57,7 @@ def test_device_dying_mid_command_is_a_failure(adb_testdevice: AdbTestDevice) ->
 
 def test_adbutils_shell_alone_would_have_hidden_it(adb_testdevice: AdbTestDevice) -> None:
     """Why the marker exists: plain adbutils `shell()` returns normally when the device dies."""
-    settings = adb_testdevice.spec("raw").settings
-    device = adbutils.AdbClient(host="127.0.0.1", port=settings["adb_port"]).device(adb_testdevice.serial)
+    device = adbutils.AdbClient(host="127.0.0.1", port=adb_testdevice.server.port).device(adb_testdevice.serial)
     killer = threading.Timer(1.0, adb_testdevice.kill)
     killer.start()
     output = device.shell("sleep 30; echo finished", timeout=20)
@@ -66,14 +66,16 @@ def test_adbutils_shell_alone_would_have_hidden_it(adb_testdevice: AdbTestDevice
 
 
 def test_missing_device_and_server_fail_clearly(adb_server: AdbTestServer, tmp_path: Path) -> None:
-    spec = DeviceSpec("ghost", "adb", "host", str(tmp_path), settings={"serial": "NOSUCHSERIAL", "adb_port": adb_server.port})
+    spec = DeviceSpec("ghost", "adb", "host", str(tmp_path), settings=AdbSettings("NOSUCHSERIAL", adb_port=adb_server.port))
     with pytest.raises(DeviceError, match="NOSUCHSERIAL is missing"):
         AdbAgent(spec).connect()
-    no_server = DeviceSpec("nosrv", "adb", "host", str(tmp_path), settings={"serial": "x", "adb_port": free_port()})
+    no_server = DeviceSpec("nosrv", "adb", "host", str(tmp_path), settings=AdbSettings("x", adb_port=free_port()))
     with pytest.raises(DeviceError, match="adb server not reachable"):
         AdbAgent(no_server).connect()
     with pytest.raises(DeviceError, match="'serial' is missing"):
         AdbAgent(DeviceSpec("noserial", "adb", "host", str(tmp_path)))
+    with pytest.raises(DeviceError, match="'serial' is missing"):
+        AdbAgent(DeviceSpec("emptyserial", "adb", "host", str(tmp_path), settings=AdbSettings("")))
 
 
 def test_network_serial_is_connected_on_demand(adb_testdevice: AdbTestDevice, adb_server: AdbTestServer) -> None:
@@ -84,7 +86,7 @@ def test_network_serial_is_connected_on_demand(adb_testdevice: AdbTestDevice, ad
 
 def test_unreachable_network_serial_fails_fast(adb_server: AdbTestServer, tmp_path: Path) -> None:
     serial = f"127.0.0.1:{free_port()}"
-    spec = DeviceSpec("gone", "adb", "host", str(tmp_path), settings={"serial": serial, "adb_port": adb_server.port})
+    spec = DeviceSpec("gone", "adb", "host", str(tmp_path), settings=AdbSettings(serial, adb_port=adb_server.port))
     started = time.monotonic()
     with pytest.raises(DeviceError, match="is missing"):
         AdbAgent(spec).connect()

@@ -49,7 +49,7 @@ class _GatedSocket:
 @contextmanager
 def reader_held(agent: DeviceAgent) -> Iterator[None]:
     """While the block runs, the ssh transport of `agent` reads nothing: a peer that dies stays 'alive'."""
-    transport = agent._client.get_transport()  # type: ignore[attr-defined]
+    transport = agent.connection().link.client.get_transport()  # type: ignore[attr-defined, union-attr]
     packetizer = transport.packetizer
     gated = _GatedSocket(packetizer._Packetizer__socket)
     packetizer._Packetizer__socket = gated
@@ -64,7 +64,7 @@ def reader_held(agent: DeviceAgent) -> Iterator[None]:
 def kill_and_provoke_reset(host: SshTestHost, agent: DeviceAgent) -> None:
     """SIGKILL sshd, then send one packet so the kernel answers it with RST: every later write fails."""
     host.kill_server()
-    transport = agent._client.get_transport()  # type: ignore[attr-defined]
+    transport = agent.connection().link.client.get_transport()  # type: ignore[attr-defined, union-attr]
     try:
         transport.send_ignore()
     except (OSError, EOFError):
@@ -76,7 +76,7 @@ def kill_and_provoke_reset(host: SshTestHost, agent: DeviceAgent) -> None:
 def open_everything(agent: DeviceAgent) -> None:
     """A device shell and an sftp session open, as in a job between two steps."""
     agent.run(["true"], persistent=True)
-    agent._sftp_client()  # type: ignore[attr-defined]
+    agent.connection().sftp.open()  # type: ignore[attr-defined]
 
 
 def operation(agent: DeviceAgent, when: str, big: Path, back: Path) -> Callable[[], object]:
@@ -133,10 +133,10 @@ def test_close_racing_a_dead_link_never_raises(ssh_server_factory: Callable[...,
     if held_open in ("shell", "both"):
         agent.run(["true"], persistent=True)
     if held_open in ("sftp", "both"):
-        agent._sftp_client()  # type: ignore[attr-defined]
+        agent.connection().sftp.open()  # type: ignore[attr-defined]
     with reader_held(agent):
         kill_and_provoke_reset(host, agent)
-        assert agent._client.get_transport().is_active()  # type: ignore[attr-defined]  (the race is on)
+        assert agent.connection().link.client.get_transport().is_active()  # type: ignore[attr-defined]  (the race is on)
         _, close_error = timed(agent.close)
     assert close_error is None, f"close raised {type(close_error).__name__}: {close_error}"
 

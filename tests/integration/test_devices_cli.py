@@ -50,7 +50,8 @@ def test_trust_then_check(unknown_key_ssh_device: DeviceSpec, tmp_path: Path) ->
     trusted = etfarm("devices", "trust", "unknown-key", "--config", str(config))
     assert trusted.returncode == 0, trusted.stderr
     assert "SHA256:" in trusted.stdout
-    assert Path(unknown_key_ssh_device.settings["known_hosts"]).is_file()
+    assert f"-> {unknown_key_ssh_device.settings.known_hosts}" in trusted.stdout  # type: ignore[attr-defined]
+    assert Path(unknown_key_ssh_device.settings.known_hosts).is_file()  # type: ignore[attr-defined]
 
     after = etfarm("devices", "check", "unknown-key", "--config", str(config))
     assert after.returncode == 0, after.stdout + after.stderr
@@ -67,7 +68,8 @@ def test_devices_health_degraded_after_retried_connection_resets(sshd_host: SshT
     with DelayProxy(target_port=sshd_host.port, one_way_s=0.0, drop_first=2) as proxy:
         spec = sshd_host.spec("flaky", tmp_path / "wd", port=proxy.port,
                               known_hosts=tmp_path / "known_hosts")
-        Path(spec.settings["known_hosts"]).write_text(f"[127.0.0.1]:{proxy.port} {sshd_host.host_key_line}\n")
+        Path(spec.settings.known_hosts).write_text(  # type: ignore[attr-defined]
+            f"[127.0.0.1]:{proxy.port} {sshd_host.host_key_line}\n")
         config = write_inventory(tmp_path / "devices.yaml", [spec])
         listing = json.loads(etfarm("devices", "--json", "--config", str(config)).stdout)
         proxy.drop_first = 2

@@ -144,7 +144,7 @@ def test_frozen_device_is_given_up_within_the_deadline(ssh_server_factory: Calla
                 pass  # a short-lived command ended between listing and signalling
 
     retry = run_retry_bounds()
-    connect_timeout_s = float(host.spec("x", tmp_path).settings["connect_timeout"])  # type: ignore[attr-defined]
+    connect_timeout_s = host.spec("x", tmp_path).settings.connect_timeout  # type: ignore[attr-defined]
     job = run_with_fault(host, "frozen", tmp_path, fault=freeze, extra_args=("--timeout", str(timeout_s)),
                          finish_within_s=timeout_s + bounds.housekeeping_s + bounds.grace_s + 120)
     assert job.returncode == 1, job.stderr[-3000:]

@@ -75,7 +75,7 @@ def test_busy_loop_on_the_pinned_core_is_flagged(tmp_path: Path) -> None:
     if (os.cpu_count() or 1) < 2:
         missing("needs a second core for the job itself (the testbed machine has 2)")
     cpu = "0"
-    spec = DeviceSpec("pinned", "local", "host", str(tmp_path / "workdir"), settings={"cpus": cpu, "threads": 1})
+    spec = DeviceSpec("pinned", "local", "host", str(tmp_path / "workdir"), cpus=cpu, threads=1)
     busy: list[subprocess.Popen[bytes]] = []
 
     class StartBusyLoop(Progress):

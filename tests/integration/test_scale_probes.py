@@ -15,10 +15,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
 from device_agents import DeviceSpec
+from device_agents.adb.settings import AdbSettings
 from orchestrator.config import load_inventory
 from orchestrator.scale.adb_track import AdbTracker
 from orchestrator.scale.devices import InventoryWatch, probe
@@ -52,7 +54,7 @@ def test_an_ssh_device_is_offline_while_its_sshd_is_stopped(ssh_server_factory, 
 
 def test_an_adb_device_is_offline_once_it_dies(adb_testdevice, adb_device: DeviceSpec) -> None:  # type: ignore[no-untyped-def]
     assert probe(adb_device) is True
-    other = DeviceSpec("x", "adb", "host", "/data/local/tmp/x", settings={**adb_device.settings, "serial": "nosuch"})
+    other = DeviceSpec("x", "adb", "host", "/data/local/tmp/x", settings=replace(adb_device.settings, serial="nosuch"))
     assert probe(other) is False
     adb_testdevice.kill()
     assert _eventually(lambda: probe(adb_device) is False)
@@ -97,7 +99,7 @@ def test_a_stopped_adb_server_makes_its_devices_offline_and_no_server_is_started
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = int(free.getsockname()[1])
-    spec = DeviceSpec("p", "adb", "host", "/t", settings={"serial": "emu-1", "adb_host": "127.0.0.1", "adb_port": port})
+    spec = DeviceSpec("p", "adb", "host", "/t", settings=AdbSettings("emu-1", adb_host="127.0.0.1", adb_port=port))
     watch = InventoryWatch(write_inventory(tmp_path / "devices.yaml", [spec]), _load)
     try:
         assert watch.round().resources() == {"dev-p": 0.0}

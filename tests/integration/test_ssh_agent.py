@@ -69,11 +69,12 @@ def test_trust_records_the_key(sshd_host: SshTestHost, wrong_key_ssh_device: Dev
         ["ssh-keygen", "-lf", str(sshd_host.host_key) + ".pub"], capture_output=True, text=True, check=True
     ).stdout.split()[1]
     fresh = sshd_host.spec("fresh", tmp_path / "w", known_hosts=tmp_path / "new dir" / "known_hosts")
-    assert trust_host_key(fresh) == f"ssh-ed25519 {keygen_fp}"
+    trusted = trust_host_key(fresh)
+    assert trusted.fingerprint == f"ssh-ed25519 {keygen_fp}" and trusted.known_hosts == str(tmp_path / "new dir" / "known_hosts")
     with SSHAgent(fresh) as agent:
         assert agent.run(["true"]).ok
     # Trusting again on purpose replaces a stale entry instead of adding a second one.
-    known_hosts = Path(wrong_key_ssh_device.settings["known_hosts"])
+    known_hosts = Path(wrong_key_ssh_device.settings.known_hosts)  # type: ignore[attr-defined]
     known_hosts.write_text("# kept comment\n" + known_hosts.read_text() + "[other]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAAA\n")
     trust_host_key(wrong_key_ssh_device)
     lines = known_hosts.read_text().splitlines()

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from device_agents import DeviceSpec, create_agent
-from device_agents import adb as adb_agent
-from device_agents import ssh as ssh_agent
+from device_agents.adb import AdbAgent
 from device_agents.base import HOST_DEADLINE_GRACE_SEC
+from device_agents.ssh import SSHAgent
 from orchestrator.errors import DeviceError
 from orchestrator.run.results import load_manifest
 from tests.helpers.readme import fault_bounds, run_retry_bounds
@@ -32,8 +32,8 @@ BOUND_S = 3.0  # the request/stall bound the tests set, instead of 30 s
 
 @pytest.fixture
 def short_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ssh_agent, "REQUEST_TIMEOUT_SEC", BOUND_S, raising=False)
-    monkeypatch.setattr(ssh_agent, "STALL_TIMEOUT_SEC", BOUND_S)
+    monkeypatch.setattr(SSHAgent, "REQUEST_TIMEOUT_SEC", BOUND_S)
+    monkeypatch.setattr(SSHAgent, "STALL_TIMEOUT_SEC", BOUND_S)
 
 
 def freeze(host: SshTestHost) -> None:
@@ -110,7 +110,7 @@ def test_frozen_sshd_mid_operation_is_a_bounded_failure(ssh_server_factory: Call
         if when == "pull":
             agent.stage({"big.bin": big})
         agent.run(["true"], persistent=True)  # the shell and the sftp session are open
-        agent._sftp_client()  # type: ignore[attr-defined]
+        agent.connection().sftp.open()  # type: ignore[attr-defined]
         operation: Callable[[], object] = {
             "push": lambda: agent.stage({"other.bin": big}),
             "pull": lambda: agent.fetch("big.bin", tmp_path / "back"),
@@ -138,7 +138,7 @@ def test_killed_sshd_mid_operation_fails_at_once(ssh_server_factory: Callable[..
     with create_agent(host.spec("killed", tmp_path / "wd")) as agent:
         if when == "pull":
             agent.stage({"big.bin": big})
-        agent._sftp_client()  # type: ignore[attr-defined]
+        agent.connection().sftp.open()  # type: ignore[attr-defined]
         operation: Callable[[], object] = {
             "push": lambda: agent.stage({"other.bin": big}),
             "pull": lambda: agent.fetch("big.bin", tmp_path / "back"),
@@ -158,7 +158,7 @@ def test_killed_sshd_mid_operation_fails_at_once(ssh_server_factory: Callable[..
 @pytest.mark.parametrize("fault", ["kill", "freeze"])
 def test_adb_device_daemon_dying_or_freezing_mid_pull(adb_device_factory: Callable[[], AdbTestDevice], tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
-    monkeypatch.setattr(adb_agent, "STALL_TIMEOUT_SEC", BOUND_S)
+    monkeypatch.setattr(AdbAgent, "STALL_TIMEOUT_SEC", BOUND_S)
     device = adb_device_factory()
     big = tmp_path / "big.bin"
     big.write_bytes(os.urandom(96 << 20))
@@ -189,7 +189,7 @@ def test_link_taken_down_mid_operation(netns_ssh_host: tuple[SshTestHost, object
     with create_agent(host.spec("far", tmp_path / "wd")) as agent:
         if when == "pull":
             agent.stage({"big.bin": big})
-        agent._sftp_client()  # type: ignore[attr-defined]
+        agent.connection().sftp.open()  # type: ignore[attr-defined]
         operation: Callable[[], object] = {
             "pull": lambda: agent.fetch("big.bin", tmp_path / "back"),
             "command": lambda: agent.check(["sleep", "60"], timeout_s=2, persistent=True),

@@ -5,6 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from device_agents.adb.settings import AdbSettings
+from device_agents.local import LocalSettings
+from device_agents.ssh.settings import SshSettings
 from orchestrator.config import default_config_path, load_inventory
 from orchestrator.errors import ConfigError, UsageError
 
@@ -34,8 +37,11 @@ def test_example_inventory_parses() -> None:
     rpi5 = inventory.devices["rpi5"]
     assert rpi5.transport == "ssh" and rpi5.target == "linux-aarch64"
     assert rpi5.exec_prefix == ("taskset", "-c", "2-3")
-    assert rpi5.settings["port"] == 22 and rpi5.settings["threads"] == 2
-    assert inventory.devices["pixel8"].settings["adb_port"] == 5037
+    assert rpi5.settings == SshSettings(host="192.168.1.50", key="~/.ssh/etfarm_ed25519", port=22, user="pi",
+                                        known_hosts="~/.config/etfarm/known_hosts", connect_timeout=15.0)
+    assert rpi5.threads == 2 and rpi5.cpus is None
+    assert inventory.devices["pixel8"].settings == AdbSettings(serial="39071FDJH000XY", adb_host="127.0.0.1", adb_port=5037)
+    assert inventory.devices["local"].settings == LocalSettings()
     assert rpi5.source == str(example)
 
 
@@ -130,7 +136,7 @@ def test_non_utf8_and_huge_values_give_short_clear_errors(tmp_path: Path) -> Non
 def test_cpus_key_is_a_cpu_list(tmp_path: Path, value: object, expected: str) -> None:
     text = value if isinstance(value, int) else f'"{value}"'
     path = write(tmp_path, f"devices:\n  b:\n    transport: local\n    cpus: {text}\n")
-    assert load_inventory(path).devices["b"].settings["cpus"] == expected
+    assert load_inventory(path).devices["b"].cpus == expected
 
 
 @pytest.mark.parametrize("value", ['"0-"', '"a"', '"1;rm -rf /"', "[1, 2]", "true"])

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from device_agents.adb.settings import AdbSettings
 from device_agents.base import DeviceSpec
 
 from . import free_port, kill_tagged, new_tag, require_tool, tagged_env
@@ -94,7 +95,8 @@ class AdbTestDevice:
             target=target,
             workdir=str(workdir if workdir is not None else self.root / "etfarm"),
             exec_prefix=tuple(exec_prefix),
-            settings={"serial": self.serial, "adb_host": "127.0.0.1", "adb_port": self.server.port, **settings},
+            settings=AdbSettings(**{"serial": self.serial, "adb_host": "127.0.0.1", "adb_port": self.server.port,  # type: ignore[arg-type]
+                                    **settings}),
             source=f"<testbed adb device {self.serial}>",
         )
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from device_agents.base import DeviceSpec
+from device_agents.ssh.settings import SshSettings
 
 from . import (
     TAG_VAR,
@@ -82,15 +83,15 @@ class SshTestHost:
             target=target,
             workdir=str(workdir),
             exec_prefix=tuple(exec_prefix),
-            settings={
+            settings=SshSettings(**{  # type: ignore[arg-type]
                 "host": self.listen,
                 "port": self.port,
                 "user": self.user,
                 "key": str(self.client_key),
                 "known_hosts": str(known_hosts or self.known_hosts),
-                "connect_timeout": 10,
+                "connect_timeout": 10.0,
                 **settings,
-            },
+            }),
             source=f"<testbed sshd {self.port}>",
         )
 

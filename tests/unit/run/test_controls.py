@@ -6,13 +6,16 @@ import shlex
 import subprocess
 from pathlib import Path
 
+from device_agents.adb.settings import AdbSettings
 from device_agents.base import DeviceSpec
-from device_agents.local import LocalAgent
+from device_agents.local import LocalAgent, LocalSettings
+from device_agents.ssh.settings import SshSettings
 from orchestrator.run.controls import affinity_prefix, restore_commands, setup_commands
 
 
-def spec(transport: str = "ssh", target: str = "linux-aarch64", **settings: object) -> DeviceSpec:
-    return DeviceSpec("d", transport, target, "/tmp/w", exec_prefix=("qemu", "-L", "/x"), settings=settings)
+def spec(transport: str = "ssh", target: str = "linux-aarch64", cpus: str | None = None) -> DeviceSpec:
+    settings = {"ssh": SshSettings("board", key="k"), "adb": AdbSettings("serial"), "local": LocalSettings()}[transport]
+    return DeviceSpec("d", transport, target, "/tmp/w", exec_prefix=("qemu", "-L", "/x"), settings=settings, cpus=cpus)
 
 
 def test_cpus_pin_the_runner_before_the_exec_prefix() -> None:
@@ -31,6 +34,9 @@ def test_android_gets_fixed_performance_mode_for_the_job_and_back_after() -> Non
     assert on[:2] == ["sh", "-c"] and "cmd power set-fixed-performance-mode-enabled true" in on[2]
     assert "cmd power set-fixed-performance-mode-enabled false" in off[2]
     assert setup_commands(spec()) == [] and restore_commands(spec()) == []  # Linux boards: nothing to set
+    assert setup_commands(spec("adb", "linux-aarch64")) == [on]  # the adb transport is Android whatever the target
+    assert setup_commands(spec("ssh", "android-arm64-v8a")) == [on]  # so is an Android target on any transport
+    assert setup_commands(spec("local", "host")) == []
 
 
 def test_perf_mode_command_where_the_platform_lacks_it(tmp_path: Path) -> None:

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from device_agents import DeviceSpec
+from device_agents.adb.settings import AdbSettings
+from device_agents.ssh.settings import SshSettings
 from orchestrator.config import load_inventory
 from orchestrator.errors import ConfigError
 from orchestrator.scale.adb_track import AdbTracker, AdbTrackers, adb_devices
@@ -83,14 +85,14 @@ def test_adb_device_list_keeps_only_devices_in_state_device() -> None:
 
 def test_ssh_probe_wants_a_banner_and_never_raises() -> None:
     port = _serve_once(b"SSH-2.0-OpenSSH_9.2\r\n", request_first=False)
-    spec = DeviceSpec("s", "ssh", "host", "/tmp/s", settings={"host": "127.0.0.1", "port": port})
+    spec = DeviceSpec("s", "ssh", "host", "/tmp/s", settings=SshSettings("127.0.0.1", key="k", port=port))
     assert probe(spec) is True
     port = _serve_once(b"HTTP/1.1 400\r\n", request_first=False)
-    assert probe(DeviceSpec("s", "ssh", "host", "/tmp/s", settings={"host": "127.0.0.1", "port": port})) is False
+    assert probe(DeviceSpec("s", "ssh", "host", "/tmp/s", settings=SshSettings("127.0.0.1", key="k", port=port))) is False
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         closed = free.getsockname()[1]
-    assert probe(DeviceSpec("s", "ssh", "host", "/tmp/s", settings={"host": "127.0.0.1", "port": closed})) is False
+    assert probe(DeviceSpec("s", "ssh", "host", "/tmp/s", settings=SshSettings("127.0.0.1", key="k", port=closed))) is False
     assert probe(DeviceSpec("l", "local", "host", "/tmp/l")) is True
 
 
@@ -299,7 +301,7 @@ def test_trackers_follow_the_servers_the_inventory_names(adb_servers, tmp_path: 
 
     def adb(name: str, serial: str, port: int) -> DeviceSpec:
         return DeviceSpec(name, "adb", "host", f"/data/local/tmp/{name}",
-                          settings={"serial": serial, "adb_host": "127.0.0.1", "adb_port": port})
+                          settings=AdbSettings(serial, adb_host="127.0.0.1", adb_port=port))
 
     config = write_inventory(tmp_path / "devices.yaml", [adb("p1", "s1", one.port), adb("p2", "s2", one.port)])
     changed = threading.Event()
@@ -343,15 +345,15 @@ def test_a_tracked_round_rechecks_adb_devices_only(tmp_path: Path) -> None:
 def test_probe_without_trackers_asks_the_server_once_and_with_trackers_reads_the_tracker(adb_servers) -> None:  # type: ignore[no-untyped-def]
     body = b"emu-1\tdevice\n"
     port = _serve_once(b"OKAY" + b"%04x" % len(body) + body)
-    spec = DeviceSpec("p", "adb", "host", "/t", settings={"serial": "emu-1", "adb_port": port})
+    spec = DeviceSpec("p", "adb", "host", "/t", settings=AdbSettings("emu-1", adb_port=port))
     assert probe(spec) is True
     server = adb_servers({"emu-1": "device"})
     trackers = AdbTrackers()
     try:
-        tracked = DeviceSpec("p", "adb", "host", "/t", settings={"serial": "emu-1", "adb_port": server.port})
+        tracked = DeviceSpec("p", "adb", "host", "/t", settings=AdbSettings("emu-1", adb_port=server.port))
         assert probe(tracked, trackers) is True
         assert server.requests == [b"host:track-devices"]
-        assert probe(DeviceSpec("q", "adb", "host", "/t", settings={"serial": "x", "adb_port": server.port}),
+        assert probe(DeviceSpec("q", "adb", "host", "/t", settings=AdbSettings("x", adb_port=server.port)),
                      trackers) is False
     finally:
         trackers.close()

@@ -11,108 +11,43 @@ from __future__ import annotations
 
 import re
 import shlex
-import socket
-import struct
 import time
 import uuid
 from pathlib import Path
+from typing import ClassVar
 
-import adbutils
-from adbutils import AdbError
-from adbutils._adb import AdbConnection
-from adbutils.errors import AdbConnectionError, AdbTimeout
-
+from device_agents.adb.client import TRANSPORT_ERRORS, AdbServer, Device
+from device_agents.adb.settings import adb_settings
 from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, RawExecResult
 from orchestrator.cleanup import close_quietly
 from orchestrator.errors import DeviceError, DeviceRefused
 
-DEFAULT_ADB_HOST = "127.0.0.1"
-DEFAULT_ADB_PORT = 5037
 POLL_SEC = 0.2
 RECV_BYTES = 1 << 16
-# Errors adbutils lets through when the server or the device goes away.
-TRANSPORT_ERRORS = (AdbError, OSError, EOFError, struct.error, ValueError)
-
-
-class _Connection(AdbConnection):
-    """An adb server connection that never starts a server behind our back.
-
-    adbutils runs `adb start-server` on the *default* port when a connection
-    fails, whatever port was configured; we report the failure instead.
-    """
-
-    def __init__(self, host: str, port: int) -> None:
-        self._address = (host, port)
-        super().__init__(host, port)
-
-    def _safe_connect(self) -> socket.socket:
-        # socket.create_connection closes the socket when connecting fails; adbutils does not.
-        try:
-            sock = socket.create_connection(self._address, timeout=3)
-        except TimeoutError:
-            raise AdbTimeout(f"connecting to the adb server at {self._address[0]}:{self._address[1]} timed out") from None
-        except OSError as exc:
-            raise AdbConnectionError(f"connecting to the adb server failed: {exc}") from None
-        sock.settimeout(None)
-        return sock
-
-
-class _Client(adbutils.AdbClient):
-    def make_connection(self, timeout: float | None = None) -> AdbConnection:
-        conn = _Connection(self.host, self.port)
-        conn.conn.settimeout(timeout or STALL_TIMEOUT_SEC)
-        return conn
-
-
-class _Device(adbutils.AdbDevice):
-    """adbutils' device, closing the server connection when opening a service fails
-    (adbutils leaks the socket when the device is gone: exactly our failure path)."""
-
-    def open_transport(self, command: str | None = None, timeout: float | None = None) -> AdbConnection:
-        conn = self._client.make_connection(timeout=timeout)
-        try:
-            if command:
-                conn.send_command(f"host-serial:{self._serial}:{command}")
-            else:
-                conn.send_command(f"host:transport:{self._serial}")
-            conn.check_okay()
-        except BaseException:
-            close_quietly("an adb server connection", conn.close)
-            raise
-        return conn
-
-    def open_shell(self, cmdargs: str) -> AdbConnection:  # type: ignore[override]
-        conn = self.open_transport()
-        try:
-            conn.send_command("shell:" + cmdargs)
-            conn.check_okay()
-        except BaseException:
-            close_quietly("an adb server connection", conn.close)
-            raise
-        return conn
+# What each state of a device that is not ready asks of the user.
+_STATE_HINTS = {
+    "unauthorized": "accept the USB debugging prompt on the device",
+    "offline": "reconnect the device or restart its adbd",
+    "missing": "check the serial (`adb devices`) and the cable or network",
+}
 
 
 class AdbAgent(DeviceAgent):
     transport = "adb"
+    # A server connection that makes no progress this long is a dead or frozen device or server.
+    STALL_TIMEOUT_SEC: ClassVar[float] = STALL_TIMEOUT_SEC
 
     def __init__(self, spec: DeviceSpec) -> None:
         super().__init__(spec)
-        s = spec.settings
-        where = f"device {spec.name!r} in {spec.source}"
-        if not s.get("serial"):
-            raise DeviceRefused(spec.name, f"adb setting 'serial' is missing ({where})")
-        self.serial = str(s["serial"])
-        self.adb_host = str(s.get("adb_host") or DEFAULT_ADB_HOST)
-        try:
-            self.adb_port = int(s.get("adb_port") or DEFAULT_ADB_PORT)
-        except (TypeError, ValueError):
-            raise DeviceRefused(spec.name, f"adb setting 'adb_port' is not a number ({where})") from None
-        self._device: adbutils.AdbDevice | None = None
+        self.settings = adb_settings(spec)
+        self.serial = self.settings.serial
+        self.adb_host, self.adb_port = self.settings.adb_host, self.settings.adb_port
+        self._device: Device | None = None
 
     # ---- hooks ------------------------------------------------------------------
 
     def _connect(self, timeout_s: float) -> None:
-        client = _Client(host=self.adb_host, port=self.adb_port, socket_timeout=STALL_TIMEOUT_SEC)
+        client = AdbServer(self.adb_host, self.adb_port, self.STALL_TIMEOUT_SEC)
         try:
             client.server_version()
         except TRANSPORT_ERRORS as exc:
@@ -121,20 +56,16 @@ class AdbAgent(DeviceAgent):
                 f"adb server not reachable at {self.adb_host}:{self.adb_port} ({exc}); "
                 f"start it with `adb -P {self.adb_port} start-server`",
             ) from None
-        device = _Device(client, serial=self.serial)
+        device = Device(client, serial=self.serial)
         state = self._wait_state(client, device, timeout_s)
         if state != "device":
-            hint = {
-                "unauthorized": "accept the USB debugging prompt on the device",
-                "offline": "reconnect the device or restart its adbd",
-                "missing": "check the serial (`adb devices`) and the cable or network",
-            }.get(state.split()[0], "")
+            hint = _STATE_HINTS.get(state.split()[0], "")
             kind = DeviceRefused if state.startswith("unauthorized") else DeviceError  # a person must act
             raise kind(self.spec.name, f"adb device {self.serial} is {state}" + (f": {hint}" if hint else ""))
         self._device = device
         self.log.debug("adb device %s via %s:%s", self.serial, self.adb_host, self.adb_port)
 
-    def _wait_state(self, client: _Client, device: adbutils.AdbDevice, timeout_s: float) -> str:
+    def _wait_state(self, client: AdbServer, device: Device, timeout_s: float) -> str:
         """The device's state, waiting while it is offline or connecting (booting, re-plugged).
 
         A network serial (host:port) that the server does not know is `adb connect`ed first;
@@ -234,7 +165,7 @@ class AdbAgent(DeviceAgent):
     def _close(self) -> None:
         self._device = None  # adbutils opens a server connection per call; nothing to hold
 
-    def _dev(self) -> adbutils.AdbDevice:
+    def _dev(self) -> Device:
         if self._device is None:
             raise DeviceError(self.spec.name, "not connected")
         return self._device

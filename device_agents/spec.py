@@ -1,0 +1,131 @@
+"""What the inventory says about a device: data, kept apart from the agent that drives it.
+
+A `DeviceSpec` holds the keys every device has (target, workdir, exec_prefix, threads, cpus),
+typed, and its transport's own keys as that transport's `TransportSettings`: a frozen dataclass
+defined next to the transport's agent (`LocalSettings`, `SshSettings`, `AdbSettings`), parsed once
+from the YAML mapping, and the one place that knows the transport's defaults, how its address
+reads, and how a worker can tell that such a device is there. Code outside device_agents/ asks
+the settings, never the transport's name (docs/architecture.md, "Device inventory").
+
+Settings modules import no transport library: the inventory parser loads them, and `etfarm
+devices` on a local-only inventory must not pay for paramiko or adbutils.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from device_agents.keys import InventoryEntry
+
+
+@dataclass(frozen=True)
+class AlwaysPresent:
+    """The device is this host: nothing to check."""
+
+
+@dataclass(frozen=True)
+class ServerBanner:
+    """A server that speaks first: present while host:port answers with `banner` (sshd: `SSH-`).
+    A stopped server still has its connections accepted by the kernel, but never speaks."""
+
+    host: str
+    port: int
+    banner: bytes
+
+
+@dataclass(frozen=True)
+class AdbListing:
+    """Present while the adb server at `server` (host, port) lists `serial` in state `device`."""
+
+    server: tuple[str, int]
+    serial: str
+
+
+# How a Dask worker tells, cheaply and without logging in, that a device is there (its probes).
+Presence = AlwaysPresent | ServerBanner | AdbListing
+
+
+class TransportSettings(ABC):
+    """A transport's own inventory keys, typed and frozen (subclasses are frozen dataclasses)."""
+
+    KEYS: ClassVar[tuple[str, ...]] = ()  # the inventory keys it reads, beside the common ones
+    DEFAULT_TARGET: ClassVar[str | None] = None  # the target a device gets when the file names none
+    ANDROID: ClassVar[bool] = False  # every device of this transport runs Android (run/controls.py)
+
+    @classmethod
+    @abstractmethod
+    def parse(cls, entry: InventoryEntry) -> Self:
+        """Read the transport's keys of one inventory entry; ConfigError names the file and key."""
+
+    @property
+    @abstractmethod
+    def address(self) -> str:
+        """How `etfarm devices` shows where the device is."""
+
+    @property
+    @abstractmethod
+    def presence(self) -> Presence:
+        """How a worker checks that the device is there (orchestrator/scale/devices.py)."""
+
+    @abstractmethod
+    def default_workdir(self, device: str) -> str:
+        """The workdir of a device whose entry names none."""
+
+    def workdir(self, given: str) -> str:
+        """The workdir as the device will use it (the host's own devices expand `~`)."""
+        return given
+
+    def keys(self) -> dict[str, Any]:
+        """The inventory keys that parse back to these settings (absent values left out)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)  # type: ignore[arg-type]
+                if getattr(self, f.name) is not None}
+
+
+def _no_transport_keys() -> TransportSettings:
+    from device_agents.local import LocalSettings  # the local agent's module imports this one
+
+    return LocalSettings()
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """One device as the inventory describes it."""
+
+    name: str
+    transport: str  # a name of device_agents.TRANSPORTS
+    target: str
+    workdir: str
+    exec_prefix: tuple[str, ...] = ()
+    settings: TransportSettings = field(default_factory=_no_transport_keys)
+    source: str = "<built-in>"  # the inventory file, or where a built-in spec came from
+    threads: int = 0  # runner CPU threads; 0: the runner's default
+    cpus: str | None = None  # the runner's CPU affinity, taskset's list syntax ("4-7", "0,2")
+
+    @property
+    def android(self) -> bool:
+        """Whether the device runs Android: an Android transport or target."""
+        return self.settings.ANDROID or self.target.startswith("android")
+
+    def inventory_entry(self) -> dict[str, Any]:
+        """This device as an inventory file lists it: the mapping that parses back to this spec."""
+        entry: dict[str, Any] = {"transport": self.transport, "target": self.target, "workdir": self.workdir}
+        if self.exec_prefix:
+            entry["exec_prefix"] = list(self.exec_prefix)
+        if self.threads:
+            entry["threads"] = self.threads
+        if self.cpus is not None:
+            entry["cpus"] = self.cpus
+        return {**entry, **self.settings.keys()}
+
+
+@dataclass(frozen=True)
+class TrustedKey:
+    """A host key recorded on purpose (`etfarm devices trust`): its fingerprint and where it went."""
+
+    fingerprint: str  # "ssh-ed25519 SHA256:..."
+    known_hosts: str  # the file, as the inventory names it
