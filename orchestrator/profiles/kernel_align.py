@@ -61,6 +61,13 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("XNNConcatenate2", "XNNConcatenate3", "XNNConcatenate4", "XNNConcatenate5"), ("Copy", "Concatenate")),
 }
 
+# Nodes that do real work: XNNPACK never fuses them away, so each one runs a kernel. One left
+# without a kernel means the ETDump and the .pte are of different programs.
+ALWAYS_RUN = frozenset({
+    "XNNConv2d", "XNNDepthwiseConv2d", "XNNConvTranspose2d", "XNNFullyConnected", "XNNBatchMatrixMultiply",
+    "XNNMaxPooling2d", "XNNAvgPooling2d", "XNNArgMaxPooling2d", "XNNGlobalAvgPooling2d", "XNNSoftmax",
+})
+
 
 def operator_family(event_name: str) -> str:
     """`Convolution (NHWC, F32) IGEMM #2` -> `Convolution`."""

@@ -93,10 +93,14 @@ def attribute(
         if j is None or reasons[i] or origin[j] is not None:
             continue
         served = _nearest(j, model_op, (up, down))
+        if served is not None:  # the op whose kernel that node belongs to (a pad fused into a conv: the conv)
+            owner = kernel_of_handle.get(served)
+            ran = alignment.node_of[owner] if owner is not None else None
+            served = model_op(ran) if ran is not None and model_op(ran) is not None else served
         if served is None:
             reasons[i] = f"{graph.nodes[j].kind} inserted by the XNNPACK lowering, next to no op of the model"
             continue
-        handles[i] = {served: ROLE_SERVES, **handles[i]}
+        handles[i].setdefault(served, ROLE_SERVES)
         notes[i] = f"{graph.nodes[j].kind} inserted by the XNNPACK lowering"
 
     unplaced = []
@@ -108,8 +112,10 @@ def attribute(
             unplaced.append(h)
         else:
             handles[i].setdefault(h, ROLE_FUSED)
+    rank = {ROLE_SERVES: 0, ROLE_RAN: 1, ROLE_FUSED: 2}  # what it is for first, then in graph order
     return Attribution(
-        tuple(tuple(x) for x in xnodes), tuple(tuple(h.items()) for h in handles), tuple(notes), tuple(reasons),
+        tuple(tuple(x) for x in xnodes), tuple(tuple(sorted(h.items(), key=lambda item: rank[item[1]])) for h in handles),
+        tuple(notes), tuple(reasons),
         tuple(sorted(unplaced)),
     )
 

@@ -31,7 +31,7 @@ from orchestrator.errors import AnalysisError
 from orchestrator.profiles.edge_flow import EdgeFlow, load_edge_flow
 from orchestrator.profiles.etdump_events import EventInfo
 from orchestrator.profiles.etrecord import FORWARD, ETRecordInfo, OpNode, innermost_module, load_etrecord
-from orchestrator.profiles.kernel_align import AlignmentTooLarge, align
+from orchestrator.profiles.kernel_align import ALWAYS_RUN, AlignmentTooLarge, align
 from orchestrator.profiles.kernel_attribution import PLUMBING, ROLE_FUSED, ROLE_SERVES, Attribution, attribute
 from orchestrator.profiles.pte_program import DelegateCall, read_delegate_calls
 from orchestrator.profiles.xnnpack_graph import INSERTED_HANDLE, XnnGraph, is_xnnpack_backend, parse_xnnpack_payload
@@ -126,6 +126,11 @@ class KernelProgram:
             alignment = align(names, [n.kind for n in graph.nodes])
         except AlignmentTooLarge as exc:
             why = f"delegate too large to align ({exc})"
+            return tuple(KernelLink(n, instruction_id, i, reason=why) for i, n in enumerate(names))
+        lost = [graph.nodes[j] for j, i in enumerate(alignment.operator_of) if i is None and graph.nodes[j].kind in ALWAYS_RUN]
+        if lost:
+            why = (f"the kernels do not fit the .pte's delegate at instruction {instruction_id} ({lost[0].kind} node "
+                   f"{lost[0].index} ran no kernel): an ETDump of another program?")
             return tuple(KernelLink(n, instruction_id, i, reason=why) for i, n in enumerate(names))
         found = attribute(graph, alignment, handles, self.flow, self.record.nodes_by_handle)
         return tuple(self._link(instruction_id, i, name, found) for i, name in enumerate(names))

@@ -75,15 +75,21 @@ def read_delegate_calls(path: str | os.PathLike[str]) -> PteDelegates:
                 raise AnalysisError(f"{name}: empty file, not an ExecuTorch program (.pte)")
             # Mapped, not read: the weights (most of the file) are never touched.
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                if not identifier(data).startswith(FILE_IDENTIFIER_PREFIX):
-                    raise AnalysisError(f"{name}: not an ExecuTorch program (.pte): no ET file identifier")
-                return PteDelegates(name, tuple(_calls(data)))
+                return parse_delegate_calls(data, name)
     except FileNotFoundError:
         raise AnalysisError(f"{name}: no such .pte file") from None
     except IsADirectoryError:
         raise AnalysisError(f"{name}: is a directory, not a .pte") from None
     except OSError as exc:
         raise AnalysisError(f"{name}: cannot read: {exc.strerror or exc}") from None
+
+
+def parse_delegate_calls(data: Buffer, name: str = "<pte>") -> PteDelegates:
+    """`read_delegate_calls` on the bytes (or a mapping) of a .pte; `name` is for error messages."""
+    if not identifier(data).startswith(FILE_IDENTIFIER_PREFIX):
+        raise AnalysisError(f"{name}: not an ExecuTorch program (.pte): no ET file identifier")
+    try:
+        return PteDelegates(name, tuple(_calls(data)))
     except FlatBufferError as exc:
         raise AnalysisError(f"{name}: corrupt .pte: {exc}") from None
 
@@ -101,11 +107,15 @@ def _calls(data: Buffer) -> list[DelegateCall]:
     segments = program.tables(_PROGRAM_SEGMENTS)
     base = _segment_base(data)
     out = []
+    budget = len(data) // 4  # tables visited: vectors of a sound file never share elements
     for plan in program.tables(_PROGRAM_PLANS):
         method = plan.string(_PLAN_NAME) or ""
-        delegates = plan.tables(_PLAN_DELEGATES)
-        for chain_index, chain in enumerate(plan.tables(_PLAN_CHAINS)):
-            for instruction_id, instruction in enumerate(chain.tables(_CHAIN_INSTRUCTIONS)):
+        delegates, chains = plan.tables(_PLAN_DELEGATES), plan.tables(_PLAN_CHAINS)
+        budget = _spend(budget, len(delegates) + len(chains) + 1)
+        for chain_index, chain in enumerate(chains):
+            instructions = chain.tables(_CHAIN_INSTRUCTIONS)
+            budget = _spend(budget, len(instructions) + 1)
+            for instruction_id, instruction in enumerate(instructions):
                 if instruction.integer(_INSTR_TYPE, "u8") != _DELEGATE_CALL:
                     continue
                 args = instruction.table(_INSTR_ARGS)
@@ -116,6 +126,12 @@ def _calls(data: Buffer) -> list[DelegateCall]:
                 payload = _payload(data, delegates[index], inline, segments, base)
                 out.append(DelegateCall(method, chain_index, instruction_id, index, backend, payload))
     return out
+
+
+def _spend(budget: int, tables: int) -> int:
+    if tables > budget:
+        raise FlatBufferError("its vectors overlap (more tables than the file can hold)")
+    return budget - tables
 
 
 def _payload(data: Buffer, delegate: Table, inline: list[Table], segments: list[Table], base: int) -> bytes:
