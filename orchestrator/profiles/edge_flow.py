@@ -35,6 +35,11 @@ _CACHE: dict[tuple[str, int, int], EdgeFlow] = {}
 _LOCK = threading.Lock()
 
 
+def clear_cache() -> None:
+    with _LOCK:
+        _CACHE.clear()
+
+
 def load_edge_flow(path: str | os.PathLike[str]) -> EdgeFlow:
     """The data flow of an ETRecord's edge program (cached per path, mtime and size)."""
     name = str(path)

@@ -50,74 +50,99 @@ def attribute(
     flow: EdgeFlow,
     nodes_by_handle: Mapping[int, tuple[OpNode, ...]],
 ) -> Attribution:
-    in_delegate = frozenset(delegate_handles)
-    origin = [n.debug_handle if n.debug_handle in in_delegate else None for n in graph.nodes]
-    reasons = list(alignment.unmatched_reason)
-    for i, candidates in enumerate(alignment.candidates):
-        origins = {origin[j] if origin[j] is not None else graph.nodes[j].kind for j in candidates}
-        if alignment.node_of[i] is not None and len(origins) > 1:
-            reasons[i] = (f"ambiguous: XNNPACK ran fewer kernels than nodes and this one fits {len(candidates)} "
-                          f"nodes (debug handles {sorted(map(str, origins))}); cannot tell which")
-    kernel_of_node = {j: i for i, j in enumerate(alignment.node_of) if j is not None and not reasons[i]}
-    producers, consumers = graph.producers(), graph.consumers()
-
-    def up(j: int) -> list[int]:
-        return [producers[v] for v in graph.nodes[j].inputs if v in producers]
-
-    def down(j: int) -> list[int]:
-        return [c for v in graph.nodes[j].outputs for c in consumers.get(v, ())]
-
-    def node_kernel(j: int) -> int | None:  # the kernel an XNode ran or was fused into
-        directions = (down, up) if graph.nodes[j].kind in _FUSED_INTO_CONSUMER else (up, down)
-        return _nearest(j, kernel_of_node.get, directions)
-
-    m = len(alignment.node_of)
-    xnodes: list[list[int]] = [[] if j is None else [j] for j in alignment.node_of]
-    handles: list[dict[int, str]] = [{} for _ in range(m)]
-    kernel_of_handle: dict[int, int] = {}
-    for j in range(len(graph.nodes)):
-        i = kernel_of_node.get(j)
-        role = ROLE_RAN if i is not None else ROLE_FUSED
-        if i is None and (i := node_kernel(j)) is not None:
-            xnodes[i].append(j)
-        if i is not None and origin[j] is not None:
-            handles[i].setdefault(origin[j], role)
-            kernel_of_handle.setdefault(origin[j], i)
-
-    notes = [""] * m
-    def model_op(k: int) -> int | None:  # the handle of a node of the model, not only quantization around one
-        h = origin[k]
-        return None if h is None or _only_quantization(nodes_by_handle.get(h, ())) else h
-
-    for i, j in enumerate(alignment.node_of):
-        if j is None or reasons[i] or origin[j] is not None:
-            continue
-        served = _nearest(j, model_op, (up, down))
-        if served is not None:  # the op whose kernel that node belongs to (a pad fused into a conv: the conv)
-            owner = kernel_of_handle.get(served)
-            ran = alignment.node_of[owner] if owner is not None else None
-            served = model_op(ran) if ran is not None and model_op(ran) is not None else served
-        if served is None:
-            reasons[i] = f"{graph.nodes[j].kind} inserted by the XNNPACK lowering, next to no op of the model"
-            continue
-        handles[i].setdefault(served, ROLE_SERVES)
-        notes[i] = f"{graph.nodes[j].kind} inserted by the XNNPACK lowering"
-
-    unplaced = []
-    for h in sorted(in_delegate.difference(kernel_of_handle).intersection(nodes_by_handle)):
-        dequantize = all("dequantize" in op.op for op in nodes_by_handle[h])
-        maps = (flow.consumers, flow.producers) if dequantize else (flow.producers, flow.consumers)
-        i = _nearest(h, kernel_of_handle.get, [_within(edges, in_delegate) for edges in maps])
-        if i is None:
-            unplaced.append(h)
-        else:
-            handles[i].setdefault(h, ROLE_FUSED)
+    """Credit every XNode and every debug handle of one delegate to one of its kernels."""
+    credit = _Credit(graph, alignment, frozenset(delegate_handles), nodes_by_handle)
+    credit.xnodes_to_kernels()
+    credit.inserted_kernels()
+    unplaced = credit.folded_handles(flow)
     rank = {ROLE_SERVES: 0, ROLE_RAN: 1, ROLE_FUSED: 2}  # what it is for first, then in graph order
     return Attribution(
-        tuple(tuple(x) for x in xnodes), tuple(tuple(sorted(h.items(), key=lambda item: rank[item[1]])) for h in handles),
-        tuple(notes), tuple(reasons),
-        tuple(sorted(unplaced)),
+        tuple(tuple(x) for x in credit.xnodes),
+        tuple(tuple(sorted(h.items(), key=lambda item: rank[item[1]])) for h in credit.handles),
+        tuple(credit.notes), tuple(credit.reasons), tuple(unplaced),
     )
+
+
+class _Credit:
+    """The attribution of one delegate, built in three passes (see the module's docstring)."""
+
+    def __init__(self, graph: XnnGraph, alignment: Alignment, in_delegate: frozenset[int],
+                 nodes_by_handle: Mapping[int, tuple[OpNode, ...]]) -> None:
+        self.graph, self.alignment, self.in_delegate, self.ops = graph, alignment, in_delegate, nodes_by_handle
+        self.origin = [n.debug_handle if n.debug_handle in in_delegate else None for n in graph.nodes]
+        self.reasons = [self._ambiguity(i) or why for i, why in enumerate(alignment.unmatched_reason)]
+        self.kernel_of_node = {j: i for i, j in enumerate(alignment.node_of) if j is not None and not self.reasons[i]}
+        self.producers, self.consumers = graph.producers(), graph.consumers()
+        m = len(alignment.node_of)
+        self.xnodes: list[list[int]] = [[] if j is None else [j] for j in alignment.node_of]
+        self.handles: list[dict[int, str]] = [{} for _ in range(m)]
+        self.notes = [""] * m
+        self.kernel_of_handle: dict[int, int] = {}
+
+    def _ambiguity(self, i: int) -> str:
+        candidates = self.alignment.candidates[i]
+        origins = {self.origin[j] if self.origin[j] is not None else self.graph.nodes[j].kind for j in candidates}
+        if self.alignment.node_of[i] is None or len(origins) < 2:
+            return ""
+        return (f"ambiguous: XNNPACK ran fewer kernels than nodes and this one fits {len(candidates)} nodes "
+                f"(debug handles {sorted(map(str, origins))}); cannot tell which")
+
+    def up(self, j: int) -> list[int]:
+        return [self.producers[v] for v in self.graph.nodes[j].inputs if v in self.producers]
+
+    def down(self, j: int) -> list[int]:
+        return [c for v in self.graph.nodes[j].outputs for c in self.consumers.get(v, ())]
+
+    def model_op(self, j: int) -> int | None:
+        """The handle of XNode j when it is an op of the model, not only quantization around one."""
+        h = self.origin[j]
+        return None if h is None or _only_quantization(self.ops.get(h, ())) else h
+
+    def xnodes_to_kernels(self) -> None:
+        """Each XNode to the kernel it ran, or (fused by XNNPACK) to the nearest kernel along the data flow."""
+        for j, node in enumerate(self.graph.nodes):
+            i = self.kernel_of_node.get(j)
+            role = ROLE_RAN if i is not None else ROLE_FUSED
+            if i is None:
+                directions = (self.down, self.up) if node.kind in _FUSED_INTO_CONSUMER else (self.up, self.down)
+                if (i := _nearest(j, self.kernel_of_node.get, directions)) is not None:
+                    self.xnodes[i].append(j)
+            handle = self.origin[j]
+            if i is not None and handle is not None:
+                self.handles[i].setdefault(handle, role)
+                self.kernel_of_handle.setdefault(handle, i)
+
+    def inserted_kernels(self) -> None:
+        """A kernel of an XNode the lowering inserted serves the op whose kernel it feeds or reads."""
+        for i, j in enumerate(self.alignment.node_of):
+            if j is None or self.reasons[i] or self.origin[j] is not None:
+                continue
+            kind = self.graph.nodes[j].kind
+            served = _nearest(j, self.model_op, (self.up, self.down))
+            owner = self.kernel_of_handle.get(served) if served is not None else None
+            ran = self.alignment.node_of[owner] if owner is not None else None
+            if ran is not None and self.model_op(ran) is not None:  # a pad fused into a conv: the conv
+                served = self.model_op(ran)
+            if served is None:
+                self.reasons[i] = f"{kind} inserted by the XNNPACK lowering, next to no op of the model"
+            else:
+                self.handles[i].setdefault(served, ROLE_SERVES)
+                self.notes[i] = f"{kind} inserted by the XNNPACK lowering"
+
+    def folded_handles(self, flow: EdgeFlow) -> list[int]:
+        """Handles on no XNode (folded by the lowering) to the kernel of the nearest op along the edge
+        graph: a dequantize towards its consumer first, anything else towards its producer. Returns
+        the handles credited to no kernel."""
+        unplaced = []
+        for h in sorted(self.in_delegate.difference(self.kernel_of_handle).intersection(self.ops)):
+            dequantize = all("dequantize" in op.op for op in self.ops[h])
+            maps = (flow.consumers, flow.producers) if dequantize else (flow.producers, flow.consumers)
+            i = _nearest(h, self.kernel_of_handle.get, [_within(edges, self.in_delegate) for edges in maps])
+            if i is None:
+                unplaced.append(h)
+            else:
+                self.handles[i].setdefault(h, ROLE_FUSED)
+        return unplaced
 
 
 def _only_quantization(ops: Sequence[OpNode]) -> bool:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.edge_flow import EdgeFlow, load_edge_flow
+from orchestrator.profiles.edge_flow import clear_cache as clear_edge_flows
 from orchestrator.profiles.etdump_events import EventInfo
 from orchestrator.profiles.etrecord import FORWARD, ETRecordInfo, OpNode, innermost_module, load_etrecord
 from orchestrator.profiles.kernel_align import ALWAYS_RUN, AlignmentTooLarge, align
@@ -209,6 +210,13 @@ def _delegate_handles(record: ETRecordInfo, instruction_id: int) -> tuple[int, .
 
 _CACHE: dict[tuple[object, ...], KernelProgram] = {}
 _LOCK = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget loaded programs and edge-graph flows (benchmarks measure the cold path with it)."""
+    with _LOCK:
+        _CACHE.clear()
+    clear_edge_flows()
 
 
 def load_kernel_program(pte: PathLike, etrecord: PathLike) -> KernelProgram:

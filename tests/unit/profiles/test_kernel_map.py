@@ -262,3 +262,17 @@ def test_unmappable_kernels_say_why(program_files: tuple[Path, Path], tmp_path: 
 def test_missing_files(tmp_path: Path, program_files: tuple[Path, Path]) -> None:
     with pytest.raises(AnalysisError, match="no such file"):
         load_kernel_program(tmp_path / "none.pte", program_files[1])
+
+
+def test_mapping_imports_neither_torch_nor_executorch(program_files: tuple[Path, Path]) -> None:
+    import subprocess
+
+    script = ("import sys; from orchestrator.profiles.kernel_map import load_kernel_program; "
+              "from orchestrator.profiles.etdump_events import EventInfo; "
+              f"p = load_kernel_program({str(program_files[0])!r}, {str(program_files[1])!r}); "
+              f"links = p.link_block([EventInfo(0, {KERNELS[1]!r}, 1, {KERNELS[1]!r}, True, True)]); "
+              "assert links[0] is not None and links[0].reason, links; "  # one kernel alone: the pool ran none
+              "print(sorted(m for m in ('torch', 'executorch', 'pandas') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[3])
+    assert out.stdout.strip() == "[]"
