@@ -130,8 +130,9 @@ class KernelProgram:
             return tuple(KernelLink(n, instruction_id, i, reason=why) for i, n in enumerate(names))
         lost = [graph.nodes[j] for j, i in enumerate(alignment.operator_of) if i is None and graph.nodes[j].kind in ALWAYS_RUN]
         if lost:
-            why = (f"the kernels do not fit the .pte's delegate at instruction {instruction_id} ({lost[0].kind} node "
-                   f"{lost[0].index} ran no kernel): an ETDump of another program?")
+            why = (f"the kernels do not fit the .pte's delegate at instruction {instruction_id}: its node {lost[0].index} "
+                   f"({lost[0].kind}) ran none; an ETDump of another program, or an XNNPACK rewrite this mapping "
+                   f"does not know")
             return tuple(KernelLink(n, instruction_id, i, reason=why) for i, n in enumerate(names))
         found = attribute(graph, alignment, handles, self.flow, self.record.nodes_by_handle)
         return tuple(self._link(instruction_id, i, name, found) for i, name in enumerate(names))
