@@ -4,6 +4,7 @@ Public API, imported lazily on first use (PEP 562) so that importing the package
     etdump: ETDump, read_etdump
     etdump_events: block_key, group_blocks
     etrecord: load_etrecord
+    kernel_map: KernelLink, KernelProgram, load_kernel_program (XNNPACK kernels named in the model)
     analysis_core: FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING, STATS_COLUMNS, SampleSet, collect_samples,
                    summary_records, record_columns
     analysis: analyze_files, summarize
@@ -20,6 +21,9 @@ _API = {
     "block_key": "etdump_events",
     "group_blocks": "etdump_events",
     "load_etrecord": "etrecord",
+    "KernelLink": "kernel_map",
+    "KernelProgram": "kernel_map",
+    "load_kernel_program": "kernel_map",
     "FRAMEWORK_EVENTS": "analysis_core",
     "HIDDEN_WHEN_PRINTING": "analysis_core",
     "STATS_COLUMNS": "analysis_core",
