@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,13 @@ CHECKPOINT_NAME = "weights.pth"  # never "int8"/"8da4w": export_llama would take
 _PREQUANTIZED_MARKS = ("int8", "8da4w")
 
 
-def export_llm_into(recipe: LlmRecipe, backend: str, pte: Path, log: Any = lambda message: None) -> str | None:
-    """Export `recipe` to `pte` and write the eager reference beside it; returns why the reference
-    could not be made (None: it was)."""
+def export_llm_into(recipe: LlmRecipe, backend: str, pte: Path, quiet: Callable[[], None] = lambda: None) -> str | None:
+    """Export `recipe` to `pte` (and its ETRecord beside it) and write the eager reference beside it;
+    returns why the reference could not be made (None: it was). `quiet` runs once torch is imported
+    (its logging setup resets levels on import)."""
+    import torch  # noqa: F401
+
+    quiet()
     work = Path(tempfile.mkdtemp(prefix="etfarm-llm-"))
     try:
         if any(mark in str(work) for mark in _PREQUANTIZED_MARKS):  # a TMPDIR named so: use the cwd's

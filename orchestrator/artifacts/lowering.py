@@ -160,12 +160,9 @@ def _lower_into(spec: ModelSpec, backend: str, out: Path, log: Callable[[str], N
     """Export into `out`; returns notes for meta.json (what could not be made, and why)."""
     result = call_factory(spec)
     if isinstance(result, LlmRecipe):
-        import torch  # noqa: F401  (before quieting: torch's logging setup resets levels on import)
-
         from orchestrator.artifacts.llm_export import export_llm_into
 
-        _quiet_export_noise()
-        llm_error = export_llm_into(result, backend, out / PTE_NAME)
+        llm_error = export_llm_into(result, backend, out / PTE_NAME, quiet=_quiet_export_noise)
         if llm_error:
             log(f"{spec.name}: no eager reference ({llm_error}); generated tokens will not be verified")
         return {"kind": "llm", "llm_reference_error": llm_error}
