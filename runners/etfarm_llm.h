@@ -177,7 +177,26 @@ inline float half_to_float(uint16_t h) {
   return f;
 }
 
-// Greedy choice over the last row of the logits: the first index of the largest value (torch.argmax).
+// Index of the first largest of n values read through `at` (torch.argmax's choice on ties).
+template <typename At>
+inline int64_t first_max(int64_t n, At at) {
+  int64_t best = 0;
+  float best_value = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = at(i);
+    if (v > best_value) best_value = v, best = i;
+  }
+  return best;
+}
+
+inline float bf16_to_float(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f = 0;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Greedy choice over the last row of the logits (the dtype dispatched once, not per element).
 inline bool argmax(const EValue& out, int64_t* token, std::string* error) {
   if (!out.isTensor() || out.toTensor().dim() < 1) {
     *error = "the LLM's first output is not a logits tensor";
@@ -186,28 +205,32 @@ inline bool argmax(const EValue& out, int64_t* token, std::string* error) {
   const auto& t = out.toTensor();
   const int64_t vocab = t.size(t.dim() - 1);
   const int64_t row = (t.numel() / vocab - 1) * vocab;
-  int64_t best = 0;
-  float best_value = -INFINITY;
-  for (int64_t i = 0; i < vocab; ++i) {
-    float v;
-    switch (t.scalar_type()) {
-      case ScalarType::Float: v = t.const_data_ptr<float>()[row + i]; break;
-      case ScalarType::Double: v = static_cast<float>(t.const_data_ptr<double>()[row + i]); break;
-      case ScalarType::Half: v = half_to_float(static_cast<const uint16_t*>(t.const_data_ptr())[row + i]); break;
-      case ScalarType::BFloat16: {
-        const uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t*>(t.const_data_ptr())[row + i]) << 16;
-        std::memcpy(&v, &bits, 4);
-        break;
-      }
-      default:
-        *error = "the LLM's logits have an unsupported dtype (code " +
-            std::to_string(static_cast<int>(t.scalar_type())) + ")";
-        return false;
+  switch (t.scalar_type()) {
+    case ScalarType::Float: {
+      const float* p = t.const_data_ptr<float>() + row;
+      *token = first_max(vocab, [p](int64_t i) { return p[i]; });
+      return true;
     }
-    if (v > best_value) best_value = v, best = i;
+    case ScalarType::Double: {
+      const double* p = t.const_data_ptr<double>() + row;
+      *token = first_max(vocab, [p](int64_t i) { return static_cast<float>(p[i]); });
+      return true;
+    }
+    case ScalarType::Half: {
+      const uint16_t* p = static_cast<const uint16_t*>(t.const_data_ptr()) + row;
+      *token = first_max(vocab, [p](int64_t i) { return half_to_float(p[i]); });
+      return true;
+    }
+    case ScalarType::BFloat16: {
+      const uint16_t* p = static_cast<const uint16_t*>(t.const_data_ptr()) + row;
+      *token = first_max(vocab, [p](int64_t i) { return bf16_to_float(p[i]); });
+      return true;
+    }
+    default:
+      *error = "the LLM's logits have an unsupported dtype (code " + std::to_string(static_cast<int>(t.scalar_type())) +
+          ")";
+      return false;
   }
-  *token = best;
-  return true;
 }
 
 // Runs generations of one program: one forward call per prefill chunk and per decode step.
