@@ -252,8 +252,12 @@ def test_generate_refuses_a_program_that_is_not_an_llm(host_build: RunnerBuild, 
     assert read_pte_info(pte).llm is None
     result = _run(host_build, "--model_path", pte, "--generate")
     assert result.exit_code == 1 and "--generate needs a KV-cache LLM program" in result.stderr
-    usage = _run(host_build, "--model_path", pte, "--gen_len=4")
-    assert usage.exit_code == 2 and "need --generate" in usage.stderr
+    for flags, fragment in ((("--gen_len=4",), "need --generate"),
+                            (("--generate", "--inputs=x.etft"), "give --prompt_file, not --inputs"),
+                            (("--generate", "--prompt_file=p.etft", "--prompt_len=3"), "drop --prompt_len"),
+                            (("--generate", "--gen_len=0"), "must be at least 1")):
+        usage = _run(host_build, "--model_path", pte, *flags)
+        assert usage.exit_code == 2 and fragment in usage.stderr, (flags, usage.stderr)
 
 
 def test_pss_lies_between_zero_and_peak_rss(host_build: RunnerBuild, tiny_llama: ExportedModel) -> None:
