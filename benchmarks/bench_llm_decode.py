@@ -10,7 +10,7 @@ executes forward and takes the argmax: nothing else, no event tracer. etfarm_run
 `--generate` with no --etdump_path (the tracer off, as in an untraced process run), which adds its
 per-step clock reads, the per-phase RSS/PSS probes (outside the timed decode) and the result line.
 
-Each round runs one process of each, alternating, both on the same seeded prompt and positions,
+Each round runs one process of each (which goes first alternates by round), both on the same seeded prompt and positions,
 each doing one untimed warmup generation then G measured ones. Every measured generation's decode
 tokens/s is kept; a variant's figures are the median and the 90th percentile over all of them.
 The tokens of the two must be equal. Target (issue 20): the runner within 5 % of the bare loop,
@@ -106,11 +106,14 @@ def main() -> int:
     env = runner_env(str(build.root))
     runner_rates: list[float] = []
     bare_rates: list[float] = []
-    for _ in range(args.rounds):
-        rates, runner_tokens = run_runner(build.runner, env, pte, args)
-        runner_rates += rates
-        rates, bare_tokens = run_bare(bare, pte, args)
-        bare_rates += rates
+    for round_index in range(args.rounds):
+        for variant in (("runner", "bare") if round_index % 2 == 0 else ("bare", "runner")):  # neither always goes first
+            if variant == "runner":
+                rates, runner_tokens = run_runner(build.runner, env, pte, args)
+                runner_rates += rates
+            else:
+                rates, bare_tokens = run_bare(bare, pte, args)
+                bare_rates += rates
         if runner_tokens != bare_tokens:
             sys.exit(f"the runner and the bare loop decoded different tokens: {runner_tokens} vs {bare_tokens}")
     runner, bare_fig = summary(runner_rates), summary(bare_rates)
