@@ -11,6 +11,9 @@
 
 namespace etfarm {
 
+constexpr int64_t kDefaultPromptLen = 32;
+constexpr int64_t kDefaultGenLen = 32;
+
 struct Options {
   std::string model_path;
   std::string method_name = "forward";
@@ -26,6 +29,12 @@ struct Options {
   std::string output_file;  // ETFT file for the last execution's outputs
   int64_t calibration_rounds = 0;  // 0: no calibration workload
   int64_t hold_ms = 0;  // sleep this long after printing the result (tests read /proc/<pid>/status)
+  // Generation mode (etfarm_llm.h): warmup/num_executions then count generations.
+  bool generate = false;
+  int64_t prompt_len = -1;  // -1: not given (kDefaultPromptLen)
+  int64_t gen_len = -1;  // -1: not given (kDefaultGenLen)
+  int64_t prompt_seed = -1;  // -1: not given (0)
+  std::string prompt_file;  // ETFT token ids; replaces the seeded prompt
   bool help = false;
 };
 
@@ -47,6 +56,12 @@ inline const char* usage_text() {
          "  --calibration_rounds N     time a fixed GEMM + memory-traffic workload of N rounds before\n"
          "                             and after the measured executions (default 0: off)\n"
          "  --hold_ms MS               sleep MS after printing the result, before exiting (tests)\n"
+         "  --generate                 LLM generation: prefill a prompt of token ids, then greedy decode;\n"
+         "                             --warmup/--num_executions count generations (KV-cache programs)\n"
+         "  --prompt_len P             seeded prompt of P token ids (default 32)\n"
+         "  --prompt_seed S            seed of the prompt's token ids (default 0)\n"
+         "  --prompt_file FILE         ETFT file with the prompt's token ids (instead of a seeded one)\n"
+         "  --gen_len N                tokens to generate, the first one from prefill (default 32)\n"
          "Prints one line 'ETFARM_RESULT {json}' on stdout. Exit 0 ok, 1 runtime/IO error, 2 bad flags.\n";
 }
 
@@ -88,6 +103,31 @@ inline bool parse_bool(const std::string& text, bool* out) {
 
 }  // namespace detail
 
+// Generation flags only with --generate; the prompt is seeded or given, not both.
+inline bool check_generation_args(Options* opts, std::string* error) {
+  const bool any = opts->prompt_len != -1 || opts->gen_len != -1 || opts->prompt_seed != -1 || !opts->prompt_file.empty();
+  if (!opts->generate) {
+    if (any) *error = "--prompt_len, --prompt_seed, --prompt_file and --gen_len need --generate";
+    return !any;
+  }
+  if (!opts->inputs.empty()) {
+    *error = "--generate makes its own inputs (a prompt of token ids): give --prompt_file, not --inputs";
+    return false;
+  }
+  if (!opts->prompt_file.empty() && (opts->prompt_len != -1 || opts->prompt_seed != -1)) {
+    *error = "--prompt_file gives the prompt: drop --prompt_len/--prompt_seed";
+    return false;
+  }
+  if (opts->prompt_len == -1) opts->prompt_len = kDefaultPromptLen;
+  if (opts->gen_len == -1) opts->gen_len = kDefaultGenLen;
+  if (opts->prompt_seed == -1) opts->prompt_seed = 0;
+  if (opts->prompt_len < 1 || opts->gen_len < 1 || opts->prompt_seed < 0) {
+    *error = "--prompt_len and --gen_len must be at least 1, --prompt_seed not negative";
+    return false;
+  }
+  return true;
+}
+
 // Fills `opts`; on a usage error returns false and sets `error`.
 inline bool parse_args(int argc, char** argv, Options* opts, std::string* error) {
   using detail::Flag;
@@ -107,6 +147,11 @@ inline bool parse_args(int argc, char** argv, Options* opts, std::string* error)
       {"output_file", Kind::String, &opts->output_file},
       {"calibration_rounds", Kind::Int, &opts->calibration_rounds},
       {"hold_ms", Kind::Int, &opts->hold_ms},
+      {"generate", Kind::Bool, &opts->generate},
+      {"prompt_len", Kind::Int, &opts->prompt_len},
+      {"gen_len", Kind::Int, &opts->gen_len},
+      {"prompt_seed", Kind::Int, &opts->prompt_seed},
+      {"prompt_file", Kind::String, &opts->prompt_file},
   };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -188,7 +233,7 @@ inline bool parse_args(int argc, char** argv, Options* opts, std::string* error)
     *error = "--debug_buffer_size must be positive";
     return false;
   }
-  return true;
+  return check_generation_args(opts, error);
 }
 
 }  // namespace etfarm

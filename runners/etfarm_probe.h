@@ -1,5 +1,6 @@
-// Process facts the runner reports beside latency: peak resident memory, file sizes, and a
-// fixed calibration workload whose time shows throttling or a core shared with another task.
+// Process facts the runner reports beside latency: peak, current and proportional resident memory,
+// file sizes, and a fixed calibration workload whose time shows throttling or a core shared with
+// another task.
 #pragma once
 
 #include <sys/resource.h>
@@ -14,24 +15,61 @@
 
 namespace etfarm {
 
+namespace detail {
+
+// The first "<key> <n> kB" line of a /proc file, in KiB; -1 when the file or the key is missing.
+inline int64_t proc_kb(const char* path, const char* key) {
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return -1;
+  const size_t key_len = std::strlen(key);
+  char line[256];
+  long long kb = -1;
+  while (std::fgets(line, sizeof(line), f)) {
+    if (std::strncmp(line, key, key_len) == 0) {
+      std::sscanf(line + key_len, "%lld", &kb);
+      break;
+    }
+  }
+  std::fclose(f);
+  return static_cast<int64_t>(kb);
+}
+
+}  // namespace detail
+
 // Peak resident set size in KiB: VmHWM from /proc/self/status (what the kernel reports for the
 // process), else getrusage's ru_maxrss (KiB on Linux and Android). -1 when neither is available.
 inline int64_t peak_rss_kb() {
-  if (FILE* f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    long long kb = -1;
-    while (std::fgets(line, sizeof(line), f)) {
-      if (std::strncmp(line, "VmHWM:", 6) == 0) {
-        std::sscanf(line + 6, "%lld", &kb);
-        break;
-      }
-    }
-    std::fclose(f);
-    if (kb >= 0) return static_cast<int64_t>(kb);
-  }
+  const int64_t hwm = detail::proc_kb("/proc/self/status", "VmHWM:");
+  if (hwm >= 0) return hwm;
   struct rusage usage;
   if (getrusage(RUSAGE_SELF, &usage) == 0) return static_cast<int64_t>(usage.ru_maxrss);
   return -1;
+}
+
+// Current resident set size in KiB (VmRSS), -1 without /proc.
+inline int64_t rss_kb() { return detail::proc_kb("/proc/self/status", "VmRSS:"); }
+
+// Proportional set size in KiB: the process's share of the pages it maps (shared library pages
+// divided among their users), what Android's memory accounting and ExecuTorch's benchmark apps
+// report. /proc/self/smaps_rollup (Linux >= 4.14, every supported Android), else the sum over
+// /proc/self/smaps; -1 when neither exists. Reading walks the process's mappings: never call it
+// inside a timed region.
+inline int64_t pss_kb() {
+  const int64_t rollup = detail::proc_kb("/proc/self/smaps_rollup", "Pss:");
+  if (rollup >= 0) return rollup;
+  FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long long total = 0, kb = 0;
+  bool any = false;
+  while (std::fgets(line, sizeof(line), f)) {
+    if (std::strncmp(line, "Pss:", 4) == 0 && std::sscanf(line + 4, "%lld", &kb) == 1) {
+      total += kb;
+      any = true;
+    }
+  }
+  std::fclose(f);
+  return any ? static_cast<int64_t>(total) : -1;
 }
 
 inline int64_t file_size(const std::string& path) {

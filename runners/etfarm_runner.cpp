@@ -1,6 +1,9 @@
 // etfarm_runner: loads a .pte with ExecuTorch's Module API, runs W warmup and
-// N measured executions of one method, optionally records an ETDump of the
-// measured ones, and prints one line "ETFARM_RESULT {json}" on stdout.
+// N measured executions of one method (or, with --generate, W + N greedy
+// generations of a KV-cache LLM: etfarm_llm.h), optionally records an ETDump of
+// the measured ones, and prints one line "ETFARM_RESULT {json}" on stdout (keys:
+// etfarm_result.h). A program needing operators or backends this runtime lacks
+// is refused in one line before its method is loaded.
 //
 // Exit codes: 0 ok, 1 load/parse/execute/IO error (one message on stderr),
 // 2 bad flags (message + usage). Never aborts on a bad .pte or inputs file.
@@ -19,27 +22,32 @@
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
+#include <executorch/runtime/backend/interface.h>
 #include <executorch/runtime/core/exec_aten/util/scalar_type_util.h>
+#include <executorch/runtime/kernel/operator_registry.h>
 #include <executorch/runtime/platform/runtime.h>
 
 #include "etfarm_args.h"
 #include "etfarm_etft.h"
+#include "etfarm_inputs.h"
+#include "etfarm_llm.h"
 #include "etfarm_probe.h"
+#include "etfarm_pte.h"
+#include "etfarm_result.h"
 #include "etfarm_threadpool.h"
 #include "etfarm_tracer.h"
 
 namespace {
 
+using ::etfarm::describe;
+using ::etfarm::Inputs;
 using ::executorch::aten::ScalarType;
 using ::executorch::extension::Module;
-using ::executorch::extension::TensorPtr;
 using ::executorch::runtime::Error;
-using ::executorch::runtime::EValue;
 using ::executorch::runtime::EventTracerDebugLogLevel;
 using ::executorch::runtime::MethodMeta;
 using ::executorch::runtime::Program;
 using ::executorch::runtime::Span;
-using ::executorch::runtime::Tag;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kExitError = 1;
@@ -50,194 +58,8 @@ int fail(const std::string& message) {
   return kExitError;
 }
 
-std::string describe(Error err) {
-  char code[16];
-  std::snprintf(code, sizeof(code), "0x%" PRIx32, static_cast<uint32_t>(err));
-  return std::string(::executorch::runtime::to_string(err)) + " (" + code + ")";
-}
-
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-std::string dtype_name(uint32_t code) {
-  static const char* names[] = {"Byte", "Char", "Short", "Int", "Long", "Half", "Float", "Double",
-                                "ComplexHalf", "ComplexFloat", "ComplexDouble", "Bool"};
-  return code < sizeof(names) / sizeof(names[0]) ? names[code] : "ScalarType(" + std::to_string(code) + ")";
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-void fill_ones(ScalarType type, uint8_t* data, size_t numel, size_t elsize) {
-  for (size_t i = 0; i < numel; ++i) {
-    uint8_t* p = data + i * elsize;
-    switch (type) {
-      case ScalarType::Float: {
-        const float one = 1.0f;
-        std::memcpy(p, &one, 4);
-        break;
-      }
-      case ScalarType::Double: {
-        const double one = 1.0;
-        std::memcpy(p, &one, 8);
-        break;
-      }
-      case ScalarType::Half:
-        p[0] = 0x00, p[1] = 0x3C;  // IEEE half 1.0, little-endian
-        break;
-      case ScalarType::BFloat16:
-        p[0] = 0x80, p[1] = 0x3F;
-        break;
-      default:  // integers and bool: little-endian 1
-        std::memset(p, 0, elsize);
-        p[0] = 1;
-    }
-  }
-}
-
-// The method's inputs, in buffers this runner owns for the whole run.
-struct Inputs {
-  std::vector<std::vector<uint8_t>> buffers;
-  std::vector<TensorPtr> tensors;
-  std::vector<std::string> given_shapes;  // for error messages when set_input refuses one
-};
-
-bool prepare_inputs(const MethodMeta& meta, const etfarm::Options& opts, Inputs* in, std::string* error) {
-  std::vector<etfarm::HostTensor> given;
-  const std::string src = opts.inputs.empty() ? "" : "inputs file '" + opts.inputs + "'";
-  if (!opts.inputs.empty()) {
-    std::vector<uint8_t> raw;
-    std::string why;
-    if (!etfarm::read_file(opts.inputs, &raw, &why) || !etfarm::parse_etft(raw, &given, &why)) {
-      *error = src + ": " + why;
-      return false;
-    }
-    if (given.size() != meta.num_inputs()) {
-      *error = src + " holds " + std::to_string(given.size()) + " tensors but method '" + opts.method_name +
-          "' takes " + std::to_string(meta.num_inputs()) + " inputs";
-      return false;
-    }
-  }
-  for (size_t i = 0; i < meta.num_inputs(); ++i) {
-    const std::string where = "input " + std::to_string(i) + ": ";
-    auto tag = meta.input_tag(i);
-    if (!tag.ok() || tag.get() != Tag::Tensor) {
-      *error = where + "only tensor inputs are supported";
-      return false;
-    }
-    auto info = meta.input_tensor_meta(i);
-    if (!info.ok()) {
-      *error = where + "no tensor metadata: " + describe(info.error());
-      return false;
-    }
-    const ScalarType type = info->scalar_type();
-    const uint32_t code = static_cast<uint32_t>(type);
-    const size_t elsize = ::executorch::runtime::elementSize(type);
-    std::vector<int64_t> bound(info->sizes().begin(), info->sizes().end());
-    std::vector<uint8_t> dim_order(info->dim_order().begin(), info->dim_order().end());
-    std::vector<int64_t> sizes = bound;
-    if (!given.empty()) {
-      const etfarm::HostTensor& g = given[i];
-      if (g.scalar_type != code) {
-        *error = where + src + " has dtype " + dtype_name(g.scalar_type) + " but the method expects " +
-            dtype_name(code);
-        return false;
-      }
-      bool fits = g.sizes.size() == bound.size();
-      for (size_t d = 0; fits && d < bound.size(); ++d) {
-        fits = g.sizes[d] <= bound[d];
-      }
-      if (!fits) {
-        *error = where + src + " has shape " + etfarm::shape_str(g.sizes) + " but the method expects " +
-            etfarm::shape_str(bound);
-        return false;
-      }
-      sizes = g.sizes;  // below the bound only for dynamic shapes; set_input checks
-    }
-    size_t numel = 1;
-    for (int64_t s : sizes) numel *= static_cast<size_t>(s);
-    std::vector<uint8_t> buffer(std::max<size_t>(numel * elsize, 1));
-    const std::vector<int64_t> strides = etfarm::strides_from_dim_order(sizes, dim_order);
-    if (given.empty()) {
-      fill_ones(type, buffer.data(), numel, elsize);
-    } else {  // ETFT is row-major; the method may want another dim order
-      etfarm::copy_strided(given[i].data.data(), etfarm::contiguous_strides(sizes), buffer.data(), strides, sizes,
-                           elsize);
-    }
-    std::vector<::executorch::aten::SizesType> sizes32(sizes.begin(), sizes.end());
-    std::vector<::executorch::aten::StridesType> strides32(strides.begin(), strides.end());
-    in->tensors.push_back(::executorch::extension::from_blob(buffer.data(), sizes32, strides32, type));
-    in->buffers.push_back(std::move(buffer));
-    in->given_shapes.push_back(etfarm::shape_str(sizes) + " (method bound " + etfarm::shape_str(bound) + ")");
-  }
-  return true;
-}
-
-// Re-set before every execution: a method may reuse input memory for
-// intermediates, and every execution must see the same inputs.
-bool set_inputs(Module& module, const std::string& method, const Inputs& in, std::string* error) {
-  for (size_t i = 0; i < in.tensors.size(); ++i) {
-    const Error err = module.set_input(method, EValue(*in.tensors[i]), i);
-    if (err != Error::Ok) {
-      *error = "input " + std::to_string(i) + ": the method refused shape " + in.given_shapes[i] + ": " +
-          describe(err);
-      return false;
-    }
-  }
-  return true;
-}
-
-bool collect_outputs(const std::vector<EValue>& outputs, std::vector<etfarm::HostTensor>* host, std::string* error) {
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const EValue& v = outputs[i];
-    etfarm::HostTensor h;
-    if (v.isTensor()) {
-      const auto& t = v.toTensor();
-      h.scalar_type = static_cast<uint32_t>(t.scalar_type());
-      const size_t elsize = etfarm::etft_element_size(h.scalar_type);
-      if (elsize == 0) {
-        *error = "output " + std::to_string(i) + " has dtype " + dtype_name(h.scalar_type) +
-            ", which an ETFT file cannot hold";
-        return false;
-      }
-      h.sizes.assign(t.sizes().begin(), t.sizes().end());
-      std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
-      h.data.resize(t.numel() * elsize);
-      etfarm::copy_strided(static_cast<const uint8_t*>(t.const_data_ptr()), strides, h.data.data(),
-                           etfarm::contiguous_strides(h.sizes), h.sizes, elsize);
-    } else if (v.isInt()) {  // scalars become 0-dim tensors
-      const int64_t x = v.toInt();
-      h.scalar_type = static_cast<uint32_t>(ScalarType::Long);
-      h.data.assign(reinterpret_cast<const uint8_t*>(&x), reinterpret_cast<const uint8_t*>(&x) + 8);
-    } else if (v.isDouble()) {
-      const double x = v.toDouble();
-      h.scalar_type = static_cast<uint32_t>(ScalarType::Double);
-      h.data.assign(reinterpret_cast<const uint8_t*>(&x), reinterpret_cast<const uint8_t*>(&x) + 8);
-    } else if (v.isBool()) {
-      h.scalar_type = static_cast<uint32_t>(ScalarType::Bool);
-      h.data.assign(1, v.toBool() ? 1 : 0);
-    } else {
-      *error = "output " + std::to_string(i) + " is not a tensor or scalar; it cannot be written as ETFT";
-      return false;
-    }
-    host->push_back(std::move(h));
-  }
-  return true;
 }
 
 std::string method_list(Module& module) {
@@ -246,6 +68,200 @@ std::string method_list(Module& module) {
   std::string out;
   for (const auto& n : names.get()) out += (out.empty() ? "" : ", ") + n;
   return out;
+}
+
+// Operators and backends the program needs that this runtime lacks, in one line; "" when none
+// (or when the program flatbuffer cannot be read here: the Module's own checks then speak).
+std::string unsupported(const etfarm::Options& opts) {
+  std::vector<etfarm::pte::Method> methods;
+  std::string why;
+  if (!etfarm::pte::read_methods(opts.model_path, &methods, &why)) return "";
+  std::vector<std::string> ops, backends;
+  const auto kernels = ::executorch::runtime::get_registered_kernels();
+  for (const auto& m : methods) {
+    if (m.name != opts.method_name) continue;
+    for (const auto& op : m.operators) {
+      const bool found = std::any_of(kernels.begin(), kernels.end(),
+                                     [&](const auto& k) { return k.name_ != nullptr && op == k.name_; });
+      if (!found && std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+    }
+    for (const auto& id : m.delegates) {
+      if (::executorch::runtime::get_backend_class(id.c_str()) == nullptr &&
+          std::find(backends.begin(), backends.end(), id) == backends.end()) {
+        backends.push_back(id);
+      }
+    }
+  }
+  std::string out;
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  if (!ops.empty()) out = "operators this runtime does not have: " + join(ops);
+  if (!backends.empty()) out += (out.empty() ? "" : "; ") + std::string("backends it does not have: ") + join(backends);
+  if (out.empty()) return "";
+  out = "program '" + opts.model_path + "' method '" + opts.method_name + "' needs " + out;
+  if (std::any_of(ops.begin(), ops.end(), [](const std::string& op) { return op.rfind("llama::", 0) == 0; })) {
+    out += " (ExecuTorch's LLM custom ops, from export_llama --use_sdpa_with_kv_cache: export without that flag,"
+           " or build etfarm_runner against your own runtime that registers extension/llm/custom_ops)";
+  }
+  return out;
+}
+
+int measure_forward(Module& module, const etfarm::Options& opts, const MethodMeta& meta,
+                    etfarm::GatedETDumpGen* tracer, etfarm::Measured* m) {
+  Inputs inputs;
+  std::string why;
+  if (!etfarm::prepare_inputs(meta, opts, &inputs, &why)) return fail(why);
+  if (tracer != nullptr) tracer->set_recording(false);  // warmup leaves no trace
+  for (int64_t w = 0; w < opts.warmup; ++w) {
+    if (!etfarm::set_inputs(module, opts.method_name, inputs, &why)) return fail(why);
+    auto result = module.execute(opts.method_name);
+    if (!result.ok()) {
+      return fail("warmup execution " + std::to_string(w) + " of '" + opts.method_name + "' failed: " +
+                  describe(result.error()));
+    }
+  }
+  if (tracer != nullptr) tracer->set_recording(true);
+  for (int64_t n = 0; n < opts.num_executions; ++n) {
+    if (!etfarm::set_inputs(module, opts.method_name, inputs, &why)) return fail(why);
+    auto t0 = Clock::now();
+    auto result = module.execute(opts.method_name);
+    m->execute_ms.push_back(ms_since(t0));
+    if (!result.ok()) {
+      return fail("execution " + std::to_string(n) + " of '" + opts.method_name + "' failed: " +
+                  describe(result.error()));
+    }
+    if (n + 1 == opts.num_executions && !opts.output_file.empty() &&
+        !etfarm::collect_outputs(result.get(), &m->outputs, &why)) {
+      return fail(why);
+    }
+  }
+  return 0;
+}
+
+// The prompt and generation length, checked against the program (m->shape must be set).
+int prepare_generation(const etfarm::Options& opts, etfarm::Measured* m) {
+  const auto& s = m->shape;
+  std::string why;
+  if (!opts.prompt_file.empty()) {
+    if (!etfarm::llm::prompt_from_file(opts.prompt_file, s.vocab_size, &m->prompt, &why)) return fail(why);
+  } else {
+    m->prompt = etfarm::llm::seeded_prompt(static_cast<uint64_t>(opts.prompt_seed), opts.prompt_len, s.vocab_size);
+  }
+  const auto p = static_cast<int64_t>(m->prompt.size());
+  if (p > s.max_context_len) {
+    return fail("a prompt of " + std::to_string(p) + " tokens does not fit the program's context of " +
+                std::to_string(s.max_context_len) + " positions");
+  }
+  m->gen_len = std::min(opts.gen_len, s.max_context_len - p + 1);
+  if (m->gen_len < opts.gen_len) {
+    std::fprintf(stderr, "etfarm_runner: warning: --gen_len %" PRId64 " clamped to %" PRId64
+                         ": prompt + generated tokens must fit the context of %" PRId64 " positions\n",
+                 opts.gen_len, m->gen_len, s.max_context_len);
+  }
+  return 0;
+}
+
+int measure_generate(Module& module, const etfarm::Options& opts, etfarm::GatedETDumpGen* tracer, etfarm::Measured* m) {
+  if (int rc = prepare_generation(opts, m)) return rc;
+  etfarm::llm::Generator generator(module, opts.method_name, m->shape);
+  std::string why;
+  if (tracer != nullptr) tracer->set_recording(false);  // warmup generations leave no trace
+  for (int64_t w = 0; w < opts.warmup; ++w) {
+    etfarm::llm::Generation g;
+    if (!generator.run(m->prompt, m->gen_len, &g, &why)) return fail("warmup generation: " + why);
+  }
+  if (tracer != nullptr) tracer->set_recording(true);
+  for (int64_t n = 0; n < opts.num_executions; ++n) {
+    etfarm::llm::Generation g;
+    if (!generator.run(m->prompt, m->gen_len, &g, &why)) return fail("generation " + std::to_string(n) + ": " + why);
+    m->execute_ms.push_back(g.ttft_ms + g.decode_ms);
+    m->generations.push_back(std::move(g));
+  }
+  if (!opts.output_file.empty()) {  // the last generation's tokens, int64 [1, N]
+    etfarm::HostTensor t;
+    t.scalar_type = static_cast<uint32_t>(ScalarType::Long);
+    const auto& tokens = m->generations.back().tokens;
+    t.sizes = {1, static_cast<int64_t>(tokens.size())};
+    t.data.resize(tokens.size() * 8);
+    std::memcpy(t.data.data(), tokens.data(), t.data.size());
+    m->outputs.push_back(std::move(t));
+  }
+  return 0;
+}
+
+// Loads the program and the method, timing both; in generation mode also reads the LLM's shape.
+int load(Module& module, const etfarm::Options& opts, etfarm::GatedETDumpGen* tracer, etfarm::Loaded* l, etfarm::Measured* m) {
+  auto t0 = Clock::now();
+  // Full flatbuffer verification, so a corrupt file is an error, not a crash.
+  Error err = module.load(Program::Verification::InternalConsistency);
+  l->program_load_ms = ms_since(t0);
+  if (err != Error::Ok) return fail("cannot load program '" + opts.model_path + "': " + describe(err));
+  auto meta = module.method_meta(opts.method_name);
+  if (!meta.ok()) {
+    return fail("program '" + opts.model_path + "' has no method '" + opts.method_name + "' (methods: " +
+                method_list(module) + ")");
+  }
+  const std::string missing = unsupported(opts);
+  if (!missing.empty()) return fail(missing);
+  if (opts.generate) {
+    std::string why;
+    if (tracer != nullptr) tracer->set_recording(false);  // the metadata methods stay out of the ETDump
+    const bool ok = etfarm::llm::read_shape(module, opts.method_name, &m->shape, &why);
+    if (tracer != nullptr) tracer->set_recording(true);
+    if (!ok) return fail(why);
+  }
+  // What memory planning asked for: the sum of the method's planned buffers (MethodMeta).
+  for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
+    auto size = meta->memory_planned_buffer_size(i);
+    if (size.ok()) l->planned_bytes += size.get();
+  }
+  t0 = Clock::now();
+  err = module.load_method(opts.method_name);
+  l->load_ms = ms_since(t0);
+  if (err != Error::Ok) {
+    return fail("cannot load method '" + opts.method_name + "' of '" + opts.model_path + "': " + describe(err));
+  }
+  l->peak_rss_load_kb = etfarm::peak_rss_kb();
+  l->pss_load_kb = etfarm::pss_kb();
+  return 0;
+}
+
+int attach_debug_buffer(const etfarm::Options& opts, etfarm::GatedETDumpGen* tracer, std::vector<uint8_t>* buffer) {
+  if (tracer == nullptr || !(opts.dump_outputs || opts.dump_intermediate_outputs)) return 0;
+  buffer->assign(static_cast<size_t>(opts.debug_buffer_size), 0);
+  auto ok = tracer->set_debug_buffer(Span<uint8_t>(buffer->data(), buffer->size()));
+  if (!ok.ok()) {
+    return fail("cannot use a debug buffer of " + std::to_string(opts.debug_buffer_size) + " bytes: " +
+                describe(ok.error()));
+  }
+  tracer->set_debug_capacity(buffer->size());
+  tracer->set_event_tracer_debug_level(opts.dump_intermediate_outputs ? EventTracerDebugLogLevel::kIntermediateOutputs
+                                                                      : EventTracerDebugLogLevel::kProgramOutputs);
+  return 0;
+}
+
+int write_trace(const etfarm::Options& opts, etfarm::GatedETDumpGen* tracer, const std::vector<uint8_t>& debug_buffer) {
+  std::string why;
+  auto dump = tracer->get_etdump_data();
+  if (dump.buf == nullptr || dump.size == 0) return fail("the event tracer produced no ETDump data");
+  const bool ok = etfarm::write_file_atomic(opts.etdump_path, dump.buf, dump.size, &why);
+  std::free(dump.buf);
+  if (!ok) return fail(why);
+  // Only the used prefix: tensors are laid out from offset 0, so it is the whole content.
+  const size_t debug_used = std::min(debug_buffer.size(), tracer->debug_bytes_used());
+  if (!debug_buffer.empty() &&
+      !etfarm::write_file_atomic(opts.debug_output_path, debug_buffer.data(), debug_used, &why)) {
+    return fail(why);
+  }
+  if (tracer->debug_buffer_overflowed()) {
+    std::fprintf(stderr, "etfarm_runner: warning: debug buffer of %" PRId64
+                         " bytes was too small; some tensors were not logged (raise --debug_buffer_size)\n",
+                 opts.debug_buffer_size);
+  }
+  return 0;
 }
 
 int run(const etfarm::Options& opts, Clock::time_point started) {
@@ -271,140 +287,35 @@ int run(const etfarm::Options& opts, Clock::time_point started) {
   }
   Module module(opts.model_path, Module::LoadMode::File, std::move(owned_tracer));
 
-  // Full flatbuffer verification, so a corrupt file is an error, not a crash.
-  auto t0 = Clock::now();
-  Error err = module.load(Program::Verification::InternalConsistency);
-  const double program_load_ms = ms_since(t0);
-  if (err != Error::Ok) {
-    return fail("cannot load program '" + opts.model_path + "': " + describe(err));
-  }
-  auto meta = module.method_meta(opts.method_name);
-  if (!meta.ok()) {
-    return fail("program '" + opts.model_path + "' has no method '" + opts.method_name + "' (methods: " +
-                method_list(module) + ")");
-  }
-  // What memory planning asked for: the sum of the method's planned buffers (MethodMeta).
-  int64_t planned_bytes = 0;
-  for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
-    auto size = meta->memory_planned_buffer_size(i);
-    if (size.ok()) planned_bytes += size.get();
-  }
-  t0 = Clock::now();
-  err = module.load_method(opts.method_name);
-  const double load_ms = ms_since(t0);
-  if (err != Error::Ok) {
-    return fail("cannot load method '" + opts.method_name + "' of '" + opts.model_path + "': " + describe(err));
-  }
-
-  const int64_t peak_rss_load_kb = etfarm::peak_rss_kb();
-
+  etfarm::Loaded loaded;
+  etfarm::Measured measured;
+  if (int rc = load(module, opts, tracer, &loaded, &measured)) return rc;
   std::vector<uint8_t> debug_buffer;
-  if (tracer != nullptr && (opts.dump_outputs || opts.dump_intermediate_outputs)) {
-    debug_buffer.assign(static_cast<size_t>(opts.debug_buffer_size), 0);
-    auto ok = tracer->set_debug_buffer(Span<uint8_t>(debug_buffer.data(), debug_buffer.size()));
-    if (!ok.ok()) {
-      return fail("cannot use a debug buffer of " + std::to_string(opts.debug_buffer_size) + " bytes: " +
-                  describe(ok.error()));
-    }
-    tracer->set_debug_capacity(debug_buffer.size());
-    tracer->set_event_tracer_debug_level(opts.dump_intermediate_outputs ? EventTracerDebugLogLevel::kIntermediateOutputs
-                                                                        : EventTracerDebugLogLevel::kProgramOutputs);
-  }
-
-  Inputs inputs;
-  std::string why;
-  if (!prepare_inputs(meta.get(), opts, &inputs, &why)) {
-    return fail(why);
-  }
-
-  if (tracer != nullptr) tracer->set_recording(false);  // warmup leaves no trace
-  for (int64_t w = 0; w < opts.warmup; ++w) {
-    if (!set_inputs(module, opts.method_name, inputs, &why)) return fail(why);
-    auto result = module.execute(opts.method_name);
-    if (!result.ok()) {
-      return fail("warmup execution " + std::to_string(w) + " of '" + opts.method_name + "' failed: " +
-                  describe(result.error()));
-    }
-  }
-  if (tracer != nullptr) tracer->set_recording(true);
-
-  std::vector<double> execute_ms;
-  std::vector<etfarm::HostTensor> outputs;
-  for (int64_t n = 0; n < opts.num_executions; ++n) {
-    if (!set_inputs(module, opts.method_name, inputs, &why)) return fail(why);
-    t0 = Clock::now();
-    auto result = module.execute(opts.method_name);
-    execute_ms.push_back(ms_since(t0));
-    if (!result.ok()) {
-      return fail("execution " + std::to_string(n) + " of '" + opts.method_name + "' failed: " +
-                  describe(result.error()));
-    }
-    if (n + 1 == opts.num_executions && !opts.output_file.empty() && !collect_outputs(result.get(), &outputs, &why)) {
-      return fail(why);
-    }
+  if (int rc = attach_debug_buffer(opts, tracer, &debug_buffer)) return rc;
+  if (opts.generate) {
+    if (int rc = measure_generate(module, opts, tracer, &measured)) return rc;
+  } else {
+    auto meta = module.method_meta(opts.method_name);
+    if (int rc = measure_forward(module, opts, meta.get(), tracer, &measured)) return rc;
   }
 
   // Measured before the second calibration allocates its buffers.
-  const int64_t peak_rss_kb = etfarm::peak_rss_kb();
-  double calibration_after_ms = -1.0;
-  if (opts.calibration_rounds > 0) calibration_after_ms = etfarm::Calibration().run(opts.calibration_rounds);
+  etfarm::Facts facts;
+  facts.peak_rss_kb = etfarm::peak_rss_kb();
+  facts.pss_kb = etfarm::pss_kb();
+  if (opts.calibration_rounds > 0) facts.calibration_after_ms = etfarm::Calibration().run(opts.calibration_rounds);
+  facts.calibration_before_ms = calibration_before_ms;
 
+  std::string why;
   if (!opts.output_file.empty()) {
-    const std::vector<uint8_t> bytes = etfarm::serialize_etft(outputs);
+    const std::vector<uint8_t> bytes = etfarm::serialize_etft(measured.outputs);
     if (!etfarm::write_file_atomic(opts.output_file, bytes.data(), bytes.size(), &why)) return fail(why);
   }
   if (tracer != nullptr) {
-    auto dump = tracer->get_etdump_data();
-    if (dump.buf == nullptr || dump.size == 0) return fail("the event tracer produced no ETDump data");
-    const bool ok = etfarm::write_file_atomic(opts.etdump_path, dump.buf, dump.size, &why);
-    std::free(dump.buf);
-    if (!ok) return fail(why);
-    // Only the used prefix: tensors are laid out from offset 0, so it is the whole content.
-    const size_t debug_used = std::min(debug_buffer.size(), tracer->debug_bytes_used());
-    if (!debug_buffer.empty() &&
-        !etfarm::write_file_atomic(opts.debug_output_path, debug_buffer.data(), debug_used, &why)) {
-      return fail(why);
-    }
-    if (tracer->debug_buffer_overflowed()) {
-      std::fprintf(stderr, "etfarm_runner: warning: debug buffer of %" PRId64
-                           " bytes was too small; some tensors were not logged (raise --debug_buffer_size)\n",
-                   opts.debug_buffer_size);
-    }
+    if (int rc = write_trace(opts, tracer, debug_buffer)) return rc;
   }
-
-  std::string json = "{\"method\": " + json_string(opts.method_name);
-  char num[64];
-  std::snprintf(num, sizeof(num), "%.6f", load_ms);
-  json += ", \"load_ms\": " + std::string(num);
-  std::snprintf(num, sizeof(num), "%.6f", program_load_ms);
-  json += ", \"program_load_ms\": " + std::string(num);
-  json += ", \"warmup\": " + std::to_string(opts.warmup);
-  json += ", \"executions\": " + std::to_string(opts.num_executions);
-  json += ", \"execute_ms\": [";
-  for (size_t i = 0; i < execute_ms.size(); ++i) {
-    std::snprintf(num, sizeof(num), "%s%.6f", i ? ", " : "", execute_ms[i]);
-    json += num;
-  }
-  json += "], \"etdump\": " + std::string(tracer != nullptr ? "true" : "false");
-  json += ", \"cpu_threads\": " + std::to_string(etfarm::threadpool_size());
-  json += ", \"debug_buffer_used\": " + std::to_string(tracer != nullptr ? tracer->debug_bytes_used() : 0);
-  json += ", \"debug_buffer_overflow\": " +
-      std::string(tracer != nullptr && tracer->debug_buffer_overflowed() ? "true" : "false");
-  json += ", \"peak_rss_load_kb\": " + std::to_string(peak_rss_load_kb);
-  json += ", \"peak_rss_kb\": " + std::to_string(peak_rss_kb);
-  json += ", \"planned_memory_bytes\": " + std::to_string(planned_bytes);
-  json += ", \"program_bytes\": " + std::to_string(etfarm::file_size(opts.model_path));
-  if (opts.calibration_rounds > 0) {
-    json += ", \"calibration_rounds\": " + std::to_string(opts.calibration_rounds);
-    std::snprintf(num, sizeof(num), "%.6f", calibration_before_ms);
-    json += ", \"calibration_before_ms\": " + std::string(num);
-    std::snprintf(num, sizeof(num), "%.6f", calibration_after_ms);
-    json += ", \"calibration_after_ms\": " + std::string(num);
-  }
-  std::snprintf(num, sizeof(num), "%.6f", ms_since(started));
-  json += ", \"runner_ms\": " + std::string(num);
-  json += "}";
-  std::printf("ETFARM_RESULT %s\n", json.c_str());
+  facts.runner_ms = ms_since(started);
+  std::printf("ETFARM_RESULT %s\n", etfarm::result_json(opts, loaded, measured, facts, tracer).c_str());
   std::fflush(stdout);
   if (opts.hold_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opts.hold_ms));
   return 0;

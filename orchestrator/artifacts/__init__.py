@@ -2,6 +2,8 @@
 
 Public API, imported lazily on first use (PEP 562) so that importing the package stays light:
     modelspec: ModelSpec, parse_model_spec, parse_model_specs, load_factory_result
+    llm: LlmRecipe, LlmReference, seeded_prompt, check_tokens
+    pte_info: PteInfo, LlmShape, read_pte_info, unsupported_ops_message
     lowering: BACKENDS, ExportedModel, export_model, copy_artifacts
     build: RunnerBuild, build_runner, runner_env
     targets: TARGETS
@@ -17,6 +19,14 @@ _API = {
     "parse_model_spec": "modelspec",
     "parse_model_specs": "modelspec",
     "load_factory_result": "modelspec",
+    "LlmRecipe": "llm",
+    "LlmReference": "llm",
+    "seeded_prompt": "llm",
+    "check_tokens": "llm",
+    "PteInfo": "pte_info",
+    "LlmShape": "pte_info",
+    "read_pte_info": "pte_info",
+    "unsupported_ops_message": "pte_info",
     "BACKENDS": "lowering",
     "ExportedModel": "lowering",
     "export_model": "lowering",

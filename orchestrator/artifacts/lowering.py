@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import cache
+from orchestrator.artifacts.llm import LlmRecipe
 from orchestrator.artifacts.model_sources import local_sources
-from orchestrator.artifacts.modelspec import ModelSpec, load_factory_result
+from orchestrator.artifacts.modelspec import ModelSpec, call_factory, check_factory_result
 from orchestrator.errors import ExportError, ModelSpecError, UsageError
 from orchestrator.versions import tool_versions
 
@@ -34,6 +35,7 @@ INPUTS_NAME = "inputs.etft"
 REFERENCE_NAME = "reference_outputs.etft"
 META_NAME = "meta.json"
 NUMERICS_REFERENCE_NAME = "numerics_reference.npz"
+LLM_REFERENCE_NAME = "llm_reference.json"  # an LLM's eager greedy tokens (llm.LlmReference)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class ExportedModel:
     reference_outputs: Path | None
     cached: bool
     numerics_reference: Path | None = None  # AOT intermediate outputs (see numerics_reference.py)
+    llm_reference: Path | None = None  # an LLM's eager greedy tokens (see llm.py); no inputs/reference_outputs then
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -62,6 +65,7 @@ class ExportedModel:
             "inputs": str(self.inputs) if self.inputs else None,
             "reference_outputs": str(self.reference_outputs) if self.reference_outputs else None,
             "numerics_reference": str(self.numerics_reference) if self.numerics_reference else None,
+            "llm_reference": str(self.llm_reference) if self.llm_reference else None,
         }
 
 
@@ -99,13 +103,11 @@ def export_model(
     staging = cache.staging_dir("exports")
     try:
         started = time.monotonic()
-        numerics_error = _lower_into(spec, backend, staging)
-        if numerics_error:
-            log(f"{spec.name}: no numerics reference ({numerics_error}); `etfarm numerics` will compare devices only")
+        notes = _lower_into(spec, backend, staging, log)
         cache.write_json_atomic(
             staging / META_NAME,
             {"name": spec.name, "spec": spec.text, "backend": backend, "key": key, "versions": tool_versions(),
-             "export_s": round(time.monotonic() - started, 3), "numerics_reference_error": numerics_error},
+             "export_s": round(time.monotonic() - started, 3), **notes},
         )
         cache.publish_dir(staging, entry)
     finally:
@@ -119,18 +121,21 @@ def copy_artifacts(model: ExportedModel, out_dir: Path) -> list[Path]:
     """Copy a model's artifacts to out_dir (for `etfarm export --out`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     copied = []
-    for path in (model.pte, model.etrecord, model.inputs, model.reference_outputs, model.numerics_reference):
+    for path in (model.pte, model.etrecord, model.inputs, model.reference_outputs, model.numerics_reference,
+                 model.llm_reference):
         if path is not None:
             copied.append(Path(shutil.copy2(path, out_dir / path.name)))
     return copied
 
 
 def _from_entry(spec: ModelSpec, backend: str, key: str, entry: Path, cached: bool) -> ExportedModel:
+    def present(name: str) -> Path | None:
+        return entry / name if (entry / name).is_file() else None
+
     return ExportedModel(
         name=spec.name, spec=spec.text, backend=backend, key=key, pte=entry / PTE_NAME,
-        etrecord=entry / ETRECORD_NAME, inputs=entry / INPUTS_NAME, reference_outputs=entry / REFERENCE_NAME,
-        cached=cached,
-        numerics_reference=entry / NUMERICS_REFERENCE_NAME if (entry / NUMERICS_REFERENCE_NAME).is_file() else None,
+        etrecord=present(ETRECORD_NAME), inputs=present(INPUTS_NAME), reference_outputs=present(REFERENCE_NAME),
+        cached=cached, numerics_reference=present(NUMERICS_REFERENCE_NAME), llm_reference=present(LLM_REFERENCE_NAME),
     )
 
 
@@ -147,18 +152,35 @@ def _existing_pte(spec: ModelSpec, backend: str) -> ExportedModel:
         inputs=beside(f"{stem}.inputs.etft", INPUTS_NAME),
         reference_outputs=beside(f"{stem}.reference_outputs.etft", REFERENCE_NAME),
         cached=True, numerics_reference=beside(f"{stem}.numerics_reference.npz", NUMERICS_REFERENCE_NAME),
+        llm_reference=beside(f"{stem}.llm_reference.json", LLM_REFERENCE_NAME),
     )
 
 
-def _lower_into(spec: ModelSpec, backend: str, out: Path) -> str | None:
-    """Export into `out`; returns why the numerics reference could not be made (None: it was)."""
+def _lower_into(spec: ModelSpec, backend: str, out: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    """Export into `out`; returns notes for meta.json (what could not be made, and why)."""
+    result = call_factory(spec)
+    if isinstance(result, LlmRecipe):
+        from orchestrator.artifacts.llm_export import export_llm_into
+
+        llm_error = export_llm_into(result, backend, out / PTE_NAME, quiet=_quiet_export_noise)
+        if llm_error:
+            log(f"{spec.name}: no eager reference ({llm_error}); generated tokens will not be verified")
+        return {"kind": "llm", "llm_reference_error": llm_error}
+    numerics_error = _lower_module(spec, check_factory_result(spec, result), backend, out)
+    if numerics_error:
+        log(f"{spec.name}: no numerics reference ({numerics_error}); `etfarm numerics` will compare devices only")
+    return {"kind": "module", "numerics_reference_error": numerics_error}
+
+
+def _lower_module(spec: ModelSpec, factory_result: tuple[Any, tuple[Any, ...]], backend: str, out: Path) -> str | None:
+    """Export (module, inputs) into `out`; returns why the numerics reference could not be made (None: it was)."""
     import torch
 
     from orchestrator.artifacts.tensorfile import write_tensors
 
     _quiet_export_noise()  # after importing torch: its logging setup resets levels on import
 
-    model, inputs = load_factory_result(spec)
+    model, inputs = factory_result
     try:
         with torch.no_grad():
             reference = model(*inputs)

@@ -1,7 +1,8 @@
 """Model specs (DESIGN.md §3): `file.py:factory`, `package.module:factory`, or a `.pte`.
 
-Parsing is cheap and torch-free; `load_factory_result` imports the model (and so
-torch) only when an export actually has to happen.
+Parsing is cheap and torch-free; `call_factory` imports the model (and so, usually,
+torch) only when an export actually has to happen. A factory returns `(module, inputs)`, or an
+`LlmRecipe` (orchestrator/artifacts/llm.py) for an LLM that etfarm exports with export_llama.
 """
 
 from __future__ import annotations
@@ -99,22 +100,35 @@ def _model_name(explicit: str | None, default: str) -> str:
     return name
 
 
-def load_factory_result(spec: ModelSpec) -> tuple[Any, tuple[Any, ...]]:
-    """Import the spec's module, call its factory, check it returned (nn.Module, inputs tuple)."""
-    import torch
-
+def call_factory(spec: ModelSpec) -> Any:
+    """Import the spec's module and call its factory (the model file decides what it imports: an
+    LLM recipe's file need not import torch)."""
     module = _import_spec_module(spec)
     factory = getattr(module, spec.factory or "", None)
     if factory is None or not callable(factory):
         raise ModelSpecError(f"model spec {spec.text!r}: {spec.source.name} has no callable {spec.factory!r}")
     try:
-        result = factory()
+        return factory()
+    except ModelSpecError as exc:  # e.g. an LlmRecipe refusing its arguments
+        raise ModelSpecError(f"model spec {spec.text!r}: {exc}") from None
     except Exception as exc:  # the user's code: report it in one line, whatever it raised
         raise ModelSpecError(f"model spec {spec.text!r}: factory {spec.factory}() raised {type(exc).__name__}: {exc}") from None
+
+
+def load_factory_result(spec: ModelSpec) -> tuple[Any, tuple[Any, ...]]:
+    """Import the spec's module, call its factory, check it returned (nn.Module, inputs tuple)."""
+    return check_factory_result(spec, call_factory(spec))
+
+
+def check_factory_result(spec: ModelSpec, result: Any) -> tuple[Any, tuple[Any, ...]]:
+    """A factory's result as (nn.Module, inputs tuple), or a one-line ModelSpecError saying why not.
+    (An `LlmRecipe` is the other accepted result; the caller tells them apart first.)"""
+    import torch
+
     if not (isinstance(result, tuple) and len(result) == 2):
         raise ModelSpecError(
-            f"model spec {spec.text!r}: {spec.factory}() must return (torch.nn.Module, example_inputs_tuple), "
-            f"got {type(result).__name__}"
+            f"model spec {spec.text!r}: {spec.factory}() must return (torch.nn.Module, example_inputs_tuple) "
+            f"or an LlmRecipe, got {type(result).__name__}"
         )
     model, inputs = result
     if not isinstance(model, torch.nn.Module):
