@@ -23,6 +23,7 @@
 #include <executorch/runtime/platform/runtime.h>
 
 #include "etfarm_args.h"
+#include "etfarm_backends.h"
 #include "etfarm_etft.h"
 #include "etfarm_probe.h"
 #include "etfarm_threadpool.h"
@@ -250,6 +251,7 @@ std::string method_list(Module& module) {
 
 int run(const etfarm::Options& opts, Clock::time_point started) {
   ::executorch::runtime::runtime_init();
+  etfarm::print_backends();
   // The first calibration runs before the program is loaded; its buffers (2 MiB, mmapped) are
   // released before loading, so they never raise the peak memory reported for the model.
   double calibration_before_ms = -1.0;
@@ -283,6 +285,8 @@ int run(const etfarm::Options& opts, Clock::time_point started) {
     return fail("program '" + opts.model_path + "' has no method '" + opts.method_name + "' (methods: " +
                 method_list(module) + ")");
   }
+  const std::string missing = etfarm::missing_backend(*meta);
+  if (!missing.empty()) return fail(etfarm::missing_backend_message(opts.model_path, missing));
   // What memory planning asked for: the sum of the method's planned buffers (MethodMeta).
   int64_t planned_bytes = 0;
   for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
@@ -394,6 +398,7 @@ int run(const etfarm::Options& opts, Clock::time_point started) {
   json += ", \"peak_rss_kb\": " + std::to_string(peak_rss_kb);
   json += ", \"planned_memory_bytes\": " + std::to_string(planned_bytes);
   json += ", \"program_bytes\": " + std::to_string(etfarm::file_size(opts.model_path));
+  json += ", \"backends\": " + etfarm::backends_json();
   if (opts.calibration_rounds > 0) {
     json += ", \"calibration_rounds\": " + std::to_string(opts.calibration_rounds);
     std::snprintf(num, sizeof(num), "%.6f", calibration_before_ms);
@@ -422,6 +427,7 @@ int main(int argc, char** argv) {
   }
   if (opts.help) {
     std::fputs(etfarm::usage_text(), stdout);
+    etfarm::print_backends();
     return 0;
   }
   try {
