@@ -4,7 +4,8 @@ Public API, imported lazily on first use (PEP 562) so that importing the package
     modelspec: ModelSpec, parse_model_spec, parse_model_specs, load_factory_result
     lowering: BACKENDS, ExportedModel, export_model, copy_artifacts
     build: RunnerBuild, build_runner, runner_env
-    targets: TARGETS
+    targets: TARGETS, target_for_abi
+    user_runtime: UserRuntime, user_runtime
     tensorfile: write_tensors, read_tensors
 """
 
@@ -25,6 +26,9 @@ _API = {
     "build_runner": "build",
     "runner_env": "build",
     "TARGETS": "targets",
+    "target_for_abi": "targets",
+    "UserRuntime": "user_runtime",
+    "user_runtime": "user_runtime",
     "write_tensors": "tensorfile",
     "read_tensors": "tensorfile",
 }

@@ -25,7 +25,7 @@ from orchestrator import cache
 from orchestrator.errors import UsageError
 
 # Where an install prefix keeps executorch-config.cmake, in the order they are tried.
-CONFIG_DIRS = ("lib/cmake/ExecuTorch", "lib64/cmake/ExecuTorch", "lib/cmake/executorch", "share/cmake")
+CONFIG_DIRS = ("lib/cmake/ExecuTorch", "lib64/cmake/ExecuTorch", "share/cmake", "lib/cmake/executorch")
 CONFIG_FILE = "executorch-config.cmake"
 USER_BUILD_OPTIONS = ("CMAKE_BUILD_TYPE=Release", "ETFARM_ALL_BACKENDS=ON")
 

@@ -139,3 +139,20 @@ def test_user_runtime_builds_against_the_prefix(env: dict[str, Any], tmp_path: P
     assert result.key != build.build_runner("host").key, "the wheel's build is another build"
     (prefix / "lib" / "libexecutorch.so").write_text("v2, rebuilt")
     assert build.build_runner("host", runtime=prefix).key != result.key, "a rebuilt runtime is another build"
+
+
+def test_user_runtime_with_an_ndk_needs_no_executorch_source(env: dict[str, Any], tmp_path: Path,  # noqa: F811
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EXECUTORCH_SRC", raising=False)
+    ndk = tmp_path / "ndk"
+    targets.android_toolchain_file(ndk).parent.mkdir(parents=True)
+    targets.android_toolchain_file(ndk).write_text("")
+    prefix = tmp_path / "qnn-install"
+    (prefix / "lib" / "cmake" / "ExecuTorch").mkdir(parents=True)
+    (prefix / "lib" / "cmake" / "ExecuTorch" / "executorch-config.cmake").write_text("# source install\n")
+    result = build.build_runner(ANDROID, android_ndk=ndk, runtime=prefix)
+    configures = [c for c in env["fake"].cmake_calls() if c[1] == "-S"]
+    assert [c[2] for c in configures] == [str(env["runners"])], "only the runner is built: the runtime is the user's"
+    assert f"-Dexecutorch_DIR={prefix.resolve()}/lib/cmake/ExecuTorch" in configures[0]
+    assert "-DETFARM_ALL_BACKENDS=ON" in configures[0] and "-DANDROID_ABI=arm64-v8a" in configures[0]
+    assert result.runtime == "user" and result.launcher == () and result.bundled == ()
