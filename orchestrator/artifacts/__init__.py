@@ -5,7 +5,7 @@ Public API, imported lazily on first use (PEP 562) so that importing the package
     lowering: BACKENDS, ExportedModel, export_model, copy_artifacts
     build: RunnerBuild, build_runner, runner_env
     targets: TARGETS, target_for_abi
-    user_runtime: UserRuntime, user_runtime
+    user_runtime: UserRuntime
     tensorfile: write_tensors, read_tensors
 """
 
@@ -28,7 +28,6 @@ _API = {
     "TARGETS": "targets",
     "target_for_abi": "targets",
     "UserRuntime": "user_runtime",
-    "user_runtime": "user_runtime",
     "write_tensors": "tensorfile",
     "read_tensors": "tensorfile",
 }
