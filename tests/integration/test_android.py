@@ -10,9 +10,12 @@ phone's Android facts from getprop, dumpsys and sysfs.
 from __future__ import annotations
 
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
+from testbed import android_root
+from testbed.android import AndroidPhone
 
 from device_agents import create_agent
 from device_agents.base import parse_facts
@@ -20,9 +23,9 @@ from device_agents.step import StepRequest, run_step, step_files
 from orchestrator.artifacts.build import RunnerBuild, build_runner
 from orchestrator.artifacts.lowering import export_model
 from orchestrator.artifacts.modelspec import parse_model_spec
+from orchestrator.artifacts.targets import target_for_abi
 from orchestrator.profiles.etdump import read_etdump
 from tests.helpers.tools import missing
-from tests.integration.testbed.android import AndroidPhone
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_CNN = f"{REPO / 'configs' / 'models' / 'tiny_cnn.py'}:build"
@@ -32,18 +35,12 @@ EXECUTIONS = 3
 @pytest.fixture(scope="module")
 def android_build(tmp_path_factory: pytest.TempPathFactory) -> RunnerBuild:
     for tool in ("aarch64-linux-gnu-g++", "cmake", "qemu-aarch64"):
-        if not shutil_which(tool):
+        if not shutil.which(tool):
             missing(f"{tool} is not installed (run `make testbed`)")
     with pytest.MonkeyPatch.context() as mp:
         for name in ("ANDROID_NDK", "ANDROID_NDK_HOME", "ANDROID_NDK_ROOT", "EXECUTORCH_SRC"):
             mp.delenv(name, raising=False)
         return build_runner("android-arm64-v8a")
-
-
-def shutil_which(tool: str) -> str | None:
-    import shutil
-
-    return shutil.which(tool)
 
 
 def test_phone_is_android_shaped(android_phone: AndroidPhone) -> None:
@@ -75,8 +72,6 @@ def test_describe_reports_android_facts(android_phone: AndroidPhone) -> None:
         assert facts["cores"] == 9 and facts["abi"] == "aarch64"
 
         # What changes between runs is read again each time (describe.sh's dynamic mode).
-        from tests.integration.testbed import android_root
-
         android_phone.set_dumpsys("battery", android_root.BATTERY.replace("USB powered: true", "USB powered: false")
                                   .replace("status: 2", "status: 3").replace("temperature: 294", "temperature: -51"))
         android_phone.set_dumpsys("thermalservice", android_root.THERMALSERVICE.replace("Thermal Status: 0", "Thermal Status: 3")
@@ -86,6 +81,28 @@ def test_describe_reports_android_facts(android_phone: AndroidPhone) -> None:
     assert dynamic["android"] == {"thermal_status": 3, "temp": {"skin_c": 39.0, "battery_c": -5.1},
                                   "battery": {"level": 85, "status": "discharging", "plugged": "none"}}
     assert "clusters" not in dynamic and "os" not in dynamic, "what never changes is read once"
+
+
+def test_step_script_runs_under_mksh(android_phone: AndroidPhone, tmp_path: Path) -> None:
+    """run_step's step.sh and describe.sh (dynamic facts) on the phone's shell, with a stand-in runner."""
+    spec = android_phone.spec(exec_prefix=())
+    with create_agent(spec) as agent:
+        agent.stage(step_files())
+        out_rel = "out/m/run-2"
+        runner = ["sh", "-c", 'echo "$KSH_VERSION"; printf abc > "$1/result.bin"; echo oops >&2; exit 3', "runner",
+                  agent.remote_path(out_rel)]
+        result = run_step(agent, StepRequest(out_rel=out_rel, argv=runner, timeout_s=30, static_facts=False), tmp_path)
+    assert result.exit_code == 3 and not result.timed_out and not result.lost
+    assert "MIRBSD KSH" in result.stdout and result.stderr == "oops\n"
+    assert result.files["result.bin"].read_bytes() == b"abc"
+    assert result.facts["android"]["battery"]["status"] == "charging" and "product" not in result.facts["android"]
+
+
+def test_abi_comes_from_the_phone(android_phone: AndroidPhone) -> None:
+    android_phone.set_props({"ro.product.cpu.abi": "armeabi-v7a"})
+    with create_agent(android_phone.spec()) as agent:
+        abi = agent.describe()["android"]["product"]["cpu"]["abi"]
+    assert abi == "armeabi-v7a" and target_for_abi(abi) is None, "no runner for a 32-bit phone: say so before pushing"
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ from device_agents.base import DeviceSpec
 
 from . import missing, require_tool
 from .adbserver import AdbTestDevice, AdbTestServer, start_adb_device
-from .android_root import WORKDIR, build_root, missing_tools, set_props
+from .android_root import PIXEL8_PROPS, WORKDIR, build_root, missing_tools, set_props
 
 ANDROID_TARGET = "android-arm64-v8a"
 EXEC_PREFIX = ("qemu-aarch64",)  # /system/bin/qemu-aarch64 on the phone's PATH
@@ -46,17 +46,18 @@ class AndroidPhone:
     def serial(self) -> str:
         return self.device.serial
 
-    def spec(self, name: str = "pixel8emu", workdir: str = WORKDIR, **settings: Any) -> DeviceSpec:
-        """A DeviceSpec for the phone: target android-arm64-v8a, workdir /data/local/tmp/etfarm."""
-        return self.device.spec(name, workdir, target=ANDROID_TARGET, exec_prefix=EXEC_PREFIX, **settings)
+    def spec(self, name: str = "pixel8emu", workdir: str = WORKDIR, *, exec_prefix: tuple[str, ...] = EXEC_PREFIX,
+             **settings: Any) -> DeviceSpec:
+        """A DeviceSpec for the phone: target android-arm64-v8a, workdir /data/local/tmp/etfarm, runner under qemu
+        (`exec_prefix=()` for a step whose "runner" is a shell command of the phone)."""
+        return self.device.spec(name, workdir, target=ANDROID_TARGET, exec_prefix=exec_prefix, **settings)
 
     def host_path(self, device_path: str) -> Path:
         """Where a file of the phone lives on this host."""
         return self.root / device_path.lstrip("/")
 
     def set_props(self, props: dict[str, str]) -> None:
-        from .android_root import PIXEL8_PROPS
-
+        """Change what getprop answers (e.g. another ro.product.cpu.abi); the rest stays a Pixel 8."""
         set_props(self.root, {**PIXEL8_PROPS, **props})
 
     def set_dumpsys(self, service: str, text: str) -> None:
