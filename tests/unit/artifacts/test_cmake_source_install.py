@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 RUNNERS = Path(__file__).resolve().parents[3] / "runners"
-STATIC = ("executorch_core executorch extension_module_static extension_data_loader extension_tensor etdump flatccrt "
-          "xnnpack_backend vulkan_backend optimized_native_cpu_ops_lib portable_ops_lib quantized_ops_lib custom_ops "
-          "extension_threadpool XNNPACK").split()
+STATIC = ("executorch_core", "executorch", "extension_module_static", "extension_data_loader", "extension_tensor",
+          "etdump", "flatccrt", "xnnpack_backend", "vulkan_backend", "optimized_native_cpu_ops_lib", "portable_ops_lib",
+          "quantized_ops_lib", "custom_ops", "extension_threadpool", "XNNPACK")
 
 
 def _fake_package(root: Path) -> Path:
