@@ -26,7 +26,7 @@ from device_agents.base import DeviceSpec
 
 from . import missing, require_tool
 from .adbserver import AdbTestDevice, AdbTestServer, start_adb_device
-from .android_root import PIXEL8_PROPS, WORKDIR, build_root, missing_tools, set_props
+from .android_root import PIXEL8_CLUSTERS, PIXEL8_PROPS, WORKDIR, Cluster, build_root, missing_tools, set_props
 
 ANDROID_TARGET = "android-arm64-v8a"
 EXEC_PREFIX = ("qemu-aarch64",)  # /system/bin/qemu-aarch64 on the phone's PATH
@@ -91,11 +91,14 @@ def _namespace_wrapper() -> tuple[str, ...]:
     return words
 
 
-def start_android_phone(server: AdbTestServer, root: Path) -> AndroidPhone:
-    """Lay out the phone's root in `root` (empty), start its daemon and attach it to `server`."""
+def start_android_phone(server: AdbTestServer, root: Path, clusters: tuple[Cluster, ...] = PIXEL8_CLUSTERS) -> AndroidPhone:
+    """Lay out the phone's root in `root` (empty), start its daemon and attach it to `server`.
+
+    `clusters`: the cpufreq layout in its sysfs (Pixel 8's 4+4+1 by default; a test that pins with
+    taskset needs cpu numbers this host has)."""
     absent = missing_tools()
     if absent:
         missing(f"the emulated phone needs the Debian packages {', '.join(absent)} (run `make testbed`)")
     wrapper = _namespace_wrapper()
-    build_root(root)
+    build_root(root, clusters=clusters)
     return AndroidPhone(start_adb_device(server, root, wrapper=wrapper, daemon_args=("--chroot",)))
