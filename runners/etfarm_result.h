@@ -4,6 +4,7 @@
 //   execution; in generation mode per generation: ttft_ms + decode_ms], etdump, cpu_threads,
 //   debug_buffer_used, debug_buffer_overflow, peak_rss_load_kb, peak_rss_kb (VmHWM after load /
 //   after the measured executions), planned_memory_bytes, program_bytes,
+//   backends [the delegate backends this runtime registered],
 //   [calibration_rounds, calibration_before_ms, calibration_after_ms], runner_ms,
 //   and since issue 20:
 //   pss_load_kb, pss_kb      PSS (smaps_rollup "Pss:") after the method load / after the measured
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "etfarm_args.h"
+#include "etfarm_backends.h"
 #include "etfarm_etft.h"
 #include "etfarm_llm.h"
 #include "etfarm_threadpool.h"
@@ -153,6 +155,7 @@ inline std::string result_json(const Options& opts, const Loaded& l, const Measu
   o.boolean("debug_buffer_overflow", tracer != nullptr && tracer->debug_buffer_overflowed());
   o.integer("peak_rss_load_kb", l.peak_rss_load_kb).integer("peak_rss_kb", f.peak_rss_kb);
   o.integer("planned_memory_bytes", l.planned_bytes).integer("program_bytes", file_size(opts.model_path));
+  o.raw("backends", backends_json());
   if (opts.calibration_rounds > 0) {
     o.integer("calibration_rounds", opts.calibration_rounds);
     o.num("calibration_before_ms", f.calibration_before_ms).num("calibration_after_ms", f.calibration_after_ms);

@@ -28,6 +28,7 @@
 #include <executorch/runtime/platform/runtime.h>
 
 #include "etfarm_args.h"
+#include "etfarm_backends.h"
 #include "etfarm_etft.h"
 #include "etfarm_inputs.h"
 #include "etfarm_llm.h"
@@ -99,7 +100,12 @@ std::string unsupported(const etfarm::Options& opts) {
     return s;
   };
   if (!ops.empty()) out = "operators this runtime does not have: " + join(ops);
-  if (!backends.empty()) out += (out.empty() ? "" : "; ") + std::string("backends it does not have: ") + join(backends);
+  if (!backends.empty()) {
+    const auto registered = etfarm::registered_backends();
+    out += (out.empty() ? "" : "; ") + std::string("backends it does not register: ") + join(backends) +
+           " (registered: " + (registered.empty() ? std::string("none") : join(registered)) +
+           "; build the runner against a runtime that has them)";
+  }
   if (out.empty()) return "";
   out = "program '" + opts.model_path + "' method '" + opts.method_name + "' needs " + out;
   if (std::any_of(ops.begin(), ops.end(), [](const std::string& op) { return op.rfind("llama::", 0) == 0; })) {
@@ -266,6 +272,7 @@ int write_trace(const etfarm::Options& opts, etfarm::GatedETDumpGen* tracer, con
 
 int run(const etfarm::Options& opts, Clock::time_point started) {
   ::executorch::runtime::runtime_init();
+  etfarm::print_backends();
   // The first calibration runs before the program is loaded; its buffers (2 MiB, mmapped) are
   // released before loading, so they never raise the peak memory reported for the model.
   double calibration_before_ms = -1.0;
@@ -333,6 +340,7 @@ int main(int argc, char** argv) {
   }
   if (opts.help) {
     std::fputs(etfarm::usage_text(), stdout);
+    etfarm::print_backends();
     return 0;
   }
   try {

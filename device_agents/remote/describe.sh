@@ -1,5 +1,6 @@
 # Print what this device is, as key=value lines (parsed by device_agents.base.parse_facts).
-# POSIX sh: runs on Linux boards and Android's toybox alike. Unreadable facts are skipped.
+# POSIX sh: runs on Linux boards (dash, bash) and Android (mksh + toybox) alike, with no GNU-only
+# options (tests/integration/test_android.py runs it on the emulated phone). Unreadable facts are skipped.
 # Runs before every process run (remote/step.sh sources it), so it reads files with the
 # shell's own `read` and forks as little as it can: forks are most of its cost.
 # ETFARM_DESCRIBE_DYNAMIC=1 (step.sh, every run but a model's first): skip what never changes.
@@ -52,14 +53,68 @@ for b in /sys/class/power_supply/*; do
   echo "battery.${b##*/}.level=$level"
   [ -r "$b/status" ] && read -r s <"$b/status" && echo "battery.${b##*/}.status=$s"
 done
-# Android: the platform's own thermal verdict (0 none .. 6 shutdown) and what the device is.
+# Android (getprop exists): the platform's own answers. Every run: its thermal verdict (0 none ..
+# 6 shutdown) and skin temperature (dumpsys thermalservice), battery level, charging state and
+# temperature (dumpsys battery). First run of a model: what the device is (getprop) and its CPU
+# clusters (cpufreq policies: cpus, cores, max frequency, capacity, governor).
 if command -v getprop >/dev/null 2>&1; then
-  s=$(dumpsys thermalservice 2>/dev/null | sed -n 's/^Thermal Status: *//p' | head -n 1)
-  [ -n "$s" ] && echo "android.thermal_status=$s"
+  dumpsys thermalservice 2>/dev/null | {
+    hal=0 skin='' cached=''
+    while IFS= read -r line; do
+      case $line in
+        "Thermal Status: "*) echo "android.thermal_status=${line#Thermal Status: }" ;;
+        "Current temperatures from HAL:"*) hal=1 ;;
+        "Current cooling devices"*) hal=0 ;;
+        *"Temperature{"*"mType=3,"*)  # TYPE_SKIN
+          v=${line#*mValue=}; v=${v%%,*}
+          if [ $hal = 1 ]; then [ -n "$skin" ] || skin=$v; else [ -n "$cached" ] || cached=$v; fi ;;
+      esac
+    done
+    [ -n "${skin:-$cached}" ] && echo "android.temp.skin_c=${skin:-$cached}"
+  }
+  dumpsys battery 2>/dev/null | {
+    plugged=none
+    while IFS=: read -r key value; do
+      key=${key#"${key%%[! ]*}"} value=${value# }
+      case $key in
+        "AC powered") [ "$value" = true ] && plugged=ac ;;
+        "USB powered") [ "$value" = true ] && plugged=usb ;;
+        "Wireless powered") [ "$value" = true ] && plugged=wireless ;;
+        "Dock powered") [ "$value" = true ] && plugged=dock ;;
+        level) echo "android.battery.level=$value" ;;
+        status)  # BatteryManager.BATTERY_STATUS_*
+          case $value in 2) value=charging ;; 3) value=discharging ;; 4) value="not charging" ;; 5) value=full ;; *) value=unknown ;; esac
+          echo "android.battery.status=$value" ;;
+        temperature)  # tenths of a degree
+          case $value in -*) sign=- t=${value#-} ;; *) sign='' t=$value ;; esac
+          case $t in *[!0-9]*|'') ;; *) echo "android.temp.battery_c=$sign$((t / 10)).$((t % 10))" ;; esac ;;
+      esac
+    done
+    echo "android.battery.plugged=$plugged"
+  }
   [ -n "$ETFARM_DESCRIBE_DYNAMIC" ] && exit 0
-  for p in ro.product.model ro.product.manufacturer ro.build.version.release ro.build.version.sdk ro.product.cpu.abi ro.soc.model; do
+  for p in ro.product.model ro.product.manufacturer ro.build.version.release ro.build.version.sdk ro.product.cpu.abi \
+           ro.soc.model ro.soc.manufacturer; do
     v=$(getprop "$p" 2>/dev/null)
     [ -n "$v" ] && echo "android.${p#ro.}=$v"
+  done
+  # One cluster per cpufreq policy, named by its first cpu: clusters.cpu4.cpus=4-7 (taskset's syntax).
+  for p in /sys/devices/system/cpu/cpufreq/policy[0-9]*; do
+    [ -r "$p/related_cpus" ] && read -r cpus <"$p/related_cpus" || continue
+    first='' n=0 list=''
+    for c in $cpus; do
+      [ -n "$first" ] || first=$c
+      n=$((n + 1)) last=$c list=${list:+$list,}$c
+    done
+    [ -n "$first" ] || continue
+    [ $((last - first + 1)) = $n ] && list=$first && [ $n -gt 1 ] && list=$first-$last
+    k=clusters.cpu$first
+    echo "$k.cpus=$list"
+    echo "$k.cores=$n"
+    [ -r "$p/cpuinfo_max_freq" ] && read -r v <"$p/cpuinfo_max_freq" && echo "$k.max_khz=$v"
+    [ -r "$p/scaling_governor" ] && read -r v <"$p/scaling_governor" && echo "$k.governor=$v"
+    f=/sys/devices/system/cpu/cpu$first/cpu_capacity
+    [ -r "$f" ] && read -r v <"$f" && echo "$k.capacity=$v"
   done
 fi
 exit 0

@@ -6,7 +6,8 @@ Public API, imported lazily on first use (PEP 562) so that importing the package
     pte_info: PteInfo, LlmShape, read_pte_info, unsupported_ops_message
     lowering: BACKENDS, ExportedModel, export_model, copy_artifacts
     build: RunnerBuild, build_runner, runner_env
-    targets: TARGETS
+    targets: TARGETS, target_for_abi
+    user_runtime: UserRuntime
     tensorfile: write_tensors, read_tensors
 """
 
@@ -35,6 +36,8 @@ _API = {
     "build_runner": "build",
     "runner_env": "build",
     "TARGETS": "targets",
+    "target_for_abi": "targets",
+    "UserRuntime": "user_runtime",
     "write_tensors": "tensorfile",
     "read_tensors": "tensorfile",
 }

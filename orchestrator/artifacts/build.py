@@ -3,14 +3,21 @@
 A build lives in `cache_dir("builds")/<target>-<key>/`:
 
     bin/etfarm_runner      RUNPATH $ORIGIN/../lib
-    lib/*.so               the ExecuTorch runtime libraries it needs (none for Android: static)
-    build.json             what it was built from
+    lib/*.so*              the ExecuTorch runtime libraries it needs (none for an NDK build:
+                           static), and for `bundled-glibc` the glibc loader and libraries
+    build.json             what it was built from, which runtime, how to start it
 
 so the directory is self-contained and is pushed to a device as is. The key hashes
 the target, the toolchain identity (compiler path + `--version`, or NDK revision),
 every file under runners/, the ExecuTorch runtime identity and the build options; a
 warm call runs no cmake and returns `cached=True`. Builds happen in a staging dir
 that is published with one rename, so concurrent builders never see a partial one.
+
+Runtimes (`RunnerBuild.runtime`): `wheel` (host, linux-aarch64: the executorch wheel's
+runtime), `bundled-glibc` (android-arm64-v8a without ANDROID_NDK: the linux-aarch64 build
+plus the glibc it needs, started through its own loader: `RunnerBuild.launcher`), `ndk`
+(ANDROID_NDK + EXECUTORCH_SRC: ExecuTorch built from source), `user` (`runtime=PREFIX`: the
+user's own ExecuTorch install, every backend and kernel library it offers linked).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import fcntl
 import json
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -27,19 +35,23 @@ from pathlib import Path
 
 from orchestrator import cache, procs
 from orchestrator.artifacts import targets
-from orchestrator.artifacts.targets import TARGETS, Toolchain
+from orchestrator.artifacts.glibc_bundle import glibc_bundle
+from orchestrator.artifacts.targets import ANDROID_TARGET, TARGETS, Toolchain
+from orchestrator.artifacts.user_runtime import USER_BUILD_OPTIONS, UserRuntime, user_runtime
 from orchestrator.errors import BuildError, UsageError
 from orchestrator.resources import resource_dir
 
-__all__ = ["TARGETS", "RunnerBuild", "build_runner", "runner_env", "build_key", "sources_digest"]
+__all__ = ["TARGETS", "RunnerBuild", "build_runner", "runner_env", "launch_words", "build_key", "sources_digest"]
 
-BUILD_FORMAT = "etfarm-runner-build/1"  # bump when the layout or the recipe changes
+BUILD_FORMAT = "etfarm-runner-build/2"  # bump when the layout or the recipe changes
 BUILD_INFO = "build.json"
 RUNNER_REL = "bin/etfarm_runner"
 BUILD_STEP_TIMEOUT_S = 1800
 ANDROID_RUNTIME_STEP_TIMEOUT_S = 4 * 3600  # a from-source ExecuTorch build on 2 cores
 SMOKE_TIMEOUT_S = 120
 WHEEL_BUILD_OPTIONS = ("CMAKE_BUILD_TYPE=Release",)
+RUNTIME_WHEEL, RUNTIME_BUNDLED_GLIBC, RUNTIME_NDK, RUNTIME_USER = "wheel", "bundled-glibc", "ndk", "user"
+BACKENDS_PREFIX = "ETFARM_BACKENDS "  # the runner's line listing the backends it registers
 
 Log = Callable[[str], None]
 
@@ -54,12 +66,34 @@ class RunnerBuild:
     runner: Path
     libs: tuple[Path, ...]
     cached: bool
+    runtime: str = RUNTIME_WHEEL  # wheel | bundled-glibc | ndk | user (see the module docstring)
+    # argv words that start the runner, before it; workdir-relative where they begin with "./"
+    # (bundled-glibc: "./lib/ld-linux-aarch64.so.1", "--library-path", "./lib"). Empty: run it directly.
+    launcher: tuple[str, ...] = ()
+    bundled: tuple[str, ...] = ()  # glibc files in lib/ (bundled-glibc), by name
+    executorch_dir: str = ""  # the executorch_DIR the runner was built against
+    backends: tuple[str, ...] = ()  # what the runner registers (read from it at build time, when it runs here)
 
     def stage_files(self) -> dict[str, Path]:
         """Files to push, keyed by their path relative to the device workdir."""
         files = {RUNNER_REL: self.runner}
         files.update({f"lib/{lib.name}": lib for lib in self.libs})
         return files
+
+    def start_words(self, workdir: str) -> list[str]:
+        """The first argv words of a process run with this build staged in `workdir`: launcher + runner."""
+        return launch_words(self.launcher, workdir)
+
+    def env(self, workdir: str) -> dict[str, str]:
+        """Environment for the staged runner; none through a bundled loader (it is told --library-path)."""
+        return {} if self.launcher else runner_env(workdir)
+
+
+def launch_words(launcher: Sequence[str], workdir: str) -> list[str]:
+    """`launcher` + the runner, with "./" words made absolute in `workdir`."""
+    base = workdir.rstrip("/")
+    words = [f"{base}/{word[2:]}" if word.startswith("./") else word for word in launcher]
+    return [*words, f"{base}/{RUNNER_REL}"]
 
 
 def runner_env(workdir: str) -> dict[str, str]:
@@ -95,38 +129,80 @@ class _Plan:
     toolchain: Toolchain
     runtime_identity: str
     options: tuple[str, ...]
-    build: Callable[[Path, Path, Log], None]  # (install_root, work_dir, log)
+    build: Callable[[Path, Path, Log], str]  # (install_root, work_dir, log) -> the executorch_DIR used
+    runtime: str = RUNTIME_WHEEL
 
 
 def build_runner(target: str, *, force: bool = False, log: Log = lambda s: None,
-                 android_ndk: Path | None = None, executorch_src: Path | None = None) -> RunnerBuild:
+                 android_ndk: Path | None = None, executorch_src: Path | None = None,
+                 runtime: Path | str | None = None) -> RunnerBuild:
     """Build (or find cached) the runner for `target`.
 
-    Raises UsageError for an unknown target and BuildError when a toolchain, the
-    runtime or a build step fails (the message names the command and its output tail).
-    `android_ndk`/`executorch_src` default to $ANDROID_NDK and $EXECUTORCH_SRC.
+    Raises UsageError for an unknown target or a `runtime` that is no ExecuTorch install prefix,
+    and BuildError when a toolchain, the runtime or a build step fails (the message names the
+    command and its output tail). `android_ndk`/`executorch_src` default to $ANDROID_NDK and
+    $EXECUTORCH_SRC; without an NDK, android-arm64-v8a is the bundled-glibc build.
+    `runtime`: the user's own ExecuTorch CMake install prefix instead of the wheel's runtime.
     """
     if target not in TARGETS:
         raise UsageError(f"unknown target {target!r}; known targets: {', '.join(TARGETS)}")
+    user = user_runtime(runtime) if runtime is not None else None
+    if target == ANDROID_TARGET and targets.android_ndk(android_ndk) is None:
+        return _bundled_glibc_build(force, log, user)
     runners = resource_dir("runners")
-    plan = _plan(target, runners, android_ndk, executorch_src)
+    plan = _plan(target, runners, android_ndk, executorch_src, user)
     key = build_key(target, plan.toolchain.identity, sources_digest(runners), plan.runtime_identity, plan.options)
     root = cache.cache_dir("builds") / f"{target}-{key[:20]}"
     if not force and _is_complete(root):
         return _result(target, key, root, cached=True)
     if procs.which("cmake") is None:
         raise BuildError("cmake not found: building the runner needs cmake >= 3.24 (apt-get install cmake)")
-
     log(f"building etfarm_runner for {target} ({plan.toolchain.cxx})")
+
+    def make(staging: Path) -> dict[str, object]:
+        work = staging / "_work"
+        executorch_dir = plan.build(staging, work, log)
+        shutil.rmtree(work, ignore_errors=True)
+        backends = _smoke_test(target, plan.toolchain.emulator, staging, (), runner_env(str(staging)), log)
+        return {"compiler": plan.toolchain.identity, "runtime": plan.runtime_identity, "options": list(plan.options),
+                "runtime_kind": plan.runtime, "executorch_dir": executorch_dir, "backends": backends}
+
+    return _publish(target, key, root, force, make, log)
+
+
+def _bundled_glibc_build(force: bool, log: Log, user: UserRuntime | None) -> RunnerBuild:
+    """android-arm64-v8a without an NDK: the linux-aarch64 build + the glibc it needs, from the cross sysroot."""
+    base = build_runner("linux-aarch64", force=force, log=log, runtime=user.prefix if user else None)
+    bundle = glibc_bundle(base.runner, base.libs)
+    key = build_key(ANDROID_TARGET, RUNTIME_BUNDLED_GLIBC, base.key, bundle.identity, ())
+    root = cache.cache_dir("builds") / f"{ANDROID_TARGET}-{key[:20]}"
+    if not force and _is_complete(root):
+        return _result(ANDROID_TARGET, key, root, cached=True)
+
+    def make(staging: Path) -> dict[str, object]:
+        shutil.copytree(base.root / "bin", staging / "bin")
+        shutil.copytree(base.root / "lib", staging / "lib", dirs_exist_ok=True)
+        nbytes = bundle.install(staging / "lib")
+        log(f"bundled glibc from {bundle.sysroot} ({nbytes / 1e6:.1f} MB): {', '.join(bundle.names)}")
+        qemu = procs.which(targets.QEMU_AARCH64)
+        with tempfile.TemporaryDirectory(prefix="etfarm-empty-root-") as empty:  # no glibc to fall back on
+            emulator = (str(qemu), "-L", empty) if qemu else None
+            backends = _smoke_test(ANDROID_TARGET, emulator, staging, bundle.launcher(), {}, log)
+        info = {k: v for k, v in read_build_info(base).items() if k not in ("target", "key", "build_seconds", "built_at")}
+        return {**info, "runtime_kind": RUNTIME_USER if user else RUNTIME_BUNDLED_GLIBC, "base_build": base.key,
+                "launcher": list(bundle.launcher()), "bundled": list(bundle.names), "glibc_sysroot": str(bundle.sysroot),
+                "glibc": bundle.identity, "backends": backends or info.get("backends", [])}
+
+    return _publish(ANDROID_TARGET, key, root, force, make, log)
+
+
+def _publish(target: str, key: str, root: Path, force: bool, make: Callable[[Path], dict[str, object]],
+             log: Log) -> RunnerBuild:
+    """Fill a staging dir with `make` (it returns build.json's fields), then publish it as `root`."""
     started = time.monotonic()
     staging = cache.staging_dir("builds")
-    work = staging / "_work"
     try:
-        plan.build(staging, work, log)
-        shutil.rmtree(work, ignore_errors=True)
-        _smoke_test(plan.toolchain, staging, log)
-        info = {"target": target, "key": key, "compiler": plan.toolchain.identity,
-                "runtime": plan.runtime_identity, "options": list(plan.options),
+        info = {"target": target, "key": key, **make(staging),
                 "build_seconds": round(time.monotonic() - started, 1), "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         cache.write_json_atomic(staging / BUILD_INFO, info)
         staging.chmod(0o755)  # mkdtemp makes it private; the build is meant to be shared
@@ -140,39 +216,66 @@ def build_runner(target: str, *, force: bool = False, log: Log = lambda s: None,
     return _result(target, key, root, cached=False)
 
 
-def _plan(target: str, runners: Path, android_ndk: Path | None, executorch_src: Path | None) -> _Plan:
+def _plan(target: str, runners: Path, android_ndk: Path | None, executorch_src: Path | None,
+          user: UserRuntime | None) -> _Plan:
     jobs = build_jobs()
     generator = "Ninja" if procs.which("ninja") else None
-    if target == "host":
-        toolchain = targets.host_toolchain()
-        version = targets.executorch_version()
+    if target == ANDROID_TARGET:
+        return _android_plan(runners, android_ndk, executorch_src, user, jobs)
+    toolchain = targets.host_toolchain() if target == "host" else targets.aarch64_toolchain(runners)
+    if user is not None:
 
-        def build_host(root: Path, work: Path, log: Log) -> None:
+        def build_user(root: Path, work: Path, log: Log) -> str:
+            _run_steps(target, targets.runner_commands(runners, work, root, user.cmake_args(), toolchain, jobs, generator), log)
+            return str(user.executorch_dir)
+
+        return _Plan(toolchain, user.identity, USER_BUILD_OPTIONS, build_user, RUNTIME_USER)
+    version = targets.executorch_version()
+    if target == "host":
+
+        def build_host(root: Path, work: Path, log: Log) -> str:
             et_root = targets.host_executorch_dir()
             _run_steps(target, targets.wheel_runner_commands(runners, work, root, et_root, toolchain, jobs, generator), log)
+            return str(et_root / "share" / "cmake")
 
         return _Plan(toolchain, f"executorch=={version} (installed wheel)", WHEEL_BUILD_OPTIONS, build_host)
 
-    if target == "linux-aarch64":
-        toolchain = targets.aarch64_toolchain(runners)
-        version = targets.executorch_version()
+    def build_aarch64(root: Path, work: Path, log: Log) -> str:
+        et_root = targets.aarch64_runtime(version, log)  # only on a cold build
+        _run_steps(target, targets.wheel_runner_commands(runners, work, root, et_root, toolchain, jobs, generator), log)
+        return str(et_root / "share" / "cmake")
 
-        def build_aarch64(root: Path, work: Path, log: Log) -> None:
-            et_root = targets.aarch64_runtime(version, log)  # only on a cold build
-            _run_steps(target, targets.wheel_runner_commands(runners, work, root, et_root, toolchain, jobs, generator), log)
+    runtime = f"executorch=={version} ({targets.AARCH64_WHEEL_PLATFORM} wheel)"
+    return _Plan(toolchain, runtime, WHEEL_BUILD_OPTIONS, build_aarch64)
 
-        runtime = f"executorch=={version} ({targets.AARCH64_WHEEL_PLATFORM} wheel)"
-        return _Plan(toolchain, runtime, WHEEL_BUILD_OPTIONS, build_aarch64)
 
+def _android_plan(runners: Path, android_ndk: Path | None, executorch_src: Path | None, user: UserRuntime | None,
+                  jobs: int) -> _Plan:
+    """The NDK builds: against the user's prefix, or against ExecuTorch built from EXECUTORCH_SRC."""
+    target = ANDROID_TARGET
+    if user is not None:
+        ndk = targets.android_ndk(android_ndk)
+        assert ndk is not None  # build_runner took the bundled-glibc route otherwise
+        toolchain = Toolchain(target, "NDK clang", targets.check_ndk(ndk), (), None)
+
+        def build_user(root: Path, work: Path, log: Log) -> str:
+            commands = targets.android_runner_commands(ndk, user.prefix, runners, work, root, jobs,
+                                                       executorch_dir=user.executorch_dir, extra=("-DETFARM_ALL_BACKENDS=ON",))
+            _run_steps(target, commands, log)
+            return str(user.executorch_dir)
+
+        options = (*targets.android_common_args(ndk), *USER_BUILD_OPTIONS)
+        return _Plan(toolchain, user.identity, options, build_user, RUNTIME_USER)
     inputs = targets.android_inputs(android_ndk, executorch_src)
     toolchain = Toolchain(target, "NDK clang", inputs.identity, (), None)  # no emulator: runs on devices only
     options = (*targets.android_common_args(inputs.ndk), *targets.ANDROID_EXECUTORCH_OPTIONS)
 
-    def build_android(root: Path, work: Path, log: Log) -> None:
+    def build_android(root: Path, work: Path, log: Log) -> str:
         prefix = _android_runtime(inputs, jobs, log)
         _run_steps(target, targets.android_runner_commands(inputs.ndk, prefix, runners, work, root, jobs), log)
+        return str(prefix / "lib" / "cmake" / "ExecuTorch")
 
-    return _Plan(toolchain, inputs.identity, options, build_android)
+    return _Plan(toolchain, inputs.identity, options, build_android, RUNTIME_NDK)
 
 
 def _android_runtime(inputs: targets.AndroidInputs, jobs: int, log: Log) -> Path:
@@ -215,17 +318,25 @@ def _step_name(argv: Sequence[str]) -> str:
     return steps.get(argv[1], argv[0]) if len(argv) > 1 else argv[0]
 
 
-def _smoke_test(toolchain: Toolchain, root: Path, log: Log) -> None:
-    """Run `etfarm_runner --help` with only root/lib on the library path: catches missing libs."""
-    if toolchain.emulator is None:
-        log(f"{toolchain.target} binaries cannot run on this host; start-up check skipped")
-        return
-    runner = root / RUNNER_REL
-    result = procs.run([*toolchain.emulator, str(runner), "--help"], env=runner_env(str(root)), timeout_s=SMOKE_TIMEOUT_S)
+def _smoke_test(target: str, emulator: Sequence[str] | None, root: Path, launcher: Sequence[str],
+                env: dict[str, str], log: Log) -> list[str]:
+    """Run `etfarm_runner --help` with only root/lib to load from: catches missing libs.
+
+    Returns the backends the runner registers (its ETFARM_BACKENDS line); [] when it cannot run here."""
+    if emulator is None:
+        log(f"{target} binaries cannot run on this host; start-up check skipped")
+        return []
+    argv = [*emulator, *launch_words(launcher, str(root)), "--help"]
+    result = procs.run(argv, env=env, timeout_s=SMOKE_TIMEOUT_S)
     if not result.ok:
-        raise BuildError(
-            f"the {toolchain.target} runner was built but does not start: {targets.failure_message(str(runner), result)}"
-        )
+        raise BuildError(f"the {target} runner was built but does not start: {targets.failure_message(argv[0], result)}")
+    for line in result.stdout.splitlines():
+        if line.startswith(BACKENDS_PREFIX):
+            try:
+                return [str(name) for name in json.loads(line.removeprefix(BACKENDS_PREFIX))]
+            except (ValueError, TypeError):
+                break
+    return []
 
 
 def _is_complete(root: Path) -> bool:
@@ -235,7 +346,16 @@ def _is_complete(root: Path) -> bool:
 def _result(target: str, key: str, root: Path, cached: bool) -> RunnerBuild:
     lib_dir = root / "lib"
     libs = tuple(sorted(p for p in lib_dir.iterdir() if p.is_file() and ".so" in p.name)) if lib_dir.is_dir() else ()
-    return RunnerBuild(target=target, key=key, root=root, runner=root / RUNNER_REL, libs=libs, cached=cached)
+    try:
+        info = json.loads((root / BUILD_INFO).read_text())
+    except (OSError, ValueError):
+        info = {}
+    return RunnerBuild(target=target, key=key, root=root, runner=root / RUNNER_REL, libs=libs, cached=cached,
+                       runtime=str(info.get("runtime_kind", RUNTIME_WHEEL)),
+                       launcher=tuple(str(w) for w in info.get("launcher", ())),
+                       bundled=tuple(str(n) for n in info.get("bundled", ())),
+                       executorch_dir=str(info.get("executorch_dir", "")),
+                       backends=tuple(str(n) for n in info.get("backends", ())))
 
 
 def _retire(root: Path) -> None:

@@ -3,8 +3,9 @@
 - `host`: the system C++ compiler against the installed executorch wheel's runtime.
 - `linux-aarch64`: Debian's aarch64-linux-gnu-g++ against the aarch64 wheel's runtime,
   downloaded once with `pip download` and cached under `cache_dir("runtimes")`.
-- `android-arm64-v8a`: the NDK's clang against ExecuTorch built from source (the
-  wheels carry glibc builds only); needs ANDROID_NDK and EXECUTORCH_SRC.
+- `android-arm64-v8a`: without ANDROID_NDK, the linux-aarch64 runner plus a bundled glibc
+  (glibc_bundle.py), started through its own loader; with ANDROID_NDK and EXECUTORCH_SRC,
+  the NDK's clang against ExecuTorch built from source (bionic, no loader needed).
 
 Command lines are built by pure functions (`wheel_runner_commands`,
 `android_build_commands`) so tests can check them without a toolchain.
@@ -20,7 +21,7 @@ import os
 import shutil
 import sys
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,9 @@ from orchestrator import cache, procs
 from orchestrator.errors import BuildError
 
 TARGETS = ("host", "linux-aarch64", "android-arm64-v8a")
+ANDROID_TARGET = "android-arm64-v8a"
+# Android ABI (`ro.product.cpu.abi`) -> the target whose runner runs there.
+ANDROID_ABI_TARGETS = {"arm64-v8a": ANDROID_TARGET}
 
 AARCH64_CXX = "aarch64-linux-gnu-g++"
 AARCH64_WHEEL_PLATFORM = "manylinux_2_28_aarch64"
@@ -177,29 +181,44 @@ class AndroidInputs:
     identity: str  # NDK revision + ExecuTorch source revision: the runtime cache key
 
 
+def target_for_abi(abi: str) -> str | None:
+    """The target whose runner runs on an Android device of this ABI (`ro.product.cpu.abi`); None: none does."""
+    return ANDROID_ABI_TARGETS.get(abi.strip())
+
+
+def android_ndk(ndk: Path | None = None) -> Path | None:
+    """The NDK to build with: `ndk`, else $ANDROID_NDK (or _HOME, _ROOT); None picks the bundled-glibc route."""
+    return ndk or _env_path("ANDROID_NDK", "ANDROID_NDK_HOME", "ANDROID_NDK_ROOT")
+
+
+def check_ndk(ndk: Path) -> str:
+    """The NDK's identity (path + source.properties); BuildError when `ndk` is not an NDK."""
+    if not android_toolchain_file(ndk).is_file():
+        raise BuildError(f"ANDROID_NDK={ndk} is not an NDK: {android_toolchain_file(ndk)} is missing")
+    props = ndk / "source.properties"
+    return f"ndk={ndk}\n{props.read_text(errors='replace') if props.is_file() else ''}"
+
+
 def android_inputs(ndk: Path | None, src: Path | None) -> AndroidInputs:
     """Check ANDROID_NDK and the ExecuTorch source tree; a clear BuildError when absent."""
-    ndk = ndk or _env_path("ANDROID_NDK", "ANDROID_NDK_HOME", "ANDROID_NDK_ROOT")
+    ndk = android_ndk(ndk)
     src = src or _env_path("EXECUTORCH_SRC")
     if ndk is None or src is None:
         missing = [name for name, value in (("ANDROID_NDK", ndk), ("EXECUTORCH_SRC", src)) if value is None]
         raise BuildError(
-            "android-arm64-v8a needs ANDROID_NDK (an Android NDK, r26 or newer) and EXECUTORCH_SRC "
+            "android-arm64-v8a with an NDK needs ANDROID_NDK (an Android NDK, r26 or newer) and EXECUTORCH_SRC "
             "(an ExecuTorch source checkout with submodules, at the version used for export); "
-            f"not set: {', '.join(missing)}"
+            f"not set: {', '.join(missing)} (unset ANDROID_NDK to use the bundled glibc runtime instead)"
         )
-    if not android_toolchain_file(ndk).is_file():
-        raise BuildError(f"ANDROID_NDK={ndk} is not an NDK: {android_toolchain_file(ndk)} is missing")
+    ndk_identity = check_ndk(ndk)
     if not (src / "CMakeLists.txt").is_file() or not (src / "runtime").is_dir():
         raise BuildError(f"EXECUTORCH_SRC={src} is not an ExecuTorch source tree (no CMakeLists.txt and runtime/)")
-    props = ndk / "source.properties"
-    ndk_rev = props.read_text(errors="replace") if props.is_file() else ""
     version_file = src / "version.txt"
     src_rev = version_file.read_text().strip() if version_file.is_file() else ""
     head = procs.run(["git", "-C", str(src), "rev-parse", "HEAD"], timeout_s=VERSION_TIMEOUT_S) if procs.which("git") else None
     if head is not None and head.ok:
         src_rev += "@" + head.stdout.strip()
-    return AndroidInputs(ndk, src, f"ndk={ndk}\n{ndk_rev}\nsrc={src}\n{src_rev}")
+    return AndroidInputs(ndk, src, f"{ndk_identity}\nsrc={src}\n{src_rev}")
 
 
 def android_toolchain_file(ndk: Path) -> Path:
@@ -225,16 +244,17 @@ def android_runtime_commands(ndk: Path, src: Path, prefix: Path, build_dir: Path
 
 
 def android_runner_commands(ndk: Path, prefix: Path, runners: Path, build_dir: Path, install_root: Path,
-                            jobs: int = 2) -> list[list[str]]:
+                            jobs: int = 2, executorch_dir: Path | None = None,
+                            extra: Sequence[str] = ()) -> list[list[str]]:
     """Configure, build and install our runner against an ExecuTorch install `prefix`."""
     return [
         ["cmake", "-S", str(runners), "-B", str(build_dir), *android_common_args(ndk),
          "-DCMAKE_BUILD_TYPE=Release",
-         f"-Dexecutorch_DIR={prefix / 'lib' / 'cmake' / 'ExecuTorch'}",
+         f"-Dexecutorch_DIR={executorch_dir or prefix / 'lib' / 'cmake' / 'ExecuTorch'}",
          f"-DCMAKE_FIND_ROOT_PATH={prefix}",
          # the NDK toolchain confines package lookups to its sysroot otherwise
          "-DCMAKE_FIND_ROOT_PATH_MODE_PACKAGE=BOTH",
-         f"-DCMAKE_INSTALL_PREFIX={install_root}"],
+         f"-DCMAKE_INSTALL_PREFIX={install_root}", *extra],
         ["cmake", "--build", str(build_dir), "--parallel", str(jobs)],
         ["cmake", "--install", str(build_dir)],
     ]
@@ -252,9 +272,15 @@ def android_build_commands(ndk: Path, src: Path, prefix: Path, build_dir: Path, 
 def wheel_runner_commands(runners: Path, build_dir: Path, install_root: Path, executorch_root: Path,
                           toolchain: Toolchain, jobs: int = 2, generator: str | None = None) -> list[list[str]]:
     """Configure, build and install the runner against a wheel's runtime (host, aarch64)."""
+    return runner_commands(runners, build_dir, install_root, (f"-Dexecutorch_DIR={executorch_root / 'share' / 'cmake'}",),
+                           toolchain, jobs, generator)
+
+
+def runner_commands(runners: Path, build_dir: Path, install_root: Path, executorch_args: Sequence[str],
+                    toolchain: Toolchain, jobs: int = 2, generator: str | None = None) -> list[list[str]]:
+    """Configure, build and install the runner with `toolchain` against the runtime `executorch_args` name."""
     configure = ["cmake", "-S", str(runners), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
-                 f"-DCMAKE_CXX_COMPILER={toolchain.cxx}",
-                 f"-Dexecutorch_DIR={executorch_root / 'share' / 'cmake'}",
+                 f"-DCMAKE_CXX_COMPILER={toolchain.cxx}", *executorch_args,
                  f"-DCMAKE_INSTALL_PREFIX={install_root}", *toolchain.cmake_args]
     if generator:
         configure += ["-G", generator]

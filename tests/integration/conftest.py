@@ -22,8 +22,12 @@ Fixtures (every spec is a `device_agents.base.DeviceSpec`, ready for `create_age
 - `adb_testdevice` -> one AdbTestDevice; `adb_device` -> its DeviceSpec "adbdev",
   transport "adb", target "host" (its shell runs on this x86_64 host), workdir
   `<root>/etfarm`.
+- `android_phone` -> `testbed.android.AndroidPhone`: an emulated Pixel 8 on the same adb
+  server (chroot without glibc, mksh + toybox-like applets, getprop/dumpsys/sysfs, aarch64
+  under qemu); `.spec(name)` is target android-arm64-v8a, workdir /data/local/tmp/etfarm.
 
-A missing sshd, ssh-keygen, adb or qemu-aarch64 skips the test with the reason, and
+A missing sshd, ssh-keygen, adb, qemu-aarch64 (or for the phone mksh, busybox-static,
+qemu-user-static, a mount namespace) skips the test with the reason, and
 fails it when CI=true. Every process started here is killed at teardown.
 """
 
@@ -47,6 +51,7 @@ from testbed.adbserver import (  # noqa: E402
     start_adb_device,
     start_adb_server,
 )
+from testbed.android import AndroidPhone, start_android_phone  # noqa: E402
 from testbed.netns import NetnsLink  # noqa: E402
 from testbed.netns import available as netns_available  # noqa: E402
 from testbed.sshd import SshTestHost, keygen, start_sshd  # noqa: E402
@@ -149,3 +154,10 @@ def adb_testdevice(adb_device_factory: Callable[[], AdbTestDevice]) -> AdbTestDe
 @pytest.fixture
 def adb_device(adb_testdevice: AdbTestDevice) -> DeviceSpec:
     return adb_testdevice.spec("adbdev")
+
+
+@pytest.fixture
+def android_phone(adb_server: AdbTestServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AndroidPhone]:
+    phone = start_android_phone(adb_server, tmp_path_factory.mktemp("android-phone"))
+    yield phone
+    phone.stop()

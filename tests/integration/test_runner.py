@@ -222,7 +222,8 @@ def test_peak_memory_is_what_the_kernel_reports(host_build: RunnerBuild, models:
     proc = subprocess.Popen(argv, env={**os.environ, **runner_env(str(host_build.root))}, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     try:
-        line = proc.stdout.readline()  # type: ignore[union-attr]  # printed before the hold
+        # printed before the hold (after the ETFARM_BACKENDS line)
+        line = next(out for out in iter(proc.stdout.readline, "") if out.startswith("ETFARM_RESULT "))  # type: ignore[union-attr]
         status = Path(f"/proc/{proc.pid}/status").read_text()
     finally:
         proc.kill()

@@ -11,6 +11,12 @@ prints `PORT <n>` once it listens. The real adb server attaches with
   (shell v1: no exit status on the wire);
 - `sync:` STAT / LIST / SEND / RECV / QUIT (AOSP adb/SYNC.TXT).
 
+With `--chroot`, DIR is the device's `/` (an emulated Android phone, testbed/android_root.py):
+shell commands run as `chroot DIR /system/bin/sh -c <cmd>` with adb's Android environment, sync
+paths are device paths inside DIR, and /proc and /dev are bind-mounted into DIR at start. Run it
+in its own mount namespace (`unshare --mount`, as testbed/android.py does) so those mounts stay
+invisible to the host.
+
 Wire facts from AOSP adb/protocol.txt: a 24-byte little-endian header (command,
 arg0, arg1, data length, data checksum, magic = command ^ 0xffffffff). Peers at
 version 0x01000001 skip the checksum, so we send 0.
@@ -21,9 +27,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import signal
 import stat
 import struct
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -33,8 +41,40 @@ VERSION = 0x01000001
 MAX_PAYLOAD = 256 * 1024
 SYNC_DATA_MAX = 64 * 1024
 HEADER = struct.Struct("<6I")
-Handler = Callable[["Stream", str, Path], Awaitable[None]]
+Handler = Callable[["Stream", str, "DeviceRoot"], Awaitable[None]]
 BANNER = b"device::ro.product.name=etfarm_testbed;ro.product.model=etfarm-emulated;ro.product.device=etfarm;features="
+ANDROID_BANNER = b"device::ro.product.name=shiba;ro.product.model=Pixel 8;ro.product.device=shiba;features="
+ANDROID_SHELL = "/system/bin/sh"
+ANDROID_PATH = ("/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:/system_ext/bin:/system/bin:"
+                "/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin")
+TAG_VAR = "ETFARM_TESTBED_TAG"  # testbed/__init__.py: teardown finds every process by it
+
+
+class DeviceRoot:
+    """Where the device's files live on this host, and how its shell is started."""
+
+    def __init__(self, root: Path, chroot: bool) -> None:
+        self.root, self.chroot = root, chroot
+        self.banner = ANDROID_BANNER if chroot else BANNER
+
+    def host_path(self, path: str) -> str:
+        """The host path of a device path (the same path unless the device is chrooted)."""
+        return str(self.root / os.path.normpath("/" + path).lstrip("/")) if self.chroot else path
+
+    def shell(self, command: str) -> tuple[list[str], dict[str, str] | None]:
+        """argv and environment of a shell command (None: inherit this daemon's)."""
+        if not self.chroot:
+            return ["/bin/sh", "-c", command], None
+        env = {"PATH": ANDROID_PATH, "HOME": "/", "ANDROID_DATA": "/data", "ANDROID_ROOT": "/system",
+               "TMPDIR": "/data/local/tmp", "USER": "shell", "HOSTNAME": "shiba"}
+        if TAG_VAR in os.environ:
+            env[TAG_VAR] = os.environ[TAG_VAR]
+        return [shutil.which("chroot") or "/usr/sbin/chroot", str(self.root), ANDROID_SHELL, "-c", command], env
+
+    def mount(self) -> None:
+        """Bind /proc and /dev into the chroot (in this daemon's own mount namespace)."""
+        for name in ("proc", "dev"):
+            subprocess.run(["mount", "--rbind", f"/{name}", str(self.root / name)], check=True, capture_output=True)
 
 
 class Stream:
@@ -73,7 +113,7 @@ class Stream:
 class Connection:
     """One transport (one TCP connection from the adb server)."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, root: Path) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, root: DeviceRoot) -> None:
         self.reader, self.writer, self.root = reader, writer, root
         self.streams: dict[int, Stream] = {}
         self.next_id = 1
@@ -102,7 +142,7 @@ class Connection:
     async def dispatch(self, command: int, arg0: int, arg1: int, data: bytes) -> None:
         if command == A_CNXN:
             self.max_payload = min(arg1, MAX_PAYLOAD) if arg1 else MAX_PAYLOAD
-            await self.send(A_CNXN, VERSION, MAX_PAYLOAD, BANNER)
+            await self.send(A_CNXN, VERSION, MAX_PAYLOAD, self.root.banner)
         elif command == A_OPEN:
             service = data.rstrip(b"\0").decode(errors="replace")
             handler = self.handler_for(service)
@@ -148,11 +188,11 @@ class Connection:
                 pass
 
 
-async def shell_service(stream: Stream, service: str, root: Path) -> None:
-    command = service[len("shell:") :] or "exec /bin/sh"
+async def shell_service(stream: Stream, service: str, root: DeviceRoot) -> None:
+    argv, env = root.shell(service[len("shell:") :] or "exec sh")
     # Own session, so a host-side CLSE can kill the command with its children.
     proc = await asyncio.create_subprocess_exec(
-        "/bin/sh", "-c", command, cwd=root, stdin=asyncio.subprocess.DEVNULL,
+        *argv, cwd=root.root, env=env, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -182,7 +222,7 @@ def _u32(value: float) -> int:
     return int(value) & 0xFFFFFFFF
 
 
-async def sync_service(stream: Stream, service: str, root: Path) -> None:
+async def sync_service(stream: Stream, service: str, root: DeviceRoot) -> None:
     while True:
         try:
             request = await stream.inbox.readexactly(8)
@@ -191,7 +231,12 @@ async def sync_service(stream: Stream, service: str, root: Path) -> None:
         kind, length = request[:4], struct.unpack("<I", request[4:])[0]
         if kind == b"QUIT":
             return
-        path = (await stream.inbox.readexactly(length)).decode(errors="surrogateescape")
+        device_path = (await stream.inbox.readexactly(length)).decode(errors="surrogateescape")
+        if kind == b"SEND":  # "path,mode"
+            name, _, mode = device_path.rpartition(",")
+            path = f"{root.host_path(name)},{mode}"
+        else:
+            path = root.host_path(device_path)
         if kind == b"STAT":
             await stream.write(b"STAT" + _stat_triple(path))
         elif kind == b"LIST":
@@ -284,11 +329,14 @@ async def _send_file(stream: Stream, path: str) -> None:
         await stream.write(bytes(out) + b"DONE" + bytes(4))
 
 
-async def main(port: int, root: Path) -> None:
+async def main(port: int, root: Path, chroot: bool = False) -> None:
     root.mkdir(parents=True, exist_ok=True)
+    device = DeviceRoot(root, chroot)
+    if chroot:
+        device.mount()
 
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await Connection(reader, writer, root).serve()
+        await Connection(reader, writer, device).serve()
 
     server = await asyncio.start_server(on_connect, "127.0.0.1", port)
     bound = server.sockets[0].getsockname()[1]
@@ -301,8 +349,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, required=True, help="the device's folder: shell cwd")
     parser.add_argument("--port", type=int, default=0, help="TCP port (0: pick a free one)")
+    parser.add_argument("--chroot", action="store_true", help="DIR is the device's / (an emulated Android phone)")
     args = parser.parse_args()
     try:
-        asyncio.run(main(args.port, args.root))
+        asyncio.run(main(args.port, args.root, args.chroot))
     except KeyboardInterrupt:
         sys.exit(0)

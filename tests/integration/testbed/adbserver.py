@@ -74,6 +74,7 @@ class AdbTestDevice:
     port: int
     tag: str
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    launch: tuple[str, ...] = ()  # the daemon's argv without --port (see start_adb_device)
 
     @property
     def serial(self) -> str:
@@ -117,7 +118,7 @@ class AdbTestDevice:
         folder, as adbd restarting on a board; the adb server is told to connect to it again."""
         self.kill()
         self.proc = subprocess.Popen(
-            [sys.executable, str(DAEMON_SCRIPT), "--root", str(self.root), "--port", str(self.port)],
+            [*self.launch, "--port", str(self.port)],
             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=tagged_env(self.tag), start_new_session=True,
         )  # fmt: skip
         _read_port(self.proc, START_TIMEOUT_SEC)
@@ -136,15 +137,18 @@ class AdbTestDevice:
             pass
 
 
-def start_adb_device(server: AdbTestServer, root: Path) -> AdbTestDevice:
-    """Start a daemon on a free port, `adb connect` it, wait until its state is `device`."""
+def start_adb_device(server: AdbTestServer, root: Path, *, wrapper: Sequence[str] = (),
+                     daemon_args: Sequence[str] = ()) -> AdbTestDevice:
+    """Start a daemon on a free port, `adb connect` it, wait until its state is `device`.
+
+    `wrapper`: argv words the daemon runs under (e.g. `unshare --mount`); `daemon_args`: its extra flags."""
     root.mkdir(parents=True, exist_ok=True)
     tag = new_tag()
+    launch = (*wrapper, sys.executable, str(DAEMON_SCRIPT), "--root", str(root), *daemon_args)
     proc = subprocess.Popen(
-        [sys.executable, str(DAEMON_SCRIPT), "--root", str(root)],
-        stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=tagged_env(tag), start_new_session=True,
+        launch, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=tagged_env(tag), start_new_session=True,
     )  # fmt: skip
-    device = AdbTestDevice(server=server, root=root, port=0, tag=tag, proc=proc)
+    device = AdbTestDevice(server=server, root=root, port=0, tag=tag, proc=proc, launch=launch)
     try:
         device.port = _read_port(proc, START_TIMEOUT_SEC)
         result = server.cmd("connect", device.serial)

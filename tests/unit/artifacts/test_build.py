@@ -150,13 +150,15 @@ def test_unknown_target_names_known_targets() -> None:
     assert "windows-x86" in str(err.value)
 
 
-def test_missing_ndk_and_source_is_a_clear_error(env: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANDROID_NDK", "ANDROID_NDK_HOME", "ANDROID_NDK_ROOT", "EXECUTORCH_SRC"):
-        monkeypatch.delenv(name, raising=False)
+def test_ndk_without_source_is_a_clear_error(env: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("EXECUTORCH_SRC", raising=False)
+    ndk = tmp_path / "ndk"
+    targets.android_toolchain_file(ndk).parent.mkdir(parents=True)
+    targets.android_toolchain_file(ndk).write_text("")
     with pytest.raises(BuildError) as err:
-        build.build_runner("android-arm64-v8a")
-    assert "android-arm64-v8a needs ANDROID_NDK" in str(err.value)
-    assert "EXECUTORCH_SRC" in str(err.value)
+        build.build_runner("android-arm64-v8a", android_ndk=ndk)
+    assert "needs ANDROID_NDK" in str(err.value) and "not set: EXECUTORCH_SRC" in str(err.value)
+    assert "unset ANDROID_NDK to use the bundled glibc runtime" in str(err.value)
     assert env["fake"].calls == []
 
 

@@ -1,0 +1,138 @@
+"""Android without an NDK, on the emulated phone (testbed/android.py): real adb server, real runner.
+
+The android-arm64-v8a runtime is built with ANDROID_NDK unset (the linux-aarch64 runner plus the
+glibc it needs), pushed with the adb agent to /data/local/tmp/etfarm of a phone whose root has no
+glibc, no /lib and no /usr, and started through its bundled loader under qemu-aarch64 by the step
+script under mksh: it writes an ETDump that orchestrator/profiles reads. describe.sh reports the
+phone's Android facts from getprop, dumpsys and sysfs.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+from testbed import android_root
+from testbed.android import AndroidPhone
+
+from device_agents import create_agent
+from device_agents.base import parse_facts
+from device_agents.step import StepRequest, run_step, step_files
+from orchestrator.artifacts.build import RunnerBuild, build_runner
+from orchestrator.artifacts.lowering import export_model
+from orchestrator.artifacts.modelspec import parse_model_spec
+from orchestrator.artifacts.targets import target_for_abi
+from orchestrator.profiles.etdump import read_etdump
+from tests.helpers.tools import missing
+
+REPO = Path(__file__).resolve().parents[2]
+TINY_CNN = f"{REPO / 'configs' / 'models' / 'tiny_cnn.py'}:build"
+EXECUTIONS = 3
+
+
+@pytest.fixture(scope="module")
+def android_build(tmp_path_factory: pytest.TempPathFactory) -> RunnerBuild:
+    for tool in ("aarch64-linux-gnu-g++", "cmake", "qemu-aarch64"):
+        if not shutil.which(tool):
+            missing(f"{tool} is not installed (run `make testbed`)")
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("ANDROID_NDK", "ANDROID_NDK_HOME", "ANDROID_NDK_ROOT", "EXECUTORCH_SRC"):
+            mp.delenv(name, raising=False)
+        return build_runner("android-arm64-v8a")
+
+
+def test_phone_is_android_shaped(android_phone: AndroidPhone) -> None:
+    """No glibc and no bash on the phone; mksh is its sh; toybox-only commands."""
+    for absent in ("lib", "lib64", "usr", "bin", "tmp"):
+        assert not android_phone.host_path(f"/{absent}").exists(), absent
+    with create_agent(android_phone.spec()) as agent:
+        probe = agent.check(["sh", "-c", 'echo "$KSH_VERSION"; command -v bash || echo no-bash; uname -m; '
+                                         "stat --printf=%s /etc/passwd >/dev/null 2>&1 || echo no-gnu-stat"])
+    lines = probe.stdout.splitlines()
+    assert "MIRBSD KSH" in lines[0] and lines[1:] == ["no-bash", "aarch64", "no-gnu-stat"], lines
+
+
+def test_describe_reports_android_facts(android_phone: AndroidPhone) -> None:
+    with create_agent(android_phone.spec()) as agent:
+        facts = agent.describe()
+        android = facts["android"]
+        assert android["product"]["model"] == "Pixel 8" and android["soc"]["model"] == "Tensor G3"
+        assert android["build"]["version"] == {"release": 14, "sdk": 34}
+        assert android["product"]["cpu"]["abi"] == "arm64-v8a"
+        assert android["temp"] == {"skin_c": 32.5, "battery_c": 29.4}
+        assert android["battery"] == {"level": 85, "status": "charging", "plugged": "usb"}
+        assert android["thermal_status"] == 0
+        assert facts["clusters"] == {
+            "cpu0": {"cpus": "0-3", "cores": 4, "max_khz": 1704000, "governor": "sched_pixel", "capacity": 250},
+            "cpu4": {"cpus": "4-7", "cores": 4, "max_khz": 2367000, "governor": "sched_pixel", "capacity": 620},
+            "cpu8": {"cpus": 8, "cores": 1, "max_khz": 2910000, "governor": "sched_pixel", "capacity": 1024},
+        }
+        assert facts["cores"] == 9 and facts["abi"] == "aarch64"
+
+        # What changes between runs is read again each time (describe.sh's dynamic mode).
+        android_phone.set_dumpsys("battery", android_root.BATTERY.replace("USB powered: true", "USB powered: false")
+                                  .replace("status: 2", "status: 3").replace("temperature: 294", "temperature: -51"))
+        android_phone.set_dumpsys("thermalservice", android_root.THERMALSERVICE.replace("Thermal Status: 0", "Thermal Status: 3")
+                                  .replace("mValue=32.5, mType=3", "mValue=39.0, mType=3"))
+        script = (REPO / "device_agents" / "remote" / "describe.sh").read_text()
+        dynamic = parse_facts(agent.check(["env", "ETFARM_DESCRIBE_DYNAMIC=1", "sh", "-c", script]).stdout)
+    assert dynamic["android"] == {"thermal_status": 3, "temp": {"skin_c": 39.0, "battery_c": -5.1},
+                                  "battery": {"level": 85, "status": "discharging", "plugged": "none"}}
+    assert "clusters" not in dynamic and "os" not in dynamic, "what never changes is read once"
+
+
+def test_step_script_runs_under_mksh(android_phone: AndroidPhone, tmp_path: Path) -> None:
+    """run_step's step.sh and describe.sh (dynamic facts) on the phone's shell, with a stand-in runner."""
+    spec = android_phone.spec(exec_prefix=())
+    with create_agent(spec) as agent:
+        agent.stage(step_files())
+        out_rel = "out/m/run-2"
+        runner = ["sh", "-c", 'echo "$KSH_VERSION"; printf abc > "$1/result.bin"; echo oops >&2; exit 3', "runner",
+                  agent.remote_path(out_rel)]
+        result = run_step(agent, StepRequest(out_rel=out_rel, argv=runner, timeout_s=30, static_facts=False), tmp_path)
+    assert result.exit_code == 3 and not result.timed_out and not result.lost
+    assert "MIRBSD KSH" in result.stdout and result.stderr == "oops\n"
+    assert result.files["result.bin"].read_bytes() == b"abc"
+    assert result.facts["android"]["battery"]["status"] == "charging" and "product" not in result.facts["android"]
+
+
+def test_abi_comes_from_the_phone(android_phone: AndroidPhone) -> None:
+    android_phone.set_props({"ro.product.cpu.abi": "armeabi-v7a"})
+    with create_agent(android_phone.spec()) as agent:
+        abi = agent.describe()["android"]["product"]["cpu"]["abi"]
+    assert abi == "armeabi-v7a" and target_for_abi(abi) is None, "no runner for a 32-bit phone: say so before pushing"
+
+
+@pytest.mark.slow
+def test_bundled_glibc_runner_runs_on_the_phone(android_phone: AndroidPhone, android_build: RunnerBuild, tmp_path: Path) -> None:
+    assert android_build.runtime == "bundled-glibc"
+    assert {"ld-linux-aarch64.so.1", "libc.so.6", "libstdc++.so.6"} <= set(android_build.bundled)
+    assert "XnnpackBackend" in android_build.backends, "the build ran the runner through its loader"
+    model = export_model(parse_model_spec(TINY_CNN))
+    spec = android_phone.spec()
+    files = {**android_build.stage_files(), **step_files(), "models/tiny_cnn.pte": model.pte}
+    with create_agent(spec) as agent:
+        first = agent.stage(files)
+        assert set(first.pushed) == set(files)
+        again = agent.stage(files)
+        assert again.pushed == () and again.bytes_pushed == 0, "unchanged files are not sent twice"
+
+        workdir = spec.workdir
+        out_rel = "out/tiny_cnn/run-1"
+        argv = [*android_build.start_words(workdir), "--model_path", agent.remote_path("models/tiny_cnn.pte"),
+                "--warmup", "1", "--num_executions", str(EXECUTIONS), "--cpu_threads", "1",
+                "--etdump_path", agent.remote_path(f"{out_rel}/etdump.etdp")]
+        result = run_step(agent, StepRequest(out_rel=out_rel, argv=argv, timeout_s=300, env=android_build.env(workdir)),
+                          tmp_path)
+    assert result.ok, result.tail()
+    assert result.command.startswith("timeout ") and shlex.split(result.command)[4:7] == [
+        "qemu-aarch64", f"{workdir}/lib/ld-linux-aarch64.so.1", "--library-path"]
+    assert 'ETFARM_BACKENDS ["XnnpackBackend"]' in result.stdout and "ETFARM_RESULT" in result.stdout
+    assert result.facts["android"]["product"]["model"] == "Pixel 8", "describe.sh ran inside the step, under mksh"
+    etdump = read_etdump(result.files["etdump.etdp"])
+    blocks = [etdump.string(int(code)) for code in etdump.block_name]
+    assert blocks == ["Default"] + ["Execute"] * EXECUTIONS, "one load block + one per measured execution"
+    names = {etdump.string(int(code)) for code in etdump.events.name}
+    assert "Method::execute" in names and any("DELEGATE_CALL" in (n or "") or "Xnnpack" in (n or "") for n in names), names
