@@ -80,23 +80,23 @@ def median_law(length: int, draws: int) -> MedianLaw:
 @dataclass(frozen=True, eq=False)
 class Draws:
     """One side's replicates: where each drawn run's median lies, as flat indices into a
-    (runs * width) row of values; the median is the mean of the two for an even `width`."""
+    (runs * width) row of values; the median is the mean of the two for an even `width`.
+    Laid out (runs, resamples), so that a center over the runs adds whole rows."""
 
-    lower: Any  # int64 (resamples, runs)
-    upper: Any  # int64 (resamples, runs), or None: the median is the lower draw itself
+    lower: Any  # int64 (runs, resamples)
+    upper: Any  # int64 (runs, resamples), or None: the median is the lower draw itself
 
 
 def draw_resamples(lengths: tuple[int, ...], rng: Any, resamples: int) -> Draws:
     """Draw `resamples` replicates of a side whose runs hold `lengths` values (width = max(lengths)
     draws per run): the runs, then each drawn run's median position from its law."""
-
     runs, width = len(lengths), max(lengths)
     picked = rng.integers(0, runs, size=(resamples, runs))
     base = picked * width
     if width == 1:
-        return Draws(base, None)
+        return Draws(base.T.copy(), None)
     lower, upper = _middle_positions(picked, lengths, width, rng)
-    return Draws(base + lower, None if upper is None else base + upper)
+    return Draws((base + lower).T.copy(), None if upper is None else (base + upper).T.copy())
 
 
 def resampled_centers(values: Any, draws: Draws, center: str) -> Any:
@@ -107,14 +107,15 @@ def resampled_centers(values: Any, draws: Draws, center: str) -> Any:
     import numpy as np
 
     flat = values.reshape(values.shape[0], -1)
-    medians = np.take(flat, draws.lower, axis=1)
+    medians = np.take(flat, draws.lower, axis=1)  # (ops, runs, resamples)
     if draws.upper is not None:
-        medians = (medians + np.take(flat, draws.upper, axis=1)) / 2.0
+        medians += np.take(flat, draws.upper, axis=1)
+        medians /= 2.0
     if center == FAST:
-        return medians.min(axis=-1)
+        return medians.min(axis=1)
     if center == MEDIAN:
-        return np.median(medians, axis=-1)
-    return medians.mean(axis=-1)
+        return np.median(medians, axis=1)
+    return medians.mean(axis=1)
 
 
 def _middle_positions(picked: Any, lengths: tuple[int, ...], draws: int, rng: Any) -> tuple[Any, Any]:

@@ -290,9 +290,12 @@ def read_op_samples(etdumps: Sequence[Path]) -> OpSamples:
     samples = collect_samples(etdumps, run_labels=list(range(len(etdumps))))
     offsets = np.cumsum([0] + [len(events) for events in samples.block_events])
     event = offsets[samples.block.astype(np.int64)] + samples.event_index  # unique per (block, index)
-    order = np.lexsort((samples.run, event))  # stable: samples keep their order within a run
-    event, run, duration = event[order], samples.run[order], samples.duration_ms[order]
-    cuts = np.flatnonzero((np.diff(event) != 0) | (np.diff(run) != 0)) + 1
+    key = event * len(etdumps) + samples.run
+    if key.size and key.max() < 1 << 16:
+        key = key.astype(np.uint16)  # numpy sorts 16-bit keys by radix: 3-4x faster
+    order = np.argsort(key, kind="stable")  # stable: samples keep their order within a run
+    key, event, duration = key[order], event[order], samples.duration_ms[order]
+    cuts = np.flatnonzero(np.diff(key) != 0) + 1
     starts = np.concatenate([[0], cuts]).astype(np.int64)
     names = [(samples.block_keys[b], e.index, e.name) for b, events in enumerate(samples.block_events) for e in events]
     out: dict[OpKey, tuple[int, list[Any]]] = {}

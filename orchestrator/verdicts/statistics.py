@@ -20,10 +20,11 @@ verdict cry wolf. Method, per (device, model) end to end and per op:
   gets an interval as wide as its run-to-run spread (the two-state mixture included). Each drawn
   run's median is drawn from its exact law rather than from its iterations (bootstrap.py), and
   every op of a comparison is estimated in one batch (`estimate_many`);
-- the test: a two-sided Mann-Whitney U rank test (`scipy.stats.mannwhitneyu`) on the per-run
-  medians: n_a + n_b numbers, one per process, so its p-value counts processes, not iterations;
+- the test: a two-sided Mann-Whitney U rank test (`scipy.stats.mannwhitneyu`, as ranks.py
+  computes it) on the per-run medians: n_a + n_b numbers, one per process, so its p-value counts
+  processes, not iterations;
 - multiplicity: per-op p-values are adjusted together with Benjamini-Hochberg
-  (`scipy.stats.false_discovery_control`);
+  (`scipy.stats.false_discovery_control`, ranks.py);
 - the verdict (Pinpoint's DIFFERENT / SAME / UNKNOWN, as asv's significance + factor):
   `regressed` when the adjusted p < alpha AND the whole interval lies above 1 + threshold;
   `improved` when adjusted p < alpha AND the whole interval lies below 1 - threshold;
@@ -139,9 +140,9 @@ def estimate_many(pairs: Sequence[tuple[RunSamples, RunSamples]], *, confidence:
     Each estimate draws its bootstrap from `seed` alone, so it is the same however it is batched;
     pairs whose runs have the same lengths share one set of gathers (bootstrap.py)."""
     center = Center(center)
-    sides = [(_Side.of(a), _Side.of(b)) for a, b in pairs]
+    sides = [(_Side.of(a, center), _Side.of(b, center)) for a, b in pairs]
     measured = [k for k, (sa, sb) in enumerate(sides)
-                if sa is not None and sb is not None and sa.statistic(center) > 0]
+                if sa is not None and sb is not None and sa.statistic > 0]
     groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
     for k in measured:
         sa, sb = sides[k]
@@ -157,7 +158,7 @@ def estimate_many(pairs: Sequence[tuple[RunSamples, RunSamples]], *, confidence:
     out: list[Estimate | None] = [None] * len(pairs)
     for k in measured:
         sa, sb = sides[k]
-        med_a, med_b = sa.statistic(center), sb.statistic(center)  # type: ignore[union-attr]
+        med_a, med_b = sa.statistic, sb.statistic  # type: ignore[union-attr]
         low, high = intervals[k]
         out[k] = Estimate(ratio=med_b / med_a, ci_low=low, ci_high=high, p_value=p_values[k], runs_a=len(sa.lengths),  # type: ignore[union-attr]
                           runs_b=len(sb.lengths), median_a_ms=med_a, median_b_ms=med_b)  # type: ignore[union-attr]
@@ -171,29 +172,30 @@ class _Side:
     values: Any  # float64 (runs, width), each run sorted ascending in its first lengths[j] places
     lengths: tuple[int, ...]
     medians: Any  # float64 (runs,): np.median of each run
+    statistic: float  # `run_median`: the mean (FAST: the minimum) of the per-run medians
 
     @classmethod
-    def of(cls, runs: RunSamples) -> _Side | None:
+    def of(cls, runs: RunSamples, center: str) -> _Side | None:
         import numpy as np
 
-        arrays = [np.sort(np.asarray(r, dtype=np.float64)) for r in runs if len(r)]
+        arrays = [np.asarray(r, dtype=np.float64) for r in runs if len(r)]
         if not arrays:
             return None
         lengths = tuple(len(r) for r in arrays)
         if len(set(lengths)) == 1:
-            values = np.stack(arrays)
+            values = np.sort(np.stack(arrays), axis=1)
         else:
             values = np.full((len(arrays), max(lengths)), np.inf)
             for j, r in enumerate(arrays):
-                values[j, : len(r)] = r
-        medians = np.array([np.median(r) for r in arrays])
-        return cls(values, lengths, medians)
-
-    def statistic(self, center: str) -> float:
-        """`run_median`: the mean (FAST: the minimum) of the per-run medians."""
-        import numpy as np
-
-        return float(np.min(self.medians) if center == Center.FAST else np.mean(self.medians))
+                values[j, : len(r)] = np.sort(r)
+        n = np.asarray(lengths)
+        if np.isnan(values).any():  # np.median's own NaN rule
+            medians = np.array([np.median(r) for r in arrays])
+        else:  # np.median of a sorted run: the middle value, or the mean of the two middle ones
+            rows = np.arange(len(arrays))
+            medians = (values[rows, (n - 1) // 2] + values[rows, n // 2]) / 2
+        statistic = float(np.min(medians) if center == Center.FAST else np.mean(medians))
+        return cls(values, lengths, medians, statistic)
 
 
 # Gathers of (ops, resamples, runs) values per chunk of ops: bounds memory at ~64 MB per side.
@@ -305,9 +307,10 @@ def rank_p_value(a: RunSamples, b: RunSamples, center: str = Center.MEAN) -> flo
 
 
 def rank_p_values(medians: Sequence[tuple[Sequence[float], Sequence[float]]], center: str = Center.MEAN) -> list[float]:
-    """`rank_p_value` of many (A's per-run medians, B's per-run medians) pairs, one scipy call per
-    shape: the method `mannwhitneyu` would choose for each pair alone (exact for 8 runs or fewer a
-    side without ties, else asymptotic) is passed explicitly, so batching changes no p-value."""
+    """`rank_p_value` of many (A's per-run medians, B's per-run medians) pairs, one call per shape:
+    the method `mannwhitneyu` would choose for each pair alone (exact for 8 runs or fewer a side
+    without ties, else asymptotic) is passed explicitly, so batching changes no p-value (ranks.py:
+    scipy.stats' test, to the last bit, without importing scipy.stats)."""
     import numpy as np
 
     out = [1.0] * len(medians)
@@ -321,15 +324,12 @@ def rank_p_values(medians: Sequence[tuple[Sequence[float], Sequence[float]]], ce
         ties = len(set(med_a) | set(med_b)) < len(med_a) + len(med_b)
         method = "asymptotic" if (len(med_a) > 8 and len(med_b) > 8) or ties else "exact"
         shapes.setdefault((len(med_a), len(med_b), method), []).append((k, med_a, med_b))
-    if shapes:
-        from scipy.stats import mannwhitneyu
+    from orchestrator.verdicts.ranks import mannwhitneyu_two_sided
 
-        for (_, _, method), rows in shapes.items():
-            b = np.array([r[2] for r in rows])
-            a = np.array([r[1] for r in rows])
-            p = np.atleast_1d(mannwhitneyu(b, a, alternative="two-sided", axis=1, method=method).pvalue)
-            for (k, _, _), value in zip(rows, p, strict=True):
-                out[k] = float(value)
+    for (_, _, method), rows in shapes.items():
+        p = mannwhitneyu_two_sided(np.array([r[2] for r in rows]), np.array([r[1] for r in rows]), method)
+        for (k, _, _), value in zip(rows, p, strict=True):
+            out[k] = float(value)
     return out
 
 
@@ -347,11 +347,9 @@ def runs_for_significance(center: str = Center.MEAN, alpha: float = DEFAULT_ALPH
 
 def adjust_p_values(p_values: Sequence[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values (false discovery rate), in the same order."""
-    if not p_values:
-        return []
-    from scipy.stats import false_discovery_control
+    from orchestrator.verdicts.ranks import benjamini_hochberg
 
-    return [float(p) for p in false_discovery_control(list(p_values), method="bh")]
+    return benjamini_hochberg(list(p_values))
 
 
 def decide(est: Estimate | None, p_value: float, threshold: float, alpha: float = DEFAULT_ALPHA,

@@ -104,3 +104,39 @@ def report_ratio_with_ci(runs: Sequence[float], base_runs: Sequence[float]) -> t
     if not (math.isfinite(low) and math.isfinite(high)):
         return ratio, None
     return ratio, (low, high)
+
+
+_FRAMEWORK = ("Method::execute", "Method::init", "Program::load_method")
+
+
+def per_op_runs(etdumps: Sequence[Any]) -> dict[tuple[str, str, int], tuple[int, list[Any]]]:
+    """verdicts/compare.py's per-op samples as they were read: pandas frames, grouped by event."""
+    from orchestrator.profiles.analysis import load_samples
+
+    samples = load_samples(list(etdumps), run_labels=[f"{i}" for i in range(len(etdumps))])
+    samples = samples[~samples["event_name"].isin(list(_FRAMEWORK))]
+    out: dict[tuple[str, str, int], tuple[int, list[Any]]] = {}
+    seen: dict[tuple[str, str], int] = {}
+    for (block, index, name), frame in samples.groupby(["event_block", "event_index", "event_name"], sort=True,
+                                                        observed=True):
+        occurrence = seen[(str(block), str(name))] = seen.get((str(block), str(name)), -1) + 1
+        out[(str(block), str(name), occurrence)] = (
+            int(index), [g.to_numpy() for _, g in frame.groupby("run", sort=False, observed=True)["duration_ms"]])
+    return out
+
+
+def op_verdicts(a_ops: dict[Any, Any], b_ops: dict[Any, Any], threshold: float = 0.10, center: str = Center.MEAN,
+                seed: int = 0) -> list[tuple[Any, str, Estimate]]:
+    """verdicts/compare.py's per-op verdicts as they were computed: one estimate per op, scipy's BH."""
+    from scipy.stats import false_discovery_control
+
+    from orchestrator.verdicts.statistics import decide
+
+    estimates = []
+    for key in [k for k in b_ops if k in a_ops]:
+        est = estimate(a_ops[key][1], b_ops[key][1], seed=seed, center=center)
+        if est is not None and est.median_b_ms > 0:
+            estimates.append((key, est))
+    adjusted = [float(p) for p in false_discovery_control([e.p_value for _, e in estimates], method="bh")] \
+        if len(estimates) > 1 else [e.p_value for _, e in estimates]
+    return [(key, decide(est, p, threshold).value, est) for (key, est), p in zip(estimates, adjusted, strict=True)]
