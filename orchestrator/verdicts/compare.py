@@ -288,20 +288,21 @@ def read_op_samples(etdumps: Sequence[Path]) -> OpSamples:
     from orchestrator.profiles.analysis_core import collect_samples
 
     samples = collect_samples(etdumps, run_labels=list(range(len(etdumps))))
+    if samples.duration_ms.size == 0:
+        return OpSamples({})
     offsets = np.cumsum([0] + [len(events) for events in samples.block_events])
     event = offsets[samples.block.astype(np.int64)] + samples.event_index  # unique per (block, index)
     key = event * len(etdumps) + samples.run
-    if key.size and key.max() < 1 << 16:
+    if key.max() < 1 << 16:
         key = key.astype(np.uint16)  # numpy sorts 16-bit keys by radix: 3-4x faster
     order = np.argsort(key, kind="stable")  # stable: samples keep their order within a run
     key, event, duration = key[order], event[order], samples.duration_ms[order]
-    cuts = np.flatnonzero(np.diff(key) != 0) + 1
-    starts = np.concatenate([[0], cuts]).astype(np.int64)
+    bounds = np.concatenate([[0], np.flatnonzero(np.diff(key) != 0) + 1, [key.size]]).tolist()
     names = [(samples.block_keys[b], e.index, e.name) for b, events in enumerate(samples.block_events) for e in events]
     out: dict[OpKey, tuple[int, list[Any]]] = {}
     seen: dict[tuple[str, str], int] = {}
     current = -1
-    for start, chunk in zip(starts, np.split(duration, cuts), strict=True):
+    for start, end in zip(bounds[:-1], bounds[1:], strict=True):
         block, index, name = names[int(event[start])]
         if name in _FRAMEWORK:
             continue
@@ -310,7 +311,7 @@ def read_op_samples(etdumps: Sequence[Path]) -> OpSamples:
             occurrence = seen[(block, name)] = seen.get((block, name), -1) + 1
             runs: list[Any] = []
             out[(block, name, occurrence)] = (index, runs)
-        runs.append(chunk)
+        runs.append(duration[start:end])
     return OpSamples(out)
 
 
