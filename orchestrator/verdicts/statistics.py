@@ -140,28 +140,25 @@ def estimate_many(pairs: Sequence[tuple[RunSamples, RunSamples]], *, confidence:
     Each estimate draws its bootstrap from `seed` alone, so it is the same however it is batched;
     pairs whose runs have the same lengths share one set of gathers (bootstrap.py)."""
     center = Center(center)
-    sides = [(_Side.of(a, center), _Side.of(b, center)) for a, b in pairs]
-    measured = [k for k, (sa, sb) in enumerate(sides)
-                if sa is not None and sb is not None and sa.statistic > 0]
-    groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
-    for k in measured:
-        sa, sb = sides[k]
-        groups.setdefault((sa.lengths, sb.lengths), []).append(k)  # type: ignore[union-attr]
+    measured: list[tuple[int, _Side, _Side]] = []
+    for k, (a, b) in enumerate(pairs):
+        side_a, side_b = _Side.of(a, center), _Side.of(b, center)
+        if side_a is not None and side_b is not None and not side_a.statistic <= 0:  # nothing to divide by
+            measured.append((k, side_a, side_b))
+    groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[tuple[int, _Side, _Side]]] = {}
+    for member in measured:
+        groups.setdefault((member[1].lengths, member[2].lengths), []).append(member)
     intervals: dict[int, tuple[float, float]] = {}
     for members in groups.values():
-        a_sides = [sides[k][0] for k in members]
-        b_sides = [sides[k][1] for k in members]
-        for k, interval in zip(members, _intervals(a_sides, b_sides, confidence, resamples, seed, center), strict=True):
-            intervals[k] = interval
-    p_values = dict(zip(measured, rank_p_values([(sides[k][0].medians, sides[k][1].medians) for k in measured],  # type: ignore[union-attr]
-                                                center), strict=True))
+        found = _intervals([m[1] for m in members], [m[2] for m in members], confidence, resamples, seed, center)
+        intervals.update((k, interval) for (k, _, _), interval in zip(members, found, strict=True))
+    p_values = rank_p_values([(side_a.medians, side_b.medians) for _, side_a, side_b in measured], center)
     out: list[Estimate | None] = [None] * len(pairs)
-    for k in measured:
-        sa, sb = sides[k]
-        med_a, med_b = sa.statistic, sb.statistic  # type: ignore[union-attr]
+    for (k, side_a, side_b), p_value in zip(measured, p_values, strict=True):
         low, high = intervals[k]
-        out[k] = Estimate(ratio=med_b / med_a, ci_low=low, ci_high=high, p_value=p_values[k], runs_a=len(sa.lengths),  # type: ignore[union-attr]
-                          runs_b=len(sb.lengths), median_a_ms=med_a, median_b_ms=med_b)  # type: ignore[union-attr]
+        out[k] = Estimate(ratio=side_b.statistic / side_a.statistic, ci_low=low, ci_high=high, p_value=p_value,
+                          runs_a=len(side_a.lengths), runs_b=len(side_b.lengths), median_a_ms=side_a.statistic,
+                          median_b_ms=side_b.statistic)
     return out
 
 
