@@ -154,7 +154,8 @@ def _converters(tp: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Ca
         return _optional(inner)
     if origin is tuple:
         item_write, item_read, _ = _converters(args[0])
-        return (lambda v: [item_write(x) for x in v]), (lambda v: tuple(item_read(x) for x in v or ())), tuple
+        write = list if item_write is _identity else (lambda v: [item_write(x) for x in v])
+        return write, (lambda v: tuple(item_read(x) for x in v or ())), tuple
     if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
         return dict, (lambda v: dict(v or {})), dict
     if dataclasses.is_dataclass(tp):

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import EXIT_OK, Blame
 from orchestrator.run.results import (
@@ -45,6 +45,9 @@ from orchestrator.verdicts.statistics import (
     estimate,
     estimate_many,
 )
+
+if TYPE_CHECKING:
+    from orchestrator.profiles.analysis_core import SampleSet
 
 EXIT_REGRESSION = 1
 DEFAULT_SETTINGS = VerdictSettings()
@@ -280,19 +283,23 @@ def _per_op_runs(side: Side) -> dict[OpKey, tuple[int, list[Any]]]:
 
 
 def read_op_samples(etdumps: Sequence[Path]) -> OpSamples:
-    """The per-op samples of process runs from their ETDumps (one run per file, in order): every
-    event but the framework's, keyed by block, name and occurrence, in (block, index) order; a run
-    in which an event has no sample has no array for it."""
-    import numpy as np
-
+    """The per-op samples of process runs from their ETDumps, one run per file, in order."""
     from orchestrator.profiles.analysis_core import collect_samples
 
-    samples = collect_samples(etdumps, run_labels=list(range(len(etdumps))))
+    return op_samples_of(collect_samples(etdumps, run_labels=list(range(len(etdumps)))))
+
+
+def op_samples_of(samples: SampleSet) -> OpSamples:
+    """Per-op samples from samples already read (one run per file of the set): every event but the
+    framework's, keyed by block, name and occurrence, in (block, index) order; a run in which an
+    event has no sample has no array for it."""
+    import numpy as np
+
     if samples.duration_ms.size == 0:
         return OpSamples({})
     offsets = np.cumsum([0] + [len(events) for events in samples.block_events])
     event = offsets[samples.block.astype(np.int64)] + samples.event_index  # unique per (block, index)
-    key = event * len(etdumps) + samples.run
+    key = event * len(samples.run_labels) + samples.run
     if key.max() < 1 << 16:
         key = key.astype(np.uint16)  # numpy sorts 16-bit keys by radix: 3-4x faster
     order = np.argsort(key, kind="stable")  # stable: samples keep their order within a run
