@@ -71,7 +71,7 @@ def before(agent: DeviceAgent, label: str, dest: Path) -> float:
                          use_exec_prefix=True)
     for name in inv.expected_files():
         agent.fetch(f"out/{label}/{name}", dest)
-    return float(parse_result(result.stdout)["runner_ms"])
+    return parse_result(result.stdout, inv, label).runner_ms
 
 
 def step(stream: bool, persistent: bool) -> Callable[[DeviceAgent, str, Path], float]:
@@ -82,8 +82,7 @@ def step(stream: bool, persistent: bool) -> Callable[[DeviceAgent, str, Path], f
                               static_facts=False)
         result = run_step(agent, request, dest)
         assert result.ok and set(inv.expected_files()) <= set(result.files), result.tail()
-        assert "runner_ms" in parse_result(result.stdout), (result.stdout, result.stderr[-500:], result.files)
-        return float(parse_result(result.stdout)["runner_ms"])
+        return parse_result(result.stdout, inv, label).runner_ms
     return one
 
 

@@ -7,7 +7,7 @@ pinned to one core), or `local` pinned the same way. The model: configs/models/d
 (40 Linear+ReLU layers, XNNPACK), copied to a temporary file; the slow variants are the same file
 with DEPTH edited: 80 (2x) and 44 (10 % more layers). Every job is a separate `run_job` of ONE
 model with `--runs` process runs, as nightly runs are, so job-to-job variation (the two process
-states of DESIGN §2) is in every comparison. Jobs of the variants alternate with baseline jobs.
+states of docs/architecture.md, "Measurement") is in every comparison. Jobs of the variants alternate with baseline jobs.
 
 Reported:
 - A/A: 2 x `pairs` baseline jobs compared in disjoint pairs (`pairs` independent comparisons):

@@ -1,7 +1,8 @@
 """Small statistics shared by every stage, and the one home of the instability rule.
 
 Definitions follow numpy (and so ExecuTorch's Inspector): median, sample standard deviation
-(ddof=1). numpy is imported inside the functions so light commands stay light.
+(ddof=1). numpy is imported inside the functions so light commands stay light. Ratios between
+devices or runs, with their bootstrap intervals and tests, live in orchestrator/verdicts/statistics.py.
 """
 
 from __future__ import annotations

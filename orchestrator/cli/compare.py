@@ -66,7 +66,7 @@ def compare(
     Exit 0 no regression, 1 a regression (or wrong outputs in B), 2 usage error.
     """
     from orchestrator.report.verdicts import verdict_table
-    from orchestrator.verdicts.compare import compare_against, compare_jobs
+    from orchestrator.verdicts.baseline import compare_refs
     from orchestrator.verdicts.statistics import VerdictSettings
 
     if center not in ("mean", "fast"):
@@ -76,33 +76,7 @@ def compare(
         threshold=threshold / 100.0, op_threshold=op_threshold / 100.0, noise_floor=floor, center=center,
         auto_noise_floor=auto,
     )
-    if a is not None and b is not None and not auto:
-        comparison = compare_jobs(_resolve(a, store, "A"), _resolve(b, store, "B"), settings, per_op=not no_ops)
-    else:
-        from orchestrator.run.results import load_manifest
-        from orchestrator.store import open_store, store_path
-        from orchestrator.verdicts.baseline import (
-            LAST_GOOD,
-            history_noise_finder,
-            last_good_finder,
-            named_finder,
-        )
-
-        if not store_path(store).is_file():
-            need = "--noise-floor auto needs" if auto else "compare needs A and B run directories, or"
-            raise UsageError(f"{need} a results store (none at {store_path(store)})")
-        with open_store(store) as opened:
-            if a is not None and b is not None:
-                a_dir, b_dir = _resolve(a, store, "A"), _resolve(b, store, "B")
-                finder, label = named_finder(opened, str(a_dir)), load_manifest(a_dir).run_id
-            else:
-                b_dir = _resolve(a, store, "B") if a is not None else _newest(opened)
-                label = baseline
-            job_b = load_manifest(b_dir)
-            if a is None or b is None:
-                finder = last_good_finder(opened, job_b) if baseline == LAST_GOOD else named_finder(opened, baseline)
-            noise = history_noise_finder(opened, job_b, center) if auto else None
-            comparison = compare_against(b_dir, finder, settings, per_op=not no_ops, a_label=label, noise=noise)
+    comparison = compare_refs(a, b, settings, baseline=baseline, store=store, per_op=not no_ops)
     typer.echo(json.dumps(comparison.to_dict(), indent=2) if as_json else verdict_table(comparison))
     raise typer.Exit(comparison.exit_code)
 
@@ -120,20 +94,3 @@ def parse_noise_floor(value: str, option: str = "--noise-floor") -> tuple[bool, 
         raise UsageError(f"{option}: {value!r}; expected 'auto' or a percentage from 0 to below 100")
     return False, number / 100.0
 
-
-def _resolve(ref: str, store: Path | None, which: str) -> Path:
-    from orchestrator.store import resolve_run
-
-    try:
-        return resolve_run(ref, store)
-    except UsageError as exc:
-        raise UsageError(f"{which}: {exc}") from None
-
-
-def _newest(opened: object) -> Path:
-    runs = opened.runs(limit=1)  # type: ignore[attr-defined]
-    if not runs:
-        raise UsageError(f"the store {opened.path} holds no runs; give run directories")  # type: ignore[attr-defined]
-    if runs[0].run_dir is None:
-        raise UsageError(f"newest stored run {runs[0].run_id}: its run directory is gone")
-    return runs[0].run_dir

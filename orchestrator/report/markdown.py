@@ -97,6 +97,20 @@ def render_markdown(report: Report, chart_dir: str | None = None) -> str:
 
 def _model(report: Report, m: ModelSection, chart_dir: str | None) -> list[str]:
     out = [f"### {m.name} ({m.backend})", ""]
+    out += _latency(report, m)
+    if chart_dir:
+        out += [f"![{c.title}]({chart_dir}/{c.stem}.svg)" for c in m.charts] + [""]
+    out += _top_ops(m)
+    if len(m.latency) > 1 and m.op_ratios:
+        out += _op_ratios(report, m)
+    if m.history:
+        out += _history(m)
+    else:
+        out += ["_No history: this model has no earlier runs in the results store._", ""]
+    return out
+
+
+def _latency(report: Report, m: ModelSection) -> list[str]:
     rows = [
         [
             d.device + (" 🏁" if d.fastest else ""),
@@ -113,7 +127,7 @@ def _model(report: Report, m: ModelSection, chart_dir: str | None) -> list[str]:
         ]
         for d in m.latency
     ]
-    out += [
+    out = [
         _table(
             [*LATENCY_HEADERS, f"vs {report.baseline or '-'} (95% CI)"],
             rows,
@@ -124,8 +138,11 @@ def _model(report: Report, m: ModelSection, chart_dir: str | None) -> list[str]:
     out += [f"- ⚠ **{d.device}** {f.kind}: {f.reason}" for d in m.latency for f in d.flags]
     if any(d.flags for d in m.latency):
         out.append("")
-    if chart_dir:
-        out += [f"![{c.title}]({chart_dir}/{c.stem}.svg)" for c in m.charts] + [""]
+    return out
+
+
+def _top_ops(m: ModelSection) -> list[str]:
+    out: list[str] = []
     for ops in m.ops:
         top = ops.top[:5]
         out += [
@@ -147,46 +164,48 @@ def _model(report: Report, m: ModelSection, chart_dir: str | None) -> list[str]:
             ),
             "",
         ]
-    if len(m.latency) > 1 and m.op_ratios:
-        devices = [d.device for d in m.latency]
-        out += [
-            f"Ops across devices, p50 ms (ratio to {report.baseline}):",
-            "",
-            _table(
-                ["event", *devices],
-                [
-                    [
-                        clip(r.name, 48),
-                        *(f"{ms(p)} ({ratio(x)})" if p is not None else "-" for p, x in zip(r.p50_ms, r.ratio, strict=False)),
-                    ]
-                    for r in m.op_ratios[:10]
-                ],
-                "l" + "r" * len(devices),
-            ),
-            "",
-        ]
-    if m.history:
-        devices = [d.device for d in m.latency]
-        out += [
-            "Last runs, end-to-end p50 ms:",
-            "",
-            _table(
-                ["run", "started", *devices],
-                [
-                    [
-                        r.run_id,
-                        r.started,
-                        *(ms(p) if p is not None else (st or "not run") for p, st in zip(r.p50_ms, r.status, strict=False)),
-                    ]
-                    for r in m.history_rows
-                ],
-                "ll" + "r" * len(devices),
-            ),
-            "",
-        ]
-    else:
-        out += ["_No history: this model has no earlier runs in the results store._", ""]
     return out
+
+
+def _op_ratios(report: Report, m: ModelSection) -> list[str]:
+    devices = [d.device for d in m.latency]
+    return [
+        f"Ops across devices, p50 ms (ratio to {report.baseline}):",
+        "",
+        _table(
+            ["event", *devices],
+            [
+                [
+                    clip(r.name, 48),
+                    *(f"{ms(p)} ({ratio(x)})" if p is not None else "-" for p, x in zip(r.p50_ms, r.ratio, strict=False)),
+                ]
+                for r in m.op_ratios[:10]
+            ],
+            "l" + "r" * len(devices),
+        ),
+        "",
+    ]
+
+
+def _history(m: ModelSection) -> list[str]:
+    devices = [d.device for d in m.latency]
+    return [
+        "Last runs, end-to-end p50 ms:",
+        "",
+        _table(
+            ["run", "started", *devices],
+            [
+                [
+                    r.run_id,
+                    r.started,
+                    *(ms(p) if p is not None else (st or "not run") for p, st in zip(r.p50_ms, r.status, strict=False)),
+                ]
+                for r in m.history_rows
+            ],
+            "ll" + "r" * len(devices),
+        ),
+        "",
+    ]
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str | None = None) -> str:

@@ -42,7 +42,6 @@ from orchestrator.run.runner_contract import (
     RUNNER_LOG,
     RUNNER_REL,
     RunnerInvocation,
-    execute_samples,
     parse_result,
 )
 
@@ -121,24 +120,15 @@ def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: Run
     missing = [name for name in invocation.expected_files() if name not in step.files]
     if missing:
         raise RunnerOutputMissing(spec.name, f"{what} did not write {', '.join(missing)}")
-    parsed = parse_result(step.stdout)
-    if invocation.traced and invocation.intermediate_outputs and parsed.get("debug_buffer_overflow"):
+    result = parse_result(step.stdout, invocation, source=f"[{spec.name}] {what}")
+    if invocation.traced and invocation.intermediate_outputs and result.debug_buffer_overflow:
         raise DataError(f"[{spec.name}] {plan.model.name} {plan.label}: the debug buffer of {debug_buffer_size} "
                         "bytes could not hold every intermediate output (the runner dropped some); "
                         "the size computed from the ETRecord is too small for this program: please report it")
-    write_json_atomic(run_local / RESULT_JSON, parsed)
-    known = {"execute_ms", "load_ms", "program_load_ms", "peak_rss_load_kb", "peak_rss_kb", "planned_memory_bytes",
-             "program_bytes", "calibration_before_ms", "calibration_after_ms", "runner_ms"}  # typed fields
-    run = ProcessRun(label=plan.label, traced=plan.traced, execute_ms=execute_samples(parsed), cold=plan.cold,
-                     load_ms=parsed.get("load_ms"), program_load_ms=parsed.get("program_load_ms"),
-                     device_state=state, artifacts=tuple(sorted(rundir.relative(p) for p in run_local.iterdir())),
-                     runner={k: v for k, v in parsed.items() if k not in known},
-                     peak_rss_load_kb=_int(parsed.get("peak_rss_load_kb")), peak_rss_kb=_int(parsed.get("peak_rss_kb")),
-                     planned_memory_bytes=_int(parsed.get("planned_memory_bytes")),
-                     program_bytes=_int(parsed.get("program_bytes")),
-                     calibration_before_ms=_float(parsed.get("calibration_before_ms")),
-                     calibration_after_ms=_float(parsed.get("calibration_after_ms")),
-                     runner_ms=_float(parsed.get("runner_ms")), step_ms=step.duration_s * 1000.0)
+    write_json_atomic(run_local / RESULT_JSON, result.to_dict())
+    run = ProcessRun.from_runner(result, label=plan.label, traced=plan.traced, cold=plan.cold, device_state=state,
+                                 artifacts=tuple(sorted(rundir.relative(p) for p in run_local.iterdir())),
+                                 step_ms=step.duration_s * 1000.0)
     return run, step.facts
 
 
@@ -157,10 +147,3 @@ def prepare_retry(agent: DeviceAgent, lock: RemoteLock | None, out_rel: str, say
                             result.timed_out)
     say(f"reconnected; nothing of the cut-off run in {out_rel} is left running")
 
-
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and value >= 0 else None
-
-
-def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and value >= 0 else None

@@ -3,28 +3,38 @@
     Job ── DeviceResult (one per device) ── ModelResult (one per model on it) ── ProcessRun
 
 Every reader (the printed summary, `--json`, the store, reports, compare, resume, Dask) goes
-through `load_manifest`, never through dict paths, so the file's shape has one home: the
-`to_dict`/`from_dict` pairs below. A manifest carries `schema_version`; one written by a newer
-etfarm is refused with a clear error instead of being half understood.
+through `load_manifest`, never through dict paths. The file's shape has one home: the dataclass
+fields below, written and read by run/codec.py from their types (each class's `LAYOUT` keeps the
+manifest's key order), so a new field is declared once. A manifest carries `schema_version`; one
+written by a newer etfarm is refused with a clear error instead of being half understood.
 
 Derived figures (all execute samples, tracer overhead, CV, instability) are properties computed
 from the raw samples; `to_dict` also writes them under `summary` for people and scripts reading
-the JSON, and `from_dict` ignores them.
+the JSON, and `from_dict` ignores them. See docs/architecture.md, "The results model".
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from orchestrator.errors import Blame, DataError
-from orchestrator.run.schedule import RunOrder
+from orchestrator.run.codec import KEYED, Layout, decode, encode
+from orchestrator.run.job_config import JobConfig, ModelArtifacts, RunOptions
 from orchestrator.stats import coefficient_of_variation, is_unstable, median
+
+if TYPE_CHECKING:
+    from orchestrator.run.runner_contract import RunnerResult
+
+__all__ = [
+    "MANIFEST_NAME", "SCHEMA_VERSION", "Attempt", "DeviceResult", "DeviceStatus", "Job", "JobConfig", "JobStatus",
+    "ModelArtifacts", "ModelResult", "ModelStatus", "ProcessRun", "RunFlag", "RunOptions", "Verification",
+    "VerificationStatus", "load_manifest",
+]
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -64,18 +74,16 @@ class Verification:
     """The device's outputs against the eager reference, over every run that wrote outputs."""
 
     status: VerificationStatus
-    detail: str
+    detail: str = ""
     max_abs_diff: float | None = None
     runs_checked: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status.value, "detail": self.detail, "max_abs_diff": self.max_abs_diff,
-                "runs_checked": self.runs_checked}
+        return encode(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Verification:
-        return cls(VerificationStatus(data["status"]), data.get("detail", ""), data.get("max_abs_diff"),
-                   int(data.get("runs_checked", 0)))
+        return decode(cls, data)
 
 
 class RunFlag(StrEnum):
@@ -88,6 +96,8 @@ class RunFlag(StrEnum):
 @dataclass(frozen=True)
 class ProcessRun:
     """One process run of the runner on a device: `run-k` (event tracer on) or `e2e-k` (off)."""
+
+    LAYOUT: ClassVar[Layout] = Layout(first=("label", "traced", "cold"), last=("device_state", "artifacts", "runner"))
 
     label: str
     traced: bool
@@ -123,35 +133,32 @@ class ProcessRun:
         return self.step_ms - self.runner_ms
 
     def to_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "traced": self.traced, "cold": self.cold, "execute_ms": list(self.execute_ms),
-                "load_ms": self.load_ms, "program_load_ms": self.program_load_ms,
-                "peak_rss_load_kb": self.peak_rss_load_kb, "peak_rss_kb": self.peak_rss_kb,
-                "planned_memory_bytes": self.planned_memory_bytes, "program_bytes": self.program_bytes,
-                "calibration_before_ms": self.calibration_before_ms, "calibration_after_ms": self.calibration_after_ms,
-                "flag": _enum_value(self.flag), "slowdown": self.slowdown, "runner_ms": self.runner_ms,
-                "step_ms": self.step_ms,
-                "device_state": dict(self.device_state), "artifacts": list(self.artifacts), "runner": dict(self.runner)}
+        return encode(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProcessRun:
-        return cls(label=str(data["label"]), traced=bool(data["traced"]),
-                   execute_ms=tuple(float(x) for x in data.get("execute_ms", ())),
-                   load_ms=_opt_float(data.get("load_ms")), program_load_ms=_opt_float(data.get("program_load_ms")),
-                   device_state=dict(data.get("device_state") or {}), artifacts=tuple(data.get("artifacts") or ()),
-                   runner=dict(data.get("runner") or {}), cold=bool(data.get("cold", False)),
-                   peak_rss_load_kb=_opt_int(data.get("peak_rss_load_kb")), peak_rss_kb=_opt_int(data.get("peak_rss_kb")),
-                   planned_memory_bytes=_opt_int(data.get("planned_memory_bytes")),
-                   program_bytes=_opt_int(data.get("program_bytes")),
-                   calibration_before_ms=_opt_float(data.get("calibration_before_ms")),
-                   calibration_after_ms=_opt_float(data.get("calibration_after_ms")),
-                   flag=RunFlag(data["flag"]) if data.get("flag") else None, slowdown=_opt_float(data.get("slowdown")),
-                   runner_ms=_opt_float(data.get("runner_ms")), step_ms=_opt_float(data.get("step_ms")))
+        return decode(cls, data)
+
+    @classmethod
+    def from_runner(cls, result: RunnerResult, *, label: str, traced: bool, **run: Any) -> ProcessRun:
+        """A process run from the runner's checked result (runner_contract.parse_result) and what the
+        host knows of it (`run`: cold, device_state, artifacts, step_ms, ...). The result's fields that
+        are ProcessRun fields too are taken as such (-1, a size the device could not measure, as
+        None); the rest of the result is kept verbatim under `runner`."""
+        shared = {f.name for f in fields(cls)} & {f.name for f in fields(result)}
+        printed = result.to_dict()
+        typed = {name: None if isinstance(value, (int, float)) and value < 0 else value
+                 for name in shared if (value := getattr(result, name)) is not None}
+        return cls(label=label, traced=traced, **typed, **run,
+                   runner={k: v for k, v in printed.items() if k not in shared})
 
 
 @dataclass(frozen=True)
 class ModelResult:
     """One model on one device: its process runs, the output verification, what went wrong."""
 
+    LAYOUT: ClassVar[Layout] = Layout(key="name", first=("status", "error", "blame", "verification"),
+                                      derived=("summary",))
     name: str
     status: ModelStatus
     runs: tuple[ProcessRun, ...] = ()
@@ -235,47 +242,43 @@ class ModelResult:
                 "tracer_overhead": self.tracer_overhead, "execute_cv": self.execute_cv, "unstable": self.unstable}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status.value, "error": self.error, "blame": _enum_value(self.blame),
-                "verification": self.verification.to_dict() if self.verification else None,
-                "runs": [r.to_dict() for r in self.runs], "summary": self.summary()}
+        return encode(self)
 
     @classmethod
     def from_dict(cls, name: str, data: Mapping[str, Any]) -> ModelResult:
-        verification = data.get("verification")
-        return cls(name=name, status=ModelStatus(data["status"]),
-                   runs=tuple(ProcessRun.from_dict(r) for r in data.get("runs", ())),
-                   verification=Verification.from_dict(verification) if verification else None,
-                   error=data.get("error"), blame=_opt_enum(Blame, data.get("blame")))
+        return decode(cls, data, name=name)
 
 
 @dataclass(frozen=True)
 class Attempt:
     """One failed try of an idempotent device step (connect, stage) that etfarm retried or gave up on."""
 
-    step: str
-    error: str
-    at: str  # ISO 8601 UTC, when it failed
+    step: str = ""
+    error: str = ""
+    at: str = ""  # ISO 8601 UTC, when it failed
 
     def to_dict(self) -> dict[str, Any]:
-        return {"step": self.step, "error": self.error, "at": self.at}
+        return encode(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Attempt:
-        return cls(step=str(data.get("step", "")), error=str(data.get("error", "")), at=str(data.get("at", "")))
+        return decode(cls, data)
 
 
 @dataclass(frozen=True)
 class DeviceResult:
     """One device of the job: what it is, how it went, its models in job order."""
 
+    LAYOUT: ClassVar[Layout] = Layout(key="name", first=("status", "error", "blame"), last=("models",))
+
     name: str
-    transport: str
-    target: str
+    transport: str = ""
+    target: str = ""
     status: DeviceStatus = DeviceStatus.PENDING
     error: str | None = None
     blame: Blame | None = None
     facts: Mapping[str, Any] = field(default_factory=dict)  # describe() at the job's first process run
-    models: tuple[ModelResult, ...] = ()
+    models: tuple[ModelResult, ...] = field(default=(), metadata=KEYED)
     runner_key: str | None = None  # cache key of the runner build the device ran
     controls: Mapping[str, Any] = field(default_factory=dict)  # device controls set for the job (perf mode)
     attempts: tuple[Attempt, ...] = ()  # failed tries of retried steps, in order (run/retry.py)
@@ -302,109 +305,18 @@ class DeviceResult:
         return replace(self, models=tuple(models))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status.value, "error": self.error, "blame": _enum_value(self.blame),
-                "transport": self.transport, "target": self.target, "facts": dict(self.facts),
-                "runner_key": self.runner_key, "controls": dict(self.controls),
-                "attempts": [a.to_dict() for a in self.attempts],
-                "models": {m.name: m.to_dict() for m in self.models}}
+        return encode(self)
 
     @classmethod
     def from_dict(cls, name: str, data: Mapping[str, Any]) -> DeviceResult:
-        return cls(name=name, transport=str(data.get("transport", "")), target=str(data.get("target", "")),
-                   status=DeviceStatus(data["status"]), error=data.get("error"), blame=_opt_enum(Blame, data.get("blame")),
-                   facts=dict(data.get("facts") or {}), runner_key=data.get("runner_key"),
-                   controls=dict(data.get("controls") or {}),
-                   attempts=tuple(Attempt.from_dict(a) for a in data.get("attempts") or ()),
-                   models=tuple(ModelResult.from_dict(n, m) for n, m in (data.get("models") or {}).items()))
-
-
-@dataclass(frozen=True)
-class ModelArtifacts:
-    """A lowered model as the job used it: where its program, ETRecord and references are."""
-
-    name: str
-    spec: str
-    backend: str
-    key: str  # export cache key (content hash of the model file, factory, backend, versions)
-    pte: str
-    etrecord: str | None = None
-    inputs: str | None = None
-    reference_outputs: str | None = None
-    content_hash: str | None = None  # sha256 of the model's source file (.py or .pte), at run time
-    git_commit: str | None = None  # the user's commit of that file, when it is in a git repository
-    numerics_reference: str | None = None  # AOT intermediate outputs for `etfarm numerics`
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ModelArtifacts:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How each device runs each model; recorded so a job can be repeated or resumed alike."""
-
-    runs: int = 5
-    iterations: int = 20
-    warmup: int = 3
-    run_timeout_s: float = 600.0
-    wait_for_lock: bool = True
-    lock_timeout_s: float | None = None  # give up waiting for a busy device after this long (None: wait)
-    intermediate_outputs: bool = False
-    debug_buffer_size: int = 16 << 20  # 0: sized from each model's ETRecord (profiles/debug_buffer.py)
-    numerics: bool = False  # `--numerics`: intermediate outputs analysed per device (orchestrator/numerics)
-    cpu_threads: int = 0
-    untraced_runs: int = 1  # extra runs without the event tracer: end-to-end time and tracer overhead
-    cooldown_s: float = 0.0  # pause before each run
-    max_temp_c: float | None = None  # before each run, wait until the device is at most this hot
-    order: RunOrder = RunOrder.INTERLEAVED  # how the models' process runs alternate on a device
-    seed: int = 0  # of the interleaving shuffle
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["order"] = self.order.value
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunOptions:
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        if "order" in values:
-            values["order"] = RunOrder(values["order"])
-        return cls(**values)
-
-
-@dataclass(frozen=True)
-class JobConfig:
-    """What was asked for: enough to repeat or resume the job with the same settings.
-
-    Serialised flat (`config.runs`, `config.devices`, ...) for people reading the manifest."""
-
-    devices: tuple[str, ...]
-    models: tuple[str, ...]
-    backend: str
-    options: RunOptions = field(default_factory=RunOptions)
-    config_file: str | None = None
-    scheduler: str | None = None  # a distributed run (`--scheduler`): where its devices were; resumed there
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"devices": list(self.devices), "models": list(self.models), "backend": self.backend,
-                "config_file": self.config_file, "scheduler": self.scheduler, **self.options.to_dict()}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> JobConfig:
-        return cls(devices=tuple(data.get("devices", ())), models=tuple(data.get("models", ())),
-                   backend=str(data.get("backend", "")), options=RunOptions.from_dict(data),
-                   config_file=data.get("config_file"), scheduler=data.get("scheduler"))
+        return decode(cls, data, name=name)
 
 
 @dataclass(frozen=True)
 class Job:
     """A whole `etfarm run`: settings, versions, models, and every device's results."""
 
+    LAYOUT: ClassVar[Layout] = Layout(first=("schema_version", "run_id", "status", "started", "finished"))
     run_id: str
     status: JobStatus
     started: str
@@ -412,8 +324,8 @@ class Job:
     finished: str | None = None
     versions: Mapping[str, str] = field(default_factory=dict)
     host: Mapping[str, str] = field(default_factory=dict)
-    models: tuple[ModelArtifacts, ...] = ()
-    devices: tuple[DeviceResult, ...] = ()
+    models: tuple[ModelArtifacts, ...] = field(default=(), metadata=KEYED)
+    devices: tuple[DeviceResult, ...] = field(default=(), metadata=KEYED)
     schema_version: int = SCHEMA_VERSION
 
     def device(self, name: str) -> DeviceResult | None:
@@ -435,11 +347,7 @@ class Job:
                 yield device, model
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema_version": self.schema_version, "run_id": self.run_id, "status": self.status.value,
-                "started": self.started, "finished": self.finished, "config": self.config.to_dict(),
-                "versions": dict(self.versions), "host": dict(self.host),
-                "models": {m.name: m.to_dict() for m in self.models},
-                "devices": {d.name: d.to_dict() for d in self.devices}}
+        return encode(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "manifest") -> Job:
@@ -450,12 +358,7 @@ class Job:
             raise DataError(f"{source}: schema version {version} is newer than this etfarm reads ({SCHEMA_VERSION}); "
                             "upgrade etfarm")
         try:
-            return cls(run_id=str(data["run_id"]), status=JobStatus(data["status"]), started=str(data["started"]),
-                       finished=data.get("finished"), config=JobConfig.from_dict(data.get("config") or {}),
-                       versions=dict(data.get("versions") or {}), host=dict(data.get("host") or {}),
-                       models=tuple(ModelArtifacts.from_dict(m) for m in (data.get("models") or {}).values()),
-                       devices=tuple(DeviceResult.from_dict(n, d) for n, d in (data.get("devices") or {}).items()),
-                       schema_version=version)
+            return decode(cls, data)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise DataError(f"{source}: malformed manifest ({type(exc).__name__}: {exc})") from None
 
@@ -474,22 +377,3 @@ def load_manifest(path: str | Path) -> Job:
     if not isinstance(data, dict):
         raise DataError(f"{path}: not an etfarm manifest")
     return Job.from_dict(data, source=str(path))
-
-
-def _opt_float(value: Any) -> float | None:
-    if value is None:
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def _enum_value(value: StrEnum | None) -> str | None:
-    return value.value if value is not None else None
-
-
-def _opt_enum(kind: type[Blame], value: Any) -> Blame | None:
-    return kind(value) if value is not None else None

@@ -1,19 +1,27 @@
 """The runner's command-line contract: its flags, the files it writes, the result line it prints.
 
-One home for what `runners/etfarm_runner.cpp` and the host agree on (README "The runner").
+One home for what `runners/etfarm_runner.cpp` and the host agree on (README "The runner";
+docs/architecture.md, "Contracts"). The result line is checked against the invocation before
+anything of it is kept (`parse_result`): a runner or device that prints garbage fails that
+device as a data problem of the device, never `ok` with wrong numbers.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import posixpath
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from functools import cache
+from types import UnionType
+from typing import Any, ClassVar, get_args, get_origin, get_type_hints
 
 from orchestrator.artifacts.build import RUNNER_REL
+from orchestrator.errors import DataError
+from orchestrator.run.codec import Layout, encode
 
-__all__ = ["RUNNER_REL", "RunnerInvocation", "parse_result", "execute_samples"]
+__all__ = ["RUNNER_REL", "RunnerInvocation", "RunnerResult", "parse_result", "result_line"]
 
 ETDUMP_NAME = "etdump.etdp"
 OUTPUTS_NAME = "outputs.etft"
@@ -22,6 +30,10 @@ RUNNER_LOG = "runner.log"
 RESULT_JSON = "result.json"
 DEVICE_STATE_JSON = "device_state.json"
 RESULT_PREFIX = "ETFARM_RESULT "
+# Caps on what a result line may claim: beyond them a number is a device's garbage, not a measurement.
+MAX_TIME_MS = 86_400_000.0  # one day, for any time (no process run may take longer)
+MAX_BYTES = 1 << 50  # a petabyte, for any size in bytes or KiB
+MAX_THREADS = 1 << 16
 # Rounds of the runner's calibration workload (64x64 GEMM + 2 MiB of copies each): about 15 ms
 # on the 2-vCPU Xeon testbed, long enough for a busy loop sharing the core to show (the
 # scheduler's slices are a few ms), short enough to cost little per process run.
@@ -67,18 +79,166 @@ class RunnerInvocation:
         return [ETDUMP_NAME, OUTPUTS_NAME, *([DEBUG_NAME] if self.intermediate_outputs else [])]
 
 
-def parse_result(stdout: str) -> dict[str, Any]:
-    """The runner's last `ETFARM_RESULT {json}` line; {} when it printed none (or a broken one)."""
+@dataclass(frozen=True)
+class RunnerResult:
+    """The runner's `ETFARM_RESULT {json}` line, field for field as etfarm_runner.cpp prints it.
+
+    Sizes the device could not measure are -1 (peak RSS without /proc, the .pte's size, the
+    threadpool's size without one). `extra` holds keys this etfarm does not know (a newer runner),
+    kept verbatim. Only `parse_result` builds one, after checking it against the invocation."""
+
+    LAYOUT: ClassVar[Layout] = Layout(last=("runner_ms",))  # printed last; declared before the optional ones
+
+    method: str
+    load_ms: float
+    program_load_ms: float
+    warmup: int
+    executions: int
+    execute_ms: tuple[float, ...]
+    etdump: bool
+    cpu_threads: int
+    debug_buffer_used: int
+    debug_buffer_overflow: bool
+    peak_rss_load_kb: int
+    peak_rss_kb: int
+    planned_memory_bytes: int
+    program_bytes: int
+    runner_ms: float
+    calibration_rounds: int | None = None  # printed only when the calibration workload ran
+    calibration_before_ms: float | None = None
+    calibration_after_ms: float | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The line's JSON object again (what `result.json` keeps): absent fields stay absent."""
+        out = {k: v for k, v in encode(self).items() if v is not None and k != "extra"}
+        out.update(self.extra)
+        return out
+
+
+_TIMES = ("load_ms", "program_load_ms", "runner_ms", "calibration_before_ms", "calibration_after_ms")
+_SIZES = {"debug_buffer_used": 0, "peak_rss_load_kb": -1, "peak_rss_kb": -1, "planned_memory_bytes": 0,
+          "program_bytes": -1}  # field -> the least value it may take (-1: the device could not tell)
+
+
+def result_line(stdout: str) -> dict[str, Any] | None:
+    """The JSON object of the runner's last `ETFARM_RESULT` line, as printed; None when there is none."""
     for line in reversed(stdout.splitlines()):
         if line.startswith(RESULT_PREFIX):
-            try:
-                value = json.loads(line[len(RESULT_PREFIX):])
-            except json.JSONDecodeError:
-                break
-            return value if isinstance(value, dict) else {}
-    return {}
+            return _json_object(line[len(RESULT_PREFIX):])
+    return None
 
 
-def execute_samples(result: dict[str, Any]) -> tuple[float, ...]:
-    values: Sequence[Any] = result.get("execute_ms") or ()
-    return tuple(float(v) for v in values)
+def parse_result(stdout: str, invocation: RunnerInvocation, source: str = "runner") -> RunnerResult:
+    """The runner's result, checked against its contract and what `invocation` asked for: types,
+    finite non-negative times under MAX_TIME_MS, sizes under MAX_BYTES, as many executions as asked.
+
+    Raises DataError naming `source` (the device, model and process run) and the problem."""
+    try:
+        data = result_line(stdout)
+        if data is None:
+            raise _Bad(f"printed no {RESULT_PREFIX.strip()} line (cut off, or past the output cap?)")
+        return _checked(data, invocation)
+    except _Bad as exc:
+        raise DataError(f"{source}: the runner's result does not hold (a device-side problem): {exc}") from None
+
+
+class _Bad(Exception):
+    """Internal: one broken promise of the result line."""
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    def refuse(token: str) -> Any:
+        raise _Bad(f"its result line holds {token}, not a number")
+
+    def number(token: str) -> float:
+        value = float(token)
+        if not math.isfinite(value):
+            refuse(token)
+        return value
+
+    try:
+        value = json.loads(text, parse_constant=refuse, parse_float=number)
+    except json.JSONDecodeError as exc:
+        raise _Bad(f"its result line is not JSON (truncated?): {exc}") from None
+    if not isinstance(value, dict):
+        raise _Bad(f"its result line is a JSON {type(value).__name__}, not an object")
+    return value
+
+
+def _checked(data: dict[str, Any], invocation: RunnerInvocation) -> RunnerResult:
+    known = {f.name for f in fields(RunnerResult)} - {"extra"}
+    values = {k: data[k] for k in known if k in data}
+    _check_types(values)
+    samples = values.get("execute_ms", [])
+    if any(not 0.0 <= ms <= MAX_TIME_MS for ms in samples):
+        bad = next(ms for ms in samples if not 0.0 <= ms <= MAX_TIME_MS)
+        raise _Bad(f"execute_ms holds {bad!r}: every execution time must lie in [0, {MAX_TIME_MS:.0f}] ms")
+    for name in _TIMES:
+        if name in values and not 0.0 <= values[name] <= MAX_TIME_MS:
+            raise _Bad(f"{name} is {values[name]!r}: a time must lie in [0, {MAX_TIME_MS:.0f}] ms")
+    for name, least in _SIZES.items():
+        if name in values and not least <= values[name] <= MAX_BYTES:
+            raise _Bad(f"{name} is {values[name]!r}: outside [{least}, {MAX_BYTES}]")
+    if "cpu_threads" in values and not -1 <= values["cpu_threads"] <= MAX_THREADS:
+        raise _Bad(f"cpu_threads is {values['cpu_threads']!r}: outside [-1, {MAX_THREADS}]")
+    _check_counts(values, invocation)
+    values["execute_ms"] = tuple(float(ms) for ms in samples)
+    for name in _TIMES:
+        if name in values:
+            values[name] = float(values[name])
+    return RunnerResult(**values, extra={k: v for k, v in data.items() if k not in known})
+
+
+def _check_types(values: dict[str, Any]) -> None:
+    missing = [f.name for f in fields(RunnerResult) if f.default is MISSING and f.default_factory is MISSING
+               and f.name not in values]
+    if missing:
+        raise _Bad(f"it lacks {', '.join(missing)}")
+    for name, value in values.items():
+        want = _kinds()[name]
+        if want is tuple:  # execute_ms
+            if not (isinstance(value, list) and all(_is(x, float) for x in value)):
+                raise _Bad(f"{name} is {_show(value)}, not a list of numbers")
+        elif not _is(value, want):
+            raise _Bad(f"{name} is {_show(value)}, not {'a number' if want is float else want.__name__}")
+
+
+@cache
+def _kinds() -> dict[str, type]:
+    """Each field's JSON kind, from its annotation: `int | None` -> int, `tuple[float, ...]` -> tuple."""
+    kinds = {}
+    for name, hint in get_type_hints(RunnerResult).items():
+        args = [a for a in get_args(hint) if a is not type(None)]
+        kinds[name] = args[0] if isinstance(hint, UnionType) else get_origin(hint) or hint
+    return kinds
+
+
+def _check_counts(values: dict[str, Any], invocation: RunnerInvocation) -> None:
+    asked = {"executions": invocation.iterations, "warmup": invocation.warmup}
+    for name, want in asked.items():
+        if values[name] != want:
+            raise _Bad(f"{name} is {values[name]}, but {want} were asked for")
+    if len(values["execute_ms"]) != invocation.iterations:
+        raise _Bad(f"execute_ms holds {len(values['execute_ms'])} times for {invocation.iterations} executions")
+    if values["etdump"] is not invocation.traced:
+        raise _Bad(f"etdump is {values['etdump']}, but the run was {'' if invocation.traced else 'not '}traced")
+    rounds = values.get("calibration_rounds")
+    if invocation.calibration_rounds > 0 and (rounds != invocation.calibration_rounds
+                                              or "calibration_before_ms" not in values
+                                              or "calibration_after_ms" not in values):
+        raise _Bad(f"calibration_rounds is {rounds}, but {invocation.calibration_rounds} were asked for, with both times")
+
+
+def _is(value: Any, kind: type) -> bool:
+    """JSON's types: a bool is not a number; an int is a float."""
+    if kind is bool:
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, (int, float)) if kind is float else isinstance(value, kind)
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."

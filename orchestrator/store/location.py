@@ -1,7 +1,7 @@
 """Where the store is, and what a run reference (a directory or a stored run id) points at.
 
 The store is `--store FILE`, else `$ETFARM_STORE`, else `$XDG_DATA_HOME/etfarm/results.db`
-(`~/.local/share/etfarm/results.db`): data kept for history, not a cache (DESIGN.md §3).
+(`~/.local/share/etfarm/results.db`): data kept for history, not a cache (docs/architecture.md, "Contracts").
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@
 Runs are found through the results store (orchestrator.store); a stored run whose directory is
 gone is skipped (its per-run samples are needed, and its verdicts.json says whether it regressed).
 The same good runs, the newest `noise.WINDOW` of them, give the automatic noise floor
-(`history_noise_finder`, method in noise.py).
+(`history_noise_finder`, method in noise.py). `compare_refs` is `etfarm compare [A] [B]`'s policy:
+which runs the references name, and what B is compared with.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ from typing import Any
 from orchestrator.cache import write_json_atomic
 from orchestrator.errors import UsageError
 from orchestrator.run.results import Job, ModelStatus, VerificationStatus, load_manifest
-from orchestrator.store import Store
-from orchestrator.verdicts.compare import Baseline, BaselineFinder, Comparison
+from orchestrator.store import Store, open_store, resolve_run, store_path
+from orchestrator.verdicts.compare import Baseline, BaselineFinder, Comparison, compare_against, compare_jobs
 from orchestrator.verdicts.noise import MIN_JOBS, WINDOW, NoiseFinder, NoiseFloor, estimate_floor
-from orchestrator.verdicts.statistics import run_median
+from orchestrator.verdicts.statistics import VerdictSettings, run_median
 
 VERDICTS_JSON = "verdicts.json"
 LAST_GOOD = "last-good"
@@ -126,3 +127,45 @@ def named_finder(store: Store | None, ref: str) -> BaselineFinder:
         path = found
     job = load_manifest(path)
     return lambda device, model: (path, job)
+
+
+def compare_refs(a: str | None, b: str | None, settings: VerdictSettings, *, baseline: str = LAST_GOOD,
+                 store: Path | None = None, per_op: bool = True) -> Comparison:
+    """`etfarm compare [A] [B]`: A and B are run directories or stored run ids. Given both (and no
+    automatic noise floor), B against A, no store needed; given A alone, it is B, compared with
+    `baseline` (last-good per device and model, or a run); given neither, the newest stored run
+    is B. The automatic noise floor (`settings.auto_noise_floor`) comes from the store."""
+    auto = settings.auto_noise_floor
+    if a is not None and b is not None and not auto:
+        return compare_jobs(_resolve(a, store, "A"), _resolve(b, store, "B"), settings, per_op=per_op)
+    if not store_path(store).is_file():
+        need = "--noise-floor auto needs" if auto else "compare needs A and B run directories, or"
+        raise UsageError(f"{need} a results store (none at {store_path(store)})")
+    with open_store(store) as opened:
+        if a is not None and b is not None:
+            a_dir, b_dir = _resolve(a, store, "A"), _resolve(b, store, "B")
+            finder, label = named_finder(opened, str(a_dir)), load_manifest(a_dir).run_id
+        else:
+            b_dir = _resolve(a, store, "B") if a is not None else _newest(opened)
+            label = baseline
+        job_b = load_manifest(b_dir)
+        if a is None or b is None:
+            finder = last_good_finder(opened, job_b) if baseline == LAST_GOOD else named_finder(opened, baseline)
+        noise = history_noise_finder(opened, job_b, settings.center) if auto else None
+        return compare_against(b_dir, finder, settings, per_op=per_op, a_label=label, noise=noise)
+
+
+def _resolve(ref: str, store: Path | None, which: str) -> Path:
+    try:
+        return resolve_run(ref, store)
+    except UsageError as exc:
+        raise UsageError(f"{which}: {exc}") from None
+
+
+def _newest(opened: Store) -> Path:
+    runs = opened.runs(limit=1)
+    if not runs:
+        raise UsageError(f"the store {opened.path} holds no runs; give run directories")
+    if runs[0].run_dir is None:
+        raise UsageError(f"newest stored run {runs[0].run_id}: its run directory is gone")
+    return runs[0].run_dir

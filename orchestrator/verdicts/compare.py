@@ -2,9 +2,10 @@
 
 A `Side` is what one half of a comparison measured for one model on one device: its process
 runs (end-to-end samples from the results model, `ProcessRun.execute_ms` of the traced runs)
-and where each run's ETDump is (per-op samples via `profiles.analysis.load_samples`). Sides
-come from run directories (`side_from_job`), possibly pooled over several jobs
-(`pool`), so `compare A B`, `run --ab` (two models of one job) and `nightly` share one path.
+and their per-op samples: read from each run's ETDump (`profiles.analysis_core.collect_samples`,
+numpy only) or given in memory (`OpSamples`). Sides come from run directories (`side_from_job`),
+possibly pooled over several jobs (`pool`), so `compare A B`, `run --ab` (two models of one job)
+and `nightly` share one path. Every op of a pair is estimated in one batch (statistics.estimate_many).
 
 Per op, events are matched by block, name and occurrence of that name in the block (so the same
 layer lines up even when B has more layers than A; the index shown is B's); framework events
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import EXIT_OK, Blame
 from orchestrator.run.results import (
@@ -42,7 +43,11 @@ from orchestrator.verdicts.statistics import (
     adjust_p_values,
     decide,
     estimate,
+    estimate_many,
 )
+
+if TYPE_CHECKING:
+    from orchestrator.profiles.analysis_core import SampleSet
 
 EXIT_REGRESSION = 1
 DEFAULT_SETTINGS = VerdictSettings()
@@ -58,6 +63,17 @@ class SideRun:
     etdump: Path | None
 
 
+OpKey = tuple[str, str, int]  # (event_block, event_name, occurrence of that name in the block)
+
+
+class OpSamples:
+    """Per-op samples of a side's runs, in memory: op -> (event_index, one array of samples per run),
+    ops in (block, index) order. Compared by identity (it keys the per-side cache)."""
+
+    def __init__(self, ops: dict[OpKey, tuple[int, list[Any]]]) -> None:
+        self.ops = ops
+
+
 @dataclass(frozen=True)
 class Side:
     """One model on one device, over one or more jobs; `missing` says why there is no data."""
@@ -69,6 +85,7 @@ class Side:
     missing: str | None = None
     blame: Blame | None = None
     verification: VerificationStatus | None = None
+    op_samples: OpSamples | None = None  # per-op samples in memory; None: read from the runs' ETDumps
 
     @property
     def e2e(self) -> list[tuple[float, ...]]:
@@ -243,14 +260,13 @@ def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) 
     keys = [k for k in b_ops if k in a_ops]
     skipped = len(set(a_ops) ^ set(b_ops))
     estimates: list[tuple[tuple[str, int, str], Estimate]] = []
-    for key in keys:
-        index, b_runs = b_ops[key]
-        est = estimate(a_ops[key][1], b_runs, confidence=settings.confidence, resamples=settings.resamples,
-                       seed=settings.seed, center=settings.center)
+    found = estimate_many([(a_ops[key][1], b_ops[key][1]) for key in keys], confidence=settings.confidence,
+                          resamples=settings.resamples, seed=settings.seed, center=settings.center)
+    for key, est in zip(keys, found, strict=True):
         if est is None or est.median_b_ms <= 0:
             skipped += 1
             continue
-        estimates.append(((key[0], index, key[1]), est))
+        estimates.append(((key[0], b_ops[key][0], key[1]), est))
     adjusted = adjust_p_values([e.p_value for _, e in estimates])
     ops = tuple(OpVerdict(key[0], key[1], key[2], decide(est, p, threshold, settings.alpha, settings.op_threshold), est, p)
                 for (key, est), p in zip(estimates, adjusted, strict=False))
@@ -258,23 +274,52 @@ def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) 
 
 
 @lru_cache(maxsize=128)  # a side is compared many times in benchmarks and --until-confident rounds
-def _per_op_runs(side: Side) -> dict[tuple[str, str, int], tuple[int, list[Any]]]:
+def _per_op_runs(side: Side) -> dict[OpKey, tuple[int, list[Any]]]:
     """(event_block, event_name, occurrence) -> (event_index, one array of samples per run), operators only."""
+    if side.op_samples is not None:
+        return side.op_samples.ops
     paths = [r.etdump for r in side.runs if r.etdump is not None]
-    if not paths:
-        return {}
-    from orchestrator.profiles.analysis import load_samples
+    return read_op_samples(paths).ops if paths else {}
 
-    samples = load_samples(paths, run_labels=[f"{i}" for i in range(len(paths))])
-    samples = samples[~samples["event_name"].isin(list(_FRAMEWORK))]
-    out: dict[tuple[str, str, int], tuple[int, list[Any]]] = {}
+
+def read_op_samples(etdumps: Sequence[Path]) -> OpSamples:
+    """The per-op samples of process runs from their ETDumps, one run per file, in order."""
+    from orchestrator.profiles.analysis_core import collect_samples
+
+    return op_samples_of(collect_samples(etdumps, run_labels=list(range(len(etdumps)))))
+
+
+def op_samples_of(samples: SampleSet) -> OpSamples:
+    """Per-op samples from samples already read (one run per file of the set): every event but the
+    framework's, keyed by block, name and occurrence, in (block, index) order; a run in which an
+    event has no sample has no array for it."""
+    import numpy as np
+
+    if samples.duration_ms.size == 0:
+        return OpSamples({})
+    offsets = np.cumsum([0] + [len(events) for events in samples.block_events])
+    event = offsets[samples.block.astype(np.int64)] + samples.event_index  # unique per (block, index)
+    key = event * len(samples.run_labels) + samples.run
+    if key.max() < 1 << 16:
+        key = key.astype(np.uint16)  # numpy sorts 16-bit keys by radix: 3-4x faster
+    order = np.argsort(key, kind="stable")  # stable: samples keep their order within a run
+    key, event, duration = key[order], event[order], samples.duration_ms[order]
+    bounds = np.concatenate([[0], np.flatnonzero(np.diff(key) != 0) + 1, [key.size]]).tolist()
+    names = [(samples.block_keys[b], e.index, e.name) for b, events in enumerate(samples.block_events) for e in events]
+    out: dict[OpKey, tuple[int, list[Any]]] = {}
     seen: dict[tuple[str, str], int] = {}
-    for (block, index, name), frame in samples.groupby(["event_block", "event_index", "event_name"], sort=True,
-                                                        observed=True):
-        occurrence = seen[(str(block), str(name))] = seen.get((str(block), str(name)), -1) + 1
-        out[(str(block), str(name), occurrence)] = (
-            int(index), [g.to_numpy() for _, g in frame.groupby("run", sort=False, observed=True)["duration_ms"]])
-    return out
+    current = -1
+    for start, end in zip(bounds[:-1], bounds[1:], strict=True):
+        block, index, name = names[int(event[start])]
+        if name in _FRAMEWORK:
+            continue
+        if event[start] != current:  # a new event: the next occurrence of its name in the block
+            current = int(event[start])
+            occurrence = seen[(block, name)] = seen.get((block, name), -1) + 1
+            runs: list[Any] = []
+            out[(block, name, occurrence)] = (index, runs)
+        runs.append(duration[start:end])
+    return OpSamples(out)
 
 
 Baseline = tuple[Path, Job]  # a run directory and its results model

@@ -1,5 +1,10 @@
 """The statistics behind a verdict: is B slower than A by more than a practical threshold?
 
+The one home of ratio estimates (docs/architecture.md, "Measurement"): the verdicts' `estimate`
+and `estimate_many`, and the report's `ratio_with_ci` (device against the baseline device), share
+one bootstrap (bootstrap.py). orchestrator/stats.py keeps the light descriptive statistics
+(median, percentile, CV, the instability rule).
+
 The replication unit is the PROCESS RUN. Iterations inside one runner process are correlated
 (on the testbed a process settles in one of two speed states ~20 % apart and stays there), so
 treating 200 iterations as 200 independent draws makes every interval far too narrow and a
@@ -12,11 +17,14 @@ verdict cry wolf. Method, per (device, model) end to end and per op:
 - its interval: a hierarchical (two-level) bootstrap: resample process runs with replacement,
   then iterations with replacement within each chosen run, recompute both sides' statistic, and
   take the percentile interval of the ratio over `resamples` replicates. A side with few runs
-  gets an interval as wide as its run-to-run spread (the two-state mixture included);
-- the test: a two-sided Mann-Whitney U rank test (`scipy.stats.mannwhitneyu`) on the per-run
-  medians: n_a + n_b numbers, one per process, so its p-value counts processes, not iterations;
+  gets an interval as wide as its run-to-run spread (the two-state mixture included). Each drawn
+  run's median is drawn from its exact law rather than from its iterations (bootstrap.py), and
+  every op of a comparison is estimated in one batch (`estimate_many`);
+- the test: a two-sided Mann-Whitney U rank test (`scipy.stats.mannwhitneyu`, as ranks.py
+  computes it) on the per-run medians: n_a + n_b numbers, one per process, so its p-value counts
+  processes, not iterations;
 - multiplicity: per-op p-values are adjusted together with Benjamini-Hochberg
-  (`scipy.stats.false_discovery_control`);
+  (`scipy.stats.false_discovery_control`, ranks.py);
 - the verdict (Pinpoint's DIFFERENT / SAME / UNKNOWN, as asv's significance + factor):
   `regressed` when the adjusted p < alpha AND the whole interval lies above 1 + threshold;
   `improved` when adjusted p < alpha AND the whole interval lies below 1 - threshold;
@@ -43,7 +51,6 @@ DEFAULT_OP_THRESHOLD = 0.10  # per op: 10 %
 DEFAULT_ALPHA = 0.05
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 2000
-_CHUNK = 250  # bootstrap replicates drawn at once (bounds memory for many runs x iterations)
 
 RunSamples = Sequence[Sequence[float]]  # one sequence of samples per process run
 
@@ -53,7 +60,7 @@ class Center(StrEnum):
 
     MEAN: their mean; every process counts. FAST: their minimum, with the rank test on the faster
     half of each side's runs: the speed of the uncontended state, for devices whose processes
-    land in a fast state or in slower, interfered ones (DESIGN §2): interference only adds time.
+    land in a fast state or in slower, interfered ones (docs/architecture.md, "Measurement"): interference only adds time.
     FAST has far more power there (see README "Regression verdicts") but assumes each side has
     some runs in the fast state; a whole job stuck in a slow state moves it."""
 
@@ -123,26 +130,159 @@ def estimate(a: RunSamples, b: RunSamples, *, confidence: float = DEFAULT_CONFID
     """The ratio of run-averaged medians B / A with its hierarchical-bootstrap interval and p-value.
 
     None when either side has no samples, or A's median is not positive (nothing to divide by)."""
+    return estimate_many([(a, b)], confidence=confidence, resamples=resamples, seed=seed, center=center)[0]
+
+
+def estimate_many(pairs: Sequence[tuple[RunSamples, RunSamples]], *, confidence: float = DEFAULT_CONFIDENCE,
+                  resamples: int = DEFAULT_RESAMPLES, seed: int = 0, center: str = Center.MEAN) -> list[Estimate | None]:
+    """`[estimate(a, b, ...) for a, b in pairs]`, computed together (every op of a comparison at once).
+
+    Each estimate draws its bootstrap from `seed` alone, so it is the same however it is batched;
+    pairs whose runs have the same lengths share one set of gathers (bootstrap.py)."""
+    center = Center(center)
+    measured: list[tuple[int, _Side, _Side]] = []
+    for k, (a, b) in enumerate(pairs):
+        side_a, side_b = _Side.of(a, center), _Side.of(b, center)
+        if side_a is not None and side_b is not None and not side_a.statistic <= 0:  # nothing to divide by
+            measured.append((k, side_a, side_b))
+    groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[tuple[int, _Side, _Side]]] = {}
+    for member in measured:
+        groups.setdefault((member[1].lengths, member[2].lengths), []).append(member)
+    intervals: dict[int, tuple[float, float]] = {}
+    for members in groups.values():
+        found = _intervals([m[1] for m in members], [m[2] for m in members], confidence, resamples, seed, center)
+        intervals.update((k, interval) for (k, _, _), interval in zip(members, found, strict=True))
+    p_values = rank_p_values([(side_a.medians, side_b.medians) for _, side_a, side_b in measured], center)
+    out: list[Estimate | None] = [None] * len(pairs)
+    for (k, side_a, side_b), p_value in zip(measured, p_values, strict=True):
+        low, high = intervals[k]
+        out[k] = Estimate(ratio=side_b.statistic / side_a.statistic, ci_low=low, ci_high=high, p_value=p_value,
+                          runs_a=len(side_a.lengths), runs_b=len(side_b.lengths), median_a_ms=side_a.statistic,
+                          median_b_ms=side_b.statistic)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class _Side:
+    """One side of one estimate: its usable runs sorted, padded to a (runs, width) array."""
+
+    values: Any  # float64 (runs, width), each run sorted ascending in its first lengths[j] places
+    lengths: tuple[int, ...]
+    medians: Any  # float64 (runs,): np.median of each run
+    statistic: float  # `run_median`: the mean (FAST: the minimum) of the per-run medians
+
+    @classmethod
+    def of(cls, runs: RunSamples, center: str) -> _Side | None:
+        import numpy as np
+
+        arrays = [np.asarray(r, dtype=np.float64) for r in runs if len(r)]
+        if not arrays:
+            return None
+        lengths = tuple(len(r) for r in arrays)
+        if len(set(lengths)) == 1:
+            values = np.sort(np.stack(arrays), axis=1)
+        else:
+            values = np.full((len(arrays), max(lengths)), np.inf)
+            for j, r in enumerate(arrays):
+                values[j, : len(r)] = np.sort(r)
+        n = np.asarray(lengths)
+        if np.isnan(values).any():  # np.median's own NaN rule
+            medians = np.array([np.median(r) for r in arrays])
+        else:  # np.median of a sorted run: the middle value, or the mean of the two middle ones
+            rows = np.arange(len(arrays))
+            medians = (values[rows, (n - 1) // 2] + values[rows, n // 2]) / 2
+        statistic = float(np.min(medians) if center == Center.FAST else np.mean(medians))
+        return cls(values, lengths, medians, statistic)
+
+
+# Gathers of (ops, resamples, runs) values per chunk of ops: bounds memory at ~64 MB per side.
+_CHUNK_VALUES = 8_000_000
+
+
+def _intervals(a: list[_Side], b: list[_Side], confidence: float, resamples: int, seed: int,
+               center: str) -> list[tuple[float, float]]:
+    """The bootstrap percentile interval of B/A for sides whose runs have the same lengths."""
     import numpy as np
 
-    a_runs, b_runs = usable_runs(a), usable_runs(b)
-    if not a_runs or not b_runs:
-        return None
-    center = Center(center)
-    med_a = run_median(a_runs, center)
-    med_b = run_median(b_runs, center)
-    if med_a <= 0:
-        return None
+    from orchestrator.verdicts.bootstrap import draw_resamples, resampled_centers
+
     rng = np.random.default_rng(seed)
-    boot_a = _bootstrap_medians(a_runs, resamples, rng, center)
-    boot_b = _bootstrap_medians(b_runs, resamples, rng, center)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = boot_b / boot_a
-    ratios = ratios[np.isfinite(ratios)]
+    draws_b = draw_resamples(b[0].lengths, rng, resamples)  # B first (bootstrap.py)
+    draws_a = draw_resamples(a[0].lengths, rng, resamples)
     tail = (1.0 - confidence) / 2.0 * 100.0
-    low, high = (np.percentile(ratios, [tail, 100.0 - tail]) if ratios.size else (float("nan"), float("nan")))
-    return Estimate(ratio=med_b / med_a, ci_low=float(low), ci_high=float(high), p_value=rank_p_value(a_runs, b_runs, center),
-                    runs_a=len(a_runs), runs_b=len(b_runs), median_a_ms=med_a, median_b_ms=med_b)
+    per_chunk = max(1, _CHUNK_VALUES // (resamples * max(len(a[0].lengths), len(b[0].lengths))))
+    out: list[tuple[float, float]] = []
+    for start in range(0, len(a), per_chunk):
+        values_a = np.stack([s.values for s in a[start : start + per_chunk]])
+        values_b = np.stack([s.values for s in b[start : start + per_chunk]])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = resampled_centers(values_b, draws_b, center) / resampled_centers(values_a, draws_a, center)
+        out.extend(_percentiles(ratios, tail))
+    return out
+
+
+def _percentiles(ratios: Any, tail: float) -> list[tuple[float, float]]:
+    """Each row's (tail, 100 - tail) percentiles over its finite ratios; NaN when it has none."""
+    import numpy as np
+
+    finite = np.isfinite(ratios).all(axis=1)
+    out = [(math.nan, math.nan)] * ratios.shape[0]
+    if finite.any():
+        rows = np.flatnonzero(finite)
+        bounds = np.percentile(ratios[rows], [tail, 100.0 - tail], axis=1)
+        for j, row in enumerate(rows):
+            out[row] = (float(bounds[0, j]), float(bounds[1, j]))
+    for row in np.flatnonzero(~finite):
+        kept = ratios[row][np.isfinite(ratios[row])]
+        if kept.size:
+            low, high = np.percentile(kept, [tail, 100.0 - tail])
+            out[row] = (float(low), float(high))
+    return out
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval (low, high) at `level` (0.95 = 95 %)."""
+
+    low: float
+    high: float
+    level: float
+
+
+REPORT_SEED = 0  # a report of the same run is the same report
+
+
+def ratio_with_ci(runs: Sequence[float], base_runs: Sequence[float], *, confidence: float = DEFAULT_CONFIDENCE,
+                  resamples: int = DEFAULT_RESAMPLES) -> tuple[float | None, Interval | None]:
+    """A device against the baseline device from their per-process-run medians, as the report shows it:
+    median(runs) / median(base_runs), with the percentile bootstrap interval over process runs.
+
+    The same bootstrap as the verdicts' (bootstrap.py), given one value per run, so it resamples
+    runs only, with the median as the center: the report's definition since it was written
+    (README "Reports"), the same interval as `scipy.stats.bootstrap(method="percentile")` without
+    importing scipy. No interval with fewer than 2 runs a side; (None, None) without a positive base."""
+    import numpy as np
+
+    if len(runs) == 0 or len(base_runs) == 0:
+        return None, None
+    device, base = np.asarray(runs, dtype=np.float64), np.asarray(base_runs, dtype=np.float64)
+    if np.median(base) <= 0:
+        return None, None
+    ratio = float(np.median(device) / np.median(base))
+    if len(device) < 2 or len(base) < 2:
+        return ratio, None
+    from orchestrator.verdicts.bootstrap import MEDIAN, draw_resamples, resampled_centers
+
+    rng = np.random.default_rng(REPORT_SEED)
+    draws_device = draw_resamples((1,) * len(device), rng, resamples)  # one value a run: runs only
+    draws_base = draw_resamples((1,) * len(base), rng, resamples)
+    ratios = (resampled_centers(device.reshape(1, -1, 1), draws_device, MEDIAN)
+              / resampled_centers(base.reshape(1, -1, 1), draws_base, MEDIAN))[0]
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = (float(x) for x in np.percentile(ratios, [tail, 100.0 - tail]))
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ratio, None
+    return ratio, Interval(low, high, confidence)
 
 
 def run_median(runs: RunSamples, center: str = Center.MEAN) -> float:
@@ -153,44 +293,41 @@ def run_median(runs: RunSamples, center: str = Center.MEAN) -> float:
     return float(np.min(medians) if center == Center.FAST else np.mean(medians))
 
 
-def _bootstrap_medians(runs: list[list[float]], resamples: int, rng: Any, center: str = Center.MEAN) -> Any:
-    """`run_median` of each replicate: runs drawn with replacement, then iterations within each run.
-
-    Each drawn run gets as many draws as the longest run has samples (a partial run's median
-    is still its own)."""
-    import numpy as np
-
-    lengths = np.array([len(r) for r in runs])
-    width = int(lengths.max())
-    data = np.zeros((len(runs), width))
-    for i, r in enumerate(runs):
-        data[i, : len(r)] = r
-    out = np.empty(resamples)
-    for start in range(0, resamples, _CHUNK):
-        n = min(_CHUNK, resamples - start)
-        picked = rng.integers(0, len(runs), size=(n, len(runs)))
-        within = (rng.random((n, len(runs), width)) * lengths[picked][..., None]).astype(np.int64)
-        values = data[picked[..., None], within]
-        medians = np.median(values, axis=2)
-        out[start : start + n] = medians.min(axis=1) if center == Center.FAST else medians.mean(axis=1)
-    return out
-
-
 def rank_p_value(a: RunSamples, b: RunSamples, center: str = Center.MEAN) -> float:
     """Two-sided Mann-Whitney U on per-run medians (FAST: the faster half of each side's runs);
     1.0 when a side has fewer than two runs."""
     import numpy as np
-    from scipy.stats import mannwhitneyu
 
-    med_a = sorted(float(np.median(r)) for r in a if len(r))
-    med_b = sorted(float(np.median(r)) for r in b if len(r))
-    if center == Center.FAST:
-        med_a, med_b = med_a[: (len(med_a) + 1) // 2], med_b[: (len(med_b) + 1) // 2]
-    if len(med_a) < 2 or len(med_b) < 2:
-        return 1.0
-    if len(set(med_a) | set(med_b)) == 1:  # all equal: no evidence of any difference
-        return 1.0
-    return float(mannwhitneyu(med_b, med_a, alternative="two-sided").pvalue)
+    med_a = [float(np.median(r)) for r in a if len(r)]
+    med_b = [float(np.median(r)) for r in b if len(r)]
+    return rank_p_values([(med_a, med_b)], center)[0]
+
+
+def rank_p_values(medians: Sequence[tuple[Sequence[float], Sequence[float]]], center: str = Center.MEAN) -> list[float]:
+    """`rank_p_value` of many (A's per-run medians, B's per-run medians) pairs, one call per shape:
+    the method `mannwhitneyu` would choose for each pair alone (exact for 8 runs or fewer a side
+    without ties, else asymptotic) is passed explicitly, so batching changes no p-value (ranks.py:
+    scipy.stats' test, to the last bit, without importing scipy.stats)."""
+    import numpy as np
+
+    out = [1.0] * len(medians)
+    shapes: dict[tuple[int, int, str], list[tuple[int, list[float], list[float]]]] = {}
+    for k, (ma, mb) in enumerate(medians):
+        med_a, med_b = sorted(float(x) for x in ma), sorted(float(x) for x in mb)
+        if center == Center.FAST:
+            med_a, med_b = med_a[: (len(med_a) + 1) // 2], med_b[: (len(med_b) + 1) // 2]
+        if len(med_a) < 2 or len(med_b) < 2 or len(set(med_a) | set(med_b)) == 1:
+            continue  # no test, or all equal: no evidence of any difference
+        ties = len(set(med_a) | set(med_b)) < len(med_a) + len(med_b)
+        method = "asymptotic" if (len(med_a) > 8 and len(med_b) > 8) or ties else "exact"
+        shapes.setdefault((len(med_a), len(med_b), method), []).append((k, med_a, med_b))
+    from orchestrator.verdicts.ranks import mannwhitneyu_two_sided
+
+    for (_, _, method), rows in shapes.items():
+        p = mannwhitneyu_two_sided(np.array([r[2] for r in rows]), np.array([r[1] for r in rows]), method)
+        for (k, _, _), value in zip(rows, p, strict=True):
+            out[k] = float(value)
+    return out
 
 
 def runs_for_significance(center: str = Center.MEAN, alpha: float = DEFAULT_ALPHA) -> int:
@@ -207,11 +344,9 @@ def runs_for_significance(center: str = Center.MEAN, alpha: float = DEFAULT_ALPH
 
 def adjust_p_values(p_values: Sequence[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values (false discovery rate), in the same order."""
-    if not p_values:
-        return []
-    from scipy.stats import false_discovery_control
+    from orchestrator.verdicts.ranks import benjamini_hochberg
 
-    return [float(p) for p in false_discovery_control(list(p_values), method="bh")]
+    return benjamini_hochberg(list(p_values))
 
 
 def decide(est: Estimate | None, p_value: float, threshold: float, alpha: float = DEFAULT_ALPHA,

@@ -242,7 +242,7 @@ def test_connecting_to_a_frozen_sshd_is_bounded_by_connect_timeout(ssh_server_fa
 
 def test_runner_flooding_stdout_keeps_head_and_tail_only(ssh_device: DeviceSpec, tmp_path: Path) -> None:
     from device_agents.step import StepRequest, run_step, step_files
-    from orchestrator.run.runner_contract import parse_result
+    from orchestrator.run.runner_contract import result_line
 
     flood = 'head -c 30000000 /dev/zero | tr "\\0" a; echo; echo \'ETFARM_RESULT {"execute_ms": [1.5]}\''
     with create_agent(ssh_device) as agent:
@@ -253,4 +253,4 @@ def test_runner_flooding_stdout_keeps_head_and_tail_only(ssh_device: DeviceSpec,
     assert len(step.stdout) < 5 * 2**20 + 200, len(step.stdout)
     assert "bytes cut here (the runner wrote 300000" in step.stdout
     assert step.stdout.startswith("a" * 1000)
-    assert parse_result(step.stdout) == {"execute_ms": [1.5]}  # the result line is in the kept tail
+    assert result_line(step.stdout) == {"execute_ms": [1.5]}  # the result line is in the kept tail

@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # `tests.helpers` under any import mode
 
 from orchestrator.errors import AnalysisError
-from orchestrator.profiles import etdump as etdump_module
+from orchestrator.profiles import etdump_flatbuffer as flatbuffer
 from orchestrator.profiles.etdump import (
     KIND_ALLOCATION,
     KIND_DEBUG,
@@ -179,22 +179,22 @@ def test_aliased_strings_are_decoded_once_however_often_they_are_referenced(monk
     data = build_etdump([Run("Execute", [Profile(huge, start=i, end=i + 1) for i in range(2000)])], shared_strings=True)
     assert len(data) < 2 * len(huge)  # the name really is stored once
     decoded: list[int] = []
-    original = etdump_module._StringTable._decode
+    original = flatbuffer.StringTable._decode
 
     def counting(buf: object, pos: int, length: int) -> str:
         decoded.append(length)
         return original(buf, pos, length)
 
-    monkeypatch.setattr(etdump_module._StringTable, "_decode", staticmethod(counting))
+    monkeypatch.setattr(flatbuffer.StringTable, "_decode", staticmethod(counting))
     dump = parse_etdump(data, "aliased.etdp")
     assert len(dump.events) == 2000 and dump.string(int(dump.events.name[0])) == huge
     assert sum(decoded) <= len(data)  # linear in the file, not in the references
 
 
 def test_overlapping_strings_are_refused_as_corrupt() -> None:
-    table = etdump_module._StringTable()
+    table = flatbuffer.StringTable()
     # Two "strings" whose bytes overlap: at 0 a length of 8 covering the one at 4.
-    buf = etdump_module._Buffer(b"\x08\x00\x00\x00\x02\x00\x00\x00abcdefgh")
-    with pytest.raises(etdump_module._Corrupt, match="overlap"):
+    buf = flatbuffer.Buffer(b"\x08\x00\x00\x00\x02\x00\x00\x00abcdefgh")
+    with pytest.raises(flatbuffer.Corrupt, match="overlap"):
         table.intern(buf, np.array([0, 4, 0]), "event name")
     assert table.intern(buf, np.array([4, -1, 4]), "event name").tolist() == [0, -1, 0]

@@ -1,4 +1,4 @@
-"""The verdict statistics on synthetic process runs shaped like the testbed's noise (DESIGN §2)."""
+"""The verdict statistics on synthetic process runs shaped like the testbed's noise (docs/architecture.md, "Measurement")."""
 
 from __future__ import annotations
 

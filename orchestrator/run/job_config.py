@@ -1,0 +1,88 @@
+"""What a job was asked to do: its settings (`JobConfig`, `RunOptions`) and the models it used.
+
+Part of the results model (run/results.py, which re-exports these): recorded in `manifest.json`
+under `config` (flat: `config.runs`, `config.devices`, ...) and `models`, so a job can be repeated
+or resumed with the same settings. Written and read by run/codec.py from the fields below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrator.run.codec import FLAT, decode, encode
+from orchestrator.run.schedule import RunOrder
+
+
+@dataclass(frozen=True)
+class ModelArtifacts:
+    """A lowered model as the job used it: where its program, ETRecord and references are."""
+
+    name: str
+    spec: str
+    backend: str
+    key: str  # export cache key (content hash of the model file, factory, backend, versions)
+    pte: str
+    etrecord: str | None = None
+    inputs: str | None = None
+    reference_outputs: str | None = None
+    content_hash: str | None = None  # sha256 of the model's source file (.py or .pte), at run time
+    git_commit: str | None = None  # the user's commit of that file, when it is in a git repository
+    numerics_reference: str | None = None  # AOT intermediate outputs for `etfarm numerics`
+
+    def to_dict(self) -> dict[str, Any]:
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelArtifacts:
+        return decode(cls, data)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How each device runs each model; recorded so a job can be repeated or resumed alike."""
+
+    runs: int = 5
+    iterations: int = 20
+    warmup: int = 3
+    run_timeout_s: float = 600.0
+    wait_for_lock: bool = True
+    lock_timeout_s: float | None = None  # give up waiting for a busy device after this long (None: wait)
+    intermediate_outputs: bool = False
+    debug_buffer_size: int = 16 << 20  # 0: sized from each model's ETRecord (profiles/debug_buffer.py)
+    numerics: bool = False  # `--numerics`: intermediate outputs analysed per device (orchestrator/numerics)
+    cpu_threads: int = 0
+    untraced_runs: int = 1  # extra runs without the event tracer: end-to-end time and tracer overhead
+    cooldown_s: float = 0.0  # pause before each run
+    max_temp_c: float | None = None  # before each run, wait until the device is at most this hot
+    order: RunOrder = RunOrder.INTERLEAVED  # how the models' process runs alternate on a device
+    seed: int = 0  # of the interleaving shuffle
+
+    def to_dict(self) -> dict[str, Any]:
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunOptions:
+        return decode(cls, data)
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """What was asked for: enough to repeat or resume the job with the same settings.
+
+    Serialised flat (`config.runs`, `config.devices`, ...) for people reading the manifest."""
+
+    devices: tuple[str, ...]
+    models: tuple[str, ...]
+    backend: str = ""
+    options: RunOptions = field(default_factory=RunOptions, metadata=FLAT)
+    config_file: str | None = None
+    scheduler: str | None = None  # a distributed run (`--scheduler`): where its devices were; resumed there
+
+    def to_dict(self) -> dict[str, Any]:
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JobConfig:
+        return decode(cls, data)

@@ -1,0 +1,70 @@
+"""A results model with every field set (and the edge cases of reading), shared by the manifest golden test.
+
+`rich_job()` sets every field of every class of run/results.py to a non-default value, so a field
+written in the wrong place, under another key or in another order changes the golden JSON.
+`READ_CASES` are manifest fragments the reader must keep accepting (keys missing, nulls, old files).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orchestrator.errors import Blame
+from orchestrator.run.results import (
+    Attempt,
+    DeviceResult,
+    DeviceStatus,
+    Job,
+    JobConfig,
+    JobStatus,
+    ModelArtifacts,
+    ModelResult,
+    ModelStatus,
+    ProcessRun,
+    RunFlag,
+    RunOptions,
+    Verification,
+    VerificationStatus,
+)
+from orchestrator.run.schedule import RunOrder
+
+
+def rich_job() -> Job:
+    runs = (
+        ProcessRun("run-1", True, (1.5, 2.25, 1.75), load_ms=5.0, program_load_ms=0.5, device_state={"temp": 41.0},
+                   artifacts=("d/m/run-1/etdump.etdp",), runner={"method": "forward", "warmup": 3}, cold=True,
+                   peak_rss_load_kb=6000, peak_rss_kb=7000, planned_memory_bytes=1248, program_bytes=72616,
+                   calibration_before_ms=15.0, calibration_after_ms=16.0, flag=RunFlag.INTERFERED, slowdown=0.25,
+                   runner_ms=30.0, step_ms=80.0),
+        ProcessRun("e2e-1", False, (1.0, 1.25)),
+    )
+    model = ModelResult("m", ModelStatus.PARTIAL, runs, Verification(VerificationStatus.FAIL, "max diff 0.5", 0.5, 2),
+                        "runner crashed", Blame.INFRASTRUCTURE)
+    device = DeviceResult("d", "ssh", "linux-aarch64", DeviceStatus.WRONG_RESULTS, "wrong results", Blame.DATA,
+                          facts={"abi": "aarch64", "cores": 4}, models=(model, ModelResult("n", ModelStatus.FAILED)),
+                          runner_key="rk", controls={"fixed_performance_mode": "on"},
+                          attempts=(Attempt("connect", "refused", "2026-11-22T00:00:00Z"),))
+    options = RunOptions(runs=3, iterations=7, warmup=2, run_timeout_s=60.0, wait_for_lock=False, lock_timeout_s=5.0,
+                         intermediate_outputs=True, debug_buffer_size=0, numerics=True, cpu_threads=2, untraced_runs=2,
+                         cooldown_s=1.5, max_temp_c=60.0, order=RunOrder.ABBA, seed=7)
+    config = JobConfig(("d", "e"), ("m.py:build", "n.pte"), "portable", options, "devices.yaml", "tcp://h:8786")
+    artifacts = ModelArtifacts("m", "m.py:build", "portable", "key", "m.pte", "m.etrecord", "in.etft", "ref.etft",
+                               "sha", "abc123", "num.etft")
+    return Job("20261122-000000-abcd", JobStatus.PARTIAL, "2026-11-22T00:00:00Z", config, "2026-11-22T00:01:00Z",
+               {"etfarm": "0.3"}, {"hostname": "h"}, (artifacts,), (device, DeviceResult("e", "local", "host")))
+
+
+READ_CASES: dict[str, Any] = {
+    "process_run_minimal": {"label": "run-1", "traced": True},
+    "process_run_nulls": {"label": "run-1", "traced": 1, "execute_ms": [1, 2.5], "load_ms": None, "device_state": None,
+                          "artifacts": None, "runner": None, "cold": 0, "peak_rss_kb": "12", "flag": None,
+                          "slowdown": float("nan"), "runner_ms": float("inf"), "step_ms": 3},
+    "device_minimal": {"status": "ok"},
+    "model_minimal": {"status": "failed"},
+    "verification_minimal": {"status": "skipped"},
+    "attempt_empty": {},
+    "config_empty": {},
+    "config_flat": {"devices": ["a"], "models": ["m.py"], "backend": "xnnpack", "runs": 2, "order": "abba",
+                    "unknown_key": 1},
+    "artifacts_extra": {"name": "m", "spec": "m.py", "backend": "xnnpack", "key": "k", "pte": "m.pte", "future": 1},
+}
