@@ -182,7 +182,7 @@ def run(
     if as_json:
         typer.echo(json_text(job_view(result.job, result.rundir.root, result.exit_code, report_path)))
         raise typer.Exit(result.exit_code)
-    typer.echo(summary(result.stats))
+    typer.echo(summary(result.rows))
     typer.echo("")
     for line in wall_clock_lines(result.job):
         typer.echo(line)

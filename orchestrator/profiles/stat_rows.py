@@ -3,8 +3,8 @@
 Every producer and consumer of `stats.csv` goes through this module: the job engine (writing,
 and reading back a resumed job's finished models), the results store (`store import DIR`), the
 comparison report (`etfarm report DIR`) and `etfarm analyze --out` (the same columns without
-`device, model`). Booleans are parsed here only. numpy-free at import, pandas-free always, so
-`etfarm report` and `etfarm analyze` stay fast.
+`device, model`). Booleans are parsed here only. No pandas, so `etfarm report` and `etfarm analyze`
+stay fast.
 
 The columns (docs/architecture.md, "Contracts: the run directory"): `device, model`, then
 analysis_core's STATS_COLUMNS, SPREAD_COLUMNS, EVENT_COLUMNS and, when some row was linked to an

@@ -1,8 +1,8 @@
 """Build the report model from a run directory: every number and verdict, computed here only.
 
 Inputs: the results model (`load_manifest`, never manifest.json by dict paths), the run's
-stats.csv (per-event statistics, read with the csv module: no pandas, so `etfarm report`
-stays fast) and, optionally, the store's history points. Output: a frozen `model.Report`
+stats.csv (per-event statistics as `StatRow`s, read by profiles/stat_rows.py: no pandas, so
+`etfarm report` stays fast) and, optionally, the store's history points. Output: a frozen `model.Report`
 that the renderers only format. Charts are drawn when asked (HTML and Markdown need them,
 JSON and CSV do not).
 
@@ -14,16 +14,16 @@ replication unit: samples within one process share its warm-up, placement and fr
 
 from __future__ import annotations
 
-import csv
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from orchestrator.errors import DataError, UsageError
+from orchestrator.errors import UsageError
 from orchestrator.numerics.model import NumericsReport
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS
+from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
 from orchestrator.report.history import HISTORY_RUNS
 from orchestrator.report.model import (
     DeviceFacts,
@@ -101,7 +101,7 @@ def build_report(
         by_name = {d.name: d for d in job.devices}
         measured = [n for n in devices if any(m.wall_execute_ms for m in by_name[n].models)]
         baseline = (measured or list(devices) or [None])[0]
-    stats = read_stats(root / STATS)
+    stats = group_rows(read_stats_csv(root / STATS))
     sections = tuple(_model_section(job, devices, name, baseline, stats, history, history_runs) for name in _model_names(job))
     if charts:
         from orchestrator.report.charts import model_charts
@@ -147,62 +147,31 @@ def _numerics(root: Path) -> tuple[NumericsReport | None, str | None]:
 # ---- stats.csv ------------------------------------------------------------------------------
 
 
-Row = dict[str, str]
-
-
-def read_stats(path: Path) -> dict[tuple[str, str], list[Row]]:
-    """stats.csv rows grouped by (device, model); an absent file (no device succeeded) is empty."""
-    grouped: dict[tuple[str, str], list[Row]] = {}
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            missing = {"device", "model", "event_block", "event_index", "event_name", "p50_ms", "avg_ms"} - set(
-                reader.fieldnames or ()
-            )
-            if missing:
-                raise DataError(f"{path}: not an etfarm stats.csv (missing columns {', '.join(sorted(missing))})")
-            for row in reader:
-                grouped.setdefault((row["device"], row["model"]), []).append(row)
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise DataError(f"{path}: cannot read: {exc}") from None
-    return grouped
-
-
-def _num(text: str | None) -> float | None:
-    try:
-        value = float(text) if text not in (None, "") else None
-    except ValueError:
-        return None
-    return value if value is not None and math.isfinite(value) else None
-
-
-def _ops(rows: list[Row]) -> tuple[list[OpStat], float | None]:
+def _ops(rows: Sequence[StatRow]) -> tuple[list[OpStat], float | None]:
     """The operator events of one device and model, and the method's mean execute time."""
-    execute = next((_num(r["avg_ms"]) for r in rows if r["event_name"] == "Method::execute"), None)
-    kernels_listed = any(r.get("is_delegated_op") == "True" for r in rows)
+    execute = next((r.avg_ms for r in rows if r.event_name == "Method::execute"), None)
+    kernels_listed = any(r.is_delegated_op for r in rows)
     ops = []
     for r in rows:
-        name = r["event_name"]
+        name = r.event_name
         if name in NOT_OPS or (name == DELEGATE_CALL and kernels_listed):
             continue
-        avg, p50 = _num(r["avg_ms"]) or 0.0, _num(r["p50_ms"]) or 0.0
+        avg, p50 = r.avg_ms or 0.0, r.p50_ms or 0.0
         ops.append(
             OpStat(
-                block=r["event_block"],
-                index=int(r["event_index"]),
+                block=r.event_block,
+                index=r.event_index,
                 name=name,
                 group=_INSTANCE.sub("", name),
                 p50_ms=p50,
                 avg_ms=avg,
                 share=avg / execute if execute else None,
-                module_path=r.get("module_path") or "",
-                op_types=r.get("op_types") or "",
-                delegated=r.get("is_delegated_op") == "True",
-                backend=r.get("delegate_backend_name") or "",
-                source_line=r.get("source_line") or "",
-                covers=r.get("delegate_covers") or "",
+                module_path=r.module_path or "",
+                op_types=r.op_types or "",
+                delegated=bool(r.is_delegated_op),
+                backend=r.delegate_backend_name or "",
+                source_line=r.source_line or "",
+                covers=r.delegate_covers or "",
             )
         )
     return ops, execute
@@ -235,7 +204,7 @@ def _model_section(
     devices: tuple[str, ...],
     name: str,
     baseline: str | None,
-    stats: dict[tuple[str, str], list[Row]],
+    stats: Mapping[tuple[str, str], Sequence[StatRow]],
     history: Sequence[HistoryPoint],
     history_runs: int,
 ) -> ModelSection:
@@ -247,7 +216,7 @@ def _model_section(
     candidates = [x for x in latency if x.p50_ms is not None and x.status != "failed"]
     fastest = min(candidates, key=lambda x: x.p50_ms or 0.0).device if candidates else None
     latency = [replace(x, fastest=x.device == fastest) for x in latency]
-    per_device = {d.name: _ops(stats.get((d.name, name), [])) for d, _ in present}
+    per_device = {d.name: _ops(stats.get((d.name, name), ())) for d, _ in present}
     ops = tuple(
         DeviceOps(device=dev, top=tuple(sorted(o, key=lambda op: -op.avg_ms)[:TOP_OPS]), groups=_groups(o, ex))
         for dev, (o, ex) in per_device.items()

@@ -10,7 +10,6 @@ alone, with no raw samples). numpy only: importing a run never imports pandas or
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ import numpy as np
 
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.analysis_core import collect_samples, summary_records
+from orchestrator.profiles.stat_rows import StatRow, read_stats_csv
 from orchestrator.run.results import Job, ModelResult, load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.run.runner_contract import ETDUMP_NAME
@@ -40,7 +40,7 @@ class RunRecord:
 def read_run(run_dir: Path) -> RunRecord:
     run_dir = run_dir.resolve()
     job = load_manifest(run_dir)
-    csv_rows = _stats_csv(run_dir / STATS)
+    csv_rows = {(r.device, r.model, r.event_block, r.event_index): r for r in read_stats_csv(run_dir / STATS)}
     events: list[EventRow] = []
     sample_runs: dict[tuple[str, str], tuple[str, ...]] = {}
     for device, model in job.results():
@@ -53,7 +53,7 @@ def read_run(run_dir: Path) -> RunRecord:
 
 
 def _model_events(run_dir: Path, device: str, model: ModelResult, etrecord: Path | None,
-                  csv_rows: Mapping[tuple[str, str, str, int], Mapping[str, str]]) -> tuple[tuple[str, ...], list[EventRow]]:
+                  csv_rows: Mapping[tuple[str, str, str, int], StatRow]) -> tuple[tuple[str, ...], list[EventRow]]:
     dumps = [(r.label, run_dir / device / model.name / r.label / ETDUMP_NAME) for r in model.traced_runs]
     dumps = [(label, path) for label, path in dumps if path.is_file()]
     labels = tuple(label for label, _ in dumps)
@@ -70,7 +70,7 @@ def _model_events(run_dir: Path, device: str, model: ModelResult, etrecord: Path
 
 
 def _from_samples(device: str, model: str, samples: Any, nruns: int,
-                  from_csv: Mapping[tuple[str, str, str, int], Mapping[str, str]]) -> list[EventRow]:
+                  from_csv: Mapping[tuple[str, str, str, int], StatRow]) -> list[EventRow]:
     width = max((len(e) for e in samples.block_events), default=0) + 1
     keys = samples.block.astype(np.int64) * width + samples.event_index
     order = np.lexsort((samples.run, keys))  # by event, then run; stable, so iterations stay in order
@@ -84,9 +84,9 @@ def _from_samples(device: str, model: str, samples: Any, nruns: int,
     for record in summary_records(samples):
         block = samples.block_keys.index(record["event_block"])
         s, e = by_key[block * width + int(record["event_index"])]
-        csv_row = from_csv.get((device, model, record["event_block"], int(record["event_index"])), {})
-        meta = {f: _text(record.get(f, csv_row.get(f))) for f in META_FIELDS}
-        meta = {f: (v if v is not None else _text(csv_row.get(f))) for f, v in meta.items()}
+        csv_row = from_csv.get((device, model, record["event_block"], int(record["event_index"])))
+        meta = {f: _text(record.get(f, getattr(csv_row, f, None))) for f in META_FIELDS}
+        meta = {f: (v if v is not None else _text(getattr(csv_row, f, None))) for f, v in meta.items()}
         rows.append(EventRow(
             device=device, model=model, event_block=record["event_block"], event_index=int(record["event_index"]),
             event_name=record["event_name"], samples=int(record["samples"]),
@@ -96,20 +96,10 @@ def _from_samples(device: str, model: str, samples: Any, nruns: int,
     return rows
 
 
-def _from_csv_row(device: str, model: str, row: Mapping[str, str]) -> EventRow:
-    delegated = row.get("is_delegated_op")
-    return EventRow(device=device, model=model, event_block=row["event_block"], event_index=int(row["event_index"]),
-                    event_name=row["event_name"], samples=int(float(row.get("samples") or 0)),
-                    stats={f: _number(row.get(f)) for f in STAT_FIELDS},
-                    is_delegated_op=None if not delegated else delegated.strip().lower() == "true",
-                    meta={f: _text(row.get(f)) for f in META_FIELDS})
-
-
-def _stats_csv(path: Path) -> dict[tuple[str, str, str, int], dict[str, str]]:
-    if not path.is_file():
-        return {}
-    with open(path, newline="", encoding="utf-8") as fh:
-        return {(r["device"], r["model"], r["event_block"], int(r["event_index"])): r for r in csv.DictReader(fh)}
+def _from_csv_row(device: str, model: str, row: StatRow) -> EventRow:
+    return EventRow(device=device, model=model, event_block=row.event_block, event_index=row.event_index,
+                    event_name=row.event_name, samples=row.samples, stats={f: getattr(row, f) for f in STAT_FIELDS},
+                    is_delegated_op=row.is_delegated_op, meta={f: _text(getattr(row, f)) for f in META_FIELDS})
 
 
 def _number(value: Any) -> float | None:

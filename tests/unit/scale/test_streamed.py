@@ -7,7 +7,7 @@ from typing import Any
 
 from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.rundir import RunDirectory
-from orchestrator.scale.client import inside
+from orchestrator.scale.executor import inside
 from orchestrator.scale.streamed import AnnouncingRunDirectory, StreamedRuns, read_files, run_event
 
 
