@@ -238,7 +238,7 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
         specs = [parse_model_spec(m.spec, m.name) for m in plan.models if m.backend == backend]
         plan.out.mkdir(parents=True, exist_ok=True)
         jobs.append(run(specs, backend, _new_dir(plan.out), list(plan.devices)))
-        store.record(jobs[-1].rundir.root)
+        _record(store, jobs[-1])
     pairs = []
     notes = []
     confirmations: list[JobResult] = []
@@ -283,8 +283,15 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
     progress(f"regression in run {result.job.run_id} ({', '.join(sorted(f'{p.device} {p.model}' for p in regressed))}): "
              "running it again to confirm (a whole job in a slow state is not a regression)")
     again = run(specs, result.job.config.backend, _new_dir(plan.out), devices)
-    store.record(again.rundir.root)
+    _record(store, again)
     return again
+
+
+def _record(store: Store, result: JobResult) -> None:
+    """The job into the store from memory: its statistics and samples, no ETDump read again."""
+    from orchestrator.store.ingest import job_record
+
+    store.record_run(job_record(result.job, result.rundir.root, result.stats))
 
 
 JobRunner = Callable[[list[Any], str, Path, list[str]], JobResult]  # (specs, backend, out, devices) -> the job
