@@ -7,12 +7,12 @@ store from memory, as `etfarm run` records its job.
 from __future__ import annotations
 
 from orchestrator.app.console import Console
-from orchestrator.app.run import RunRequest
+from orchestrator.app.run import JobRequest
 from orchestrator.progress import Progress
 from orchestrator.run.results import RunOptions
 
 
-def run_ab_job(request: RunRequest, options: RunOptions, progress: Progress, console: Console) -> int:
+def run_ab_job(request: JobRequest, options: RunOptions, progress: Progress, console: Console) -> int:
     """Run, print the verdict table and each job's directory, record the jobs; returns the exit code."""
     from orchestrator.app.record import record_job
     from orchestrator.artifacts.modelspec import parse_model_spec

@@ -19,7 +19,7 @@ from orchestrator.progress import Progress
 from orchestrator.run.results import RunOptions
 
 if TYPE_CHECKING:
-    from orchestrator.app.run import RunRequest
+    from orchestrator.app.run import JobRequest
     from orchestrator.run.job import JobResult
 
 # RunOptions field -> (the option, the command line's parameter)
@@ -32,7 +32,7 @@ _OPTIONS = {"runs": ("--runs", "runs"), "iterations": ("--iterations", "iteratio
             "lock_timeout_s": ("--lock-timeout", "lock_timeout")}
 
 
-def resume_run(request: RunRequest, options: RunOptions, progress: Progress) -> JobResult:
+def resume_recorded_job(request: JobRequest, options: RunOptions, progress: Progress) -> JobResult:
     """Check the command line against DIR's manifest, then run what DIR is missing."""
     from orchestrator.artifacts import parse_model_specs
     from orchestrator.run import MANIFEST, load_manifest

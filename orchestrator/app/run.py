@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class RunRequest:
+class JobRequest:
     """`etfarm run`'s options as parsed (names as the command line's), and where they came from."""
 
     model: list[str] | None = None
@@ -106,7 +106,7 @@ class RunRequest:
             raise UsageError("--model is required (or --resume DIR to finish a recorded run, or --ab SPEC_A SPEC_B)")
 
 
-def run_command(request: RunRequest, console: Console) -> int:
+def run_command(request: JobRequest, console: Console) -> int:
     """Run `etfarm run` as asked; returns its exit code (README "etfarm run")."""
     options = request.run_options()
     request.check()
@@ -116,15 +116,15 @@ def run_command(request: RunRequest, console: Console) -> int:
 
         return run_ab_job(request, options, progress, console)
     if request.resume is not None:
-        from orchestrator.app.resume import resume_run
+        from orchestrator.app.resume import resume_recorded_job
 
-        result = resume_run(request, options, progress)
+        result = resume_recorded_job(request, options, progress)
     else:
-        result = _run(request, options, progress)
+        result = _start_job(request, options, progress)
     return finish(result, request, console)
 
 
-def _run(request: RunRequest, options: RunOptions, progress: Progress) -> JobResult:
+def _start_job(request: JobRequest, options: RunOptions, progress: Progress) -> JobResult:
     from orchestrator.artifacts import parse_model_specs
 
     specs = parse_model_specs(request.model or [], request.name or ())
@@ -145,7 +145,7 @@ def _run(request: RunRequest, options: RunOptions, progress: Progress) -> JobRes
                    config_file=inventory.path)
 
 
-def finish(result: JobResult, request: RunRequest, console: Console) -> int:
+def finish(result: JobResult, request: JobRequest, console: Console) -> int:
     """The job's result to the store, the numerics, the report, then the summary (or --json); the exit code."""
     root = result.rundir.root
     if not request.no_store:

@@ -96,7 +96,7 @@ def run(  # one parameter per option; their help is in cli/options.py
 
     Ctrl-C or SIGTERM stops every runner (host and devices), keeps what finished (manifest status
     `interrupted`, exit 130); `--resume DIR` then completes the run."""
-    from orchestrator.app import Console, RunRequest, run_command
+    from orchestrator.app import Console, JobRequest, run_command
 
     if verbose:
         from orchestrator.cli.logs import log_to_stderr
@@ -105,5 +105,5 @@ def run(  # one parameter per option; their help is in cli/options.py
     sources = {name: getattr(ctx.get_parameter_source(name), "name", "") for name in ctx.params}  # typer vendors click
     given = frozenset(n for n, value in ctx.params.items() if value is not None
                       and sources[n] in ("COMMANDLINE", "ENVIRONMENT"))
-    request = RunRequest(**ctx.params, given=given, scheduler_from=sources.get("scheduler") or "DEFAULT")
+    request = JobRequest(**ctx.params, given=given, scheduler_from=sources.get("scheduler") or "DEFAULT")
     raise typer.Exit(run_command(request, Console(typer.echo, lambda text: typer.echo(text, err=True))))

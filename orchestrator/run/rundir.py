@@ -1,4 +1,4 @@
-"""The run directory contract (DESIGN.md §3): where every artifact of a job lands.
+"""The run directory contract (docs/architecture.md, "Contracts: the run directory"): where every artifact of a job lands.
 
     DIR/manifest.json                          the results model (results.Job), serialised
     DIR/stats.csv                              per-event statistics, all devices and models
@@ -128,7 +128,8 @@ class RunDirectory:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def run_dir(self, device: str, model: str, label: str) -> Path:
+    def process_run_dir(self, device: str, model: str, label: str) -> Path:
+        """DIR/<device>/<model>/<label>: the files of one process run (`run-k`, `e2e-k`)."""
         path = self.model_dir(device, model) / label
         path.mkdir(parents=True, exist_ok=True)
         return path

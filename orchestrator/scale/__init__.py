@@ -1,4 +1,4 @@
-"""Many hosts on Dask distributed (DESIGN.md §6): workers own devices, the client owns the job.
+"""Many hosts on Dask distributed (docs/architecture.md, "Many hosts (Dask)"): workers own devices, the client owns the job.
 
 Imported only when a command is given `--scheduler` (or ETFARM_SCHEDULER): the single-host path
 never imports dask (tests/integration/test_scale.py checks it).

@@ -1,6 +1,6 @@
 """`etfarm nightly --plan FILE`: run a plan, store it, compare each (device, model) with its baseline.
 
-The plan (YAML, `yaml.safe_load`; DESIGN §3; example in configs/nightly.yaml):
+The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly plan"; example in configs/nightly.yaml):
 
     devices: [pixel8, rpi5]                 # or "pixel8,rpi5"
     models: ["models/mobilenet.py:build", {spec: "models/vit.py:build", backend: portable, name: vit-portable}]
