@@ -156,14 +156,14 @@ def finish(result: JobResult, request: JobRequest, console: Console) -> int:
     if result.job.config.options.numerics:
         from orchestrator.numerics import analyze_job, write_files
 
-        numerics = analyze_job(result.job, root)
+        numerics = analyze_job(result.recorded, root)
         write_files(numerics, root)
     report = None
     if not request.no_report:
         from orchestrator.report.output import write_run_report
 
         report = write_run_report(root, warn=console.err, store=request.store, numerics=numerics,  # analysed once
-                                  job=result.job, rows=result.rows)
+                                  job=result.recorded, rows=result.rows)
     if request.as_json:
         from orchestrator.report import job_view, json_text
 

@@ -90,7 +90,7 @@ def _html_reports(jobs: list, report_dir: Path, store: Path | None) -> list[Path
         root = job.rundir.root
         try:
             path = write_report(root, ReportFormat.HTML, report_dir / f"nightly-{job.job.run_id}.html",
-                                history=history_points(job.job, store), job=job.job, rows=job.rows)
+                                history=history_points(job.recorded, store), job=job.recorded, rows=job.rows)
         except Exception as exc:  # noqa: BLE001 - the verdicts are written; a report failure must not change them
             typer.echo(f"warning: HTML report of {root} not written ({type(exc).__name__}: {exc})", err=True)
             continue

@@ -16,6 +16,7 @@ in memory, to the store, the report, numerics and the summary.
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
 import threading
 from collections.abc import Iterator, Sequence
@@ -44,7 +45,7 @@ from orchestrator.run.results import (
     RunOptions,
     load_manifest,
 )
-from orchestrator.run.rundir import LOG, RunDirectory, check_out
+from orchestrator.run.rundir import LOG, RunDirectory, as_recorded, check_out
 from orchestrator.run.status import exit_code, job_status
 
 if TYPE_CHECKING:
@@ -62,6 +63,12 @@ class JobResult:
     stats: tuple[ModelStats, ...] = ()  # per (device, model), in job order
     interrupted: bool = False  # Ctrl-C or SIGTERM: what finished is recorded, the job is `interrupted`
     problem: str | None = None  # a job-level failure after the devices ran (host disk full writing stats)
+
+    @functools.cached_property
+    def recorded(self) -> Job:
+        """The job as manifest.json records it (its order of devices and models): what the store, the report and
+        numerics read, as they would from the run directory."""
+        return as_recorded(self.job)
 
     @property
     def rows(self) -> tuple[StatRow, ...]:

@@ -17,6 +17,7 @@ the devices that hit it (session.py: "host disk full: PATH") instead of every th
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import platform
@@ -76,6 +77,12 @@ def check_out(out: Path | None) -> None:
             pass
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot write in {probe}: {exc.strerror or exc}") from None
+
+
+def as_recorded(job: Job) -> Job:
+    """The job exactly as its manifest.json records it, what `load_manifest` would give back: names (devices,
+    models, facts) in the file's sorted order. Readers handed a job in memory see what readers of the file see."""
+    return Job.from_dict(json.loads(json.dumps(job.to_dict(), sort_keys=True, default=str)), source=MANIFEST)
 
 
 def new_run_id() -> str:

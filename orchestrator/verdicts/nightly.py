@@ -291,7 +291,7 @@ def _record(store: Store, result: JobResult) -> None:
     """The job into the store from memory: its statistics and samples, no ETDump read again."""
     from orchestrator.store.ingest import job_record
 
-    store.record_run(job_record(result.job, result.rundir.root, result.stats))
+    store.record_run(job_record(result.recorded, result.rundir.root, result.stats))
 
 
 JobRunner = Callable[[list[Any], str, Path, list[str]], JobResult]  # (specs, backend, out, devices) -> the job
