@@ -61,10 +61,10 @@ def resume_recorded_job(request: JobRequest, options: RunOptions, progress: Prog
     texts = [m.spec for m in job.models] or list(recorded.models)
     specs = parse_model_specs(texts, [m.name for m in job.models] if job.models else ())
     if recorded.scheduler is not None:
-        from orchestrator.scale.client import resume_distributed
+        from orchestrator.farm.client import resume_distributed
 
         return resume_distributed(root, specs, progress=progress,
-                                  scale=request.farm(request.scheduler or recorded.scheduler))
+                                  farm=request.farm(request.scheduler or recorded.scheduler))
     from orchestrator.config import load_inventory
     from orchestrator.run import resume_job
 

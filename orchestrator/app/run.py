@@ -20,9 +20,9 @@ from orchestrator.run.results import RunOptions
 from orchestrator.run.schedule import RunOrder
 
 if TYPE_CHECKING:
+    from orchestrator.farm.client import FarmOptions
     from orchestrator.numerics.model import NumericsReport
     from orchestrator.run.job import JobResult
-    from orchestrator.scale.client import ScaleOptions
 
 
 @dataclass(frozen=True)
@@ -81,12 +81,12 @@ class JobRequest:
                           untraced_runs=self.untraced_runs, cooldown_s=self.cooldown, max_temp_c=self.max_temp,
                           order=RunOrder(self.order), seed=self.seed)
 
-    def farm(self, scheduler: str) -> ScaleOptions:
+    def farm(self, scheduler: str) -> FarmOptions:
         """The farm's options (imports dask's side only when a job is distributed)."""
-        from orchestrator.scale.client import ScaleOptions
-        from orchestrator.scale.security import make_security
+        from orchestrator.farm.client import FarmOptions
+        from orchestrator.farm.security import make_security
 
-        return ScaleOptions(scheduler=scheduler, security=make_security(self.tls_ca_file, self.tls_cert, self.tls_key),
+        return FarmOptions(scheduler=scheduler, security=make_security(self.tls_ca_file, self.tls_cert, self.tls_key),
                             device_deadline_s=self.device_deadline)
 
     def check(self) -> None:
@@ -129,13 +129,13 @@ def _start_job(request: JobRequest, options: RunOptions, progress: Progress) -> 
 
     specs = parse_model_specs(request.model or [], request.name or ())
     if request.scheduler:  # many hosts: the devices are the workers' (README "Many hosts (Dask)")
-        from orchestrator.scale.client import run_distributed
+        from orchestrator.farm.client import run_distributed
 
         names = [n.strip() for n in request.devices.split(",") if n.strip()]
         if not names:
             raise UsageError("no devices given; use --devices NAME[,NAME...]")
         return run_distributed(list(dict.fromkeys(names)), specs, backend=str(request.backend), options=options,
-                               out=request.out, progress=progress, scale=request.farm(request.scheduler))
+                               out=request.out, progress=progress, farm=request.farm(request.scheduler))
     from orchestrator.config import load_inventory
     from orchestrator.run import run_job
 

@@ -52,10 +52,10 @@ def nightly(
     loaded = load_plan(plan)
     farm = None
     if scheduler or loaded.scheduler:
-        from orchestrator.scale.client import ScaleOptions
-        from orchestrator.scale.security import make_security
+        from orchestrator.farm.client import FarmOptions
+        from orchestrator.farm.security import make_security
 
-        farm = ScaleOptions(scheduler=scheduler or loaded.scheduler or "",
+        farm = FarmOptions(scheduler=scheduler or loaded.scheduler or "",
                             security=make_security(tls_ca_file, tls_cert, tls_key))
     with open_store(store) as opened:
         outcome = run_nightly(loaded, opened, Progress(quiet=quiet), config=config, farm=farm)

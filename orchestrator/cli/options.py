@@ -23,7 +23,7 @@ ConfigOption = Annotated[Path | None, typer.Option(
     envvar="ETFARM_CONFIG", help="Device inventory YAML (default ~/.config/etfarm/devices.yaml when present).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (progress stays on stderr).")]
 
-# Dask TLS (etfarm worker, run --scheduler, farm status): see orchestrator/scale/security.py.
+# Dask TLS (etfarm worker, run --scheduler, farm status): see orchestrator/farm/security.py.
 SchedulerOption = Annotated[str | None, typer.Option(
     "--scheduler", envvar="ETFARM_SCHEDULER",
     help="Dask scheduler address (tcp://HOST:PORT or tls://HOST:PORT); default $ETFARM_SCHEDULER.")]

@@ -2,7 +2,7 @@
 
 The engine (run/job.py) assembles the job, plans it, builds the runners and judges the result;
 an executor only runs the plan's devices. Two exist: `LocalExecutor` (run/local_executor.py), a
-thread per device session on this host, and the farm's (orchestrator/scale/executor.py), one Dask
+thread per device session on this host, and the farm's (orchestrator/farm/executor.py), one Dask
 task per (device, model). An executor:
 
 - is a context manager: what it holds (a connection to the Dask scheduler) lives as long as the job;

@@ -223,7 +223,7 @@ class NightlyOutcome:
 def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Path | None = None,
                 farm: Any = None) -> NightlyOutcome:
     """Run every model of the plan on its devices (a job per backend), store, compare, record verdicts.
-    `farm` (scale.client.ScaleOptions): run the jobs on the Dask farm, the devices being its workers'.
+    `farm` (farm.client.FarmOptions): run the jobs on the Dask farm, the devices being its workers'.
 
     Confirmation (`confirm: true`, the default): a whole job can land in a slow state (every process
     of it slower; measured ~1 job in 10 on a loaded host, benchmarks/README.md), and one job cannot
@@ -308,10 +308,10 @@ def _host_runner(plan: NightlyPlan, config: Path | None, progress: Progress) -> 
 
 
 def _farm_runner(plan: NightlyPlan, farm: Any, progress: Progress) -> JobRunner:
-    from orchestrator.scale.client import run_distributed
+    from orchestrator.farm.client import run_distributed
 
     return lambda specs, backend, out, devices: run_distributed(devices, specs, backend=backend, options=plan.options(),
-                                                                out=out, progress=progress, scale=farm)
+                                                                out=out, progress=progress, farm=farm)
 
 
 def _new_dir(root: Path) -> Path:

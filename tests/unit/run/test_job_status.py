@@ -23,6 +23,10 @@ from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.errors import Blame
+from orchestrator.farm.blobs import ShipReport
+from orchestrator.farm.client import FarmDevice, FarmOptions
+from orchestrator.farm.executor import FarmExecutor
+from orchestrator.farm.task import TaskReply, TaskRequest
 from orchestrator.profiles.stat_rows import ModelStats, StatRow
 from orchestrator.progress import Progress
 from orchestrator.run import job as engine
@@ -42,10 +46,6 @@ from orchestrator.run.results import (
     VerificationStatus,
     load_manifest,
 )
-from orchestrator.scale.blobs import ShipReport
-from orchestrator.scale.client import FarmDevice, ScaleOptions
-from orchestrator.scale.executor import FarmExecutor
-from orchestrator.scale.task import TaskReply, TaskRequest
 
 # (how each device ends, host disk full at stats.csv) -> (the job's status, its exit code)
 CASES = [
@@ -214,7 +214,7 @@ def test_on_a_farm(ends: tuple[str, ...], disk_full: bool, status: JobStatus, co
     stubbed(disk_full)
     named = {f"d{k}": end for k, end in enumerate(ends)}
     farm = FakeFarm(named)
-    result = _run(FarmExecutor(ScaleOptions("tcp://fake:8786"), farm=farm), list(named), tmp_path / "run")
+    result = _run(FarmExecutor(FarmOptions("tcp://fake:8786"), farm=farm), list(named), tmp_path / "run")
     _check(result, status, code, named, disk_full)
     assert farm.stopped == (status is JobStatus.INTERRUPTED)
     assert result.job.config.scheduler == "tcp://fake:8786"

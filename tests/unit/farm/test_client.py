@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import Blame, DeviceError, UsageError
+from orchestrator.farm.executor import inside, merge
+from orchestrator.farm.security import make_security
+from orchestrator.farm.status import WorkerRow, status_lines
 from orchestrator.run.results import DeviceResult, DeviceStatus, ModelResult, ModelStatus
-from orchestrator.scale.executor import inside, merge
-from orchestrator.scale.security import make_security
-from orchestrator.scale.status import WorkerRow, status_lines
 
 
 def test_task_results_of_one_device_fold_into_one_record() -> None:

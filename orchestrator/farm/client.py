@@ -18,18 +18,18 @@ from typing import Any
 
 from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.errors import Blame, UsageError
+from orchestrator.farm import require_distributed, resource_name
+from orchestrator.farm.blobs import ShipReport, ship
+from orchestrator.farm.task import RetryableFailure, TaskReply, TaskRequest, progress_topic, run_task, stop_event_name
 from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult, resume_job_on, run_job_on
 from orchestrator.run.results import DeviceResult, DeviceStatus, RunOptions
-from orchestrator.scale import require_distributed, resource_name
-from orchestrator.scale.blobs import ShipReport, ship
-from orchestrator.scale.task import RetryableFailure, TaskReply, TaskRequest, progress_topic, run_task, stop_event_name
 
 CONNECT_TIMEOUT_SEC = 20.0
 
 
 @dataclass(frozen=True)
-class ScaleOptions:
+class FarmOptions:
     scheduler: str
     security: Any = None
     device_deadline_s: float = 600.0  # how long a task may wait with no worker offering its device
@@ -45,20 +45,20 @@ class FarmDevice:
 
 
 def run_distributed(device_names: Sequence[str], specs: Sequence[ModelSpec], *, backend: str, options: RunOptions,
-                    out: Path | None, progress: Progress, scale: ScaleOptions) -> JobResult:
-    from orchestrator.scale.executor import FarmExecutor
+                    out: Path | None, progress: Progress, farm: FarmOptions) -> JobResult:
+    from orchestrator.farm.executor import FarmExecutor
 
-    return run_job_on(FarmExecutor(scale), device_names, specs, backend=backend, options=options, out=out,
+    return run_job_on(FarmExecutor(farm), device_names, specs, backend=backend, options=options, out=out,
                       progress=progress)
 
 
-def resume_distributed(root: Path, specs: Sequence[ModelSpec], *, progress: Progress, scale: ScaleOptions) -> JobResult:
+def resume_distributed(root: Path, specs: Sequence[ModelSpec], *, progress: Progress, farm: FarmOptions) -> JobResult:
     """Run what a recorded distributed job is missing, on the farm, into its own run directory: devices
     with every model complete are kept; a model with some process runs is sent with them (`done`, and
     their files as blobs) so its worker runs only the missing ones; the rest run whole."""
-    from orchestrator.scale.executor import FarmExecutor
+    from orchestrator.farm.executor import FarmExecutor
 
-    return resume_job_on(FarmExecutor(scale), root, specs, progress=progress)
+    return resume_job_on(FarmExecutor(farm), root, specs, progress=progress)
 
 
 def connect(scheduler: str, security: Any = None) -> Any:
@@ -111,13 +111,13 @@ def nudge_unrunnable(dask_scheduler: Any) -> int:
 class DaskFarm:
     """The farm as the executor sees it, through a `distributed.Client`."""
 
-    def __init__(self, client: Any, scale: ScaleOptions) -> None:
+    def __init__(self, client: Any, options: FarmOptions) -> None:
         self.client = client
-        self.scale = scale
+        self.options = options
 
     @classmethod
-    def connect(cls, scale: ScaleOptions) -> DaskFarm:
-        return cls(connect(scale.scheduler, scale.security), scale)
+    def connect(cls, options: FarmOptions) -> DaskFarm:
+        return cls(connect(options.scheduler, options.security), options)
 
     def close(self) -> None:
         self.client.close()
@@ -136,7 +136,7 @@ class DaskFarm:
 
     def submit(self, request: TaskRequest, attempt: int = 0) -> Any:
         key = f"etfarm-{request.run_id}-{request.device}-{request.model}" + (f"-{attempt}" if attempt else "")
-        return self.client.submit(run_task, request, key=key, pure=False, retries=self.scale.retries,
+        return self.client.submit(run_task, request, key=key, pure=False, retries=self.options.retries,
                                   resources={resource_name(request.device): 1})
 
     def wait(self, futures: Iterable[Any], timeout_s: float) -> set[Any]:

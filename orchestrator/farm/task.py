@@ -28,6 +28,8 @@ from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import cache_dir
 from orchestrator.errors import Blame, DeviceError
+from orchestrator.farm.blobs import BlobRef, materialize, missing
+from orchestrator.farm.streamed import AnnouncingRunDirectory, run_event
 from orchestrator.profiles.stat_rows import ModelStats
 from orchestrator.progress import Progress
 from orchestrator.run.executor import JobContext
@@ -36,8 +38,6 @@ from orchestrator.run.plan import JobPlan
 from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, ProcessRun, RunOptions
 from orchestrator.run.runner_contract import RUNNER_REL
 from orchestrator.run.session import DeviceSession
-from orchestrator.scale.blobs import BlobRef, materialize, missing
-from orchestrator.scale.streamed import AnnouncingRunDirectory, run_event
 
 RUNNER_DIR = "runner"
 MODEL_DIR = "model"
@@ -130,7 +130,7 @@ def run_task(request: TaskRequest) -> TaskReply:
         error = f"[{request.device}] worker {worker.name} no longer has this device in its inventory"
         failed = DeviceResult(request.device, "", request.target, DeviceStatus.FAILED, error, Blame.INFRASTRUCTURE)
         raise RetryableFailure(TaskReply(failed, worker=worker.address))
-    scratch = cache_dir("scale-work") / f"{request.run_id}-{request.device}-{request.model}-{secrets.token_hex(3)}"
+    scratch = cache_dir("farm-work") / f"{request.run_id}-{request.device}-{request.model}-{secrets.token_hex(3)}"
     try:
         reply = _session(request, spec, scratch, EventProgress(worker, request.topic), worker)
     finally:

@@ -29,14 +29,14 @@ from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import write_bytes_atomic
 from orchestrator.cleanup import close_quietly
 from orchestrator.errors import Blame, DeviceError, EtfarmError, UsageError
+from orchestrator.farm.blobs import BlobRef, refs_for
+from orchestrator.farm.client import DaskFarm, FarmDevice, FarmOptions, failed_reply
+from orchestrator.farm.streamed import StreamedRuns
+from orchestrator.farm.task import TaskReply, TaskRequest
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.executor import JobContext
 from orchestrator.run.results import DeviceResult, DeviceStatus, ProcessRun
 from orchestrator.run.runner_contract import ETDUMP_NAME
-from orchestrator.scale.blobs import BlobRef, refs_for
-from orchestrator.scale.client import DaskFarm, FarmDevice, ScaleOptions, failed_reply
-from orchestrator.scale.streamed import StreamedRuns
-from orchestrator.scale.task import TaskReply, TaskRequest
 
 POLL_SEC = 1.0
 MAX_SHIP_ATTEMPTS = 3  # deliveries of missing artifacts to a worker before its task fails
@@ -44,9 +44,9 @@ MODEL_ROLES = ("pte", "etrecord", "inputs", "reference_outputs", "numerics_refer
 
 
 class FarmExecutor:
-    def __init__(self, scale: ScaleOptions, farm: Any = None) -> None:
-        self.scale = scale
-        self.scheduler: str | None = scale.scheduler
+    def __init__(self, options: FarmOptions, farm: Any = None) -> None:
+        self.options = options
+        self.scheduler: str | None = options.scheduler
         self._farm: Any = farm  # a DaskFarm (connected on entry), or a stand-in given by a test
         self._devices: dict[str, FarmDevice] = {}
         self._context: JobContext | None = None
@@ -58,18 +58,18 @@ class FarmExecutor:
 
     def __enter__(self) -> Self:
         if self._farm is None:
-            self._farm = DaskFarm.connect(self.scale)
+            self._farm = DaskFarm.connect(self.options)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if isinstance(self._farm, DaskFarm):
-            close_quietly(f"the connection to {self.scale.scheduler}", self._farm.close)
+            close_quietly(f"the connection to {self.options.scheduler}", self._farm.close)
 
     def devices(self, names: list[str] | tuple[str, ...]) -> list[FarmDevice]:
         known = self._farm.devices()
         unknown = [n for n in names if n not in known]
         if unknown:
-            raise UsageError(f"--devices: {', '.join(unknown)}: no worker of {self.scale.scheduler} has it in its "
+            raise UsageError(f"--devices: {', '.join(unknown)}: no worker of {self.options.scheduler} has it in its "
                              f"inventory (known: {', '.join(sorted(known)) or 'none'})")
         self._devices = {n: known[n] for n in names}
         return list(self._devices.values())
@@ -219,7 +219,7 @@ class FarmExecutor:
     def _enforce_deadline(self, context: JobContext, unoffered_since: dict[str, float]) -> None:
         """Cancel the tasks of a device no worker has offered for `device_deadline_s`; fail them (infrastructure)."""
         now_offered = self._farm.offered()
-        deadline_s = self.scale.device_deadline_s
+        deadline_s = self.options.device_deadline_s
         for future, request in list(self._futures.items()):
             if now_offered.get(request.device):
                 unoffered_since.pop(request.device, None)

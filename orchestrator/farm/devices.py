@@ -28,8 +28,8 @@ from pathlib import Path
 
 from device_agents import DeviceSpec
 from orchestrator.errors import EtfarmError
-from orchestrator.scale import resource_name
-from orchestrator.scale.adb_track import AdbTrackers, ServerKey, adb_devices
+from orchestrator.farm import resource_name
+from orchestrator.farm.adb_track import AdbTrackers, ServerKey, adb_devices
 
 PROBE_TIMEOUT_SEC = 2.0
 DEFAULT_ADB_PORT = 5037
