@@ -36,7 +36,7 @@ def timed_job(devices: list[DeviceSpec], root: Path, label: str) -> float:
                      out=root / label, progress=Progress(quiet=True))
     elapsed = time.monotonic() - started
     if result.exit_code != 0:
-        raise SystemExit(f"{label}: job failed: {[o.error for o in result.outcomes]}")
+        raise SystemExit(f"{label}: job failed: {[d.error for d in result.devices]}")
     return elapsed
 
 

@@ -63,7 +63,7 @@ def _noop(x: int) -> int:
 
 
 def _clear_store() -> None:
-    from orchestrator.scale.blobs import store_dir
+    from orchestrator.farm.blobs import store_dir
 
     shutil.rmtree(store_dir(), ignore_errors=True)
 
@@ -79,8 +79,8 @@ def main() -> None:
     args = parser.parse_args()
     from distributed import Client
 
-    from orchestrator.scale.blobs import refs_for, ship
-    from orchestrator.scale.client import ScaleOptions, run_distributed
+    from orchestrator.farm.blobs import refs_for, ship
+    from orchestrator.farm.client import FarmOptions, run_distributed
 
     procs: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -114,7 +114,7 @@ def main() -> None:
             def distributed(label: str) -> float:
                 started = time.monotonic()
                 result = run_distributed([DEVICE], [spec], backend="xnnpack", options=OPTIONS, out=root / label,
-                                         progress=Progress(quiet=True), scale=ScaleOptions(address))
+                                         progress=Progress(quiet=True), farm=FarmOptions(address))
                 assert result.exit_code == 0, label
                 return time.monotonic() - started
 

@@ -70,7 +70,7 @@ class TransportSettings(ABC):
     @property
     @abstractmethod
     def presence(self) -> Presence:
-        """How a worker checks that the device is there (orchestrator/scale/devices.py)."""
+        """How a worker checks that the device is there (orchestrator/farm/devices.py)."""
 
     @abstractmethod
     def default_workdir(self, device: str) -> str:

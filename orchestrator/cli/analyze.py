@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,12 +24,12 @@ def analyze(
     """Print per-op latency (samples, avg, p50, p90, CV) over ETDUMPS; --out writes stats CSV."""
     # numpy-only path on purpose: importing pandas would double this command's run time.
     from orchestrator.profiles import collect_samples, record_columns, summary_records
-    from orchestrator.report import format_report, json_text, write_stats_csv
+    from orchestrator.report import format_report, json_text
 
     samples = collect_samples(etdumps, etrecord)
     records = summary_records(samples)
     if out is not None:
-        write_stats_csv(records, record_columns(samples), out)
+        _write_csv(out, records, linked=samples.block_links is not None)
     if as_json:
         columns = record_columns(samples)
         typer.echo(json_text({"etdumps": [str(p) for p in etdumps], "etrecord": str(etrecord) if etrecord else None,
@@ -40,3 +40,14 @@ def analyze(
     typer.echo(format_report(records, top))
     if out is not None:
         typer.echo(f"wrote {out}")
+
+
+def _write_csv(out: Path, records: list[dict[str, Any]], linked: bool) -> None:
+    """stats.csv's columns without `device, model`, through the one stats.csv writer."""
+    from orchestrator.errors import AnalysisError
+    from orchestrator.profiles.stat_rows import StatRow, write_stats_csv
+
+    try:
+        write_stats_csv(out, [StatRow.from_record("", "", r) for r in records], with_ids=False, linked=linked)
+    except OSError as exc:
+        raise AnalysisError(f"{out}: cannot write CSV: {exc.strerror or exc}") from None

@@ -1,4 +1,4 @@
-"""`etfarm farm status`: workers, their devices and what they run (orchestrator/scale/status.py)."""
+"""`etfarm farm status`: workers, their devices and what they run (orchestrator/farm/status.py)."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ def status(
 ) -> None:
     """Workers of the scheduler, their devices (online/offline) and the tasks each is running."""
     from orchestrator.cleanup import close_quietly
-    from orchestrator.scale.client import connect
-    from orchestrator.scale.security import make_security
-    from orchestrator.scale.status import farm_status, status_lines
+    from orchestrator.farm.client import connect
+    from orchestrator.farm.security import make_security
+    from orchestrator.farm.status import farm_status, status_lines
 
     if not scheduler:
         raise UsageError("--scheduler: required (or set ETFARM_SCHEDULER)")

@@ -52,10 +52,10 @@ def nightly(
     loaded = load_plan(plan)
     farm = None
     if scheduler or loaded.scheduler:
-        from orchestrator.scale.client import ScaleOptions
-        from orchestrator.scale.security import make_security
+        from orchestrator.farm.client import FarmOptions
+        from orchestrator.farm.security import make_security
 
-        farm = ScaleOptions(scheduler=scheduler or loaded.scheduler or "",
+        farm = FarmOptions(scheduler=scheduler or loaded.scheduler or "",
                             security=make_security(tls_ca_file, tls_cert, tls_key))
     with open_store(store) as opened:
         outcome = run_nightly(loaded, opened, Progress(quiet=quiet), config=config, farm=farm)
@@ -84,14 +84,13 @@ def _html_reports(jobs: list, report_dir: Path, store: Path | None) -> list[Path
     """Each night's HTML report (devices side by side, per op, history) beside the verdicts."""
     from orchestrator.report.history import history_points
     from orchestrator.report.output import ReportFormat, write_report
-    from orchestrator.run.results import load_manifest
 
     written = []
     for job in jobs:
         root = job.rundir.root
         try:
-            history = history_points(load_manifest(root), store)
-            path = write_report(root, ReportFormat.HTML, report_dir / f"nightly-{job.job.run_id}.html", history=history)
+            path = write_report(root, ReportFormat.HTML, report_dir / f"nightly-{job.job.run_id}.html",
+                                history=history_points(job.recorded, store), job=job.recorded, rows=job.rows)
         except Exception as exc:  # noqa: BLE001 - the verdicts are written; a report failure must not change them
             typer.echo(f"warning: HTML report of {root} not written ({type(exc).__name__}: {exc})", err=True)
             continue

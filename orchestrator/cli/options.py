@@ -23,7 +23,7 @@ ConfigOption = Annotated[Path | None, typer.Option(
     envvar="ETFARM_CONFIG", help="Device inventory YAML (default ~/.config/etfarm/devices.yaml when present).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (progress stays on stderr).")]
 
-# Dask TLS (etfarm worker, run --scheduler, farm status): see orchestrator/scale/security.py.
+# Dask TLS (etfarm worker, run --scheduler, farm status): see orchestrator/farm/security.py.
 SchedulerOption = Annotated[str | None, typer.Option(
     "--scheduler", envvar="ETFARM_SCHEDULER",
     help="Dask scheduler address (tcp://HOST:PORT or tls://HOST:PORT); default $ETFARM_SCHEDULER.")]
@@ -31,3 +31,65 @@ TlsCaOption = Annotated[Path | None, typer.Option(
     "--tls-ca-file", help="CA certificate for Dask TLS (with --tls-cert, --tls-key).")]
 TlsCertOption = Annotated[Path | None, typer.Option("--tls-cert", help="This host's certificate for Dask TLS.")]
 TlsKeyOption = Annotated[Path | None, typer.Option("--tls-key", help="The private key of --tls-cert.")]
+
+# `etfarm run` (one alias per option keeps cli/run.py a list of names; the help is said here once).
+ModelsOption = Annotated[list[str] | None, typer.Option(
+    "--model", "-m", help="Model spec: file.py:factory, package.module:factory or a .pte. Repeatable; "
+                          "required unless --resume.")]
+DevicesOption = Annotated[str, typer.Option("--devices", "-d", help="Comma-separated device names from the inventory.")]
+BackendOption = Annotated[Backend, typer.Option(help="Lowering backend.")]
+RunsOption = Annotated[int, typer.Option(min=1, help="Separate process runs per device and model.")]
+IterationsOption = Annotated[int, typer.Option(min=1, help="Measured executions per process run.")]
+WarmupOption = Annotated[int, typer.Option(min=0, help="Executions before measuring, not recorded.")]
+OutOption = Annotated[Path | None, typer.Option(help="Run directory (default ./etfarm-runs/<run id>).")]
+NamesOption = Annotated[list[str] | None, typer.Option(
+    help="Model name in reports; repeatable, one per --model, in order (default: the file's name; "
+         "factories of one file: <file>-<factory>).")]
+ThreadsOption = Annotated[int, typer.Option(min=0, help="CPU threads for the runner (0: device default).")]
+TimeoutOption = Annotated[float, typer.Option(min=1, help="Deadline in seconds for one process run.")]
+NoWaitOption = Annotated[bool, typer.Option("--no-wait", help="Fail instead of waiting when a device is locked.")]
+LockTimeoutOption = Annotated[float | None, typer.Option(
+    min=0, help="Give up on a device still locked by another job after this many seconds (default: wait).")]
+UntracedRunsOption = Annotated[int, typer.Option(
+    min=0, help="Extra runs without the event tracer, for end-to-end time and tracer overhead.")]
+CooldownOption = Annotated[float, typer.Option(min=0, help="Seconds to pause before each process run.")]
+MaxTempOption = Annotated[float | None, typer.Option(
+    help="Before each run, wait until the device's hottest zone is at most this many °C.")]
+OrderOption = Annotated[str, typer.Option(
+    help="How the models' process runs follow each other on a device: interleaved (seeded shuffle of rounds) "
+         "or sequential.")]
+SeedOption = Annotated[int, typer.Option(help="Seed of the interleaved order.")]
+IntermediateOutputsOption = Annotated[bool, typer.Option(
+    "--intermediate-outputs", help="Also dump intermediate outputs (debug buffer sized from the model).")]
+NumericsOption = Annotated[bool, typer.Option(
+    "--numerics", help="Dump intermediate outputs and report which ops diverge from the AOT reference and "
+                       "between devices (see `etfarm numerics`).")]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")]
+AbOption = Annotated[tuple[str, str] | None, typer.Option(
+    "--ab", metavar="SPEC_A SPEC_B",
+    help="A/B comparison: run two model specs interleaved A B B A on each device, then print B's verdict "
+         "against A per device and op (exit 1 on a regression).")]
+ThresholdOption = Annotated[float, typer.Option(
+    min=0, help="With --ab: practical size of an end-to-end regression, in percent.")]
+OpThresholdOption = Annotated[float, typer.Option(
+    min=0, help="With --ab: practical size of a per-op regression, in percent.")]
+CenterOption = Annotated[str, typer.Option(
+    help="With --ab: a side's statistic over its per-run medians, 'mean' or 'fast' (their minimum).")]
+UntilConfidentOption = Annotated[bool, typer.Option(
+    "--until-confident", help="With --ab: while a device's verdict is inconclusive, run --runs more process runs "
+                              "per side (a further job, pooled) until decided or --max-runs is reached.")]
+MaxRunsOption = Annotated[int, typer.Option(min=1, help="With --until-confident: most process runs per side.")]
+RunStoreOption = Annotated[Path | None, typer.Option(
+    "--store", envvar="ETFARM_STORE",
+    help="Results store to record the run in (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")]
+NoStoreOption = Annotated[bool, typer.Option("--no-store", help="Do not record the run in the results store.")]
+RunVerboseOption = Annotated[bool, typer.Option(
+    "--verbose", "-v", help="Also log device commands on stderr (always in DIR/etfarm.log).")]
+NoReportOption = Annotated[bool, typer.Option("--no-report", help="Do not write DIR/report.html.")]
+DeviceDeadlineOption = Annotated[float, typer.Option(
+    min=1, help="With --scheduler: fail a device's tasks after this many seconds with no worker offering it.")]
+ResumeOption = Annotated[Path | None, typer.Option(
+    "--resume", help="Finish an interrupted or failed run DIR: run only the missing (device, model, run) "
+                     "with its recorded settings, in DIR, under the same run id. Options that differ from "
+                     "the recorded ones are refused. A run made with --scheduler resumes on its farm "
+                     "(the recorded scheduler, or --scheduler if it moved).")]

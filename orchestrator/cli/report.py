@@ -45,6 +45,7 @@ def report(
     from orchestrator.store import resolve_run
 
     run_dir = resolve_run(run, store)
-    written = write_report(run_dir, format, output, baseline=baseline, history=history_points(load_manifest(run_dir), store))
+    job = load_manifest(run_dir)  # read once: for the history and the report
+    written = write_report(run_dir, format, output, baseline=baseline, history=history_points(job, store), job=job)
     if written is not None:
         typer.echo(f"report: {written}")

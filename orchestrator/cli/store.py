@@ -1,4 +1,4 @@
-"""`etfarm store import DIR...`: record existing run directories; and the hook `etfarm run` calls."""
+"""`etfarm store import DIR...`: record existing run directories (`etfarm run` records its job: app/record.py)."""
 
 from __future__ import annotations
 
@@ -37,19 +37,3 @@ def _run_id_of(run_dir: Path) -> str:
     from orchestrator.run.results import load_manifest
 
     return load_manifest(run_dir).run_id
-
-
-def record_after_run(run_dir: Path, store: Path | None, quiet: bool = False) -> None:
-    """`etfarm run`'s last step: record the run; a failure is a warning, the run directory stays.
-
-    Says where it was stored on stderr, so stdout stays one JSON document under --json."""
-    from orchestrator.store import open_store, store_path
-
-    try:
-        with open_store(store) as opened:
-            run_id = opened.record(run_dir)
-        if not quiet:
-            typer.echo(f"stored as {run_id} in {opened.path}", err=True)
-    except Exception as exc:  # noqa: BLE001 - whatever broke, the run's results are safe in its directory
-        typer.echo(f"warning: results not recorded in the store {store_path(store)}: {exc}; they stay in {run_dir} "
-                   f"(`etfarm store import {run_dir}` records them later)", err=True)

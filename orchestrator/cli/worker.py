@@ -1,4 +1,4 @@
-"""`etfarm worker`: offer this host's devices to a Dask scheduler (orchestrator/scale/worker.py)."""
+"""`etfarm worker`: offer this host's devices to a Dask scheduler (orchestrator/farm/worker.py)."""
 
 from __future__ import annotations
 
@@ -34,9 +34,9 @@ def worker(
     list is also checked once. Workers execute what the scheduler sends: use TLS and a firewall (README).
     """
     from orchestrator.config import load_inventory
+    from orchestrator.farm.security import make_security
+    from orchestrator.farm.worker import WorkerOptions, serve
     from orchestrator.progress import Progress
-    from orchestrator.scale.security import make_security
-    from orchestrator.scale.worker import WorkerOptions, serve
 
     if not scheduler:
         raise UsageError("--scheduler: required (or set ETFARM_SCHEDULER)")

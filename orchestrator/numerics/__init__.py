@@ -2,6 +2,7 @@
 
 Public API (torch-free):
 - `analyze_run(run_dir, metric, threshold, reference_device) -> NumericsReport`
+- `analyze_job(job, root, ...)`: the same for a job in memory (`etfarm run --numerics`)
 - `write_files(report, run_dir)`: DIR/<device>/<model>/numerics.csv and DIR/numerics.json
 - `render_text(report)`, `render_markdown(report)`, `to_json(report)`
 - `report.rows()`: flat frozen `NumericsRow`s (one per compared op), what a results store inserts;
@@ -11,6 +12,7 @@ Public API (torch-free):
 """
 
 from orchestrator.numerics.analyze import (
+    analyze_job,
     analyze_run,
     gaps_against_reference,
     gaps_between_devices,
@@ -34,6 +36,6 @@ from orchestrator.numerics.sources import load_reference, runtime_outputs
 
 __all__ = [
     "AGAINST_AOT", "DEFAULT_THRESHOLDS", "Comparison", "Gap", "Metric", "ModelNumerics", "NumericsReport", "NumericsRow", "OpGap",
-    "analyze_run", "csv_rows", "gaps_against_reference", "gaps_between_devices", "load_reference", "render_markdown",
-    "render_text", "runtime_outputs", "to_json", "write_files",
+    "analyze_job", "analyze_run", "csv_rows", "gaps_against_reference", "gaps_between_devices", "load_reference",
+    "render_markdown", "render_text", "runtime_outputs", "to_json", "write_files",
 ]

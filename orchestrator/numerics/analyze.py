@@ -46,7 +46,7 @@ from orchestrator.numerics.sources import (
     runtime_outputs,
 )
 from orchestrator.profiles.etrecord import ETRecordInfo, load_etrecord
-from orchestrator.run.results import ModelArtifacts, ModelResult, load_manifest
+from orchestrator.run.results import Job, ModelArtifacts, ModelResult, load_manifest
 from orchestrator.run.runner_contract import DEBUG_NAME, ETDUMP_NAME
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
@@ -105,10 +105,15 @@ def gaps_between_devices(reference: RuntimeOutputs, other: RuntimeOutputs, aot: 
 def analyze_run(run_dir: str | Path, metric: Metric = Metric.MSE, threshold: float | None = None,
                 reference_device: str | None = None) -> NumericsReport:
     """The numerics report of a run directory (see the module docstring)."""
+    root = Path(run_dir)
+    return analyze_job(load_manifest(root), root, metric, threshold, reference_device)
+
+
+def analyze_job(job: Job, root: Path, metric: Metric = Metric.MSE, threshold: float | None = None,
+                reference_device: str | None = None) -> NumericsReport:
+    """The numerics report of a job whose results model is in memory (`etfarm run --numerics`), files in `root`."""
     from orchestrator.numerics.metrics import DEFAULT_THRESHOLDS
 
-    root = Path(run_dir)
-    job = load_manifest(root)
     threshold = DEFAULT_THRESHOLDS[metric] if threshold is None else threshold
     present = {d.name for d in job.devices}
     devices = [name for name in job.config.devices if name in present] + sorted(present - set(job.config.devices))

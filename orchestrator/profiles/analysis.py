@@ -10,7 +10,6 @@ position in the block as Inspector lists it), so rows line up with
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,7 +37,6 @@ __all__ = [
     "STATS_COLUMNS",
     "SPREAD_COLUMNS",
     "analyze_files",
-    "device_model_stats",
     "load_events",
     "load_samples",
     "method_summary",
@@ -137,16 +135,6 @@ def method_summary(samples: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFram
     summary = summarize(framework, by=by)
     summary.insert(len(by), "measure", summary["event_name"].map(FRAMEWORK_EVENTS))
     return summary[[*by, "measure", *STATS_COLUMNS, *SPREAD_COLUMNS]].reset_index(drop=True)
-
-
-def device_model_stats(device: str, model: str, etdumps: Sequence[PathLike], etrecord: PathLike | None) -> pd.DataFrame:
-    """stats.csv's rows for one (device, model): its process runs' ETDumps (one per `<label>/` directory)
-    summarised, with `device` and `model` as the first columns."""
-    labels = [os.path.basename(os.path.dirname(os.fspath(p))) for p in etdumps]
-    stats = summarize(load_samples(etdumps, etrecord=etrecord, run_labels=labels))
-    stats.insert(0, "model", model)
-    stats.insert(0, "device", device)
-    return stats
 
 
 def analyze_files(

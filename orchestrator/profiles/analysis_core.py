@@ -26,7 +26,7 @@ from orchestrator.profiles.etrecord import EventLink, load_etrecord
 
 PathLike = str | os.PathLike[str]
 
-# DESIGN.md section 3, stats.csv, after `device, model`.
+# stats.csv's columns after `device, model` (docs/architecture.md, "Contracts: the run directory").
 STATS_COLUMNS = [
     "event_block",
     "event_index",

@@ -2,7 +2,7 @@
 
 Public API, imported lazily on first use (PEP 562) so that importing the package stays light:
     text: format_table, fmt_ms, fmt_percent          the one text-table formatter and number formats
-    tables: format_report, write_stats_csv           per-event tables (`analyze`) and CSV
+    tables: format_report                            per-event tables (`analyze`)
     summary: wall_clock_lines (and summary.summary, reached by its module: a name the package cannot re-export)
     views: job_view, json_text                       `--json` documents
     output: write_report, write_run_report           `etfarm report` and `etfarm run`'s hook (never raises)
@@ -21,7 +21,6 @@ _API = {
     "fmt_ms": "text",
     "fmt_percent": "text",
     "format_report": "tables",
-    "write_stats_csv": "tables",
     "wall_clock_lines": "summary",
     "job_view": "views",
     "json_text": "views",

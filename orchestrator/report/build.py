@@ -1,8 +1,8 @@
 """Build the report model from a run directory: every number and verdict, computed here only.
 
 Inputs: the results model (`load_manifest`, never manifest.json by dict paths), the run's
-stats.csv (per-event statistics, read with the csv module: no pandas, so `etfarm report`
-stays fast) and, optionally, the store's history points. Output: a frozen `model.Report`
+stats.csv (per-event statistics as `StatRow`s, read by profiles/stat_rows.py: no pandas, so
+`etfarm report` stays fast) and, optionally, the store's history points. Output: a frozen `model.Report`
 that the renderers only format. Charts are drawn when asked (HTML and Markdown need them,
 JSON and CSV do not).
 
@@ -14,19 +14,19 @@ replication unit: samples within one process share its warm-up, placement and fr
 
 from __future__ import annotations
 
-import csv
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from orchestrator.errors import DataError, UsageError
+from orchestrator.errors import UsageError
 from orchestrator.numerics.model import NumericsReport
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS
+from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
+from orchestrator.report.device_facts import device_facts
 from orchestrator.report.history import HISTORY_RUNS
 from orchestrator.report.model import (
-    DeviceFacts,
     DeviceLatency,
     DeviceOps,
     Flag,
@@ -89,10 +89,25 @@ def build_report(
     history_runs: int = HISTORY_RUNS,
     numerics: NumericsReport | None = None,
 ) -> Report:
-    """The report of one run directory. `baseline` defaults to the job's first device with results;
-    `numerics`, when the caller has analysed the run's numerics already, is used instead of again."""
+    """The report of one run directory: its manifest and stats.csv, read from disk (`etfarm report DIR`)."""
     root = Path(run_dir)
-    job = load_manifest(root)
+    return build_job_report(load_manifest(root), root, read_stats_csv(root / STATS), baseline, history, charts,
+                            history_runs, numerics)
+
+
+def build_job_report(
+    job: Job,
+    root: Path,
+    rows: Sequence[StatRow],
+    baseline: str | None = None,
+    history: Sequence[HistoryPoint] = (),
+    charts: bool = True,
+    history_runs: int = HISTORY_RUNS,
+    numerics: NumericsReport | None = None,
+) -> Report:
+    """The report of a job and its statistics (in memory after `etfarm run`). `baseline` defaults to the job's
+    first device with results; `numerics`, when the caller has analysed the run's numerics already, is used
+    instead of again."""
     known = [d.name for d in job.devices]
     devices = tuple(dict.fromkeys([*(n for n in job.config.devices if n in known), *known]))  # as the user listed them
     if baseline is not None and baseline not in devices:
@@ -101,7 +116,7 @@ def build_report(
         by_name = {d.name: d for d in job.devices}
         measured = [n for n in devices if any(m.wall_execute_ms for m in by_name[n].models)]
         baseline = (measured or list(devices) or [None])[0]
-    stats = read_stats(root / STATS)
+    stats = group_rows(rows)
     sections = tuple(_model_section(job, devices, name, baseline, stats, history, history_runs) for name in _model_names(job))
     if charts:
         from orchestrator.report.charts import model_charts
@@ -126,7 +141,7 @@ def build_report(
         devices=devices,
         baseline=baseline,
         models=sections,
-        facts=tuple(_facts(d) for d in sorted(job.devices, key=lambda d: devices.index(d.name))),
+        facts=tuple(device_facts(d) for d in sorted(job.devices, key=lambda d: devices.index(d.name))),
         versions=tuple(sorted((str(k), str(v)) for k, v in job.versions.items())),
         settings=settings,
         methods=METHODS,
@@ -147,62 +162,31 @@ def _numerics(root: Path) -> tuple[NumericsReport | None, str | None]:
 # ---- stats.csv ------------------------------------------------------------------------------
 
 
-Row = dict[str, str]
-
-
-def read_stats(path: Path) -> dict[tuple[str, str], list[Row]]:
-    """stats.csv rows grouped by (device, model); an absent file (no device succeeded) is empty."""
-    grouped: dict[tuple[str, str], list[Row]] = {}
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            missing = {"device", "model", "event_block", "event_index", "event_name", "p50_ms", "avg_ms"} - set(
-                reader.fieldnames or ()
-            )
-            if missing:
-                raise DataError(f"{path}: not an etfarm stats.csv (missing columns {', '.join(sorted(missing))})")
-            for row in reader:
-                grouped.setdefault((row["device"], row["model"]), []).append(row)
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise DataError(f"{path}: cannot read: {exc}") from None
-    return grouped
-
-
-def _num(text: str | None) -> float | None:
-    try:
-        value = float(text) if text not in (None, "") else None
-    except ValueError:
-        return None
-    return value if value is not None and math.isfinite(value) else None
-
-
-def _ops(rows: list[Row]) -> tuple[list[OpStat], float | None]:
+def _ops(rows: Sequence[StatRow]) -> tuple[list[OpStat], float | None]:
     """The operator events of one device and model, and the method's mean execute time."""
-    execute = next((_num(r["avg_ms"]) for r in rows if r["event_name"] == "Method::execute"), None)
-    kernels_listed = any(r.get("is_delegated_op") == "True" for r in rows)
+    execute = next((r.avg_ms for r in rows if r.event_name == "Method::execute"), None)
+    kernels_listed = any(r.is_delegated_op for r in rows)
     ops = []
     for r in rows:
-        name = r["event_name"]
+        name = r.event_name
         if name in NOT_OPS or (name == DELEGATE_CALL and kernels_listed):
             continue
-        avg, p50 = _num(r["avg_ms"]) or 0.0, _num(r["p50_ms"]) or 0.0
+        avg, p50 = r.avg_ms or 0.0, r.p50_ms or 0.0
         ops.append(
             OpStat(
-                block=r["event_block"],
-                index=int(r["event_index"]),
+                block=r.event_block,
+                index=r.event_index,
                 name=name,
                 group=_INSTANCE.sub("", name),
                 p50_ms=p50,
                 avg_ms=avg,
                 share=avg / execute if execute else None,
-                module_path=r.get("module_path") or "",
-                op_types=r.get("op_types") or "",
-                delegated=r.get("is_delegated_op") == "True",
-                backend=r.get("delegate_backend_name") or "",
-                source_line=r.get("source_line") or "",
-                covers=r.get("delegate_covers") or "",
+                module_path=r.module_path or "",
+                op_types=r.op_types or "",
+                delegated=bool(r.is_delegated_op),
+                backend=r.delegate_backend_name or "",
+                source_line=r.source_line or "",
+                covers=r.delegate_covers or "",
             )
         )
     return ops, execute
@@ -235,7 +219,7 @@ def _model_section(
     devices: tuple[str, ...],
     name: str,
     baseline: str | None,
-    stats: dict[tuple[str, str], list[Row]],
+    stats: Mapping[tuple[str, str], Sequence[StatRow]],
     history: Sequence[HistoryPoint],
     history_runs: int,
 ) -> ModelSection:
@@ -247,7 +231,7 @@ def _model_section(
     candidates = [x for x in latency if x.p50_ms is not None and x.status != "failed"]
     fastest = min(candidates, key=lambda x: x.p50_ms or 0.0).device if candidates else None
     latency = [replace(x, fastest=x.device == fastest) for x in latency]
-    per_device = {d.name: _ops(stats.get((d.name, name), [])) for d, _ in present}
+    per_device = {d.name: _ops(stats.get((d.name, name), ())) for d, _ in present}
     ops = tuple(
         DeviceOps(device=dev, top=tuple(sorted(o, key=lambda op: -op.avg_ms)[:TOP_OPS]), groups=_groups(o, ex))
         for dev, (o, ex) in per_device.items()
@@ -384,66 +368,3 @@ def _history_rows(points: tuple[HistoryPoint, ...], devices: list[str]) -> tuple
             )
         )
     return tuple(reversed(rows))
-
-
-# ---- device facts ---------------------------------------------------------------------------
-
-
-def _facts(device: DeviceResult) -> DeviceFacts:
-    facts = dict(device.facts)
-    states = [r.device_state.get("facts") for m in device.models for r in m.runs]
-    states = [s for s in states if isinstance(s, dict)] or [facts]
-    cpus = facts.get("cpus") if isinstance(facts.get("cpus"), dict) else {}
-    max_mhz = sorted({int(c["max_khz"]) // 1000 for c in cpus.values() if isinstance(c, dict) and "max_khz" in c})
-    cur = [
-        int(c["cur_khz"]) // 1000
-        for s in states
-        for c in (s.get("cpus") or {}).values()
-        if isinstance(c, dict) and isinstance(c.get("cur_khz"), int)
-    ]
-    frequencies = "-"
-    if max_mhz:
-        frequencies = f"max {'/'.join(map(str, max_mhz))} MHz" + (f", seen {min(cur)}-{max(cur)} MHz" if cur else "")
-    governors = sorted({str(c["governor"]) for c in cpus.values() if isinstance(c, dict) and "governor" in c})
-    android = facts.get("android") if isinstance(facts.get("android"), dict) else {}
-    names = android.get("product") if isinstance(android.get("product"), dict) else {}  # describe.sh: android.product.*
-    release = android.get("build", {}).get("version", {}).get("release") if isinstance(android.get("build"), dict) else None
-    product = " ".join(str(names[k]) for k in ("manufacturer", "model") if k in names)
-    product = (product + (f", Android {release}" if release else "")).strip() or "-"
-    return DeviceFacts(
-        device=device.name,
-        transport=device.transport,
-        target=device.target,
-        status=device.status.value,
-        abi=str(facts.get("abi", "-")),
-        cores=str(facts.get("cores", "-")),
-        frequencies=frequencies,
-        governor=", ".join(governors) or "-",
-        temperatures=_temperatures(states),
-        load=str(facts.get("loadavg", "-")),
-        kernel=str(facts.get("kernel", "-")),
-        product=product,
-        error=device.error,
-    )
-
-
-def _temperatures(states: list[dict]) -> str:
-    """Per thermal zone type, the range over the job start and every run: "cpu 41-47 °C"."""
-    seen: dict[str, list[float]] = {}
-    for state in states:
-        zones = state.get("thermal")
-        if not isinstance(zones, dict):
-            continue
-        for value in zones.values():
-            kind, _, milli = str(value).rpartition(":")
-            try:
-                seen.setdefault(kind or "zone", []).append(float(milli) / 1000.0)
-            except ValueError:
-                continue
-    if not seen:
-        return "-"
-    parts = []
-    for kind, temps in sorted(seen.items(), key=lambda kv: -max(kv[1]))[:3]:
-        lo, hi = min(temps), max(temps)
-        parts.append(f"{kind} {lo:.0f}" + (f"-{hi:.0f}" if round(hi) != round(lo) else "") + " °C")
-    return ", ".join(parts) + f" over {len(states)} reading{'s' if len(states) != 1 else ''}"

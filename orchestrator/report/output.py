@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import UsageError
+from orchestrator.run.results import Job, load_manifest
 from orchestrator.store.history import HistoryPoint
 
-if TYPE_CHECKING:  # numerics imports numpy; a type name must not cost that
+if TYPE_CHECKING:  # numerics and stat rows import numpy; a type name must not cost that
     from orchestrator.numerics.model import NumericsReport
+    from orchestrator.profiles.stat_rows import StatRow
 
 REPORT_HTML = "report.html"
 
@@ -37,17 +39,26 @@ def write_report(
     baseline: str | None = None,
     history: Sequence[HistoryPoint] = (),
     numerics: NumericsReport | None = None,
+    job: Job | None = None,
+    rows: Sequence[StatRow] | None = None,
 ) -> Path | None:
     """Build and write the report; returns the file written, or None when it went to stdout.
 
-    `output` as the user typed it: a trailing '/' means a directory even before it exists."""
-    from orchestrator.report.build import build_report
+    `output` as the user typed it: a trailing '/' means a directory even before it exists. `job` and
+    `rows`: the job and its statistics when the caller has them (else read from `run_dir`)."""
+    from orchestrator.report.build import build_job_report
 
     as_dir = output is not None and _is_dir(output)
     output = Path(output) if output is not None else None
+    if job is None:
+        job = load_manifest(run_dir)
+    if rows is None:
+        from orchestrator.profiles.stat_rows import read_stats_csv
+        from orchestrator.run.rundir import STATS
 
-    report = build_report(run_dir, baseline=baseline, history=history, charts=fmt in (ReportFormat.HTML, ReportFormat.MD),
-                          numerics=numerics)
+        rows = read_stats_csv(run_dir / STATS)
+    report = build_job_report(job, run_dir, rows, baseline=baseline, history=history,
+                              charts=fmt in (ReportFormat.HTML, ReportFormat.MD), numerics=numerics)
     if output is None and fmt is ReportFormat.HTML:
         output = run_dir / REPORT_HTML
     target = _target(output, fmt, as_dir) if output is not None else None
@@ -81,15 +92,17 @@ def write_report(
 
 
 def write_run_report(run_dir: Path, warn: Callable[[str], None], store: Path | None = None,
-                     numerics: NumericsReport | None = None) -> Path | None:
+                     numerics: NumericsReport | None = None, job: Job | None = None,
+                     rows: Sequence[StatRow] | None = None) -> Path | None:
     """The `etfarm run` hook: DIR/report.html (history from `store`), or a warning. Never raises:
-    the results are already safe in the run directory."""
+    the results are already safe in the run directory. `job`, `rows`: the job in memory."""
     try:
         from orchestrator.report.history import history_points
-        from orchestrator.run.results import load_manifest
 
-        return write_report(run_dir, ReportFormat.HTML, None, history=history_points(load_manifest(run_dir), store),
-                            numerics=numerics)
+        if job is None:
+            job = load_manifest(run_dir)
+        return write_report(run_dir, ReportFormat.HTML, None, history=history_points(job, store), numerics=numerics,
+                            job=job, rows=rows)
     except Exception as exc:  # noqa: BLE001 - any failure here must leave the finished run alone
         warn(
             f"warning: report not written ({type(exc).__name__}: {exc}); the results in {run_dir} are complete, "

@@ -2,60 +2,58 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
+from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.text import fmt_ms, fmt_percent, format_bytes, format_table
 from orchestrator.run.results import Job
 from orchestrator.stats import percentile
 
 NOT_OPERATORS = (*FRAMEWORK_EVENTS, *HIDDEN_WHEN_PRINTING)  # shown in the method summary or hidden, not among the operators
 
-def summary(stats: Any, top: int = 12) -> str:
+
+def summary(rows: Sequence[StatRow], top: int = 12) -> str:
     """Per model: the method total and the slowest operators; one p50 column per device."""
-    if stats is None or stats.empty:
+    if not rows:
         return "no statistics collected"
+    where = ["module", "source"] if any(r.linked for r in rows) else []  # the run has an ETRecord's columns
+    by_model: dict[str, list[StatRow]] = {}
+    for row in rows:
+        by_model.setdefault(row.model, []).append(row)
     out = []
-    for model, frame in stats.groupby("model", sort=False):
-        devices = list(dict.fromkeys(frame["device"]))
+    for model, model_rows in by_model.items():
+        devices = list(dict.fromkeys(r.device for r in model_rows))
         several = len(devices) > 1
         title = f"model {model}: p50 ms per device ({', '.join(devices)})" if several else f"model {model} on {devices[0]}"
-        out.append(f"{title}\n{_model_table(frame, devices, top)}")
+        out.append(f"{title}\n{_model_table(model_rows, devices, top, where)}")
     return "\n\n".join(out)
 
 
-def _model_table(frame: Any, devices: list[str], top: int) -> str:
-    keyed = frame.set_index(["event_block", "event_index"])
-    first = keyed[keyed["device"] == devices[0]]
-    ops = first[~first["event_name"].isin(NOT_OPERATORS)].sort_values("avg_ms", ascending=False).head(top)
-    totals = first[first["event_name"] == "Method::execute"]
-    chosen = list(totals.index) + list(ops.index)
-    where = ["module", "source"] if "module_path" in frame else []
+def _model_table(rows: list[StatRow], devices: list[str], top: int, where: list[str]) -> str:
+    first = {r.key: r for r in rows if r.device == devices[0]}
+    ops = sorted((r for r in first.values() if r.event_name not in NOT_OPERATORS),
+                 key=lambda r: (r.avg_ms is None, -(r.avg_ms or 0.0)))[:top]  # stable: ties keep the file's order
+    chosen = [r for r in first.values() if r.event_name == "Method::execute"] + ops
     if len(devices) == 1:
         headers = ["event", "block", "n", "p50 ms", "p90 ms", "avg ms", "cv", *where]
-        rows = [[r.event_name, key[0], int(r.samples), r.p50_ms, r.p90_ms, r.avg_ms, _cv_percent(r), *_where(r, where)]
-                for key, r in ((k, first.loc[k]) for k in chosen)]
-        return format_table(headers, rows, "llrrrrr" + "l" * len(where))
+        table = [[r.event_name, r.event_block, r.samples, r.p50_ms, r.p90_ms, r.avg_ms, fmt_percent(r.cv),
+                  *_where(r, where)] for r in chosen]
+        return format_table(headers, table, "llrrrrr" + "l" * len(where))
     # Rows follow the first device's slowest operators; another device lacking the event shows "-".
-    p50 = {device: keyed[keyed["device"] == device]["p50_ms"].to_dict() for device in devices}
-    rows = [[first.loc[key].event_name, key[0], *(p50[device].get(key) for device in devices),
-             *_where(first.loc[key], where)] for key in chosen]
-    return format_table(["event", "block", *devices, *where], rows, "ll" + "r" * len(devices) + "l" * len(where))
+    p50 = {device: {r.key: r.p50_ms for r in rows if r.device == device} for device in devices}
+    table = [[r.event_name, r.event_block, *(p50[device].get(r.key) for device in devices), *_where(r, where)]
+             for r in chosen]
+    return format_table(["event", "block", *devices, *where], table, "ll" + "r" * len(devices) + "l" * len(where))
 
 
-def _where(row: Any, wanted: list[str]) -> list[str]:
+def _where(row: StatRow, wanted: list[str]) -> list[str]:
     if not wanted:
         return []
     from orchestrator.report.tables import op_where
 
-    text = op_where(getattr(row, "module_path", None), getattr(row, "delegate_covers", None))
-    source = getattr(row, "source_line", None)
-    return [text if len(text) <= 56 else text[:55] + "…", source if isinstance(source, str) else ""]
-
-
-def _cv_percent(row: Any) -> str:
-    cv = getattr(row, "cv", None)
-    return fmt_percent(float(cv) if cv is not None else None)
+    text = op_where(row.module_path, row.delegate_covers)
+    return [text if len(text) <= 56 else text[:55] + "…", row.source_line or ""]
 
 
 def wall_clock_lines(job: Job) -> list[str]:

@@ -1,17 +1,10 @@
-"""Text table and CSV of per-event statistics (records: one dict per event; no pandas)."""
+"""Text table of per-event statistics (records: one dict per event; no pandas); stats.csv is profiles/stat_rows.py's."""
 
 from __future__ import annotations
 
-import csv
-import io
-import math
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from orchestrator.cache import write_text_atomic
-from orchestrator.errors import AnalysisError
 from orchestrator.profiles.analysis_core import (
     FRAMEWORK_EVENTS,
     HIDDEN_WHEN_PRINTING,
@@ -60,29 +53,6 @@ def format_report(records: Sequence[dict[str, Any]], top: int = 20) -> str:
         rows.append(cells)
     lines.append(format_table(headers, rows, "".join("r" if h in _RIGHT_ALIGNED else "l" for h in headers)))
     return "\n".join(lines)
-
-
-def write_stats_csv(records: Sequence[dict[str, Any]], columns: Sequence[str], out: str | os.PathLike[str]) -> Path:
-    """Write records as CSV with exactly `columns` (atomically: cache.write_text_atomic)."""
-    out_path = Path(out)
-    text = io.StringIO(newline="")
-    writer = csv.writer(text)
-    writer.writerow(columns)
-    for r in records:
-        writer.writerow([_csv_value(r.get(c)) for c in columns])
-    try:
-        write_text_atomic(out_path, text.getvalue())
-    except OSError as exc:
-        raise AnalysisError(f"{out_path}: cannot write CSV: {exc.strerror or exc}") from None
-    return out_path
-
-
-def _csv_value(value: Any) -> Any:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, float):
-        return repr(value)  # shortest text that reads back as the same double
-    return value
 
 
 def op_where(module_path: Any, covers: Any) -> str:

@@ -1,8 +1,8 @@
-"""A job: device sessions in parallel, the run directory, the results model, the runner's contract,
-conditions, locks, verification.
+"""A job: the engine, its executor on this host (a device session per thread), the run directory, the
+results model, the runner's contract, conditions, locks, verification.
 
 Public API, imported lazily on first use (PEP 562) so that importing the package stays light:
-    job: JobResult, run_job, resume_job
+    job: JobResult, run_job, resume_job, run_job_on, resume_job_on
     results: Job, JobConfig, JobStatus, DeviceResult, DeviceStatus, ModelResult, ModelStatus, ProcessRun,
              RunOptions, Verification, VerificationStatus, load_manifest
     rundir: RunDirectory, LOG, MANIFEST, STATS
@@ -17,6 +17,8 @@ _API = {
     "JobResult": "job",
     "run_job": "job",
     "resume_job": "job",
+    "run_job_on": "job",
+    "resume_job_on": "job",
     "Job": "results",
     "JobConfig": "results",
     "JobStatus": "results",

@@ -13,8 +13,8 @@ a run more than `threshold` slower is flagged, with the figure:
 - `interfered` otherwise (same clocks, less CPU time for us).
 
 Method: a ratio against one reference, not a statistical test; the threshold (25 %) is far
-above the calibration's own run-to-run spread on the testbed (under 5 %, DESIGN.md §2), and a
-core shared with one busy loop roughly doubles it (test_interference).
+above the calibration's own run-to-run spread on the testbed (under 5 %, docs/architecture.md,
+"The testbed"), and a core shared with one busy loop roughly doubles it (test_interference).
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: Run
     run and the device facts the step recorded. `started(out_rel)` just before the device command
     (the session may then kill it on Ctrl-C), `started(None)` once it is over."""
     spec = agent.spec
-    run_local = rundir.run_dir(spec.name, plan.model.name, plan.label)
+    run_local = rundir.process_run_dir(spec.name, plan.model.name, plan.label)
     if any(run_local.iterdir()):  # left by a cut-short run that a resume or a retry now repeats
         shutil.rmtree(run_local)
         run_local.mkdir()

@@ -1,4 +1,4 @@
-"""The run directory contract (DESIGN.md §3): where every artifact of a job lands.
+"""The run directory contract (docs/architecture.md, "Contracts: the run directory"): where every artifact of a job lands.
 
     DIR/manifest.json                          the results model (results.Job), serialised
     DIR/stats.csv                              per-event statistics, all devices and models
@@ -17,6 +17,7 @@ the devices that hit it (session.py: "host disk full: PATH") instead of every th
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import platform
@@ -78,6 +79,12 @@ def check_out(out: Path | None) -> None:
         raise UsageError(f"--out {out}: cannot write in {probe}: {exc.strerror or exc}") from None
 
 
+def as_recorded(job: Job) -> Job:
+    """The job exactly as its manifest.json records it, what `load_manifest` would give back: names (devices,
+    models, facts) in the file's sorted order. Readers handed a job in memory see what readers of the file see."""
+    return Job.from_dict(json.loads(json.dumps(job.to_dict(), sort_keys=True, default=str)), source=MANIFEST)
+
+
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
@@ -128,7 +135,8 @@ class RunDirectory:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def run_dir(self, device: str, model: str, label: str) -> Path:
+    def process_run_dir(self, device: str, model: str, label: str) -> Path:
+        """DIR/<device>/<model>/<label>: the files of one process run (`run-k`, `e2e-k`)."""
         path = self.model_dir(device, model) / label
         path.mkdir(parents=True, exist_ok=True)
         return path

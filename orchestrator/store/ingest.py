@@ -1,18 +1,21 @@
-"""A run directory read into typed rows for the store: the results model plus every event.
+"""A job read into typed rows for the store: the results model plus every event, with its raw samples.
 
-Sources of truth, in order: `manifest.json` through `load_manifest` (never dict paths); each
-(device, model)'s ETDumps (`run-k/etdump.etdp`), merged and summarised exactly as `stats.csv`
-was (`analysis_core.collect_samples` + `summary_records`, Inspector's statistics), with the raw
-samples of every event kept per process run; `stats.csv` fills in what the ETDumps cannot give
-(an ETRecord deleted from the cache: op types and module paths; ETDumps deleted: the statistics
-alone, with no raw samples). numpy only: importing a run never imports pandas or torch.
+`job_record(job, run_dir, stats)` is what `etfarm run` records: the job's statistics and the samples
+they came from, in memory (profiles/stat_rows.py `ModelStats`), so no ETDump is read again. A
+(device, model) without samples in memory (a resumed job's finished models, or one whose analysis
+failed) is read from its ETDumps (`run-k/etdump.etdp`), merged and summarised exactly as
+`stats.csv` was (`analysis_core.collect_samples` + `summary_records`, Inspector's statistics).
+stats.csv's rows fill in what the ETDumps cannot give (an ETRecord deleted from the cache: op types
+and module paths; ETDumps deleted: the statistics alone, with no raw samples).
+`read_run(run_dir)` (`etfarm store import DIR`) is the same from the run directory: the manifest
+through `load_manifest`, the rows through the one stats.csv reader. numpy only: importing a run
+never imports pandas or torch.
 """
 
 from __future__ import annotations
 
-import csv
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,11 +23,14 @@ from typing import Any
 import numpy as np
 
 from orchestrator.errors import AnalysisError
-from orchestrator.profiles.analysis_core import collect_samples, summary_records
+from orchestrator.profiles.analysis_core import SampleSet, collect_samples, summary_records
+from orchestrator.profiles.stat_rows import ModelStats, StatRow, group_rows, read_stats_csv
 from orchestrator.run.results import Job, ModelResult, load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS, EventRow
+
+RowsByKey = Mapping[tuple[str, int], StatRow]  # (event_block, event_index) -> stats.csv's row
 
 
 @dataclass(frozen=True)
@@ -38,39 +44,53 @@ class RunRecord:
 
 
 def read_run(run_dir: Path) -> RunRecord:
+    """The record of a run directory, read from disk (`etfarm store import`)."""
     run_dir = run_dir.resolve()
-    job = load_manifest(run_dir)
-    csv_rows = _stats_csv(run_dir / STATS)
+    rows = group_rows(read_stats_csv(run_dir / STATS))
+    return job_record(load_manifest(run_dir), run_dir, [ModelStats(d, m, r) for (d, m), r in rows.items()])
+
+
+def job_record(job: Job, run_dir: Path, stats: Sequence[ModelStats]) -> RunRecord:
+    """The record of a job whose statistics (and, where it has them, samples) are in memory."""
+    run_dir = run_dir.resolve()
+    by_pair = {(s.device, s.model): s for s in stats}
     events: list[EventRow] = []
     sample_runs: dict[tuple[str, str], tuple[str, ...]] = {}
     for device, model in job.results():
-        artifacts = job.model_artifacts(model.name)
-        etrecord = Path(artifacts.etrecord) if artifacts and artifacts.etrecord else None
-        labels, rows = _model_events(run_dir, device.name, model, etrecord, csv_rows)
+        known = by_pair.get((device.name, model.name))
+        rows = {r.key: r for r in known.rows} if known is not None else {}
+        samples = known.samples if known is not None else None
+        if samples is not None:
+            labels, model_events = tuple(str(x) for x in samples.run_labels), _from_samples(
+                device.name, model.name, samples, rows)
+        else:
+            artifacts = job.model_artifacts(model.name)
+            etrecord = Path(artifacts.etrecord) if artifacts and artifacts.etrecord else None
+            labels, model_events = _model_events(run_dir, device.name, model, etrecord, rows)
         sample_runs[(device.name, model.name)] = labels
-        events.extend(rows)
+        events.extend(model_events)
     return RunRecord(job, run_dir, tuple(events), sample_runs)
 
 
 def _model_events(run_dir: Path, device: str, model: ModelResult, etrecord: Path | None,
-                  csv_rows: Mapping[tuple[str, str, str, int], Mapping[str, str]]) -> tuple[tuple[str, ...], list[EventRow]]:
+                  rows: RowsByKey) -> tuple[tuple[str, ...], list[EventRow]]:
+    """A (device, model)'s events from its ETDumps on disk, or from its stats.csv rows alone."""
     dumps = [(r.label, run_dir / device / model.name / r.label / ETDUMP_NAME) for r in model.traced_runs]
     dumps = [(label, path) for label, path in dumps if path.is_file()]
     labels = tuple(label for label, _ in dumps)
-    from_csv = {k: v for k, v in csv_rows.items() if k[0] == device and k[1] == model.name}
     if dumps:
         try:
             samples = collect_samples([p for _, p in dumps], etrecord if etrecord and etrecord.is_file() else None,
-                                      run_labels=list(range(len(dumps))))
+                                      run_labels=list(labels))
         except AnalysisError:
             samples = None
         if samples is not None:
-            return labels, _from_samples(device, model.name, samples, len(labels), from_csv)
-    return (), [_from_csv_row(device, model.name, row) for row in from_csv.values()]
+            return labels, _from_samples(device, model.name, samples, rows)
+    return (), [_from_csv_row(device, model.name, row) for row in rows.values()]
 
 
-def _from_samples(device: str, model: str, samples: Any, nruns: int,
-                  from_csv: Mapping[tuple[str, str, str, int], Mapping[str, str]]) -> list[EventRow]:
+def _from_samples(device: str, model: str, samples: SampleSet, rows: RowsByKey) -> list[EventRow]:
+    nruns = len(samples.run_labels)
     width = max((len(e) for e in samples.block_events), default=0) + 1
     keys = samples.block.astype(np.int64) * width + samples.event_index
     order = np.lexsort((samples.run, keys))  # by event, then run; stable, so iterations stay in order
@@ -80,36 +100,26 @@ def _from_samples(device: str, model: str, samples: Any, nruns: int,
     starts = np.searchsorted(sorted_keys, np.unique(sorted_keys))
     ends = np.append(starts[1:], len(sorted_keys))
     by_key = {int(sorted_keys[s]): (s, e) for s, e in zip(starts, ends, strict=False)}
-    rows = []
+    events = []
     for record in summary_records(samples):
         block = samples.block_keys.index(record["event_block"])
         s, e = by_key[block * width + int(record["event_index"])]
-        csv_row = from_csv.get((device, model, record["event_block"], int(record["event_index"])), {})
-        meta = {f: _text(record.get(f, csv_row.get(f))) for f in META_FIELDS}
-        meta = {f: (v if v is not None else _text(csv_row.get(f))) for f, v in meta.items()}
-        rows.append(EventRow(
+        row = rows.get((record["event_block"], int(record["event_index"])))
+        meta = {f: _text(record.get(f, getattr(row, f, None))) for f in META_FIELDS}
+        meta = {f: (v if v is not None else _text(getattr(row, f, None))) for f, v in meta.items()}
+        events.append(EventRow(
             device=device, model=model, event_block=record["event_block"], event_index=int(record["event_index"]),
             event_name=record["event_name"], samples=int(record["samples"]),
             stats={f: _number(record.get(f)) for f in STAT_FIELDS}, is_delegated_op=bool(record["is_delegated_op"]),
             meta=meta, samples_ms=values[s:e].copy(),
             run_counts=np.bincount(sorted_runs[s:e], minlength=nruns).astype(np.int64)))
-    return rows
+    return events
 
 
-def _from_csv_row(device: str, model: str, row: Mapping[str, str]) -> EventRow:
-    delegated = row.get("is_delegated_op")
-    return EventRow(device=device, model=model, event_block=row["event_block"], event_index=int(row["event_index"]),
-                    event_name=row["event_name"], samples=int(float(row.get("samples") or 0)),
-                    stats={f: _number(row.get(f)) for f in STAT_FIELDS},
-                    is_delegated_op=None if not delegated else delegated.strip().lower() == "true",
-                    meta={f: _text(row.get(f)) for f in META_FIELDS})
-
-
-def _stats_csv(path: Path) -> dict[tuple[str, str, str, int], dict[str, str]]:
-    if not path.is_file():
-        return {}
-    with open(path, newline="", encoding="utf-8") as fh:
-        return {(r["device"], r["model"], r["event_block"], int(r["event_index"])): r for r in csv.DictReader(fh)}
+def _from_csv_row(device: str, model: str, row: StatRow) -> EventRow:
+    return EventRow(device=device, model=model, event_block=row.event_block, event_index=row.event_index,
+                    event_name=row.event_name, samples=row.samples, stats={f: getattr(row, f) for f in STAT_FIELDS},
+                    is_delegated_op=row.is_delegated_op, meta={f: _text(getattr(row, f)) for f in META_FIELDS})
 
 
 def _number(value: Any) -> float | None:

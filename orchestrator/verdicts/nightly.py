@@ -1,6 +1,6 @@
 """`etfarm nightly --plan FILE`: run a plan, store it, compare each (device, model) with its baseline.
 
-The plan (YAML, `yaml.safe_load`; DESIGN §3; example in configs/nightly.yaml):
+The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly plan"; example in configs/nightly.yaml):
 
     devices: [pixel8, rpi5]                 # or "pixel8,rpi5"
     models: ["models/mobilenet.py:build", {spec: "models/vit.py:build", backend: portable, name: vit-portable}]
@@ -223,7 +223,7 @@ class NightlyOutcome:
 def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Path | None = None,
                 farm: Any = None) -> NightlyOutcome:
     """Run every model of the plan on its devices (a job per backend), store, compare, record verdicts.
-    `farm` (scale.client.ScaleOptions): run the jobs on the Dask farm, the devices being its workers'.
+    `farm` (farm.client.FarmOptions): run the jobs on the Dask farm, the devices being its workers'.
 
     Confirmation (`confirm: true`, the default): a whole job can land in a slow state (every process
     of it slower; measured ~1 job in 10 on a loaded host, benchmarks/README.md), and one job cannot
@@ -238,7 +238,7 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
         specs = [parse_model_spec(m.spec, m.name) for m in plan.models if m.backend == backend]
         plan.out.mkdir(parents=True, exist_ok=True)
         jobs.append(run(specs, backend, _new_dir(plan.out), list(plan.devices)))
-        store.record(jobs[-1].rundir.root)
+        _record(store, jobs[-1])
     pairs = []
     notes = []
     confirmations: list[JobResult] = []
@@ -283,8 +283,15 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
     progress(f"regression in run {result.job.run_id} ({', '.join(sorted(f'{p.device} {p.model}' for p in regressed))}): "
              "running it again to confirm (a whole job in a slow state is not a regression)")
     again = run(specs, result.job.config.backend, _new_dir(plan.out), devices)
-    store.record(again.rundir.root)
+    _record(store, again)
     return again
+
+
+def _record(store: Store, result: JobResult) -> None:
+    """The job into the store from memory: its statistics and samples, no ETDump read again."""
+    from orchestrator.store.ingest import job_record
+
+    store.record_run(job_record(result.recorded, result.rundir.root, result.stats))
 
 
 JobRunner = Callable[[list[Any], str, Path, list[str]], JobResult]  # (specs, backend, out, devices) -> the job
@@ -301,10 +308,10 @@ def _host_runner(plan: NightlyPlan, config: Path | None, progress: Progress) -> 
 
 
 def _farm_runner(plan: NightlyPlan, farm: Any, progress: Progress) -> JobRunner:
-    from orchestrator.scale.client import run_distributed
+    from orchestrator.farm.client import run_distributed
 
     return lambda specs, backend, out, devices: run_distributed(devices, specs, backend=backend, options=plan.options(),
-                                                                out=out, progress=progress, scale=farm)
+                                                                out=out, progress=progress, farm=farm)
 
 
 def _new_dir(root: Path) -> Path:

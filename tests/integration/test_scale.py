@@ -481,8 +481,8 @@ def test_the_single_host_path_never_imports_dask(tmp_path: Path) -> None:
             f"code = main(['run', '--devices', 'local', '--model', {TINY!r}, '--runs', '1', '--iterations', '1', "
             f"'--warmup', '0', '--no-store', '--no-report', '--quiet', '--out', {str(tmp_path / 'out')!r}])\n"
             "assert code == 0, code\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed', 'orchestrator.scale')))\n"
-            "print('orchestrator.scale' in sys.modules)\n")
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed', 'orchestrator.farm')))\n"
+            "print('orchestrator.farm' in sys.modules)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.splitlines()[-2:] == ["[]", "False"], result.stdout

@@ -22,8 +22,8 @@ import pytest
 from device_agents import DeviceSpec
 from device_agents.adb.settings import AdbSettings
 from orchestrator.config import load_inventory
-from orchestrator.scale.adb_track import AdbTracker
-from orchestrator.scale.devices import InventoryWatch, probe
+from orchestrator.farm.adb_track import AdbTracker
+from orchestrator.farm.devices import InventoryWatch, probe
 from tests.helpers.inventory import write_inventory
 
 TRACKED_WITHIN_SEC = 5.0
@@ -119,7 +119,7 @@ def test_a_worker_publishes_an_adb_change_long_before_its_probe_interval(  # typ
         adb_server, adb_testdevice, adb_device: DeviceSpec, tmp_path) -> None:
     from distributed import Client
 
-    from orchestrator.scale.status import farm_status
+    from orchestrator.farm.status import farm_status
     from tests.integration.test_scale import Farm
 
     root = tmp_path / "farm"

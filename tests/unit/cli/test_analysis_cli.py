@@ -49,6 +49,14 @@ def test_analyze_bad_file_is_a_one_line_usage_error(tmp_path: Path, capsys: pyte
     assert "missing.etdp: no such file" in capsys.readouterr().err
 
 
+def test_csv_to_unwritable_place_is_an_analysis_error(etdumps: list[Path], tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a-file").write_text("a regular file cannot hold stats.csv")
+    assert main(["analyze", str(etdumps[0]), "--out", str(tmp_path / "a-file" / "stats.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {tmp_path / 'a-file' / 'stats.csv'}: cannot write CSV") and "\n" not in err
+
+
 def test_trace_command(etdumps: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "trace.json"
     assert main(["trace", str(etdumps[0]), "-o", str(out), "--run-block", "1"]) == 0

@@ -145,13 +145,13 @@ def test_ci_matches_scipy_percentile_bootstrap() -> None:
 
 def test_android_product_from_describe_facts(tmp_path: Path) -> None:
     from device_agents.base import parse_facts
-    from orchestrator.report.build import _facts
+    from orchestrator.report.device_facts import device_facts
     from orchestrator.run.results import DeviceResult
 
     facts = parse_facts("abi=aarch64\nandroid.product.model=Pixel 8\nandroid.product.manufacturer=Google\n"
                         "android.build.version.release=15\n")
-    assert _facts(DeviceResult("pixel8", "adb", "android-arm64-v8a", facts=facts)).product == "Google Pixel 8, Android 15"
-    assert _facts(DeviceResult("rpi5", "ssh", "linux-aarch64", facts={"abi": "aarch64"})).product == "-"
+    assert device_facts(DeviceResult("pixel8", "adb", "android-arm64-v8a", facts=facts)).product == "Google Pixel 8, Android 15"
+    assert device_facts(DeviceResult("rpi5", "ssh", "linux-aarch64", facts={"abi": "aarch64"})).product == "-"
 
 
 def test_history_rows_put_devices_side_by_side_newest_first(tmp_path: Path) -> None:

@@ -1,5 +1,4 @@
-import pandas as pd
-
+from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.summary import format_table, summary, wall_clock_lines
 from orchestrator.run.results import (
     DeviceResult,
@@ -13,19 +12,19 @@ from orchestrator.run.results import (
 )
 
 
-def stats_frame() -> pd.DataFrame:
+def stat_rows() -> list[StatRow]:
     rows = []
     for device, scale in (("pixel8", 1.0), ("rpi5", 3.0)):
         for index, (name, avg) in enumerate([("Method::execute", 10.0), ("conv #1", 6.0), ("OPERATOR_CALL", 1.0), ("add #1", 2.0)]):
             if device == "rpi5" and name == "add #1":
                 continue  # the slower board lacks this event: its cell shows "-"
-            rows.append({"device": device, "model": "m", "event_block": "Execute", "event_index": index, "event_name": name,
-                         "samples": 4, "p50_ms": avg * scale, "p90_ms": avg * scale * 1.1, "avg_ms": avg * scale, "cv": 0.05})
-    return pd.DataFrame(rows)
+            rows.append(StatRow(device=device, model="m", event_block="Execute", event_index=index, event_name=name,
+                                samples=4, p50_ms=avg * scale, p90_ms=avg * scale * 1.1, avg_ms=avg * scale, cv=0.05))
+    return rows
 
 
 def test_summary_puts_devices_side_by_side() -> None:
-    text = summary(stats_frame())
+    text = summary(stat_rows())
     assert "model m: p50 ms per device (pixel8, rpi5)" in text
     lines = {line.split()[0] + " " + line.split()[1]: line.split() for line in text.splitlines()[3:]}
     assert lines["Method::execute Execute"][-2:] == ["10.00", "30.00"]  # 2 decimals from 10 ms
@@ -35,8 +34,7 @@ def test_summary_puts_devices_side_by_side() -> None:
 
 
 def test_summary_single_device_orders_by_avg_after_the_total() -> None:
-    frame = stats_frame()
-    text = summary(frame[frame["device"] == "pixel8"])
+    text = summary([r for r in stat_rows() if r.device == "pixel8"])
     names = [line.split()[0] for line in text.splitlines()[3:]]
     assert names == ["Method::execute", "conv", "add"]
     assert "5.0" in text.splitlines()[3]  # cv shown in percent

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.scale import RESOURCE_PREFIX
+from orchestrator.farm import RESOURCE_PREFIX
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import Blame, DeviceError, UsageError
+from orchestrator.farm.executor import inside, merge
+from orchestrator.farm.security import make_security
+from orchestrator.farm.status import WorkerRow, status_lines
 from orchestrator.run.results import DeviceResult, DeviceStatus, ModelResult, ModelStatus
-from orchestrator.scale.client import _merge, inside
-from orchestrator.scale.security import make_security
-from orchestrator.scale.status import WorkerRow, status_lines
 
 
 def test_task_results_of_one_device_fold_into_one_record() -> None:
@@ -19,11 +19,11 @@ def test_task_results_of_one_device_fold_into_one_record() -> None:
                          models=(ModelResult("m1", ModelStatus.OK),))
     second = DeviceResult("d", "ssh", "host", DeviceStatus.FAILED, error="[d] boom", blame=Blame.INFRASTRUCTURE,
                           facts={"abi": "y"}, models=(ModelResult("m2", ModelStatus.OK),))
-    merged = _merge(_merge(running, first), second)
+    merged = merge(merge(running, first), second)
     assert [m.name for m in merged.models] == ["m1", "m2"]
     assert merged.facts == {"abi": "x"} and merged.runner_key == "k"
     assert (merged.status, merged.error, merged.blame) == (DeviceStatus.FAILED, "[d] boom", Blame.INFRASTRUCTURE)
-    assert _merge(running, first).status is DeviceStatus.RUNNING  # OK only once every model is in
+    assert merge(running, first).status is DeviceStatus.RUNNING  # OK only once every model is in
 
 
 def test_tls_needs_all_three_files(tmp_path: Path) -> None:

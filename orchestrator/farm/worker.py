@@ -24,8 +24,8 @@ from typing import Any
 
 from orchestrator.cleanup import close_quietly
 from orchestrator.errors import UsageError
-from orchestrator.scale import require_distributed
-from orchestrator.scale.devices import InventoryWatch, Offer
+from orchestrator.farm import require_distributed
+from orchestrator.farm.devices import InventoryWatch, Offer
 
 PROBE_INTERVAL_SEC = 2.0
 log = logging.getLogger(__name__)

@@ -3,9 +3,9 @@
 The task carries only names, hashes and options (`TaskRequest`); the files come from the worker's
 blob store (blobs.py). A resumed run's task also carries the model's finished process runs (`done`)
 and their files (`prior`, by hash too): the session runs only the missing ones and analyses them
-all, as a resumed single-host session does. The session is the single-host one (run/session.py), unchanged: it takes the
+all, as a resumed single-host session does. The session is the single-host one (run/session.py): it takes the
 device lock on this worker, stages, runs, pulls and analyses, writing `<device>/<model>/...` into a
-private RunDirectory. The task returns that subtree's files and the typed results (`TaskOutcome`);
+private RunDirectory. The task returns that subtree's files and the typed results (`TaskReply`);
 the client writes them into the job's run directory. A failure blamed on infrastructure raises
 `RetryableFailure` so Dask's `retries=` runs the task again; other failures are final and returned.
 Ctrl-C on the client sets the run's stop event (a Dask `Event`); a watcher thread beside the
@@ -28,12 +28,16 @@ from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import cache_dir
 from orchestrator.errors import Blame, DeviceError
+from orchestrator.farm.blobs import BlobRef, materialize, missing
+from orchestrator.farm.streamed import AnnouncingRunDirectory, run_event
+from orchestrator.profiles.stat_rows import ModelStats
 from orchestrator.progress import Progress
+from orchestrator.run.executor import JobContext
+from orchestrator.run.job_stats import JobStats
+from orchestrator.run.plan import JobPlan
 from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, ProcessRun, RunOptions
 from orchestrator.run.runner_contract import RUNNER_REL
 from orchestrator.run.session import DeviceSession
-from orchestrator.scale.blobs import BlobRef, materialize, missing
-from orchestrator.scale.streamed import AnnouncingRunDirectory, run_event
 
 RUNNER_DIR = "runner"
 MODEL_DIR = "model"
@@ -68,23 +72,26 @@ class TaskRequest:
 
 
 @dataclass(frozen=True)
-class TaskOutcome:
+class TaskReply:
+    """What a task sends back: the device's record of this one model (a DeviceResult), its statistics with
+    the samples they came from (so the client reads no ETDump again), the files, and who ran it."""
+
     device: DeviceResult
-    stats: Any = None  # pandas DataFrame of the model, or None when it failed
+    stats: ModelStats | None = None  # None when the model has no analysed runs
     files: dict[str, bytes] = field(default_factory=dict)  # relative to the run directory
     worker: str = ""
     missing: tuple[str, ...] = ()  # blob hashes this worker lacked: the client ships them and resubmits
 
 
 class RetryableFailure(Exception):
-    """An infrastructure failure: Dask retries the task; the last one reaches the client with its outcome."""
+    """An infrastructure failure: Dask retries the task; the last one reaches the client with its reply."""
 
-    def __init__(self, outcome: TaskOutcome) -> None:
-        super().__init__(outcome)
-        self.outcome = outcome
+    def __init__(self, reply: TaskReply) -> None:
+        super().__init__(reply)
+        self.reply = reply
 
     def __str__(self) -> str:
-        return self.outcome.device.error or "infrastructure failure"
+        return self.reply.device.error or "infrastructure failure"
 
 
 def progress_topic(run_id: str) -> str:
@@ -109,31 +116,31 @@ class EventProgress(Progress):
         self._worker.log_event(self._topic, {"device": device, "message": message})
 
 
-def run_task(request: TaskRequest) -> TaskOutcome:
+def run_task(request: TaskRequest) -> TaskReply:
     """Run on a worker (Dask task body)."""
     from distributed import get_worker
 
     worker = get_worker()
     absent = tuple(missing(request.hashes()))
     if absent:
-        return TaskOutcome(DeviceResult(request.device, "", request.target), worker=worker.address, missing=absent)
+        return TaskReply(DeviceResult(request.device, "", request.target), worker=worker.address, missing=absent)
     watch = getattr(worker, "etfarm_inventory", None)
     spec = watch.spec(request.device) if watch is not None else None
     if spec is None:
         error = f"[{request.device}] worker {worker.name} no longer has this device in its inventory"
         failed = DeviceResult(request.device, "", request.target, DeviceStatus.FAILED, error, Blame.INFRASTRUCTURE)
-        raise RetryableFailure(TaskOutcome(failed, worker=worker.address))
-    scratch = cache_dir("scale-work") / f"{request.run_id}-{request.device}-{request.model}-{secrets.token_hex(3)}"
+        raise RetryableFailure(TaskReply(failed, worker=worker.address))
+    scratch = cache_dir("farm-work") / f"{request.run_id}-{request.device}-{request.model}-{secrets.token_hex(3)}"
     try:
-        outcome = _session(request, spec, scratch, EventProgress(worker, request.topic), worker)
+        reply = _session(request, spec, scratch, EventProgress(worker, request.topic), worker)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    if outcome.device.status is DeviceStatus.FAILED and outcome.device.blame is Blame.INFRASTRUCTURE:
-        raise RetryableFailure(outcome)
-    return outcome
+    if reply.device.status is DeviceStatus.FAILED and reply.device.blame is Blame.INFRASTRUCTURE:
+        raise RetryableFailure(reply)
+    return reply
 
 
-def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress, worker: Any) -> TaskOutcome:
+def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress, worker: Any) -> TaskReply:
     paths = materialize(request.blobs, scratch / "artifacts")
     libs = tuple(sorted(p for name, p in paths.items() if name.startswith(f"{RUNNER_DIR}/lib/")))
     runner = paths.get(f"{RUNNER_DIR}/{RUNNER_REL}")
@@ -157,18 +164,20 @@ def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress,
     rundir.quiet_labels = frozenset(run.label for run in request.done)  # the client has these
     rundir.announce = lambda name, run: worker.log_event(  # type: ignore[method-assign]
         request.topic, run_event(request.device, name, run, rundir.root, worker.address))
-    session = DeviceSession(spec, build, [model], request.options, rundir, progress.for_device(spec.name),
-                            build_error=None if build else f"no runner shipped for target {request.target}",
-                            done={request.model: request.done} if request.done else None)
+    plan = JobPlan((request.device,), done={request.device: {request.model: request.done}} if request.done else {})
+    context = JobContext(rundir, plan, (model,), request.options, {build.target: build} if build else {},
+                         {request.target: f"no runner shipped for target {request.target}"},
+                         JobStats(rundir.root, [request.device], [request.model]), progress)
+    session = DeviceSession(spec, context)
     with _stopped_by_client(request.run_id, session):
-        outcome = session.run()
+        result = session.run()
     device_root = rundir.root / request.device
     sent_to_us = {ref.name for ref in request.prior}  # the client has these already
     files = {rel: p.read_bytes() for p in sorted(device_root.rglob("*"))
              if p.is_file() and (rel := p.relative_to(rundir.root).as_posix()) not in sent_to_us} \
         if device_root.is_dir() else {}
-    stats = outcome.stats[0] if outcome.stats else None
-    return TaskOutcome(outcome.result, stats, files, worker.address)
+    stats = context.stats.all()
+    return TaskReply(result, stats[0] if stats else None, files, worker.address)
 
 
 
@@ -194,7 +203,7 @@ def _stopped_by_client(run_id: str, session: DeviceSession) -> Iterator[None]:
                 session.abort()
                 return
 
-    threading.Thread(target=watch, name=f"stop-watch-{session.spec.name}", daemon=True).start()
+    threading.Thread(target=watch, name=f"stop-watch-{session.name}", daemon=True).start()
     try:
         yield
     finally:

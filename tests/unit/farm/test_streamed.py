@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from orchestrator.farm.executor import inside
+from orchestrator.farm.streamed import AnnouncingRunDirectory, StreamedRuns, read_files, run_event
 from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.rundir import RunDirectory
-from orchestrator.scale.client import inside
-from orchestrator.scale.streamed import AnnouncingRunDirectory, StreamedRuns, read_files, run_event
 
 
 def _run(label: str, device: str = "d", model: str = "m") -> ProcessRun:

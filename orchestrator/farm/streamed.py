@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.cache import write_bytes_atomic
+from orchestrator.farm.blobs import QUESTION_TIMEOUT_SEC
 from orchestrator.run.results import DeviceResult, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.rundir import RunDirectory
-from orchestrator.scale.blobs import QUESTION_TIMEOUT_SEC
 
 RUN_EVENT = "run"  # the `kind` of an announcement on the progress topic
 

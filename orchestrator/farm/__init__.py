@@ -1,4 +1,4 @@
-"""Many hosts on Dask distributed (DESIGN.md §6): workers own devices, the client owns the job.
+"""Many hosts on Dask distributed (docs/architecture.md, "Many hosts (Dask)"): workers own devices, the client owns the job.
 
 Imported only when a command is given `--scheduler` (or ETFARM_SCHEDULER): the single-host path
 never imports dask (tests/integration/test_scale.py checks it).
@@ -9,7 +9,10 @@ never imports dask (tests/integration/test_scale.py checks it).
 - `task.py`     the worker side of one (device, model) task: a DeviceSession into a temporary run subtree
 - `streamed.py` each process run a task finishes, announced and fetched at once (a dying worker loses only one)
 - `worker.py`   `etfarm worker`: an in-process `distributed.Worker` that keeps its resources current
-- `client.py`   `etfarm run --scheduler`: export/build once, one task per (device, model), one run directory
+- `client.py`   `etfarm run --scheduler`: the job engine (run/job.py) with the farm's executor; `DaskFarm`, the
+                only code that talks to the Dask client (inventories, shipping, tasks, events, the stop event)
+- `executor.py` the farm's executor: one task per (device, model), replies written into the run directory at
+                once, worker loss, the device deadline, Ctrl-C
 - `status.py`   `etfarm farm status`: workers, their devices, what each is running
 - `security.py` TLS `Security` from command-line options
 """

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import UsageError
-from orchestrator.scale import require_distributed
+from orchestrator.farm import require_distributed
 
 
 def make_security(ca_file: Path | None, cert: Path | None, key: Path | None) -> Any:

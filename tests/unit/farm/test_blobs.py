@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.scale import blobs
+from orchestrator.farm import blobs
 
 
 class FakeClient:

@@ -30,8 +30,8 @@ from pathlib import Path
 from device_agents import DeviceSpec
 from device_agents.spec import AdbListing, ServerBanner
 from orchestrator.errors import EtfarmError
-from orchestrator.scale import resource_name
-from orchestrator.scale.adb_track import AdbTrackers, adb_devices
+from orchestrator.farm import resource_name
+from orchestrator.farm.adb_track import AdbTrackers, adb_devices
 
 PROBE_TIMEOUT_SEC = 2.0
 

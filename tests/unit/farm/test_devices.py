@@ -20,8 +20,8 @@ from device_agents.adb.settings import AdbSettings
 from device_agents.ssh.settings import SshSettings
 from orchestrator.config import load_inventory
 from orchestrator.errors import ConfigError
-from orchestrator.scale.adb_track import AdbTracker, AdbTrackers, adb_devices
-from orchestrator.scale.devices import InventoryWatch, probe
+from orchestrator.farm.adb_track import AdbTracker, AdbTrackers, adb_devices
+from orchestrator.farm.devices import InventoryWatch, probe
 from tests.helpers.inventory import write_inventory
 
 

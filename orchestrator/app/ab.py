@@ -1,0 +1,41 @@
+"""`etfarm run --ab SPEC_A SPEC_B`: one A/B job (ABBA order), B's verdict against A per device and op.
+
+The jobs (the first, and with --until-confident the further ones) are recorded in the results
+store from memory, as `etfarm run` records its job.
+"""
+
+from __future__ import annotations
+
+from orchestrator.app.console import Console
+from orchestrator.app.run import JobRequest
+from orchestrator.progress import Progress
+from orchestrator.run.results import RunOptions
+
+
+def run_ab_job(request: JobRequest, options: RunOptions, progress: Progress, console: Console) -> int:
+    """Run, print the verdict table and each job's directory, record the jobs; returns the exit code."""
+    from orchestrator.app.record import record_job
+    from orchestrator.artifacts.modelspec import parse_model_spec
+    from orchestrator.config import load_inventory
+    from orchestrator.report.verdicts import verdict_table
+    from orchestrator.verdicts.ab import run_ab
+    from orchestrator.verdicts.statistics import VerdictSettings
+
+    assert request.ab is not None
+    inventory = load_inventory(request.config)
+    devices = inventory.select(request.devices)
+    a, b = (parse_model_spec(text) for text in request.ab)
+    settings = VerdictSettings(threshold=request.threshold / 100.0, op_threshold=request.op_threshold / 100.0,
+                               center=request.center)
+    outcome = run_ab(list(devices), a, b, backend=str(request.backend), options=options, out=request.out,
+                     progress=progress, settings=settings, config_file=inventory.path,
+                     until_confident=request.until_confident, max_runs=request.max_runs)
+    console.out(verdict_table(outcome.comparison))
+    for job in outcome.jobs:
+        for device in job.job.devices:
+            if device.status != "ok":
+                console.out(f"{device.name}: FAILED: {device.error}")
+        console.out(f"run directory: {job.rundir.root}")
+        if not request.no_store:
+            record_job(job, request.store, console)
+    return outcome.exit_code

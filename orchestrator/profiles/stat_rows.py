@@ -1,0 +1,226 @@
+"""Per-event statistics as typed rows: `StatRow` is one line of `stats.csv`, with ONE writer and ONE reader.
+
+Every producer and consumer of `stats.csv` goes through this module: the job engine (writing,
+and reading back a resumed job's finished models), the results store (`store import DIR`), the
+comparison report (`etfarm report DIR`) and `etfarm analyze --out` (the same columns without
+`device, model`). Booleans are parsed here only. No pandas, so `etfarm report` and `etfarm analyze`
+stay fast.
+
+The columns (docs/architecture.md, "Contracts: the run directory"): `device, model`, then
+analysis_core's STATS_COLUMNS, SPREAD_COLUMNS, EVENT_COLUMNS and, when some row was linked to an
+ETRecord, LINK_COLUMNS; new columns are only ever appended. Numbers are written as the shortest
+text that reads back as the same double (what pandas' `to_csv` wrote before this module), a
+missing value as an empty cell, lines end with `\\n`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from orchestrator.cache import write_text_atomic
+from orchestrator.errors import DataError
+from orchestrator.profiles.analysis_core import EVENT_COLUMNS, LINK_COLUMNS, SPREAD_COLUMNS, STATS_COLUMNS
+
+if TYPE_CHECKING:  # numpy loads only where samples are collected
+    from orchestrator.profiles.analysis_core import PathLike, SampleSet
+
+ID_COLUMNS = ("device", "model")
+BASE_COLUMNS = (*ID_COLUMNS, *STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS)
+COLUMNS = (*BASE_COLUMNS, *LINK_COLUMNS)
+# What a file must have to be read as stats.csv (the report and the store need no more).
+REQUIRED_COLUMNS = ("device", "model", "event_block", "event_index", "event_name", "p50_ms", "avg_ms")
+_FLOATS = ("min_ms", "p10_ms", "p50_ms", "p90_ms", "avg_ms", "max_ms", "std_ms", "cv", "trimmed_mean_ms")
+_TEXTS = ("delegate_debug_identifier", *LINK_COLUMNS)
+
+
+@dataclass(frozen=True)
+class StatRow:
+    """One event of one (device, model): its identity, Inspector's statistics (ms), what it is in the model.
+
+    Fields are the stats.csv columns, in order. A statistic that is missing or not finite (the CV
+    of an event whose mean is 0) is None. The link fields are None without an ETRecord."""
+
+    device: str
+    model: str
+    event_block: str
+    event_index: int
+    event_name: str
+    samples: int = 0
+    min_ms: float | None = None
+    p10_ms: float | None = None
+    p50_ms: float | None = None
+    p90_ms: float | None = None
+    avg_ms: float | None = None
+    max_ms: float | None = None
+    std_ms: float | None = None
+    cv: float | None = None
+    trimmed_mean_ms: float | None = None
+    is_delegated_op: bool | None = None
+    delegate_debug_identifier: str | None = None
+    op_types: str | None = None
+    delegate_backend_name: str | None = None
+    module_path: str | None = None
+    source_line: str | None = None
+    delegate_covers: str | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """The event within its (device, model): block and Inspector's index in it."""
+        return self.event_block, self.event_index
+
+    @property
+    def linked(self) -> bool:
+        """The event was linked to the model's ETRecord (the link columns exist for it)."""
+        return self.op_types is not None
+
+    @classmethod
+    def from_record(cls, device: str, model: str, record: Mapping[str, Any]) -> StatRow:
+        """A row from one of `analysis_core.summary_records`."""
+        linked = "op_types" in record
+        return cls(
+            device=device, model=model, event_block=str(record["event_block"]), event_index=int(record["event_index"]),
+            event_name=str(record["event_name"]), samples=int(record["samples"]),
+            **{name: _finite(record.get(name)) for name in _FLOATS},
+            is_delegated_op=bool(record["is_delegated_op"]),
+            delegate_debug_identifier=_text(record.get("delegate_debug_identifier")),
+            **{name: (str(record.get(name) or "") if linked else None) for name in LINK_COLUMNS},
+        )
+
+
+assert tuple(f.name for f in fields(StatRow)) == COLUMNS, "StatRow's fields are the stats.csv columns, in order"
+
+
+@dataclass(frozen=True, eq=False)
+class ModelStats:
+    """The statistics of one (device, model) and, when this process read its ETDumps, the samples they
+    came from (None for rows read back from a stats.csv: a resumed job's finished models)."""
+
+    device: str
+    model: str
+    rows: tuple[StatRow, ...]
+    samples: SampleSet | None = None
+
+
+def rows_of(samples: SampleSet, device: str = "", model: str = "") -> tuple[StatRow, ...]:
+    """The statistics of a SampleSet, one row per event with samples, in block then Inspector order."""
+    from orchestrator.profiles.analysis_core import summary_records
+
+    return tuple(StatRow.from_record(device, model, r) for r in summary_records(samples))
+
+
+def model_stats(device: str, model: str, etdumps: Sequence[PathLike], etrecord: PathLike | None) -> ModelStats:
+    """Read a (device, model)'s ETDumps (one per process run directory, named after it) ONCE and summarise them."""
+    from orchestrator.profiles.analysis_core import collect_samples
+
+    labels = [os.path.basename(os.path.dirname(os.fspath(p))) for p in etdumps]
+    samples = collect_samples(etdumps, etrecord=etrecord, run_labels=labels)
+    return ModelStats(device, model, rows_of(samples, device, model), samples)
+
+
+# ---- the one writer ----------------------------------------------------------------------------
+
+
+def csv_text(rows: Iterable[StatRow], *, with_ids: bool = True, linked: bool | None = None) -> str:
+    """The CSV text of `rows`: `device, model` first unless `with_ids` is False; the link columns when
+    some row is linked (or when `linked` says so)."""
+    rows = list(rows)
+    if linked is None:
+        linked = any(r.linked for r in rows)
+    columns = [c for c in (COLUMNS if linked else BASE_COLUMNS) if with_ids or c not in ID_COLUMNS]
+    text = io.StringIO(newline="")
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_cell(getattr(row, c)) for c in columns])
+    return text.getvalue()
+
+
+def write_stats_csv(path: str | os.PathLike[str], rows: Iterable[StatRow], *, with_ids: bool = True,
+                    linked: bool | None = None) -> Path:
+    """Write `rows` atomically (temp file, fsync, rename). OSError propagates: the caller knows a full disk."""
+    out = Path(path)
+    write_text_atomic(out, csv_text(rows, with_ids=with_ids, linked=linked))
+    return out
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)  # shortest text that reads back as the same double
+    return value
+
+
+# ---- the one reader ----------------------------------------------------------------------------
+
+
+def read_stats_csv(path: str | os.PathLike[str]) -> tuple[StatRow, ...]:
+    """Every row of a stats.csv; an absent file (no device measured anything) has none. A file that is not
+    one is a DataError naming it."""
+    path = Path(path)
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
+            if missing:
+                raise DataError(f"{path}: not an etfarm stats.csv (missing columns {', '.join(sorted(missing))})")
+            return tuple(_parse(row, path) for row in reader)
+    except FileNotFoundError:
+        return ()
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"{path}: cannot read: {exc}") from None
+
+
+def group_rows(rows: Iterable[StatRow]) -> dict[tuple[str, str], tuple[StatRow, ...]]:
+    """Rows by (device, model), in order of first appearance."""
+    grouped: dict[tuple[str, str], list[StatRow]] = {}
+    for row in rows:
+        grouped.setdefault((row.device, row.model), []).append(row)
+    return {key: tuple(value) for key, value in grouped.items()}
+
+
+def _parse(row: Mapping[str, str | None], path: Path) -> StatRow:
+    try:
+        return StatRow(
+            device=str(row["device"]), model=str(row["model"]), event_block=str(row["event_block"]),
+            event_index=int(str(row["event_index"])), event_name=str(row["event_name"]),
+            samples=int(float(row.get("samples") or 0)),
+            **{name: _number(row.get(name)) for name in _FLOATS},
+            is_delegated_op=_boolean(row.get("is_delegated_op")),
+            **{name: (None if row.get(name) is None else str(row.get(name))) for name in _TEXTS
+               if name != "delegate_debug_identifier"},
+            delegate_debug_identifier=row.get("delegate_debug_identifier") or None,
+        )
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{path}: not an etfarm stats.csv ({type(exc).__name__}: {exc})") from None
+
+
+def _boolean(text: str | None) -> bool | None:
+    """The one place a stats.csv boolean is parsed: `True`/`False` (any case); empty or absent is None."""
+    if text is None or not text.strip():
+        return None
+    return text.strip().lower() == "true"
+
+
+def _number(text: str | None) -> float | None:
+    if text is None or text == "":
+        return None
+    return _finite(float(text))
+
+
+def _finite(value: Any) -> float | None:
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,78 @@
+"""How a job's devices run: the executor interface (docs/architecture.md, "The job engine: executors").
+
+The engine (run/job.py) assembles the job, plans it, builds the runners and judges the result;
+an executor only runs the plan's devices. Two exist: `LocalExecutor` (run/local_executor.py), a
+thread per device session on this host, and the farm's (orchestrator/farm/executor.py), one Dask
+task per (device, model). An executor:
+
+- is a context manager: what it holds (a connection to the Dask scheduler) lives as long as the job;
+- `devices(names)`: the devices it will run, with their transport and target (the engine builds a
+  runner per target); an unknown name is a usage error;
+- `execute(context)`: runs every device of `context.plan`, recording each device through a
+  `DeviceRecord` and each finished (device, model)'s statistics in `context.stats`; returns when
+  every device has ended. Ctrl-C (KeyboardInterrupt) reaches the engine, which then calls
+- `stop()`: stop what runs (runners killed, device locks released), record what finished, mark the
+  rest `interrupted`, within a bounded time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, Self
+
+from orchestrator.progress import Progress
+from orchestrator.run.device_record import DeviceRecord
+from orchestrator.run.job_stats import JobStats
+from orchestrator.run.plan import JobPlan
+from orchestrator.run.results import RunOptions
+from orchestrator.run.rundir import RunDirectory
+
+if TYPE_CHECKING:
+    from orchestrator.artifacts.build import RunnerBuild
+    from orchestrator.artifacts.lowering import ExportedModel
+
+
+class DeviceRef(Protocol):
+    """What the engine needs to know of a device before it runs: a DeviceSpec, or a farm's device."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def transport(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """Everything an executor is given to run a job's devices."""
+
+    rundir: RunDirectory
+    plan: JobPlan
+    models: tuple[ExportedModel, ...]
+    options: RunOptions
+    builds: Mapping[str, RunnerBuild]  # target -> the runner built for it
+    build_errors: Mapping[str, str]  # target -> why it has no runner
+    stats: JobStats
+    progress: Progress
+
+    def record(self, device: DeviceRef) -> DeviceRecord:
+        return DeviceRecord(self.rundir, device.name, device.transport, device.target,
+                            lambda message: self.progress(message, device.name))
+
+    def no_runner(self, target: str) -> str | None:
+        """Why devices of `target` cannot run (None when its runner was built)."""
+        if target in self.builds:
+            return None
+        return self.build_errors.get(target) or f"no runner for target {target}"
+
+
+class Executor(Protocol):
+    scheduler: str | None  # where the devices are (recorded in the job's config; a resume goes back there)
+
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc: object) -> None: ...
+    def devices(self, names: Sequence[str]) -> Sequence[DeviceRef]: ...
+    def execute(self, context: JobContext) -> None: ...
+    def stop(self) -> None: ...

@@ -1,0 +1,78 @@
+"""The end of each model on a device: verify its outputs, analyse its ETDumps, record it.
+
+Nothing collected is lost: whatever ended the process-run loop (a failed run, a dead device,
+Ctrl-C, a full host disk), every model keeps the process runs that finished, flagged by the
+calibration (run/calibration.py), verified and analysed: `ok` with all of them, `partial` (with
+the failure as its error) when some are missing; a model with none is not recorded (a resume
+runs it all). Each model's ETDumps are read once, here (profiles/stat_rows.py `model_stats`); its
+rows and samples go to the job's statistics. See docs/architecture.md, "Faults: the job".
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+
+from orchestrator.artifacts.lowering import ExportedModel
+from orchestrator.errors import Blame, EtfarmError, blame_of
+from orchestrator.profiles.stat_rows import model_stats
+from orchestrator.run.calibration import flag_runs
+from orchestrator.run.device_record import DeviceRecord
+from orchestrator.run.job_stats import JobStats
+from orchestrator.run.results import ModelResult, ModelStatus, ProcessRun, RunOptions
+from orchestrator.run.rundir import RunDirectory
+from orchestrator.run.runner_contract import ETDUMP_NAME, OUTPUTS_NAME
+from orchestrator.run.verify import verify_outputs
+
+log = logging.getLogger(__name__)
+
+Order = list[tuple[str, ProcessRun]]  # (model name, process run), in the order they ran
+
+
+class ModelFinisher:
+    def __init__(self, models: Sequence[ExportedModel], options: RunOptions, rundir: RunDirectory,
+                 record: DeviceRecord, stats: JobStats, cancelled: threading.Event) -> None:
+        self.models = models
+        self.options = options
+        self.rundir = rundir
+        self.record = record
+        self.stats = stats
+        self.cancelled = cancelled
+        self.say: Callable[[str], None] = record.say
+        self.finished = False
+
+    def finish(self, order: Order, failure: BaseException | None) -> None:
+        """Record every model with the runs it has: complete (ok), some missing (partial, the failure
+        as its error), none (nothing recorded: a resume runs it all)."""
+        self.finished = True
+        flagged_runs = flag_runs([run for _, run in order])
+        expected = self.options.runs + self.options.untraced_runs
+        for model in self.models:
+            runs = [run for (name, _), run in zip(order, flagged_runs, strict=False) if name == model.name]
+            if not runs:
+                continue
+            if len(runs) >= expected or failure is None:
+                self._finish_model(model, runs, ModelStatus.OK, None, None)
+                continue
+            error = str(failure) if isinstance(failure, EtfarmError) else f"{type(failure).__name__}: {failure}"
+            blame = None if self.cancelled.is_set() else blame_of(failure) if isinstance(failure, Exception) else None
+            try:
+                self._finish_model(model, runs, ModelStatus.PARTIAL, error, blame)
+            except Exception as exc:  # noqa: BLE001 - the first failure is the one to report; the runs stay on disk
+                log.debug("could not analyse the partial runs of %s on %s: %s", model.name, self.record.name, exc)
+                self.record.model(ModelResult(model.name, ModelStatus.PARTIAL, tuple(runs), None, error, blame))
+
+    def _finish_model(self, model: ExportedModel, runs: list[ProcessRun], status: ModelStatus, error: str | None,
+                      blame: Blame | None) -> None:
+        local_dir = self.rundir.model_dir(self.record.name, model.name)
+        traced_dirs = [local_dir / r.label for r in runs if r.traced]
+        outputs = [d / OUTPUTS_NAME for d in traced_dirs if (d / OUTPUTS_NAME).is_file()]
+        verification = verify_outputs(model.reference_outputs, outputs)
+        self.say(f"{model.name}: verification {verification.status}: {verification.detail}"
+                 + (f" ({status}: {len(runs)} run(s) kept)" if status is not ModelStatus.OK else ""))
+        if traced_dirs:
+            stats = model_stats(self.record.name, model.name, [d / ETDUMP_NAME for d in traced_dirs], model.etrecord)
+            if not self.record.closed:  # given up by the watchdog: its statistics were taken without these
+                self.stats.add(stats)
+        self.record.model(ModelResult(model.name, status, tuple(runs), verification, error, blame))

@@ -1,0 +1,44 @@
+"""The status rules of a job, each in one place (docs/architecture.md, "The job engine").
+
+- A device whose work ended without a failure is `ok`, or `wrong-results` when some model's
+  outputs failed verification (blame: data): `ended_device`. A device session on this host and
+  the farm's tasks of one device both end through it.
+- The job is `interrupted` after Ctrl-C or SIGTERM; else `ok` when it has devices and every one
+  is ok and nothing went wrong after them (the host disk full writing stats.csv); else `partial`
+  when some device is ok; else `failed`: `job_status`.
+- Exit codes follow the job's status: 0 ok, 130 interrupted, 1 otherwise: `exit_code`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from orchestrator.errors import EXIT_DEVICE_FAILED, EXIT_INTERRUPTED, EXIT_OK, Blame
+from orchestrator.run.results import DeviceResult, DeviceStatus, JobStatus
+
+
+def ended_device(device: DeviceResult) -> DeviceResult:
+    """The record of a device whose work ended without a failure: ok, or wrong results."""
+    wrong = device.wrong_results()
+    if wrong:
+        return replace(device, status=DeviceStatus.WRONG_RESULTS, error=f"[{device.name}] wrong results: {wrong}",
+                       blame=Blame.DATA)
+    return replace(device, status=DeviceStatus.OK)
+
+
+def job_status(devices: Sequence[DeviceResult], *, interrupted: bool = False, problem: str | None = None) -> JobStatus:
+    """The job's status from its devices' (the one rule of both executors)."""
+    if interrupted:
+        return JobStatus.INTERRUPTED
+    ok = [d.status is DeviceStatus.OK for d in devices]
+    if ok and all(ok) and problem is None:
+        return JobStatus.OK
+    return JobStatus.PARTIAL if any(ok) else JobStatus.FAILED
+
+
+def exit_code(status: JobStatus) -> int:
+    """0 every device succeeded, 130 Ctrl-C or SIGTERM, 1 anything else (README "etfarm run")."""
+    if status is JobStatus.INTERRUPTED:
+        return EXIT_INTERRUPTED
+    return EXIT_OK if status is JobStatus.OK else EXIT_DEVICE_FAILED

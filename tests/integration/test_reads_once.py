@@ -1,0 +1,86 @@
+"""One `etfarm run` with the store and the report on reads each pulled ETDump once.
+
+The run happens in this process (the CLI's `main`, as the console script calls it), so every
+open of a file can be seen: a Python audit hook counts the opens for reading of each
+`DIR/<device>/<model>/run-<k>/etdump.etdp`, whoever opens it (the analysis, the store's ingest,
+the report). The job hands its statistics and samples to the store and the report in memory;
+`etfarm store import DIR` and `etfarm report DIR` still read them from disk.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.cli import main
+from orchestrator.profiles.analysis_core import collect_samples
+from orchestrator.run.results import load_manifest
+from orchestrator.store import open_store
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = f"{REPO / 'configs' / 'models' / 'tiny_cnn.py'}:build"
+_WATCHING: list[Path] = []  # the run directory whose ETDump reads are counted (audit hooks stay for good)
+_READS: Counter[Path] = Counter()
+
+
+def _count_reads(event: str, args: tuple[Any, ...]) -> None:
+    if event != "open" or not _WATCHING or not isinstance(args[0], (str, os.PathLike)):
+        return
+    path, mode, flags = args
+    reading = ("r" in mode and "+" not in mode) if isinstance(mode, str) else (flags & os.O_ACCMODE) == os.O_RDONLY
+    if reading and os.fspath(path).endswith("etdump.etdp"):
+        resolved = Path(os.fspath(path)).resolve()
+        if resolved.is_relative_to(_WATCHING[0]):
+            _READS[resolved] += 1
+
+
+sys.addaudithook(_count_reads)
+
+
+@pytest.fixture
+def counted(tmp_path: Path) -> Iterator[Counter[Path]]:
+    _WATCHING.append((tmp_path / "run").resolve())
+    _READS.clear()
+    try:
+        yield _READS
+    finally:
+        _WATCHING.clear()
+
+
+@pytest.mark.slow
+def test_a_run_with_store_and_report_reads_each_etdump_once(counted: Counter[Path], tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    out, store = tmp_path / "run", tmp_path / "results.db"
+    code = main(["run", "--devices", "local", "--model", TINY, "--runs", "2", "--iterations", "3", "--warmup", "1",
+                 "--out", str(out), "--store", str(store)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err[-3000:]
+    assert f"report: {out / 'report.html'}" in printed.out and "stored as" in printed.err
+    etdumps = sorted(p.resolve() for p in out.glob("local/tiny_cnn/run-*/etdump.etdp"))
+    assert len(etdumps) == 2
+    assert dict(counted) == {path: 1 for path in etdumps}  # the analysis; the store and the report took it in memory
+    _WATCHING.clear()
+
+    # What the store holds from memory is, row for row, what it reads from the run directory.
+    job = load_manifest(out)
+    with open_store(store) as opened:
+        samples = opened.event_samples(job.run_id, "local", "tiny_cnn")
+        events = opened.events(job.run_id, "local", "tiny_cnn")
+    direct = collect_samples(etdumps, job.model_artifacts("tiny_cnn").etrecord)  # type: ignore[union-attr]
+    assert samples and sum(e.samples for e in events) == direct.duration_ms.size
+    again = tmp_path / "imported.db"
+    assert main(["store", "import", str(out), "--store", str(again)]) == 0
+    with sqlite3.connect(store) as a, sqlite3.connect(again) as b:
+        for table in ("models", "devices", "results", "process_runs", "events"):
+            query = f"SELECT * FROM {table} ORDER BY rowid"
+            assert a.execute(query).fetchall() == b.execute(query).fetchall(), table
+    # and the report built from memory is the one `etfarm report DIR` builds from the run directory
+    assert main(["report", str(out), "--store", str(store), "--output", str(tmp_path / "again.html")]) == 0
+    assert (tmp_path / "again.html").read_bytes() == (out / "report.html").read_bytes()

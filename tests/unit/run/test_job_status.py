@@ -1,0 +1,220 @@
+"""The job's status rule, ONE table of cases, through the engine with each executor (devices faked).
+
+Each case says how every device ends (ok, wrong results, failed, or Ctrl-C while it runs) and
+whether the host disk is full when stats.csv is written; the job must end with the same status
+and exit code on this host (LocalExecutor, fake device sessions in real threads) and on a farm
+(FarmExecutor, a fake Dask farm whose tasks reply at once). Only the devices are fake: export and
+builds are stubbed, the engine, the run directory, the records and stats.csv are the real ones.
+"""
+
+from __future__ import annotations
+
+import _thread
+import errno
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from device_agents import DeviceSpec
+from orchestrator.artifacts.build import RunnerBuild
+from orchestrator.artifacts.lowering import ExportedModel
+from orchestrator.artifacts.modelspec import ModelSpec
+from orchestrator.errors import Blame
+from orchestrator.farm.blobs import ShipReport
+from orchestrator.farm.client import FarmDevice, FarmOptions
+from orchestrator.farm.executor import FarmExecutor
+from orchestrator.farm.task import TaskReply, TaskRequest
+from orchestrator.profiles.stat_rows import ModelStats, StatRow
+from orchestrator.progress import Progress
+from orchestrator.run import job as engine
+from orchestrator.run import job_stats, session
+from orchestrator.run.executor import JobContext
+from orchestrator.run.heartbeat import Heartbeat
+from orchestrator.run.job import JobResult, run_job_on
+from orchestrator.run.local_executor import LocalExecutor
+from orchestrator.run.results import (
+    DeviceResult,
+    DeviceStatus,
+    JobStatus,
+    ModelResult,
+    ModelStatus,
+    RunOptions,
+    Verification,
+    VerificationStatus,
+    load_manifest,
+)
+
+# (how each device ends, host disk full at stats.csv) -> (the job's status, its exit code)
+CASES = [
+    (("ok",), False, JobStatus.OK, 0),
+    (("ok", "ok"), False, JobStatus.OK, 0),
+    (("ok", "failed"), False, JobStatus.PARTIAL, 1),
+    (("failed", "failed"), False, JobStatus.FAILED, 1),
+    (("ok", "wrong"), False, JobStatus.PARTIAL, 1),
+    (("wrong", "failed"), False, JobStatus.FAILED, 1),
+    (("ok", "interrupt"), False, JobStatus.INTERRUPTED, 130),
+    (("ok", "ok"), True, JobStatus.PARTIAL, 1),
+    (("failed",), True, JobStatus.FAILED, 1),
+]
+MODEL = "m"
+
+
+def _model_result(end: str) -> ModelResult:
+    check = VerificationStatus.FAIL if end == "wrong" else VerificationStatus.PASS
+    return ModelResult(MODEL, ModelStatus.OK, verification=Verification(check, "max |diff| 9" if end == "wrong" else "ok"))
+
+
+def _stats(device: str) -> ModelStats:
+    return ModelStats(device, MODEL, (StatRow(device, MODEL, "Execute", 0, "Method::execute", 3, avg_ms=1.0, p50_ms=1.0),))
+
+
+class FakeSession:
+    """A device session that ends as its device's case says (Ctrl-C: it interrupts the main thread)."""
+
+    ends: dict[str, str] = {}
+
+    def __init__(self, spec: DeviceSpec, context: JobContext) -> None:
+        self.name = spec.name
+        self.context = context
+        self.record = context.record(spec)
+        self.say = context.progress.for_device(spec.name)
+        self.heartbeat = Heartbeat()
+        self.aborted = threading.Event()
+
+    def abort(self) -> None:
+        self.aborted.set()
+
+    def run(self) -> DeviceResult:
+        end = self.ends[self.name]
+        self.record.start()
+        if end == "failed":
+            return self.record.fail(f"[{self.name}] boom", Blame.INFRASTRUCTURE)
+        if end == "interrupt":
+            _thread.interrupt_main()  # Ctrl-C while this device works
+            assert self.aborted.wait(10)
+            return self.record.set(status=DeviceStatus.INTERRUPTED, error=f"[{self.name}] interrupted")
+        self.record.model(_model_result(end))
+        self.context.stats.add(_stats(self.name))
+        return self.record.succeed()
+
+
+class FakeFarm:
+    """The Dask side of a farm whose tasks reply at once; a device that interrupts makes the wait raise Ctrl-C."""
+
+    client = None
+
+    def __init__(self, ends: dict[str, str]) -> None:
+        self.ends = ends
+        self.waits = 0
+        self.stopped = False
+
+    def devices(self) -> dict[str, FarmDevice]:
+        return {name: FarmDevice(name, f"tcp://w-{name}", "fake", "host") for name in self.ends}
+
+    def offered(self) -> dict[str, list[str]]:
+        return {name: [f"tcp://w-{name}"] for name in self.ends}
+
+    def nudge(self) -> None:
+        return None
+
+    def ship(self, worker: str, by_hash: dict[str, Path]) -> ShipReport:
+        return ShipReport(len(by_hash), 0, 0)
+
+    def submit(self, request: TaskRequest, attempt: int = 0) -> tuple[str, str]:
+        return request.device, request.model
+
+    def wait(self, futures: list[tuple[str, str]], timeout_s: float) -> set[tuple[str, str]]:
+        self.waits += 1
+        ready = {f for f in futures if self.ends[f[0]] != "interrupt"}
+        if not ready:
+            raise KeyboardInterrupt
+        return ready
+
+    def reply(self, future: tuple[str, str], request: TaskRequest) -> TaskReply:
+        end = self.ends[request.device]
+        if end == "failed":
+            return TaskReply(DeviceResult(request.device, "fake", "host", DeviceStatus.FAILED, f"[{request.device}] boom",
+                                          Blame.INFRASTRUCTURE), worker="tcp://w")
+        status = DeviceStatus.WRONG_RESULTS if end == "wrong" else DeviceStatus.OK
+        device = DeviceResult(request.device, "fake", "host", status, models=(_model_result(end),))
+        return TaskReply(device, _stats(request.device), {}, "tcp://w")
+
+    def cancel(self, futures: list[Any]) -> None:
+        return None
+
+    def listen(self, run_id: str, handler: Callable[[Any], None]) -> None:
+        return None
+
+    def stop(self, run_id: str) -> None:
+        self.stopped = True
+
+
+@pytest.fixture
+def stubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
+    """Export and builds stubbed (their own tests cover them); `disk_full(True)` fills the disk for stats.csv."""
+    source = tmp_path / "m.py"
+    source.write_text("# a model\n")
+    pte = tmp_path / "m.pte"
+    pte.write_bytes(b"pte")
+    runner = tmp_path / "runner" / "bin" / "etfarm_runner"
+    runner.parent.mkdir(parents=True)
+    runner.write_bytes(b"runner")
+    monkeypatch.setattr(engine, "export_model", lambda spec, backend, log: ExportedModel(
+        MODEL, spec.text, backend, "k" * 16, pte, None, None, None, cached=True))
+    monkeypatch.setattr("orchestrator.artifacts.build.build_runner", lambda target, log: RunnerBuild(
+        target, "runner-key", runner.parent.parent, runner, (), cached=True))
+    monkeypatch.setattr(session, "DeviceSession", FakeSession)
+
+    def disk_full(full: bool) -> None:
+        if full:
+            def write(*args: Any, **kwargs: Any) -> None:
+                raise OSError(errno.ENOSPC, "No space left on device")
+
+            monkeypatch.setattr(job_stats, "write_stats_csv", write)
+
+    return disk_full
+
+
+def _run(executor: Any, names: list[str], out: Path) -> JobResult:
+    spec = ModelSpec(f"{out.parent / 'm.py'}:build", "file", MODEL, out.parent / "m.py", "build")
+    return run_job_on(executor, names, [spec], backend="portable", options=RunOptions(runs=1, untraced_runs=0),
+                      out=out, progress=Progress(quiet=True))
+
+
+def _check(result: JobResult, status: JobStatus, code: int, ends: dict[str, str], disk_full: bool) -> None:
+    assert (result.status, result.exit_code) == (status, code)
+    assert result.job.status is status and load_manifest(result.rundir.root).status is status
+    assert result.interrupted == (status is JobStatus.INTERRUPTED)
+    expected = {"ok": DeviceStatus.OK, "wrong": DeviceStatus.WRONG_RESULTS, "failed": DeviceStatus.FAILED,
+                "interrupt": DeviceStatus.INTERRUPTED}
+    assert {d.name: d.status for d in result.devices} == {name: expected[end] for name, end in ends.items()}
+    measured = [name for name, end in ends.items() if end in ("ok", "wrong")]
+    assert [s.device for s in result.stats] == measured  # in memory, in job order
+    assert (result.rundir.root / "stats.csv").is_file() == bool(measured and not disk_full)
+    assert (result.problem is not None) == bool(disk_full and measured)
+
+
+@pytest.mark.parametrize(("ends", "disk_full", "status", "code"), CASES)
+def test_on_this_host(ends: tuple[str, ...], disk_full: bool, status: JobStatus, code: int, tmp_path: Path,
+                      stubbed: Callable[[bool], None]) -> None:
+    stubbed(disk_full)
+    named = {f"d{k}": end for k, end in enumerate(ends)}
+    FakeSession.ends = named
+    devices = [DeviceSpec(name, "local", "host", str(tmp_path / name)) for name in named]
+    result = _run(LocalExecutor(devices), list(named), tmp_path / "run")
+    _check(result, status, code, named, disk_full)
+
+
+@pytest.mark.parametrize(("ends", "disk_full", "status", "code"), CASES)
+def test_on_a_farm(ends: tuple[str, ...], disk_full: bool, status: JobStatus, code: int, tmp_path: Path,
+                   stubbed: Callable[[bool], None]) -> None:
+    stubbed(disk_full)
+    named = {f"d{k}": end for k, end in enumerate(ends)}
+    farm = FakeFarm(named)
+    result = _run(FarmExecutor(FarmOptions("tcp://fake:8786"), farm=farm), list(named), tmp_path / "run")
+    _check(result, status, code, named, disk_full)
+    assert farm.stopped == (status is JobStatus.INTERRUPTED)
+    assert result.job.config.scheduler == "tcp://fake:8786"
