@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from orchestrator.cli.options import ConfigOption, JsonOption
-from orchestrator.errors import EXIT_DEVICE_FAILED
+from orchestrator.errors import EXIT_DEVICE_FAILED, one_line
 
 devices_app = typer.Typer(
     help="List, check and trust devices of the inventory. Health: ok (answered at once), degraded (answered "
@@ -46,6 +46,9 @@ def devices(
 
     rows = [[e["name"], e["transport"], e["target"], e["address"], _status(e), _facts_line(e["facts"])] for e in entries]
     typer.echo(format_table(["device", "transport", "target", "address", "status", "facts"], rows, "llllll"))
+    for entry in entries:  # the whole reason and its fix, never cut by the table's width
+        if entry["reachable"] is False and entry.get("error"):
+            typer.echo(f"{entry['name']}: {one_line(str(entry['error']))}")
     if inventory.path is None:
         typer.echo("(no inventory file: only the built-in 'local' device; see --config / ETFARM_CONFIG)")
 
@@ -79,7 +82,10 @@ def _status(entry: dict[str, Any]) -> str:
     if entry["health"] == "degraded":
         tries = len(entry["attempts"])
         return f"degraded ({tries} failed tr{'y' if tries == 1 else 'ies'}, {entry['elapsed_s']:.1f} s)"
-    return "ok" if entry["reachable"] else f"offline: {(entry['error'] or '').splitlines()[0][:80]}"
+    if entry["reachable"]:
+        return "ok"
+    first = (entry["error"] or "").splitlines()[0] if entry["error"] else ""
+    return f"offline: {first[:40]}…" + " (below)" if len(first) > 40 else f"offline: {first}"
 
 
 def _facts_line(facts: dict[str, Any]) -> str:

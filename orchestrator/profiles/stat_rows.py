@@ -8,7 +8,9 @@ stay fast.
 
 The columns (docs/architecture.md, "Contracts: the run directory"): `device, model`, then
 analysis_core's STATS_COLUMNS, SPREAD_COLUMNS, EVENT_COLUMNS and, when some row was linked to an
-ETRecord, LINK_COLUMNS; new columns are only ever appended. Numbers are written as the shortest
+ETRecord, LINK_COLUMNS and KERNEL_COLUMNS (an XNNPACK kernel's mapping to the user's model, read
+from the .pte: `mapped` with its own module path and source line, or `unmapped` with the reason in
+`kernel_note`); new columns are only ever appended. Numbers are written as the shortest
 text that reads back as the same double (what pandas' `to_csv` wrote before this module), a
 missing value as an empty cell, lines end with `\\n`.
 """
@@ -26,18 +28,26 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.cache import write_text_atomic
 from orchestrator.errors import DataError
-from orchestrator.profiles.analysis_core import EVENT_COLUMNS, LINK_COLUMNS, SPREAD_COLUMNS, STATS_COLUMNS
+from orchestrator.profiles.analysis_core import (
+    EVENT_COLUMNS,
+    KERNEL_COLUMNS,
+    LINK_COLUMNS,
+    MAPPED,
+    SPREAD_COLUMNS,
+    STATS_COLUMNS,
+    UNMAPPED,
+)
 
 if TYPE_CHECKING:  # numpy loads only where samples are collected
     from orchestrator.profiles.analysis_core import PathLike, SampleSet
 
 ID_COLUMNS = ("device", "model")
 BASE_COLUMNS = (*ID_COLUMNS, *STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS)
-COLUMNS = (*BASE_COLUMNS, *LINK_COLUMNS)
+COLUMNS = (*BASE_COLUMNS, *LINK_COLUMNS, *KERNEL_COLUMNS)
 # What a file must have to be read as stats.csv (the report and the store need no more).
 REQUIRED_COLUMNS = ("device", "model", "event_block", "event_index", "event_name", "p50_ms", "avg_ms")
 _FLOATS = ("min_ms", "p10_ms", "p50_ms", "p90_ms", "avg_ms", "max_ms", "std_ms", "cv", "trimmed_mean_ms")
-_TEXTS = ("delegate_debug_identifier", *LINK_COLUMNS)
+_TEXTS = ("delegate_debug_identifier", *LINK_COLUMNS, *KERNEL_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,17 @@ class StatRow:
     module_path: str | None = None
     source_line: str | None = None
     delegate_covers: str | None = None
+    kernel_mapping: str | None = None  # a delegate kernel: "mapped" or "unmapped"; "" for other events
+    kernel_note: str | None = None  # how a kernel maps (fused ops), or why it is not mapped
+
+    @property
+    def kernel_mapped(self) -> bool:
+        """A delegate kernel named in the user's model (its module path and source line are its own)."""
+        return self.kernel_mapping == MAPPED
+
+    @property
+    def kernel_unmapped(self) -> bool:
+        return self.kernel_mapping == UNMAPPED
 
     @property
     def key(self) -> tuple[str, int]:
@@ -90,7 +111,7 @@ class StatRow:
             **{name: _finite(record.get(name)) for name in _FLOATS},
             is_delegated_op=bool(record["is_delegated_op"]),
             delegate_debug_identifier=_text(record.get("delegate_debug_identifier")),
-            **{name: (str(record.get(name) or "") if linked else None) for name in LINK_COLUMNS},
+            **{name: (str(record.get(name) or "") if linked else None) for name in (*LINK_COLUMNS, *KERNEL_COLUMNS)},
         )
 
 
@@ -115,12 +136,14 @@ def rows_of(samples: SampleSet, device: str = "", model: str = "") -> tuple[Stat
     return tuple(StatRow.from_record(device, model, r) for r in summary_records(samples))
 
 
-def model_stats(device: str, model: str, etdumps: Sequence[PathLike], etrecord: PathLike | None) -> ModelStats:
-    """Read a (device, model)'s ETDumps (one per process run directory, named after it) ONCE and summarise them."""
+def model_stats(device: str, model: str, etdumps: Sequence[PathLike], etrecord: PathLike | None,
+                pte: PathLike | None = None) -> ModelStats:
+    """Read a (device, model)'s ETDumps (one per process run directory, named after it) ONCE and summarise them;
+    with the program's .pte, its XNNPACK kernels are named in the user's model."""
     from orchestrator.profiles.analysis_core import collect_samples
 
     labels = [os.path.basename(os.path.dirname(os.fspath(p))) for p in etdumps]
-    samples = collect_samples(etdumps, etrecord=etrecord, run_labels=labels)
+    samples = collect_samples(etdumps, etrecord=etrecord, run_labels=labels, pte=pte)
     return ModelStats(device, model, rows_of(samples, device, model), samples)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
 from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.text import fmt_ms, fmt_percent, format_bytes, format_table
+from orchestrator.run.calibration import flag_text
 from orchestrator.run.results import Job
 from orchestrator.stats import percentile
 
@@ -78,13 +79,11 @@ def wall_clock_lines(job: Job) -> list[str]:
         if overhead is not None:
             line += (f"; without ETDump p50 {fmt_ms(percentile(model.untraced_execute_ms, 50))} ms "
                      f"(tracer overhead {overhead * 100:+.1f}%)")
-        if model.unstable and model.execute_cv is not None:
-            line += f"; UNSTABLE: CV {model.execute_cv * 100:.0f}% (pin cores, cool down, or add runs)"
+        if model.unstable:
+            line += "; UNSTABLE: " + "; ".join(model.stability.reasons)
         flagged = model.flagged_runs
         if flagged:
-            line += "; FLAGGED: " + ", ".join(
-                f"{r.label} {r.flag}" + (f" (calibration {r.slowdown * 100:+.0f}%)" if r.slowdown is not None else "")
-                for r in flagged)
+            line += "; FLAGGED: " + ", ".join(flag_text(r) for r in flagged)
         lines.append(line)
     return lines
 

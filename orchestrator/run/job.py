@@ -85,10 +85,10 @@ class JobResult:
 
 
 def run_job(devices: Sequence[DeviceSpec], specs: Sequence[ModelSpec], *, backend: str, options: RunOptions,
-            out: Path | None, progress: Progress, config_file: Path | None = None) -> JobResult:
+            out: Path | None, progress: Progress, config_file: Path | None = None, run_id: str | None = None) -> JobResult:
     """The job on this host's devices; its full DEBUG log (progress lines, device commands) goes to DIR/etfarm.log."""
     return run_job_on(LocalExecutor(devices), [d.name for d in devices], specs, backend=backend, options=options,
-                      out=out, progress=progress, config_file=config_file)
+                      out=out, progress=progress, config_file=config_file, run_id=run_id)
 
 
 def resume_job(root: Path, devices: Sequence[DeviceSpec], specs: Sequence[ModelSpec], *, progress: Progress) -> JobResult:
@@ -97,7 +97,8 @@ def resume_job(root: Path, devices: Sequence[DeviceSpec], specs: Sequence[ModelS
 
 
 def run_job_on(executor: Executor, device_names: Sequence[str], specs: Sequence[ModelSpec], *, backend: str,
-               options: RunOptions, out: Path | None, progress: Progress, config_file: Path | None = None) -> JobResult:
+               options: RunOptions, out: Path | None, progress: Progress, config_file: Path | None = None,
+               run_id: str | None = None) -> JobResult:
     with job_log() as attach:
         check_out(out)
         with executor:
@@ -108,7 +109,8 @@ def run_job_on(executor: Executor, device_names: Sequence[str], specs: Sequence[
             # Export before the run directory exists: a bad model is a usage error and leaves nothing behind.
             models = [export_model(spec, backend, log=progress) for spec in specs]
             rundir = RunDirectory.create(out, config, tuple(model_artifacts(m, s) for m, s in zip(models, specs,
-                                                                                                   strict=False)))
+                                                                                                   strict=False)),
+                                         run_id=run_id)
             attach(rundir.root / LOG)
             where = f" on {executor.scheduler}" if executor.scheduler else ""
             progress(f"run {rundir.run_id}: {len(devices)} device(s), {len(specs)} model(s){where} -> {rundir.root}")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from orchestrator.errors import Blame, DataError
 from orchestrator.run.codec import KEYED, Layout, decode, encode
 from orchestrator.run.job_config import JobConfig, ModelArtifacts, RunOptions
-from orchestrator.stats import coefficient_of_variation, is_unstable, median
+from orchestrator.stats import Stability, coefficient_of_variation, median, stability
 
 if TYPE_CHECKING:
     from orchestrator.run.runner_contract import RunnerResult
@@ -227,8 +227,14 @@ class ModelResult:
         return coefficient_of_variation(self.wall_execute_ms)
 
     @property
+    def stability(self) -> Stability:
+        """Within-run and between-run spread of the traced runs' executions (orchestrator/stats.py)."""
+        return stability([r.execute_ms for r in self.traced_runs], [r.label for r in self.traced_runs],
+                         {r.label for r in self.flagged_runs})
+
+    @property
     def unstable(self) -> bool:
-        return is_unstable(self.execute_cv)
+        return self.stability.unstable
 
     def summary(self) -> dict[str, Any]:
         return {"runs": len(self.traced_runs), "wall_execute_ms": list(self.wall_execute_ms),
@@ -239,7 +245,9 @@ class ModelResult:
                 "host_overhead_ms_p50": median([o for r in self.runs if (o := r.host_overhead_ms) is not None]),
                 "flagged_runs": {r.label: f"{r.flag} {r.slowdown:+.0%}" if r.slowdown is not None else str(r.flag)
                                  for r in self.flagged_runs},
-                "tracer_overhead": self.tracer_overhead, "execute_cv": self.execute_cv, "unstable": self.unstable}
+                "tracer_overhead": self.tracer_overhead, "execute_cv": self.execute_cv,
+                "within_run_spread": self.stability.within, "between_run_spread": self.stability.between,
+                "unstable": self.unstable}
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)

@@ -74,7 +74,28 @@ def test_a_side_with_too_few_runs_for_the_rank_test_is_said_in_the_legend() -> N
     short = compare_sides(side(1.0, runs=5, seed=1), side(2.0, runs=5, seed=2, source="run-b"), fast)
     assert short.verdict is not Verdict.REGRESSED  # 3 against 3: p can never go below 0.1
     table = verdict_table(Comparison("run-a", "run-b", fast, (short,)))
-    assert "TOO FEW RUNS on pixel8" in table and "at least 7 process runs" in table
+    assert "TOO FEW RUNS on pixel8" in table and "with equal counts a side needs 7" in table
     enough = compare_sides(side(1.0, runs=7, seed=1), side(2.0, runs=7, seed=2, source="run-b"), fast)
     assert enough.verdict is Verdict.REGRESSED
     assert "TOO FEW RUNS" not in verdict_table(Comparison("run-a", "run-b", fast, (enough,)))
+
+
+def test_no_verdict_contradicts_the_legend() -> None:
+    """For every pair of run counts (2-12 a side, both centers): a REGRESSED pair is never listed under TOO FEW RUNS,
+    and a pair listed there cannot be regressed. The issue's case: 10 runs against 6 under `fast` tests 5 against 3,
+    whose exact p can reach 2 / C(8, 3) = 0.036: that pair may be regressed, and the legend must not say otherwise."""
+    from orchestrator.report.verdicts import can_reach_significance, legend
+
+    for center in ("mean", "fast"):
+        settings = VerdictSettings(resamples=200, center=center)
+        for runs_a in range(2, 13):
+            for runs_b in range(2, 13):
+                pair = compare_sides(side(1.0, runs=runs_a, seed=runs_a), side(2.0, runs=runs_b, seed=50 + runs_b,
+                                                                               source="run-b"), settings)
+                text = legend(Comparison("run-a", "run-b", settings, (pair,)))
+                listed = "TOO FEW RUNS on pixel8" in text
+                assert not (listed and pair.verdict is Verdict.REGRESSED), (center, runs_a, runs_b)
+                assert listed == (not can_reach_significance(runs_a, runs_b, center, settings.alpha)), (center, runs_a, runs_b)
+                if not listed:  # 2x slower, every run apart: reachable significance is reached
+                    assert pair.verdict is Verdict.REGRESSED, (center, runs_a, runs_b, pair.estimate)
+    assert can_reach_significance(10, 6, "fast", 0.05) and not can_reach_significance(6, 6, "fast", 0.05)
