@@ -47,7 +47,7 @@ def nightly(
     from orchestrator.progress import Progress
     from orchestrator.report.verdicts import verdict_table
     from orchestrator.store import open_store
-    from orchestrator.verdicts.nightly import load_plan, pair_baselines, run_nightly
+    from orchestrator.verdicts.nightly import load_plan, run_nightly
 
     loaded = load_plan(plan)
     farm = None
@@ -61,7 +61,7 @@ def nightly(
         outcome = run_nightly(loaded, opened, Progress(quiet=quiet), config=config, farm=farm)
     comparison = outcome.comparison
     typer.echo(verdict_table(comparison))
-    written = _night_pages(outcome, store, [*pair_baselines(comparison), *outcome.notes])
+    written = _night_pages(outcome, store, list(outcome.notes))
     for job in outcome.jobs:
         for device in job.job.devices:
             if device.status != "ok":

@@ -157,12 +157,16 @@ def csv_text(rows: Iterable[StatRow], *, with_ids: bool = True, linked: bool | N
     if linked is None:
         linked = any(r.linked for r in rows)
     columns = [c for c in (COLUMNS if linked else BASE_COLUMNS) if with_ids or c not in ID_COLUMNS]
+    return csv_line(columns) + "".join(csv_line([_cell(getattr(row, c)) for c in columns]) for row in rows)
+
+
+def csv_line(values: Sequence[Any]) -> str:
+    """One CSV record ending in `\\n`, every field that holds a `\\r` or `\\n` quoted (RFC 4180). Python's csv module
+    with `lineterminator="\\n"` leaves a lone `\\r` unquoted, and readers then split the record there: an op or
+    module name from a device must not break the file."""
     text = io.StringIO(newline="")
-    writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow([_cell(getattr(row, c)) for c in columns])
-    return text.getvalue()
+    csv.writer(text, lineterminator="\r\n").writerow(values)  # both characters in the terminator: both quoted
+    return text.getvalue()[:-2] + "\n"
 
 
 def write_stats_csv(path: str | os.PathLike[str], rows: Iterable[StatRow], *, with_ids: bool = True,

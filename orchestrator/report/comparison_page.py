@@ -22,6 +22,7 @@ from orchestrator.report.page import (
     Span,
     Table,
     Text,
+    anchor,
     badge,
     code,
     joined,
@@ -57,13 +58,14 @@ def comparison_page(view: ComparisonView) -> Page:
                                                           else f" · noise floor {s.noise_floor:.0%}" if s.noise_floor
                                                           else ""))
     runs = tuple(section for report in view.runs
-                 for section in run_sections(report, prefix=f"run-{report.run_id}-", label=f" · run {report.run_id}"))
+                 for section in run_sections(report, prefix=anchor("run", report.run_id) + "-",
+                                             label=f" · run {report.run_id}"))
     methods = (*VERDICT_METHODS, *(view.runs[0].methods if view.runs else ()))
     versions = view.runs[0].versions if view.runs else ()
     sections = (verdicts_section(view), op_verdicts_section(view), structure_section(view), trust_section(view),
                 *runs, methods_section(methods, versions))
     nav = (("verdicts", "#verdicts"), ("per op", "#op-verdicts"), ("structure", "#structure"), ("trust", "#trust"),
-           *((f"run {r.run_id}", f"#run-{r.run_id}-summary") for r in view.runs), ("method", "#methods"))
+           *((f"run {r.run_id}", "#" + anchor("run", r.run_id) + "-summary") for r in view.runs), ("method", "#methods"))
     return Page(view.title, meta, sections, nav)
 
 
@@ -113,8 +115,8 @@ def _baseline(view: ComparisonView, pair: PairVerdict) -> Span:
 def _verdict_row(view: ComparisonView, pair: PairVerdict) -> tuple[Text, ...]:
     est = pair.estimate
     confirmation = view.confirmation(pair.device, pair.model)
-    confirmed = ("-" if confirmation is None else
-                 f"{'confirmed' if confirmation.confirmed else 'NOT confirmed'} by {confirmation.confirm_run}")
+    confirmed = text("-") if confirmation is None else text(Span(
+        "confirmed" if confirmation.confirmed else "NOT confirmed", title=f"by run {confirmation.confirm_run}"))
     verdict = text(badge(pair.verdict.value, TONE.get(pair.verdict.value, "info"), pair.reason or ""),
                    " (outputs WRONG)" if pair.verification_failed else "")
     figures: tuple[Text, ...] = (text("-"),) * 6
@@ -122,7 +124,7 @@ def _verdict_row(view: ComparisonView, pair: PairVerdict) -> tuple[Text, ...]:
         figures = (text(f"{est.ratio:.3f}x"), text(f"[{est.ci_low:.3f}, {est.ci_high:.3f}]"), text(ms(est.median_a_ms)),
                    text(ms(est.median_b_ms)), text(f"{est.p_value:.3g}"), text(f"{est.runs_a}/{est.runs_b}"))
     return (text(pair.device), text(pair.model), verdict, *figures,
-            text(pair.noise.describe() if pair.noise else "-"), text(_baseline(view, pair)), text(confirmed))
+            text(pair.noise.describe() if pair.noise else "-"), text(_baseline(view, pair)), confirmed)
 
 
 def op_verdicts_section(view: ComparisonView) -> Section:

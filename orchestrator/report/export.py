@@ -8,8 +8,6 @@ the `json` and `csv` modules: their own escaping, and every name reads back exac
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from dataclasses import asdict
 from typing import Any
@@ -52,12 +50,12 @@ def render_json(report: Report) -> str:
 
 
 def render_csv(report: Report) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    from orchestrator.profiles.stat_rows import csv_line
+
+    lines = [csv_line(CSV_COLUMNS)]
     for model in report.models:
         for d in model.latency:
-            writer.writerow(
+            lines.append(csv_line(
                 [
                     model.name,
                     d.device,
@@ -83,8 +81,8 @@ def render_csv(report: Report) -> str:
                     _num(d.tracer.interval.high if d.tracer and d.tracer.interval else None),
                     "; ".join(f.text for f in d.flagged_runs),
                 ]
-            )
-    return buf.getvalue()
+            ))
+    return "".join(lines)
 
 
 def _num(value: float | None) -> str:

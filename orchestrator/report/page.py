@@ -13,6 +13,8 @@ through `report.extensions` (a list of sections, in order).
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -67,6 +69,16 @@ def badge(label: str, tone: str, reason: str = "") -> Span:
 
 def link(label: str, href: str) -> Span:
     return Span(label, href=href)
+
+
+def anchor(*parts: str) -> str:
+    """An id for `#` links from names the user chose: letters, digits and `_.-` kept, anything else `-`, and a short
+    digest of the name when something was replaced (so two names never share an anchor)."""
+    raw = "-".join(parts)
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "-", raw)
+    if safe == raw:
+        return safe
+    return f"{safe}-{hashlib.sha256(raw.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def joined(items: Sequence[Text], separator: str = ", ") -> Text:

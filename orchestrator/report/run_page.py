@@ -23,6 +23,7 @@ from orchestrator.report.page import (
     Span,
     Table,
     Text,
+    anchor,
     badge,
     code,
     joined,
@@ -39,7 +40,7 @@ def run_page(report: Report, extra: tuple[Section, ...] = ()) -> Page:
     """The whole page; `extra` sections (report.extensions) go after the models, before the devices."""
     from orchestrator.report.run_sections import methods_section
 
-    nav = (("summary", "#summary"), ("trust", "#trust"), *((m.name, f"#model-{m.name}") for m in report.models),
+    nav = (("summary", "#summary"), ("trust", "#trust"), *((m.name, "#" + anchor("model", m.name)) for m in report.models),
            ("devices", "#devices"), ("method", "#methods"))
     return Page(title=f"etfarm report: {_count(len(report.models), 'model')} on {_count(len(report.devices), 'device')}",
                 meta=run_meta(report), sections=(*run_sections(report, extra=extra), methods_section(report.methods,
@@ -90,7 +91,7 @@ def summary_section(report: Report, prefix: str = "", label: str = "") -> Sectio
     rows = []
     for m in report.models:
         by_device = {d.device: d for d in m.latency}
-        rows.append((text(link(m.name, f"#{prefix}model-{m.name}")),
+        rows.append((text(link(m.name, "#" + anchor(f"{prefix}model", m.name))),
                      *(_summary_cell(by_device.get(dev), report.baseline) for dev in report.devices)))
     note = text(muted(f"End-to-end p50 per execution, ratio of p50s to {report.baseline or '-'} with its 95 % interval "
                       "over process runs; badges say why a number should not be taken at face value."))
@@ -148,7 +149,8 @@ def model_section(report: Report, m: ModelSection, prefix: str = "", label: str 
     from orchestrator.report.run_sections import history_blocks
 
     blocks.append(Section(text("Over time"), level=3, blocks=(*_figure(charts, "history"), *history_blocks(m))))
-    return Section(text(f"Model {m.name} ", muted(f"({m.backend})"), label), f"{prefix}model-{m.name}", tuple(blocks))
+    return Section(text(f"Model {m.name} ", muted(f"({m.backend})"), label), anchor(f"{prefix}model", m.name),
+                   tuple(blocks))
 
 
 def _figure(charts: dict, key: str) -> tuple[Block, ...]:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
 from orchestrator.profiles.stat_rows import StatRow
+from orchestrator.report.escape import terminal_text
 from orchestrator.report.text import fmt_ms, fmt_percent, format_bytes, format_table
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.results import Job
@@ -27,7 +28,7 @@ def summary(rows: Sequence[StatRow], top: int = 12) -> str:
         devices = list(dict.fromkeys(r.device for r in model_rows))
         several = len(devices) > 1
         title = f"model {model}: p50 ms per device ({', '.join(devices)})" if several else f"model {model} on {devices[0]}"
-        out.append(f"{title}\n{_model_table(model_rows, devices, top, where)}")
+        out.append(f"{terminal_text(title)}\n{_model_table(model_rows, devices, top, where)}")
     return "\n\n".join(out)
 
 
@@ -84,7 +85,7 @@ def wall_clock_lines(job: Job) -> list[str]:
         flagged = model.flagged_runs
         if flagged:
             line += "; FLAGGED: " + ", ".join(flag_text(r) for r in flagged)
-        lines.append(line)
+        lines.append(terminal_text(line))
     return lines
 
 

@@ -49,6 +49,7 @@ def cell(value: Any) -> str:
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
     """Plain fixed-width table; `align` is one 'l'/'r' per column (numbers right by default)."""
     cells = [[cell(v) for v in row] for row in rows]
+    headers = [cell(h) for h in headers]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     align = align or "".join("r" if rows and is_number(rows[0][i]) else "l" for i in range(len(headers)))
 

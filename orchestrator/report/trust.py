@@ -53,8 +53,11 @@ def trust_notes(job: Job, models: list[str]) -> tuple[TrustNote, ...]:
 def _model_notes(device: DeviceResult, model: ModelResult, planned: int) -> list[TrustNote]:
     from orchestrator.run.calibration import flag_text
 
-    notes = [TrustNote(device.name, model.name, str(r.flag), f"{flag_text(r)}: kept in the statistics")
-             for r in model.flagged_runs]
+    notes = []
+    for kind in ("throttled", "interfered"):
+        runs = [flag_text(r) for r in model.flagged_runs if r.flag == kind]
+        if runs:
+            notes.append(TrustNote(device.name, model.name, kind, ", ".join(runs) + ": kept in the statistics"))
     missing = planned - len(model.traced_runs)
     if missing > 0 and model.traced_runs:
         notes.append(TrustNote(device.name, model.name, "partial",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from orchestrator.report.escape import terminal_text
 from orchestrator.report.summary import format_table
 from orchestrator.verdicts.changes import SeriesChanges
 from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
@@ -74,7 +75,8 @@ def verdict_table(comparison: Comparison) -> str:
     table = format_table(headers(comparison), verdict_rows(comparison), "llllrrrlrrl")
     baselines = [f"{p.device} {p.model}: {p.source_a}" for p in comparison.pairs
                  if p.source_a and p.source_a not in comparison.a]
-    return f"{table}\n{legend(comparison)}" + (f"\nbaselines: {'; '.join(baselines)}" if baselines else "")
+    text = f"{legend(comparison)}" + (f"\nbaselines: {'; '.join(baselines)}" if baselines else "")
+    return f"{table}\n{terminal_text(text)}"
 
 
 def legend(comparison: Comparison) -> str:

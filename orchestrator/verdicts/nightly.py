@@ -348,8 +348,3 @@ def _new_dir(root: Path) -> tuple[Path, str]:
         if not (root / run_id).exists():
             return root / run_id, run_id
     raise EtfarmError(f"{root}: cannot find a free run directory name")
-
-
-def pair_baselines(comparison: Comparison) -> Sequence[str]:
-    """One line per pair: which baseline run it was compared with (for reports)."""
-    return [f"{p.device} {p.model}: baseline {p.source_a or '-'} -> {p.source_b}" for p in comparison.pairs]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from orchestrator.errors import Blame
@@ -12,6 +14,7 @@ from orchestrator.verdicts.compare import (
     PairVerdict,
     Side,
     SideRun,
+    compare_jobs,
     compare_sides,
     pool,
 )
@@ -99,3 +102,25 @@ def test_no_verdict_contradicts_the_legend() -> None:
                 if not listed:  # 2x slower, every run apart: reachable significance is reached
                     assert pair.verdict is Verdict.REGRESSED, (center, runs_a, runs_b, pair.estimate)
     assert can_reach_significance(10, 6, "fast", 0.05) and not can_reach_significance(6, 6, "fast", 0.05)
+
+
+def test_a_corrupt_etdump_gives_its_pair_no_data_and_the_others_verdicts(tmp_path: Path) -> None:
+    """Issue 21 item 2: one device's ETDump in B is garbage; `compare A B` gives that (device, model) `no-data` with
+    the file named, the other device its verdict, and exits as the verdicts say (not 2 for everything)."""
+    import subprocess
+    import sys
+
+    from tests.unit.store.rundirs import make_run_dir as run_with_etdumps
+
+    a = run_with_etdumps(tmp_path, "20261101-000000-aaaa", "2026-11-01T00:00:00+0000", runs=3)
+    b = run_with_etdumps(tmp_path, "20261102-000000-bbbb", "2026-11-02T00:00:00+0000", runs=3)
+    bad = b / "rpi5" / "mlp" / "run-2" / "etdump.etdp"
+    bad.write_bytes(b"\x00garbage, not a flatbuffer" * 3)
+    comparison = compare_jobs(a, b, SETTINGS)
+    pairs = {p.device: p for p in comparison.pairs}
+    assert pairs["rpi5"].verdict is Verdict.NO_DATA and "etdump" in (pairs["rpi5"].reason or "").lower()
+    assert pairs["local"].verdict is not Verdict.NO_DATA and pairs["local"].estimate is not None
+    result = subprocess.run([sys.executable, "-m", "orchestrator.cli", "compare", str(a), str(b)], capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr  # nothing regressed; the bad pair is no-data, not a usage error
+    assert "no-data" in result.stdout and "Traceback" not in result.stderr
