@@ -34,15 +34,28 @@ def etfarm(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
                           timeout=1200, env=env, check=False)
 
 
+RUN_ARGS = ("--runs", "3", "--iterations", "20", "--warmup", "1")
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("kernel-pages")
     store = root / "results.db"
     env = {**os.environ, "ETFARM_STORE": str(store)}
-    result = etfarm("run", "--model", THREE_CONVS, "--model", THREE_CONVS_INT8, "--model", TINY_CNN, "--runs", "3",
-                    "--iterations", "20", "--warmup", "1", "--out", str(root / "run"), env=env)
+    result = etfarm("run", "--model", THREE_CONVS, "--model", TINY_CNN, *RUN_ARGS, "--out", str(root / "run"), env=env)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     return root / "run", store
+
+
+@pytest.fixture(scope="module")
+def int8_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The PT2E int8 model in a job of its own: XNNPACK's int8 kernels round differently from the eager quantized
+    reference (about 7e-3 here), so the job may end `wrong-results` (exit 1); its statistics are written all the same."""
+    out = tmp_path_factory.mktemp("kernel-pages-int8") / "run"
+    result = etfarm("run", "--model", THREE_CONVS_INT8, "--name", "three_convs_int8", *RUN_ARGS, "--out", str(out),
+                    "--no-store")
+    assert result.returncode == 0 or "wrong results: three_convs_int8" in result.stdout, result.stderr[-3000:]
+    return out
 
 
 def kernels(rows: tuple[StatRow, ...]) -> list[StatRow]:
@@ -55,10 +68,12 @@ def modules_of(spec: str, *types: type) -> list[str]:
 
 
 @pytest.mark.parametrize("model", ["three_convs", "three_convs_int8"])
-def test_each_convolution_kernel_row_names_its_own_convolution(run: tuple[Path, Path], model: str) -> None:
+def test_each_convolution_kernel_row_names_its_own_convolution(run: tuple[Path, Path], int8_run: Path,
+                                                              model: str) -> None:
     from torch import nn
 
-    rows = group_rows(read_stats_csv(run[0] / "stats.csv"))[("local", model)]
+    run_dir = int8_run if model.endswith("int8") else run[0]
+    rows = group_rows(read_stats_csv(run_dir / "stats.csv"))[("local", model)]
     found = kernels(rows)
     assert found and all(r.kernel_mapped for r in found), [(r.event_name, r.kernel_note) for r in found]
     convs = modules_of(THREE_CONVS, nn.Conv2d)
@@ -90,8 +105,9 @@ def test_the_report_compare_and_store_speak_of_the_same_modules(run: tuple[Path,
     convs = [r for r in kernels(rows) if operator_family(r.event_name) == "Convolution"]
     markdown = etfarm("report", str(run_dir), "--format", "md", "--store", str(store_path))
     assert markdown.returncode == 0, markdown.stderr
+    section = markdown.stdout[markdown.stdout.index("### Model tiny\\_cnn"):].splitlines()
     for row in convs:  # the top-ops table names each convolution kernel's own module, not "delegate over"
-        line = next(line for line in markdown.stdout.splitlines() if line.startswith(f"| {_md(row.event_name)} |"))
+        line = next(line for line in section if line.startswith(f"| {_md(row.event_name)} |"))
         assert f"`{row.module_path}`" in line and "delegate over" not in line, line
     from orchestrator.store import open_store
 
