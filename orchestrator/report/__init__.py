@@ -8,8 +8,12 @@ Public API, imported lazily on first use (PEP 562) so that importing the package
     output: write_report, write_run_report           `etfarm report` and `etfarm run`'s hook (never raises)
 
 The comparison report: build.build_report(run_dir, baseline, history) -> model.Report computes every
-number once; charts (matplotlib -> inline SVG), html / markdown / export only format a Report;
-history.history_points(job, store) reads the store's earlier runs.
+number once (ratios.py: the one statistic and its intervals; claims.py: what may be called fastest;
+trust.py: flagged and excluded runs, the tracer's cost); run_page.py turns it into a page.Page, and
+comparison.py + comparison_page.py an A/B comparison (a night, `compare --html`, `report --against`);
+html / markdown only write a Page out (escape.py: one escaping rule per format), export writes JSON
+and CSV; extensions.py is the hook for sections other packages add; history.history_points(job,
+store) reads the store's earlier runs.
 """
 
 from __future__ import annotations
