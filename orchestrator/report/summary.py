@@ -34,8 +34,10 @@ def summary(rows: Sequence[StatRow], top: int = 12) -> str:
 
 def _model_table(rows: list[StatRow], devices: list[str], top: int, where: list[str]) -> str:
     first = {r.key: r for r in rows if r.device == devices[0]}
+    # Sorted by the statistic the table shows: the mean with one device (its avg column), p50 with several.
+    shown = "avg_ms" if len(devices) == 1 else "p50_ms"
     ops = sorted((r for r in first.values() if r.event_name not in NOT_OPERATORS),
-                 key=lambda r: (r.avg_ms is None, -(r.avg_ms or 0.0)))[:top]  # stable: ties keep the file's order
+                 key=lambda r: (getattr(r, shown) is None, -(getattr(r, shown) or 0.0)))[:top]  # stable: ties keep order
     chosen = [r for r in first.values() if r.event_name == "Method::execute"] + ops
     if len(devices) == 1:
         headers = ["event", "block", "n", "p50 ms", "p90 ms", "avg ms", "cv", *where]
