@@ -50,16 +50,18 @@ VERDICT_METHODS = (
 )
 
 
-def comparison_page(view: ComparisonView) -> Page:
+def comparison_page(view: ComparisonView, extras: tuple[tuple[Section, ...], ...] = ()) -> Page:
+    """`extras`: per run of `view.runs`, the sections other packages add to its report (report.extensions)."""
     c = view.comparison
     s = c.settings
     meta = text("B ", code(c.b), " against A ", code(c.a), f" · center {s.center} · thresholds {s.threshold:.0%} end "
                 f"to end, {s.op_threshold:.0%} per op" + (" · noise floor from stored history" if s.auto_noise_floor
                                                           else f" · noise floor {s.noise_floor:.0%}" if s.noise_floor
                                                           else ""))
-    runs = tuple(section for report in view.runs
+    runs = tuple(section for k, report in enumerate(view.runs)
                  for section in run_sections(report, prefix=anchor("run", report.run_id) + "-",
-                                             label=f" · run {report.run_id}"))
+                                             label=f" · run {report.run_id}",
+                                             extra=extras[k] if k < len(extras) else ()))
     methods = (*VERDICT_METHODS, *(view.runs[0].methods if view.runs else ()))
     versions = view.runs[0].versions if view.runs else ()
     sections = (verdicts_section(view), op_verdicts_section(view), structure_section(view), trust_section(view),
