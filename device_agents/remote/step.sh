@@ -50,8 +50,8 @@ else
 fi
 pid=$!
 echo "$pid" >"$out.pid"
-wait "$pid"
-code=$?
+# The shell's own word on a killed job ("Terminated") is not for the host: adb merges stderr into the stream.
+{ wait "$pid"; code=$?; } 2>/dev/null
 rm -f -- "$out.pid"
 cd -- "$out" || fail
 # The runner's stdout and stderr come back whole up to 5 MiB each; past that only the first 1 MiB

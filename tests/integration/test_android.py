@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ from testbed.android import AndroidPhone
 
 from device_agents import create_agent
 from device_agents.base import parse_facts
-from device_agents.step import StepRequest, run_step, step_files
+from device_agents.step import StepRequest, StepResult, kill_step_command, run_step, step_files
 from orchestrator.artifacts.build import RunnerBuild, build_runner
 from orchestrator.artifacts.lowering import export_model
 from orchestrator.artifacts.modelspec import parse_model_spec
@@ -96,6 +98,32 @@ def test_step_script_runs_under_mksh(android_phone: AndroidPhone, tmp_path: Path
     assert "MIRBSD KSH" in result.stdout and result.stderr == "oops\n"
     assert result.files["result.bin"].read_bytes() == b"abc"
     assert result.facts["android"]["battery"]["status"] == "charging" and "product" not in result.facts["android"]
+
+
+def test_a_killed_step_leaves_no_runner_under_toybox_timeout(android_phone: AndroidPhone, tmp_path: Path) -> None:
+    """Ctrl-C and retries kill the step's runner (kill_step_command): toybox's `timeout` puts the runner in a
+    process group of its own and does not pass signals on, so the runner's session is killed, not `timeout`."""
+    spec = android_phone.spec(exec_prefix=())
+    out_rel = "out/m/run-1"
+    with create_agent(spec) as agent:
+        agent.stage(step_files())
+        runner = ["sh", "-c", 'echo $$ >"$1/runner.pid"; exec sleep 120', "runner", agent.remote_path(out_rel)]
+        request = StepRequest(out_rel=out_rel, argv=runner, timeout_s=300, describe=False)
+        done: list[StepResult] = []
+        step = threading.Thread(target=lambda: done.append(run_step(agent, request, tmp_path)), daemon=True)
+        step.start()
+        pid_file = android_phone.host_path(f"{spec.workdir}/{out_rel}/runner.pid")
+        deadline = time.monotonic() + 30
+        while not (pid_file.is_file() and pid_file.read_text().strip()):
+            assert time.monotonic() < deadline and step.is_alive(), "the runner never started"
+            time.sleep(0.05)
+        runner_pid = int(pid_file.read_text())
+        with create_agent(spec) as other:
+            assert other.run(kill_step_command(other, out_rel), timeout_s=10).ok
+        step.join(30)
+    assert done and done[0].exit_code in (143, 137) and not done[0].lost, done  # ended by the signal
+    stat = Path(f"/proc/{runner_pid}/stat")  # the phone shares this host's pid namespace
+    assert not stat.exists() or stat.read_text().split(") ")[1].startswith("Z"), "the runner was left running"
 
 
 def test_abi_comes_from_the_phone(android_phone: AndroidPhone) -> None:
