@@ -208,3 +208,27 @@ def test_unknown_adb_serial_is_a_usage_error(adb_server: AdbTestServer) -> None:
                     env={"ANDROID_ADB_SERVER_PORT": str(adb_server.port)})
     assert result.returncode == 2 and time.monotonic() - started < 60
     assert "adb:NOPE123: the adb server at 127.0.0.1:" in result.stderr and "does not see this device" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_farm_worker_starts_the_phones_runner_through_its_loader(phone: AndroidPhone, tmp_path: Path) -> None:
+    """The client builds the bundled-glibc runner; the task carries its launcher to the worker that holds the phone."""
+    from tests.integration.test_scale import Farm
+
+    root = tmp_path / "farm"
+    root.mkdir()
+    farm = Farm(root)
+    try:
+        farm.worker("usb-host", write_inventory(tmp_path / "worker.yaml", [phone.spec("pixel8")]))
+        farm.wait_online("pixel8")
+        out = tmp_path / "run"
+        result = etfarm("run", "--scheduler", farm.address, "--devices", "pixel8", "--model", TINY_CNN, "--runs", "1",
+                        "--iterations", "2", "--warmup", "0", "--untraced-runs", "0", "--no-report", "--no-store",
+                        "--out", str(out))
+        assert result.returncode == 0, result.stderr[-3000:] + farm.logs()
+    finally:
+        farm.stop()
+    device = load_manifest(out).device("pixel8")
+    assert device is not None and device.status == "ok" and device.facts["runner"]["runtime"] == "bundled-glibc"
+    command = (out / "pixel8" / "tiny_cnn" / "run-1" / "runner.log").read_text().splitlines()[0]
+    assert "/data/local/tmp/etfarm/lib/ld-linux-aarch64.so.1 --library-path /data/local/tmp/etfarm/lib " in command
