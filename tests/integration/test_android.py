@@ -9,8 +9,11 @@ phone's Android facts from getprop, dumpsys and sysfs.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -43,6 +46,19 @@ def android_build(tmp_path_factory: pytest.TempPathFactory) -> RunnerBuild:
         for name in ("ANDROID_NDK", "ANDROID_NDK_HOME", "ANDROID_NDK_ROOT", "EXECUTORCH_SRC"):
             mp.delenv(name, raising=False)
         return build_runner("android-arm64-v8a")
+
+
+def test_etfarm_build_says_what_it_bundled(android_build: RunnerBuild) -> None:
+    """`etfarm build --target android-arm64-v8a` with no NDK: the runtime, the bundled glibc, how the phone starts it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("ANDROID_NDK", "ANDROID_NDK_HOME", "ANDROID_NDK_ROOT")}
+    result = subprocess.run([sys.executable, "-m", "orchestrator.cli", "build", "--target", "android-arm64-v8a"],
+                            capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"cached: {android_build.runner}"
+    assert lines[1].startswith("runtime: bundled-glibc (executorch_DIR ") and lines[1].endswith("/share/cmake)")
+    assert lines[2] == f"bundled glibc: {', '.join(android_build.bundled)}" and "libc.so.6" in lines[2]
+    assert lines[3] == "started on the device as: ./lib/ld-linux-aarch64.so.1 --library-path ./lib ./bin/etfarm_runner ..."
 
 
 def test_phone_is_android_shaped(android_phone: AndroidPhone) -> None:
