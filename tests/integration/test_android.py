@@ -68,8 +68,11 @@ def test_phone_is_android_shaped(android_phone: AndroidPhone) -> None:
     with create_agent(android_phone.spec()) as agent:
         probe = agent.check(["sh", "-c", 'echo "$KSH_VERSION"; command -v bash || echo no-bash; uname -m; '
                                          "stat --printf=%s /etc/passwd >/dev/null 2>&1 || echo no-gnu-stat"])
+        # Every device command runs under the phone's `timeout`: its exit codes must be the command's.
+        codes = [agent.run(["sh", "-c", f"exit {k % 3}"]).exit_code for k in range(30)]
     lines = probe.stdout.splitlines()
     assert "MIRBSD KSH" in lines[0] and lines[1:] == ["no-bash", "aarch64", "no-gnu-stat"], lines
+    assert codes == [k % 3 for k in range(30)], codes
 
 
 def test_describe_reports_android_facts(android_phone: AndroidPhone) -> None:

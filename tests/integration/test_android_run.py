@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -77,7 +78,8 @@ def _progress_times(log: Path, device: str) -> list[tuple[datetime, str]]:
 
 
 @pytest.mark.slow
-def test_phone_and_rpi5_in_one_job(phone: AndroidPhone, rpi5_device: DeviceSpec, tmp_path: Path) -> None:
+def test_phone_and_rpi5_in_one_job(phone: AndroidPhone, rpi5_device: DeviceSpec, tmp_path: Path,
+                                   etfarm_store_home: Path) -> None:
     pixel = replace(phone.spec("pixel8"), cpus="prime")
     rpi5 = replace(rpi5_device, cpus="big")
     config = write_inventory(tmp_path / "devices.yaml", [pixel, rpi5])
@@ -120,6 +122,9 @@ def test_phone_and_rpi5_in_one_job(phone: AndroidPhone, rpi5_device: DeviceSpec,
     assert set(phone_facts["clusters"]) == {f"cpu{c}" for c in _host_cpus()}
     device_json = json.loads((out / "pixel8" / "tiny_cnn" / "device.json").read_text())
     assert device_json["facts"]["runner"]["runtime"] == "bundled-glibc"
+    with sqlite3.connect(etfarm_store_home) as db:  # the results store keeps the same facts
+        (stored,) = db.execute("SELECT facts_json FROM devices WHERE run_id = ? AND name = 'pixel8'", (job.run_id,)).fetchone()
+    assert json.loads(stored)["runner"] == runner and json.loads(stored)["android"] == phone_facts["android"]
 
     # The runner started through its bundled loader, pinned to the prime cluster; the rpi5's `big` is every cpu
     # (the host's cpus are alike). Nothing of the phone's own (no /lib, no /usr) was there to use.
@@ -130,6 +135,7 @@ def test_phone_and_rpi5_in_one_job(phone: AndroidPhone, rpi5_device: DeviceSpec,
     rpi5_command = (out / "rpi5" / "tiny_cnn" / "run-1" / "runner.log").read_text().splitlines()[0]
     assert "taskset 3 " in rpi5_command and "qemu-aarch64" in rpi5_command
     assert not phone.host_path("/lib").exists() and not phone.host_path("/usr").exists()
+    assert not phone.host_path("/system/bin/bash").exists(), "step.sh and describe.sh ran under mksh"
     # --max-temp read Android's skin temperature (32.5 °C), not the hottest thermal zone (45.2 °C): no wait.
     state = json.loads((out / "pixel8" / "tiny_cnn" / "run-1" / "device_state.json").read_text())
     assert state["max_temp_c"] == 32.5 and not state["too_hot"] and state["cooldown_waited_s"] == 0
