@@ -4,9 +4,9 @@ The task carries only names, hashes and options (`TaskRequest`); the files come 
 blob store (blobs.py). It carries how the runner starts too (`runtime`: a bundled-glibc runner is
 started through its own loader on an Android phone), since the runner's files alone do not say it.
 The client builds every runner: a worker's device that names its own `runtime:` prefix is refused.
-A resumed run's task also carries the model's finished process runs (`done`)
-and their files (`prior`, by hash too): the session runs only the missing ones and analyses them
-all, as a resumed single-host session does. The session is the single-host one (run/session.py): it takes the
+A resumed run's task also carries the model's finished process runs (`done`) and their files
+(`prior`, by hash too): the session runs only the missing ones and analyses them all, as a resumed
+single-host session does. The session is the single-host one (run/session.py): it takes the
 device lock on this worker, stages, runs, pulls and analyses, writing `<device>/<model>/...` into a
 private RunDirectory. The task returns that subtree's files and the typed results (`TaskReply`);
 the client writes them into the job's run directory. A failure blamed on infrastructure raises
