@@ -1,4 +1,4 @@
-"""Model specs (DESIGN.md §3): `file.py:factory`, `package.module:factory`, or a `.pte`.
+"""Model specs (docs/architecture.md, "Contracts: model spec"): `file.py:factory`, `package.module:factory`, or a `.pte`.
 
 Parsing is cheap and torch-free; `call_factory` imports the model (and so, usually,
 torch) only when an export actually has to happen. A factory returns `(module, inputs)`, or an
