@@ -151,14 +151,19 @@ def run_step(agent: DeviceAgent, request: StepRequest, dest_dir: Path) -> StepRe
 def kill_step_command(agent: DeviceAgent, out_rel: str) -> list[str]:
     """argv that stops the runner of the step writing to `out_rel`, if it still runs.
 
-    step.sh records the pid of the runner command (the device-side `timeout`, which puts itself
-    and the runner in their own process group) in OUT.pid; the group gets SIGTERM, then SIGKILL
-    after a second. A step that is just starting gets 2 s to write its pid file; nothing to do (exit 0)
-    when the step has already ended."""
+    step.sh records the pid of the runner command in OUT.pid, started in a session of its own
+    (`setsid`). Every process of that session gets SIGTERM, then SIGKILL a second later, and so
+    does the process group of that pid (coreutils' `timeout` makes one; devices without setsid):
+    toybox's `timeout` (Android) puts the runner in a group of its own and does not pass on the
+    signals it gets, so killing `timeout` or its group alone would leave the runner running. A
+    step that is just starting gets 2 s to write its pid file; nothing to do (exit 0) when the step
+    has already ended."""
     script = ('i=0; while [ ! -s "$1" ] && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; '  # a step just starting
               'p=$(cat -- "$1" 2>/dev/null) || exit 0; [ -n "$p" ] || exit 0; '
-              'kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; sleep 1; '
-              'kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; rm -f -- "$1"; exit 0')
+              'for s in TERM KILL; do '
+              'kill -"$s" $(pgrep -s "$p" 2>/dev/null) 2>/dev/null; '
+              'kill -"$s" -- "-$p" 2>/dev/null || kill -"$s" "$p" 2>/dev/null; '
+              '[ "$s" = KILL ] || sleep 1; done; rm -f -- "$1"; exit 0')
     return ["sh", "-c", script, "etfarm-kill", agent.remote_path(out_rel) + ".pid"]
 
 

@@ -36,12 +36,22 @@ if [ "$describe" != 0 ]; then
 fi
 cd -- "$workdir" || fail
 # In the background, its pid beside the output dir (OUT.pid): the host kills the runner there on
-# Ctrl-C (`kill_step_command`), since closing an SSH channel or adb shell does not.
-"$@" >"$out/.etfarm-stdout" 2>"$out/.etfarm-stderr" </dev/null &
+# Ctrl-C (`kill_step_command`), since closing an SSH channel or adb shell does not. In a session of
+# its own where the device has `setsid` (Linux boards, Android's toybox): the host then kills the
+# whole session, whatever process groups are made inside it (toybox's `timeout` puts the runner in
+# a group of its own and does not pass on the signals it gets) and whoever of it outlives its parent.
+# No job control here, so the background job is no group leader and setsid(1) does not fork: $! is
+# the session's id.
+set +m
+if command -v setsid >/dev/null 2>&1; then
+  setsid "$@" >"$out/.etfarm-stdout" 2>"$out/.etfarm-stderr" </dev/null &
+else
+  "$@" >"$out/.etfarm-stdout" 2>"$out/.etfarm-stderr" </dev/null &
+fi
 pid=$!
 echo "$pid" >"$out.pid"
-wait "$pid"
-code=$?
+# The shell's own word on a killed job ("Terminated") is not for the host: adb merges stderr into the stream.
+{ wait "$pid"; code=$?; } 2>/dev/null
 rm -f -- "$out.pid"
 cd -- "$out" || fail
 # The runner's stdout and stderr come back whole up to 5 MiB each; past that only the first 1 MiB

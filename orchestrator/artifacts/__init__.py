@@ -6,6 +6,7 @@ Public API, imported lazily on first use (PEP 562) so that importing the package
     pte_info: PteInfo, LlmShape, read_pte_info, unsupported_ops_message
     lowering: BACKENDS, ExportedModel, export_model, copy_artifacts
     build: RunnerBuild, build_runner, runner_env
+    runner_info: RuntimeInfo, runner_slot
     targets: TARGETS, target_for_abi
     user_runtime: UserRuntime
     tensorfile: write_tensors, read_tensors
@@ -35,6 +36,8 @@ _API = {
     "RunnerBuild": "build",
     "build_runner": "build",
     "runner_env": "build",
+    "RuntimeInfo": "runner_info",
+    "runner_slot": "runner_info",
     "TARGETS": "targets",
     "target_for_abi": "targets",
     "UserRuntime": "user_runtime",

@@ -139,7 +139,8 @@ class FarmExecutor:
         self._streamed.start(device.name, model.name, done)
         return TaskRequest(run_id=context.rundir.run_id, device=device.name, model=model.name, model_spec=model.spec,
                            backend=config.backend, model_key=model.key, target=device.target,
-                           runner_key=context.builds[device.target].key, blobs=runner + refs[0], roles=refs[1],
+                           runner_key=context.builds[device.target].key, runtime=context.builds[device.target].info,
+                           blobs=runner + refs[0], roles=refs[1],
                            options=config.options, config=config, done=done,
                            prior=self._prior_refs(context, device.name, model.name, done) if done else ())
 

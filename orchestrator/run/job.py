@@ -161,7 +161,7 @@ def _execute(executor: Executor, devices: Sequence[DeviceRef], rundir: RunDirect
     interrupted = False
     with terminate_as_interrupt():
         try:
-            builds, errors = build_targets(sorted({d.target for d in devices}), progress)
+            builds, errors = build_targets(sorted({(d.target, d.runtime) for d in devices}, key=str), progress)
             executor.execute(JobContext(rundir, plan, tuple(models), options, builds, errors, stats, progress))
         except EtfarmError:
             rundir.finish(JobStatus.FAILED)
@@ -216,19 +216,22 @@ def model_artifacts(model: ExportedModel, spec: ModelSpec) -> ModelArtifacts:
                           git_commit=origin.git_commit, numerics_reference=text(model.numerics_reference))
 
 
-def build_targets(targets: list[str], progress: Progress) -> tuple[dict[str, RunnerBuild], dict[str, str]]:
-    """Build (or find cached) runners; a target that cannot build fails only its devices."""
-    from orchestrator.artifacts.build import build_runner
+def build_targets(slots: list[tuple[str, str | None]], progress: Progress) -> tuple[dict[str, RunnerBuild], dict[str, str]]:
+    """Build (or find cached) a runner per (target, the user's runtime prefix or None), keyed by `runner_slot`;
+    one that cannot build fails only its devices."""
+    from orchestrator.artifacts.build import build_runner, runner_slot
 
     builds: dict[str, RunnerBuild] = {}
     errors: dict[str, str] = {}
-    for target in targets:
+    for target, runtime in slots:
+        slot = runner_slot(target, runtime)
         try:
-            build = build_runner(target, log=progress)
+            build = build_runner(target, log=progress, runtime=runtime)
         except EtfarmError as exc:
-            errors[target] = str(exc)
-            progress(f"runner for {target} unavailable: {exc}")
+            errors[slot] = str(exc)
+            progress(f"runner for {slot} unavailable: {exc}")
             continue
-        builds[target] = build
-        progress(f"runner for {target}: {'cached, not rebuilt' if build.cached else 'built'} ({build.root})")
+        builds[slot] = build
+        progress(f"runner for {slot}: {'cached, not rebuilt' if build.cached else 'built'} ({build.runtime} runtime, "
+                 f"{build.root})")
     return builds, errors

@@ -164,7 +164,7 @@ def stubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[bool],
     runner.write_bytes(b"runner")
     monkeypatch.setattr(engine, "export_model", lambda spec, backend, log: ExportedModel(
         MODEL, spec.text, backend, "k" * 16, pte, None, None, None, cached=True))
-    monkeypatch.setattr("orchestrator.artifacts.build.build_runner", lambda target, log: RunnerBuild(
+    monkeypatch.setattr("orchestrator.artifacts.build.build_runner", lambda target, log, runtime=None: RunnerBuild(
         target, "runner-key", runner.parent.parent, runner, (), cached=True))
     monkeypatch.setattr(session, "DeviceSession", FakeSession)
 
