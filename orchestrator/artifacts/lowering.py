@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import cache
+from orchestrator.artifacts.generation import Workload
 from orchestrator.artifacts.llm import LlmRecipe
 from orchestrator.artifacts.model_sources import local_sources
 from orchestrator.artifacts.modelspec import ModelSpec, call_factory, check_factory_result
@@ -53,6 +54,7 @@ class ExportedModel:
     cached: bool
     numerics_reference: Path | None = None  # AOT intermediate outputs (see numerics_reference.py)
     llm_reference: Path | None = None  # an LLM's eager greedy tokens (see llm.py); no inputs/reference_outputs then
+    workload: Workload = Workload()  # what its process runs ask of the runner: a job's sweep point (run/sweep.py)
 
     def describe(self) -> dict[str, Any]:
         return {

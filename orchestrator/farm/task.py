@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.artifacts.build import RunnerBuild
+from orchestrator.artifacts.generation import Workload
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import cache_dir
 from orchestrator.errors import Blame, DeviceError
@@ -57,11 +58,12 @@ class TaskRequest:
     target: str
     runner_key: str
     blobs: tuple[BlobRef, ...]
-    roles: dict[str, str]  # pte / etrecord / inputs / reference_outputs / numerics_reference -> blob name
+    roles: dict[str, str]  # pte / etrecord / inputs / ... / llm_reference (executor.MODEL_ROLES) -> blob name
     options: RunOptions
     config: JobConfig
     done: tuple[ProcessRun, ...] = ()  # resumed: the model's process runs already finished
     prior: tuple[BlobRef, ...] = ()  # resumed: their files, named relative to the run directory
+    workload: Workload = Workload()  # the model's sweep point: threads, and for an LLM what to generate
 
     @property
     def topic(self) -> str:
@@ -158,7 +160,8 @@ def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress,
     model = ExportedModel(name=request.model, spec=request.model_spec, backend=request.backend, key=request.model_key,
                           pte=pte, etrecord=role("etrecord"), inputs=role("inputs"),
                           reference_outputs=role("reference_outputs"), cached=True,
-                          numerics_reference=role("numerics_reference"))
+                          numerics_reference=role("numerics_reference"), llm_reference=role("llm_reference"),
+                          workload=request.workload)
     rundir = AnnouncingRunDirectory.create(scratch / "run", request.config)
     materialize(request.prior, rundir.root)
     rundir.quiet_labels = frozenset(run.label for run in request.done)  # the client has these

@@ -131,7 +131,10 @@ def build_job_report(
     numerics_error = None
     if options.numerics and numerics is None:
         numerics, numerics_error = _numerics(root)
+    from orchestrator.report.llm_section import llm_sections
+
     return Report(
+        llm=llm_sections(job, rows, devices, charts),
         numerics=numerics,
         numerics_error=numerics_error,
         run_id=job.run_id,

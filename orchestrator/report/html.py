@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from html import escape
 
 from orchestrator.report.cells import LATENCY_HEADERS, clip, interval, ms, pct, ratio
+from orchestrator.report.llm_render import llm_html
 from orchestrator.report.model import (
     Chart,
     DeviceLatency,
@@ -63,6 +64,7 @@ def render_html(report: Report) -> str:
         _header(report),
         _summary(report),
         *(_model(report, m) for m in report.models),
+        llm_html(report.llm),
         _numerics(report),
         _facts(report),
         _footer(report),
