@@ -261,3 +261,31 @@ def test_a_sweep_is_one_model_per_point_recorded_and_compared(tiny_llama: Export
     # A resumed sweep expands again from what the manifest recorded: here there is nothing left to run.
     resumed = etfarm("run", "--resume", str(outs[0]), "--no-store")
     assert resumed.returncode == 0 and "nothing to resume" in resumed.stderr, resumed.stderr[-2000:]
+
+
+def test_an_llm_sweep_on_the_farm(tiny_llama: ExportedModel, ssh_device: DeviceSpec, tmp_path: Path) -> None:
+    """A Dask task carries the model's sweep point (what to generate, threads) and its eager reference: the
+    worker's runs generate and are verified as on this host."""
+    from tests.integration.test_scale import Farm
+
+    (tmp_path / "farm-root").mkdir()
+    farm = Farm(tmp_path / "farm-root")
+    try:
+        farm.worker("wa", write_inventory(tmp_path / "a.yaml", [ssh_device]))
+        farm.wait_online(ssh_device.name)
+        out = tmp_path / "dist"
+        result = etfarm("run", "--scheduler", farm.address, "--devices", ssh_device.name, "--model", TINY_LLAMA,
+                        "--threads", "1,2", "--gen-len", "12", "--runs", "1", "--iterations", "2", "--untraced-runs",
+                        "0", "--out", str(out), "--no-store", "--no-report")
+        assert result.returncode == 0, result.stderr[-4000:] + farm.logs()
+    finally:
+        farm.stop()
+    device = load_manifest(out).device(ssh_device.name)
+    assert device is not None and sorted(m.name for m in device.models) == ["tiny_llama-t1", "tiny_llama-t2"]
+    for model, threads in ((device.model("tiny_llama-t1"), 1), (device.model("tiny_llama-t2"), 2)):
+        assert model is not None and model.verification is not None and model.verification.status == "pass"
+        (run,) = model.runs
+        assert run.llm is not None and (run.llm.prompt_len, run.llm.gen_len) == (32, 12)
+        assert run.runner["cpu_threads"] == threads
+    stats = pd.read_csv(out / "stats.csv")
+    assert stats.dropna(subset=["prefill_samples"])["model"].nunique() == 2  # phases split on the worker
