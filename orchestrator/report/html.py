@@ -13,6 +13,7 @@ from html import escape
 
 from orchestrator.report.cells import LATENCY_HEADERS, clip, interval, ms, pct, ratio
 from orchestrator.report.llm_render import llm_html
+from orchestrator.report.memory import memory_html
 from orchestrator.report.model import (
     Chart,
     DeviceLatency,
@@ -65,6 +66,7 @@ def render_html(report: Report) -> str:
         _summary(report),
         *(_model(report, m) for m in report.models),
         llm_html(report.llm),
+        memory_html(report.memory),
         _numerics(report),
         _facts(report),
         _footer(report),

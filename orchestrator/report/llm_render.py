@@ -57,13 +57,13 @@ def llm_markdown(sections: Sequence[LlmSection], chart_dir: str | None = None) -
         return []
     out = ["### LLMs: time to first token, tokens per second, memory", ""]
     for s in sections:
-        out += [f"#### {_md(s.model)}", "", _md_table(HEADERS, [device_cells(d) for d in s.devices]), ""]
+        out += [f"#### {_md(s.model)}", "", md_table(HEADERS, [device_cells(d) for d in s.devices]), ""]
         if s.chart is not None and chart_dir is not None:
             out += [f"![{_md(s.chart.title)}]({chart_dir}/{s.chart.stem}.svg)", ""]
         if s.phase_ops:
             rows = [[o.device, o.phase, clip(o.name, 48), str(o.index), ms(o.avg_ms), ms(o.p50_ms), pct(o.share),
                      clip(o.where, 60)] for o in s.phase_ops]
-            out += [_md_table(OP_HEADERS, rows), ""]
+            out += [md_table(OP_HEADERS, rows), ""]
     return out
 
 
@@ -108,7 +108,7 @@ def _md(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text.replace("\n", " "))
 
 
-def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)

@@ -16,6 +16,7 @@ from orchestrator.store.history import HistoryPoint
 
 if TYPE_CHECKING:
     from orchestrator.report.llm_section import LlmSection
+    from orchestrator.report.memory import MemoryRow
 
 
 @dataclass(frozen=True)
@@ -171,3 +172,4 @@ class Report:
     numerics: NumericsReport | None = None  # runs made with --numerics: which op diverges, on which device
     numerics_error: str | None = None  # why the numerics section is missing from such a run
     llm: tuple[LlmSection, ...] = ()  # models that generated: TTFT, tokens/s, memory, phases (report/llm_section.py)
+    memory: tuple[MemoryRow, ...] = ()  # per model and device: peak RSS, PSS, planned, program (report/memory.py)

@@ -53,3 +53,13 @@ def test_the_printed_summary(tmp_path: Path) -> None:
     text = phase_tables(phase_rows())
     assert "model mlp on local: ops by phase" in text and "75.0%" in text and "20.0%" in text
     assert phase_tables([r for r in phase_rows() if r.event_name == "x"]) == ""
+
+
+def test_the_memory_table_has_every_model_kind_with_pss(tmp_path: Path) -> None:
+    job = load_manifest(llm_run_dir(tmp_path))
+    report = build_job_report(job, tmp_path, phase_rows(), charts=False)
+    rows = {r.device: r for r in report.memory}
+    assert (rows["local"].pss_load_kb, rows["local"].pss_kb, rows["local"].peak_rss_kb) == (402, 602, 900)
+    assert rows["rpi5"].pss_kb is None and rows["rpi5"].cells()[4] == "-"  # a run recorded before PSS
+    assert '<section id="memory">' in render_html(report) and "602.0 KiB" in render_html(report)
+    assert "### Memory" in render_markdown(report)
