@@ -1,10 +1,10 @@
 """The LLM section of the HTML and Markdown reports, and its per-step decode latency chart. Formats only.
 
-Per model that generated (report/llm_section.py): one table with the devices side by side (time
-to first token, prefill and decode tokens/s, decode tokens/s without the event tracer, memory
-after prefill and after decode), the per-step decode latency chart, and per device the ops that
-take the most time per forward call in each phase. Every name is escaped (HTML) or stripped of
-Markdown's markup characters; the chart follows charts.py (deterministic SVG, text as text).
+Per model that generated (report/llm_section.py): one table with the devices side by side (prompt
+and generated tokens, time to first token, prefill and decode tokens/s, decode tokens/s without
+the event tracer, memory after prefill and after decode, the tokens' verification), the per-step
+decode latency chart, and per device the ops that take the most time per forward call in each
+phase. Every name is escaped (HTML) or its Markdown markup characters escaped; the chart follows charts.py (deterministic SVG, text as text).
 """
 
 from __future__ import annotations
@@ -18,14 +18,13 @@ from orchestrator.report.llm_section import LlmDevice, LlmSection
 from orchestrator.report.model import Chart
 from orchestrator.report.text import format_bytes
 
-HEADERS = ("device", "prompt", "generated", "generations", "TTFT p50 ms", "prefill tokens/s", "decode tokens/s",
-           "decode tokens/s, no ETDump", "RSS / PSS after prefill", "RSS / PSS after decode", "verification")
+HEADERS = ("device", "prompt", "generated", "gens", "TTFT p50 ms", "prefill tok/s", "decode tok/s",
+           "decode tok/s no ETDump", "after prefill RSS / PSS", "after decode RSS / PSS", "tokens")
 OP_HEADERS = ("device", "phase", "event", "#", "avg ms per call", "p50 ms", "share of phase", "module")
 
 
 def device_cells(d: LlmDevice) -> list[str]:
-    return [d.device, f"{d.prompt_len} tokens ({d.prefill_calls} call{'s' if d.prefill_calls != 1 else ''})",
-            f"{d.gen_len} tokens", str(d.generations), ms(d.ttft_ms), _rate(d.prefill_tokens_per_s),
+    return [d.device, f"{d.prompt_len} ({d.prefill_calls} call{'s' if d.prefill_calls != 1 else ''})", str(d.gen_len), str(d.generations), ms(d.ttft_ms), _rate(d.prefill_tokens_per_s),
             _rate(d.decode_tokens_per_s), _rate(d.untraced_decode_tokens_per_s),
             f"{_kb(d.rss_prefill_kb)} / {_kb(d.pss_prefill_kb)}", f"{_kb(d.rss_decode_kb)} / {_kb(d.pss_decode_kb)}",
             d.verification]
