@@ -4,7 +4,8 @@ Per model that generated (report/llm_section.py): one table with the devices sid
 and generated tokens, time to first token, prefill and decode tokens/s, decode tokens/s without
 the event tracer, memory after prefill and after decode, the tokens' verification), the per-step
 decode latency chart, and per device the ops that take the most time per forward call in each
-phase. Every name is escaped (HTML) or its Markdown markup characters escaped; the chart follows charts.py (deterministic SVG, text as text).
+phase. Every name is escaped (HTML) or its Markdown markup characters escaped; the chart follows
+charts.py (deterministic SVG, text as text).
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ OP_HEADERS = ("device", "phase", "event", "#", "avg ms per call", "p50 ms", "sha
 
 
 def device_cells(d: LlmDevice) -> list[str]:
-    return [d.device, f"{d.prompt_len} ({d.prefill_calls} call{'s' if d.prefill_calls != 1 else ''})", str(d.gen_len), str(d.generations), ms(d.ttft_ms), _rate(d.prefill_tokens_per_s),
-            _rate(d.decode_tokens_per_s), _rate(d.untraced_decode_tokens_per_s),
+    calls = f"{d.prefill_calls} call{'s' if d.prefill_calls != 1 else ''}"
+    return [d.device, f"{d.prompt_len} ({calls})", str(d.gen_len), str(d.generations), ms(d.ttft_ms),
+            _rate(d.prefill_tokens_per_s), _rate(d.decode_tokens_per_s), _rate(d.untraced_decode_tokens_per_s),
             f"{_kb(d.rss_prefill_kb)} / {_kb(d.pss_prefill_kb)}", f"{_kb(d.rss_decode_kb)} / {_kb(d.pss_decode_kb)}",
             d.verification]
 
