@@ -45,7 +45,14 @@ OutOption = Annotated[Path | None, typer.Option(help="Run directory (default ./e
 NamesOption = Annotated[list[str] | None, typer.Option(
     help="Model name in reports; repeatable, one per --model, in order (default: the file's name; "
          "factories of one file: <file>-<factory>).")]
-ThreadsOption = Annotated[int, typer.Option(min=0, help="CPU threads for the runner (0: device default).")]
+ThreadsOption = Annotated[str, typer.Option(
+    metavar="N[,N...]", help="CPU threads for the runner (0: device default); a list (1,2,4) sweeps: one model per value.")]
+PromptLenOption = Annotated[str | None, typer.Option(
+    "--prompt-len", metavar="P[,P...]", help="LLMs: prompt tokens per generation; a list (32,128) sweeps "
+                                             "(default: a prompt the eager reference covers, else 32).")]
+GenLenOption = Annotated[str | None, typer.Option(
+    "--gen-len", metavar="N[,N...]", help="LLMs: tokens generated per generation; a list sweeps "
+                                          "(default: the eager reference's, else 32).")]
 TimeoutOption = Annotated[float, typer.Option(min=1, help="Deadline in seconds for one process run.")]
 NoWaitOption = Annotated[bool, typer.Option("--no-wait", help="Fail instead of waiting when a device is locked.")]
 LockTimeoutOption = Annotated[float | None, typer.Option(

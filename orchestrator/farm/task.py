@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.artifacts.build import RunnerBuild
+from orchestrator.artifacts.generation import Workload
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.artifacts.runner_info import RuntimeInfo, runner_slot
 from orchestrator.cache import cache_dir
@@ -61,12 +62,13 @@ class TaskRequest:
     target: str
     runner_key: str
     blobs: tuple[BlobRef, ...]
-    roles: dict[str, str]  # pte / etrecord / inputs / reference_outputs / numerics_reference -> blob name
+    roles: dict[str, str]  # pte / etrecord / inputs / ... / llm_reference (executor.MODEL_ROLES) -> blob name
     options: RunOptions
     config: JobConfig
     done: tuple[ProcessRun, ...] = ()  # resumed: the model's process runs already finished
     prior: tuple[BlobRef, ...] = ()  # resumed: their files, named relative to the run directory
     runtime: RuntimeInfo = field(default_factory=RuntimeInfo)  # the runner's runtime and how it starts (its launcher)
+    workload: Workload = Workload()  # the model's sweep point: threads, and for an LLM what to generate
 
     @property
     def topic(self) -> str:
@@ -168,7 +170,8 @@ def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress,
     model = ExportedModel(name=request.model, spec=request.model_spec, backend=request.backend, key=request.model_key,
                           pte=pte, etrecord=role("etrecord"), inputs=role("inputs"),
                           reference_outputs=role("reference_outputs"), cached=True,
-                          numerics_reference=role("numerics_reference"))
+                          numerics_reference=role("numerics_reference"), llm_reference=role("llm_reference"),
+                          workload=request.workload)
     rundir = AnnouncingRunDirectory.create(scratch / "run", request.config)
     materialize(request.prior, rundir.root)
     rundir.quiet_labels = frozenset(run.label for run in request.done)  # the client has these

@@ -7,8 +7,10 @@ comparison report (`etfarm report DIR`) and `etfarm analyze --out` (the same col
 stay fast.
 
 The columns (docs/architecture.md, "Contracts: the run directory"): `device, model`, then
-analysis_core's STATS_COLUMNS, SPREAD_COLUMNS, EVENT_COLUMNS and, when some row was linked to an
-ETRecord, LINK_COLUMNS; new columns are only ever appended. Numbers are written as the shortest
+analysis_core's STATS_COLUMNS, SPREAD_COLUMNS, EVENT_COLUMNS, when some row was linked to an
+ETRecord LINK_COLUMNS, and when some model generated (an LLM) PHASE_COLUMNS: each event's samples
+of the prefill calls and of the decode steps apart (profiles/phases.py); new columns are only ever
+appended, and a reader finds them by name. Numbers are written as the shortest
 text that reads back as the same double (what pandas' `to_csv` wrote before this module), a
 missing value as an empty cell, lines end with `\\n`.
 """
@@ -33,11 +35,16 @@ if TYPE_CHECKING:  # numpy loads only where samples are collected
 
 ID_COLUMNS = ("device", "model")
 BASE_COLUMNS = (*ID_COLUMNS, *STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS)
+# An LLM's events per phase (profiles/phases.py); empty for other models and for the method-load block.
+PHASE_COLUMNS = ("prefill_samples", "prefill_p50_ms", "prefill_avg_ms", "decode_samples", "decode_p50_ms", "decode_avg_ms")
 COLUMNS = (*BASE_COLUMNS, *LINK_COLUMNS)
+ALL_COLUMNS = (*COLUMNS, *PHASE_COLUMNS)
 # What a file must have to be read as stats.csv (the report and the store need no more).
 REQUIRED_COLUMNS = ("device", "model", "event_block", "event_index", "event_name", "p50_ms", "avg_ms")
 _FLOATS = ("min_ms", "p10_ms", "p50_ms", "p90_ms", "avg_ms", "max_ms", "std_ms", "cv", "trimmed_mean_ms")
 _TEXTS = ("delegate_debug_identifier", *LINK_COLUMNS)
+_PHASE_COUNTS = ("prefill_samples", "decode_samples")
+_PHASE_FLOATS = tuple(c for c in PHASE_COLUMNS if c not in _PHASE_COUNTS)
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,12 @@ class StatRow:
     module_path: str | None = None
     source_line: str | None = None
     delegate_covers: str | None = None
+    prefill_samples: int | None = None  # PHASE_COLUMNS: None unless the model generated
+    prefill_p50_ms: float | None = None
+    prefill_avg_ms: float | None = None
+    decode_samples: int | None = None
+    decode_p50_ms: float | None = None
+    decode_avg_ms: float | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -79,6 +92,11 @@ class StatRow:
     def linked(self) -> bool:
         """The event was linked to the model's ETRecord (the link columns exist for it)."""
         return self.op_types is not None
+
+    @property
+    def phased(self) -> bool:
+        """The event has samples split by phase (an LLM's forward calls)."""
+        return self.prefill_samples is not None or self.decode_samples is not None
 
     @classmethod
     def from_record(cls, device: str, model: str, record: Mapping[str, Any]) -> StatRow:
@@ -94,7 +112,7 @@ class StatRow:
         )
 
 
-assert tuple(f.name for f in fields(StatRow)) == COLUMNS, "StatRow's fields are the stats.csv columns, in order"
+assert tuple(f.name for f in fields(StatRow)) == ALL_COLUMNS, "StatRow's fields are the stats.csv columns, in order"
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,7 +151,8 @@ def csv_text(rows: Iterable[StatRow], *, with_ids: bool = True, linked: bool | N
     rows = list(rows)
     if linked is None:
         linked = any(r.linked for r in rows)
-    columns = [c for c in (COLUMNS if linked else BASE_COLUMNS) if with_ids or c not in ID_COLUMNS]
+    phased = PHASE_COLUMNS if any(r.phased for r in rows) else ()
+    columns = [c for c in (*(COLUMNS if linked else BASE_COLUMNS), *phased) if with_ids or c not in ID_COLUMNS]
     text = io.StringIO(newline="")
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(columns)
@@ -197,6 +216,8 @@ def _parse(row: Mapping[str, str | None], path: Path) -> StatRow:
             **{name: (None if row.get(name) is None else str(row.get(name))) for name in _TEXTS
                if name != "delegate_debug_identifier"},
             delegate_debug_identifier=row.get("delegate_debug_identifier") or None,
+            **{name: _count(row.get(name)) for name in _PHASE_COUNTS},
+            **{name: _number(row.get(name)) for name in _PHASE_FLOATS},
         )
     except (TypeError, ValueError) as exc:
         raise DataError(f"{path}: not an etfarm stats.csv ({type(exc).__name__}: {exc})") from None
@@ -207,6 +228,10 @@ def _boolean(text: str | None) -> bool | None:
     if text is None or not text.strip():
         return None
     return text.strip().lower() == "true"
+
+
+def _count(text: str | None) -> int | None:
+    return None if text is None or text == "" else int(float(text))
 
 
 def _number(text: str | None) -> float | None:

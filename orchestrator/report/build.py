@@ -131,7 +131,12 @@ def build_job_report(
     numerics_error = None
     if options.numerics and numerics is None:
         numerics, numerics_error = _numerics(root)
+    from orchestrator.report.llm_section import llm_sections
+    from orchestrator.report.memory import memory_rows
+
     return Report(
+        llm=llm_sections(job, rows, devices, charts),
+        memory=memory_rows(job, devices),
         numerics=numerics,
         numerics_error=numerics_error,
         run_id=job.run_id,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from orchestrator.report.llm_history import llm_history_table
 from orchestrator.report.text import format_table
 from orchestrator.run.results import Job
 from orchestrator.stats import percentile
@@ -27,7 +28,8 @@ def history_table(runs: Sequence[StoredRun], device: str | None = None) -> str:
             rows.append([run.run_id, run.started, run.status, model, *(cells.get(d, "") for d in devices),
                          (commit or "-")[:12]])
     headers = ["run", "started", "status", "model", *(f"{d} p50 ms" for d in devices), "commit"]
-    return format_table(headers, rows, "llll" + "r" * len(devices) + "l")
+    llm = llm_history_table(runs, devices)  # LLMs: TTFT and decode tokens/s per device
+    return format_table(headers, rows, "llll" + "r" * len(devices) + "l") + (f"\n\n{llm}" if llm else "")
 
 
 def _point_cell(status: str, p50: float | None) -> str:
@@ -64,7 +66,9 @@ def run_details(job: Job, run_dir: str | None) -> str:
     lines.append(format_table(["device", "model", "status", "verified", "e2e p50 ms", "e2e p90 ms", "untraced p50 ms",
                                "tracer", "load p50 ms", "cv", ""], rows, "llllrrrrrrl") if rows
                  else "no device produced results")
-    return "\n".join(lines)
+    from orchestrator.report.llm_text import llm_lines
+
+    return "\n".join([*lines, *llm_lines(job)])  # LLMs: TTFT, tokens/s, memory
 
 
 def _facts(facts: Mapping[str, Any]) -> str:

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from html import escape
 
 from orchestrator.report.cells import LATENCY_HEADERS, clip, interval, ms, pct, ratio
+from orchestrator.report.llm_render import llm_html
+from orchestrator.report.memory import memory_html
 from orchestrator.report.model import (
     Chart,
     DeviceLatency,
@@ -63,6 +65,8 @@ def render_html(report: Report) -> str:
         _header(report),
         _summary(report),
         *(_model(report, m) for m in report.models),
+        llm_html(report.llm),
+        memory_html(report.memory),
         _numerics(report),
         _facts(report),
         _footer(report),

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from orchestrator.report.cells import LATENCY_HEADERS, clip, interval, ms, pct, ratio
+from orchestrator.report.llm_render import llm_markdown
+from orchestrator.report.memory import memory_markdown
 from orchestrator.report.model import ModelSection, Report
 
 CHART_DIR = "charts"
@@ -64,6 +66,7 @@ def render_markdown(report: Report, chart_dir: str | None = None) -> str:
     out += [_table(["model", *report.devices], rows, "l" + "r" * len(report.devices)), ""]
     for m in report.models:
         out += _model(report, m, chart_dir)
+    out += llm_markdown(report.llm, chart_dir) + memory_markdown(report.memory)
     out += [
         "### Devices",
         "",

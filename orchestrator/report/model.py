@@ -9,9 +9,14 @@ thing, and a renderer can never disagree with another about what is unstable or 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from orchestrator.numerics.model import NumericsReport
 from orchestrator.store.history import HistoryPoint
+
+if TYPE_CHECKING:
+    from orchestrator.report.llm_section import LlmSection
+    from orchestrator.report.memory import MemoryRow
 
 
 @dataclass(frozen=True)
@@ -166,3 +171,5 @@ class Report:
     methods: tuple[str, ...]  # how each figure was computed, stated in every format
     numerics: NumericsReport | None = None  # runs made with --numerics: which op diverges, on which device
     numerics_error: str | None = None  # why the numerics section is missing from such a run
+    llm: tuple[LlmSection, ...] = ()  # models that generated: TTFT, tokens/s, memory, phases (report/llm_section.py)
+    memory: tuple[MemoryRow, ...] = ()  # per model and device: peak RSS, PSS, planned, program (report/memory.py)

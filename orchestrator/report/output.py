@@ -72,9 +72,9 @@ def write_report(
         if as_dir and target is not None:
             charts = target.parent / CHART_DIR
             charts.mkdir(parents=True, exist_ok=True)
-            for model in report.models:
-                for chart in model.charts:
-                    _write_text(charts / f"{chart.stem}.svg", chart.svg)
+            for chart in [*(c for model in report.models for c in model.charts),
+                          *(s.chart for s in report.llm if s.chart is not None)]:
+                _write_text(charts / f"{chart.stem}.svg", chart.svg)
         text = render_markdown(report, CHART_DIR if as_dir else None)
     elif fmt is ReportFormat.JSON:
         from orchestrator.report.export import render_json

@@ -47,6 +47,7 @@ from orchestrator.run.results import (
 )
 from orchestrator.run.rundir import LOG, RunDirectory, as_recorded, check_out
 from orchestrator.run.status import exit_code, job_status
+from orchestrator.run.sweep import sweep_models
 
 if TYPE_CHECKING:
     from orchestrator.artifacts.build import RunnerBuild
@@ -104,11 +105,12 @@ def run_job_on(executor: Executor, device_names: Sequence[str], specs: Sequence[
             devices = executor.devices(list(device_names))
             config = JobConfig(devices=tuple(device_names), models=tuple(s.text for s in specs), backend=backend,
                                options=options, config_file=str(config_file) if config_file else None,
-                               scheduler=executor.scheduler)
-            # Export before the run directory exists: a bad model is a usage error and leaves nothing behind.
-            models = [export_model(spec, backend, log=progress) for spec in specs]
-            rundir = RunDirectory.create(out, config, tuple(model_artifacts(m, s) for m, s in zip(models, specs,
-                                                                                                   strict=False)))
+                               scheduler=executor.scheduler, names=tuple(s.name for s in specs))
+            # Export and check before the run directory exists: a bad model is a usage or data error and leaves
+            # nothing behind; each program is checked, an LLM recognised, a sweep expanded (run/sweep.py).
+            points = sweep_models([export_model(spec, backend, log=progress) for spec in specs], options)
+            models = [model for model, _ in points]
+            rundir = RunDirectory.create(out, config, tuple(model_artifacts(m, specs[k]) for m, k in points))
             attach(rundir.root / LOG)
             where = f" on {executor.scheduler}" if executor.scheduler else ""
             progress(f"run {rundir.run_id}: {len(devices)} device(s), {len(specs)} model(s){where} -> {rundir.root}")
@@ -178,7 +180,8 @@ def _execute(executor: Executor, devices: Sequence[DeviceRef], rundir: RunDirect
 def resume_models(root: Path, recorded: Job, specs: Sequence[ModelSpec], progress: Progress) -> list[ExportedModel]:
     """The recorded job's models exported again (a cache hit when unchanged); a changed model is refused,
     because runs of two different programs under one run id would be one meaningless table."""
-    models = [export_model(spec, recorded.config.backend, log=progress) for spec in specs]
+    exported = [export_model(spec, recorded.config.backend, log=progress) for spec in specs]
+    models = [model for model, _ in sweep_models(exported, recorded.config.options)]
     for model in models:
         artifacts = recorded.model_artifacts(model.name)
         if artifacts is None or artifacts.key != model.key:

@@ -58,6 +58,10 @@ class RunOptions:
     max_temp_c: float | None = None  # before each run, wait until the device is at most this hot
     order: RunOrder = RunOrder.INTERLEAVED  # how the models' process runs alternate on a device
     seed: int = 0  # of the interleaving shuffle
+    # Sweeps (run/sweep.py): a list makes each model one model per point, named after it ("-t2", "-p128", "-g64").
+    thread_counts: tuple[int, ...] = ()  # --threads 1,2,4 (a single --threads N is cpu_threads)
+    prompt_lens: tuple[int, ...] = ()  # LLMs: prompt tokens per generation (empty: the default)
+    gen_lens: tuple[int, ...] = ()  # LLMs: generated tokens per generation (empty: the eager reference's, else 32)
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)
@@ -79,6 +83,7 @@ class JobConfig:
     options: RunOptions = field(default_factory=RunOptions, metadata=FLAT)
     config_file: str | None = None
     scheduler: str | None = None  # a distributed run (`--scheduler`): where its devices were; resumed there
+    names: tuple[str, ...] = ()  # each spec's model name, before a sweep names one model per point
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)

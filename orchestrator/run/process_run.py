@@ -103,12 +103,14 @@ def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: Run
     elif options.cooldown_s > 0:
         time.sleep(options.cooldown_s)
         gate = {"cooldown_waited_s": options.cooldown_s}
+    workload = plan.model.workload  # the model's sweep point: threads, and for an LLM what to generate
     invocation = RunnerInvocation(
         runner=launch.runner, model=agent.remote_path(plan.model_rel),
         inputs=agent.remote_path(plan.inputs_rel) if plan.inputs_rel else None, out_dir=agent.remote_path(plan.out_rel),
         iterations=options.iterations, warmup=options.warmup, traced=plan.traced,
-        cpu_threads=options.cpu_threads or spec.threads,
-        intermediate_outputs=options.intermediate_outputs, debug_buffer_size=debug_buffer_size)
+        cpu_threads=workload.threads or options.cpu_threads or spec.threads,
+        intermediate_outputs=options.intermediate_outputs, debug_buffer_size=debug_buffer_size,
+        generation=workload.generation)
     request = StepRequest(out_rel=plan.out_rel, argv=[*launch.launcher, *invocation.argv()],
                           timeout_s=options.run_timeout_s, env=launch.env, prefix=launch.prefix, static_facts=plan.cold)
     started(plan.out_rel)

@@ -22,9 +22,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from orchestrator.artifacts.generation import LlmRunFigures
 from orchestrator.errors import Blame, DataError
 from orchestrator.run.codec import KEYED, Layout, decode, encode
 from orchestrator.run.job_config import JobConfig, ModelArtifacts, RunOptions
+from orchestrator.run.llm_figures import llm_summary
 from orchestrator.stats import coefficient_of_variation, is_unstable, median
 
 if TYPE_CHECKING:
@@ -118,6 +120,9 @@ class ProcessRun:
     slowdown: float | None = None  # calibration vs the job's first run on the device: 0.3 = 30 % slower
     runner_ms: float | None = None  # the runner process's own time, start to result
     step_ms: float | None = None  # host wall time of the whole device step (one round trip)
+    pss_load_kb: int | None = None  # PSS after the method load (smaps_rollup), at most peak_rss_kb
+    pss_kb: int | None = None  # PSS after the measured executions
+    llm: LlmRunFigures | None = None  # an LLM's generations: TTFT, prefill and decode figures, tokens
 
     @property
     def calibration_ms(self) -> float | None:
@@ -203,6 +208,12 @@ class ModelResult:
         return max(values) if values else None
 
     @property
+    def pss_kb(self) -> int | None:
+        """The highest PSS of any run after its measured executions."""
+        values = [r.pss_kb for r in self.runs if r.pss_kb is not None]
+        return max(values) if values else None
+
+    @property
     def planned_memory_bytes(self) -> int | None:
         return next((r.planned_memory_bytes for r in self.runs if r.planned_memory_bytes is not None), None)
 
@@ -234,12 +245,13 @@ class ModelResult:
         return {"runs": len(self.traced_runs), "wall_execute_ms": list(self.wall_execute_ms),
                 "untraced_execute_ms": list(self.untraced_execute_ms), "load_ms": list(self.load_ms),
                 "warm_load_ms": list(self.warm_load_ms), "cold_load_ms": self.cold_load_ms,
-                "peak_rss_kb": self.peak_rss_kb, "planned_memory_bytes": self.planned_memory_bytes,
+                "peak_rss_kb": self.peak_rss_kb, "pss_kb": self.pss_kb, "planned_memory_bytes": self.planned_memory_bytes,
                 "program_bytes": self.program_bytes,
                 "host_overhead_ms_p50": median([o for r in self.runs if (o := r.host_overhead_ms) is not None]),
                 "flagged_runs": {r.label: f"{r.flag} {r.slowdown:+.0%}" if r.slowdown is not None else str(r.flag)
                                  for r in self.flagged_runs},
-                "tracer_overhead": self.tracer_overhead, "execute_cv": self.execute_cv, "unstable": self.unstable}
+                "tracer_overhead": self.tracer_overhead, "execute_cv": self.execute_cv, "unstable": self.unstable,
+                **llm_summary(self.runs)}
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)

@@ -33,6 +33,7 @@ from orchestrator.run.results import (
 )
 from orchestrator.stats import median, percentile
 from orchestrator.store.history import HistoryPoint
+from orchestrator.store.llm_points import memory_and_llm
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS, EventRow
 
 if TYPE_CHECKING:  # numpy and the run reader load only when recording or reading samples: `history` starts fast
@@ -296,10 +297,11 @@ class Store:
             "FROM runs r JOIN devices d ON d.run_id = r.run_id JOIN models m ON m.run_id = r.run_id "
             "LEFT JOIN results res ON res.run_id = r.run_id AND res.device = d.name AND res.model = m.name "
             "WHERE r.run_id = ? ORDER BY d.ordinal, m.ordinal", (run_id,))
+        extra = memory_and_llm(self._conn, run_id)  # PSS, and an LLM's TTFT and decode rate
         return tuple(
             HistoryPoint(run_id=run_id, started=started, device=device, model=model,
                          status=dstatus if dstatus != DeviceStatus.OK.value or mstatus is None else mstatus,
-                         e2e_p50_ms=p50, e2e_p90_ms=p90, git_commit=commit)
+                         e2e_p50_ms=p50, e2e_p90_ms=p90, git_commit=commit, **extra.get((device, model), {}))
             for started, device, model, dstatus, mstatus, p50, p90, commit in rows)
 
 

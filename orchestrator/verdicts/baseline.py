@@ -3,8 +3,8 @@
 `last-good` for one (device, model) of run B is the newest stored run, older than B, that
 - measured a model of the same NAME on the same device (by name, not by content hash: a
   changed model file is exactly what a nightly must catch),
-- with the same settings: backend, iterations, warmup and CPU threads (the number of process
-  runs may differ: the statistics account for it),
+- with the same settings: backend, iterations, warmup and CPU threads, and for an LLM the same
+  prompt and generation length (the number of process runs may differ: the statistics account for it),
 - where that device and model succeeded and its outputs were not wrong,
 - and that no verdict marked as regressed. Verdicts are recorded beside the run, in
   `DIR/verdicts.json` (`record_verdicts`), by `nightly`: a night that regressed is never
@@ -28,6 +28,7 @@ from typing import Any
 
 from orchestrator.cache import write_json_atomic
 from orchestrator.errors import UsageError
+from orchestrator.run.llm_figures import generation_key
 from orchestrator.run.results import Job, ModelStatus, VerificationStatus, load_manifest
 from orchestrator.store import Store, open_store, resolve_run, store_path
 from orchestrator.verdicts.compare import Baseline, BaselineFinder, Comparison, compare_against, compare_jobs
@@ -44,7 +45,7 @@ def settings_key(job: Job, model: str) -> tuple[Any, ...]:
     artifacts = job.model_artifacts(model)
     backend = artifacts.backend if artifacts else job.config.backend
     opts = job.config.options
-    return (backend, opts.iterations, opts.warmup, opts.cpu_threads)
+    return (backend, opts.iterations, opts.warmup, opts.cpu_threads, generation_key(job, model))
 
 
 def record_verdicts(run_dir: Path, comparison: Comparison) -> Path:

@@ -46,6 +46,7 @@ from orchestrator.run.results import (
     VerificationStatus,
     load_manifest,
 )
+from tests.helpers.pte_programs import forward_program
 
 # (how each device ends, host disk full at stats.csv) -> (the job's status, its exit code)
 CASES = [
@@ -158,7 +159,7 @@ def stubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[bool],
     source = tmp_path / "m.py"
     source.write_text("# a model\n")
     pte = tmp_path / "m.pte"
-    pte.write_bytes(b"pte")
+    pte.write_bytes(forward_program())  # the job checks the program before anything runs
     runner = tmp_path / "runner" / "bin" / "etfarm_runner"
     runner.parent.mkdir(parents=True)
     runner.write_bytes(b"runner")
