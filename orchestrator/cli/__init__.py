@@ -2,7 +2,8 @@
 
 Conventions every command keeps (README "A tour of the CLI"):
 - errors print as exactly one `error:` line on stderr (multi-line messages are folded by
-  `errors.one_line`), exit 0 ok / 1 a device failed / 2 usage, config or data error / 130 Ctrl-C;
+  `errors.one_line`), exit 0 ok / 1 a device failed / 2 usage, config or data error (and the host's own files: a
+  read-only directory, a full disk, a file where a directory should be) / 130 Ctrl-C or SIGTERM;
   an unexpected exception prints one `error: internal error (bug): ...` line and exits 1, the
   traceback going to a file under the cache;
 - `-h`/`--help`, `--version`, `-v/--verbose` (device commands at DEBUG on stderr), shell completion;
@@ -14,12 +15,23 @@ Heavy imports (torch, executorch, pandas) happen inside command bodies only, so
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
 
-from orchestrator.errors import EXIT_DEVICE_FAILED, EXIT_INTERRUPTED, EtfarmError, one_line
+from orchestrator.errors import (
+    EXIT_DEVICE_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    EtfarmError,
+    environment_problem,
+    one_line,
+)
 
 __all__ = ["app", "main"]
 
@@ -27,7 +39,7 @@ PROG = "etfarm"
 
 HELP = """Profile ExecuTorch models op by op on a farm of devices.
 
-Exit codes: 0 ok, 1 a device failed (or an internal error), 2 usage, config or data error, 130 Ctrl-C.
+Exit codes: 0 ok, 1 a device failed (or an internal error), 2 usage, config or data error, 130 Ctrl-C or SIGTERM.
 
 Environment:
 
@@ -97,24 +109,59 @@ def _register_commands() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: one `error:` line per failure and the exit codes of the README."""
     _register_commands()
+    with interrupts() as received:
+        result = _run(argv)
+    if result == EXIT_INTERRUPTED:
+        print(f"interrupted ({received[-1] if received else 'Ctrl-C'}): what finished is kept", file=sys.stderr)
+    return result
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         result = app(args=argv, prog_name=PROG, standalone_mode=False)
     except EtfarmError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:  # typer turns Ctrl-C inside a command into exit 130; this is Ctrl-C outside one
-        result = EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED
     except Exception as exc:
         if _is_usage_error(exc):
             return _report_usage_error(exc)
+        problem = environment_problem(exc)
+        if problem is not None:  # the host's files or disk, not etfarm: one line naming the path
+            print(f"error: {one_line(problem)}", file=sys.stderr)
+            return EXIT_USAGE
         from orchestrator.cli.logs import record_crash
 
         details = record_crash(exc)
         print(f"error: internal error (bug): {type(exc).__name__}: {one_line(str(exc))}; details in {details}", file=sys.stderr)
         return EXIT_DEVICE_FAILED
-    if result == EXIT_INTERRUPTED:
-        print("interrupted: results collected so far are kept in the run directory", file=sys.stderr)
     return result if isinstance(result, int) else 0
+
+
+@contextlib.contextmanager
+def interrupts() -> Iterator[list[str]]:
+    """SIGTERM ends any command as Ctrl-C does (KeyboardInterrupt: what finished is kept, exit 130), from
+    its first line on (an export, a build, a report), not only while devices run. Yields the names of the
+    signals received, for the one line that says so."""
+    received: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        received.append("SIGTERM" if signum == signal.SIGTERM else "Ctrl-C")
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig, before in previous.items():
+        if before is not signal.SIG_IGN:  # nohup and background jobs ignore SIGINT on purpose: keep it so
+            signal.signal(sig, handler)
+    try:
+        yield received
+    finally:
+        for sig, before in previous.items():
+            signal.signal(sig, before)
 
 
 def _is_usage_error(exc: Exception) -> bool:
