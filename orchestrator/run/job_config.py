@@ -8,10 +8,11 @@ or resumed with the same settings. Written and read by run/codec.py from the fie
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from orchestrator.run.codec import FLAT, decode, encode
+from orchestrator.run.limits import check_bounds
 from orchestrator.run.schedule import RunOrder
 
 
@@ -58,6 +59,10 @@ class RunOptions:
     max_temp_c: float | None = None  # before each run, wait until the device is at most this hot
     order: RunOrder = RunOrder.INTERLEAVED  # how the models' process runs alternate on a device
     seed: int = 0  # of the interleaving shuffle
+
+    def __post_init__(self) -> None:
+        # Every count and duration bounded, whatever built it (command line, plan, manifest): run/limits.py.
+        check_bounds({f.name: getattr(self, f.name) for f in fields(self)})
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from orchestrator.errors import Blame, DataError
-from orchestrator.run.codec import KEYED, Layout, decode, encode
+from orchestrator.run.codec import KEYED, FieldError, Layout, decode, encode
 from orchestrator.run.job_config import JobConfig, ModelArtifacts, RunOptions
 from orchestrator.stats import coefficient_of_variation, is_unstable, median
 
@@ -359,6 +359,8 @@ class Job:
                             "upgrade etfarm")
         try:
             return decode(cls, data)
+        except FieldError as exc:  # names the key path: `config.runs: expected a whole number, got 'abc'`
+            raise DataError(f"{source}: malformed manifest: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise DataError(f"{source}: malformed manifest ({type(exc).__name__}: {exc})") from None
 
