@@ -161,6 +161,10 @@ def _json_object(text: str) -> dict[str, Any]:
         value = json.loads(text, parse_constant=refuse, parse_float=number)
     except json.JSONDecodeError as exc:
         raise _Bad(f"its result line is not JSON (truncated?): {exc}") from None
+    except ValueError as exc:  # an integer of thousands of digits (Python's int conversion limit)
+        raise _Bad(f"its result line holds a number JSON readers refuse ({str(exc)[:80]})") from None
+    except RecursionError:
+        raise _Bad("its result line nests too deep") from None
     if not isinstance(value, dict):
         raise _Bad(f"its result line is a JSON {type(value).__name__}, not an object")
     return value
@@ -183,10 +187,10 @@ def _checked(data: dict[str, Any], invocation: RunnerInvocation) -> RunnerResult
     if "cpu_threads" in values and not -1 <= values["cpu_threads"] <= MAX_THREADS:
         raise _Bad(f"cpu_threads is {values['cpu_threads']!r}: outside [-1, {MAX_THREADS}]")
     _check_counts(values, invocation)
-    values["execute_ms"] = tuple(float(ms) for ms in samples)
+    values["execute_ms"] = tuple(float(ms) + 0.0 for ms in samples)  # + 0.0: a -0.0 is 0.0
     for name in _TIMES:
         if name in values:
-            values[name] = float(values[name])
+            values[name] = float(values[name]) + 0.0
     return RunnerResult(**values, extra={k: v for k, v in data.items() if k not in known})
 
 
