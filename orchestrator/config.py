@@ -26,6 +26,8 @@ from orchestrator.errors import ConfigError, UsageError
 from orchestrator.yamlfile import load_yaml, shorten
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+NAME_MAX = 64
+THREADS_MAX = 1024  # as RunOptions' cpu_threads (run/limits.py, a layer above this one)
 # Keys of every device; each transport adds its own (TransportSettings.KEYS). Unknown keys are
 # errors, so typos surface.
 _COMMON_KEYS = {"transport", "target", "workdir", "exec_prefix", "threads", "cpus", "description"}
@@ -47,7 +49,10 @@ class Inventory:
         if unknown:
             where = f" in {self.path}" if self.path else " (no device inventory file; see --config)"
             raise UsageError(f"unknown device {', '.join(map(repr, unknown))}{where}; known: {', '.join(self.devices)}")
-        return [self.devices[n] for n in dict.fromkeys(wanted)]
+        selected = [self.devices[n] for n in dict.fromkeys(wanted)]
+        for spec in selected:  # a garbage ssh key is the user's file: exit 2 now, not a device failing later
+            spec.settings.check_host_files(spec.name, spec.source)
+        return selected
 
 
 def default_config_path() -> Path | None:
@@ -93,6 +98,8 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
     where = f"devices.{shorten(name, 40)}"
     if not _NAME.match(name):
         raise ConfigError(path, where, "device names must be letters, digits, '.', '_' or '-'")
+    if len(name) > NAME_MAX:  # a name becomes file names: locks, run directories
+        raise ConfigError(path, where, f"a device name is at most {NAME_MAX} characters, this one {len(name)}")
     if not isinstance(entry, dict):
         raise ConfigError(path, where, f"expected a mapping of settings, got {describe(entry)}")
     transport = entry.get("transport")
@@ -107,7 +114,7 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
         raise ConfigError(path, f"{where}.target", f"expected one of {', '.join(TARGETS)}, got {describe(target)}")
     keys = InventoryEntry(path, name, entry)
     settings = kind.parse(keys)
-    threads = keys.integer("threads", 0)
+    threads = keys.integer("threads", 0, 0, THREADS_MAX)
     cpus = _cpus(keys)
     workdir = entry.get("workdir", settings.default_workdir(name))
     if not isinstance(workdir, str) or not workdir.startswith(("/", "~")):
