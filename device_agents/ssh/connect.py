@@ -23,9 +23,11 @@ from device_agents.ssh.settings import SshSettings
 from orchestrator.errors import DeviceError, DeviceRefused, one_line
 
 # paramiko logs its transport thread's failures (a server that never sends its banner: a traceback of
-# 60 lines) at ERROR; with no handler of its own, Python's last-resort handler would print them on
-# stderr whatever -q says. etfarm says what failed in its own one line.
-logging.getLogger("paramiko").addHandler(logging.NullHandler())
+# 60 lines) at ERROR; Python's last-resort handler, or a root handler some library set up (torch's
+# import does), would print them on stderr whatever -q says. etfarm says what failed in its own line.
+_PARAMIKO_LOG = logging.getLogger("paramiko")
+_PARAMIKO_LOG.addHandler(logging.NullHandler())
+_PARAMIKO_LOG.propagate = False
 # How paramiko says that the server sent no banner (first try; later tries find the session gone).
 _NO_BANNER = re.compile(r"protocol banner|No existing session")
 

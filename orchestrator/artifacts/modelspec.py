@@ -91,7 +91,8 @@ def parse_model_specs(texts: Sequence[str], names: Sequence[str | None] = (),
         raise UsageError(f"--name given {len(names)} time(s) for {len(texts)} --model(s); give one --name per --model, in order")
     given = list(names) if names else [None] * len(texts)
     specs = [parse_model_spec(text, given[i]) for i, text in enumerate(texts)]
-    factories_per_source = Counter(s.source for s, name in zip(specs, given, strict=True) if s.factory and name is None)
+    unnamed = {(s.source, s.factory) for s, name in zip(specs, given, strict=True) if s.factory and name is None}
+    factories_per_source = Counter(source for source, _ in unnamed)  # distinct factories: a spec listed twice is a clash
     specs = [replace(s, name=_model_name(None, f"{s.name}-{s.factory}"))
              if name is None and s.factory and factories_per_source[s.source] > 1 else s
              for s, name in zip(specs, given, strict=True)]
