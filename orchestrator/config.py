@@ -28,6 +28,7 @@ from orchestrator.yamlfile import load_yaml, shorten
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 NAME_MAX = 64
 THREADS_MAX = 1024  # as RunOptions' cpu_threads (run/limits.py, a layer above this one)
+CPU_MAX = 8191  # Linux's largest NR_CPUS
 # Keys of every device; each transport adds its own (TransportSettings.KEYS). Unknown keys are
 # errors, so typos surface.
 _COMMON_KEYS = {"transport", "target", "workdir", "exec_prefix", "threads", "cpus", "description"}
@@ -117,8 +118,9 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
     threads = keys.integer("threads", 0, 0, THREADS_MAX)
     cpus = _cpus(keys)
     workdir = entry.get("workdir", settings.default_workdir(name))
-    if not isinstance(workdir, str) or not workdir.startswith(("/", "~")):
-        raise ConfigError(path, f"{where}.workdir", f"expected an absolute path, got {describe(workdir)}")
+    if not isinstance(workdir, str) or not workdir.startswith(("/", "~")) or any(ord(c) < 0x20 for c in workdir):
+        raise ConfigError(path, f"{where}.workdir", f"expected an absolute path (no control characters), got "
+                                                  f"{describe(workdir)}")
     return DeviceSpec(
         name=name, transport=transport, target=target, workdir=settings.workdir(workdir),
         exec_prefix=_exec_prefix(path, f"{where}.exec_prefix", entry.get("exec_prefix")),
@@ -131,8 +133,10 @@ def _cpus(keys: InventoryEntry) -> str | None:
     if cpus is None:
         return None
     text = str(cpus) if isinstance(cpus, int) and not isinstance(cpus, bool) else cpus
-    if not isinstance(text, str) or not _CPU_LIST.match(text.replace(" ", "")):
-        raise keys.error("cpus", f"expected a cpu list like 2, \"0-3\" or \"0,2,4-7\", got {describe(cpus)}")
+    if not isinstance(text, str) or not _CPU_LIST.match(text.replace(" ", "")) \
+            or any(int(n) > CPU_MAX for n in re.findall(r"\d+", text)):
+        raise keys.error("cpus", f"expected a cpu list like 2, \"0-3\" or \"0,2,4-7\" (cpus 0 to {CPU_MAX}), "
+                                 f"got {describe(cpus)}")
     return text.replace(" ", "")
 
 

@@ -32,3 +32,4 @@ def check_store_place(store: Path | None) -> None:
     from orchestrator.store.location import check_place, store_path
 
     check_place(store_path(store))
+

@@ -34,16 +34,22 @@ _OPTIONS = {"runs": ("--runs", "runs"), "iterations": ("--iterations", "iteratio
 
 
 def resume_recorded_job(request: JobRequest, options: RunOptions, progress: Progress) -> JobResult:
-    """Check the command line against DIR's manifest, then run what DIR is missing."""
-    from orchestrator.artifacts import parse_model_specs
-    from orchestrator.run import MANIFEST, load_manifest
+    """Check the command line against DIR's manifest, then run what DIR is missing (one resume at a time)."""
+    from orchestrator.run import MANIFEST
 
     root = request.resume
     assert root is not None
     if not (root / MANIFEST).is_file():
         raise UsageError(f"--resume {root}: no {MANIFEST} there (not an etfarm run directory)")
-    job = load_manifest(root)
     check_writable_dir(root, "--resume")  # a read-only run directory fails now, not after the export
+    return _resume(root, request, options, progress)
+
+
+def _resume(root: Path, request: JobRequest, options: RunOptions, progress: Progress) -> JobResult:
+    from orchestrator.artifacts import parse_model_specs
+    from orchestrator.run import load_manifest
+
+    job = load_manifest(root)
     recorded = job.config
     checks: dict[str, tuple[str, Any, Any]] = {
         "model": ("--model", list(request.model or ()), list(recorded.models)),

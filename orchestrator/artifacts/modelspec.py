@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import io
 import os
 import re
 import sys
@@ -21,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from orchestrator.errors import ModelSpecError, UsageError
 
@@ -147,6 +148,29 @@ def user_code(spec: ModelSpec) -> Iterator[None]:
                                  "returns (module, example_inputs) or raises") from None
 
 
+class _ToStderr(io.TextIOBase):
+    """The user's code's `sys.stdout`: what it writes goes to stderr, and closing it closes nothing of etfarm's."""
+
+    def __init__(self, target: TextIO) -> None:
+        super().__init__()
+        self._target = target
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        return self._target.write(text)
+
+    def flush(self) -> None:
+        self._target.flush()
+
+    def fileno(self) -> int:
+        return self._target.fileno()
+
+    def close(self) -> None:  # a model that closes "stdout" must not close etfarm's stderr
+        self.flush()
+
+
 @contextlib.contextmanager
 def _stdout_to_stderr() -> Iterator[None]:
     for stream in (sys.stdout, sys.stderr):
@@ -159,7 +183,7 @@ def _stdout_to_stderr() -> Iterator[None]:
     try:
         if saved is not None:
             os.dup2(2, 1)
-        with contextlib.redirect_stdout(sys.stderr):
+        with contextlib.redirect_stdout(_ToStderr(sys.stderr)):
             yield
     finally:
         with contextlib.suppress(Exception):

@@ -19,6 +19,7 @@ import contextlib
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -112,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     with interrupts() as received:
         result = _run(argv)
     if result == EXIT_INTERRUPTED:
-        print(f"interrupted ({received[-1] if received else 'Ctrl-C'}): what finished is kept", file=sys.stderr)
+        how = received[0] if received else "KeyboardInterrupt, no signal"  # raised by a model's own code, say
+        print(f"interrupted ({how}): what finished is kept", file=sys.stderr)
     return result
 
 
@@ -139,21 +141,36 @@ def _run(argv: list[str] | None) -> int:
     return result if isinstance(result, int) else 0
 
 
+# Signals that end a command as Ctrl-C does; SIGHUP is the terminal going away (an ssh session dropped).
+_SIGNAL_NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+# After the first of them, the job stops its runners and records what finished (README "Faults: the job":
+# at most 15 s of waiting for the devices); another signal within this long does not cut that short.
+STOPPING_GRACE_S = 30.0
+
+
 @contextlib.contextmanager
 def interrupts() -> Iterator[list[str]]:
-    """SIGTERM ends any command as Ctrl-C does (KeyboardInterrupt: what finished is kept, exit 130), from
-    its first line on (an export, a build, a report), not only while devices run. Yields the names of the
-    signals received, for the one line that says so."""
+    """SIGTERM and SIGHUP end any command as Ctrl-C does (KeyboardInterrupt: what finished is kept, exit
+    130), from its first line on (an export, a build, a report), not only while devices run; a signal
+    ignored when etfarm started (nohup, a background job) stays ignored. Signals after the first, for
+    STOPPING_GRACE_S, only say that etfarm is stopping: the stop (runners killed, manifest `interrupted`)
+    is not cut short. Yields the names of the signals received, for the one line that says so."""
     received: list[str] = []
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
 
+    first: list[float] = []
+
     def handler(signum: int, frame: object) -> None:
-        received.append("SIGTERM" if signum == signal.SIGTERM else "Ctrl-C")
+        received.append(_SIGNAL_NAMES[signum])
+        if first and time.monotonic() - first[0] < STOPPING_GRACE_S:  # a second Ctrl-C must not cut the stop short
+            print(f"{received[-1]}: already stopping, recording what finished", file=sys.stderr, flush=True)
+            return
+        first[:] = [time.monotonic()]
         raise KeyboardInterrupt(f"signal {signum}")
 
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.getsignal(sig) for sig in _SIGNAL_NAMES}
     for sig, before in previous.items():
         if before is not signal.SIG_IGN:  # nohup and background jobs ignore SIGINT on purpose: keep it so
             signal.signal(sig, handler)

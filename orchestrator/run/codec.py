@@ -13,7 +13,8 @@ each field's annotation:
   `runs: "abc"`, `runs: 1e12` or `traced: "false"` is a ValueError naming the key path
   (`config.runs: expected a whole number, got '1e12'`), which the manifest reader reports as one line;
 - `Mapping[...]` and `Any` are copied (device facts, runner extras), a non-finite number in them
-  written as None.
+  written as None;
+- the keys of a KEYED mapping (device and model names, which become paths) must be plain names.
 
 A missing key takes the field's default; a field without one is required, except tuples and
 mappings (empty) and nested dataclasses (read from `{}`). How a class lays its keys out is
@@ -141,6 +142,8 @@ def _read_keyed(f: _Field, raw: Any) -> tuple[Any, ...]:
         raise FieldError((), f"expected a mapping, got {_shown(raw)}")
     out = []
     for k, v in (raw or {}).items():
+        if not isinstance(k, str) or not _NAME.match(k):  # device and model names become paths
+            raise FieldError((), f"{_shown(k)} is not a plain name (letters, digits, '.', '_', '-'; at most 100)")
         try:
             out.append(decode(item, v, **({key: k} if key else {})))
         except FieldError as exc:
@@ -221,6 +224,7 @@ def _finite_or_none(value: float | None) -> float | None:
 
 _KIND_NAMES = {bool: "true or false", int: "a whole number", str: "a string"}
 _WHOLE = re.compile(r"^[+-]?[0-9]{1,30}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # what the inventory and model specs allow
 
 
 def _checked(kind: type) -> Callable[[Any], Any]:

@@ -376,6 +376,8 @@ def load_manifest(path: str | Path) -> Job:
         raise DataError(f"{path}: no such manifest (is this an etfarm run directory?)") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{path}: cannot read manifest: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # an integer of thousands of digits, arrays nested 100000 deep
+        raise DataError(f"{path}: cannot read manifest: {type(exc).__name__}: {str(exc)[:120]}") from None
     if not isinstance(data, dict):
         raise DataError(f"{path}: not an etfarm manifest")
     return Job.from_dict(data, source=str(path))

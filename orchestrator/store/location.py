@@ -44,6 +44,8 @@ def open_store(path: Path | None = None) -> Store:
     resolved = store_path(path)
     if resolved.is_dir():
         raise UsageError(f"--store: {resolved} is a directory; name the database file")
+    if resolved.exists() and not resolved.is_file():
+        raise UsageError(f"--store: {resolved} is not a regular file (a device, a pipe); name the database file")
     check_place(resolved)
     if resolved.is_file() and not _writable(resolved):
         return Store(resolved, connect_read_only(resolved), read_only=True)

@@ -59,7 +59,7 @@ def marked_regressed(run_dir: Path, device: str, model: str) -> bool:
     path = Path(run_dir) / VERDICTS_JSON
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return False
     return any(p.get("device") == device and p.get("model_b") == model and (p.get("regressed") or
                                                                          p.get("verification_failed"))

@@ -251,6 +251,8 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     tell that from a regression. So the (device, model) pairs a night finds regressed are run again
     at once, as a job of their own, and compared again; the second comparison is the night's verdict
     for them. A false alarm then needs two outlier jobs in a row; a real regression shows twice."""
+    if plan.baseline != LAST_GOOD:
+        named_finder(store, plan.baseline)  # a baseline that names nothing is refused before any job runs
     run = _farm_runner(plan, farm, progress) if farm is not None else _host_runner(plan, config, progress)
     jobs: list[JobResult] = []
     for backend, specs in _plan_specs(plan).items():

@@ -9,6 +9,7 @@ no write: a `mount -o remount,bind,ro` does); a garbage ssh key; a manifest edit
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -105,6 +106,19 @@ def inputs(finished_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     copy_run(finished_run, root / "abc", runs="abc")
     copy_run(finished_run, root / "huge", runs=1e12)
     (root / "finished").symlink_to(finished_run)
+    (root / "deep").mkdir()
+    (root / "deep" / "manifest.json").write_text("[" * 100_000)
+    traversal = copy_run(finished_run, root / "traversal")
+    manifest = json.loads((traversal / "manifest.json").read_text())
+    models = manifest["devices"]["local"]["models"]
+    models["../../../escaped"] = models.pop("tiny_mlp")
+    (traversal / "manifest.json").write_text(json.dumps(manifest))
+    os.mkfifo(root / "pipe.etdp")
+    os.mkfifo(root / "pipe.html")
+    (root / "newline.yaml").write_text('devices:\n  b:\n    transport: local\n    workdir: "/tmp/w\\nx"\n')
+    (root / "cpus.yaml").write_text('devices:\n  b:\n    transport: local\n    cpus: "99999999999999999999"\n')
+    (root / "bogus-baseline.json").write_text(json.dumps({**plan, "baseline": "no-such-run", "report": str(root / "rb")}))
+    (root / "closes.py").write_text("import sys\nsys.stdout.close()\n\ndef build():\n    return None\n")
     return root
 
 
@@ -127,6 +141,21 @@ CASES = [  # (id, argv from the inputs folder, what the one line must say)
      "malformed manifest: config.runs: expected a whole number, got 'abc'"),
     ("resumed-runs-1e12", lambda p: ["run", "--resume", f"{p}/huge"],
      "malformed manifest: config.runs: 1000000000000 is outside [1, 10000]"),
+    # from the sweep (README "Faults: input")
+    ("manifest-nested-100000-deep", lambda p: ["report", f"{p}/deep"], "cannot read manifest: RecursionError"),
+    ("manifest-names-a-path", lambda p: ["run", "--resume", f"{p}/traversal"],
+     "devices.local.models: '../../../escaped' is not a plain name"),
+    ("etdump-is-a-pipe", lambda p: ["analyze", f"{p}/pipe.etdp"], "pipe.etdp: not a regular file"),
+    ("report-onto-a-pipe", lambda p: ["report", f"{p}/finished", "--output", f"{p}/pipe.html"],
+     "pipe.html: exists and is not a regular file (a device, a pipe, a directory); refusing to replace it"),
+    ("store-is-a-pipe", lambda p: ["history", "--store", f"{p}/pipe.html"], "is not a regular file (a device, a pipe)"),
+    ("workdir-with-a-newline", lambda p: ["run", "--config", f"{p}/newline.yaml", "--devices", "b", "--model", TINY],
+     "newline.yaml: devices.b.workdir: expected an absolute path (no control characters)"),
+    ("cpu-list-past-any-cpu", lambda p: ["run", "--config", f"{p}/cpus.yaml", "--devices", "b", "--model", TINY],
+     "cpus.yaml: devices.b.cpus: expected a cpu list"),
+    ("plan-baseline-names-nothing", lambda p: ["nightly", "--plan", f"{p}/bogus-baseline.json", "--store", f"{p}/s.db"],
+     "baseline 'no-such-run': neither a run directory nor a stored run id"),
+    ("factory-closes-stdout", lambda p: ["export", f"{p}/closes.py:build"], "build() must return"),
 ]
 
 
@@ -134,7 +163,19 @@ CASES = [  # (id, argv from the inputs folder, what the one line must say)
 def test_user_files_and_bounds_are_one_line_exit_2(inputs: Path, tmp_path: Path, case_id: str,
                                                    argv: Callable[[Path], list[str]], fragment: str) -> None:
     one_error(etfarm(*argv(inputs), cwd=tmp_path), fragment.format(p=inputs))
-    assert not (tmp_path / "etfarm-runs").exists()  # refused before anything ran
+    assert not (tmp_path / "etfarm-runs").exists() and not (inputs / "rb").exists()  # refused before anything ran
+
+
+def test_a_run_directory_another_etfarm_works_in_is_refused(finished_run: Path, tmp_path: Path) -> None:
+    """`--resume DIR` while another etfarm holds DIR (here: this test, by the same flock on the directory)."""
+    run = copy_run(finished_run, tmp_path / "run")
+    fd = os.open(run, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        one_error(etfarm("run", "--resume", str(run), "--no-store"), "another etfarm is working in this run directory")
+    finally:
+        os.close(fd)
+    assert json.loads((run / "manifest.json").read_text())["status"] == "interrupted"  # untouched
 
 
 def test_a_full_disk_while_recording_says_so(finished_run: Path, tmp_path: Path, mounts: Callable[..., Path]) -> None:

@@ -143,3 +143,34 @@ def test_an_interrupted_nightly_exits_130_judges_nothing_and_is_never_a_baseline
     (pair,) = verdicts["pairs"]
     assert pair["verdict"] == "new" and pair["source_a"] in (None, ""), pair
     assert interrupted_id not in json.dumps(verdicts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signals", [(signal.SIGHUP,), (signal.SIGINT, signal.SIGINT)], ids=["sighup", "ctrl-c-twice"])
+def test_a_hangup_or_a_second_ctrl_c_still_stops_cleanly(tmp_path: Path, signals: tuple[int, ...]) -> None:
+    """SIGHUP (the terminal went away) stops a job as Ctrl-C does; a second Ctrl-C while it stops does not cut
+    the stop short: the manifest still says `interrupted`, not `running`."""
+    slow = tmp_path / "slow.sh"
+    slow.write_text('#!/bin/sh\nsleep 1\nexec "$@"\n')
+    slow.chmod(0o755)
+    inventory = tmp_path / "devices.yaml"
+    inventory.write_text(f"devices:\n  board:\n    transport: local\n    workdir: {tmp_path / 'w'}\n"
+                         f"    exec_prefix: [{str(slow)!r}]\n")
+    out = tmp_path / "run"
+    job = start("run", "--config", str(inventory), "--devices", "board", "--model", f"{TINY}:build",
+                "--backend", "portable", "--runs", "8", "--iterations", "3", "--warmup", "1", "--untraced-runs", "0",
+                "--no-store", "--no-report", "--out", str(out))
+    try:
+        wait_for(out / "board" / "tiny_mlp" / "run-2" / "etdump.etdp", job)
+        for sig in signals:
+            job.send_signal(sig)
+            time.sleep(0.3)
+        stdout, stderr = job.communicate(timeout=60)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    said = "SIGHUP" if signals[0] == signal.SIGHUP else "Ctrl-C"
+    assert job.returncode == 130, stderr[-3000:]
+    assert error_lines(stderr)[-1] == f"interrupted ({said}): what finished is kept", stderr
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
+    assert f"--resume {out}" in stdout
