@@ -43,6 +43,11 @@ if TYPE_CHECKING:  # numpy and the run reader load only when recording or readin
     from orchestrator.store.ingest import RunRecord
 
 EventKey = tuple[str, int]  # (event_block, event_index)
+# SQLite's answers that are the host's trouble, not etfarm's: what to say (None: SQLite's own words).
+_HOST_TROUBLE = {sqlite3.SQLITE_FULL: "its disk is full", sqlite3.SQLITE_IOERR: None, sqlite3.SQLITE_READONLY: None,
+                 sqlite3.SQLITE_CANTOPEN: None,
+                 sqlite3.SQLITE_BUSY: "another process held it past the 30 s busy timeout (try again later)",
+                 sqlite3.SQLITE_LOCKED: "another process held it past the 30 s busy timeout (try again later)"}
 
 
 @dataclass(frozen=True)
@@ -94,9 +99,9 @@ class Store:
             _write_run(self._conn, record)
         except sqlite3.OperationalError as exc:
             code = exc.sqlite_errorcode & 0xFF  # the primary code of an extended one (SQLITE_IOERR_WRITE)
-            if code not in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN):
+            if code not in _HOST_TROUBLE:
                 raise
-            what = "its disk is full" if code == sqlite3.SQLITE_FULL else str(exc)
+            what = _HOST_TROUBLE[code] or str(exc)
             raise UsageError(f"the results store {self.path}: {what}; run {job.run_id} was not recorded") from None
         return job.run_id
 

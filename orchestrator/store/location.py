@@ -53,9 +53,12 @@ def open_store(path: Path | None = None) -> Store:
         return Store(resolved, connect(resolved))
     except OSError as exc:
         raise UsageError(f"the results store {resolved}: {environment_problem(exc) or exc}") from None
-    except DataError:
+    except DataError as exc:
         if _nearly_full(resolved.parent):
             raise UsageError(f"the results store {resolved}: its disk is full") from None
+        if "database is locked" in str(exc):  # a migration waited out the busy timeout
+            raise UsageError(f"the results store {resolved}: another process held it past the 30 s busy timeout "
+                             "(try again later)") from None
         raise
 
 
