@@ -80,6 +80,11 @@ class TransportSettings(ABC):
         """The workdir as the device will use it (the host's own devices expand `~`)."""
         return given
 
+    def check_host_files(self, device: str, source: str) -> None:
+        """Refuse, before a job runs, what this host must hold for the device and does not (an ssh key file
+        that is missing or unreadable): a ConfigError naming the inventory and the key. Nothing by default."""
+        return None
+
     def keys(self) -> dict[str, Any]:
         """The inventory keys that parse back to these settings (absent values left out)."""
         return {f.name: getattr(self, f.name) for f in fields(self)  # type: ignore[arg-type]

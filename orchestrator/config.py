@@ -30,6 +30,9 @@ from orchestrator.errors import ConfigError, UsageError
 from orchestrator.yamlfile import load_yaml, shorten
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+NAME_MAX = 64
+THREADS_MAX = 1024  # as RunOptions' cpu_threads (run/limits.py, a layer above this one)
+CPU_MAX = 8191  # Linux's largest NR_CPUS
 # Keys of every device; each transport adds its own (TransportSettings.KEYS). Unknown keys are
 # errors, so typos surface.
 _COMMON_KEYS = {"transport", "target", "workdir", "exec_prefix", "threads", "cpus", "runtime", "description"}
@@ -54,7 +57,10 @@ class Inventory:
         if unknown:
             where = f" in {self.path}" if self.path else " (no device inventory file; see --config)"
             raise UsageError(f"unknown device {', '.join(map(repr, unknown))}{where}; known: {', '.join(self.devices)}")
-        return [self.devices[n] if n in self.devices else adb[n] for n in dict.fromkeys(wanted)]
+        selected = [self.devices[n] if n in self.devices else adb[n] for n in dict.fromkeys(wanted)]
+        for spec in selected:  # a garbage ssh key is the user's file: exit 2 now, not a device failing later
+            spec.settings.check_host_files(spec.name, spec.source)
+        return selected
 
 
 def adb_spec(name: str, server: tuple[str, int] | None = None) -> DeviceSpec:
@@ -118,6 +124,8 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
     where = f"devices.{shorten(name, 40)}"
     if not _NAME.match(name):
         raise ConfigError(path, where, "device names must be letters, digits, '.', '_' or '-'")
+    if len(name) > NAME_MAX:  # a name becomes file names: locks, run directories
+        raise ConfigError(path, where, f"a device name is at most {NAME_MAX} characters, this one {len(name)}")
     if not isinstance(entry, dict):
         raise ConfigError(path, where, f"expected a mapping of settings, got {describe(entry)}")
     transport = entry.get("transport")
@@ -132,12 +140,13 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
         raise ConfigError(path, f"{where}.target", f"expected one of {', '.join(TARGETS)}, got {describe(target)}")
     keys = InventoryEntry(path, name, entry)
     settings = kind.parse(keys)
-    threads = keys.integer("threads", 0)
+    threads = keys.integer("threads", 0, 0, THREADS_MAX)
     cpus = _cpus(keys)
     runtime = _runtime(keys)
     workdir = entry.get("workdir", settings.default_workdir(name))
-    if not isinstance(workdir, str) or not workdir.startswith(("/", "~")):
-        raise ConfigError(path, f"{where}.workdir", f"expected an absolute path, got {describe(workdir)}")
+    if not isinstance(workdir, str) or not workdir.startswith(("/", "~")) or any(ord(c) < 0x20 for c in workdir):
+        raise ConfigError(path, f"{where}.workdir", f"expected an absolute path (no control characters), got "
+                                                  f"{describe(workdir)}")
     return DeviceSpec(
         name=name, transport=transport, target=target, workdir=settings.workdir(workdir),
         exec_prefix=_exec_prefix(path, f"{where}.exec_prefix", entry.get("exec_prefix")),
@@ -152,8 +161,10 @@ def _cpus(keys: InventoryEntry) -> str | None:
     text = str(cpus) if isinstance(cpus, int) and not isinstance(cpus, bool) else cpus
     if isinstance(text, str) and text.strip() in CPU_CLUSTERS:
         return text.strip()
-    if not isinstance(text, str) or not _CPU_LIST.match(text.replace(" ", "")):
-        raise keys.error("cpus", f"expected a cpu list like 2, \"0-3\" or \"0,2,4-7\", or {' or '.join(CPU_CLUSTERS)}, "
+    if not isinstance(text, str) or not _CPU_LIST.match(text.replace(" ", "")) \
+            or any(int(n) > CPU_MAX for n in re.findall(r"\d+", text)):
+        raise keys.error("cpus", f"expected a cpu list like 2, \"0-3\" or \"0,2,4-7\" (cpus 0 to {CPU_MAX}), "
+                                 f"or {' or '.join(CPU_CLUSTERS)}, "
                                  f"got {describe(cpus)}")
     return text.replace(" ", "")
 

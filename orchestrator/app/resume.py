@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.app.checks import check_writable_dir
 from orchestrator.errors import UsageError
 from orchestrator.progress import Progress
 from orchestrator.run.results import RunOptions
@@ -34,14 +35,21 @@ _OPTIONS = {"runs": ("--runs", "runs"), "iterations": ("--iterations", "iteratio
 
 
 def resume_recorded_job(request: JobRequest, options: RunOptions, progress: Progress) -> JobResult:
-    """Check the command line against DIR's manifest, then run what DIR is missing."""
-    from orchestrator.artifacts import parse_model_specs
-    from orchestrator.run import MANIFEST, load_manifest
+    """Check the command line against DIR's manifest, then run what DIR is missing (one resume at a time)."""
+    from orchestrator.run import MANIFEST
 
     root = request.resume
     assert root is not None
     if not (root / MANIFEST).is_file():
         raise UsageError(f"--resume {root}: no {MANIFEST} there (not an etfarm run directory)")
+    check_writable_dir(root, "--resume")  # a read-only run directory fails now, not after the export
+    return _resume(root, request, options, progress)
+
+
+def _resume(root: Path, request: JobRequest, options: RunOptions, progress: Progress) -> JobResult:
+    from orchestrator.artifacts import parse_model_specs
+    from orchestrator.run import load_manifest
+
     job = load_manifest(root)
     recorded = job.config
     checks: dict[str, tuple[str, Any, Any]] = {
@@ -76,6 +84,15 @@ def resume_recorded_job(request: JobRequest, options: RunOptions, progress: Prog
     config_file = request.config or (Path(recorded.config_file) if recorded.config_file else None)
     selected = load_inventory(config_file).select(list(recorded.devices))
     return resume_job(root, selected, specs, progress=progress)
+
+
+def option_of(problem: ValueError) -> str:
+    """A RunOptions problem (`max_temp_c: nan is outside ...`) said with the option's name (`--max-temp: ...`)."""
+    from orchestrator.run.codec import FieldError
+
+    if isinstance(problem, FieldError) and problem.path and problem.path[0] in _OPTIONS:
+        return f"{_OPTIONS[problem.path[0]][0]}: {problem.problem}"
+    return str(problem)
 
 
 def _show(value: Any) -> str:

@@ -79,14 +79,20 @@ class JobRequest:
         if self.order not in choices:
             raise UsageError(f"--order: expected {' or '.join(choices)}, got {self.order!r}")
         threads = int_list("--threads", self.threads, least=0)
-        return RunOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup, run_timeout_s=self.timeout,
-                          wait_for_lock=not self.no_wait, lock_timeout_s=self.lock_timeout,
-                          intermediate_outputs=self.intermediate_outputs or self.numerics,
-                          debug_buffer_size=0, numerics=self.numerics, cpu_threads=threads[0] if len(threads) == 1 else 0,
-                          untraced_runs=self.untraced_runs, cooldown_s=self.cooldown, max_temp_c=self.max_temp,
-                          order=RunOrder(self.order), seed=self.seed, thread_counts=threads if len(threads) > 1 else (),
-                          prompt_lens=int_list("--prompt-len", self.prompt_len, least=1),
-                          gen_lens=int_list("--gen-len", self.gen_len, least=1))
+        try:
+            return RunOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup,
+                              run_timeout_s=self.timeout, wait_for_lock=not self.no_wait,
+                              lock_timeout_s=self.lock_timeout, intermediate_outputs=self.intermediate_outputs or self.numerics,
+                              debug_buffer_size=0, numerics=self.numerics,
+                              cpu_threads=threads[0] if len(threads) == 1 else 0,
+                              untraced_runs=self.untraced_runs, cooldown_s=self.cooldown, max_temp_c=self.max_temp,
+                              order=RunOrder(self.order), seed=self.seed, thread_counts=threads if len(threads) > 1 else (),
+                              prompt_lens=int_list("--prompt-len", self.prompt_len, least=1),
+                              gen_lens=int_list("--gen-len", self.gen_len, least=1))
+        except ValueError as exc:  # out of bounds (run/limits.py): name the option, not the field
+            from orchestrator.app.resume import option_of
+
+            raise UsageError(option_of(exc)) from None
 
     def farm(self, scheduler: str) -> FarmOptions:
         """The farm's options (imports dask's side only when a job is distributed)."""
@@ -135,6 +141,10 @@ def run_command(request: JobRequest, console: Console) -> int:
     """Run `etfarm run` as asked; returns its exit code (README "etfarm run")."""
     options = request.run_options()
     request.check()
+    if not request.no_store:
+        from orchestrator.app.checks import check_store_place
+
+        check_store_place(request.store)
     progress = Progress(quiet=request.quiet)
     if request.ab is not None:
         from orchestrator.app.ab import run_ab_job

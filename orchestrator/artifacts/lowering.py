@@ -23,7 +23,7 @@ from orchestrator import cache
 from orchestrator.artifacts.generation import Workload
 from orchestrator.artifacts.llm import LlmRecipe
 from orchestrator.artifacts.model_sources import local_sources
-from orchestrator.artifacts.modelspec import ModelSpec, call_factory, check_factory_result
+from orchestrator.artifacts.modelspec import ModelSpec, call_factory, check_factory_result, user_code
 from orchestrator.errors import ExportError, ModelSpecError, UsageError
 from orchestrator.versions import tool_versions
 
@@ -108,7 +108,8 @@ def export_model(
     staging = cache.staging_dir("exports")
     try:
         started = time.monotonic()
-        notes = _lower_into(spec, backend, staging, log)
+        with user_code(spec):  # the model's forward may print or exit while it is traced
+            notes = _lower_into(spec, backend, staging, log)
         cache.write_json_atomic(
             staging / META_NAME,
             {"name": spec.name, "spec": spec.text, "backend": backend, "key": key, "versions": tool_versions(),

@@ -193,8 +193,9 @@ def resume_models(root: Path, recorded: Job, specs: Sequence[ModelSpec], progres
 
 @contextlib.contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends the job like Ctrl-C: statistics of what finished, job marked interrupted."""
-    if threading.current_thread() is not threading.main_thread():
+    """SIGTERM ends the job like Ctrl-C: statistics of what finished, job marked interrupted. (The CLI does
+    so for the whole command, cli/__init__.py `interrupts`: a handler already there is kept.)"""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield
         return
 

@@ -122,6 +122,9 @@ def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: Run
     if step.lost:
         raise LinkLost(spec.name, f"{what}: the link failed before the runner's exit status came back"
                                   f"{' (host deadline)' if step.timed_out else ''}: {step.tail(500).strip()}")
+    if step.odd_names:  # the device's data problem: framing them could not help, so no retry either
+        raise DataError(f"[{spec.name}] {what}: left {step.odd_names} file(s) whose names are not plain printable "
+                        "text (a newline, a backslash, a control character) in its output directory; refused")
     state = {"facts": dict(step.facts), "cooldown_waited_s": gate.pop("cooldown_waited_s", 0.0), **gate}
     write_json_atomic(run_local / DEVICE_STATE_JSON, state)
     write_text_atomic(run_local / RUNNER_LOG, f"$ {step.command}\n--- stdout\n{step.stdout}\n--- stderr\n{step.stderr}")

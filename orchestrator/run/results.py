@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from orchestrator.artifacts.generation import LlmRunFigures
 from orchestrator.errors import Blame, DataError
-from orchestrator.run.codec import KEYED, Layout, decode, encode
+from orchestrator.run.codec import KEYED, FieldError, Layout, decode, encode
 from orchestrator.run.job_config import JobConfig, ModelArtifacts, RunOptions
 from orchestrator.run.llm_figures import llm_summary
 from orchestrator.stats import coefficient_of_variation, is_unstable, median
@@ -371,6 +371,8 @@ class Job:
                             "upgrade etfarm")
         try:
             return decode(cls, data)
+        except FieldError as exc:  # names the key path: `config.runs: expected a whole number, got 'abc'`
+            raise DataError(f"{source}: malformed manifest: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise DataError(f"{source}: malformed manifest ({type(exc).__name__}: {exc})") from None
 
@@ -386,6 +388,8 @@ def load_manifest(path: str | Path) -> Job:
         raise DataError(f"{path}: no such manifest (is this an etfarm run directory?)") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{path}: cannot read manifest: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # an integer of thousands of digits, arrays nested 100000 deep
+        raise DataError(f"{path}: cannot read manifest: {type(exc).__name__}: {str(exc)[:120]}") from None
     if not isinstance(data, dict):
         raise DataError(f"{path}: not an etfarm manifest")
     return Job.from_dict(data, source=str(path))

@@ -173,6 +173,10 @@ def _json_object(text: str) -> dict[str, Any]:
         value = json.loads(text, parse_constant=refuse, parse_float=number)
     except json.JSONDecodeError as exc:
         raise _Bad(f"its result line is not JSON (truncated?): {exc}") from None
+    except ValueError as exc:  # an integer of thousands of digits (Python's int conversion limit)
+        raise _Bad(f"its result line holds a number JSON readers refuse ({str(exc)[:80]})") from None
+    except RecursionError:
+        raise _Bad("its result line nests too deep") from None
     if not isinstance(value, dict):
         raise _Bad(f"its result line is a JSON {type(value).__name__}, not an object")
     return value
@@ -198,10 +202,10 @@ def _checked(data: dict[str, Any], invocation: RunnerInvocation) -> RunnerResult
     _check_counts(values, invocation)
     _check_pss(values)
     values["llm"] = _checked_llm(values.get("mode"), llm, invocation)
-    values["execute_ms"] = tuple(float(ms) for ms in samples)
+    values["execute_ms"] = tuple(float(ms) + 0.0 for ms in samples)  # + 0.0: a -0.0 is 0.0
     for name in _TIMES:
         if name in values:
-            values[name] = float(values[name])
+            values[name] = float(values[name]) + 0.0
     return RunnerResult(**values, extra={k: v for k, v in data.items() if k not in known})
 
 
