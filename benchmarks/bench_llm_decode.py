@@ -1,6 +1,6 @@
 """Decode tokens/s of etfarm_runner's generation mode against a bare C++ loop over the same program.
 
-    .venv/bin/python -m benchmarks.bench_llm_decode [--rounds 9] [--prompt-len 32] [--gen-len 96]
+    .venv/bin/python -m benchmarks.bench_llm_decode [--rounds 60] [--prompt-len 32] [--gen-len 96]
         [--generations 5] [--threads 1] [--pte FILE] [--json]
 
 The program is configs/models/tiny_llama.py:build exported by etfarm (cached; or --pte). The bare
@@ -91,7 +91,7 @@ def run_bare(binary: Path, pte: Path, args: argparse.Namespace) -> tuple[list[fl
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--prompt-len", type=int, default=32)
     parser.add_argument("--gen-len", type=int, default=96)
     parser.add_argument("--generations", type=int, default=5)

@@ -1,10 +1,11 @@
 """Device facts: what the device is right now (abi, cores, cpufreq, governors, temperatures, load).
 
-`remote/describe.sh` prints `key=value` lines; `a.b.c=v` nests, numbers become numbers.
+`remote/describe.sh` prints `key=value` lines; `a.b.c=v` nests, finite numbers become numbers.
 """
 
 from __future__ import annotations
 
+import math
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -42,10 +43,16 @@ def parse_facts(text: str) -> dict[str, Any]:
     return facts
 
 
+# A fact that reads as a number beyond this (or as nan, inf) stays text: it is a device's garbage, and
+# JSON (the manifest, the store) holds no NaN and SQLite no integer past 64 bits.
+_NUMBER_MAX = 2**63 - 1
+
+
 def _number_or_text(value: str) -> Any:
     for cast in (int, float):
         try:
-            return cast(value)
+            number = cast(value)
         except ValueError:
-            pass
+            continue
+        return number if math.isfinite(number) and abs(number) <= _NUMBER_MAX else value
     return value

@@ -52,8 +52,11 @@ class InventoryEntry:
         """A string the entry must have: absent or null is `missing (required)`."""
         return self._typed(key, str, None, True)
 
-    def integer(self, key: str, default: int) -> int:
-        return self._typed(key, int, default, False)
+    def integer(self, key: str, default: int, least: int | None = None, most: int | None = None) -> int:
+        value = self._typed(key, int, default, False)
+        if (least is not None and value < least) or (most is not None and value > most):
+            raise self.error(key, f"expected an integer from {least} to {most}, got {describe(self.given(key))}")
+        return value
 
     def port(self, key: str, default: int) -> int:
         """A TCP port: an integer in 1..65535."""
@@ -62,11 +65,14 @@ class InventoryEntry:
             raise self.error(key, f"port out of range: {value}")
         return value
 
-    def seconds(self, key: str, default: float) -> float:
-        """A duration: a number > 0 (a deadline of 0 or less would never let a device answer)."""
+    def seconds(self, key: str, default: float, most: float = 86_400.0) -> float:
+        """A duration: a number > 0 (a deadline of 0 or less would never let a device answer), finite and at
+        most `most` (a day: `.inf` or `.nan` would overflow the clocks it is added to)."""
         value = self._typed(key, float, default, False)
         if value <= 0:
             raise self.error(key, f"expected a number of seconds > 0, got {describe(self.given(key))}")
+        if not value <= most:  # also refuses nan
+            raise self.error(key, f"expected at most {most:g} seconds, got {describe(self.given(key))}")
         return value
 
     def _typed(self, key: str, kind: type, default: Any, required: bool) -> Any:

@@ -1,6 +1,6 @@
 """What the inventory says about a device: data, kept apart from the agent that drives it.
 
-A `DeviceSpec` holds the keys every device has (target, workdir, exec_prefix, threads, cpus),
+A `DeviceSpec` holds the keys every device has (target, workdir, exec_prefix, threads, cpus, runtime),
 typed, and its transport's own keys as that transport's `TransportSettings`: a frozen dataclass
 defined next to the transport's agent (`LocalSettings`, `SshSettings`, `AdbSettings`), parsed once
 from the YAML mapping, and the one place that knows the transport's defaults, how its address
@@ -80,6 +80,11 @@ class TransportSettings(ABC):
         """The workdir as the device will use it (the host's own devices expand `~`)."""
         return given
 
+    def check_host_files(self, device: str, source: str) -> None:
+        """Refuse, before a job runs, what this host must hold for the device and does not (an ssh key file
+        that is missing or unreadable): a ConfigError naming the inventory and the key. Nothing by default."""
+        return None
+
     def keys(self) -> dict[str, Any]:
         """The inventory keys that parse back to these settings (absent values left out)."""
         return {f.name: getattr(self, f.name) for f in fields(self)  # type: ignore[arg-type]
@@ -104,7 +109,10 @@ class DeviceSpec:
     settings: TransportSettings = field(default_factory=_no_transport_keys)
     source: str = "<built-in>"  # the inventory file, or where a built-in spec came from
     threads: int = 0  # runner CPU threads; 0: the runner's default
-    cpus: str | None = None  # the runner's CPU affinity, taskset's list syntax ("4-7", "0,2")
+    # The runner's CPU affinity: taskset's list syntax ("4-7", "0,2"), or `big` / `prime` (the fastest
+    # clusters, from the device's own facts: orchestrator/run/affinity.py).
+    cpus: str | None = None
+    runtime: str | None = None  # the user's ExecuTorch install prefix (`runtime: PATH`), None: etfarm's own runtime
 
     @property
     def android(self) -> bool:
@@ -120,6 +128,8 @@ class DeviceSpec:
             entry["threads"] = self.threads
         if self.cpus is not None:
             entry["cpus"] = self.cpus
+        if self.runtime is not None:
+            entry["runtime"] = self.runtime
         return {**entry, **self.settings.keys()}
 
 

@@ -8,7 +8,8 @@ runs the runner under its device-side `timeout`, and writes every file the runne
 the same stream, framed as `@@NONCE file NAME SIZE SHA256` + SIZE raw bytes.
 
 The host trusts none of it: frames must carry this call's random nonce, names must be plain
-(`safe_destination`), sizes are capped per file and per stream, every file's sha256 is checked,
+(`safe_destination`) and printable (`odd_name`: a name with a newline or a backslash is not even
+framed, only counted), sizes are capped per file and per stream, every file's sha256 is checked,
 and files land by temp file + rename. A file over the stream cap is announced (`big`) and
 pulled with `fetch` (one more round trip, still capped and hash-checked).
 
@@ -87,6 +88,9 @@ class StepResult:
     # The transport ended the step (connection lost, or the host deadline passed with the device
     # silent): a fault of the link, not the runner's (its own deadline is exit 124: timed_out only).
     lost: bool = False
+    # Files the runner left whose names are not plain printable text (a newline, a backslash, a control
+    # character, bytes that are not UTF-8): not brought back. The caller refuses the run (data, never retried).
+    odd_names: int = 0
 
     @property
     def ok(self) -> bool:
@@ -125,8 +129,11 @@ def run_step(agent: DeviceAgent, request: StepRequest, dest_dir: Path) -> StepRe
     own: dict[str, bytes] = {}
     files: dict[str, Path] = {}
     pulled: list[str] = []
+    odd = sum(f.size for f in frames if f.kind == "odd")
     for frame in frames:
-        if frame.kind == "file" and frame.name in _OWN:
+        if frame.kind in ("file", "big") and odd_name(frame.name):
+            odd += 1  # not written: a control character, a backslash, bytes that are not UTF-8
+        elif frame.kind == "file" and frame.name in _OWN:
             own[frame.name] = frame.data
         elif frame.kind == "file":
             files[frame.name] = _write_verified(dest_dir, frame, agent.spec.name)
@@ -145,20 +152,26 @@ def run_step(agent: DeviceAgent, request: StepRequest, dest_dir: Path) -> StepRe
         files=files,
         duration_s=raw.duration_s,
         pulled=tuple(pulled),
+        odd_names=odd,
     )
 
 
 def kill_step_command(agent: DeviceAgent, out_rel: str) -> list[str]:
     """argv that stops the runner of the step writing to `out_rel`, if it still runs.
 
-    step.sh records the pid of the runner command (the device-side `timeout`, which puts itself
-    and the runner in their own process group) in OUT.pid; the group gets SIGTERM, then SIGKILL
-    after a second. A step that is just starting gets 2 s to write its pid file; nothing to do (exit 0)
-    when the step has already ended."""
+    step.sh records the pid of the runner command in OUT.pid, started in a session of its own
+    (`setsid`). Every process of that session gets SIGTERM, then SIGKILL a second later, and so
+    does the process group of that pid (coreutils' `timeout` makes one; devices without setsid):
+    toybox's `timeout` (Android) puts the runner in a group of its own and does not pass on the
+    signals it gets, so killing `timeout` or its group alone would leave the runner running. A
+    step that is just starting gets 2 s to write its pid file; nothing to do (exit 0) when the step
+    has already ended."""
     script = ('i=0; while [ ! -s "$1" ] && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; '  # a step just starting
               'p=$(cat -- "$1" 2>/dev/null) || exit 0; [ -n "$p" ] || exit 0; '
-              'kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; sleep 1; '
-              'kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; rm -f -- "$1"; exit 0')
+              'for s in TERM KILL; do '
+              'kill -"$s" $(pgrep -s "$p" 2>/dev/null) 2>/dev/null; '
+              'kill -"$s" -- "-$p" 2>/dev/null || kill -"$s" "$p" 2>/dev/null; '
+              '[ "$s" = KILL ] || sleep 1; done; rm -f -- "$1"; exit 0')
     return ["sh", "-c", script, "etfarm-kill", agent.remote_path(out_rel) + ".pid"]
 
 
@@ -194,6 +207,8 @@ def parse_frames(stream: bytes, nonce: str, device: str, where: str = "step") ->
                 raise DeviceError(device, f"{where}: bad exit frame {words!r}") from None
         elif kind in ("file", "big"):
             headers.append(Frame(kind, *_file_header(rest, device, where)))
+        elif kind == "odd":
+            headers.append(Frame("odd", size=int(rest) if rest.isdigit() and len(rest) < 10 else 1))
         else:
             raise DeviceError(device, f"{where}: unknown frame {words!r}")
     if not any(f.kind == "exit" for f in headers):
@@ -213,6 +228,12 @@ def parse_frames(stream: bytes, nonce: str, device: str, where: str = "step") ->
         raise DeviceError(device, f"{where}: {len(stream) - pos} unexpected bytes after the files "
                           f"(got {stream[pos:pos + 80]!r}); a file changed while it was sent?")
     return frames
+
+
+def odd_name(name: str) -> bool:
+    """A file name etfarm does not take from a device: empty, too long, or not plain printable text."""
+    return (not name or len(name.encode(errors="replace")) > 255 or "\\" in name or "\ufffd" in name
+            or any(ord(c) < 0x20 or ord(c) == 0x7F for c in name))
 
 
 def _file_header(rest: str, device: str, where: str) -> tuple[str, int, str]:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+
+from orchestrator.errors import UsageError
 
 HASH_CHUNK_BYTES = 1 << 20
 
@@ -101,6 +104,9 @@ def write_bytes_atomic(path: Path, data: bytes, mode: int = 0o644) -> Path:
     permissions (mkstemp's own 0600 would hide run outputs from other users).
     """
     path = Path(path)
+    if (path.exists() or path.is_symlink()) and not path.is_file():  # never rename over /dev/null, a fifo, a dir
+        raise UsageError(f"{path}: exists and is not a regular file (a device, a pipe, a directory); "
+                         "refusing to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
     try:
@@ -121,4 +127,16 @@ def write_text_atomic(path: Path, text: str, mode: int = 0o644) -> Path:
 
 
 def write_json_atomic(path: Path, data: object) -> Path:
-    return write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    """JSON as JSON is: a non-finite number (a statistic with nothing to divide by) is written as null."""
+    return write_text_atomic(path, json.dumps(_finite(data), indent=2, sort_keys=True, default=str,
+                                              allow_nan=False) + "\n")
+
+
+def _finite(value: object) -> object:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

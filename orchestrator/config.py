@@ -6,6 +6,10 @@ $XDG_CONFIG_HOME/etfarm/devices.yaml when present; with none, only `local` exist
 
 This module reads the keys every device has; each transport's own keys are read by its settings
 type, which the transport registry names (device_agents.TRANSPORTS): one parse, one set of errors.
+
+`--devices adb:SERIAL` names a phone the inventory does not list: its spec has an adb device's
+defaults and the target its ABI runs (`ro.product.cpu.abi`, asked of the adb server adb's own
+client would use; device_agents/adb/discover.py).
 """
 
 from __future__ import annotations
@@ -26,11 +30,16 @@ from orchestrator.errors import ConfigError, UsageError
 from orchestrator.yamlfile import load_yaml, shorten
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+NAME_MAX = 64
+THREADS_MAX = 1024  # as RunOptions' cpu_threads (run/limits.py, a layer above this one)
+CPU_MAX = 8191  # Linux's largest NR_CPUS
 # Keys of every device; each transport adds its own (TransportSettings.KEYS). Unknown keys are
 # errors, so typos surface.
-_COMMON_KEYS = {"transport", "target", "workdir", "exec_prefix", "threads", "cpus", "description"}
-# `cpus:` is taskset's cpu list: 3, 0-3, 0,2,4-7 (an integer alone is one cpu).
+_COMMON_KEYS = {"transport", "target", "workdir", "exec_prefix", "threads", "cpus", "runtime", "description"}
+# `cpus:` is taskset's cpu list: 3, 0-3, 0,2,4-7 (an integer alone is one cpu), or a cluster by name.
 _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+CPU_CLUSTERS = ("big", "prime")  # resolved on the device from its own facts (orchestrator/run/affinity.py)
+ADB_NAME_PREFIX = "adb:"
 
 
 @dataclass(frozen=True)
@@ -43,11 +52,33 @@ class Inventory:
         wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
         if not wanted:
             raise UsageError("no devices given; use --devices NAME[,NAME...] (try 'local')")
-        unknown = [n for n in wanted if n not in self.devices]
+        adb = {n: adb_spec(n) for n in dict.fromkeys(wanted) if n.startswith(ADB_NAME_PREFIX) and n not in self.devices}
+        unknown = [n for n in wanted if n not in self.devices and n not in adb]
         if unknown:
             where = f" in {self.path}" if self.path else " (no device inventory file; see --config)"
             raise UsageError(f"unknown device {', '.join(map(repr, unknown))}{where}; known: {', '.join(self.devices)}")
-        return [self.devices[n] for n in dict.fromkeys(wanted)]
+        selected = [self.devices[n] if n in self.devices else adb[n] for n in dict.fromkeys(wanted)]
+        for spec in selected:  # a garbage ssh key is the user's file: exit 2 now, not a device failing later
+            spec.settings.check_host_files(spec.name, spec.source)
+        return selected
+
+
+def adb_spec(name: str, server: tuple[str, int] | None = None) -> DeviceSpec:
+    """`adb:SERIAL`: a phone the adb server (adb's default one unless given) sees, with the target its ABI runs;
+    UsageError (one line) when the server does not see it ready, or no etfarm target runs that ABI."""
+    from device_agents.adb.discover import adb_device_spec, default_server, device_abi
+    from orchestrator.artifacts.targets import ANDROID_ABI_TARGETS, target_for_abi
+
+    serial = name[len(ADB_NAME_PREFIX):]
+    if not serial:
+        raise UsageError(f"--devices {name}: give the device's serial after {ADB_NAME_PREFIX} (see `adb devices`)")
+    server = server or default_server()
+    abi = device_abi(server, serial)
+    target = target_for_abi(abi)
+    if target is None:
+        raise UsageError(f"--devices {name}: the device's ABI is {abi or 'unknown'} (ro.product.cpu.abi); etfarm's "
+                         f"runners run on {', '.join(ANDROID_ABI_TARGETS)} only")
+    return adb_device_spec(serial, target, server)
 
 
 def default_config_path() -> Path | None:
@@ -93,6 +124,8 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
     where = f"devices.{shorten(name, 40)}"
     if not _NAME.match(name):
         raise ConfigError(path, where, "device names must be letters, digits, '.', '_' or '-'")
+    if len(name) > NAME_MAX:  # a name becomes file names: locks, run directories
+        raise ConfigError(path, where, f"a device name is at most {NAME_MAX} characters, this one {len(name)}")
     if not isinstance(entry, dict):
         raise ConfigError(path, where, f"expected a mapping of settings, got {describe(entry)}")
     transport = entry.get("transport")
@@ -107,15 +140,17 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
         raise ConfigError(path, f"{where}.target", f"expected one of {', '.join(TARGETS)}, got {describe(target)}")
     keys = InventoryEntry(path, name, entry)
     settings = kind.parse(keys)
-    threads = keys.integer("threads", 0)
+    threads = keys.integer("threads", 0, 0, THREADS_MAX)
     cpus = _cpus(keys)
+    runtime = _runtime(keys)
     workdir = entry.get("workdir", settings.default_workdir(name))
-    if not isinstance(workdir, str) or not workdir.startswith(("/", "~")):
-        raise ConfigError(path, f"{where}.workdir", f"expected an absolute path, got {describe(workdir)}")
+    if not isinstance(workdir, str) or not workdir.startswith(("/", "~")) or any(ord(c) < 0x20 for c in workdir):
+        raise ConfigError(path, f"{where}.workdir", f"expected an absolute path (no control characters), got "
+                                                  f"{describe(workdir)}")
     return DeviceSpec(
         name=name, transport=transport, target=target, workdir=settings.workdir(workdir),
         exec_prefix=_exec_prefix(path, f"{where}.exec_prefix", entry.get("exec_prefix")),
-        settings=settings, source=str(path), threads=threads, cpus=cpus,
+        settings=settings, source=str(path), threads=threads, cpus=cpus, runtime=runtime,
     )
 
 
@@ -124,9 +159,26 @@ def _cpus(keys: InventoryEntry) -> str | None:
     if cpus is None:
         return None
     text = str(cpus) if isinstance(cpus, int) and not isinstance(cpus, bool) else cpus
-    if not isinstance(text, str) or not _CPU_LIST.match(text.replace(" ", "")):
-        raise keys.error("cpus", f"expected a cpu list like 2, \"0-3\" or \"0,2,4-7\", got {describe(cpus)}")
+    if isinstance(text, str) and text.strip() in CPU_CLUSTERS:
+        return text.strip()
+    if not isinstance(text, str) or not _CPU_LIST.match(text.replace(" ", "")) \
+            or any(int(n) > CPU_MAX for n in re.findall(r"\d+", text)):
+        raise keys.error("cpus", f"expected a cpu list like 2, \"0-3\" or \"0,2,4-7\" (cpus 0 to {CPU_MAX}), "
+                                 f"or {' or '.join(CPU_CLUSTERS)}, "
+                                 f"got {describe(cpus)}")
     return text.replace(" ", "")
+
+
+def _runtime(keys: InventoryEntry) -> str | None:
+    """`runtime: PATH`, an ExecuTorch CMake install prefix: `~` expanded, relative to the inventory file's folder.
+    Whether it is one is checked when the runner is built (a bad prefix fails only the devices naming it)."""
+    text = keys.text("runtime")
+    if text is None:
+        return None
+    if not text.strip():
+        raise keys.error("runtime", "expected the path of an ExecuTorch CMake install prefix, got an empty string")
+    path = Path(text).expanduser()
+    return str(path if path.is_absolute() else (keys.path.parent / path).resolve())
 
 
 def _exec_prefix(path: Path, where: str, value: Any) -> tuple[str, ...]:

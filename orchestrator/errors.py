@@ -12,6 +12,7 @@ devices' results.
 from __future__ import annotations
 
 import errno
+import os
 from enum import StrEnum
 
 EXIT_OK = 0
@@ -133,5 +134,30 @@ def disk_full(exc: BaseException) -> str | None:
         seen.add(id(current))
         if isinstance(current, OSError) and current.errno in DISK_FULL_ERRNOS:
             return str(current.filename) if current.filename else ""
+        current = current.__cause__ or current.__context__
+    return None
+
+
+# The host's own files or disk in the way: a read-only or full file system, a file where a directory
+# should be, a directory where a file should be, no permission, a name too long. Not etfarm's bug.
+ENVIRONMENT_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR,
+                                errno.EISDIR, errno.ENAMETOOLONG, errno.ELOOP, errno.EEXIST})
+
+
+def environment_problem(exc: BaseException) -> str | None:
+    """One line naming the path, when `exc` (or its cause) is the host's file system refusing a path
+    (ENVIRONMENT_ERRNOS); else None. EEXIST counts only for a file in the way of a directory."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in ENVIRONMENT_ERRNOS and current.filename:
+            path = os.fsdecode(current.filename)
+            if current.errno == errno.EEXIST:
+                if os.path.isdir(path):
+                    return None  # an exclusive create that lost a race: not the environment
+                return f"{path}: a file is in the way of a directory"
+            other = f" -> {os.fsdecode(current.filename2)}" if current.filename2 else ""
+            return f"{path}{other}: {current.strerror or errno.errorcode.get(current.errno, current.errno)} (on this host)"
         current = current.__cause__ or current.__context__
     return None

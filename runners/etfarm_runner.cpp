@@ -230,8 +230,10 @@ int load(Module& module, const etfarm::Options& opts, etfarm::GatedETDumpGen* tr
   if (err != Error::Ok) {
     return fail("cannot load method '" + opts.method_name + "' of '" + opts.model_path + "': " + describe(err));
   }
-  l->peak_rss_load_kb = etfarm::peak_rss_kb();
+  // PSS first: it is at most the RSS of that moment, which the high-water mark read after it
+  // covers, so pss_load_kb <= peak_rss_load_kb holds exactly (runner_contract.py checks it).
   l->pss_load_kb = etfarm::pss_kb();
+  l->peak_rss_load_kb = etfarm::peak_rss_kb();
   return 0;
 }
 
@@ -308,8 +310,8 @@ int run(const etfarm::Options& opts, Clock::time_point started) {
 
   // Measured before the second calibration allocates its buffers.
   etfarm::Facts facts;
+  facts.pss_kb = etfarm::pss_kb();  // before the high-water mark, as after the load
   facts.peak_rss_kb = etfarm::peak_rss_kb();
-  facts.pss_kb = etfarm::pss_kb();
   if (opts.calibration_rounds > 0) facts.calibration_after_ms = etfarm::Calibration().run(opts.calibration_rounds);
   facts.calibration_before_ms = calibration_before_ms;
 

@@ -1,4 +1,5 @@
-"""The adb transport: settings (no adbutils), the agent, and the adbutils subclasses it needs.
+"""The adb transport: settings (no adbutils), the agent, the adbutils subclasses it needs, and the
+discovery of devices an adb server sees (`adb:SERIAL`, discover.py: no adbutils for the listing).
 
 Names are imported on first use (orchestrator/lazy.py), so reading an inventory with adb devices
 never imports adbutils; `from device_agents.adb import AdbAgent` does.
@@ -9,6 +10,7 @@ from orchestrator.lazy import lazy_api
 _API = {
     "AdbAgent": "agent",
     "AdbSettings": "settings",
+    "SeenDevice": "discover",
 }
 __all__ = sorted(_API)
 __getattr__ = lazy_api(__name__, _API)

@@ -20,6 +20,7 @@ for c in /sys/devices/system/cpu/cpu[0-9]*; do
   [ -r "$f/cpuinfo_max_freq" ] && read -r v <"$f/cpuinfo_max_freq" && echo "cpus.cpu$id.max_khz=$v"
   [ -r "$f/scaling_min_freq" ] && read -r v <"$f/scaling_min_freq" && echo "cpus.cpu$id.min_khz=$v"
   [ -r "$f/scaling_governor" ] && read -r v <"$f/scaling_governor" && echo "cpus.cpu$id.governor=$v"
+  [ -z "$ETFARM_DESCRIBE_DYNAMIC" ] && [ -r "$c/cpu_capacity" ] && read -r v <"$c/cpu_capacity" && echo "cpus.cpu$id.capacity=$v"
 done
 online=$n
 if [ -r /sys/devices/system/cpu/online ]; then  # "0-7" or "0-3,6": count without forking
@@ -53,10 +54,31 @@ for b in /sys/class/power_supply/*; do
   echo "battery.${b##*/}.level=$level"
   [ -r "$b/status" ] && read -r s <"$b/status" && echo "battery.${b##*/}.status=$s"
 done
+# First run of a model: the CPU clusters (cpufreq policies: cpus, cores, max frequency, capacity,
+# governor), on Linux boards and Android alike; `cpus: big|prime` pin the runner by them.
+if [ -z "$ETFARM_DESCRIBE_DYNAMIC" ]; then
+  # One cluster per cpufreq policy, named by its first cpu: clusters.cpu4.cpus=4-7 (taskset's syntax).
+  for p in /sys/devices/system/cpu/cpufreq/policy[0-9]*; do
+    [ -r "$p/related_cpus" ] && read -r cpus <"$p/related_cpus" || continue
+    first='' n=0 list=''
+    for c in $cpus; do
+      [ -n "$first" ] || first=$c
+      n=$((n + 1)) last=$c list=${list:+$list,}$c
+    done
+    [ -n "$first" ] || continue
+    [ $((last - first + 1)) = $n ] && list=$first && [ $n -gt 1 ] && list=$first-$last
+    k=clusters.cpu$first
+    echo "$k.cpus=$list"
+    echo "$k.cores=$n"
+    [ -r "$p/cpuinfo_max_freq" ] && read -r v <"$p/cpuinfo_max_freq" && echo "$k.max_khz=$v"
+    [ -r "$p/scaling_governor" ] && read -r v <"$p/scaling_governor" && echo "$k.governor=$v"
+    f=/sys/devices/system/cpu/cpu$first/cpu_capacity
+    [ -r "$f" ] && read -r v <"$f" && echo "$k.capacity=$v"
+  done
+fi
 # Android (getprop exists): the platform's own answers. Every run: its thermal verdict (0 none ..
 # 6 shutdown) and skin temperature (dumpsys thermalservice), battery level, charging state and
-# temperature (dumpsys battery). First run of a model: what the device is (getprop) and its CPU
-# clusters (cpufreq policies: cpus, cores, max frequency, capacity, governor).
+# temperature (dumpsys battery). First run of a model: what the device is (getprop).
 if command -v getprop >/dev/null 2>&1; then
   dumpsys thermalservice 2>/dev/null | {
     hal=0 skin='' cached=''
@@ -97,24 +119,6 @@ if command -v getprop >/dev/null 2>&1; then
            ro.soc.model ro.soc.manufacturer; do
     v=$(getprop "$p" 2>/dev/null)
     [ -n "$v" ] && echo "android.${p#ro.}=$v"
-  done
-  # One cluster per cpufreq policy, named by its first cpu: clusters.cpu4.cpus=4-7 (taskset's syntax).
-  for p in /sys/devices/system/cpu/cpufreq/policy[0-9]*; do
-    [ -r "$p/related_cpus" ] && read -r cpus <"$p/related_cpus" || continue
-    first='' n=0 list=''
-    for c in $cpus; do
-      [ -n "$first" ] || first=$c
-      n=$((n + 1)) last=$c list=${list:+$list,}$c
-    done
-    [ -n "$first" ] || continue
-    [ $((last - first + 1)) = $n ] && list=$first && [ $n -gt 1 ] && list=$first-$last
-    k=clusters.cpu$first
-    echo "$k.cpus=$list"
-    echo "$k.cores=$n"
-    [ -r "$p/cpuinfo_max_freq" ] && read -r v <"$p/cpuinfo_max_freq" && echo "$k.max_khz=$v"
-    [ -r "$p/scaling_governor" ] && read -r v <"$p/scaling_governor" && echo "$k.governor=$v"
-    f=/sys/devices/system/cpu/cpu$first/cpu_capacity
-    [ -r "$f" ] && read -r v <"$f" && echo "$k.capacity=$v"
   done
 fi
 exit 0

@@ -8,6 +8,7 @@
 #   @@NONCE file NAME SIZE SHA256     sent below, in header order
 #   @@NONCE big NAME SIZE SHA256      over MAX_FILE_BYTES: not sent (the host pulls it); the
 #                                     step's own .etfarm-* files are always sent
+#   @@NONCE odd COUNT                 files not sent: their names hold a newline or a backslash
 #   @@NONCE exit CODE                 the runner command's exit status
 #   @@NONCE data                      then every `file` back to back, exactly SIZE bytes each
 #   @@NONCE end
@@ -36,13 +37,33 @@ if [ "$describe" != 0 ]; then
 fi
 cd -- "$workdir" || fail
 # In the background, its pid beside the output dir (OUT.pid): the host kills the runner there on
-# Ctrl-C (`kill_step_command`), since closing an SSH channel or adb shell does not.
-"$@" >"$out/.etfarm-stdout" 2>"$out/.etfarm-stderr" </dev/null &
+# Ctrl-C (`kill_step_command`), since closing an SSH channel or adb shell does not. In a session of
+# its own where the device has `setsid` (Linux boards, Android's toybox): the host then kills the
+# whole session, whatever process groups are made inside it (toybox's `timeout` puts the runner in
+# a group of its own and does not pass on the signals it gets) and whoever of it outlives its parent.
+# No job control here, so the background job is no group leader and setsid(1) does not fork: $! is
+# the session's id.
+set +m
+if command -v setsid >/dev/null 2>&1; then
+  ETFARM_STEP_TAG=$nonce setsid "$@" >"$out/.etfarm-stdout" 2>"$out/.etfarm-stderr" </dev/null &
+else
+  ETFARM_STEP_TAG=$nonce "$@" >"$out/.etfarm-stdout" 2>"$out/.etfarm-stderr" </dev/null &
+fi
 pid=$!
 echo "$pid" >"$out.pid"
-wait "$pid"
-code=$?
+# The shell's own word on a killed job ("Terminated") is not for the host: adb merges stderr into the stream.
+{ wait "$pid"; code=$?; } 2>/dev/null
 rm -f -- "$out.pid"
+# Whatever the runner left running ends with it: nothing a job started outlives it, even when it ends
+# normally. The session (setsid) or GNU `timeout` made a process group named by its pid; where that group
+# is gone or was never made (no setsid, toybox and busybox `timeout`), the leftovers are found by the tag
+# in their environment.
+if ! kill -KILL -"$pid" 2>/dev/null; then
+  for p in $(grep -lsxzF "ETFARM_STEP_TAG=$nonce" /proc/[0-9]*/environ 2>/dev/null); do
+    p=${p#/proc/}
+    kill -KILL "${p%/environ}" 2>/dev/null
+  done
+fi
 cd -- "$out" || fail
 # The runner's stdout and stderr come back whole up to 5 MiB each; past that only the first 1 MiB
 # and the last 4 MiB (its result line is at the end), so a runner that floods cannot flood the host.
@@ -54,8 +75,14 @@ for f in .etfarm-stdout .etfarm-stderr; do
       tail -c 4194304 -- "$f"; } >"$f.cut" && mv -f -- "$f.cut" "$f"
   fi
 done
+# A name with a newline or a backslash cannot be framed (nor summed: sha256sum escapes it): such files
+# are not sent, only counted (`odd`); the host refuses the run as the device's data problem.
+nl='
+'
+odd=0
 set --
 for f in .etfarm-* *; do
+  case $f in *"$nl"*|*\\*) odd=$((odd + 1)); continue ;; esac
   [ -f "$f" ] && [ ! -L "$f" ] && set -- "$@" "$f"
 done
 # Everything goes out in one write, from one file: adb acknowledges every chunk of a shell's
@@ -83,6 +110,7 @@ stream=../.etfarm-stream."$nonce"
       fi
     done
   fi
+  [ "$odd" -gt 0 ] && printf '@@%s odd %s\n' "$nonce" "$odd"
   printf '@@%s exit %s\n@@%s data\n' "$nonce" "$code" "$nonce"
   [ $# -gt 0 ] && cat -- "$@"
   printf '@@%s end\n' "$nonce"

@@ -10,14 +10,26 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
+import re
 import socket
 from typing import Any, NoReturn
 
 import paramiko
 
+from device_agents.ssh.keyfile import load_key
 from device_agents.ssh.known_hosts import KnownHosts, load_known_hosts
 from device_agents.ssh.settings import SshSettings
-from orchestrator.errors import DeviceError, DeviceRefused
+from orchestrator.errors import DeviceError, DeviceRefused, one_line
+
+# paramiko logs its transport thread's failures (a server that never sends its banner: a traceback of
+# 60 lines) at ERROR; Python's last-resort handler, or a root handler some library set up (torch's
+# import does), would print them on stderr whatever -q says. etfarm says what failed in its own line.
+_PARAMIKO_LOG = logging.getLogger("paramiko")
+_PARAMIKO_LOG.addHandler(logging.NullHandler())
+_PARAMIKO_LOG.propagate = False
+# How paramiko says that the server sent no banner (first try; later tries find the session gone).
+_NO_BANNER = re.compile(r"protocol banner|No existing session")
 
 KEEPALIVE_SEC = 10
 # Our receive window, for pulls. Not larger: paramiko's channel buffer drops read data
@@ -57,9 +69,10 @@ def _transport_factory(sock: socket.socket, **kwargs: Any) -> paramiko.Transport
 
 def open_client(cfg: SshSettings, device: str, source: str, timeout_s: float) -> paramiko.SSHClient:
     """A logged-in client for the device, its host key verified; `source`: the inventory, for errors."""
-    key_file = cfg.key_file
-    if not key_file.is_file():
-        raise DeviceRefused(device, f"ssh key {key_file} does not exist (setting 'key' in {source})")
+    try:
+        key = load_key(cfg.key_file)
+    except ValueError as exc:
+        raise DeviceRefused(device, f"ssh key: {exc} (setting 'key' in {source})") from None
     known = load_known_hosts(cfg.known_hosts_file, device)
     client = paramiko.SSHClient()
     known.install(client)  # only the configured file: never ~/.ssh/known_hosts, never auto-add
@@ -69,7 +82,7 @@ def open_client(cfg: SshSettings, device: str, source: str, timeout_s: float) ->
             cfg.host,
             port=cfg.port,
             username=cfg.login,
-            key_filename=str(key_file),
+            pkey=key,
             timeout=timeout_s,
             banner_timeout=timeout_s,
             auth_timeout=timeout_s,
@@ -108,7 +121,11 @@ def _refuse(exc: Exception, cfg: SshSettings, device: str, known: KnownHosts) ->
         ) from None
     if isinstance(exc, paramiko.AuthenticationException):
         raise DeviceRefused(device, f"ssh authentication as {cfg.login!r} with key {cfg.key_file} failed: {exc}") from None
+    if isinstance(exc, paramiko.SSHException) and _NO_BANNER.search(str(exc)):
+        raise DeviceError(device, f"cannot connect to {cfg.login}@{cfg.host}:{cfg.port}: the server accepted the "
+                                  "connection but sent no SSH banner in time (a stopped or wedged sshd, or not an SSH "
+                                  "server)") from None
     if isinstance(exc, OSError | paramiko.SSHException | EOFError):
         raise DeviceError(device, f"cannot connect to {cfg.login}@{cfg.host}:{cfg.port}: "
-                                  f"{exc or type(exc).__name__}") from None
+                                  f"{one_line(str(exc)) or type(exc).__name__}") from None
     raise exc

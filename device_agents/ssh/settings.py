@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from device_agents.keys import InventoryEntry
 from device_agents.spec import DeviceSpec, Presence, ServerBanner, TransportSettings
-from orchestrator.errors import DeviceRefused
+from orchestrator.errors import ConfigError, DeviceRefused
 
 DEFAULT_PORT = 22
 DEFAULT_KNOWN_HOSTS = "~/.config/etfarm/known_hosts"
@@ -50,6 +50,14 @@ class SshSettings(TransportSettings):
         connect_timeout = entry.seconds("connect_timeout", DEFAULT_CONNECT_TIMEOUT_SEC)
         return cls(host=host, key=key, port=port, user=user or None, known_hosts=known_hosts or DEFAULT_KNOWN_HOSTS,
                    connect_timeout=connect_timeout)
+
+    def check_host_files(self, device: str, source: str) -> None:
+        """The key file must hold a usable private key (device_agents/ssh/keyfile.py; imports paramiko)."""
+        from device_agents.ssh.keyfile import key_problem
+
+        problem = key_problem(self.key_file)
+        if problem is not None:
+            raise ConfigError(source, f"devices.{device}.key", problem)
 
     @property
     def address(self) -> str:

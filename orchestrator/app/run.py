@@ -19,6 +19,8 @@ from orchestrator.progress import Progress
 from orchestrator.run.results import RunOptions
 from orchestrator.run.schedule import RunOrder
 
+MAX_SWEEP_VALUE = 1 << 16  # threads, prompt or generated tokens: beyond it a value is a typo
+
 if TYPE_CHECKING:
     from orchestrator.farm.client import FarmOptions
     from orchestrator.numerics.model import NumericsReport
@@ -38,7 +40,9 @@ class JobRequest:
     out: Path | None = None
     config: Path | None = None
     name: list[str] | None = None
-    threads: int = 0
+    threads: int | str = 0  # "1,2,4": a sweep
+    prompt_len: str | None = None  # LLMs: "32" or "32,128"
+    gen_len: str | None = None
     timeout: float = 600.0
     no_wait: bool = False
     lock_timeout: float | None = None
@@ -74,12 +78,21 @@ class JobRequest:
         choices = (RunOrder.INTERLEAVED.value, RunOrder.SEQUENTIAL.value)
         if self.order not in choices:
             raise UsageError(f"--order: expected {' or '.join(choices)}, got {self.order!r}")
-        return RunOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup, run_timeout_s=self.timeout,
-                          wait_for_lock=not self.no_wait, lock_timeout_s=self.lock_timeout,
-                          intermediate_outputs=self.intermediate_outputs or self.numerics,
-                          debug_buffer_size=0, numerics=self.numerics, cpu_threads=self.threads,
-                          untraced_runs=self.untraced_runs, cooldown_s=self.cooldown, max_temp_c=self.max_temp,
-                          order=RunOrder(self.order), seed=self.seed)
+        threads = int_list("--threads", self.threads, least=0)
+        try:
+            return RunOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup,
+                              run_timeout_s=self.timeout, wait_for_lock=not self.no_wait,
+                              lock_timeout_s=self.lock_timeout, intermediate_outputs=self.intermediate_outputs or self.numerics,
+                              debug_buffer_size=0, numerics=self.numerics,
+                              cpu_threads=threads[0] if len(threads) == 1 else 0,
+                              untraced_runs=self.untraced_runs, cooldown_s=self.cooldown, max_temp_c=self.max_temp,
+                              order=RunOrder(self.order), seed=self.seed, thread_counts=threads if len(threads) > 1 else (),
+                              prompt_lens=int_list("--prompt-len", self.prompt_len, least=1),
+                              gen_lens=int_list("--gen-len", self.gen_len, least=1))
+        except ValueError as exc:  # out of bounds (run/limits.py): name the option, not the field
+            from orchestrator.app.resume import option_of
+
+            raise UsageError(option_of(exc)) from None
 
     def farm(self, scheduler: str) -> FarmOptions:
         """The farm's options (imports dask's side only when a job is distributed)."""
@@ -96,6 +109,9 @@ class JobRequest:
                 raise UsageError("--ab SPEC_A SPEC_B replaces --model; give one or the other")
             if self.center not in ("mean", "fast"):
                 raise UsageError(f"--center: {self.center!r}; choose mean or fast")
+            if "," in f"{self.threads}{self.prompt_len or ''}{self.gen_len or ''}":
+                raise UsageError("--ab compares two models at one point: give --threads, --prompt-len and --gen-len "
+                                 "one value each")
             if self.scheduler or self.resume is not None:
                 from_env = self.scheduler_from == "ENVIRONMENT"
                 raise UsageError("--ab runs a new job on one host; drop --scheduler and --resume"
@@ -106,10 +122,29 @@ class JobRequest:
             raise UsageError("--model is required (or --resume DIR to finish a recorded run, or --ab SPEC_A SPEC_B)")
 
 
+def int_list(flag: str, value: int | str | None, *, least: int, most: int = MAX_SWEEP_VALUE) -> tuple[int, ...]:
+    """`--threads 2` or `--threads 1,2,4`: distinct integers in [least, most], in the order given."""
+    if value is None:
+        return ()
+    words = [w.strip() for w in str(value).split(",")]
+    try:
+        numbers = [int(w) for w in words]
+    except ValueError:
+        raise UsageError(f"{flag}: {value!r} is not an integer or a comma-separated list of integers") from None
+    bad = [n for n in numbers if not least <= n <= most]
+    if bad or len(set(numbers)) != len(numbers):
+        raise UsageError(f"{flag}: {value!r}: each value must lie in [{least}, {most}], each once")
+    return tuple(numbers)
+
+
 def run_command(request: JobRequest, console: Console) -> int:
     """Run `etfarm run` as asked; returns its exit code (README "etfarm run")."""
     options = request.run_options()
     request.check()
+    if not request.no_store:
+        from orchestrator.app.checks import check_store_place
+
+        check_store_place(request.store)
     progress = Progress(quiet=request.quiet)
     if request.ab is not None:
         from orchestrator.app.ab import run_ab_job
@@ -176,11 +211,15 @@ def finish(result: JobResult, request: JobRequest, console: Console) -> int:
 def print_summary(result: JobResult, report: Path | None, numerics: NumericsReport | None, console: Console) -> None:
     from orchestrator.errors import one_line
     from orchestrator.report import wall_clock_lines
+    from orchestrator.report.llm_text import llm_lines, phase_tables
     from orchestrator.report.summary import summary
 
     console.out(summary(result.rows))
     console.out("")
-    for line in wall_clock_lines(result.job):
+    phases = phase_tables(result.rows)  # LLMs: their ops in prefill and in decode
+    if phases:
+        console.out(phases + "\n")
+    for line in [*wall_clock_lines(result.job), *llm_lines(result.job)]:
         console.out(line)
     for device in result.job.devices:
         verdicts = ", ".join(f"{m.name} {m.verification.status if m.verification else 'skipped'}"

@@ -3,9 +3,10 @@
 Public API, imported lazily on first use (PEP 562) so that importing the package stays light:
     modelspec: ModelSpec, parse_model_spec, parse_model_specs, load_factory_result
     llm: LlmRecipe, LlmReference, seeded_prompt, check_tokens
-    pte_info: PteInfo, LlmShape, read_pte_info, unsupported_ops_message
+    pte_info: PteInfo, LlmShape, read_pte_info, check_program, unsupported_ops_message
     lowering: BACKENDS, ExportedModel, export_model, copy_artifacts
     build: RunnerBuild, build_runner, runner_env
+    runner_info: RuntimeInfo, runner_slot
     targets: TARGETS, target_for_abi
     user_runtime: UserRuntime
     tensorfile: write_tensors, read_tensors
@@ -27,6 +28,7 @@ _API = {
     "PteInfo": "pte_info",
     "LlmShape": "pte_info",
     "read_pte_info": "pte_info",
+    "check_program": "pte_info",
     "unsupported_ops_message": "pte_info",
     "BACKENDS": "lowering",
     "ExportedModel": "lowering",
@@ -35,6 +37,8 @@ _API = {
     "RunnerBuild": "build",
     "build_runner": "build",
     "runner_env": "build",
+    "RuntimeInfo": "runner_info",
+    "runner_slot": "runner_info",
     "TARGETS": "targets",
     "target_for_abi": "targets",
     "UserRuntime": "user_runtime",

@@ -36,12 +36,21 @@ from pathlib import Path
 from orchestrator import cache, procs
 from orchestrator.artifacts import targets
 from orchestrator.artifacts.glibc_bundle import glibc_bundle
+from orchestrator.artifacts.runner_info import (
+    RUNTIME_BUNDLED_GLIBC,
+    RUNTIME_NDK,
+    RUNTIME_USER,
+    RUNTIME_WHEEL,
+    RuntimeInfo,
+    runner_slot,
+)
 from orchestrator.artifacts.targets import ANDROID_TARGET, TARGETS, Toolchain
 from orchestrator.artifacts.user_runtime import USER_BUILD_OPTIONS, UserRuntime, user_runtime
 from orchestrator.errors import BuildError, UsageError
 from orchestrator.resources import resource_dir
 
-__all__ = ["TARGETS", "RunnerBuild", "build_runner", "runner_env", "launch_words", "build_key", "sources_digest"]
+__all__ = ["TARGETS", "RunnerBuild", "RuntimeInfo", "build_runner", "runner_env", "launch_words", "build_key",
+           "sources_digest", "runner_slot"]
 
 BUILD_FORMAT = "etfarm-runner-build/2"  # bump when the layout or the recipe changes
 BUILD_INFO = "build.json"
@@ -50,7 +59,6 @@ BUILD_STEP_TIMEOUT_S = 1800
 ANDROID_RUNTIME_STEP_TIMEOUT_S = 4 * 3600  # a from-source ExecuTorch build on 2 cores
 SMOKE_TIMEOUT_S = 120
 WHEEL_BUILD_OPTIONS = ("CMAKE_BUILD_TYPE=Release",)
-RUNTIME_WHEEL, RUNTIME_BUNDLED_GLIBC, RUNTIME_NDK, RUNTIME_USER = "wheel", "bundled-glibc", "ndk", "user"
 BACKENDS_PREFIX = "ETFARM_BACKENDS "  # the runner's line listing the backends it registers
 
 Log = Callable[[str], None]
@@ -66,13 +74,16 @@ class RunnerBuild:
     runner: Path
     libs: tuple[Path, ...]
     cached: bool
-    runtime: str = RUNTIME_WHEEL  # wheel | bundled-glibc | ndk | user (see the module docstring)
-    # argv words that start the runner, before it; workdir-relative where they begin with "./"
-    # (bundled-glibc: "./lib/ld-linux-aarch64.so.1", "--library-path", "./lib"). Empty: run it directly.
+    # Which runtime, how it starts, what it registers: the fields of RuntimeInfo (artifacts/runner_info.py).
+    runtime: str = RUNTIME_WHEEL
     launcher: tuple[str, ...] = ()
-    bundled: tuple[str, ...] = ()  # glibc files in lib/ (bundled-glibc), by name
-    executorch_dir: str = ""  # the executorch_DIR the runner was built against
-    backends: tuple[str, ...] = ()  # what the runner registers (read from it at build time, when it runs here)
+    bundled: tuple[str, ...] = ()
+    executorch_dir: str = ""
+    backends: tuple[str, ...] = ()
+
+    @property
+    def info(self) -> RuntimeInfo:
+        return RuntimeInfo(self.runtime, self.launcher, self.bundled, self.executorch_dir, self.backends)
 
     def stage_files(self) -> dict[str, Path]:
         """Files to push, keyed by their path relative to the device workdir."""

@@ -6,7 +6,9 @@ forward calls of one token each. With an event tracer every forward call is one 
 the k-th measured call of a process run (the k-th instance of the `Execute` block, counting from
 0 after the method-load block) is in phase `phase_of_call(k, prefill_calls, decode_steps)`.
 Inspector merges those blocks into one event block whose samples are in call order.
-Kept apart from runner_contract.py while issue 17 reshapes it; the engine wires both together.
+
+A `Workload` is what a model's process runs ask of the runner: one point of a job's sweep
+(`--threads`, `--prompt-len`, `--gen-len` lists: run/sweep.py), with `GenerationArgs` for an LLM.
 """
 
 from __future__ import annotations
@@ -38,6 +40,15 @@ class GenerationArgs:
             return ["--generate", f"--prompt_file={self.prompt_file}", f"--gen_len={self.gen_len}"]
         return ["--generate", f"--prompt_len={self.prompt_len}", f"--prompt_seed={self.prompt_seed}",
                 f"--gen_len={self.gen_len}"]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One sweep point of a model: CPU threads (0: the job's --threads, else the device's default) and,
+    for an LLM, what to generate (None: execute `forward` on the model's inputs)."""
+
+    threads: int = 0
+    generation: GenerationArgs | None = None
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ your inputs), which is why the source stands in for the inputs in the key.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -19,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import cache
+from orchestrator.artifacts.generation import Workload
 from orchestrator.artifacts.llm import LlmRecipe
 from orchestrator.artifacts.model_sources import local_sources
-from orchestrator.artifacts.modelspec import ModelSpec, call_factory, check_factory_result
+from orchestrator.artifacts.modelspec import ModelSpec, call_factory, check_factory_result, user_code
 from orchestrator.errors import ExportError, ModelSpecError, UsageError
 from orchestrator.versions import tool_versions
 
@@ -53,6 +55,7 @@ class ExportedModel:
     cached: bool
     numerics_reference: Path | None = None  # AOT intermediate outputs (see numerics_reference.py)
     llm_reference: Path | None = None  # an LLM's eager greedy tokens (see llm.py); no inputs/reference_outputs then
+    workload: Workload = Workload()  # what its process runs ask of the runner: a job's sweep point (run/sweep.py)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -94,6 +97,8 @@ def export_model(
         return _existing_pte(spec, backend)
     key = export_key(spec, backend)
     entry = cache.cache_dir("exports") / f"{spec.name}-{key[:16]}"
+    if not force:
+        entry = _same_export(entry, key)
     if (entry / META_NAME).is_file() and not force:
         log(f"export cached: {spec.name} ({backend}) {entry}")
         return _from_entry(spec, backend, key, entry, cached=True)
@@ -103,7 +108,8 @@ def export_model(
     staging = cache.staging_dir("exports")
     try:
         started = time.monotonic()
-        notes = _lower_into(spec, backend, staging, log)
+        with user_code(spec):  # the model's forward may print or exit while it is traced
+            notes = _lower_into(spec, backend, staging, log)
         cache.write_json_atomic(
             staging / META_NAME,
             {"name": spec.name, "spec": spec.text, "backend": backend, "key": key, "versions": tool_versions(),
@@ -115,6 +121,20 @@ def export_model(
             shutil.rmtree(staging, ignore_errors=True)
     log(f"exported {spec.name} in {time.monotonic() - started:.1f}s -> {entry}")
     return _from_entry(spec, backend, key, entry, cached=False)
+
+
+def _same_export(entry: Path, key: str) -> Path:
+    """`entry`, or an entry of the same content exported under another model name (an A/B job names both
+    copies of a file apart; an LLM's export takes minutes: it is not repeated for a name)."""
+    if (entry / META_NAME).is_file():
+        return entry
+    for other in sorted(entry.parent.glob(f"*-{key[:16]}")):
+        try:
+            if json.loads((other / META_NAME).read_text()).get("key") == key:
+                return other
+        except (OSError, ValueError):
+            continue
+    return entry
 
 
 def copy_artifacts(model: ExportedModel, out_dir: Path) -> list[Path]:

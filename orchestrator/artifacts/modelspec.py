@@ -1,27 +1,36 @@
-"""Model specs (DESIGN.md §3): `file.py:factory`, `package.module:factory`, or a `.pte`.
+"""Model specs (docs/architecture.md, "Contracts: model spec"): `file.py:factory`, `package.module:factory`, or a `.pte`.
 
 Parsing is cheap and torch-free; `call_factory` imports the model (and so, usually,
 torch) only when an export actually has to happen. A factory returns `(module, inputs)`, or an
 `LlmRecipe` (orchestrator/artifacts/llm.py) for an LLM that etfarm exports with export_llama.
+
+The user's code runs inside `user_code`: what it prints goes to stderr (stdout is etfarm's: its
+tables, one JSON document under --json), and its `sys.exit()` is a usage error naming the spec,
+never etfarm's own exit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import io
+import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from orchestrator.errors import ModelSpecError, UsageError
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 SPEC_FORMS = "'path/to/file.py:factory', 'package.module:factory' or 'path/to/model.pte'"
+# Names become directory and file names (run directories, the export cache, the store): bounded.
+NAME_MAX = 100
 
 
 @dataclass(frozen=True)
@@ -69,50 +78,119 @@ def parse_model_spec(text: str, name: str | None = None) -> ModelSpec:
     )
 
 
-def parse_model_specs(texts: Sequence[str], names: Sequence[str] = ()) -> list[ModelSpec]:
+def parse_model_specs(texts: Sequence[str], names: Sequence[str | None] = (),
+                      hint: str = "give each --model its own --name") -> list[ModelSpec]:
     """Resolve a job's model specs and give each a unique name, before anything runs.
 
-    Naming rule: an explicit name (`--name`, one per `--model`, in order) wins; otherwise the
-    file's (or module's, or .pte's) stem, except that several factories of one source in the
-    same job are named `<stem>-<factory>` (`models.py:a`, `models.py:b` -> `models-a`, `models-b`).
-    A name that still occurs twice is a usage error.
+    Naming rule: an explicit name (`--name`, one per `--model`, in order; None: none given) wins;
+    otherwise the file's (or module's, or .pte's) stem, except that several factories of one source in
+    the same job are named `<stem>-<factory>` (`models.py:a`, `models.py:b` -> `models-a`, `models-b`).
+    A name that still occurs twice (the same model listed twice, too) is a usage error; `hint` says
+    how to fix it.
     """
     if names and len(names) != len(texts):
         raise UsageError(f"--name given {len(names)} time(s) for {len(texts)} --model(s); give one --name per --model, in order")
-    specs = [parse_model_spec(text, names[i] if names else None) for i, text in enumerate(texts)]
-    if not names:
-        factories_per_source = Counter(s.source for s in specs if s.factory)
-        specs = [
-            replace(s, name=_model_name(None, f"{s.name}-{s.factory}")) if s.factory and factories_per_source[s.source] > 1 else s
-            for s in specs
-        ]
+    given = list(names) if names else [None] * len(texts)
+    specs = [parse_model_spec(text, given[i]) for i, text in enumerate(texts)]
+    unnamed = {(s.source, s.factory) for s, name in zip(specs, given, strict=True) if s.factory and name is None}
+    factories_per_source = Counter(source for source, _ in unnamed)  # distinct factories: a spec listed twice is a clash
+    specs = [replace(s, name=_model_name(None, f"{s.name}-{s.factory}"))
+             if name is None and s.factory and factories_per_source[s.source] > 1 else s
+             for s, name in zip(specs, given, strict=True)]
     clashes = [name for name, count in Counter(s.name for s in specs).items() if count > 1]
     if clashes:
-        which = ", ".join(f"{name!r} ({' and '.join(s.text for s in specs if s.name == name)})" for name in clashes)
-        raise UsageError(f"model names must be unique in a job: {which}; give each --model its own --name")
+        def why(name: str) -> str:
+            texts = [s.text for s in specs if s.name == name]
+            return f"{texts[0]} listed {len(texts)} times" if len(set(texts)) == 1 else " and ".join(texts)
+
+        which = ", ".join(f"{name!r} ({why(name)})" for name in clashes)
+        raise UsageError(f"model names must be unique in a job: {which}; {hint}")
     return specs
 
 
 def _model_name(explicit: str | None, default: str) -> str:
     name = explicit or default
     if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", name):
-        raise ModelSpecError(f"model name {name!r} must be letters, digits, '.', '_' or '-'")
+        raise ModelSpecError(f"model name {name[:NAME_MAX]!r} must be letters, digits, '.', '_' or '-'")
+    if len(name) > NAME_MAX:
+        raise ModelSpecError(f"model name {name[:40]!r}... is {len(name)} characters long; at most {NAME_MAX} "
+                             "(give a shorter --name)")
     return name
 
 
 def call_factory(spec: ModelSpec) -> Any:
     """Import the spec's module and call its factory (the model file decides what it imports: an
     LLM recipe's file need not import torch)."""
-    module = _import_spec_module(spec)
-    factory = getattr(module, spec.factory or "", None)
-    if factory is None or not callable(factory):
-        raise ModelSpecError(f"model spec {spec.text!r}: {spec.source.name} has no callable {spec.factory!r}")
+    with user_code(spec):
+        module = _import_spec_module(spec)
+        factory = getattr(module, spec.factory or "", None)
+        if factory is None or not callable(factory):
+            raise ModelSpecError(f"model spec {spec.text!r}: {spec.source.name} has no callable {spec.factory!r}")
+        try:
+            return factory()
+        except ModelSpecError as exc:  # e.g. an LlmRecipe refusing its arguments
+            raise ModelSpecError(f"model spec {spec.text!r}: {exc}") from None
+        except Exception as exc:  # the user's code: report it in one line, whatever it raised
+            raise ModelSpecError(f"model spec {spec.text!r}: factory {spec.factory}() raised {type(exc).__name__}: "
+                                 f"{exc}") from None
+
+
+@contextlib.contextmanager
+def user_code(spec: ModelSpec) -> Iterator[None]:
+    """Run the user's model code (its import, its factory, its forward while exporting): whatever it
+    prints goes to stderr, Python's and the C level's (fd 1) alike, and `sys.exit()` from it is a
+    ModelSpecError naming the spec, so neither can change etfarm's stdout or exit code."""
+    with _stdout_to_stderr():
+        try:
+            yield
+        except SystemExit as exc:
+            raise ModelSpecError(f"model spec {spec.text!r}: its code called sys.exit({exc.code!r}); a factory "
+                                 "returns (module, example_inputs) or raises") from None
+
+
+class _ToStderr(io.TextIOBase):
+    """The user's code's `sys.stdout`: what it writes goes to stderr, and closing it closes nothing of etfarm's."""
+
+    def __init__(self, target: TextIO) -> None:
+        super().__init__()
+        self._target = target
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        return self._target.write(text)
+
+    def flush(self) -> None:
+        self._target.flush()
+
+    def fileno(self) -> int:
+        return self._target.fileno()
+
+    def close(self) -> None:  # a model that closes "stdout" must not close etfarm's stderr
+        self.flush()
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
     try:
-        return factory()
-    except ModelSpecError as exc:  # e.g. an LlmRecipe refusing its arguments
-        raise ModelSpecError(f"model spec {spec.text!r}: {exc}") from None
-    except Exception as exc:  # the user's code: report it in one line, whatever it raised
-        raise ModelSpecError(f"model spec {spec.text!r}: factory {spec.factory}() raised {type(exc).__name__}: {exc}") from None
+        saved = os.dup(1)
+    except OSError:  # no fd 1 at all: only Python's prints can be moved
+        saved = None
+    try:
+        if saved is not None:
+            os.dup2(2, 1)
+        with contextlib.redirect_stdout(_ToStderr(sys.stderr)):
+            yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def load_factory_result(spec: ModelSpec) -> tuple[Any, tuple[Any, ...]]:

@@ -3,9 +3,14 @@ delegates and constant values, and whether the program is a KV-cache LLM. Torch-
 
 Follows ExecuTorch's `schema/program.fbs` (file identifier `ET12`). Weights and delegate blobs sit
 in segments after the flatbuffer (the extended header `eh00` at byte 8 gives its size), so only
-the flatbuffer's bytes are read, whatever the size of the model. The runner's twin is
-`runners/etfarm_pte.h`. Every position is bounds-checked: a damaged or foreign file raises
-`ModelSpecError` naming the file, never IndexError or struct.error.
+the flatbuffer's bytes are read, whatever the size of the model; the segment table says how long
+the file must be, so a truncated one is refused. The runner's twin is `runners/etfarm_pte.h`.
+Every position is bounds-checked: a damaged, truncated or foreign file raises `DataError` (exit 2:
+the user named it) naming the file, never IndexError or struct.error.
+
+`check_program` is what a job asks before anything is pushed (docs/architecture.md, "Contracts:
+model spec"): a program this ExecuTorch loads (identifier ET12), whole, with the method the runner
+runs, and without operators the wheel's runtime lacks (ExecuTorch's llama:: custom ops).
 
 An LLM (`PteInfo.llm`): metadata methods `get_max_seq_len`, `get_vocab_size` and `use_kv_cache`
 (true) — as ExecuTorch's `export_llama`, optimum-executorch and the runner's llm/ extension write
@@ -19,14 +24,16 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.errors import ModelSpecError
+from orchestrator.errors import DataError, UsageError
 
 SUPPORTED_IDENTIFIER = "ET12"  # what executorch==1.5.1's runtime loads
 HEAD_BYTES = 64  # ExecuTorch's kNumHeadBytes: enough for the extended header
 LLM_CUSTOM_OP_PREFIX = "llama::"
+RUNNER_METHOD = "forward"  # the method etfarm_runner executes (runners/etfarm_args.h)
 
 # Field slots (declaration order in program.fbs).
 _PROGRAM_PLANS, _PROGRAM_SEGMENTS = 1, 4
+_SEGMENT_OFFSET, _SEGMENT_SIZE = 0, 1
 _PLAN_NAME, _PLAN_VALUES, _PLAN_INPUTS, _PLAN_OUTPUTS, _PLAN_OPERATORS, _PLAN_DELEGATES = 0, 2, 3, 4, 6, 7
 _OP_NAME, _OP_OVERLOAD = 0, 1
 _DELEGATE_ID = 0
@@ -84,6 +91,7 @@ class PteInfo:
     program_bytes: int  # the flatbuffer (the rest of the file is segments)
     segments: int
     methods: tuple[PteMethod, ...]
+    data_end: int = 0  # where the last segment ends: the least size of a whole file
 
     @property
     def method_names(self) -> tuple[str, ...]:
@@ -107,30 +115,52 @@ class PteInfo:
 
 
 def read_pte_info(path: Path | str) -> PteInfo:
-    """Parse `path`'s program flatbuffer; ModelSpecError (one line) when it is not a program."""
+    """Parse `path`'s program flatbuffer; DataError (one line) when it is not a whole program."""
     path = Path(path)
     try:
         with path.open("rb") as f:
             head = f.read(HEAD_BYTES)
-            program_bytes = _program_size(head)
+            program_bytes, segment_base = _header(head)
             data = head + (f.read(program_bytes - len(head)) if program_bytes else f.read())
         file_bytes = path.stat().st_size
     except OSError as exc:
-        raise ModelSpecError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from None
     identifier = data[4:8].decode("ascii", "replace") if len(data) >= 8 else ""
     if not identifier.startswith("ET"):
-        raise ModelSpecError(f"{path} is not an ExecuTorch program (file identifier {identifier!r}, expected 'ET12')")
+        raise DataError(f"{path} is not an ExecuTorch program (file identifier {identifier!r}, expected 'ET12')")
     if program_bytes and len(data) < program_bytes:
-        raise ModelSpecError(f"{path} is truncated: its header announces a {program_bytes}-byte program, "
-                             f"the file has {len(data)}")
+        raise DataError(f"{path} is truncated: its header announces a {program_bytes}-byte program, "
+                        f"the file has {len(data)}")
     try:
         fb = _Flat(data)
         root = fb.root()
         plans = [_method(fb, plan) for plan in fb.tables(root, _PROGRAM_PLANS)]
-        segments = fb.vector_len(root, _PROGRAM_SEGMENTS)
+        segments = fb.tables(root, _PROGRAM_SEGMENTS)
+        ends = [int(fb.scalar(t, _SEGMENT_OFFSET, "<Q", 0)) + int(fb.scalar(t, _SEGMENT_SIZE, "<Q", 0))
+                for t in segments]
     except _Corrupt as exc:
-        raise ModelSpecError(f"{path} is a damaged ExecuTorch program: {exc}") from None
-    return PteInfo(path, identifier, file_bytes, len(data), segments, tuple(plans))
+        raise DataError(f"{path} is a damaged ExecuTorch program: {exc}") from None
+    data_end = segment_base + max(ends) if ends else len(data)
+    if data_end > file_bytes:
+        raise DataError(f"{path} is truncated: its segments end at byte {data_end}, the file has {file_bytes}")
+    return PteInfo(path, identifier, file_bytes, len(data), len(segments), tuple(plans), data_end)
+
+
+def check_program(path: Path | str, method: str = RUNNER_METHOD, *, custom_ops: bool = False) -> PteInfo:
+    """What a job checks of a program before anything is pushed: DataError (exit 2) for a file that is
+    not a whole program this ExecuTorch loads, or lacks `method`; UsageError for a program needing
+    llama:: operators, unless the runtime has them (`custom_ops`: the user's own runtime)."""
+    info = read_pte_info(path)
+    if info.identifier != SUPPORTED_IDENTIFIER:
+        raise DataError(f"{info.path}: program format {info.identifier!r}; this ExecuTorch loads "
+                        f"{SUPPORTED_IDENTIFIER!r} programs (export it again with this etfarm's executorch)")
+    if info.method(method) is None:
+        names = ", ".join(info.method_names) or "none"
+        raise DataError(f"{info.path}: no method {method!r} to run (methods: {names})")
+    message = None if custom_ops else unsupported_ops_message(info, method)
+    if message is not None:
+        raise UsageError(message)
+    return info
 
 
 def unsupported_ops_message(info: PteInfo, method: str = "forward") -> str | None:
@@ -145,11 +175,12 @@ def unsupported_ops_message(info: PteInfo, method: str = "forward") -> str | Non
             "or build etfarm_runner against your own runtime that registers extension/llm/custom_ops)")
 
 
-def _program_size(head: bytes) -> int:
-    """The flatbuffer's size from the extended header, 0 when there is none (the whole file)."""
-    if len(head) >= 24 and head[8:12] == b"eh00":
-        return int.from_bytes(head[16:24], "little")
-    return 0
+def _header(head: bytes) -> tuple[int, int]:
+    """(the flatbuffer's size, where segments start) from the extended header; (0, 0) when there is
+    none (the whole file is the flatbuffer)."""
+    if len(head) >= 32 and head[8:12] == b"eh00":
+        return int.from_bytes(head[16:24], "little"), int.from_bytes(head[24:32], "little")
+    return 0, 0
 
 
 def _llm_shape(info: PteInfo) -> LlmShape | None:

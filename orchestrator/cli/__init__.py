@@ -2,7 +2,8 @@
 
 Conventions every command keeps (README "A tour of the CLI"):
 - errors print as exactly one `error:` line on stderr (multi-line messages are folded by
-  `errors.one_line`), exit 0 ok / 1 a device failed / 2 usage, config or data error / 130 Ctrl-C;
+  `errors.one_line`), exit 0 ok / 1 a device failed / 2 usage, config or data error (and the host's own files: a
+  read-only directory, a full disk, a file where a directory should be) / 130 Ctrl-C or SIGTERM;
   an unexpected exception prints one `error: internal error (bug): ...` line and exits 1, the
   traceback going to a file under the cache;
 - `-h`/`--help`, `--version`, `-v/--verbose` (device commands at DEBUG on stderr), shell completion;
@@ -14,12 +15,24 @@ Heavy imports (torch, executorch, pandas) happen inside command bodies only, so
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
 
-from orchestrator.errors import EXIT_DEVICE_FAILED, EXIT_INTERRUPTED, EtfarmError, one_line
+from orchestrator.errors import (
+    EXIT_DEVICE_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    EtfarmError,
+    environment_problem,
+    one_line,
+)
 
 __all__ = ["app", "main"]
 
@@ -27,7 +40,7 @@ PROG = "etfarm"
 
 HELP = """Profile ExecuTorch models op by op on a farm of devices.
 
-Exit codes: 0 ok, 1 a device failed (or an internal error), 2 usage, config or data error, 130 Ctrl-C.
+Exit codes: 0 ok, 1 a device failed (or an internal error), 2 usage, config or data error, 130 Ctrl-C or SIGTERM.
 
 Environment:
 
@@ -97,24 +110,75 @@ def _register_commands() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: one `error:` line per failure and the exit codes of the README."""
     _register_commands()
+    with interrupts() as received:
+        result = _run(argv)
+    if result == EXIT_INTERRUPTED:
+        how = received[0] if received else "KeyboardInterrupt, no signal"  # raised by a model's own code, say
+        print(f"interrupted ({how}): what finished is kept", file=sys.stderr)
+    return result
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         result = app(args=argv, prog_name=PROG, standalone_mode=False)
     except EtfarmError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:  # typer turns Ctrl-C inside a command into exit 130; this is Ctrl-C outside one
-        result = EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED
     except Exception as exc:
         if _is_usage_error(exc):
             return _report_usage_error(exc)
+        problem = environment_problem(exc)
+        if problem is not None:  # the host's files or disk, not etfarm: one line naming the path
+            print(f"error: {one_line(problem)}", file=sys.stderr)
+            return EXIT_USAGE
         from orchestrator.cli.logs import record_crash
 
         details = record_crash(exc)
         print(f"error: internal error (bug): {type(exc).__name__}: {one_line(str(exc))}; details in {details}", file=sys.stderr)
         return EXIT_DEVICE_FAILED
-    if result == EXIT_INTERRUPTED:
-        print("interrupted: results collected so far are kept in the run directory", file=sys.stderr)
     return result if isinstance(result, int) else 0
+
+
+# Signals that end a command as Ctrl-C does; SIGHUP is the terminal going away (an ssh session dropped).
+_SIGNAL_NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+# After the first of them, the job stops its runners and records what finished (README "Faults: the job":
+# at most 15 s of waiting for the devices); another signal within this long does not cut that short.
+STOPPING_GRACE_S = 30.0
+
+
+@contextlib.contextmanager
+def interrupts() -> Iterator[list[str]]:
+    """SIGTERM and SIGHUP end any command as Ctrl-C does (KeyboardInterrupt: what finished is kept, exit
+    130), from its first line on (an export, a build, a report), not only while devices run; a signal
+    ignored when etfarm started (nohup, a background job) stays ignored. Signals after the first, for
+    STOPPING_GRACE_S, only say that etfarm is stopping: the stop (runners killed, manifest `interrupted`)
+    is not cut short. Yields the names of the signals received, for the one line that says so."""
+    received: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    first: list[float] = []
+
+    def handler(signum: int, frame: object) -> None:
+        received.append(_SIGNAL_NAMES[signum])
+        if first and time.monotonic() - first[0] < STOPPING_GRACE_S:  # a second Ctrl-C must not cut the stop short
+            print(f"{received[-1]}: already stopping, recording what finished", file=sys.stderr, flush=True)
+            return
+        first[:] = [time.monotonic()]
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = {sig: signal.getsignal(sig) for sig in _SIGNAL_NAMES}
+    for sig, before in previous.items():
+        if before is not signal.SIG_IGN:  # nohup and background jobs ignore SIGINT on purpose: keep it so
+            signal.signal(sig, handler)
+    try:
+        yield received
+    finally:
+        for sig, before in previous.items():
+            signal.signal(sig, before)
 
 
 def _is_usage_error(exc: Exception) -> bool:

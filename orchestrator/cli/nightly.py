@@ -59,6 +59,11 @@ def nightly(
                             security=make_security(tls_ca_file, tls_cert, tls_key))
     with open_store(store) as opened:
         outcome = run_nightly(loaded, opened, Progress(quiet=quiet), config=config, farm=farm)
+    if outcome.interrupted:  # no verdict, no report from partial data; the job is stored as `interrupted`
+        for job in outcome.jobs:
+            typer.echo(f"run directory: {job.rundir.root}" + (" (interrupted)" if job.interrupted else ""))
+        typer.echo("interrupted: no verdicts written; the interrupted run is never a baseline")
+        raise typer.Exit(outcome.exit_code)
     comparison = outcome.comparison
     typer.echo(verdict_table(comparison))
     written = _night_pages(outcome, store, list(outcome.notes))

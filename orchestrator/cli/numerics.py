@@ -43,6 +43,9 @@ def numerics(
         raise UsageError(f"--metric: unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
     if not run.is_dir():
         raise UsageError(f"{run}: not a run directory")
+    from orchestrator.app.checks import check_writable_dir
+
+    check_writable_dir(run, "etfarm numerics")  # it writes numerics.json and numerics.csv there
     report = analyze_run(run, Metric(metric.lower()), threshold, reference_device)
     write_files(report, run)
     typer.echo(to_json(report) if as_json else render_text(report))

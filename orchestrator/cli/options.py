@@ -15,6 +15,13 @@ import typer
 
 from orchestrator.artifacts.lowering import BACKENDS
 from orchestrator.artifacts.targets import TARGETS
+from orchestrator.run.limits import DEVICE_DEADLINE_S, LIMITS, MAX_RUNS_PER_SIDE
+
+
+# Every count and duration is bounded (run/limits.py): `--timeout inf` or `--runs 1e12` is a usage error.
+def _most(field: str) -> float:
+    return LIMITS[field][1]
+
 
 Backend = StrEnum("Backend", {name: name for name in BACKENDS})  # type: ignore[misc]
 Target = StrEnum("Target", {name: name for name in TARGETS})  # type: ignore[misc]
@@ -38,27 +45,36 @@ ModelsOption = Annotated[list[str] | None, typer.Option(
                           "required unless --resume.")]
 DevicesOption = Annotated[str, typer.Option("--devices", "-d", help="Comma-separated device names from the inventory.")]
 BackendOption = Annotated[Backend, typer.Option(help="Lowering backend.")]
-RunsOption = Annotated[int, typer.Option(min=1, help="Separate process runs per device and model.")]
-IterationsOption = Annotated[int, typer.Option(min=1, help="Measured executions per process run.")]
-WarmupOption = Annotated[int, typer.Option(min=0, help="Executions before measuring, not recorded.")]
+RunsOption = Annotated[int, typer.Option(min=1, max=_most("runs"), help="Separate process runs per device and model.")]
+IterationsOption = Annotated[int, typer.Option(min=1, max=_most("iterations"), help="Measured executions per process run.")]
+WarmupOption = Annotated[int, typer.Option(min=0, max=_most("warmup"), help="Executions before measuring, not recorded.")]
 OutOption = Annotated[Path | None, typer.Option(help="Run directory (default ./etfarm-runs/<run id>).")]
 NamesOption = Annotated[list[str] | None, typer.Option(
     help="Model name in reports; repeatable, one per --model, in order (default: the file's name; "
          "factories of one file: <file>-<factory>).")]
-ThreadsOption = Annotated[int, typer.Option(min=0, help="CPU threads for the runner (0: device default).")]
-TimeoutOption = Annotated[float, typer.Option(min=1, help="Deadline in seconds for one process run.")]
+ThreadsOption = Annotated[str, typer.Option(
+    metavar="N[,N...]", help="CPU threads for the runner (0: device default); a list (1,2,4) sweeps: one model per value.")]
+PromptLenOption = Annotated[str | None, typer.Option(
+    "--prompt-len", metavar="P[,P...]", help="LLMs: prompt tokens per generation; a list (32,128) sweeps "
+                                             "(default: a prompt the eager reference covers, else 32).")]
+GenLenOption = Annotated[str | None, typer.Option(
+    "--gen-len", metavar="N[,N...]", help="LLMs: tokens generated per generation; a list sweeps "
+                                          "(default: the eager reference's, else 32).")]
+TimeoutOption = Annotated[float, typer.Option(min=1, max=_most("run_timeout_s"), help="Deadline in seconds for one process run.")]
 NoWaitOption = Annotated[bool, typer.Option("--no-wait", help="Fail instead of waiting when a device is locked.")]
 LockTimeoutOption = Annotated[float | None, typer.Option(
-    min=0, help="Give up on a device still locked by another job after this many seconds (default: wait).")]
+    min=0, max=_most("lock_timeout_s"),
+    help="Give up on a device still locked by another job after this many seconds (default: wait).")]
 UntracedRunsOption = Annotated[int, typer.Option(
-    min=0, help="Extra runs without the event tracer, for end-to-end time and tracer overhead.")]
-CooldownOption = Annotated[float, typer.Option(min=0, help="Seconds to pause before each process run.")]
+    min=0, max=_most("untraced_runs"), help="Extra runs without the event tracer, for end-to-end time and tracer overhead.")]
+CooldownOption = Annotated[float, typer.Option(min=0, max=_most("cooldown_s"), help="Seconds to pause before each process run.")]
 MaxTempOption = Annotated[float | None, typer.Option(
+    min=LIMITS["max_temp_c"][0], max=_most("max_temp_c"),
     help="Before each run, wait until the device's hottest zone is at most this many °C.")]
 OrderOption = Annotated[str, typer.Option(
     help="How the models' process runs follow each other on a device: interleaved (seeded shuffle of rounds) "
          "or sequential.")]
-SeedOption = Annotated[int, typer.Option(help="Seed of the interleaved order.")]
+SeedOption = Annotated[int, typer.Option(min=0, max=_most("seed"), help="Seed of the interleaved order.")]
 IntermediateOutputsOption = Annotated[bool, typer.Option(
     "--intermediate-outputs", help="Also dump intermediate outputs (debug buffer sized from the model).")]
 NumericsOption = Annotated[bool, typer.Option(
@@ -70,15 +86,16 @@ AbOption = Annotated[tuple[str, str] | None, typer.Option(
     help="A/B comparison: run two model specs interleaved A B B A on each device, then print B's verdict "
          "against A per device and op (exit 1 on a regression).")]
 ThresholdOption = Annotated[float, typer.Option(
-    min=0, help="With --ab: practical size of an end-to-end regression, in percent.")]
+    min=0, max=100, help="With --ab: practical size of an end-to-end regression, in percent.")]
 OpThresholdOption = Annotated[float, typer.Option(
-    min=0, help="With --ab: practical size of a per-op regression, in percent.")]
+    min=0, max=100, help="With --ab: practical size of a per-op regression, in percent.")]
 CenterOption = Annotated[str, typer.Option(
     help="With --ab: a side's statistic over its per-run medians, 'mean' or 'fast' (their minimum).")]
 UntilConfidentOption = Annotated[bool, typer.Option(
     "--until-confident", help="With --ab: while a device's verdict is inconclusive, run --runs more process runs "
                               "per side (a further job, pooled) until decided or --max-runs is reached.")]
-MaxRunsOption = Annotated[int, typer.Option(min=1, help="With --until-confident: most process runs per side.")]
+MaxRunsOption = Annotated[int, typer.Option(
+    min=1, max=MAX_RUNS_PER_SIDE[1], help="With --until-confident: most process runs per side.")]
 RunStoreOption = Annotated[Path | None, typer.Option(
     "--store", envvar="ETFARM_STORE",
     help="Results store to record the run in (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")]
@@ -87,7 +104,8 @@ RunVerboseOption = Annotated[bool, typer.Option(
     "--verbose", "-v", help="Also log device commands on stderr (always in DIR/etfarm.log).")]
 NoReportOption = Annotated[bool, typer.Option("--no-report", help="Do not write DIR/report.html.")]
 DeviceDeadlineOption = Annotated[float, typer.Option(
-    min=1, help="With --scheduler: fail a device's tasks after this many seconds with no worker offering it.")]
+    min=1, max=DEVICE_DEADLINE_S[1],
+    help="With --scheduler: fail a device's tasks after this many seconds with no worker offering it.")]
 ResumeOption = Annotated[Path | None, typer.Option(
     "--resume", help="Finish an interrupted or failed run DIR: run only the missing (device, model, run) "
                      "with its recorded settings, in DIR, under the same run id. Options that differ from "

@@ -29,7 +29,7 @@ def require_distributed() -> None:
     try:
         import distributed  # noqa: F401
     except ImportError:
-        raise UsageError("--scheduler needs Dask distributed: pip install 'etfarm[scale]'") from None
+        raise UsageError("--scheduler needs Dask distributed: pip install 'etfarm[farm]'") from None
 
 
 def resource_name(device: str) -> str:

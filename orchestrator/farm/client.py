@@ -42,6 +42,7 @@ class FarmDevice:
     worker: str
     transport: str
     target: str
+    runtime: str | None = None  # the client builds the runner: a worker's `runtime:` prefix is not used (farm/task.py)
 
 
 def run_distributed(device_names: Sequence[str], specs: Sequence[ModelSpec], *, backend: str, options: RunOptions,

@@ -40,7 +40,7 @@ from orchestrator.run.runner_contract import ETDUMP_NAME
 
 POLL_SEC = 1.0
 MAX_SHIP_ATTEMPTS = 3  # deliveries of missing artifacts to a worker before its task fails
-MODEL_ROLES = ("pte", "etrecord", "inputs", "reference_outputs", "numerics_reference")
+MODEL_ROLES = ("pte", "etrecord", "inputs", "reference_outputs", "numerics_reference", "llm_reference")
 
 
 class FarmExecutor:
@@ -139,8 +139,9 @@ class FarmExecutor:
         self._streamed.start(device.name, model.name, done)
         return TaskRequest(run_id=context.rundir.run_id, device=device.name, model=model.name, model_spec=model.spec,
                            backend=config.backend, model_key=model.key, target=device.target,
-                           runner_key=context.builds[device.target].key, blobs=runner + refs[0], roles=refs[1],
-                           options=config.options, config=config, done=done,
+                           runner_key=context.builds[device.target].key, runtime=context.builds[device.target].info,
+                           blobs=runner + refs[0], roles=refs[1],
+                           options=config.options, config=config, done=done, workload=model.workload,
                            prior=self._prior_refs(context, device.name, model.name, done) if done else ())
 
     def _model_refs(self, model: ExportedModel) -> tuple[tuple[BlobRef, ...], dict[str, str]]:

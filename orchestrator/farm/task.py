@@ -1,9 +1,12 @@
 """The worker side of one (device, model) task: a DeviceSession into a temporary run subtree.
 
 The task carries only names, hashes and options (`TaskRequest`); the files come from the worker's
-blob store (blobs.py). A resumed run's task also carries the model's finished process runs (`done`)
-and their files (`prior`, by hash too): the session runs only the missing ones and analyses them
-all, as a resumed single-host session does. The session is the single-host one (run/session.py): it takes the
+blob store (blobs.py). It carries how the runner starts too (`runtime`: a bundled-glibc runner is
+started through its own loader on an Android phone), since the runner's files alone do not say it.
+The client builds every runner: a worker's device that names its own `runtime:` prefix is refused.
+A resumed run's task also carries the model's finished process runs (`done`) and their files
+(`prior`, by hash too): the session runs only the missing ones and analyses them all, as a resumed
+single-host session does. The session is the single-host one (run/session.py): it takes the
 device lock on this worker, stages, runs, pulls and analyses, writing `<device>/<model>/...` into a
 private RunDirectory. The task returns that subtree's files and the typed results (`TaskReply`);
 the client writes them into the job's run directory. A failure blamed on infrastructure raises
@@ -20,12 +23,14 @@ import secrets
 import shutil
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.artifacts.build import RunnerBuild
+from orchestrator.artifacts.generation import Workload
 from orchestrator.artifacts.lowering import ExportedModel
+from orchestrator.artifacts.runner_info import RuntimeInfo, runner_slot
 from orchestrator.cache import cache_dir
 from orchestrator.errors import Blame, DeviceError
 from orchestrator.farm.blobs import BlobRef, materialize, missing
@@ -57,11 +62,13 @@ class TaskRequest:
     target: str
     runner_key: str
     blobs: tuple[BlobRef, ...]
-    roles: dict[str, str]  # pte / etrecord / inputs / reference_outputs / numerics_reference -> blob name
+    roles: dict[str, str]  # pte / etrecord / inputs / ... / llm_reference (executor.MODEL_ROLES) -> blob name
     options: RunOptions
     config: JobConfig
     done: tuple[ProcessRun, ...] = ()  # resumed: the model's process runs already finished
     prior: tuple[BlobRef, ...] = ()  # resumed: their files, named relative to the run directory
+    runtime: RuntimeInfo = field(default_factory=RuntimeInfo)  # the runner's runtime and how it starts (its launcher)
+    workload: Workload = Workload()  # the model's sweep point: threads, and for an LLM what to generate
 
     @property
     def topic(self) -> str:
@@ -130,6 +137,11 @@ def run_task(request: TaskRequest) -> TaskReply:
         error = f"[{request.device}] worker {worker.name} no longer has this device in its inventory"
         failed = DeviceResult(request.device, "", request.target, DeviceStatus.FAILED, error, Blame.INFRASTRUCTURE)
         raise RetryableFailure(TaskReply(failed, worker=worker.address))
+    if spec.runtime:  # the client built the runner against its own runtime: not this prefix of the worker's host
+        error = (f"[{request.device}] runtime: {spec.runtime} in worker {worker.name}'s inventory: on a farm the client "
+                 "builds the runner, against etfarm's runtime; drop the key, or run this device from its own host")
+        return TaskReply(DeviceResult(request.device, spec.transport, request.target, DeviceStatus.FAILED, error,
+                                      Blame.USAGE), worker=worker.address)
     scratch = cache_dir("farm-work") / f"{request.run_id}-{request.device}-{request.model}-{secrets.token_hex(3)}"
     try:
         reply = _session(request, spec, scratch, EventProgress(worker, request.topic), worker)
@@ -146,7 +158,7 @@ def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress,
     runner = paths.get(f"{RUNNER_DIR}/{RUNNER_REL}")
     build = None
     if runner is not None:
-        build = RunnerBuild(request.target, request.runner_key, runner.parent.parent, runner, libs, cached=True)
+        build = task_build(request, runner, libs)
 
     def role(name: str) -> Path | None:
         blob = request.roles.get(name)
@@ -158,14 +170,15 @@ def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress,
     model = ExportedModel(name=request.model, spec=request.model_spec, backend=request.backend, key=request.model_key,
                           pte=pte, etrecord=role("etrecord"), inputs=role("inputs"),
                           reference_outputs=role("reference_outputs"), cached=True,
-                          numerics_reference=role("numerics_reference"))
+                          numerics_reference=role("numerics_reference"), llm_reference=role("llm_reference"),
+                          workload=request.workload)
     rundir = AnnouncingRunDirectory.create(scratch / "run", request.config)
     materialize(request.prior, rundir.root)
     rundir.quiet_labels = frozenset(run.label for run in request.done)  # the client has these
     rundir.announce = lambda name, run: worker.log_event(  # type: ignore[method-assign]
         request.topic, run_event(request.device, name, run, rundir.root, worker.address))
     plan = JobPlan((request.device,), done={request.device: {request.model: request.done}} if request.done else {})
-    context = JobContext(rundir, plan, (model,), request.options, {build.target: build} if build else {},
+    context = JobContext(rundir, plan, (model,), request.options, {runner_slot(build.target): build} if build else {},
                          {request.target: f"no runner shipped for target {request.target}"},
                          JobStats(rundir.root, [request.device], [request.model]), progress)
     session = DeviceSession(spec, context)
@@ -179,6 +192,12 @@ def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress,
     stats = context.stats.all()
     return TaskReply(result, stats[0] if stats else None, files, worker.address)
 
+
+
+def task_build(request: TaskRequest, runner: Path, libs: tuple[Path, ...]) -> RunnerBuild:
+    """The client's runner build as the worker has it: the shipped files, and its runtime as the request carries it."""
+    return RunnerBuild(request.target, request.runner_key, runner.parent.parent, runner, libs, cached=True,
+                       **asdict(request.runtime))
 
 
 @contextlib.contextmanager

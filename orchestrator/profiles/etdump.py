@@ -113,6 +113,8 @@ def read_etdump(path: str | os.PathLike[str]) -> ETDump:
     """Read an ETDump file. Raises AnalysisError for a missing, empty or damaged file."""
     name = str(path)
     try:
+        if Path(path).exists() and not Path(path).is_dir() and not Path(path).is_file():
+            raise AnalysisError(f"{name}: not a regular file (a pipe or a device would never end)")
         data = Path(path).read_bytes()
     except FileNotFoundError:
         raise AnalysisError(f"{name}: no such file") from None

@@ -7,10 +7,12 @@ comparison report (`etfarm report DIR`) and `etfarm analyze --out` (the same col
 stay fast.
 
 The columns (docs/architecture.md, "Contracts: the run directory"): `device, model`, then
-analysis_core's STATS_COLUMNS, SPREAD_COLUMNS, EVENT_COLUMNS and, when some row was linked to an
-ETRecord, LINK_COLUMNS and KERNEL_COLUMNS (an XNNPACK kernel's mapping to the user's model, read
+analysis_core's STATS_COLUMNS, SPREAD_COLUMNS, EVENT_COLUMNS, when some row was linked to an
+ETRecord LINK_COLUMNS and KERNEL_COLUMNS (an XNNPACK kernel's mapping to the user's model, read
 from the .pte: `mapped` with its own module path and source line, or `unmapped` with the reason in
-`kernel_note`); new columns are only ever appended. Numbers are written as the shortest
+`kernel_note`), and when some model generated (an LLM) PHASE_COLUMNS: each event's samples of the
+prefill calls and of the decode steps apart (profiles/phases.py); new columns are only ever
+appended, and a reader finds them by name. Numbers are written as the shortest
 text that reads back as the same double (what pandas' `to_csv` wrote before this module), a
 missing value as an empty cell, lines end with `\\n`.
 """
@@ -44,10 +46,15 @@ if TYPE_CHECKING:  # numpy loads only where samples are collected
 ID_COLUMNS = ("device", "model")
 BASE_COLUMNS = (*ID_COLUMNS, *STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS)
 COLUMNS = (*BASE_COLUMNS, *LINK_COLUMNS, *KERNEL_COLUMNS)
+# An LLM's events per phase (profiles/phases.py); empty for other models and for the method-load block.
+PHASE_COLUMNS = ("prefill_samples", "prefill_p50_ms", "prefill_avg_ms", "decode_samples", "decode_p50_ms", "decode_avg_ms")
+ALL_COLUMNS = (*COLUMNS, *PHASE_COLUMNS)
 # What a file must have to be read as stats.csv (the report and the store need no more).
 REQUIRED_COLUMNS = ("device", "model", "event_block", "event_index", "event_name", "p50_ms", "avg_ms")
 _FLOATS = ("min_ms", "p10_ms", "p50_ms", "p90_ms", "avg_ms", "max_ms", "std_ms", "cv", "trimmed_mean_ms")
 _TEXTS = ("delegate_debug_identifier", *LINK_COLUMNS, *KERNEL_COLUMNS)
+_PHASE_COUNTS = ("prefill_samples", "decode_samples")
+_PHASE_FLOATS = tuple(c for c in PHASE_COLUMNS if c not in _PHASE_COUNTS)
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,12 @@ class StatRow:
     delegate_covers: str | None = None
     kernel_mapping: str | None = None  # a delegate kernel: "mapped" or "unmapped"; "" for other events
     kernel_note: str | None = None  # how a kernel maps (fused ops), or why it is not mapped
+    prefill_samples: int | None = None  # PHASE_COLUMNS: None unless the model generated
+    prefill_p50_ms: float | None = None
+    prefill_avg_ms: float | None = None
+    decode_samples: int | None = None
+    decode_p50_ms: float | None = None
+    decode_avg_ms: float | None = None
 
     @property
     def kernel_mapped(self) -> bool:
@@ -101,6 +114,11 @@ class StatRow:
         """The event was linked to the model's ETRecord (the link columns exist for it)."""
         return self.op_types is not None
 
+    @property
+    def phased(self) -> bool:
+        """The event has samples split by phase (an LLM's forward calls)."""
+        return self.prefill_samples is not None or self.decode_samples is not None
+
     @classmethod
     def from_record(cls, device: str, model: str, record: Mapping[str, Any]) -> StatRow:
         """A row from one of `analysis_core.summary_records`."""
@@ -115,7 +133,7 @@ class StatRow:
         )
 
 
-assert tuple(f.name for f in fields(StatRow)) == COLUMNS, "StatRow's fields are the stats.csv columns, in order"
+assert tuple(f.name for f in fields(StatRow)) == ALL_COLUMNS, "StatRow's fields are the stats.csv columns, in order"
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,7 +174,8 @@ def csv_text(rows: Iterable[StatRow], *, with_ids: bool = True, linked: bool | N
     rows = list(rows)
     if linked is None:
         linked = any(r.linked for r in rows)
-    columns = [c for c in (COLUMNS if linked else BASE_COLUMNS) if with_ids or c not in ID_COLUMNS]
+    phased = PHASE_COLUMNS if any(r.phased for r in rows) else ()
+    columns = [c for c in (*(COLUMNS if linked else BASE_COLUMNS), *phased) if with_ids or c not in ID_COLUMNS]
     return csv_line(columns) + "".join(csv_line([_cell(getattr(row, c)) for c in columns]) for row in rows)
 
 
@@ -224,6 +243,8 @@ def _parse(row: Mapping[str, str | None], path: Path) -> StatRow:
             **{name: (None if row.get(name) is None else str(row.get(name))) for name in _TEXTS
                if name != "delegate_debug_identifier"},
             delegate_debug_identifier=row.get("delegate_debug_identifier") or None,
+            **{name: _count(row.get(name)) for name in _PHASE_COUNTS},
+            **{name: _number(row.get(name)) for name in _PHASE_FLOATS},
         )
     except (TypeError, ValueError) as exc:
         raise DataError(f"{path}: not an etfarm stats.csv ({type(exc).__name__}: {exc})") from None
@@ -234,6 +255,10 @@ def _boolean(text: str | None) -> bool | None:
     if text is None or not text.strip():
         return None
     return text.strip().lower() == "true"
+
+
+def _count(text: str | None) -> int | None:
+    return None if text is None or text == "" else int(float(text))
 
 
 def _number(text: str | None) -> float | None:

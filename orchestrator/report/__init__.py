@@ -12,8 +12,10 @@ number once (ratios.py: the one statistic and its intervals; claims.py: what may
 trust.py: flagged and excluded runs, the tracer's cost); run_page.py turns it into a page.Page, and
 comparison.py + comparison_page.py an A/B comparison (a night, `compare --html`, `report --against`);
 html / markdown only write a Page out (escape.py: one escaping rule per format), export writes JSON
-and CSV; extensions.py is the hook for sections other packages add; history.history_points(job,
-store) reads the store's earlier runs.
+and CSV. LLMs: llm_section.py computes TTFT, tokens/s, memory and per-phase ops, llm_render.py makes
+them page sections (and the per-step decode chart), memory.py the memory table; llm_text.py and
+llm_history.py print them in the terminal. history.history_points(job, store) reads the store's
+earlier runs.
 """
 
 from __future__ import annotations

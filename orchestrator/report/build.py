@@ -23,7 +23,7 @@ from orchestrator.errors import UsageError
 from orchestrator.numerics.model import NumericsReport
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
-from orchestrator.report.cells import DEVICE_PALETTE
+from orchestrator.report.cells import DEVICE_PALETTE, below_resolution
 from orchestrator.report.claims import CLAIM_MARGIN, speed_claim
 from orchestrator.report.device_facts import device_facts
 from orchestrator.report.history import HISTORY_RUNS
@@ -50,7 +50,6 @@ RATIO_ROWS = 15  # events in the op x device ratio table
 GROUPS_SHOWN = 8  # op groups in the stacked chart; the rest joins "other"
 NOT_OPS = frozenset({*FRAMEWORK_EVENTS, "OPERATOR_CALL"})
 DELEGATE_CALL = "DELEGATE_CALL"
-KERNEL_RESOLUTION_MS = 0.001  # XNNPACK's kernel events are timed in whole microseconds
 _INSTANCE = re.compile(r"\s*#\d+$")
 
 METHODS = (
@@ -73,6 +72,12 @@ METHODS = (
     "not count twice. XNNPACK kernels are named in your model from the .pte's serialized graph and the ETRecord; "
     "kernels under the timer's 1 us resolution are shown as such, without a share.",
 )
+
+LLM_METHOD = (
+    "LLMs (run/llm_figures.py): time to first token, prefill and decode tokens/s are medians over every measured "
+    "generation of the traced process runs (decode tokens/s = generated tokens / decode time; \"no ETDump\": the "
+    "untraced runs'); per-phase ops from the ETDump blocks of prefill calls and decode steps (profiles/phases.py), "
+    "share = mean / that phase's Method::execute mean; RSS and PSS read after prefill and after decode.")
 
 
 def build_report(
@@ -127,7 +132,13 @@ def build_job_report(
     numerics_error = None
     if options.numerics and numerics is None:
         numerics, numerics_error = _numerics(root)
+    from orchestrator.report.llm_section import llm_sections
+    from orchestrator.report.memory import memory_rows
+
+    llm = llm_sections(job, rows, devices, charts, dict(colours))
     return Report(
+        llm=llm,
+        memory=memory_rows(job, devices),
         numerics=numerics,
         numerics_error=numerics_error,
         run_id=job.run_id,
@@ -140,7 +151,7 @@ def build_job_report(
         facts=tuple(device_facts(d) for d in sorted(job.devices, key=lambda d: devices.index(d.name))),
         versions=tuple(sorted((str(k), str(v)) for k, v in job.versions.items())),
         settings=settings,
-        methods=METHODS,
+        methods=(*METHODS, LLM_METHOD) if llm else METHODS,
         trust=trust_notes(job, names),
         colours=colours,
     )
@@ -170,7 +181,7 @@ def _ops(rows: Sequence[StatRow]) -> tuple[list[OpStat], float | None]:
         if name in NOT_OPS or (name == DELEGATE_CALL and kernels_listed):
             continue
         avg, p50_ms = r.avg_ms or 0.0, r.p50_ms or 0.0
-        below = avg < KERNEL_RESOLUTION_MS if r.is_delegated_op else avg <= 0.0
+        below = below_resolution(avg, bool(r.is_delegated_op))
         ops.append(
             OpStat(
                 block=r.event_block,
@@ -345,7 +356,7 @@ def _op_ratios(
 
 
 def _p50_below(op: OpStat) -> bool:
-    return op.p50_ms < KERNEL_RESOLUTION_MS if op.delegated else op.p50_ms <= 0.0
+    return below_resolution(op.p50_ms, op.delegated)
 
 
 def _history(points: Sequence[HistoryPoint], model: str, devices: set[str], runs: int) -> tuple[HistoryPoint, ...]:

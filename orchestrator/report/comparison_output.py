@@ -20,7 +20,7 @@ from orchestrator.verdicts.compare import Comparison
 if TYPE_CHECKING:
     from orchestrator.profiles.stat_rows import StatRow
     from orchestrator.report.model import Chart, Report
-    from orchestrator.report.page import Page, Section
+    from orchestrator.report.page import Page
     from orchestrator.verdicts.nightly import Confirmation
 
 LATEST_MD = "latest.md"
@@ -35,19 +35,9 @@ class RunInput:
     rows: Sequence[StatRow] | None = None
 
 
-@dataclass(frozen=True)
-class RunReport:
-    """One of B's runs as the page shows it: its report, and the sections other packages add (report.extensions)."""
-
-    report: Report
-    extra: tuple[Section, ...] = ()
-
-
-def run_reports(runs: Sequence[RunInput], store: Path | None, charts: bool) -> list[RunReport]:
-    """Each run's report, with its extra sections."""
+def run_reports(runs: Sequence[RunInput], store: Path | None, charts: bool) -> list[Report]:
     from orchestrator.profiles.stat_rows import read_stats_csv
     from orchestrator.report.build import build_job_report
-    from orchestrator.report.extensions import extra_sections
     from orchestrator.report.history import history_points
     from orchestrator.run.rundir import STATS
 
@@ -55,18 +45,16 @@ def run_reports(runs: Sequence[RunInput], store: Path | None, charts: bool) -> l
     for run in runs:
         job = run.job or load_manifest(run.root)
         rows = run.rows if run.rows is not None else read_stats_csv(run.root / STATS)
-        report = build_job_report(job, run.root, rows, history=history_points(job, store), charts=charts)
-        out.append(RunReport(report, extra_sections(job, report)))
+        out.append(build_job_report(job, run.root, rows, history=history_points(job, store), charts=charts))
     return out
 
 
-def comparison_page_of(comparison: Comparison, reports: Sequence[RunReport], title: str, out_dir: Path,
+def comparison_page_of(comparison: Comparison, reports: Sequence[Report], title: str, out_dir: Path,
                        confirmations: Sequence[Confirmation] = (), notes: Sequence[str] = ()) -> Page:
     from orchestrator.report.comparison import comparison_view
     from orchestrator.report.comparison_page import comparison_page
 
-    view = comparison_view(comparison, [r.report for r in reports], title, out_dir, confirmations, notes)
-    return comparison_page(view, tuple(r.extra for r in reports))
+    return comparison_page(comparison_view(comparison, reports, title, out_dir, confirmations, notes))
 
 
 def write_comparison(comparison: Comparison, runs: Sequence[RunInput], fmt: ReportFormat, target: Path, title: str,
@@ -101,5 +89,5 @@ def write_night(comparison: Comparison, runs: Sequence[RunInput], directory: Pat
     return [html, markdown, directory / LATEST_MD, directory / f"{name}.json"]
 
 
-def _charts(reports: Sequence[RunReport]) -> list[Chart]:
-    return [c for r in reports for m in r.report.models for c in m.charts]
+def _charts(reports: Sequence[Report]) -> list[Chart]:
+    return [c for r in reports for c in r.charts]  # the models' and the LLMs' (Report.charts)

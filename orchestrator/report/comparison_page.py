@@ -10,8 +10,11 @@ both runs; then B's run reports (a night's jobs, the confirmation folded in).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from orchestrator.report.cells import interval, ms, ratio
 from orchestrator.report.comparison import ComparisonView, PairStructure
+from orchestrator.report.llm_render import rate
 from orchestrator.report.model import Interval
 from orchestrator.report.page import (
     Block,
@@ -35,6 +38,7 @@ from orchestrator.report.run_page import flag_badge, run_sections
 from orchestrator.report.run_sections import methods_section
 from orchestrator.report.verdicts import legend, statistic_name
 from orchestrator.verdicts.compare import OpVerdict, PairVerdict
+from orchestrator.verdicts.llm_metrics import MetricVerdict
 from orchestrator.verdicts.statistics import Verdict
 
 TONE = {"regressed": "bad", "improved": "good", "unchanged": "good", "inconclusive": "warn", "no-data": "bad",
@@ -50,18 +54,16 @@ VERDICT_METHODS = (
 )
 
 
-def comparison_page(view: ComparisonView, extras: tuple[tuple[Section, ...], ...] = ()) -> Page:
-    """`extras`: per run of `view.runs`, the sections other packages add to its report (report.extensions)."""
+def comparison_page(view: ComparisonView) -> Page:
     c = view.comparison
     s = c.settings
     meta = text("B ", code(c.b), " against A ", code(c.a), f" · center {s.center} · thresholds {s.threshold:.0%} end "
                 f"to end, {s.op_threshold:.0%} per op" + (" · noise floor from stored history" if s.auto_noise_floor
                                                           else f" · noise floor {s.noise_floor:.0%}" if s.noise_floor
                                                           else ""))
-    runs = tuple(section for k, report in enumerate(view.runs)
+    runs = tuple(section for report in view.runs
                  for section in run_sections(report, prefix=anchor("run", report.run_id) + "-",
-                                             label=f" · run {report.run_id}",
-                                             extra=extras[k] if k < len(extras) else ()))
+                                             label=f" · run {report.run_id}"))
     methods = (*VERDICT_METHODS, *(view.runs[0].methods if view.runs else ()))
     versions = view.runs[0].versions if view.runs else ()
     sections = (verdicts_section(view), op_verdicts_section(view), structure_section(view), trust_section(view),
@@ -80,6 +82,7 @@ def verdicts_section(view: ComparisonView) -> Section:
     blocks: list[Block] = [
         Paragraph(joined([pair_sentence(view, p) for p in c.pairs], " "), tone="answer"),
         Table(headers, rows, (False, False, False, True, True, True, True, True, True, False, False, False)),
+        *metrics_table(c.pairs),
         Paragraph(text(muted(legend(c)))),
     ]
     if view.notes:
@@ -106,7 +109,32 @@ def pair_sentence(view: ComparisonView, pair: PairVerdict) -> Text:
                          " by run ", code(confirmation.confirm_run))
     return text(name, ": ", verdict, " ", size, "baseline ", _baseline(view, pair), f" {interval(ci)} ({stat} "
                 f"{ms(est.median_a_ms)} -> {ms(est.median_b_ms)} ms, p {est.p_value:.3g}, {est.runs_a}/{est.runs_b} runs)",
-                confirmed, ".")
+                *(text("; ", metric_clause(m, ci.level)) for m in pair.metrics), confirmed, ".")
+
+
+def metric_clause(m: MetricVerdict, level: float) -> Text:
+    """An LLM metric's verdict in words: "decode tokens/s regressed: 0.52x the baseline's [0.49, 0.55] (812 -> 420)"."""
+    a, b = (rate(m.value_a), rate(m.value_b)) if m.higher_is_better else (ms(m.value_a), ms(m.value_b))
+    return text(m.label, " ", badge(m.verdict.value, TONE.get(m.verdict.value, "info")),
+                f": {ratio(m.ratio)} the baseline's {interval(Interval(m.ci_low, m.ci_high, level))} ({a} -> {b} {m.unit})")
+
+
+def metrics_table(pairs: Sequence[PairVerdict]) -> tuple[Block, ...]:
+    """An LLM's verdicts on time to first token and decode tokens/s (verdicts/llm_metrics.py); () for other models."""
+    rows = tuple((text(p.device), text(p.model), text(f"{m.label} ({'higher' if m.higher_is_better else 'lower'} is "
+                                                      "better)"),
+                  text(badge(m.verdict.value, TONE.get(m.verdict.value, "info"))), text(f"{m.ratio:.3f}x"),
+                  text(f"[{m.ci_low:.3f}, {m.ci_high:.3f}]"),
+                  text(rate(m.value_a) if m.higher_is_better else ms(m.value_a)),
+                  text(rate(m.value_b) if m.higher_is_better else ms(m.value_b)), text(m.unit),
+                  text(f"{m.estimate.p_value:.3g}"), text(f"{m.estimate.runs_a}/{m.estimate.runs_b}"))
+                 for p in pairs for m in p.metrics)
+    if not rows:
+        return ()
+    return (Table(("device", "model", "LLM metric", "verdict", "ratio B/A", "95% CI", "A", "B", "unit", "p", "runs A/B"),
+                  rows, (False, False, False, False, True, True, True, True, False, True, True),
+                  caption=text("LLMs: time to first token and decode tokens/s, B against A (a rate's ratio below 1: "
+                               "B is slower; a regressed metric makes the pair regressed)")),)
 
 
 def _baseline(view: ComparisonView, pair: PairVerdict) -> Span:

@@ -46,6 +46,8 @@ def render_json(report: Report) -> str:
     data: dict[str, Any] = {"format": FORMAT_ID, **asdict(report)}
     for model in data["models"]:
         model["charts"] = [{"stem": c["stem"], "title": c["title"]} for c in model["charts"]]
+    for section in data["llm"]:
+        section["chart"] = section["chart"] and {"stem": section["chart"]["stem"], "title": section["chart"]["title"]}
     return json.dumps(data, indent=1, allow_nan=False, default=str) + "\n"
 
 

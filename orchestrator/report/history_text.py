@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from orchestrator.report.llm_history import llm_history_table
 from orchestrator.report.text import format_table
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.results import Job
@@ -36,7 +37,8 @@ def history_table(runs: Sequence[StoredRun], device: str | None = None) -> str:
     table = format_table(headers, rows, "lllll" + "r" * len(devices) + "l")
     if any(p.flagged for r in runs for p in r.points):
         table += "\n* a process run was flagged interfered or throttled (`etfarm history show RUN`)"
-    return table
+    llm = llm_history_table(runs, devices)  # LLMs: TTFT and decode tokens/s per device
+    return table + (f"\n\n{llm}" if llm else "")
 
 
 def _point_cell(status: str, p50: float | None) -> str:
@@ -74,7 +76,9 @@ def run_details(job: Job, run_dir: str | None) -> str:
                                "tracer", "load p50 ms", "within-run", "run-to-run", "", "flagged"], rows,
                               "llllrrrrrrrll") if rows
                  else "no device produced results")
-    return "\n".join(lines)
+    from orchestrator.report.llm_text import llm_lines
+
+    return "\n".join([*lines, *llm_lines(job)])  # LLMs: TTFT, tokens/s, memory
 
 
 def _spread(value: float | None) -> str:

@@ -9,9 +9,14 @@ thing, and a renderer can never disagree with another about what is unstable or 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from orchestrator.numerics.model import NumericsReport
 from orchestrator.store.history import HistoryPoint
+
+if TYPE_CHECKING:
+    from orchestrator.report.llm_section import LlmSection
+    from orchestrator.report.memory import MemoryRow
 
 
 @dataclass(frozen=True)
@@ -221,6 +226,13 @@ class Report:
     numerics_error: str | None = None  # why the numerics section is missing from such a run
     trust: tuple[TrustNote, ...] = ()  # runs flagged or left out, the tracer's cost: why to (not) believe it
     colours: tuple[tuple[str, str], ...] = ()  # (device, colour): one colour per device in every chart
+    llm: tuple[LlmSection, ...] = ()  # models that generated: TTFT, tokens/s, memory, phases (report/llm_section.py)
+    memory: tuple[MemoryRow, ...] = ()  # per model and device: peak RSS, PSS, planned, program (report/memory.py)
+
+    @property
+    def charts(self) -> tuple[Chart, ...]:
+        """Every chart of the report: the models', then the LLMs' per-step decode latency."""
+        return (*(c for m in self.models for c in m.charts), *(s.chart for s in self.llm if s.chart is not None))
 
 
 @dataclass(frozen=True)

@@ -71,11 +71,9 @@ def write_report(
     if target is not None:
         guard_output(target, [run_dir])
     if fmt in (ReportFormat.HTML, ReportFormat.MD):
-        from orchestrator.report.extensions import extra_sections
         from orchestrator.report.run_page import run_page
 
-        text = write_page(run_page(report, extra_sections(job, report)), fmt, target, as_dir,
-                          [c for m in report.models for c in m.charts])
+        text = write_page(run_page(report), fmt, target, as_dir, report.charts)
     elif fmt is ReportFormat.JSON:
         from orchestrator.report.export import render_json
 

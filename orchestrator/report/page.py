@@ -7,8 +7,8 @@ say the same thing, sentence for sentence, and neither computes anything.
 
 Text is a tuple of `Span`s: plain, or `strong` / `code` / `muted`, a `badge` (a short verdict
 or flag with a tone, its `title` the reason, shown on hover in HTML and in words in Markdown),
-or a link (`href`: "#anchor" or a relative file). Other packages add sections to a report
-through `report.extensions` (a list of sections, in order).
+or a link (`href`: "#anchor" or a relative file). A run's sections (run_page.run_sections) include
+an LLM's generation figures (llm_render.py) and memory (memory.py) as page blocks like any other.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 Order answers the questions in the order people ask them: which device is fast enough (the
 claim, only as strong as the statistics allow: claims.py), what to trust (flagged and
 excluded runs, the tracer's cost: trust.py), per model the latency side by side, where each
-device spends its time, how ops compare across devices, how that changed over time; then
-what the devices were and how the numbers were computed. Every sentence is composed here
+device spends its time, how ops compare across devices, how that changed over time; for a
+model that generated (an LLM) its time to first token, tokens/s and phases (llm_render.py);
+memory (memory.py); then what the devices were and how the numbers were computed. Every sentence is composed here
 from the report data, once, for both formats.
 """
 
@@ -36,25 +37,28 @@ from orchestrator.report.page import (
 MODULES_SEPARATOR = ";"
 
 
-def run_page(report: Report, extra: tuple[Section, ...] = ()) -> Page:
-    """The whole page; `extra` sections (report.extensions) go after the models, before the devices."""
+def run_page(report: Report) -> Page:
+    """The whole page: the run's sections, then how the numbers were computed."""
     from orchestrator.report.run_sections import methods_section
 
     nav = (("summary", "#summary"), ("trust", "#trust"), *((m.name, "#" + anchor("model", m.name)) for m in report.models),
+           *((("LLMs", "#llm"),) if report.llm else ()), *((("memory", "#memory"),) if report.memory else ()),
            ("devices", "#devices"), ("method", "#methods"))
     return Page(title=f"etfarm report: {_count(len(report.models), 'model')} on {_count(len(report.devices), 'device')}",
-                meta=run_meta(report), sections=(*run_sections(report, extra=extra), methods_section(report.methods,
-                                                                                                   report.versions)),
+                meta=run_meta(report), sections=(*run_sections(report), methods_section(report.methods, report.versions)),
                 nav=nav)
 
 
-def run_sections(report: Report, prefix: str = "", label: str = "", extra: tuple[Section, ...] = ()) -> tuple[Section, ...]:
-    """A run's sections, anchors prefixed and titles labelled when a page holds several runs (a night)."""
+def run_sections(report: Report, prefix: str = "", label: str = "") -> tuple[Section, ...]:
+    """A run's sections, anchors prefixed and titles labelled when a page holds several runs (a night): the answer,
+    what to trust, each model, an LLM's generation figures, memory, numerics, the devices."""
+    from orchestrator.report.llm_render import llm_page_sections
+    from orchestrator.report.memory import memory_section
     from orchestrator.report.run_sections import facts_section, numerics_section
 
     return (summary_section(report, prefix, label), trust_section(report, prefix, label),
-            *(model_section(report, m, prefix, label) for m in report.models), *extra,
-            *numerics_section(report, prefix), facts_section(report, prefix, label))
+            *(model_section(report, m, prefix, label) for m in report.models), *llm_page_sections(report, prefix, label),
+            *memory_section(report, prefix, label), *numerics_section(report, prefix), facts_section(report, prefix, label))
 
 
 def run_meta(report: Report) -> Text:

@@ -75,6 +75,7 @@ def wall_clock_lines(job: Job) -> list[str]:
             line += f" (cold {fmt_ms(model.cold_load_ms)} ms)"
         memory = [f"{label} {format_bytes(value)}" for label, value in (
             ("peak RSS", model.peak_rss_kb * 1024 if model.peak_rss_kb is not None else None),
+            ("PSS", model.pss_kb * 1024 if model.pss_kb is not None else None),
             ("planned", model.planned_memory_bytes), ("program", model.program_bytes)) if value is not None]
         if memory:
             line += "; " + ", ".join(memory)

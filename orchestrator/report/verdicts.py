@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from orchestrator.report.escape import terminal_text
+from orchestrator.report.llm_text import metric_rows
 from orchestrator.report.summary import format_table
 from orchestrator.verdicts.changes import SeriesChanges
 from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
@@ -34,6 +35,7 @@ def verdict_rows(comparison: Comparison) -> list[list[object]]:
     rows: list[list[object]] = []
     for pair in comparison.pairs:
         rows.append(_pair_row(pair))
+        rows += metric_rows(pair)  # an LLM's TTFT and decode tokens/s
         rows += [_op_row(pair, op) for op in pair.ops if op.verdict in _NOTABLE]
     return rows
 

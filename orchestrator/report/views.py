@@ -2,8 +2,8 @@
 
 `job_view` is the document `etfarm run --json` prints: run id and directory, the job's status and
 exit code, and per device its status, error (one line) and blame, with per model its status,
-verification and end-to-end p50. `json_text` serialises any view with NaN/inf as null, so the
-output is strict JSON.
+verification, end-to-end p50, PSS and, for an LLM, its generation figures (`llm`). `json_text`
+serialises any view with NaN/inf as null, so the output is strict JSON.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import one_line
+from orchestrator.run.llm_figures import llm_summary
 from orchestrator.run.results import DeviceResult, Job, ModelResult
 from orchestrator.stats import percentile
 
@@ -58,6 +59,8 @@ def _model_view(model: ModelResult) -> dict[str, Any]:
         "e2e_samples": len(execute),
         "execute_cv": model.execute_cv,
         "unstable": model.unstable,
+        "pss_kb": model.pss_kb,
+        **llm_summary(model.runs),  # an LLM: TTFT, prefill and decode tokens/s, memory (run/llm_figures.py)
     }
 
 

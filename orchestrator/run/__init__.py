@@ -7,6 +7,7 @@ Public API, imported lazily on first use (PEP 562) so that importing the package
              RunOptions, Verification, VerificationStatus, load_manifest
     rundir: RunDirectory, LOG, MANIFEST, STATS
     probe: probe_all (and probe.probe, reached by its module: a name the package cannot re-export)
+    launch: Launch, prepare_launch (how the runner starts on a device: launcher, ABI check, cpus big/prime)
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ _API = {
     "MANIFEST": "rundir",
     "STATS": "rundir",
     "probe_all": "probe",
+    "Launch": "launch",
+    "prepare_launch": "launch",
 }
 __all__ = sorted(_API)
 

@@ -20,7 +20,7 @@ flagged runs' new figures, so the last thing the progress said is what the summa
 
 Method: a ratio against one reference, not a statistical test; the threshold (25 %) is far
 above the calibration's own run-to-run spread on the testbed (under 5 %, docs/architecture.md,
-"The testbed"), and a core shared with one busy loop roughly doubles it (test_interference).
+"The testbed"), and a core shared with one busy loop roughly doubles it (test_busy_loop_on_the_pinned_core_is_flagged).
 """
 
 from __future__ import annotations

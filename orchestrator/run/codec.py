@@ -7,10 +7,14 @@ each field's annotation:
 
 - `StrEnum` <-> its value; a nested dataclass <-> its dict; a tuple <-> a list;
 - `float | None`: a non-finite number is written and read as None (JSON has no NaN, and a
-  device's NaN must not reach a manifest: docs/architecture.md, "Contracts");
-- `bool`, `int`, `float`, `str` are converted on reading (a malformed value raises
-  ValueError/TypeError, which the manifest reader reports as one line);
-- `Mapping[...]` and `Any` are copied verbatim (device facts, runner extras).
+  device's NaN must not reach a manifest: docs/architecture.md, "Contracts"); a `float` that must be
+  there (a sample of `execute_ms`) is never non-finite: writing or reading one is a ValueError;
+- `bool`, `int`, `float`, `str` are checked on reading, not converted: a manifest saying
+  `runs: "abc"`, `runs: 1e12` or `traced: "false"` is a ValueError naming the key path
+  (`config.runs: expected a whole number, got '1e12'`), which the manifest reader reports as one line;
+- `Mapping[...]` and `Any` are copied (device facts, runner extras), a non-finite number in them
+  written as None;
+- the keys of a KEYED mapping (device and model names, which become paths) must be plain names.
 
 A missing key takes the field's default; a field without one is required, except tuples and
 mappings (empty) and nested dataclasses (read from `{}`). How a class lays its keys out is
@@ -24,8 +28,10 @@ into its parent's, after the parent's own).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -85,11 +91,24 @@ def encode(obj: Any) -> dict[str, Any]:
     return out
 
 
+class FieldError(ValueError):
+    """A value `decode` cannot take, with the key path to it (`devices.local.models.m.runs.run-1.execute_ms`)."""
+
+    def __init__(self, path: tuple[str, ...], problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{'.'.join(path)}: {problem}" if path else problem)
+
+    def under(self, key: str) -> FieldError:
+        return FieldError((key, *self.path), self.problem)
+
+
 def decode(cls: type[T], data: Mapping[str, Any], **given: Any) -> T:
     """An instance of `cls` from a dict written by `encode` (unknown keys are ignored); `given`
-    supplies fields that are not in `data` (the name a parent's mapping keyed it by)."""
+    supplies fields that are not in `data` (the name a parent's mapping keyed it by). A value of the
+    wrong type or out of its bounds is a FieldError (a ValueError) naming its key path."""
     if not isinstance(data, Mapping):
-        raise TypeError(f"{cls.__name__}: expected a mapping, got {type(data).__name__}")
+        raise FieldError((), f"expected a mapping, got {_shown(data)}")
     values: dict[str, Any] = dict(given)
     for f in _fields(cls):
         if f.name in values:
@@ -98,18 +117,38 @@ def decode(cls: type[T], data: Mapping[str, Any], **given: Any) -> T:
             values[f.name] = decode(_hints(cls)[f.name], data)
         elif f.name in data:
             raw = data[f.name]
-            values[f.name] = _read_keyed(f, raw) if f.mode == "keyed" else f.read(raw)
+            try:
+                values[f.name] = _read_keyed(f, raw) if f.mode == "keyed" else f.read(raw)
+            except FieldError as exc:
+                raise exc.under(f.name) from None
+            except (TypeError, ValueError, KeyError, AttributeError) as exc:
+                raise FieldError((f.name,), str(exc)) from None
         elif f.required:
             if f.empty is None:
-                raise KeyError(f.name)
+                raise FieldError((f.name,), "missing")
             values[f.name] = f.empty()
-    return cls(**values)
+    try:
+        return cls(**values)
+    except FieldError:
+        raise
+    except (TypeError, ValueError) as exc:  # the class's own checks (RunOptions' bounds) name the field
+        raise FieldError((), str(exc)) from None
 
 
 def _read_keyed(f: _Field, raw: Any) -> tuple[Any, ...]:
     item = typing.cast(type, f.item)
     key = _layout(item).key
-    return tuple(decode(item, v, **({key: k} if key else {})) for k, v in (raw or {}).items())
+    if not isinstance(raw or {}, Mapping):
+        raise FieldError((), f"expected a mapping, got {_shown(raw)}")
+    out = []
+    for k, v in (raw or {}).items():
+        if not isinstance(k, str) or not _NAME.match(k):  # device and model names become paths
+            raise FieldError((), f"{_shown(k)} is not a plain name (letters, digits, '.', '_', '-'; at most 100)")
+        try:
+            out.append(decode(item, v, **({key: k} if key else {})))
+        except FieldError as exc:
+            raise exc.under(str(k)) from None
+    return tuple(out)
 
 
 # ---- per-class plans, built once -----------------------------------------------------------
@@ -155,16 +194,18 @@ def _converters(tp: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Ca
     if origin is tuple:
         item_write, item_read, _ = _converters(args[0])
         write = list if item_write is _identity else (lambda v: [item_write(x) for x in v])
-        return write, (lambda v: tuple(item_read(x) for x in v or ())), tuple
+        return write, (lambda v: tuple(item_read(x) for x in _sequence(v))), tuple
     if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
-        return dict, (lambda v: dict(v or {})), dict
+        return _plain_mapping, (lambda v: dict(_mapping(v))), dict
     if dataclasses.is_dataclass(tp):
         return encode, (lambda v: decode(tp, v or {})), (lambda: decode(tp, {}))
     if isinstance(tp, type) and issubclass(tp, Enum):
         return (lambda v: v.value), tp, None
-    if tp in (bool, int, float, str):
-        return _identity, tp, None
-    return _identity, _identity, None  # Any
+    if tp is float:
+        return _finite, _finite, None
+    if tp in (bool, int, str):
+        return _identity, _checked(tp), None
+    return plain, _identity, None  # Any
 
 
 def _optional(inner: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Callable[[], Any] | None]:
@@ -179,6 +220,82 @@ def _optional(inner: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any], C
 
 def _finite_or_none(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
+
+
+_KIND_NAMES = {bool: "true or false", int: "a whole number", str: "a string"}
+_WHOLE = re.compile(r"^[+-]?[0-9]{1,30}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # what the inventory and model specs allow
+
+
+def _checked(kind: type) -> Callable[[Any], Any]:
+    """The reader of a `bool`, `int` or `str`: the value if it is one, or what it says without loss (older
+    manifests: `traced: 1`, `peak_rss_kb: "12"`, `runs: 2.0`); anything else is a FieldError."""
+    def read(value: Any) -> Any:
+        if kind is bool:
+            if isinstance(value, bool) or (type(value) is int and value in (0, 1)):
+                return bool(value)
+        elif kind is int:
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+            if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+                return int(value)
+            if isinstance(value, str) and _WHOLE.match(value.strip()):
+                return int(value)
+        elif isinstance(value, str):
+            return value
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            return str(value)
+        raise FieldError((), f"expected {_KIND_NAMES[kind]}, got {_shown(value)}")
+
+    return read
+
+
+def _finite(value: Any) -> float:
+    """A number that must be there and be finite (read and written alike; a numeric string is read)."""
+    number = value
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            number = float(value)
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
+        raise FieldError((), f"expected a finite number, got {_shown(value)}")
+    return float(number)
+
+
+def _sequence(value: Any) -> Any:
+    if not value and isinstance(value, (type(None), Mapping, str)):  # null, {} or "" written for "none"
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise FieldError((), f"expected a list, got {_shown(value)}")
+    return value
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    if not value and isinstance(value, (type(None), list, str)):  # null, [] or "" written for "none"
+        return {}
+    if not isinstance(value, Mapping):
+        raise FieldError((), f"expected a mapping, got {_shown(value)}")
+    return value
+
+
+def plain(value: Any) -> Any:
+    """A free-form value (device facts, a runner's extras) as JSON can hold it: a non-finite number is
+    None, tuples are lists; nothing else changes. What writes JSON (the manifest, the store) goes through it."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def _plain_mapping(value: Mapping[str, Any]) -> dict[str, Any]:
+    return typing.cast(dict[str, Any], plain(dict(value)))
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _identity(value: Any) -> Any:

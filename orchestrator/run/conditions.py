@@ -11,7 +11,13 @@ COOLDOWN_MAX_WAIT_SEC = 300.0
 
 
 def max_temperature_c(facts: dict[str, Any]) -> float | None:
-    """Hottest thermal zone in °C from describe.sh facts (`thermal.<zone>=<type>:<millidegrees>`)."""
+    """The device's temperature in °C from describe.sh facts: on Android its skin temperature as the platform
+    reports it (`android.temp.skin_c`, dumpsys thermalservice: what Android's own thermal throttling watches),
+    else the hottest thermal zone (`thermal.<zone>=<type>:<millidegrees>`)."""
+    android = facts.get("android")
+    skin = android.get("temp", {}).get("skin_c") if isinstance(android, dict) and isinstance(android.get("temp"), dict) else None
+    if isinstance(skin, (int, float)) and not isinstance(skin, bool):
+        return float(skin)
     temps = []
     for value in (facts.get("thermal") or {}).values():
         _, _, raw = str(value).rpartition(":")

@@ -1,7 +1,9 @@
 """Device controls for a job: CPU affinity for the runner, Android's fixed performance mode.
 
-- `cpus:` in the inventory (e.g. `"4-7"` or `"2"`, checked by config.py) pins the runner with `taskset -c`, on Linux
-  boards and Android (toybox has taskset) alike; it goes before the device's `exec_prefix`.
+- `cpus:` in the inventory (e.g. `"4-7"` or `"2"`, checked by config.py; `big` / `prime` resolved from the device's
+  clusters first, run/launch.py) pins the runner with `taskset MASK` (the hex mask of those cpus), before the
+  device's `exec_prefix`: Android's toybox taskset takes a mask only (no `-c LIST`), and so do util-linux's and
+  busybox's, so the one form works on Linux boards and phones alike.
 - On Android, fixed performance mode (`cmd power set-fixed-performance-mode-enabled true`) is
   switched on for the job and off again after it, where the platform offers it (Android 11+,
   a debuggable build); where it does not, the job runs anyway and records that it was unavailable.
@@ -16,9 +18,19 @@ from device_agents.base import DeviceSpec
 PERF_MODE_FACT = "fixed_performance_mode"
 
 
-def affinity_prefix(spec: DeviceSpec) -> tuple[str, ...]:
-    """The words that pin the runner to the device's `cpus:`, or none."""
-    return ("taskset", "-c", spec.cpus) if spec.cpus else ()
+def affinity_prefix(cpus: str | None) -> tuple[str, ...]:
+    """The words that pin the runner to `cpus` (a list: "4-7", "0,2"), or none: `taskset MASK`."""
+    return ("taskset", cpu_mask(cpus)) if cpus else ()
+
+
+def cpu_mask(cpus: str) -> str:
+    """taskset's hex mask of a cpu list: "4-7" -> "f0", "0,2" -> "5"."""
+    mask = 0
+    for part in cpus.split(","):
+        low, _, high = part.partition("-")
+        for cpu in range(int(low), int(high or low) + 1):
+            mask |= 1 << cpu
+    return f"{mask:x}"
 
 
 def _perf_mode(enabled: bool) -> list[str]:

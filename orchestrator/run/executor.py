@@ -42,6 +42,8 @@ class DeviceRef(Protocol):
     def transport(self) -> str: ...
     @property
     def target(self) -> str: ...
+    @property
+    def runtime(self) -> str | None: ...  # the user's ExecuTorch prefix the runner is built against, if any
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,8 @@ class JobContext:
     plan: JobPlan
     models: tuple[ExportedModel, ...]
     options: RunOptions
-    builds: Mapping[str, RunnerBuild]  # target -> the runner built for it
-    build_errors: Mapping[str, str]  # target -> why it has no runner
+    builds: Mapping[str, RunnerBuild]  # runner_slot (the target, and the device's runtime if any) -> its runner
+    build_errors: Mapping[str, str]  # runner_slot -> why it has no runner
     stats: JobStats
     progress: Progress
 
@@ -61,11 +63,11 @@ class JobContext:
         return DeviceRecord(self.rundir, device.name, device.transport, device.target,
                             lambda message: self.progress(message, device.name))
 
-    def no_runner(self, target: str) -> str | None:
-        """Why devices of `target` cannot run (None when its runner was built)."""
-        if target in self.builds:
+    def no_runner(self, slot: str) -> str | None:
+        """Why devices of `slot` (artifacts.build.runner_slot) cannot run (None when its runner was built)."""
+        if slot in self.builds:
             return None
-        return self.build_errors.get(target) or f"no runner for target {target}"
+        return self.build_errors.get(slot) or f"no runner for target {slot}"
 
 
 class Executor(Protocol):

@@ -16,10 +16,12 @@ from collections.abc import Callable, Sequence
 
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.errors import Blame, EtfarmError, blame_of
+from orchestrator.profiles.phases import RunCalls, with_phases
 from orchestrator.profiles.stat_rows import model_stats
 from orchestrator.run.calibration import flag_runs
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.job_stats import JobStats
+from orchestrator.run.llm_verify import verify_generations
 from orchestrator.run.results import ModelResult, ModelStatus, ProcessRun, RunOptions
 from orchestrator.run.rundir import RunDirectory
 from orchestrator.run.runner_contract import ETDUMP_NAME, OUTPUTS_NAME
@@ -68,12 +70,22 @@ class ModelFinisher:
         local_dir = self.rundir.model_dir(self.record.name, model.name)
         traced_dirs = [local_dir / r.label for r in runs if r.traced]
         outputs = [d / OUTPUTS_NAME for d in traced_dirs if (d / OUTPUTS_NAME).is_file()]
-        verification = verify_outputs(model.reference_outputs, outputs)
+        if model.workload.generation is not None:  # an LLM: its tokens against the eager model's
+            verification = verify_generations(model.llm_reference, runs)
+        else:
+            verification = verify_outputs(model.reference_outputs, outputs)
         self.say(f"{model.name}: verification {verification.status}: {verification.detail}"
                  + (f" ({status}: {len(runs)} run(s) kept)" if status is not ModelStatus.OK else ""))
         if traced_dirs:
             stats = model_stats(self.record.name, model.name, [d / ETDUMP_NAME for d in traced_dirs], model.etrecord,
                                 model.pte)
+            stats = with_phases(stats, run_calls(runs))  # an LLM's ops split by prefill and decode
             if not self.record.closed:  # given up by the watchdog: its statistics were taken without these
                 self.stats.add(stats)
         self.record.model(ModelResult(model.name, status, tuple(runs), verification, error, blame))
+
+
+def run_calls(runs: Sequence[ProcessRun]) -> dict[str, RunCalls]:
+    """How each traced run of an LLM called forward, by label (profiles/phases.py); {} for other models."""
+    return {r.label: RunCalls(r.llm.prefill_calls, r.llm.decode_steps, len(r.llm.generations))
+            for r in runs if r.traced and r.llm is not None}

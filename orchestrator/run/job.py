@@ -47,6 +47,7 @@ from orchestrator.run.results import (
 )
 from orchestrator.run.rundir import LOG, RunDirectory, as_recorded, check_out
 from orchestrator.run.status import exit_code, job_status
+from orchestrator.run.sweep import sweep_models
 
 if TYPE_CHECKING:
     from orchestrator.artifacts.build import RunnerBuild
@@ -105,11 +106,12 @@ def run_job_on(executor: Executor, device_names: Sequence[str], specs: Sequence[
             devices = executor.devices(list(device_names))
             config = JobConfig(devices=tuple(device_names), models=tuple(s.text for s in specs), backend=backend,
                                options=options, config_file=str(config_file) if config_file else None,
-                               scheduler=executor.scheduler)
-            # Export before the run directory exists: a bad model is a usage error and leaves nothing behind.
-            models = [export_model(spec, backend, log=progress) for spec in specs]
-            rundir = RunDirectory.create(out, config, tuple(model_artifacts(m, s) for m, s in zip(models, specs,
-                                                                                                   strict=False)),
+                               scheduler=executor.scheduler, names=tuple(s.name for s in specs))
+            # Export and check before the run directory exists: a bad model is a usage or data error and leaves
+            # nothing behind; each program is checked, an LLM recognised, a sweep expanded (run/sweep.py).
+            points = sweep_models([export_model(spec, backend, log=progress) for spec in specs], options)
+            models = [model for model, _ in points]
+            rundir = RunDirectory.create(out, config, tuple(model_artifacts(m, specs[k]) for m, k in points),
                                          run_id=run_id)
             attach(rundir.root / LOG)
             where = f" on {executor.scheduler}" if executor.scheduler else ""
@@ -163,7 +165,7 @@ def _execute(executor: Executor, devices: Sequence[DeviceRef], rundir: RunDirect
     interrupted = False
     with terminate_as_interrupt():
         try:
-            builds, errors = build_targets(sorted({d.target for d in devices}), progress)
+            builds, errors = build_targets(sorted({(d.target, d.runtime) for d in devices}, key=str), progress)
             executor.execute(JobContext(rundir, plan, tuple(models), options, builds, errors, stats, progress))
         except EtfarmError:
             rundir.finish(JobStatus.FAILED)
@@ -180,7 +182,8 @@ def _execute(executor: Executor, devices: Sequence[DeviceRef], rundir: RunDirect
 def resume_models(root: Path, recorded: Job, specs: Sequence[ModelSpec], progress: Progress) -> list[ExportedModel]:
     """The recorded job's models exported again (a cache hit when unchanged); a changed model is refused,
     because runs of two different programs under one run id would be one meaningless table."""
-    models = [export_model(spec, recorded.config.backend, log=progress) for spec in specs]
+    exported = [export_model(spec, recorded.config.backend, log=progress) for spec in specs]
+    models = [model for model, _ in sweep_models(exported, recorded.config.options)]
     for model in models:
         artifacts = recorded.model_artifacts(model.name)
         if artifacts is None or artifacts.key != model.key:
@@ -192,8 +195,9 @@ def resume_models(root: Path, recorded: Job, specs: Sequence[ModelSpec], progres
 
 @contextlib.contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends the job like Ctrl-C: statistics of what finished, job marked interrupted."""
-    if threading.current_thread() is not threading.main_thread():
+    """SIGTERM ends the job like Ctrl-C: statistics of what finished, job marked interrupted. (The CLI does
+    so for the whole command, cli/__init__.py `interrupts`: a handler already there is kept.)"""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield
         return
 
@@ -218,19 +222,22 @@ def model_artifacts(model: ExportedModel, spec: ModelSpec) -> ModelArtifacts:
                           git_commit=origin.git_commit, numerics_reference=text(model.numerics_reference))
 
 
-def build_targets(targets: list[str], progress: Progress) -> tuple[dict[str, RunnerBuild], dict[str, str]]:
-    """Build (or find cached) runners; a target that cannot build fails only its devices."""
-    from orchestrator.artifacts.build import build_runner
+def build_targets(slots: list[tuple[str, str | None]], progress: Progress) -> tuple[dict[str, RunnerBuild], dict[str, str]]:
+    """Build (or find cached) a runner per (target, the user's runtime prefix or None), keyed by `runner_slot`;
+    one that cannot build fails only its devices."""
+    from orchestrator.artifacts.build import build_runner, runner_slot
 
     builds: dict[str, RunnerBuild] = {}
     errors: dict[str, str] = {}
-    for target in targets:
+    for target, runtime in slots:
+        slot = runner_slot(target, runtime)
         try:
-            build = build_runner(target, log=progress)
+            build = build_runner(target, log=progress, runtime=runtime)
         except EtfarmError as exc:
-            errors[target] = str(exc)
-            progress(f"runner for {target} unavailable: {exc}")
+            errors[slot] = str(exc)
+            progress(f"runner for {slot} unavailable: {exc}")
             continue
-        builds[target] = build
-        progress(f"runner for {target}: {'cached, not rebuilt' if build.cached else 'built'} ({build.root})")
+        builds[slot] = build
+        progress(f"runner for {slot}: {'cached, not rebuilt' if build.cached else 'built'} ({build.runtime} runtime, "
+                 f"{build.root})")
     return builds, errors

@@ -8,10 +8,11 @@ or resumed with the same settings. Written and read by run/codec.py from the fie
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from orchestrator.run.codec import FLAT, decode, encode
+from orchestrator.run.limits import check_bounds
 from orchestrator.run.schedule import RunOrder
 
 
@@ -58,6 +59,14 @@ class RunOptions:
     max_temp_c: float | None = None  # before each run, wait until the device is at most this hot
     order: RunOrder = RunOrder.INTERLEAVED  # how the models' process runs alternate on a device
     seed: int = 0  # of the interleaving shuffle
+    # Sweeps (run/sweep.py): a list makes each model one model per point, named after it ("-t2", "-p128", "-g64").
+    thread_counts: tuple[int, ...] = ()  # --threads 1,2,4 (a single --threads N is cpu_threads)
+    prompt_lens: tuple[int, ...] = ()  # LLMs: prompt tokens per generation (empty: the default)
+    gen_lens: tuple[int, ...] = ()  # LLMs: generated tokens per generation (empty: the eager reference's, else 32)
+
+    def __post_init__(self) -> None:
+        # Every count and duration bounded, whatever built it (command line, plan, manifest): run/limits.py.
+        check_bounds({f.name: getattr(self, f.name) for f in fields(self)})
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)
@@ -79,6 +88,7 @@ class JobConfig:
     options: RunOptions = field(default_factory=RunOptions, metadata=FLAT)
     config_file: str | None = None
     scheduler: str | None = None  # a distributed run (`--scheduler`): where its devices were; resumed there
+    names: tuple[str, ...] = ()  # each spec's model name, before a sweep names one model per point
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)

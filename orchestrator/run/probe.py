@@ -4,18 +4,28 @@ Health: `ok` (answered at once), `degraded` (answered, but only after retries of
 faults or slower than DEGRADED_AFTER_SEC), `offline` (no answer within the retry budget, or a
 refusal such as an unknown host key). The probe connects and describes with the same retries
 as a job (run/retry.py).
+
+Beside the inventory's devices, the adb devices that an adb server sees (adb's default server and
+every server the inventory names) and the inventory does not name are listed as `adb:SERIAL`, the
+name `--devices` takes for them (`in_inventory: false`), probed alike when they are ready.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from device_agents import DeviceSpec, create_agent
+from device_agents.spec import AdbListing
+from orchestrator.config import ADB_NAME_PREFIX, adb_spec
 from orchestrator.errors import EtfarmError
 from orchestrator.run.results import Attempt
 from orchestrator.run.retry import DEFAULT_POLICY, RetryPolicy, with_retries
+
+if TYPE_CHECKING:
+    from device_agents.adb.discover import SeenDevice
 
 # A healthy board answers connect + describe in well under this.
 DEGRADED_AFTER_SEC = 5.0
@@ -24,8 +34,9 @@ DEGRADED_AFTER_SEC = 5.0
 def listing(spec: DeviceSpec, *, checked: bool = False) -> dict[str, Any]:
     """The device as `etfarm devices` lists it before any answer: not contacted (`--no-check`), or
     about to be (`checked`: offline until it answers)."""
-    entry: dict[str, Any] = {"name": spec.name, "transport": spec.transport, "target": spec.target,
+    entry: dict[str, Any] = {"name": spec.name, "transport": spec.transport, "target": spec.target or None,
                              "address": spec.settings.address, "workdir": spec.workdir,
+                             "in_inventory": not spec.name.startswith(ADB_NAME_PREFIX),
                              "reachable": False if checked else None, "health": "offline" if checked else None,
                              "error": None, "attempts": []}
     if checked:
@@ -71,3 +82,34 @@ def probe_all(specs: list[DeviceSpec], policy: RetryPolicy = DEFAULT_POLICY) -> 
         return []
     with ThreadPoolExecutor(max_workers=min(16, len(specs))) as pool:
         return list(pool.map(lambda spec: probe(spec, policy), specs))
+
+
+def unnamed_adb_devices(specs: Sequence[DeviceSpec]) -> list[SeenDevice]:
+    """The adb devices that adb's default server and every server the inventory names see, and that the
+    inventory does not name (by server and serial), in the servers' order."""
+    from device_agents.adb.discover import default_server, seen_devices
+
+    named = {(p.server, p.serial) for spec in specs if isinstance(p := spec.settings.presence, AdbListing)}
+    servers = dict.fromkeys([default_server(), *(server for server, _ in sorted(named))])
+    return [seen for server in servers for seen in seen_devices(server) if (server, seen.serial) not in named]
+
+
+def unnamed_entry(seen: SeenDevice, checked: bool, policy: RetryPolicy = DEFAULT_POLICY) -> dict[str, Any]:
+    """An adb device the inventory does not name, as `etfarm devices` lists it: `adb:SERIAL`, its target from its
+    ABI, probed like an inventory device when it is ready and `checked`."""
+    from device_agents.adb.discover import adb_device_spec
+
+    spec = adb_device_spec(seen.serial, "", seen.server)
+    if seen.state != "device":
+        entry = listing(spec, checked=True)
+        entry["error"] = f"adb state {seen.state}"
+        return entry
+    if not checked:
+        return listing(spec)
+    try:
+        spec = adb_spec(seen.name, seen.server)
+    except EtfarmError as exc:
+        entry = listing(spec, checked=True)
+        entry["error"] = str(exc)
+        return entry
+    return probe(spec, policy)

@@ -25,6 +25,7 @@ from orchestrator.run.calibration import flag_news
 from orchestrator.run.controls import restore_commands, setup_commands
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.heartbeat import Heartbeat
+from orchestrator.run.launch import Launch, prepare_launch
 from orchestrator.run.lease import DeviceLease
 from orchestrator.run.process_run import RunPlan, prepare_retry, run_once
 from orchestrator.run.results import ModelResult, ModelStatus, ProcessRun, RunOptions
@@ -51,10 +52,14 @@ class ProcessRunLoop:
         self.cancelled = cancelled
         self.check_cancelled = check_cancelled
         self.current_out: str | None = None  # workdir-relative out dir of the step running now
+        self.launch = Launch.of(stager.build, spec.workdir)  # settled by `prepare`
 
     def prepare(self, agent: DeviceAgent) -> Staged:
-        """Stage (retried), then set the device's controls."""
+        """Check the device and settle how the runner starts there (run/launch.py), stage (both retried), then set
+        the device's controls."""
         self.heartbeat.beat()
+        self.launch = self.lease.retry("check the device", lambda: prepare_launch(agent, self.spec, self.stager.build,
+                                                                                  self.say), self.lease.reconnect)
         staged = self.lease.retry("stage", lambda: self.stager.stage(agent), self.lease.reconnect)
         self._setup_controls(agent)
         return staged
@@ -97,7 +102,7 @@ class ProcessRunLoop:
     def _one_run(self, agent: DeviceAgent, plan: RunPlan) -> ProcessRun:
         """One process run (run/process_run.py); the model's first one records the device's facts."""
         run, facts = run_once(agent, self.options, plan, self.rundir, debug_buffer_size=self._debug_buffer_size(plan.model),
-                              say=self.say, started=self._step_started)
+                              say=self.say, started=self._step_started, launch=self.launch)
         if plan.cold:
             self._record_facts(plan.model, facts)
         return run
@@ -113,7 +118,7 @@ class ProcessRunLoop:
         prepare_retry(agent, self.lease.lock, plan.out_rel, self.say, restage=lambda: self.stager.stage(agent))
 
     def _setup_controls(self, agent: DeviceAgent) -> None:
-        facts: dict[str, Any] = {}
+        facts: dict[str, Any] = dict(self.launch.controls)
         for argv in setup_commands(self.spec):
             facts.update(parse_facts(agent.check(argv).stdout))
         if facts:

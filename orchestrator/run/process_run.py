@@ -26,12 +26,11 @@ from typing import Any
 
 from device_agents.base import DeviceAgent
 from device_agents.step import StepRequest, kill_step_command, run_step
-from orchestrator.artifacts.build import runner_env
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import write_json_atomic, write_text_atomic
 from orchestrator.errors import CommandFailed, DataError, DeviceError
 from orchestrator.run.conditions import cool_down
-from orchestrator.run.controls import affinity_prefix
+from orchestrator.run.launch import Launch
 from orchestrator.run.locks import RemoteLock
 from orchestrator.run.results import ProcessRun, RunOptions
 from orchestrator.run.retry import ModelFault
@@ -40,13 +39,13 @@ from orchestrator.run.runner_contract import (
     DEVICE_STATE_JSON,
     RESULT_JSON,
     RUNNER_LOG,
-    RUNNER_REL,
     RunnerInvocation,
     parse_result,
 )
 
 # The command that kills a runner left by a dropped link gets this long on the device.
 KILL_LEFTOVER_SEC = 10.0
+RUNNER_ERROR_PREFIX = "etfarm_runner: error:"  # how runners/etfarm_runner.cpp begins its one-line errors
 
 
 class LinkLost(DeviceError):
@@ -54,7 +53,14 @@ class LinkLost(DeviceError):
 
 
 class RunnerFailed(ModelFault, CommandFailed):
-    """The runner exited non-zero, crashed or met its device-side deadline."""
+    """The runner exited non-zero, crashed or met its device-side deadline. `refusal`: the runner's own
+    one-line reason (it refused the program), which is then the whole message."""
+
+    def __init__(self, device: str, command: str, exit_code: int | None, output_tail: str, timed_out: bool = False,
+                 refusal: str | None = None) -> None:
+        super().__init__(device, command, exit_code, output_tail, timed_out)
+        if refusal:
+            self.args = (f"[{device}] {command}: {refusal}",)
 
 
 class RunnerOutputMissing(ModelFault, DeviceError):
@@ -79,9 +85,11 @@ class RunPlan:
 
 
 def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: RunDirectory, *, debug_buffer_size: int,
-             say: Callable[[str], None], started: Callable[[str | None], None]) -> tuple[ProcessRun, Mapping[str, Any]]:
+             say: Callable[[str], None], started: Callable[[str | None], None],
+             launch: Launch) -> tuple[ProcessRun, Mapping[str, Any]]:
     """One process run: a single device command (cleanup, facts, runner, files back); returns the
-    run and the device facts the step recorded. `started(out_rel)` just before the device command
+    run and the device facts the step recorded, with the runner's runtime under `runner`. `launch`:
+    how the runner starts there (run/launch.py). `started(out_rel)` just before the device command
     (the session may then kill it on Ctrl-C), `started(None)` once it is over."""
     spec = agent.spec
     run_local = rundir.process_run_dir(spec.name, plan.model.name, plan.label)
@@ -95,14 +103,16 @@ def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: Run
     elif options.cooldown_s > 0:
         time.sleep(options.cooldown_s)
         gate = {"cooldown_waited_s": options.cooldown_s}
+    workload = plan.model.workload  # the model's sweep point: threads, and for an LLM what to generate
     invocation = RunnerInvocation(
-        runner=agent.remote_path(RUNNER_REL), model=agent.remote_path(plan.model_rel),
+        runner=launch.runner, model=agent.remote_path(plan.model_rel),
         inputs=agent.remote_path(plan.inputs_rel) if plan.inputs_rel else None, out_dir=agent.remote_path(plan.out_rel),
         iterations=options.iterations, warmup=options.warmup, traced=plan.traced,
-        cpu_threads=options.cpu_threads or spec.threads,
-        intermediate_outputs=options.intermediate_outputs, debug_buffer_size=debug_buffer_size)
-    request = StepRequest(out_rel=plan.out_rel, argv=invocation.argv(), timeout_s=options.run_timeout_s,
-                          env=runner_env(spec.workdir), prefix=affinity_prefix(spec), static_facts=plan.cold)
+        cpu_threads=workload.threads or options.cpu_threads or spec.threads,
+        intermediate_outputs=options.intermediate_outputs, debug_buffer_size=debug_buffer_size,
+        generation=workload.generation)
+    request = StepRequest(out_rel=plan.out_rel, argv=[*launch.launcher, *invocation.argv()],
+                          timeout_s=options.run_timeout_s, env=launch.env, prefix=launch.prefix, static_facts=plan.cold)
     started(plan.out_rel)
     try:
         step = run_step(agent, request, run_local)
@@ -112,10 +122,16 @@ def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: Run
     if step.lost:
         raise LinkLost(spec.name, f"{what}: the link failed before the runner's exit status came back"
                                   f"{' (host deadline)' if step.timed_out else ''}: {step.tail(500).strip()}")
+    if step.odd_names:  # the device's data problem: framing them could not help, so no retry either
+        raise DataError(f"[{spec.name}] {what}: left {step.odd_names} file(s) whose names are not plain printable "
+                        "text (a newline, a backslash, a control character) in its output directory; refused")
     state = {"facts": dict(step.facts), "cooldown_waited_s": gate.pop("cooldown_waited_s", 0.0), **gate}
     write_json_atomic(run_local / DEVICE_STATE_JSON, state)
     write_text_atomic(run_local / RUNNER_LOG, f"$ {step.command}\n--- stdout\n{step.stdout}\n--- stderr\n{step.stderr}")
     if not step.ok:
+        refusal = runner_refusal(step.stderr) if step.exit_code == 1 else None
+        if refusal:  # the runner said what is wrong in its one line (a backend the runtime lacks, ...): that is the error
+            raise RunnerFailed(spec.name, what, step.exit_code, "", step.timed_out, refusal)
         raise RunnerFailed(spec.name, what, step.exit_code, step.tail(1500), step.timed_out)
     missing = [name for name in invocation.expected_files() if name not in step.files]
     if missing:
@@ -129,7 +145,16 @@ def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: Run
     run = ProcessRun.from_runner(result, label=plan.label, traced=plan.traced, cold=plan.cold, device_state=state,
                                  artifacts=tuple(sorted(rundir.relative(p) for p in run_local.iterdir())),
                                  step_ms=step.duration_s * 1000.0)
-    return run, step.facts
+    facts = {**step.facts, "runner": launch.info.facts(result.to_dict().get("backends"))} if step.facts else {}
+    return run, facts
+
+
+def runner_refusal(stderr: str) -> str | None:
+    """The runner's own one-line error (`etfarm_runner: error: ...`, exit 1), when that is all it wrote on stderr."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if len(lines) == 1 and lines[0].startswith(RUNNER_ERROR_PREFIX):
+        return lines[0].removeprefix(RUNNER_ERROR_PREFIX).strip()
+    return None
 
 
 def prepare_retry(agent: DeviceAgent, lock: RemoteLock | None, out_rel: str, say: Callable[[str], None],

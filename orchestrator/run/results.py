@@ -22,9 +22,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from orchestrator.artifacts.generation import LlmRunFigures
 from orchestrator.errors import Blame, DataError
-from orchestrator.run.codec import KEYED, Layout, decode, encode
+from orchestrator.run.codec import KEYED, FieldError, Layout, decode, encode
 from orchestrator.run.job_config import JobConfig, ModelArtifacts, RunOptions
+from orchestrator.run.llm_figures import llm_summary
 from orchestrator.stats import Stability, coefficient_of_variation, median, stability
 
 if TYPE_CHECKING:
@@ -118,6 +120,9 @@ class ProcessRun:
     slowdown: float | None = None  # calibration vs the job's first run on the device: 0.3 = 30 % slower
     runner_ms: float | None = None  # the runner process's own time, start to result
     step_ms: float | None = None  # host wall time of the whole device step (one round trip)
+    pss_load_kb: int | None = None  # PSS after the method load (smaps_rollup), at most peak_rss_kb
+    pss_kb: int | None = None  # PSS after the measured executions
+    llm: LlmRunFigures | None = None  # an LLM's generations: TTFT, prefill and decode figures, tokens
 
     @property
     def calibration_ms(self) -> float | None:
@@ -199,8 +204,12 @@ class ModelResult:
     @property
     def peak_rss_kb(self) -> int | None:
         """The highest peak resident memory of any run (after its measured executions)."""
-        values = [r.peak_rss_kb for r in self.runs if r.peak_rss_kb is not None and r.peak_rss_kb >= 0]
-        return max(values) if values else None
+        return max((r.peak_rss_kb for r in self.runs if r.peak_rss_kb is not None and r.peak_rss_kb >= 0), default=None)
+
+    @property
+    def pss_kb(self) -> int | None:
+        """The highest PSS of any run after its measured executions."""
+        return max((r.pss_kb for r in self.runs if r.pss_kb is not None), default=None)
 
     @property
     def planned_memory_bytes(self) -> int | None:
@@ -240,14 +249,14 @@ class ModelResult:
         return {"runs": len(self.traced_runs), "wall_execute_ms": list(self.wall_execute_ms),
                 "untraced_execute_ms": list(self.untraced_execute_ms), "load_ms": list(self.load_ms),
                 "warm_load_ms": list(self.warm_load_ms), "cold_load_ms": self.cold_load_ms,
-                "peak_rss_kb": self.peak_rss_kb, "planned_memory_bytes": self.planned_memory_bytes,
+                "peak_rss_kb": self.peak_rss_kb, "pss_kb": self.pss_kb, "planned_memory_bytes": self.planned_memory_bytes,
                 "program_bytes": self.program_bytes,
                 "host_overhead_ms_p50": median([o for r in self.runs if (o := r.host_overhead_ms) is not None]),
                 "flagged_runs": {r.label: f"{r.flag} {r.slowdown:+.0%}" if r.slowdown is not None else str(r.flag)
                                  for r in self.flagged_runs},
                 "tracer_overhead": self.tracer_overhead, "execute_cv": self.execute_cv,
                 "within_run_spread": self.stability.within, "between_run_spread": self.stability.between,
-                "unstable": self.unstable}
+                "unstable": self.unstable, **llm_summary(self.runs)}
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)
@@ -350,9 +359,7 @@ class Job:
 
     def results(self) -> Iterable[tuple[DeviceResult, ModelResult]]:
         """Every (device, model) pair that has a result, in job order."""
-        for device in self.devices:
-            for model in device.models:
-                yield device, model
+        return ((device, model) for device in self.devices for model in device.models)
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)
@@ -367,6 +374,8 @@ class Job:
                             "upgrade etfarm")
         try:
             return decode(cls, data)
+        except FieldError as exc:  # names the key path: `config.runs: expected a whole number, got 'abc'`
+            raise DataError(f"{source}: malformed manifest: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise DataError(f"{source}: malformed manifest ({type(exc).__name__}: {exc})") from None
 
@@ -382,6 +391,8 @@ def load_manifest(path: str | Path) -> Job:
         raise DataError(f"{path}: no such manifest (is this an etfarm run directory?)") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{path}: cannot read manifest: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # an integer of thousands of digits, arrays nested 100000 deep
+        raise DataError(f"{path}: cannot read manifest: {type(exc).__name__}: {str(exc)[:120]}") from None
     if not isinstance(data, dict):
         raise DataError(f"{path}: not an etfarm manifest")
     return Job.from_dict(data, source=str(path))

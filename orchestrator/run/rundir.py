@@ -17,6 +17,7 @@ the devices that hit it (session.py: "host disk full: PATH") instead of every th
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -100,6 +101,23 @@ class RunDirectory:
         self.root = root
         self._job = job
         self._lock = threading.Lock()
+        self._held: int | None = None  # the flock on the directory while this process writes in it
+
+    def _hold(self) -> None:
+        """One etfarm at a time writes in a run directory (an flock on the directory itself, gone when the
+        process ends however it ends): a `--resume` while the job or another resume still runs is refused."""
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise UsageError(f"{self.root}: another etfarm is working in this run directory; wait for it to end") from None
+        self._held = fd
+
+    def _release(self) -> None:
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
 
     @classmethod
     def create(cls, out: Path | None, config: JobConfig, models: tuple[ModelArtifacts, ...] = (),
@@ -112,6 +130,7 @@ class RunDirectory:
                   host={"hostname": platform.node(), "machine": platform.machine(), "python": sys.version.split()[0]},
                   models=models)
         rundir = cls(root, job)
+        rundir._hold()
         rundir.save()
         return rundir
 
@@ -120,6 +139,7 @@ class RunDirectory:
         """A recorded run directory, running again (resume): same run id, devices as recorded."""
         job = load_manifest(root)
         rundir = cls(root.resolve(), replace(job, status=JobStatus.RUNNING, finished=None))
+        rundir._hold()
         rundir.save()
         return rundir
 
@@ -166,6 +186,7 @@ class RunDirectory:
         with self._lock:
             self._job = replace(self._job, status=status, finished=now())
             self._write()
+            self._release()
             return self._job
 
     def save(self) -> None:

@@ -3,7 +3,10 @@
 One home for what `runners/etfarm_runner.cpp` and the host agree on (README "The runner";
 docs/architecture.md, "Contracts"). The result line is checked against the invocation before
 anything of it is kept (`parse_result`): a runner or device that prints garbage fails that
-device as a data problem of the device, never `ok` with wrong numbers.
+device as a data problem of the device, never `ok` with wrong numbers. In generation mode (an
+LLM, `RunnerInvocation.generation`) the line's `llm` object is checked as well: one generation per
+execution asked for, the prompt and length asked for, every decode step timed, tokens inside the
+vocabulary; PSS lies between 0 and the peak RSS in every mode.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from types import UnionType
 from typing import Any, ClassVar, get_args, get_origin, get_type_hints
 
 from orchestrator.artifacts.build import RUNNER_REL
+from orchestrator.artifacts.generation import GenerationArgs, LlmRunFigures
 from orchestrator.errors import DataError
 from orchestrator.run.codec import Layout, encode
 
@@ -55,13 +59,16 @@ class RunnerInvocation:
     intermediate_outputs: bool = False
     debug_buffer_size: int = 16 << 20
     calibration_rounds: int = CALIBRATION_ROUNDS
+    generation: GenerationArgs | None = None  # an LLM: generate (prompt, length) instead of executing on inputs
 
     def argv(self) -> list[str]:
         argv = [self.runner, f"--model_path={self.model}", f"--num_executions={self.iterations}", f"--warmup={self.warmup}"]
         if self.traced:  # untraced runs attach no event tracer at all: that is their point
             argv += [f"--etdump_path={posixpath.join(self.out_dir, ETDUMP_NAME)}",
                      f"--output_file={posixpath.join(self.out_dir, OUTPUTS_NAME)}"]
-        if self.inputs:
+        if self.generation is not None:  # traced or not: every process run generates
+            argv += self.generation.argv()
+        elif self.inputs:
             argv.append(f"--inputs={self.inputs}")
         if self.cpu_threads > 0:
             argv.append(f"--cpu_threads={self.cpu_threads}")
@@ -107,6 +114,10 @@ class RunnerResult:
     calibration_rounds: int | None = None  # printed only when the calibration workload ran
     calibration_before_ms: float | None = None
     calibration_after_ms: float | None = None
+    pss_load_kb: int | None = None  # PSS after the method load / after the measured executions (-1: unknown)
+    pss_kb: int | None = None
+    mode: str | None = None  # "forward" or "generate"
+    llm: LlmRunFigures | None = None  # generation mode: the `llm` object (artifacts/generation.py)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -118,7 +129,8 @@ class RunnerResult:
 
 _TIMES = ("load_ms", "program_load_ms", "runner_ms", "calibration_before_ms", "calibration_after_ms")
 _SIZES = {"debug_buffer_used": 0, "peak_rss_load_kb": -1, "peak_rss_kb": -1, "planned_memory_bytes": 0,
-          "program_bytes": -1}  # field -> the least value it may take (-1: the device could not tell)
+          "program_bytes": -1, "pss_load_kb": -1,
+          "pss_kb": -1}  # field -> the least value it may take (-1: the device could not tell)
 
 
 def result_line(stdout: str) -> dict[str, Any] | None:
@@ -161,6 +173,10 @@ def _json_object(text: str) -> dict[str, Any]:
         value = json.loads(text, parse_constant=refuse, parse_float=number)
     except json.JSONDecodeError as exc:
         raise _Bad(f"its result line is not JSON (truncated?): {exc}") from None
+    except ValueError as exc:  # an integer of thousands of digits (Python's int conversion limit)
+        raise _Bad(f"its result line holds a number JSON readers refuse ({str(exc)[:80]})") from None
+    except RecursionError:
+        raise _Bad("its result line nests too deep") from None
     if not isinstance(value, dict):
         raise _Bad(f"its result line is a JSON {type(value).__name__}, not an object")
     return value
@@ -169,6 +185,7 @@ def _json_object(text: str) -> dict[str, Any]:
 def _checked(data: dict[str, Any], invocation: RunnerInvocation) -> RunnerResult:
     known = {f.name for f in fields(RunnerResult)} - {"extra"}
     values = {k: data[k] for k in known if k in data}
+    llm = values.pop("llm", None)
     _check_types(values)
     samples = values.get("execute_ms", [])
     if any(not 0.0 <= ms <= MAX_TIME_MS for ms in samples):
@@ -183,10 +200,12 @@ def _checked(data: dict[str, Any], invocation: RunnerInvocation) -> RunnerResult
     if "cpu_threads" in values and not -1 <= values["cpu_threads"] <= MAX_THREADS:
         raise _Bad(f"cpu_threads is {values['cpu_threads']!r}: outside [-1, {MAX_THREADS}]")
     _check_counts(values, invocation)
-    values["execute_ms"] = tuple(float(ms) for ms in samples)
+    _check_pss(values)
+    values["llm"] = _checked_llm(values.get("mode"), llm, invocation)
+    values["execute_ms"] = tuple(float(ms) + 0.0 for ms in samples)  # + 0.0: a -0.0 is 0.0
     for name in _TIMES:
         if name in values:
-            values[name] = float(values[name])
+            values[name] = float(values[name]) + 0.0
     return RunnerResult(**values, extra={k: v for k, v in data.items() if k not in known})
 
 
@@ -228,6 +247,59 @@ def _check_counts(values: dict[str, Any], invocation: RunnerInvocation) -> None:
                                               or "calibration_before_ms" not in values
                                               or "calibration_after_ms" not in values):
         raise _Bad(f"calibration_rounds is {rounds}, but {invocation.calibration_rounds} were asked for, with both times")
+
+
+def _check_pss(values: dict[str, Any]) -> None:
+    """PSS counts a share of the resident pages: at most the peak RSS (read after it, runners/etfarm_runner.cpp)."""
+    peak = values.get("peak_rss_kb", -1)
+    for name in ("pss_load_kb", "pss_kb"):
+        pss = values.get(name, -1)
+        if pss >= 0 and peak >= 0 and pss > peak:
+            raise _Bad(f"{name} is {pss} KiB, above the peak RSS of {peak} KiB")
+
+
+def _checked_llm(mode: Any, raw: Any, invocation: RunnerInvocation) -> LlmRunFigures | None:
+    """The `llm` object, typed, when generation was asked for (and absent when it was not)."""
+    asked = invocation.generation
+    if asked is None:
+        if raw is not None or mode not in (None, "forward"):
+            raise _Bad(f"it reports mode {mode!r} with generation figures, but no generation was asked for")
+        return None
+    if mode != "generate" or not isinstance(raw, dict):
+        raise _Bad(f"mode is {mode!r} without an llm object, but a generation was asked for")
+    try:
+        figures = LlmRunFigures.from_json(raw)
+    except DataError as exc:
+        raise _Bad(str(exc)) from None
+    problem = llm_problem(figures, asked, invocation.iterations)
+    if problem:
+        raise _Bad(f"llm: {problem}")
+    return figures
+
+
+def llm_problem(figures: LlmRunFigures, asked: GenerationArgs, executions: int) -> str | None:
+    """What does not hold in a generation-mode result, None when everything does."""
+    f = figures
+    if len(f.generations) != executions:
+        return f"{len(f.generations)} generations for {executions} executions"
+    if asked.prompt_file is None and (f.prompt_len, f.prompt_seed) != (asked.prompt_len, asked.prompt_seed):
+        return f"prompt of {f.prompt_len} tokens, seed {f.prompt_seed}; asked {asked.prompt_len}, seed {asked.prompt_seed}"
+    if f.requested_gen_len != asked.gen_len or not 1 <= f.gen_len <= asked.gen_len or f.decode_steps != f.gen_len - 1:
+        return (f"gen_len {f.gen_len} (requested {f.requested_gen_len}, decode_steps {f.decode_steps}) "
+                f"for {asked.gen_len} asked")
+    if len(f.prompt_tokens) != f.prompt_len or f.prefill_chunk < 1 or f.prefill_calls != -(-f.prompt_len // f.prefill_chunk):
+        return f"{f.prefill_calls} prefill calls of up to {f.prefill_chunk} tokens for a {f.prompt_len}-token prompt"
+    for k, g in enumerate(f.generations):
+        times = (g.ttft_ms, g.prefill_ms, g.decode_ms, g.total_ms, *g.decode_step_ms)
+        if any(not 0.0 <= t <= MAX_TIME_MS for t in times) or g.prefill_tokens_per_s < 0 or g.decode_tokens_per_s < 0:
+            return f"generation {k}: a time or rate outside [0, {MAX_TIME_MS:.0f}] ms"
+        if len(g.decode_step_ms) != f.decode_steps or len(g.tokens) != f.gen_len:
+            return f"generation {k}: {len(g.decode_step_ms)} decode steps and {len(g.tokens)} tokens for {f.gen_len}"
+        if any(not 0 <= t < f.vocab_size for t in g.tokens):
+            return f"generation {k}: a token outside the vocabulary of {f.vocab_size}"
+        if any(not -1 <= m <= MAX_BYTES for m in (g.rss_prefill_kb, g.pss_prefill_kb, g.rss_decode_kb, g.pss_decode_kb)):
+            return f"generation {k}: a memory figure outside [-1, {MAX_BYTES}]"
+    return None
 
 
 def _is(value: Any, kind: type) -> bool:

@@ -25,6 +25,7 @@ import traceback
 from device_agents import DeviceSpec
 from device_agents.base import DeviceAgent
 from device_agents.step import kill_step_command
+from orchestrator.artifacts.runner_info import runner_slot
 from orchestrator.errors import Blame, DeviceError, EtfarmError, blame_of, disk_full
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.executor import JobContext
@@ -54,7 +55,8 @@ class DeviceSession:
         self.record = DeviceRecord(context.rundir, spec.name, spec.transport, spec.target, self.say)
         self.heartbeat = Heartbeat()
         self.cancelled = threading.Event()
-        self.build = context.builds.get(spec.target)
+        self.slot = runner_slot(spec.target, spec.runtime)
+        self.build = context.builds.get(self.slot)
         # Resumed: the process runs each model has already, in the order they ran.
         self.done: Order = [(model, run) for model, runs in context.plan.done.get(spec.name, {}).items() for run in runs]
         self.finisher = ModelFinisher(context.models, context.options, context.rundir, self.record, context.stats,
@@ -67,7 +69,7 @@ class DeviceSession:
         self.record.start()
         try:
             if self.build is None:
-                raise DeviceError(self.name, self.context.no_runner(self.spec.target) or "no runner")
+                raise DeviceError(self.name, self.context.no_runner(self.slot) or "no runner")
             self.record.set(runner_key=self.build.key)
             with self.lease.hold() as agent:
                 self._run_models(agent)

@@ -2,7 +2,8 @@
 
 Two device commands whatever the number of files (hash what is there, then finalize what was
 pushed): files already on the device with the same sha256 are not sent (`staged nothing`).
-Models go under `models/<name>-<key prefix>`, so two versions of a model never collide.
+Models go under `models/<key prefix>` (the export's content hash), so two versions of a model never
+collide and the models of a sweep (or two names of one file) share one staged program.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ class Stager:
         files = {**self.build.stage_files(), **step_files()}
         staged: Staged = {}
         for model in self.models:
-            model_rel = f"models/{model.name}-{model.key[:16]}.pte"
+            model_rel = f"models/{model.key[:16]}.pte"  # by content: a sweep's points share one program
             files[model_rel] = model.pte
             inputs_rel = None
             if model.inputs is not None:
-                inputs_rel = f"models/{model.name}-{model.key[:16]}.inputs.etft"
+                inputs_rel = f"models/{model.key[:16]}.inputs.etft"
                 files[inputs_rel] = model.inputs
             staged[model.name] = (model_rel, inputs_rel)
         report = agent.stage(files)

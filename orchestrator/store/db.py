@@ -8,6 +8,7 @@ rebuilds the `results.Job` from typed rows: `job.to_dict()` equals the manifest'
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from orchestrator.errors import Blame, UsageError
+from orchestrator.run.codec import plain
 from orchestrator.run.results import (
     DeviceResult,
     DeviceStatus,
@@ -33,6 +35,7 @@ from orchestrator.run.results import (
 )
 from orchestrator.stats import median, percentile
 from orchestrator.store.history import HistoryPoint
+from orchestrator.store.llm_points import memory_and_llm
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS, EventRow
 
 if TYPE_CHECKING:  # numpy and the run reader load only when recording or reading samples: `history` starts fast
@@ -41,6 +44,11 @@ if TYPE_CHECKING:  # numpy and the run reader load only when recording or readin
     from orchestrator.store.ingest import RunRecord
 
 EventKey = tuple[str, int]  # (event_block, event_index)
+# SQLite's answers that are the host's trouble, not etfarm's: what to say (None: SQLite's own words).
+_HOST_TROUBLE = {sqlite3.SQLITE_FULL: "its disk is full", sqlite3.SQLITE_IOERR: None, sqlite3.SQLITE_READONLY: None,
+                 sqlite3.SQLITE_CANTOPEN: None,
+                 sqlite3.SQLITE_BUSY: "another process held it past the 30 s busy timeout (try again later)",
+                 sqlite3.SQLITE_LOCKED: "another process held it past the 30 s busy timeout (try again later)"}
 
 
 @dataclass(frozen=True)
@@ -60,9 +68,10 @@ class StoredRun:
 class Store:
     """An open results store (see `open_store`). Usable as a context manager."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+    def __init__(self, path: Path, conn: sqlite3.Connection, read_only: bool = False) -> None:
         self.path = path
         self._conn = conn
+        self.read_only = read_only  # opened where this process cannot write (store/location.py)
 
     def close(self) -> None:
         self._conn.close()
@@ -82,63 +91,20 @@ class Store:
         return self.record_run(read_run(Path(run_dir)))
 
     def record_run(self, record: RunRecord) -> str:
+        """Record the run in one transaction. A full disk or a read-only store is a UsageError naming the store
+        (nothing of the run is recorded: the transaction is rolled back, or SQLite has already done so)."""
         job = record.job
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
+        if self.read_only:
+            raise UsageError(f"the results store {self.path} is read-only here; run {job.run_id} was not recorded")
         try:
-            conn.execute("DELETE FROM runs WHERE run_id = ?", (job.run_id,))
-            conn.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (job.run_id, job.started, _timestamp(job.started), job.finished, job.status.value, str(record.run_dir),
-                 time.strftime("%Y-%m-%dT%H:%M:%S%z"), job.schema_version, job.host.get("hostname"),
-                 job.versions.get("etfarm"), job.versions.get("executorch"), job.versions.get("torch"),
-                 _json(job.config.to_dict()), _json(job.versions), _json(job.host)))
-            conn.executemany(
-                "INSERT INTO models (run_id, ordinal, name, spec, backend, export_key, content_hash, git_commit, pte, "
-                "etrecord, inputs, reference_outputs, numerics_reference) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(job.run_id, k, m.name, m.spec, m.backend, m.key, m.content_hash, m.git_commit, m.pte, m.etrecord,
-                  m.inputs, m.reference_outputs, m.numerics_reference) for k, m in enumerate(job.models)])
-            for k, device in enumerate(job.devices):
-                self._insert_device(job.run_id, k, device, record)
-            conn.executemany(
-                "INSERT INTO events (run_id, device, model, event_block, event_index, event_name, is_delegated_op, "
-                f"{', '.join(META_FIELDS)}, samples, {', '.join(STAT_FIELDS)}, samples_ms, run_counts) "
-                f"VALUES ({', '.join('?' * (10 + len(META_FIELDS) + len(STAT_FIELDS)))})",
-                [(job.run_id, e.device, e.model, e.event_block, e.event_index, e.event_name,
-                  None if e.is_delegated_op is None else int(e.is_delegated_op), *(e.meta.get(f) for f in META_FIELDS),
-                  e.samples, *(e.stats.get(f) for f in STAT_FIELDS), _blob(e.samples_ms, "<f8"),
-                  _blob(e.run_counts, "<i8")) for e in record.events])
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+            _write_run(self._conn, record)
+        except sqlite3.OperationalError as exc:
+            code = exc.sqlite_errorcode & 0xFF  # the primary code of an extended one (SQLITE_IOERR_WRITE)
+            if code not in _HOST_TROUBLE:
+                raise
+            what = _HOST_TROUBLE[code] or str(exc)
+            raise UsageError(f"the results store {self.path}: {what}; run {job.run_id} was not recorded") from None
         return job.run_id
-
-    def _insert_device(self, run_id: str, ordinal: int, device: DeviceResult, record: RunRecord) -> None:
-        conn = self._conn
-        conn.execute("INSERT INTO devices (run_id, ordinal, name, transport, target, status, error, blame, runner_key, "
-                     "facts_json, controls_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                     (run_id, ordinal, device.name, device.transport, device.target, device.status.value, device.error,
-                      _enum(device.blame), device.runner_key, _json(device.facts), _json(device.controls)))
-        for k, model in enumerate(device.models):
-            v = model.verification
-            p90 = percentile(model.wall_execute_ms, 90)
-            conn.execute(
-                "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, device.name, k, model.name, model.status.value, model.error, _enum(model.blame),
-                 v.status.value if v else None, v.detail if v else None, v.max_abs_diff if v else None,
-                 v.runs_checked if v else None, median(model.wall_execute_ms), p90,
-                 median(model.untraced_execute_ms), median(model.load_ms),
-                 _json(list(record.sample_runs.get((device.name, model.name), ())))))
-            conn.executemany(
-                "INSERT INTO process_runs (run_id, device, model, ordinal, label, traced, execute_ms, load_ms, "
-                "program_load_ms, device_state_json, artifacts_json, runner_json, run_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(run_id, device.name, model.name, j, r.label, int(r.traced), _blob(r.execute_ms, "<f8"),
-                  r.load_ms, r.program_load_ms, _json(r.device_state), _json(list(r.artifacts)), _json(r.runner),
-                  _json({k: v for k, v in r.to_dict().items() if k != "execute_ms"}))
-                 for j, r in enumerate(model.runs)])
-
-    # ---- the results model ------------------------------------------------------------
 
     def has_run(self, run_id: str) -> bool:
         return self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
@@ -298,18 +264,83 @@ class Store:
             "FROM runs r JOIN devices d ON d.run_id = r.run_id JOIN models m ON m.run_id = r.run_id "
             "LEFT JOIN results res ON res.run_id = r.run_id AND res.device = d.name AND res.model = m.name "
             "WHERE r.run_id = ? ORDER BY d.ordinal, m.ordinal", (run_id,))
+        extra = memory_and_llm(self._conn, run_id)  # PSS, and an LLM's TTFT and decode rate
         return tuple(
             HistoryPoint(run_id=run_id, started=started, device=device, model=model,
                          status=dstatus if dstatus != DeviceStatus.OK.value or mstatus is None else mstatus,
-                         e2e_p50_ms=p50, e2e_p90_ms=p90, git_commit=commit, backend=backend or "", flagged=flagged)
+                         e2e_p50_ms=p50, e2e_p90_ms=p90, git_commit=commit, backend=backend or "", flagged=flagged,
+                         **extra.get((device, model), {}))
             for started, device, model, dstatus, mstatus, p50, p90, commit, backend, flagged in rows)
 
 
 # ---- helpers ----------------------------------------------------------------------------------
 
 
+def _write_run(conn: sqlite3.Connection, record: RunRecord) -> None:
+    """The run's rows in one transaction, replacing an earlier record of its id."""
+    job = record.job
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("DELETE FROM runs WHERE run_id = ?", (job.run_id,))
+        conn.execute(
+            "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (job.run_id, job.started, _timestamp(job.started), job.finished, job.status.value, str(record.run_dir),
+             time.strftime("%Y-%m-%dT%H:%M:%S%z"), job.schema_version, job.host.get("hostname"),
+             job.versions.get("etfarm"), job.versions.get("executorch"), job.versions.get("torch"),
+             _json(job.config.to_dict()), _json(job.versions), _json(job.host)))
+        conn.executemany(
+            "INSERT INTO models (run_id, ordinal, name, spec, backend, export_key, content_hash, git_commit, pte, "
+            "etrecord, inputs, reference_outputs, numerics_reference) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(job.run_id, k, m.name, m.spec, m.backend, m.key, m.content_hash, m.git_commit, m.pte, m.etrecord,
+              m.inputs, m.reference_outputs, m.numerics_reference) for k, m in enumerate(job.models)])
+        for k, device in enumerate(job.devices):
+            _insert_device(conn, job.run_id, k, device, record)
+        conn.executemany(
+            "INSERT INTO events (run_id, device, model, event_block, event_index, event_name, is_delegated_op, "
+            f"{', '.join(META_FIELDS)}, samples, {', '.join(STAT_FIELDS)}, samples_ms, run_counts) "
+            f"VALUES ({', '.join('?' * (10 + len(META_FIELDS) + len(STAT_FIELDS)))})",
+            [(job.run_id, e.device, e.model, e.event_block, e.event_index, e.event_name,
+              None if e.is_delegated_op is None else int(e.is_delegated_op), *(e.meta.get(f) for f in META_FIELDS),
+              e.samples, *(e.stats.get(f) for f in STAT_FIELDS), _blob(e.samples_ms, "<f8"),
+              _blob(e.run_counts, "<i8")) for e in record.events])
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:  # SQLite ends the transaction itself on a full disk: keep the real cause
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise
+
+
+def _insert_device(conn: sqlite3.Connection, run_id: str, ordinal: int, device: DeviceResult, record: RunRecord) -> None:
+    conn.execute("INSERT INTO devices (run_id, ordinal, name, transport, target, status, error, blame, runner_key, "
+                 "facts_json, controls_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                 (run_id, ordinal, device.name, device.transport, device.target, device.status.value, device.error,
+                  _enum(device.blame), device.runner_key, _json(device.facts), _json(device.controls)))
+    for k, model in enumerate(device.models):
+        v = model.verification
+        p90 = percentile(model.wall_execute_ms, 90)
+        conn.execute(
+            "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (run_id, device.name, k, model.name, model.status.value, model.error, _enum(model.blame),
+             v.status.value if v else None, v.detail if v else None, v.max_abs_diff if v else None,
+             v.runs_checked if v else None, median(model.wall_execute_ms), p90,
+             median(model.untraced_execute_ms), median(model.load_ms),
+             _json(list(record.sample_runs.get((device.name, model.name), ())))))
+        conn.executemany(
+            "INSERT INTO process_runs (run_id, device, model, ordinal, label, traced, execute_ms, load_ms, "
+            "program_load_ms, device_state_json, artifacts_json, runner_json, run_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(run_id, device.name, model.name, j, r.label, int(r.traced), _blob(r.execute_ms, "<f8"),
+              r.load_ms, r.program_load_ms, _json(r.device_state), _json(list(r.artifacts)), _json(r.runner),
+              _json({k: v for k, v in r.to_dict().items() if k != "execute_ms"}))
+             for j, r in enumerate(model.runs)])
+
+# ---- the results model ------------------------------------------------------------
+
+
 def _json(value: Mapping[str, Any] | Iterable[Any]) -> str:
-    return json.dumps(value if isinstance(value, (dict, list)) else dict(value))  # type: ignore[arg-type]
+    """Free-form JSON text: a non-finite number is null (run/codec.py `plain`), never a bare NaN."""
+    return json.dumps(plain(value if isinstance(value, (dict, list)) else dict(value)),  # type: ignore[arg-type]
+                      allow_nan=False)
 
 
 def _blob(values: np.ndarray | tuple[float, ...] | None, dtype: str) -> bytes | None:

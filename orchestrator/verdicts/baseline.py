@@ -3,9 +3,10 @@
 `last-good` for one (device, model) of run B is the newest stored run, older than B, that
 - measured a model of the same NAME on the same device (by name, not by content hash: a
   changed model file is exactly what a nightly must catch),
-- with the same settings: backend, iterations, warmup and CPU threads (the number of process
-  runs may differ: the statistics account for it),
-- where that device and model succeeded and its outputs were not wrong,
+- with the same settings: backend, iterations, warmup and CPU threads, and for an LLM the same
+  prompt and generation length (the number of process runs may differ: the statistics account for it),
+- where that device and model succeeded (every process run: a `partial` model is not a baseline, nor
+  is a job that was interrupted or is still running) and its outputs were not wrong,
 - and that no verdict marked as regressed. Verdicts are recorded beside the run, in
   `DIR/verdicts.json` (`record_verdicts`), by `nightly`: a night that regressed is never
   the next night's baseline, so a regression keeps failing until it is fixed or accepted
@@ -28,7 +29,8 @@ from typing import Any
 
 from orchestrator.cache import write_json_atomic
 from orchestrator.errors import UsageError
-from orchestrator.run.results import Job, ModelStatus, VerificationStatus, load_manifest
+from orchestrator.run.llm_figures import generation_key
+from orchestrator.run.results import DeviceStatus, Job, JobStatus, ModelStatus, VerificationStatus, load_manifest
 from orchestrator.store import Store, open_store, resolve_run, store_path
 from orchestrator.verdicts.compare import Baseline, BaselineFinder, Comparison, compare_against, compare_jobs
 from orchestrator.verdicts.noise import MIN_JOBS, WINDOW, NoiseFinder, NoiseFloor, estimate_floor
@@ -44,7 +46,7 @@ def settings_key(job: Job, model: str) -> tuple[Any, ...]:
     artifacts = job.model_artifacts(model)
     backend = artifacts.backend if artifacts else job.config.backend
     opts = job.config.options
-    return (backend, opts.iterations, opts.warmup, opts.cpu_threads)
+    return (backend, opts.iterations, opts.warmup, opts.cpu_threads, generation_key(job, model))
 
 
 def record_verdicts(run_dir: Path, comparison: Comparison) -> Path:
@@ -58,7 +60,7 @@ def marked_regressed(run_dir: Path, device: str, model: str) -> bool:
     path = Path(run_dir) / VERDICTS_JSON
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return False
     return any(p.get("device") == device and p.get("model_b") == model and (p.get("regressed") or
                                                                          p.get("verification_failed"))
@@ -66,9 +68,12 @@ def marked_regressed(run_dir: Path, device: str, model: str) -> bool:
 
 
 def _good(run_dir: Path, job: Job, device: str, model: str) -> bool:
+    if job.status in (JobStatus.RUNNING, JobStatus.INTERRUPTED):  # stopped part-way: partial data is no baseline
+        return False
     dev = job.device(device)
     result = dev.model(model) if dev else None
-    if result is None or result.status is ModelStatus.FAILED or not result.traced_runs:
+    if dev is None or dev.status is DeviceStatus.INTERRUPTED or result is None or result.status is not ModelStatus.OK \
+            or not result.traced_runs:
         return False
     if result.verification is not None and result.verification.status is VerificationStatus.FAIL:
         return False

@@ -29,6 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.artifacts.generation import LlmRunFigures
 from orchestrator.errors import EXIT_OK, Blame, DataError, one_line
 from orchestrator.run.results import (
     Job,
@@ -38,6 +39,7 @@ from orchestrator.run.results import (
     load_manifest,
 )
 from orchestrator.run.runner_contract import ETDUMP_NAME
+from orchestrator.verdicts.llm_metrics import MetricVerdict, metric_verdicts
 from orchestrator.verdicts.locate import located, ops_where
 from orchestrator.verdicts.noise import NoiseFinder, NoiseFloor
 from orchestrator.verdicts.statistics import (
@@ -65,6 +67,7 @@ class SideRun:
     label: str
     execute_ms: tuple[float, ...]
     etdump: Path | None
+    llm: LlmRunFigures | None = None  # an LLM's generations: TTFT and decode verdicts (llm_metrics.py)
 
 
 OpKey = tuple[str, str, int]  # (event_block, event_name, occurrence of that name in the block)
@@ -107,14 +110,15 @@ def side_from_job(root: str | Path, job: Job, device: str, model: str, labels: S
         why = (result.error if result and result.error else None) or dev.error or "no process run completed"
         blame = (result.blame if result and result.blame else None) or dev.blame or Blame.INFRASTRUCTURE
         return Side(job.run_id, device, model, missing=why, blame=blame)
-    runs = tuple(_side_run(root, r.label, r.execute_ms, r.artifacts) for r in result.traced_runs
+    runs = tuple(_side_run(root, r.label, r.execute_ms, r.artifacts, r.llm) for r in result.traced_runs
                  if labels is None or r.label in labels)
     return Side(job.run_id, device, model, runs, verification=_verification(result))
 
 
-def _side_run(root: Path, label: str, execute_ms: tuple[float, ...], artifacts: Sequence[str]) -> SideRun:
+def _side_run(root: Path, label: str, execute_ms: tuple[float, ...], artifacts: Sequence[str],
+              llm: LlmRunFigures | None = None) -> SideRun:
     etdump = next((root / a for a in artifacts if Path(a).name == ETDUMP_NAME), None)
-    return SideRun(label, execute_ms, etdump if etdump is not None and etdump.is_file() else None)
+    return SideRun(label, execute_ms, etdump if etdump is not None and etdump.is_file() else None, llm)
 
 
 def _verification(result: ModelResult) -> VerificationStatus | None:
@@ -172,6 +176,7 @@ class PairVerdict:
     noise: NoiseFloor | None = None  # the noise floor behind `threshold`/`op_threshold`, and whence
     dir_a: Path | None = None  # the run directories compared (for the structure diff and links; not serialised)
     dir_b: Path | None = None
+    metrics: tuple[MetricVerdict, ...] = ()  # an LLM's TTFT and decode tokens/s (llm_metrics.py)
 
     @property
     def model(self) -> str:
@@ -183,8 +188,9 @@ class PairVerdict:
 
     @property
     def regressed(self) -> bool:
-        """A regression end to end or in any op (never for a pair without data)."""
-        return self.verdict is Verdict.REGRESSED or bool(self.regressed_ops)
+        """A regression end to end, in any op or in an LLM metric (never for a pair without data)."""
+        return (self.verdict is Verdict.REGRESSED or bool(self.regressed_ops)
+                or any(m.verdict is Verdict.REGRESSED for m in self.metrics))
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "model_a": self.model_a, "model_b": self.model_b, "verdict": self.verdict.value,
@@ -193,7 +199,7 @@ class PairVerdict:
                 "reason": self.reason, "blame": self.blame.value if self.blame else None,
                 "verification_failed": self.verification_failed, "source_a": self.source_a,
                 "source_b": self.source_b, "noise_floor": self.noise.to_dict() if self.noise else None,
-                "ops": [o.to_dict() for o in self.ops]}
+                "metrics": [m.to_dict() for m in self.metrics], "ops": [o.to_dict() for o in self.ops]}
 
 
 @dataclass(frozen=True)
@@ -265,7 +271,8 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
     except DataError as exc:  # a corrupt or foreign ETDump: this pair has no data, the others keep their verdicts
         return PairVerdict(verdict=Verdict.NO_DATA, reason=f"per-op samples unreadable: {one_line(str(exc))}",
                            blame=Blame.DATA, **base)
-    return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, **base)
+    metrics = metric_verdicts([r.llm for r in a.runs], [r.llm for r in b.runs], settings, threshold)
+    return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, metrics=metrics, **base)
 
 
 def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) -> tuple[tuple[OpVerdict, ...], int]:

@@ -23,20 +23,23 @@ job per backend. Each job is recorded in the results store; its verdicts are wri
 (DIR/verdicts.json), which is what makes a regressed night never the next night's baseline.
 The first night has no baseline: its pairs are `new`, it passes and becomes the baseline.
 
-Exit code (`NightlyOutcome.exit_code`): 1 a regression or wrong outputs; else 3 when some device or
-model could not be measured (no-data); else 0.
+Exit code (`NightlyOutcome.exit_code`): 130 when Ctrl-C or SIGTERM stopped a job (what finished is
+recorded as `interrupted`, which is never a baseline, and no verdict is computed from it); else 1 a
+regression or wrong outputs; else 3 when some device or model could not be measured (no-data); else 0.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import ConfigError, EtfarmError
+from orchestrator.errors import EXIT_INTERRUPTED, ConfigError, EtfarmError, UsageError
 from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult, run_job
+from orchestrator.run.limits import LIMITS
 from orchestrator.run.results import RunOptions
 from orchestrator.store import Store
 from orchestrator.verdicts.baseline import (
@@ -52,7 +55,7 @@ from orchestrator.verdicts.statistics import (
     DEFAULT_THRESHOLD,
     VerdictSettings,
 )
-from orchestrator.yamlfile import load_yaml
+from orchestrator.yamlfile import load_yaml, shorten
 
 EXIT_NIGHTLY_UNMEASURED = 3
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
@@ -108,12 +111,12 @@ def load_plan(path: Path) -> NightlyPlan:
         if data.get(key) in (None, "", []):
             raise ConfigError(path, key, "required")
     backend = _text(path, "backend", data.get("backend", "xnnpack"))
-    report = Path(_text(path, "report", data["report"])).expanduser()
+    report = _folder(path, "report", data["report"])
     return NightlyPlan(
         path=Path(path), devices=_devices(path, data["devices"]), models=_models(path, data["models"], backend),
-        report=report, out=Path(_text(path, "out", data["out"])).expanduser() if data.get("out") else report / "runs",
-        runs=_count(path, data, "runs", 10, 1), iterations=_count(path, data, "iterations", 50, 1),
-        warmup=_count(path, data, "warmup", 5, 0),
+        report=report, out=_folder(path, "out", data["out"]) if data.get("out") else report / "runs",
+        runs=_count(path, data, "runs", 10), iterations=_count(path, data, "iterations", 50),
+        warmup=_count(path, data, "warmup", 5),
         threshold=_percent(path, data, "threshold", DEFAULT_THRESHOLD),
         op_threshold=_percent(path, data, "op_threshold", DEFAULT_OP_THRESHOLD),
         baseline=_text(path, "baseline", data.get("baseline", LAST_GOOD)),
@@ -184,11 +187,26 @@ def _models(path: Path, value: Any, backend: str) -> tuple[PlanModel, ...]:
     return tuple(out)
 
 
-def _count(path: Path, data: dict[str, Any], key: str, default: int, least: int) -> int:
+def _count(path: Path, data: dict[str, Any], key: str, default: int) -> int:
+    """A count within RunOptions' bounds (run/limits.py), as the command line's."""
     value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ConfigError(path, key, f"expected a whole number >= {least}, got {value!r}")
+    least, most = LIMITS[key]
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+        raise ConfigError(path, key, f"expected a whole number >= {least:g} and <= {most:g}, got {shorten(repr(value))}")
     return value
+
+
+def _folder(path: Path, key: str, value: Any) -> Path:
+    """A directory the night writes into: absent (made later) or a directory, never a file."""
+    folder = Path(_text(path, key, value)).expanduser()
+    for part in (folder, *folder.parents):
+        if part.exists():
+            if not part.is_dir():
+                raise ConfigError(path, key, f"{folder}: {part} is a file, not a directory")
+            if not os.access(part, os.W_OK | os.X_OK):
+                raise ConfigError(path, key, f"{folder}: cannot write in {part} (read-only or not ours)")
+            break
+    return folder
 
 
 def _percent(path: Path, data: dict[str, Any], key: str, default: float) -> float:
@@ -234,9 +252,12 @@ class NightlyOutcome:
     comparison: Comparison
     notes: tuple[str, ...] = field(default_factory=tuple)
     confirmations: tuple[Confirmation, ...] = ()
+    interrupted: bool = False  # Ctrl-C or SIGTERM stopped a job: no verdicts from partial data (exit 130)
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
         if self.comparison.regressed or self.comparison.verification_failed:
             return 1
         return EXIT_NIGHTLY_UNMEASURED if self.comparison.no_data else 0
@@ -252,15 +273,16 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     tell that from a regression. So the (device, model) pairs a night finds regressed are run again
     at once, as a job of their own, and compared again; the second comparison is the night's verdict
     for them. A false alarm then needs two outlier jobs in a row; a real regression shows twice."""
-    from orchestrator.artifacts.modelspec import parse_model_spec
-
+    if plan.baseline != LAST_GOOD:
+        named_finder(store, plan.baseline)  # a baseline that names nothing is refused before any job runs
     run = _farm_runner(plan, farm, progress) if farm is not None else _host_runner(plan, config, progress)
     jobs: list[JobResult] = []
-    for backend in dict.fromkeys(m.backend for m in plan.models):
-        specs = [parse_model_spec(m.spec, m.name) for m in plan.models if m.backend == backend]
+    for backend, specs in _plan_specs(plan).items():
         plan.out.mkdir(parents=True, exist_ok=True)
         jobs.append(run(specs, backend, *_new_dir(plan.out), list(plan.devices)))
         _record(store, jobs[-1])
+        if jobs[-1].interrupted:
+            return _interrupted(plan, jobs)
     pairs = []
     notes = []
     again_jobs: list[JobResult] = []
@@ -272,6 +294,8 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
         if regressed and plan.confirm:
             again = _confirm(plan, store, run, result, regressed, progress)
             again_jobs.append(again)
+            if again.interrupted:
+                return _interrupted(plan, (*jobs, *again_jobs))
             second = {(p.device, p.model): p for p in _compare(plan, store, again).pairs}
             for pair in regressed:
                 found = second.get((pair.device, pair.model))
@@ -284,6 +308,30 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     ids = "+".join(j.job.run_id for j in (*jobs, *again_jobs))
     return NightlyOutcome(plan, (*jobs, *again_jobs), Comparison(plan.baseline, ids, plan.settings, tuple(pairs)),
                           tuple(notes), tuple(confirmations))
+
+
+def _plan_specs(plan: NightlyPlan) -> dict[str, list[Any]]:
+    """The plan's model specs per backend (a job each), resolved and named before anything runs, by
+    `run`'s rule: the same model listed twice, or two models of one name, is a usage error."""
+    from orchestrator.artifacts.modelspec import parse_model_specs
+
+    jobs = {}
+    for backend in dict.fromkeys(m.backend for m in plan.models):
+        models = [m for m in plan.models if m.backend == backend]
+        try:
+            jobs[backend] = parse_model_specs([m.spec for m in models], [m.name for m in models],
+                                              hint="list each model once, or give each its own name")
+        except UsageError as exc:
+            raise ConfigError(plan.path, "models", str(exc)) from None
+    return jobs
+
+
+def _interrupted(plan: NightlyPlan, jobs: Sequence[JobResult]) -> NightlyOutcome:
+    """Ctrl-C or SIGTERM stopped a job: what finished is recorded (marked interrupted, never a baseline),
+    no verdict is computed from the partial data."""
+    ids = "+".join(j.job.run_id for j in jobs)
+    notes = tuple(f"run {j.job.run_id}: {j.rundir.root}" + (" (interrupted)" if j.interrupted else "") for j in jobs)
+    return NightlyOutcome(plan, tuple(jobs), Comparison(plan.baseline, ids, plan.settings, ()), notes, interrupted=True)
 
 
 def _compare(plan: NightlyPlan, store: Store, result: JobResult) -> Comparison:

@@ -9,8 +9,13 @@ phone's Android facts from getprop, dumpsys and sysfs.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +24,7 @@ from testbed.android import AndroidPhone
 
 from device_agents import create_agent
 from device_agents.base import parse_facts
-from device_agents.step import StepRequest, run_step, step_files
+from device_agents.step import StepRequest, StepResult, kill_step_command, run_step, step_files
 from orchestrator.artifacts.build import RunnerBuild, build_runner
 from orchestrator.artifacts.lowering import export_model
 from orchestrator.artifacts.modelspec import parse_model_spec
@@ -43,6 +48,19 @@ def android_build(tmp_path_factory: pytest.TempPathFactory) -> RunnerBuild:
         return build_runner("android-arm64-v8a")
 
 
+def test_etfarm_build_says_what_it_bundled(android_build: RunnerBuild) -> None:
+    """`etfarm build --target android-arm64-v8a` with no NDK: the runtime, the bundled glibc, how the phone starts it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("ANDROID_NDK", "ANDROID_NDK_HOME", "ANDROID_NDK_ROOT")}
+    result = subprocess.run([sys.executable, "-m", "orchestrator.cli", "build", "--target", "android-arm64-v8a"],
+                            capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"cached: {android_build.runner}"
+    assert lines[1].startswith("runtime: bundled-glibc (executorch_DIR ") and lines[1].endswith("/share/cmake)")
+    assert lines[2] == f"bundled glibc: {', '.join(android_build.bundled)}" and "libc.so.6" in lines[2]
+    assert lines[3] == "started on the device as: ./lib/ld-linux-aarch64.so.1 --library-path ./lib ./bin/etfarm_runner ..."
+
+
 def test_phone_is_android_shaped(android_phone: AndroidPhone) -> None:
     """No glibc and no bash on the phone; mksh is its sh; toybox-only commands."""
     for absent in ("lib", "lib64", "usr", "bin", "tmp"):
@@ -50,8 +68,11 @@ def test_phone_is_android_shaped(android_phone: AndroidPhone) -> None:
     with create_agent(android_phone.spec()) as agent:
         probe = agent.check(["sh", "-c", 'echo "$KSH_VERSION"; command -v bash || echo no-bash; uname -m; '
                                          "stat --printf=%s /etc/passwd >/dev/null 2>&1 || echo no-gnu-stat"])
+        # Every device command runs under the phone's `timeout`: its exit codes must be the command's.
+        codes = [agent.run(["sh", "-c", f"exit {k % 3}"]).exit_code for k in range(30)]
     lines = probe.stdout.splitlines()
     assert "MIRBSD KSH" in lines[0] and lines[1:] == ["no-bash", "aarch64", "no-gnu-stat"], lines
+    assert codes == [k % 3 for k in range(30)], codes
 
 
 def test_describe_reports_android_facts(android_phone: AndroidPhone) -> None:
@@ -98,6 +119,32 @@ def test_step_script_runs_under_mksh(android_phone: AndroidPhone, tmp_path: Path
     assert result.facts["android"]["battery"]["status"] == "charging" and "product" not in result.facts["android"]
 
 
+def test_a_killed_step_leaves_no_runner_under_toybox_timeout(android_phone: AndroidPhone, tmp_path: Path) -> None:
+    """Ctrl-C and retries kill the step's runner (kill_step_command): toybox's `timeout` puts the runner in a
+    process group of its own and does not pass signals on, so the runner's session is killed, not `timeout`."""
+    spec = android_phone.spec(exec_prefix=())
+    out_rel = "out/m/run-1"
+    with create_agent(spec) as agent:
+        agent.stage(step_files())
+        runner = ["sh", "-c", 'echo $$ >"$1/runner.pid"; exec sleep 120', "runner", agent.remote_path(out_rel)]
+        request = StepRequest(out_rel=out_rel, argv=runner, timeout_s=300, describe=False)
+        done: list[StepResult] = []
+        step = threading.Thread(target=lambda: done.append(run_step(agent, request, tmp_path)), daemon=True)
+        step.start()
+        pid_file = android_phone.host_path(f"{spec.workdir}/{out_rel}/runner.pid")
+        deadline = time.monotonic() + 30
+        while not (pid_file.is_file() and pid_file.read_text().strip()):
+            assert time.monotonic() < deadline and step.is_alive(), "the runner never started"
+            time.sleep(0.05)
+        runner_pid = int(pid_file.read_text())
+        with create_agent(spec) as other:
+            assert other.run(kill_step_command(other, out_rel), timeout_s=10).ok
+        step.join(30)
+    assert done and done[0].exit_code in (143, 137) and not done[0].lost, done  # ended by the signal
+    stat = Path(f"/proc/{runner_pid}/stat")  # the phone shares this host's pid namespace
+    assert not stat.exists() or stat.read_text().split(") ")[1].startswith("Z"), "the runner was left running"
+
+
 def test_abi_comes_from_the_phone(android_phone: AndroidPhone) -> None:
     android_phone.set_props({"ro.product.cpu.abi": "armeabi-v7a"})
     with create_agent(android_phone.spec()) as agent:
@@ -127,8 +174,9 @@ def test_bundled_glibc_runner_runs_on_the_phone(android_phone: AndroidPhone, and
         result = run_step(agent, StepRequest(out_rel=out_rel, argv=argv, timeout_s=300, env=android_build.env(workdir)),
                           tmp_path)
     assert result.ok, result.tail()
-    assert result.command.startswith("timeout ") and shlex.split(result.command)[4:7] == [
-        "qemu-aarch64", f"{workdir}/lib/ld-linux-aarch64.so.1", "--library-path"]
+    start = len(android_phone.exec_prefix)  # () where qemu is in the phone's own binfmt_misc: started as on a phone
+    assert result.command.startswith("timeout ") and shlex.split(result.command)[4:6 + start] == [
+        *android_phone.exec_prefix, f"{workdir}/lib/ld-linux-aarch64.so.1", "--library-path"]
     assert 'ETFARM_BACKENDS ["XnnpackBackend"]' in result.stdout and "ETFARM_RESULT" in result.stdout
     assert result.facts["android"]["product"]["model"] == "Pixel 8", "describe.sh ran inside the step, under mksh"
     etdump = read_etdump(result.files["etdump.etdp"])

@@ -14,8 +14,8 @@ from tests.helpers.inspector_stats import assert_stats_equal_inspector
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS = REPO / "configs" / "models"
-DESIGN_COLUMNS = ["device", "model", "event_block", "event_index", "event_name", "samples",
-                  "min_ms", "p10_ms", "p50_ms", "p90_ms", "avg_ms", "max_ms", "std_ms"]
+CONTRACT_COLUMNS = ["device", "model", "event_block", "event_index", "event_name", "samples",
+                    "min_ms", "p10_ms", "p50_ms", "p90_ms", "avg_ms", "max_ms", "std_ms"]
 
 
 def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
@@ -43,7 +43,7 @@ def test_run_local_xnnpack_end_to_end_then_warm(tmp_path: Path) -> None:
     assert [p.parent.name for p in etdumps] == ["run-1", "run-2", "run-3"]
 
     stats = pd.read_csv(out / "stats.csv")
-    assert list(stats.columns[: len(DESIGN_COLUMNS)]) == DESIGN_COLUMNS
+    assert list(stats.columns[: len(CONTRACT_COLUMNS)]) == CONTRACT_COLUMNS
     assert set(stats["device"]) == {"local"} and set(stats["model"]) == {"tiny_cnn"}
     execute = stats[stats["event_name"] == "Method::execute"]
     assert execute["samples"].tolist() == [3 * 4]  # warmup iterations are not in the ETDump

@@ -205,6 +205,52 @@ def _run_killing_worker_a(farm: Farm, out: Path, restart: Path | None, *extra: s
     return client.returncode, seen + stderr
 
 
+class RunnerGate:
+    """An exec_prefix that holds runner starts on the device (the ssh testbed device is this host, so the
+    test sees its files): the first `free` starts pass, later ones wait for the test's word. `cut()`
+    (after the worker is killed) makes the waiting ones exit without starting the runner, so no orphan
+    of the dead worker's task can race the resumed job; `open()` lets every later start through.
+    The test decides when a run may happen, instead of racing a cooldown on a loaded machine."""
+
+    WAIT_LIMIT = 600  # polls of 0.1 s: a test that forgets the gate is not held for ever
+
+    def __init__(self, root: Path, free: int) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        self.script = root / "gate.sh"
+        self.script.write_text(
+            '#!/bin/sh\n'
+            f'd={shlex.quote(str(root))}\n'
+            'echo "$$" >> "$d/starts"\n'
+            f'if [ "$(wc -l < "$d/starts")" -gt {free} ]; then\n'
+            '  touch "$d/waiting-$$"\n'
+            '  i=0\n'
+            f'  while [ ! -e "$d/open" ] && [ $i -lt {self.WAIT_LIMIT} ]; do\n'
+            '    if [ -e "$d/cut" ]; then rm -f "$d/waiting-$$"; exit 75; fi\n'
+            '    sleep 0.1; i=$((i+1))\n'
+            '  done\n'
+            '  rm -f "$d/waiting-$$"\n'
+            'fi\n'
+            'exec "$@"\n')
+        self.script.chmod(0o755)
+
+    @property
+    def prefix(self) -> tuple[str, ...]:
+        return (str(self.script),)
+
+    def cut(self) -> None:
+        """The starts held now exit without running (their task's worker is gone)."""
+        (self.root / "cut").touch()
+        deadline = time.monotonic() + 10
+        while list(self.root.glob("waiting-*")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not list(self.root.glob("waiting-*")), "a held runner start did not leave the gate"
+        (self.root / "cut").unlink()
+
+    def open(self) -> None:
+        (self.root / "open").touch()
+
+
 def _farm_of_two(farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> Path:
     """Workers wa (host-a) and wb (host-b), both online; returns wa's inventory."""
     a, b = two_hosts
@@ -234,9 +280,12 @@ def test_a_killed_worker_s_task_runs_when_its_device_comes_back(
 @pytest.mark.slow
 def test_a_device_that_never_comes_back_fails_after_the_deadline_then_resume_runs_only_it(
         farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
-    config_a = _farm_of_two(farm, two_hosts, tmp_path)
+    gate = RunnerGate(tmp_path / "gate", free=0)  # host-a's run 1 is held until its worker is dead
+    host_a, host_b = two_hosts
+    config_a = _farm_of_two(farm, (replace(host_a, exec_prefix=gate.prefix), host_b), tmp_path)
     out = tmp_path / "dist"
-    code, stderr = _run_killing_worker_a(farm, out, None, "--device-deadline", "3")
+    code, stderr = _run_killing_worker_a(farm, out, None, "--device-deadline", "3", after_kill=gate.cut)
+    gate.open()
     assert code == 1, stderr[-4000:]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "partial"
@@ -301,29 +350,13 @@ def test_sigint_stops_the_farm_s_sessions_then_resume_completes_the_run(
     _check_stats(out, ("host-a", "host-b"))
 
 
-def gated_runner_prefix(gate: Path) -> tuple[str, ...]:
-    """An exec_prefix holding every runner start after the first until `gate/open` exists (bounded at
-    60 s): the test decides when run 2 may run, instead of racing a cooldown on a loaded machine."""
-    gate.mkdir(parents=True, exist_ok=True)
-    script = gate / "gate.sh"
-    script.write_text('#!/bin/sh\n'
-                      f'd={shlex.quote(str(gate))}\n'
-                      'if [ -e "$d/started" ]; then\n'
-                      '  i=0; while [ ! -e "$d/open" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\n'
-                      'fi\n'
-                      'touch "$d/started"\n'
-                      'exec "$@"\n')
-    script.chmod(0o755)
-    return (str(script),)
-
-
 @pytest.mark.slow
 def test_runs_finished_before_a_worker_dies_are_kept_and_resume_runs_only_the_rest(
         farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
-    gate = tmp_path / "gate"
+    gate = RunnerGate(tmp_path / "gate", free=1)
     host_a, host_b = two_hosts
     # host-a's run 2 waits at the gate until worker wa is dead: run 1 must reach the client first.
-    host_a = replace(host_a, exec_prefix=gated_runner_prefix(gate))
+    host_a = replace(host_a, exec_prefix=gate.prefix)
     config_a = _farm_of_two(farm, (host_a, host_b), tmp_path)
     out = tmp_path / "dist"
 
@@ -338,7 +371,8 @@ def test_runs_finished_before_a_worker_dies_are_kept_and_resume_runs_only_the_re
         raise AssertionError(f"run-1 never reached the client: {load_manifest(out).device('host-a')}")
 
     code, stderr = _run_killing_worker_a(farm, out, None, "--device-deadline", "3", at="run 2/2",
-                                         before_kill=run_1_collected, after_kill=lambda: (gate / "open").touch())
+                                         before_kill=run_1_collected, after_kill=gate.cut)
+    gate.open()
     assert code == 1, stderr[-4000:]
     cut = load_manifest(out)
     model = cut.device("host-a").model("tiny_cnn")  # type: ignore[union-attr]

@@ -3,21 +3,27 @@
 A prefix is the wheel's lib/, include/ and share/ copied elsewhere; the runner is built against it
 (checked by the build's recorded executorch_DIR), links every backend it offers (the wheel's own
 aggregate leaves QNN out), says which registered, and a .pte whose delegate the runtime lacks fails
-with one line naming the backend.
+with one line naming the backend. Through the inventory (`runtime: PATH`) too: `etfarm run` builds per target and
+runtime, records which ran, and a device whose runtime cannot load the program fails with the runner's one line.
 """
 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from device_agents import DeviceSpec
 from orchestrator import procs
 from orchestrator.artifacts import targets
 from orchestrator.artifacts.build import RunnerBuild, build_runner, read_build_info
 from orchestrator.artifacts.lowering import export_model
 from orchestrator.artifacts.modelspec import parse_model_spec
+from orchestrator.run.results import load_manifest
+from tests.helpers.inventory import write_inventory
 
 pytestmark = pytest.mark.slow
 
@@ -37,8 +43,18 @@ def _run(build: RunnerBuild, pte: Path) -> procs.CommandResult:
     return procs.run(argv, env=build.env(str(build.root)), timeout_s=120)
 
 
-def test_user_runtime_links_every_backend_it_offers(tmp_path: Path) -> None:
-    prefix = _prefix(tmp_path / "et-prefix")
+@pytest.fixture(scope="module")
+def full_prefix(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _prefix(tmp_path_factory.mktemp("user-runtime") / "et-prefix")
+
+
+@pytest.fixture(scope="module")
+def no_xnnpack_prefix(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _prefix(tmp_path_factory.mktemp("user-runtime") / "no-xnnpack", without=("libexecutorch_backend_xnnpack.so",))
+
+
+def test_user_runtime_links_every_backend_it_offers(full_prefix: Path) -> None:
+    prefix = full_prefix
     build = build_runner("host", runtime=prefix)
     assert build.runtime == "user" and build.executorch_dir == str(prefix / "share" / "cmake")
     assert read_build_info(build)["executorch_dir"] == str(prefix / "share" / "cmake")
@@ -48,9 +64,8 @@ def test_user_runtime_links_every_backend_it_offers(tmp_path: Path) -> None:
     assert result.stdout.splitlines()[0].startswith("ETFARM_BACKENDS [") and '"backends": [' in result.stdout
 
 
-def test_a_delegate_the_runtime_lacks_fails_in_one_line(tmp_path: Path) -> None:
-    prefix = _prefix(tmp_path / "no-xnnpack", without=("libexecutorch_backend_xnnpack.so",))
-    build = build_runner("host", runtime=prefix)
+def test_a_delegate_the_runtime_lacks_fails_in_one_line(no_xnnpack_prefix: Path) -> None:
+    build = build_runner("host", runtime=no_xnnpack_prefix)
     assert "XnnpackBackend" not in build.backends and build.backends
     pte = export_model(parse_model_spec(TINY_CNN)).pte
     result = _run(build, pte)
@@ -58,3 +73,41 @@ def test_a_delegate_the_runtime_lacks_fails_in_one_line(tmp_path: Path) -> None:
     assert result.stderr.splitlines() == [
         f"etfarm_runner: error: program '{pte}' method 'forward' needs backends it does not register: XnnpackBackend "
         f"(registered: {', '.join(build.backends)}; build the runner against a runtime that has them)"]
+
+
+def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True, timeout=1200)
+
+
+def test_runtime_in_the_inventory(full_prefix: Path, tmp_path: Path) -> None:
+    """`runtime: PATH` in the inventory: that device's runner is built against the prefix, the other device of the
+    same target keeps etfarm's own (builds are keyed by target and runtime), and the manifest says which ran where."""
+    own = DeviceSpec("own", "local", "host", str(tmp_path / "own"), runtime=str(full_prefix))
+    plain = DeviceSpec("plain", "local", "host", str(tmp_path / "plain"))
+    config = write_inventory(tmp_path / "devices.yaml", [own, plain])
+    out = tmp_path / "run"
+    result = etfarm("run", "--config", str(config), "--devices", "own,plain", "--model", TINY_CNN, "--runs", "1",
+                    "--iterations", "2", "--untraced-runs", "0", "--no-report", "--no-store", "--out", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    job = load_manifest(out)
+    mine, theirs = job.device("own"), job.device("plain")
+    assert mine is not None and theirs is not None and mine.runner_key != theirs.runner_key
+    runner = mine.facts["runner"]
+    assert runner["runtime"] == "user" and runner["executorch_dir"] == str(full_prefix / "share" / "cmake")
+    assert {"XnnpackBackend", "QnnBackend"} <= set(runner["backends"])  # as the runner said on the device
+    assert theirs.facts["runner"]["runtime"] == "wheel"
+    assert f"runner for host (runtime {full_prefix}): " in result.stderr and "runner for host: " in result.stderr
+
+
+def test_a_program_needing_an_unregistered_backend_fails_the_device_in_one_line(no_xnnpack_prefix: Path,
+                                                                                 tmp_path: Path) -> None:
+    device = DeviceSpec("own", "local", "host", str(tmp_path / "own"), runtime=str(no_xnnpack_prefix))
+    config = write_inventory(tmp_path / "devices.yaml", [device])
+    out = tmp_path / "run"
+    result = etfarm("run", "--config", str(config), "--devices", "own", "--model", TINY_CNN, "--runs", "1",
+                    "--untraced-runs", "0", "--no-report", "--no-store", "--out", str(out))
+    assert result.returncode == 1
+    error = load_manifest(out).device("own").error  # type: ignore[union-attr]
+    assert error is not None and "\n" not in error, error
+    assert "needs backends it does not register: XnnpackBackend (registered: " in error, error
+    assert error.startswith("[own] runner (tiny_cnn, run-1): program ")

@@ -132,14 +132,15 @@ def test_non_utf8_and_huge_values_give_short_clear_errors(tmp_path: Path) -> Non
     with pytest.raises(ConfigError) as err:
         load_inventory(huge)
     assert "expected an integer, got str '999" in str(err.value) and len(str(err.value)) < 300
-@pytest.mark.parametrize(("value", "expected"), [("2", "2"), (3, "3"), ("0-3", "0-3"), ("0, 2,4-7", "0,2,4-7")])
+@pytest.mark.parametrize(("value", "expected"), [("2", "2"), (3, "3"), ("0-3", "0-3"), ("0, 2,4-7", "0,2,4-7"),
+                                               ("big", "big"), ("prime", "prime")])
 def test_cpus_key_is_a_cpu_list(tmp_path: Path, value: object, expected: str) -> None:
     text = value if isinstance(value, int) else f'"{value}"'
     path = write(tmp_path, f"devices:\n  b:\n    transport: local\n    cpus: {text}\n")
     assert load_inventory(path).devices["b"].cpus == expected
 
 
-@pytest.mark.parametrize("value", ['"0-"', '"a"', '"1;rm -rf /"', "[1, 2]", "true"])
+@pytest.mark.parametrize("value", ['"0-"', '"a"', '"1;rm -rf /"', "[1, 2]", "true", "little"])
 def test_bad_cpus_name_the_key(tmp_path: Path, value: str) -> None:
     path = write(tmp_path, f"devices:\n  b:\n    transport: local\n    cpus: {value}\n")
     with pytest.raises(ConfigError, match=r"devices\.b\.cpus.*cpu list"):
@@ -152,3 +153,42 @@ def test_default_ssh_workdir_is_per_user_and_per_device(tmp_path: Path) -> None:
     devices = load_inventory(write(tmp_path, text)).devices
     assert devices["a"].workdir == "/tmp/etfarm-alice/a"
     assert devices["b"].workdir == f"/tmp/etfarm-{getpass.getuser()}/b"
+
+
+def test_runtime_is_a_prefix_path_relative_to_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "devices:\n  a:\n    transport: local\n    runtime: et-install\n"
+                           "  b:\n    transport: local\n    runtime: ~/et\n  c:\n    transport: local\n")
+    devices = load_inventory(path).devices
+    assert devices["a"].runtime == str((tmp_path / "et-install").resolve())
+    assert devices["b"].runtime == str(Path.home() / "et") and devices["c"].runtime is None
+    assert devices["a"].inventory_entry()["runtime"] == devices["a"].runtime  # written back as read
+    with pytest.raises(ConfigError, match=r"devices\.a\.runtime: expected the path"):
+        load_inventory(write(tmp_path, "devices:\n  a:\n    transport: local\n    runtime: ''\n"))
+
+
+def test_adb_serial_is_a_device_without_an_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    from device_agents.adb import discover
+
+    monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", "5999")
+    monkeypatch.setattr(discover, "device_abi", lambda server, serial: {"R58M": "arm64-v8a", "OLD": "armeabi-v7a"}[serial])
+    inventory = load_inventory(None)
+    phone, local = inventory.select("adb:R58M,local")
+    assert (phone.name, phone.transport, phone.target, phone.workdir) == ("adb:R58M", "adb", "android-arm64-v8a",
+                                                                          "/data/local/tmp/etfarm")
+    assert phone.settings == AdbSettings(serial="R58M", adb_host="127.0.0.1", adb_port=5999) and local.name == "local"
+    with pytest.raises(UsageError, match=r"adb:OLD: the device's ABI is armeabi-v7a .* run on arm64-v8a only"):
+        inventory.select("adb:OLD")
+    with pytest.raises(UsageError, match="give the device's serial"):
+        inventory.select("adb:")
+
+
+def test_the_default_adb_server_is_adbs_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    from device_agents.adb.discover import default_server
+
+    for name in ("ADB_SERVER_SOCKET", "ANDROID_ADB_SERVER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    assert default_server() == ("127.0.0.1", 5037)
+    monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", "5038")
+    assert default_server() == ("127.0.0.1", 5038)
+    monkeypatch.setenv("ADB_SERVER_SOCKET", "tcp:10.0.0.2:5039")
+    assert default_server() == ("10.0.0.2", 5039)

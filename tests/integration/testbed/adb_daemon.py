@@ -15,7 +15,11 @@ With `--chroot`, DIR is the device's `/` (an emulated Android phone, testbed/and
 shell commands run as `chroot DIR /system/bin/sh -c <cmd>` with adb's Android environment, sync
 paths are device paths inside DIR, and /proc and /dev are bind-mounted into DIR at start. Run it
 in its own mount namespace (`unshare --mount`, as testbed/android.py does) so those mounts stay
-invisible to the host.
+invisible to the host. With `--binfmt QEMU` as well (in a user namespace of its own, Linux >= 6.7),
+the daemon mounts that namespace's own binfmt_misc instance and registers QEMU for aarch64 ELF
+files there (flag F: the interpreter is opened now, so the phone's root need not hold it): the
+phone's shell then starts aarch64 programs as a phone does, with no exec_prefix, and nothing
+outside the daemon's namespace sees the registration.
 
 Wire facts from AOSP adb/protocol.txt: a 24-byte little-endian header (command,
 arg0, arg1, data length, data checksum, magic = command ^ 0xffffffff). Peers at
@@ -75,6 +79,29 @@ class DeviceRoot:
         """Bind /proc and /dev into the chroot (in this daemon's own mount namespace)."""
         for name in ("proc", "dev"):
             subprocess.run(["mount", "--rbind", f"/{name}", str(self.root / name)], check=True, capture_output=True)
+
+
+# binfmt_misc's aarch64 ELF entry, as Debian's qemu-user-static registers it (magic and mask of the ELF header).
+AARCH64_MAGIC = b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00"
+AARCH64_MASK = b"\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff"
+
+
+def register_binfmt(qemu: str, where: Path) -> None:
+    """Register `qemu` for aarch64 ELF files in this user namespace's own binfmt_misc instance.
+
+    Refused in the machine's first user namespace, where the instance is the host's: registering
+    there would change how every process on the machine runs aarch64 files."""
+    with open("/proc/self/uid_map") as fh:
+        if fh.read().split() == ["0", "0", "4294967295"]:
+            raise SystemExit("--binfmt needs a user namespace of its own (unshare --user --map-root-user)")
+    where.mkdir(exist_ok=True)  # a mount point beside the phone's root: the mount is this namespace's alone
+    subprocess.run(["mount", "-t", "binfmt_misc", "binfmt_misc", where], check=True, capture_output=True)
+
+    def hexed(data: bytes) -> str:  # binfmt_misc reads bytes written as \xHH
+        return "".join(f"\\x{b:02x}" for b in data)
+
+    with open(where / "register", "w") as fh:
+        fh.write(f":qemu-aarch64:M::{hexed(AARCH64_MAGIC)}:{hexed(AARCH64_MASK)}:{qemu}:F")
 
 
 class Stream:
@@ -329,11 +356,13 @@ async def _send_file(stream: Stream, path: str) -> None:
         await stream.write(bytes(out) + b"DONE" + bytes(4))
 
 
-async def main(port: int, root: Path, chroot: bool = False) -> None:
+async def main(port: int, root: Path, chroot: bool = False, binfmt: str | None = None) -> None:
     root.mkdir(parents=True, exist_ok=True)
     device = DeviceRoot(root, chroot)
     if chroot:
         device.mount()
+    if binfmt:
+        register_binfmt(binfmt, root.with_name(root.name + ".binfmt"))
 
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await Connection(reader, writer, device).serve()
@@ -350,8 +379,9 @@ if __name__ == "__main__":
     parser.add_argument("--root", type=Path, required=True, help="the device's folder: shell cwd")
     parser.add_argument("--port", type=int, default=0, help="TCP port (0: pick a free one)")
     parser.add_argument("--chroot", action="store_true", help="DIR is the device's / (an emulated Android phone)")
+    parser.add_argument("--binfmt", metavar="QEMU", help="register QEMU for aarch64 programs (own user namespace only)")
     args = parser.parse_args()
     try:
-        asyncio.run(main(args.port, args.root, args.chroot))
+        asyncio.run(main(args.port, args.root, args.chroot, args.binfmt))
     except KeyboardInterrupt:
         sys.exit(0)

@@ -1,16 +1,19 @@
 """An emulated Android phone: the test device daemon serving a chroot that looks like a Pixel 8.
 
 The real adb server attaches to it as to any network device. Its shell is Android's (mksh and
-toybox's commands only), its root has no glibc, and it runs aarch64 programs under qemu-user:
-the spec's `exec_prefix` is `qemu-aarch64` (static, in /system/bin), so a runner that needs
-anything the phone lacks fails here as on a phone. See android_root.py for the tree.
+toybox's commands only), its root has no glibc, and it runs aarch64 programs under qemu-user,
+so a runner that needs anything the phone lacks fails here as on a phone. See android_root.py
+for the tree.
 
-qemu runs through `exec_prefix`, not binfmt_misc: registering a binfmt handler changes how
-every process on the machine execs aarch64 files (and needs binfmt_misc mounted, which this
-testbed's hosts do not have); an exec_prefix touches nothing outside the test.
+How qemu starts them: where the kernel gives each user namespace its own binfmt_misc (Linux >= 6.7),
+the daemon runs in a user and mount namespace of its own and registers the static qemu-aarch64
+there (adb_daemon.py --binfmt): the phone's shell execs an aarch64 program as a phone does, etfarm
+starts the runner exactly as on a phone (no exec_prefix), and nothing outside the daemon's
+namespace changes. On older kernels the spec's `exec_prefix` is `qemu-aarch64` (static, in
+/system/bin) instead (`AndroidPhone.exec_prefix` says which).
 
-The daemon runs in its own mount namespace (`unshare --mount`; with `--user --map-root-user`
-when not root), where it bind-mounts /proc and /dev into the root; the host never sees them.
+The daemon runs in its own mount namespace (`unshare --mount`, with `--user --map-root-user` when
+not root or for binfmt_misc), where it bind-mounts /proc and /dev into the root; the host never sees them.
 """
 
 from __future__ import annotations
@@ -26,7 +29,16 @@ from device_agents.base import DeviceSpec
 
 from . import missing, require_tool
 from .adbserver import AdbTestDevice, AdbTestServer, start_adb_device
-from .android_root import PIXEL8_CLUSTERS, PIXEL8_PROPS, WORKDIR, Cluster, build_root, missing_tools, set_props
+from .android_root import (
+    PIXEL8_CLUSTERS,
+    PIXEL8_PROPS,
+    QEMU_STATIC,
+    WORKDIR,
+    Cluster,
+    build_root,
+    missing_tools,
+    set_props,
+)
 
 ANDROID_TARGET = "android-arm64-v8a"
 EXEC_PREFIX = ("qemu-aarch64",)  # /system/bin/qemu-aarch64 on the phone's PATH
@@ -37,6 +49,7 @@ class AndroidPhone:
     """An emulated phone attached to the test adb server; `root` is its `/` on this host."""
 
     device: AdbTestDevice
+    exec_prefix: tuple[str, ...] = EXEC_PREFIX  # () when qemu is registered with the phone's own binfmt_misc
 
     @property
     def root(self) -> Path:
@@ -46,11 +59,17 @@ class AndroidPhone:
     def serial(self) -> str:
         return self.device.serial
 
-    def spec(self, name: str = "pixel8emu", workdir: str = WORKDIR, *, exec_prefix: tuple[str, ...] = EXEC_PREFIX,
+    @property
+    def binfmt(self) -> bool:
+        """aarch64 programs start as on a phone (qemu registered in the phone's own binfmt_misc)."""
+        return not self.exec_prefix
+
+    def spec(self, name: str = "pixel8emu", workdir: str = WORKDIR, *, exec_prefix: tuple[str, ...] | None = None,
              **settings: Any) -> DeviceSpec:
         """A DeviceSpec for the phone: target android-arm64-v8a, workdir /data/local/tmp/etfarm, runner under qemu
-        (`exec_prefix=()` for a step whose "runner" is a shell command of the phone)."""
-        return self.device.spec(name, workdir, target=ANDROID_TARGET, exec_prefix=exec_prefix, **settings)
+        (the phone's `exec_prefix` unless given: `exec_prefix=()` for a step whose "runner" is a shell command)."""
+        prefix = self.exec_prefix if exec_prefix is None else exec_prefix
+        return self.device.spec(name, workdir, target=ANDROID_TARGET, exec_prefix=prefix, **settings)
 
     def host_path(self, device_path: str) -> Path:
         """Where a file of the phone lives on this host."""
@@ -79,11 +98,11 @@ class AndroidPhone:
 
 
 @functools.cache
-def _namespace_wrapper() -> tuple[str, ...]:
+def _namespace_wrapper(own_user_namespace: bool) -> tuple[str, ...]:
     unshare = require_tool("unshare")
     require_tool("chroot")
     words = (unshare, "--mount", "--propagation", "private")
-    if os.geteuid() != 0:
+    if own_user_namespace or os.geteuid() != 0:
         words = (unshare, "--user", "--map-root-user", "--mount", "--propagation", "private")
     probe = subprocess.run([*words, "true"], capture_output=True, text=True, timeout=30)
     if probe.returncode != 0:
@@ -91,14 +110,29 @@ def _namespace_wrapper() -> tuple[str, ...]:
     return words
 
 
-def start_android_phone(server: AdbTestServer, root: Path, clusters: tuple[Cluster, ...] = PIXEL8_CLUSTERS) -> AndroidPhone:
+@functools.cache
+def binfmt_available() -> bool:
+    """Whether a user namespace gets its own binfmt_misc here (Linux >= 6.7): mounting it there succeeds."""
+    words = _namespace_wrapper(True)
+    probe = subprocess.run([*words, "sh", "-c", 'd=$(mktemp -d) && mount -t binfmt_misc binfmt_misc "$d" && '
+                            'test -e "$d/register"; r=$?; umount "$d" 2>/dev/null; rmdir "$d"; exit $r'],
+                           capture_output=True, text=True, timeout=30)
+    return probe.returncode == 0
+
+
+def start_android_phone(server: AdbTestServer, root: Path, clusters: tuple[Cluster, ...] = PIXEL8_CLUSTERS,
+                        binfmt: bool = True) -> AndroidPhone:
     """Lay out the phone's root in `root` (empty), start its daemon and attach it to `server`.
 
     `clusters`: the cpufreq layout in its sysfs (Pixel 8's 4+4+1 by default; a test that pins with
-    taskset needs cpu numbers this host has)."""
+    taskset needs cpu numbers this host has). `binfmt`: register qemu in the phone's own binfmt_misc
+    where the kernel allows it (else, or with False, the runner starts through `exec_prefix`)."""
     absent = missing_tools()
     if absent:
         missing(f"the emulated phone needs the Debian packages {', '.join(absent)} (run `make testbed`)")
-    wrapper = _namespace_wrapper()
+    binfmt = binfmt and binfmt_available()
+    wrapper = _namespace_wrapper(binfmt)
     build_root(root, clusters=clusters)
-    return AndroidPhone(start_adb_device(server, root, wrapper=wrapper, daemon_args=("--chroot",)))
+    args = ("--chroot", "--binfmt", QEMU_STATIC) if binfmt else ("--chroot",)
+    device = start_adb_device(server, root, wrapper=wrapper, daemon_args=args)
+    return AndroidPhone(device, () if binfmt else EXEC_PREFIX)

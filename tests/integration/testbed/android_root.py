@@ -14,6 +14,8 @@ commands see this tree and nothing of the host:
     /system/bin/dumpsys       `battery` and `thermalservice` from files the test may rewrite
     /system/bin/cmd           `power set-fixed-performance-mode-enabled` (recorded, as on a debuggable build)
     /system/bin/uname         busybox's, saying aarch64 for the machine
+    /system/bin/timeout       toybox's, with the command started 50 ms late: Debian's toybox 0.8.9 otherwise
+                              returns 127 for about half of the commands that exit at once (a race in it)
     /system/bin/qemu-aarch64  qemu-user, statically linked: the phone's CPU (the spec's exec_prefix)
     /sys/...                  cpufreq per cluster, cpu_capacity, topology, thermal zones, battery
     /data/local/tmp           adb's workdir; /proc and /dev bind-mounted from the host
@@ -161,6 +163,26 @@ exit 255
 """
 
 
+TIMEOUT = """#!/system/bin/sh
+# toybox's timeout, unchanged but for one thing: Debian's toybox 0.8.9 returns 127 for about half of the
+# commands that exit at once (its SIGCHLD handler races the child's own setup), so the command waits 50 ms
+# before it starts, which the race never meets. Options, exit codes (124, 137), the command in a process group
+# of its own and the signals it does not pass on are toybox's (tests/integration/test_android.py).
+opts=''
+while [ $# -gt 0 ]; do
+  case $1 in
+    -k|-s) opts="$opts $1 $2"; shift 2 ;;
+    -?*) opts="$opts $1"; shift ;;
+    *) break ;;
+  esac
+done
+[ $# -gt 1 ] || exec toybox timeout $opts "$@"
+duration=$1
+shift
+exec toybox timeout $opts "$duration" sh -c 'sleep 0.05; exec "$@"' timeout "$@"
+"""
+
+
 def missing_tools() -> list[str]:
     """Debian packages the emulated phone needs that are not installed (scripts/install-testbed.sh has them)."""
     return [package for path, package in TOOLS.items() if not os.path.isfile(path)]
@@ -173,7 +195,7 @@ def build_root(root: Path, props: dict[str, str] | None = None, clusters: tuple[
     _place(MKSH, bin_dir / "sh")
     _place(QEMU_STATIC, bin_dir / "qemu-aarch64")
     _install_toybox(root)
-    for name, text in (("getprop", GETPROP), ("dumpsys", DUMPSYS), ("cmd", CMD), ("uname", UNAME)):
+    for name, text in (("getprop", GETPROP), ("dumpsys", DUMPSYS), ("cmd", CMD), ("uname", UNAME), ("timeout", TIMEOUT)):
         (bin_dir / name).unlink(missing_ok=True)
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)

@@ -3,123 +3,23 @@ the fields of schema/program.fbs it reads, LLM recognition, the extended header,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import flatbuffers
 import pytest
 
-from orchestrator.artifacts.pte_info import read_pte_info, unsupported_ops_message
-from orchestrator.errors import ModelSpecError
-
-LONG, INT, FLOAT = 4, 3, 6
-INT_KIND, BOOL_KIND, TENSOR_KIND = 2, 3, 5
-
-
-@dataclass
-class Plan:
-    name: str
-    values: list[tuple[int, object]]  # (kind, payload): int/bool value, or (dtype, sizes, dynamic) for a tensor
-    inputs: list[int] = field(default_factory=list)
-    outputs: list[int] = field(default_factory=list)
-    operators: list[tuple[str, str]] = field(default_factory=list)
-    delegates: list[str] = field(default_factory=list)
-
-
-def constant(name: str, value: int | bool) -> Plan:
-    return Plan(name, [(BOOL_KIND if isinstance(value, bool) else INT_KIND, value)], outputs=[0])
-
-
-def program(plans: list[Plan]) -> bytes:
-    """A Program flatbuffer (file identifier ET12) holding `plans`."""
-    b = flatbuffers.Builder(1024)
-    b.ForceDefaults(True)
-
-    def offsets(items: list[int]) -> int:
-        b.StartVector(4, len(items), 4)
-        for item in reversed(items):
-            b.PrependUOffsetTRelative(item)
-        return b.EndVector()
-
-    def ints(items: list[int]) -> int:
-        b.StartVector(4, len(items), 4)
-        for item in reversed(items):
-            b.PrependInt32(item)
-        return b.EndVector()
-
-    def evalue(kind: int, payload: object) -> int:
-        if kind == TENSOR_KIND:
-            dtype, sizes, dynamic = payload  # type: ignore[misc]
-            sizes_vec = ints(list(sizes))
-            b.StartObject(10)
-            b.PrependInt8Slot(0, dtype, 0)
-            b.PrependUOffsetTRelativeSlot(2, sizes_vec, 0)
-            b.PrependInt8Slot(8, 1 if dynamic else 0, 0)
-        else:
-            b.StartObject(1)
-            if kind == INT_KIND:
-                b.PrependInt64Slot(0, int(payload), 0)  # type: ignore[call-overload]
-            else:
-                b.PrependBoolSlot(0, bool(payload), False)
-        val = b.EndObject()
-        b.StartObject(2)
-        b.PrependUint8Slot(0, kind, 0)
-        b.PrependUOffsetTRelativeSlot(1, val, 0)
-        return b.EndObject()
-
-    def plan(p: Plan) -> int:
-        name = b.CreateString(p.name)
-        values = offsets([evalue(k, v) for k, v in p.values])
-        ops = []
-        for op_name, overload in p.operators:
-            n, o = b.CreateString(op_name), b.CreateString(overload)
-            b.StartObject(2)
-            b.PrependUOffsetTRelativeSlot(0, n, 0)
-            b.PrependUOffsetTRelativeSlot(1, o, 0)
-            ops.append(b.EndObject())
-        dels = []
-        for backend in p.delegates:
-            i = b.CreateString(backend)
-            b.StartObject(3)
-            b.PrependUOffsetTRelativeSlot(0, i, 0)
-            dels.append(b.EndObject())
-        ops_vec, dels_vec = offsets(ops), offsets(dels)
-        inputs, outputs = ints(p.inputs), ints(p.outputs)
-        b.StartObject(10)
-        b.PrependUOffsetTRelativeSlot(0, name, 0)
-        b.PrependUOffsetTRelativeSlot(2, values, 0)
-        b.PrependUOffsetTRelativeSlot(3, inputs, 0)
-        b.PrependUOffsetTRelativeSlot(4, outputs, 0)
-        b.PrependUOffsetTRelativeSlot(6, ops_vec, 0)
-        b.PrependUOffsetTRelativeSlot(7, dels_vec, 0)
-        return b.EndObject()
-
-    plans_vec = offsets([plan(p) for p in plans])
-    b.StartObject(8)
-    b.PrependUint32Slot(0, 0, 0)
-    b.PrependUOffsetTRelativeSlot(1, plans_vec, 0)
-    b.Finish(b.EndObject(), file_identifier=b"ET12")
-    return bytes(b.Output())
-
-
-def with_extended_header(flat: bytes, segments: bytes) -> bytes:
-    """ExecuTorch's layout: an `eh00` header inserted after the identifier (the root offset moves
-    past it), then segment data the reader must not need."""
-    header_len = 32
-    root = int.from_bytes(flat[:4], "little") + header_len
-    program_size = len(flat) + header_len
-    header = (b"eh00" + header_len.to_bytes(4, "little") + program_size.to_bytes(8, "little")
-              + program_size.to_bytes(8, "little") + len(segments).to_bytes(8, "little"))
-    return root.to_bytes(4, "little") + flat[4:8] + header + flat[8:] + segments
-
-
-def llm_plans(*, dynamic: bool = True, tokens_dtype: int = LONG, kv: bool = True, ops: tuple[tuple[str, str], ...] = ()) -> list[Plan]:
-    bound = 127 if dynamic else 1
-    forward = Plan("forward", [(TENSOR_KIND, (tokens_dtype, [1, bound], dynamic)), (TENSOR_KIND, (LONG, [1], False)),
-                               (TENSOR_KIND, (FLOAT, [1, 512], False))],
-                   inputs=[0, 1], outputs=[2], operators=[("aten::embedding", "out"), *ops], delegates=["XnnpackBackend"])
-    return [forward, constant("get_max_seq_len", 128), constant("get_vocab_size", 512), constant("use_kv_cache", kv),
-            constant("enable_dynamic_shape", dynamic), constant("get_n_layers", 2), constant("get_max_context_len", 256)]
+from orchestrator.artifacts.pte_info import check_program, read_pte_info, unsupported_ops_message
+from orchestrator.errors import DataError, UsageError
+from tests.helpers.pte_programs import (
+    FLOAT,
+    INT,
+    INT_KIND,
+    TENSOR_KIND,
+    Plan,
+    llm_plans,
+    program,
+    with_extended_header,
+)
 
 
 def write(tmp_path: Path, data: bytes, name: str = "m.pte") -> Path:
@@ -181,23 +81,71 @@ def test_only_the_flatbuffer_is_read_behind_an_extended_header(tmp_path: Path) -
 
 
 def test_foreign_truncated_and_damaged_files_are_one_line_errors(tmp_path: Path) -> None:
-    with pytest.raises(ModelSpecError, match="not an ExecuTorch program"):
+    with pytest.raises(DataError, match="not an ExecuTorch program"):
         read_pte_info(write(tmp_path, b"PK\x03\x04 a zip, not a program"))
-    with pytest.raises(ModelSpecError, match="cannot read"):
+    with pytest.raises(DataError, match="cannot read"):
         read_pte_info(tmp_path / "missing.pte")
     whole = with_extended_header(program(llm_plans()), b"")
-    with pytest.raises(ModelSpecError, match="truncated"):
+    with pytest.raises(DataError, match="truncated"):
         read_pte_info(write(tmp_path, whole[: len(whole) // 2]))
     flat = program(llm_plans())
     for cut in range(8, len(flat), 7):  # every truncation: parsed or refused, never another exception
         try:
             read_pte_info(write(tmp_path, flat[:cut]))
-        except ModelSpecError as exc:
+        except DataError as exc:
             assert "\n" not in str(exc)
     for pos in range(8, len(flat), 5):  # single damaged bytes
         damaged = bytearray(flat)
         damaged[pos] ^= 0xFF
         try:
             read_pte_info(write(tmp_path, bytes(damaged)))
-        except ModelSpecError:
+        except DataError:
             pass
+
+
+
+def segmented_program(size: int) -> bytes:
+    """A Program whose segment table holds one segment of `size` bytes at offset 0."""
+    b = flatbuffers.Builder(256)
+    b.ForceDefaults(True)
+    b.StartObject(2)
+    b.PrependUint64Slot(0, 0, 0)
+    b.PrependUint64Slot(1, size, 0)
+    segment = b.EndObject()
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(segment)
+    segments = b.EndVector()
+    name = b.CreateString("forward")
+    b.StartObject(10)
+    b.PrependUOffsetTRelativeSlot(0, name, 0)
+    plan = b.EndObject()
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(plan)
+    plans = b.EndVector()
+    b.StartObject(8)
+    b.PrependUOffsetTRelativeSlot(1, plans, 0)
+    b.PrependUOffsetTRelativeSlot(4, segments, 0)
+    b.Finish(b.EndObject(), file_identifier=b"ET12")
+    return bytes(b.Output())
+
+
+def test_a_program_cut_inside_its_segments_is_truncated(tmp_path: Path) -> None:
+    whole = with_extended_header(segmented_program(4096), b"\x01" * 4096)
+    info = read_pte_info(write(tmp_path, whole))
+    assert info.segments == 1 and info.data_end == len(whole)
+    with pytest.raises(DataError, match=r"truncated: its segments end at byte \d+, the file has \d+"):
+        read_pte_info(write(tmp_path, whole[:-1]))
+
+
+def test_check_program_wants_a_whole_et12_program_with_the_runner_method(tmp_path: Path) -> None:
+    assert check_program(write(tmp_path, program(llm_plans()))).method("forward") is not None
+    with pytest.raises(DataError, match=r"no method 'forward' to run \(methods: encode\)"):
+        check_program(write(tmp_path, program([Plan("encode", [(INT_KIND, 1)], outputs=[0])])))
+    old = bytearray(program(llm_plans()))
+    old[4:8] = b"ET09"
+    with pytest.raises(DataError, match="program format 'ET09'; this ExecuTorch loads 'ET12'"):
+        check_program(write(tmp_path, bytes(old)))
+    sdpa = write(tmp_path, program(llm_plans(ops=(("llama::custom_sdpa", "out"),))), "sdpa.pte")
+    with pytest.raises(UsageError, match="llama::custom_sdpa.out"):
+        check_program(sdpa)
+    assert check_program(sdpa, custom_ops=True).llm is not None  # the user's own runtime has them

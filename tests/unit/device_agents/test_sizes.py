@@ -1,4 +1,4 @@
-"""device_agents/ stays in small parts (docs/architecture.md, style): modules under 400 lines, classes under
+"""device_agents/ stays in small parts (docs/architecture.md, "Style"): modules under 400 lines, classes under
 250, functions under 80. A part that grows past its bound is split by job, not exempted."""
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+import time
 from pathlib import Path
 
 import pytest
@@ -129,7 +130,7 @@ def test_malformed_streams_are_device_errors(stream: bytes, message: str) -> Non
         parse_frames(stream, NONCE, "dev")
 
 
-@pytest.mark.parametrize("name", ["..", "a/b", "../../etc/x", "a\\b"])
+@pytest.mark.parametrize("name", ["..", "a/b", "../../etc/x"])
 def test_unsafe_names_from_the_device_are_refused(agent: LocalAgent, tmp_path: Path, name: str) -> None:
     """A hostile device controls the stream: it can claim any name; none may escape dest."""
     fake = _stream((name, b"evil"))
@@ -145,3 +146,52 @@ def test_unsafe_names_from_the_device_are_refused(agent: LocalAgent, tmp_path: P
         run_step(agent, StepRequest("out/h", ["true"], timeout_s=5), tmp_path / "dest")
     assert not (tmp_path / "evil").exists()
     assert not (tmp_path / "dest").exists() or not list((tmp_path / "dest").iterdir())
+
+
+@pytest.mark.parametrize("name", ["a\\b", "e\x1b[31mvil", "tab\there", "x\ufffdy", "x" * 256])
+def test_odd_names_from_the_device_are_counted_not_written(agent: LocalAgent, tmp_path: Path, name: str) -> None:
+    """A name that is not plain printable text is never written; the step says how many (the caller refuses
+    the run as the device's data problem)."""
+    fake = _stream((name, b"evil"))
+
+    def hostile(command: str, timeout_s: float, max_bytes: int):  # type: ignore[no-untyped-def]
+        from device_agents.base import RawExecResult
+
+        nonce = shlex.split(command)[2]
+        return RawExecResult(command, 0, fake.replace(f"@@{NONCE} ".encode(), f"@@{nonce} ".encode()), b"", 0.0)
+
+    agent._exec_raw = hostile  # type: ignore[method-assign]
+    step = run_step(agent, StepRequest("out/h", ["true"], timeout_s=5), tmp_path / "dest")
+    assert step.odd_names == 1 and step.files == {}
+    assert not (tmp_path / "dest").exists() or not list((tmp_path / "dest").iterdir())
+
+
+def test_names_the_stream_cannot_frame_are_counted_by_the_step(agent: LocalAgent, tmp_path: Path) -> None:
+    """The real step script meets a newline and a backslash in names the runner left: those files are
+    not framed (the stream stays whole), only counted; the plain file beside them comes back."""
+    runner = _runner(agent, 'echo x > "$1/new\nline"; echo y > "$1/back\\\\slash"; echo z > "$1/plain"\n')
+    out_dir = agent.remote_path("out/odd")
+    result = run_step(agent, StepRequest("out/odd", [runner, out_dir], timeout_s=30), tmp_path / "dest")
+    assert result.ok and result.odd_names == 2 and set(result.files) == {"plain"}
+
+
+def test_the_runners_children_end_with_it(agent: LocalAgent, tmp_path: Path) -> None:
+    """A runner that exits normally leaving a child in the background: the step ends the child too."""
+    pid_file = tmp_path / "child.pid"
+    runner = _runner(agent, f'sleep 300 >/dev/null 2>&1 & echo $! > "{pid_file}"; exit 0\n')
+    result = run_step(agent, StepRequest("out/bg", [runner], timeout_s=30), tmp_path / "dest")
+    assert result.ok
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid), "the runner's background child outlived the step"
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper has ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"

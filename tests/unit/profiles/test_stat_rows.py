@@ -20,6 +20,7 @@ from orchestrator.profiles.analysis_core import (
 )
 from orchestrator.profiles.stat_rows import (
     COLUMNS,
+    PHASE_COLUMNS,
     StatRow,
     csv_text,
     group_rows,
@@ -89,7 +90,7 @@ def test_rows_read_back_equal_the_rows_written(tmp_path: Path) -> None:
 
 def test_the_fields_are_the_columns_in_order() -> None:
     assert [f.name for f in fields(StatRow)] == ["device", "model", *STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS,
-                                                 *LINK_COLUMNS, *KERNEL_COLUMNS]
+                                                 *LINK_COLUMNS, *KERNEL_COLUMNS, *PHASE_COLUMNS]
 
 
 def test_analyze_columns_and_an_empty_linked_file(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 Issue 21 item 4. A property test (hypothesis) over names built from the characters that make markup
 (HTML tags and entities, Markdown emphasis, links, code spans, table pipes, headings and list markers),
 control characters (terminal escape sequences, newlines) and anything else unicode offers. For each
-name, a run whose device, model, module and op carry it is reported in every format:
+name, a run whose module and op carry it (its device and model too when it is a plain name: the
+manifest refuses any other device or model name, run/codec.py) is reported in every format:
 - HTML: parsed back, the page has only the elements and attributes etfarm writes, and the name is
   its text;
 - Markdown: rendered by a CommonMark + GFM tables renderer (markdown-it, raw HTML allowed, as GitHub
@@ -81,9 +82,30 @@ def parsed(markup: str) -> Elements:
     return parser
 
 
+def plain_name(name: str, fallback: str) -> str:
+    """The name as a device or model name when the manifest takes it, else a plain one that is still Markdown
+    emphasis (`_x_`)."""
+    return name if PLAIN.match(name) else fallback
+
+
+PLAIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # run/codec.py's device and model names
+
+
 def run_with(tmp: Path, name: str) -> Path:
     root = tmp / f"run-{abs(hash(name))}"
-    return make_run_dir(root, devices=(name, "plain"), models=(name,), module=name, op=name, runs=3, iterations=5)
+    return make_run_dir(root, devices=(plain_name(name, "d_x_"), "plain"), models=(plain_name(name, "m_x_"),),
+                        module=name, op=name, runs=3, iterations=5)
+
+
+def strings(value: object) -> list[str]:
+    """Every string in a JSON document."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in strings(v)]
+    return []
 
 
 def flat(text: str) -> str:
@@ -114,15 +136,17 @@ def test_every_format_shows_a_hostile_name_as_text(tmp_path: Path, name: str) ->
     assert all(n >= 2 for n in widths)  # no row collapsed into one cell
     assert shown in flat("".join(rendered.text)), name
 
+    device, model = plain_name(name, "d_x_"), plain_name(name, "m_x_")
     rows = list(csv.DictReader(io.StringIO(render_csv(report), newline="")))
-    assert {r["device"] for r in rows} == {name, "plain"} and {r["model"] for r in rows} == {name}
+    assert {r["device"] for r in rows} == {device, "plain"} and {r["model"] for r in rows} == {model}
     data = json.loads(render_json(report))
-    assert data["devices"] == [name, "plain"] and data["models"][0]["name"] == name
+    assert data["devices"] == [device, "plain"] and data["models"][0]["name"] == model
+    assert name in strings(data)  # the op and its module, exactly
 
     job = load_manifest(run)
     terminal = "\n".join([summary(read_stats_csv(run / "stats.csv")), *wall_clock_lines(job)])
     assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", terminal)
-    assert visible(name) in terminal
+    assert visible(name[:20]) in terminal  # in the op tables (names clipped at 40 characters)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -135,9 +159,10 @@ def test_the_ab_page_shows_a_hostile_name_as_text(tmp_path: Path, name: str) -> 
     from orchestrator.report.comparison_page import comparison_page
     from orchestrator.verdicts.compare import compare_jobs
 
-    a = make_run_dir(tmp_path / f"a-{abs(hash(name))}", devices=(name,), models=(name,), module=name, op=name, runs=3,
+    device, model = plain_name(name, "d_x_"), plain_name(name, "m_x_")
+    a = make_run_dir(tmp_path / f"a-{abs(hash(name))}", devices=(device,), models=(model,), module=name, op=name, runs=3,
                      iterations=5, run_id="20261122-000000-aaaa")
-    b = make_run_dir(tmp_path / f"b-{abs(hash(name))}", devices=(name,), models=(name,), module=name + "2", op=name,
+    b = make_run_dir(tmp_path / f"b-{abs(hash(name))}", devices=(device,), models=(model,), module=name + "2", op=name,
                      runs=3, iterations=5, run_id="20261122-000001-bbbb", seed=1)
     comparison = compare_jobs(a, b, per_op=False)
     page = comparison_page(comparison_view(comparison, [build_report(b, charts=False)], f"A/B {name}", tmp_path))

@@ -49,3 +49,10 @@ def test_tracer_overhead_and_cv() -> None:
     assert coefficient_of_variation([1.0, 1.0]) == 0.0
     assert coefficient_of_variation([1.0, 3.0]) == pytest.approx(2 ** 0.5 / 2)
     assert coefficient_of_variation([5.0]) is None
+
+
+def test_android_is_as_hot_as_its_skin() -> None:
+    """On a phone, --max-temp reads Android's skin temperature (what its own throttling watches), not the hottest zone."""
+    phone = {**facts(45200, 41800), "android": {"temp": {"skin_c": 32.5, "battery_c": 29.4}}}
+    assert max_temperature_c(phone) == 32.5
+    assert max_temperature_c({**facts(45200), "android": {"battery": {"level": 85}}}) == 45.2  # no skin reading

@@ -20,11 +20,12 @@ def spec(transport: str = "ssh", target: str = "linux-aarch64", cpus: str | None
 
 def test_cpus_pin_the_runner_before_the_exec_prefix() -> None:
     device = spec(cpus="4-7")
-    assert affinity_prefix(device) == ("taskset", "-c", "4-7")
+    assert affinity_prefix(device.cpus) == ("taskset", "f0")  # a mask: Android's toybox taskset has no -c
     agent = LocalAgent(device)
-    words = agent.command_words(["runner", "--x"], timeout_s=10, use_exec_prefix=True, prefix=affinity_prefix(device))
-    assert words == ["timeout", "-k", "5", "10", "taskset", "-c", "4-7", "qemu", "-L", "/x", "runner", "--x"]
-    assert affinity_prefix(spec()) == ()
+    words = agent.command_words(["runner", "--x"], timeout_s=10, use_exec_prefix=True, prefix=affinity_prefix(device.cpus))
+    assert words == ["timeout", "-k", "5", "10", "taskset", "f0", "qemu", "-L", "/x", "runner", "--x"]
+    assert affinity_prefix("0,2,8-9") == ("taskset", "305") and affinity_prefix("63") == ("taskset", "8" + "0" * 15)
+    assert affinity_prefix(spec().cpus) == ()
 
 
 def test_android_gets_fixed_performance_mode_for_the_job_and_back_after() -> None:

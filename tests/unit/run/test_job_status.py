@@ -46,6 +46,7 @@ from orchestrator.run.results import (
     VerificationStatus,
     load_manifest,
 )
+from tests.helpers.pte_programs import forward_program
 
 # (how each device ends, host disk full at stats.csv) -> (the job's status, its exit code)
 CASES = [
@@ -158,13 +159,13 @@ def stubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[bool],
     source = tmp_path / "m.py"
     source.write_text("# a model\n")
     pte = tmp_path / "m.pte"
-    pte.write_bytes(b"pte")
+    pte.write_bytes(forward_program())  # the job checks the program before anything runs
     runner = tmp_path / "runner" / "bin" / "etfarm_runner"
     runner.parent.mkdir(parents=True)
     runner.write_bytes(b"runner")
     monkeypatch.setattr(engine, "export_model", lambda spec, backend, log: ExportedModel(
         MODEL, spec.text, backend, "k" * 16, pte, None, None, None, cached=True))
-    monkeypatch.setattr("orchestrator.artifacts.build.build_runner", lambda target, log: RunnerBuild(
+    monkeypatch.setattr("orchestrator.artifacts.build.build_runner", lambda target, log, runtime=None: RunnerBuild(
         target, "runner-key", runner.parent.parent, runner, (), cached=True))
     monkeypatch.setattr(session, "DeviceSession", FakeSession)
 

@@ -58,3 +58,16 @@ def test_a_device_that_lost_its_lock_and_workdir_is_staged_again_first() -> None
     prepare_retry(FakeAgent(calls), FakeLock(calls, retaken=True), "out/m/run-2", say=lambda s: None,  # type: ignore[arg-type]
                   restage=lambda: calls.append("stage"))
     assert calls == ["reconnect", "revalidate", "stage", "kill /w/out/m/run-2.pid"]
+
+
+def test_the_runners_own_refusal_is_the_whole_error() -> None:
+    from orchestrator.run.process_run import RunnerFailed, runner_refusal
+
+    line = ("etfarm_runner: error: program '/w/m.pte' method 'forward' needs backends it does not register: "
+            "XnnpackBackend (registered: QnnBackend; build the runner against a runtime that has them)")
+    refusal = runner_refusal(line + "\n")
+    assert refusal is not None and refusal.startswith("program '/w/m.pte'") and "XnnpackBackend" in refusal
+    error = RunnerFailed("phone", "runner (m, run-1)", 1, "", refusal=refusal)
+    assert str(error) == f"[phone] runner (m, run-1): {refusal}" and "\n" not in str(error)
+    assert runner_refusal("Segmentation fault\n" + line) is None  # anything else keeps the output's tail
+    assert runner_refusal("") is None

@@ -1,0 +1,108 @@
+"""Android devices the adb server sees, without an inventory entry: a phone without writing YAML.
+
+- `--devices adb:SERIAL` names a device directly (orchestrator/config.py builds its spec: its target
+  comes from its ABI, `ro.product.cpu.abi`, read here);
+- `etfarm devices` lists the devices an adb server sees that the inventory does not name.
+
+Which server: the one adb's own client would ask, `$ADB_SERVER_SOCKET` (`tcp:HOST:PORT`), else
+127.0.0.1 on `$ANDROID_ADB_SERVER_PORT` (5037 by default), as `adb devices` does; etfarm never
+starts a server.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+
+from device_agents.adb.settings import DEFAULT_ADB_HOST, DEFAULT_ADB_PORT, DEFAULT_WORKDIR, AdbSettings
+from device_agents.spec import DeviceSpec
+from orchestrator.errors import UsageError
+
+ADB_NAME_PREFIX = "adb:"  # `--devices adb:SERIAL`
+QUERY_TIMEOUT_SEC = 15.0
+CONNECT_TIMEOUT_SEC = 3.0  # to the adb server, as adbutils does
+ABI_PROPERTY = "ro.product.cpu.abi"
+
+Server = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class SeenDevice:
+    """One line of the server's `adb devices -l`."""
+
+    serial: str
+    state: str  # device | unauthorized | offline | ...
+    server: Server
+    model: str = ""  # the server's `model:` tag (underscores for spaces, as adb prints it)
+
+    @property
+    def name(self) -> str:
+        """How `--devices` names it."""
+        return ADB_NAME_PREFIX + self.serial
+
+
+def default_server() -> Server:
+    """The adb server adb's own client would ask (see the module docstring)."""
+    socket_spec = os.environ.get("ADB_SERVER_SOCKET", "")
+    if socket_spec.startswith("tcp:"):
+        host, _, port = socket_spec[len("tcp:"):].rpartition(":")
+        if port.isdigit():
+            return host or DEFAULT_ADB_HOST, int(port)
+    port_text = os.environ.get("ANDROID_ADB_SERVER_PORT", "")
+    return DEFAULT_ADB_HOST, int(port_text) if port_text.isdigit() else DEFAULT_ADB_PORT
+
+
+def seen_devices(server: Server) -> list[SeenDevice]:
+    """Every device the server lists (`host:devices-l`), in its order; [] when no server answers there.
+
+    Spoken directly (AOSP adb/SERVICES.TXT: a 4-hex-digit length, the request, then OKAY and a
+    length-prefixed answer), so `etfarm devices` on an inventory without adb devices never imports adbutils."""
+    request = b"host:devices-l"
+    try:
+        with socket.create_connection(server, timeout=CONNECT_TIMEOUT_SEC) as sock:
+            sock.settimeout(QUERY_TIMEOUT_SEC)
+            sock.sendall(b"%04x" % len(request) + request)
+            reply = b""
+            while chunk := sock.recv(65536):
+                reply += chunk
+    except OSError:
+        return []
+    if not reply.startswith(b"OKAY") or len(reply) < 8:
+        return []
+    text = reply[8:8 + int(reply[4:8], 16)].decode(errors="replace")
+    seen = []
+    for line in text.splitlines():
+        if len(line.split()) < 2:
+            continue
+        serial, state, *tags = line.split()
+        model = next((t.partition(":")[2] for t in tags if t.startswith("model:")), "")
+        seen.append(SeenDevice(serial, state, server, model))
+    return seen
+
+
+def device_abi(server: Server, serial: str) -> str:
+    """The device's `ro.product.cpu.abi`; UsageError (one line) when the server does not have it ready."""
+    where = f"the adb server at {server[0]}:{server[1]}"
+    seen = {d.serial: d for d in seen_devices(server)}
+    if serial not in seen:
+        known = ", ".join(f"{s} ({d.state})" for s, d in seen.items()) or "none"
+        raise UsageError(f"{ADB_NAME_PREFIX}{serial}: {where} does not see this device (it sees: {known}; "
+                         "set ANDROID_ADB_SERVER_PORT or ADB_SERVER_SOCKET for another server)")
+    if seen[serial].state != "device":
+        raise UsageError(f"{ADB_NAME_PREFIX}{serial}: the device is {seen[serial].state} on {where}")
+    from device_agents.adb.client import TRANSPORT_ERRORS, AdbServer, Device
+
+    try:
+        abi = Device(AdbServer(*server, QUERY_TIMEOUT_SEC), serial=serial).shell(["getprop", ABI_PROPERTY],
+                                                                                 timeout=QUERY_TIMEOUT_SEC)
+    except TRANSPORT_ERRORS as exc:
+        raise UsageError(f"{ADB_NAME_PREFIX}{serial}: reading {ABI_PROPERTY} failed: {exc}") from None
+    return str(abi).strip()
+
+
+def adb_device_spec(serial: str, target: str, server: Server) -> DeviceSpec:
+    """The spec of `adb:SERIAL`: the inventory's defaults for an adb device (workdir /data/local/tmp/etfarm)."""
+    settings = AdbSettings(serial=serial, adb_host=server[0], adb_port=server[1])
+    return DeviceSpec(name=ADB_NAME_PREFIX + serial, transport="adb", target=target, workdir=DEFAULT_WORKDIR,
+                      settings=settings, source=f"--devices {ADB_NAME_PREFIX}{serial} (adb server {server[0]}:{server[1]})")

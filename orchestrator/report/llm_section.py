@@ -1,0 +1,123 @@
+"""The report's LLM section: TTFT, prefill and decode tokens/s and memory per device, the ops of each phase,
+and a per-step decode latency chart (docs/architecture.md, "LLMs").
+
+Computed here once, as frozen data, from the results model (each process run's generations:
+run/llm_figures.py) and the statistics' phase columns (profiles/phases.py); report/llm_render.py
+turns it into page sections (page.py), which the HTML and Markdown renderers write out. One
+`LlmSection` per model that generated on some device, its devices in the report's order. The chart
+has one line per device: step i's median latency over every measured generation, so a decode that
+slows as the KV cache fills shows as a slope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
+from orchestrator.profiles.stat_rows import StatRow
+from orchestrator.report.cells import below_resolution
+from orchestrator.report.model import Chart
+from orchestrator.run.llm_figures import llm_figures
+from orchestrator.run.results import Job
+
+PHASE_OPS = 8  # ops per device and phase
+EXECUTE = "Method::execute"
+
+
+@dataclass(frozen=True)
+class LlmDevice:
+    """One LLM on one device: its workload and figures (times ms, rates tokens/s, memory KiB)."""
+
+    device: str
+    prompt_len: int
+    gen_len: int
+    prefill_calls: int
+    generations: int
+    ttft_ms: float | None
+    prefill_tokens_per_s: float | None
+    decode_tokens_per_s: float | None
+    untraced_decode_tokens_per_s: float | None
+    rss_prefill_kb: int | None
+    pss_prefill_kb: int | None
+    rss_decode_kb: int | None
+    pss_decode_kb: int | None
+    peak_rss_kb: int | None  # the process's high-water mark after the generations
+    step_ms: tuple[float, ...]  # decode step i's median latency
+    verification: str
+
+
+@dataclass(frozen=True)
+class PhaseOp:
+    """One op's time per forward call in one phase on one device."""
+
+    device: str
+    phase: str  # "prefill" or "decode"
+    name: str
+    index: int
+    where: str  # module path, or what a delegate call covers
+    avg_ms: float
+    p50_ms: float | None
+    share: float | None  # of the phase's Method::execute time; None under the timer's resolution
+    below_resolution: bool = False  # a kernel under the timer's 1 us (another op: 0): shown as such, no share
+    delegated: bool = False
+
+
+@dataclass(frozen=True)
+class LlmSection:
+    model: str
+    devices: tuple[LlmDevice, ...]
+    phase_ops: tuple[PhaseOp, ...] = ()
+    chart: Chart | None = None
+
+
+def llm_sections(job: Job, rows: Sequence[StatRow], devices: Sequence[str], charts: bool = True,
+                 colours: Mapping[str, str] | None = None) -> tuple[LlmSection, ...]:
+    """A section per model that generated somewhere, in the job's model order. `colours`: one per device
+    (report.colours), the same as in the report's other charts."""
+    sections = []
+    for name in dict.fromkeys(m.name for _, m in job.results()):
+        found = []
+        for device_name in devices:
+            device = job.device(device_name)
+            model = device.model(name) if device else None
+            figures = llm_figures(model.runs) if model else None
+            if model is None or figures is None or not figures.generations:
+                continue
+            verification = model.verification.status.value if model.verification else "none"
+            found.append(LlmDevice(
+                device_name, figures.prompt_len, figures.gen_len, figures.prefill_calls, len(figures.generations),
+                figures.ttft_ms, figures.prefill_tokens_per_s, figures.decode_tokens_per_s,
+                figures.untraced_decode_tokens_per_s, figures.memory_kb("rss_prefill_kb"),
+                figures.memory_kb("pss_prefill_kb"), figures.memory_kb("rss_decode_kb"),
+                figures.memory_kb("pss_decode_kb"), model.peak_rss_kb, figures.step_ms, verification))
+        if found:
+            ops = tuple(op for d in found for op in _phase_ops([r for r in rows if r.model == name and
+                                                                 r.device == d.device]))
+            section = LlmSection(name, tuple(found), ops)
+            if charts:
+                from orchestrator.report.llm_render import step_chart
+
+                section = LlmSection(name, section.devices, ops, step_chart(section, colours or {}))
+            sections.append(section)
+    return tuple(sections)
+
+
+def _phase_ops(rows: list[StatRow]) -> list[PhaseOp]:
+    from orchestrator.report.tables import op_where
+
+    out: list[PhaseOp] = []
+    for phase in ("prefill", "decode"):
+        def avg(row: StatRow, phase: str = phase) -> float | None:
+            return getattr(row, f"{phase}_avg_ms")
+
+        execute = next((avg(r) for r in rows if r.event_name == EXECUTE), None)
+        ops = sorted((r for r in rows if avg(r) is not None and r.event_name not in FRAMEWORK_EVENTS
+                      and r.event_name not in HIDDEN_WHEN_PRINTING), key=lambda r: -(avg(r) or 0.0))[:PHASE_OPS]
+        for r in ops:
+            mean = avg(r) or 0.0
+            below = below_resolution(mean, bool(r.is_delegated_op))
+            out.append(PhaseOp(r.device, phase, r.event_name, r.event_index, op_where(r.module_path, r.delegate_covers),
+                               mean, getattr(r, f"{phase}_p50_ms"), mean / execute if execute and not below else None,
+                               below, bool(r.is_delegated_op)))
+    return out

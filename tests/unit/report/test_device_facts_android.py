@@ -1,0 +1,43 @@
+"""report/device_facts.py on a phone: what describe.sh reports of Android reaches "What the devices were"."""
+
+from __future__ import annotations
+
+from device_agents.base import parse_facts
+from orchestrator.report.device_facts import device_facts
+from orchestrator.run.results import DeviceResult, ModelResult, ModelStatus, ProcessRun
+
+PHONE = parse_facts("""abi=aarch64
+cores=9
+android.product.model=Pixel 8
+android.product.manufacturer=Google
+android.product.cpu.abi=arm64-v8a
+android.soc.model=Tensor G3
+android.build.version.release=14
+android.build.version.sdk=34
+android.battery.level=85
+android.battery.status=charging
+android.battery.plugged=usb
+android.temp.skin_c=32.5
+android.temp.battery_c=29.4
+clusters.cpu0.cpus=0-3
+clusters.cpu0.cores=4
+clusters.cpu0.governor=sched_pixel
+clusters.cpu4.cpus=4-7
+clusters.cpu4.cores=4
+clusters.cpu4.governor=sched_pixel
+clusters.cpu8.cpus=8
+clusters.cpu8.cores=1
+clusters.cpu8.governor=sched_pixel
+thermal.thermal_zone0=BIG:45200
+""")
+
+
+def test_what_the_phone_was() -> None:
+    runner = {"runtime": "bundled-glibc", "backends": ["XnnpackBackend"]}
+    hotter = {"facts": {"android": {"temp": {"skin_c": 36.0, "battery_c": 30.1}}, "thermal": {"thermal_zone0": "BIG:47000"}}}
+    device = DeviceResult("pixel8", "adb", "android-arm64-v8a", facts={**PHONE, "runner": runner},
+                          models=(ModelResult("m", ModelStatus.OK, (ProcessRun("run-1", True, (1.0,), device_state=hotter),)),))
+    facts = device_facts(device)
+    assert facts.product == "Google Pixel 8 (Tensor G3), Android 14 (SDK 34), battery 85 % charging (usb), bundled-glibc runtime"
+    assert facts.abi == "arm64-v8a (aarch64)" and facts.cores == "9 (4+4+1)" and facts.governor == "sched_pixel"
+    assert facts.temperatures == "skin 36 °C, battery 30 °C, BIG 47 °C over 1 reading"

@@ -1,0 +1,45 @@
+"""The store meets its host's trouble: a writer that holds it too long, a read-only copy, a device as a path.
+Real SQLite files and real locks (a second connection holding a write transaction); the busy timeout
+is shortened for the test, the only thing not as in production."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from orchestrator.errors import UsageError
+from orchestrator.run.codec import plain
+from orchestrator.store import open_store
+from orchestrator.store.db import Store, _json
+from orchestrator.store.ingest import read_run
+from tests.unit.store.rundirs import make_run_dir
+
+
+def test_a_store_held_past_the_busy_timeout_is_one_usage_line(tmp_path: Path) -> None:
+    path = tmp_path / "results.db"
+    open_store(path).close()  # created and migrated
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        conn = sqlite3.connect(path, timeout=0.1, isolation_level=None)
+        record = read_run(make_run_dir(tmp_path, "20260101-000000-aaaa", "2026-01-01T00:00:00+0000"))
+        with pytest.raises(UsageError, match="another process held it past the 30 s busy timeout"):
+            Store(path, conn).record_run(record)
+        assert not conn.in_transaction  # rolled back, nothing half written
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_a_device_is_no_store(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="is not a regular file"):
+        open_store(Path("/dev/zero"))
+
+
+def test_free_form_json_holds_no_nan() -> None:
+    text = _json({"temp": math.nan, "nested": [math.inf, {"x": -math.inf}], "ok": 1.5})
+    assert text == '{"temp": null, "nested": [null, {"x": null}], "ok": 1.5}'
+    assert plain((1.0, math.nan)) == [1.0, None]
