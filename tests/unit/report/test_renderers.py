@@ -44,8 +44,12 @@ def test_html_is_one_offline_file_with_every_section(report: Report) -> None:
 
 
 def test_html_escapes_what_it_shows(tmp_path: Path) -> None:
-    run = make_run_dir(tmp_path / "run", devices=("<b>evil</b>",), models=("m",))
-    assert "<b>evil</b>" not in render_html(build_report(run, charts=False))
+    # Names are plain by the manifest's rule; a device's error is whatever it said.
+    run = make_run_dir(tmp_path / "run", devices=("a", "b"), models=("m",), failed=("b",))
+    manifest = run / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"device unreachable"', '"<b>evil</b>"'))
+    page = render_html(build_report(run, charts=False))
+    assert "<b>evil</b>" not in page and "&lt;b&gt;evil&lt;/b&gt;" in page
 
 
 def test_html_shows_history_when_the_store_has_some(tmp_path: Path) -> None:
