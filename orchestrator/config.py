@@ -33,6 +33,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 NAME_MAX = 64
 THREADS_MAX = 1024  # as RunOptions' cpu_threads (run/limits.py, a layer above this one)
 CPU_MAX = 8191  # Linux's largest NR_CPUS
+DESCRIPTION_MAX = 200
 # Keys of every device; each transport adds its own (TransportSettings.KEYS). Unknown keys are
 # errors, so typos surface.
 _COMMON_KEYS = {"transport", "target", "workdir", "exec_prefix", "threads", "cpus", "runtime", "description"}
@@ -151,6 +152,7 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
         name=name, transport=transport, target=target, workdir=settings.workdir(workdir),
         exec_prefix=_exec_prefix(path, f"{where}.exec_prefix", entry.get("exec_prefix")),
         settings=settings, source=str(path), threads=threads, cpus=cpus, runtime=runtime,
+        description=_description(keys),
     )
 
 
@@ -167,6 +169,13 @@ def _cpus(keys: InventoryEntry) -> str | None:
                                  f"or {' or '.join(CPU_CLUSTERS)}, "
                                  f"got {describe(cpus)}")
     return text.replace(" ", "")
+
+
+def _description(keys: InventoryEntry) -> str:
+    text = keys.text("description") or ""
+    if len(text) > DESCRIPTION_MAX or any(ord(c) < 0x20 for c in text):
+        raise keys.error("description", f"expected one line of at most {DESCRIPTION_MAX} characters, got {describe(text)}")
+    return text
 
 
 def _runtime(keys: InventoryEntry) -> str | None:

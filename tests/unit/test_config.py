@@ -192,3 +192,18 @@ def test_the_default_adb_server_is_adbs_own(monkeypatch: pytest.MonkeyPatch) -> 
     assert default_server() == ("127.0.0.1", 5038)
     monkeypatch.setenv("ADB_SERVER_SOCKET", "tcp:10.0.0.2:5039")
     assert default_server() == ("10.0.0.2", 5039)
+
+
+def test_description_is_one_line_shown_by_devices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from orchestrator.cli import main
+
+    path = write(tmp_path, "devices:\n  a:\n    transport: local\n    description: Pixel 8 on the shelf, USB hub 2\n"
+                           "  b:\n    transport: local\n")
+    devices = load_inventory(path).devices
+    assert devices["a"].description == "Pixel 8 on the shelf, USB hub 2" and devices["b"].description == ""
+    assert devices["a"].inventory_entry()["description"] == devices["a"].description
+    assert main(["devices", "--no-check", "--config", str(path)]) == 0
+    header, _, first = capsys.readouterr().out.splitlines()[:3]
+    assert header.split()[:2] == ["device", "description"] and "Pixel 8 on the shelf, USB hub 2" in first
+    with pytest.raises(ConfigError, match=r"devices\.a\.description: expected one line"):
+        load_inventory(write(tmp_path, "devices:\n  a:\n    transport: local\n    description: \"x\\ny\"\n"))
