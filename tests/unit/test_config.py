@@ -208,3 +208,18 @@ def test_description_is_one_line_shown_by_devices(tmp_path: Path, capsys: pytest
     assert [r for r in rows if r.startswith("a ")] == [next(r for r in rows if "Pixel 8 on the shelf, USB hub 2" in r)]
     with pytest.raises(ConfigError, match=r"devices\.a\.description: expected one line"):
         load_inventory(write(tmp_path, "devices:\n  a:\n    transport: local\n    description: \"x\\ny\"\n"))
+
+
+@pytest.mark.parametrize(("name", "plain"), [
+    ("pixel8", True), ("adb:127.0.0.1:5555", True), ("adb:emulator-5554", True), ("a:b", False),
+    ("adb:", False), ("adb:../x", False), ("adb::5555", False), ("../x", False), ("x" * 101, False),
+])
+def test_plain_names_allow_adb_serials_and_no_paths(name: str, plain: bool) -> None:
+    from orchestrator.config import is_plain_name
+
+    assert is_plain_name(name) is plain
+
+
+def test_adb_serial_that_is_no_serial_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match=r"--devices adb:\.\./x: not an adb serial"):
+        load_inventory(None).select("adb:../x")
