@@ -16,6 +16,10 @@ The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly 
     config: configs/devices.yaml            # optional device inventory (default: --config, $ETFARM_CONFIG)
     scheduler: tcp://10.0.0.1:8786          # optional: run on the Dask farm (--scheduler/$ETFARM_SCHEDULER win)
     backend: xnnpack                        # optional default backend of the models
+    confirm: true                           # default: a regressed (device, model) runs again and must regress again
+    threads: [1, 4]                         # optional, as run's --threads: a number or a list (a sweep)
+    prompt_len: 32                          # optional, LLMs: run's --prompt-len / --gen-len
+    gen_len: [32, 128]
 
 Relative paths are taken from the current directory, as on the command line. A bad plan is a
 ConfigError naming the file and the key (exit 2). Models with different backends run as one
@@ -59,7 +63,8 @@ from orchestrator.yamlfile import load_yaml, shorten
 
 EXIT_NIGHTLY_UNMEASURED = 3
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
-         "config", "backend", "center", "noise_floor", "scheduler", "confirm"}
+         "config", "backend", "center", "noise_floor", "scheduler", "confirm", "threads", "prompt_len", "gen_len"}
+_SWEEP_MOST = 1 << 16  # as the command line's lists: beyond it a value is a typo
 _MODEL_KEYS = {"spec", "backend", "name"}
 
 
@@ -88,6 +93,10 @@ class NightlyPlan:
     noise_floor: float | None = None  # None: auto (per device and model from stored history), else relative
     scheduler: str | None = None  # the Dask farm's scheduler: the devices are its workers'
     confirm: bool = True  # a regressed (device, model) is run again; only a regression that reproduces fails
+    # As run's --threads, --prompt-len, --gen-len: one value, or a list that sweeps (one model per value).
+    threads: tuple[int, ...] = ()
+    prompt_lens: tuple[int, ...] = ()
+    gen_lens: tuple[int, ...] = ()
 
     @property
     def settings(self) -> VerdictSettings:
@@ -95,7 +104,10 @@ class NightlyPlan:
                                noise_floor=self.noise_floor or 0.0, auto_noise_floor=self.noise_floor is None)
 
     def options(self) -> RunOptions:
-        return RunOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup)
+        return RunOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup,
+                          cpu_threads=self.threads[0] if len(self.threads) == 1 else 0,
+                          thread_counts=self.threads if len(self.threads) > 1 else (),
+                          prompt_lens=self.prompt_lens, gen_lens=self.gen_lens)
 
 
 def load_plan(path: Path) -> NightlyPlan:
@@ -123,7 +135,8 @@ def load_plan(path: Path) -> NightlyPlan:
         config=Path(_text(path, "config", data["config"])).expanduser() if data.get("config") else None,
         center=_center(path, data.get("center", "mean")), noise_floor=_noise_floor(path, data.get("noise_floor", "auto")),
         scheduler=_text(path, "scheduler", data["scheduler"]) if data.get("scheduler") is not None else None,
-        confirm=_flag(path, data, "confirm", True))
+        confirm=_flag(path, data, "confirm", True), threads=_ints(path, data, "threads", 0, LIMITS["cpu_threads"][1]),
+        prompt_lens=_ints(path, data, "prompt_len", 1, _SWEEP_MOST), gen_lens=_ints(path, data, "gen_len", 1, _SWEEP_MOST))
 
 
 def _flag(path: Path, data: dict[str, Any], key: str, default: bool) -> bool:
@@ -194,6 +207,19 @@ def _count(path: Path, data: dict[str, Any], key: str, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
         raise ConfigError(path, key, f"expected a whole number >= {least:g} and <= {most:g}, got {shorten(repr(value))}")
     return value
+
+
+def _ints(path: Path, data: dict[str, Any], key: str, least: int, most: int) -> tuple[int, ...]:
+    """An integer, or a list of distinct integers (a sweep), each in [least, most]; absent: ()."""
+    value = data.get(key)
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    if not items or any(isinstance(v, bool) or not isinstance(v, int) or not least <= v <= most for v in items) \
+            or len(set(items)) != len(items):
+        raise ConfigError(path, key, f"expected a whole number or a list of distinct ones, each from {least} to {most}, "
+                                     f"got {shorten(repr(value))}")
+    return tuple(items)
 
 
 def _folder(path: Path, key: str, value: Any) -> Path:
