@@ -47,7 +47,8 @@ def nightly(
     from orchestrator.progress import Progress
     from orchestrator.report.verdicts import verdict_table, write_verdict_report
     from orchestrator.store import open_store
-    from orchestrator.verdicts.nightly import load_plan, pair_baselines, run_nightly
+    from orchestrator.verdicts.nightly import pair_baselines, run_nightly
+    from orchestrator.verdicts.nightly_plan import load_plan
 
     loaded = load_plan(plan)
     farm = None
