@@ -113,6 +113,7 @@ class DeviceSpec:
     # clusters, from the device's own facts: orchestrator/run/affinity.py).
     cpus: str | None = None
     runtime: str | None = None  # the user's ExecuTorch install prefix (`runtime: PATH`), None: etfarm's own runtime
+    description: str = ""  # free text for people (`etfarm devices` shows it)
 
     @property
     def android(self) -> bool:
@@ -130,6 +131,8 @@ class DeviceSpec:
             entry["cpus"] = self.cpus
         if self.runtime is not None:
             entry["runtime"] = self.runtime
+        if self.description:
+            entry["description"] = self.description
         return {**entry, **self.settings.keys()}
 
 

@@ -33,11 +33,16 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 NAME_MAX = 64
 THREADS_MAX = 1024  # as RunOptions' cpu_threads (run/limits.py, a layer above this one)
 CPU_MAX = 8191  # Linux's largest NR_CPUS
+DESCRIPTION_MAX = 200
 # Keys of every device; each transport adds its own (TransportSettings.KEYS). Unknown keys are
 # errors, so typos surface.
 _COMMON_KEYS = {"transport", "target", "workdir", "exec_prefix", "threads", "cpus", "runtime", "description"}
 # `cpus:` is taskset's cpu list: 3, 0-3, 0,2,4-7 (an integer alone is one cpu), or a cluster by name.
 _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+# A device or model name becomes file names (run directories, locks): plain words only; `adb:SERIAL`
+# allows the serial's ':' (`adb:127.0.0.1:5555`), never first, never a path separator.
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+ADB_SERIAL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")
 CPU_CLUSTERS = ("big", "prime")  # resolved on the device from its own facts (orchestrator/run/affinity.py)
 ADB_NAME_PREFIX = "adb:"
 
@@ -72,6 +77,8 @@ def adb_spec(name: str, server: tuple[str, int] | None = None) -> DeviceSpec:
     serial = name[len(ADB_NAME_PREFIX):]
     if not serial:
         raise UsageError(f"--devices {name}: give the device's serial after {ADB_NAME_PREFIX} (see `adb devices`)")
+    if not ADB_SERIAL.match(serial):
+        raise UsageError(f"--devices {name}: not an adb serial (letters, digits, '.', '_', '-', ':'; see `adb devices`)")
     server = server or default_server()
     abi = device_abi(server, serial)
     target = target_for_abi(abi)
@@ -79,6 +86,13 @@ def adb_spec(name: str, server: tuple[str, int] | None = None) -> DeviceSpec:
         raise UsageError(f"--devices {name}: the device's ABI is {abi or 'unknown'} (ro.product.cpu.abi); etfarm's "
                          f"runners run on {', '.join(ANDROID_ABI_TARGETS)} only")
     return adb_device_spec(serial, target, server)
+
+
+def is_plain_name(name: str) -> bool:
+    """Whether a device or model name may become file names: plain words, or `adb:SERIAL`."""
+    if name.startswith(ADB_NAME_PREFIX):
+        return bool(ADB_SERIAL.match(name[len(ADB_NAME_PREFIX):]))
+    return bool(_PLAIN_NAME.match(name))
 
 
 def default_config_path() -> Path | None:
@@ -151,6 +165,7 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
         name=name, transport=transport, target=target, workdir=settings.workdir(workdir),
         exec_prefix=_exec_prefix(path, f"{where}.exec_prefix", entry.get("exec_prefix")),
         settings=settings, source=str(path), threads=threads, cpus=cpus, runtime=runtime,
+        description=_description(keys),
     )
 
 
@@ -167,6 +182,13 @@ def _cpus(keys: InventoryEntry) -> str | None:
                                  f"or {' or '.join(CPU_CLUSTERS)}, "
                                  f"got {describe(cpus)}")
     return text.replace(" ", "")
+
+
+def _description(keys: InventoryEntry) -> str:
+    text = keys.text("description") or ""
+    if len(text) > DESCRIPTION_MAX or any(ord(c) < 0x20 for c in text):
+        raise keys.error("description", f"expected one line of at most {DESCRIPTION_MAX} characters, got {describe(text)}")
+    return text
 
 
 def _runtime(keys: InventoryEntry) -> str | None:

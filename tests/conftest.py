@@ -19,11 +19,14 @@ XDG_DIRS = {"XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".cache", "XDG_DATA_
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Ctrl-C tests send real SIGINTs to `etfarm` child processes. A shell script's background job starts
-    with SIGINT ignored, and an ignored signal stays ignored across exec, so `etfarm` would never see the
-    signal: give the test process a handler (which exec resets to the default in every child)."""
+    """Ctrl-C and hangup tests send real SIGINTs and SIGHUPs to `etfarm` child processes. A shell script's
+    background job starts with SIGINT ignored, `nohup` with SIGHUP ignored, and an ignored signal stays ignored
+    across exec, so `etfarm` would rightly keep ignoring it: give the test process a handler for SIGINT (which
+    exec resets to the default in every child) and SIGHUP its default."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -48,7 +48,11 @@ def devices(
 
     rows = [[e["name"], e["transport"], e["target"] or "?", e["address"], _status(e), _facts_line(e["facts"])]
             for e in entries]
-    typer.echo(format_table(["device", "transport", "target", "address", "status", "facts"], rows, "llllll"))
+    header = ["device", "transport", "target", "address", "status", "facts"]
+    if any(e["description"] for e in entries):  # only inventories that describe their devices get the column
+        header.insert(1, "description")
+        rows = [[row[0], e["description"], *row[1:]] for row, e in zip(rows, entries, strict=True)]
+    typer.echo(format_table(header, rows, "l" * len(header)))
     for entry in entries:  # the whole reason and its fix, never cut by the table's width
         if entry["reachable"] is False and entry.get("error"):
             typer.echo(f"{entry['name']}: {one_line(str(entry['error']))}")

@@ -47,7 +47,8 @@ def nightly(
     from orchestrator.progress import Progress
     from orchestrator.report.verdicts import verdict_table
     from orchestrator.store import open_store
-    from orchestrator.verdicts.nightly import load_plan, run_nightly
+    from orchestrator.verdicts.nightly import run_nightly
+    from orchestrator.verdicts.nightly_plan import load_plan
 
     loaded = load_plan(plan)
     farm = None

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import zipfile
 from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.etrecord import EDGE_PROGRAM, ETRECORD_IDENTIFIER, FORWARD, read_member
+from orchestrator.profiles.file_memo import FileMemo, file_key
 
 
 @dataclass(frozen=True)
@@ -31,30 +31,16 @@ class EdgeFlow:
     consumers: dict[int, tuple[int, ...]]
 
 
-_CACHE: dict[tuple[str, int, int], EdgeFlow] = {}
-_LOCK = threading.Lock()
+_FLOWS: FileMemo[EdgeFlow] = FileMemo()
 
 
 def clear_cache() -> None:
-    with _LOCK:
-        _CACHE.clear()
+    _FLOWS.clear()
 
 
 def load_edge_flow(path: str | os.PathLike[str]) -> EdgeFlow:
-    """The data flow of an ETRecord's edge program (cached per path, mtime and size)."""
-    name = str(path)
-    try:
-        st = os.stat(path)
-    except OSError:
-        raise AnalysisError(f"{name}: no such ETRecord file") from None
-    key = (os.path.realpath(path), st.st_mtime_ns, st.st_size)
-    with _LOCK:
-        cached = _CACHE.get(key)
-    if cached is None:
-        cached = edge_flow(_program(name))
-        with _LOCK:
-            _CACHE[key] = cached
-    return cached
+    """The data flow of an ETRecord's edge program (kept while the file is unchanged)."""
+    return _FLOWS.get([file_key(path, "ETRecord file")], lambda: edge_flow(_program(str(path))))
 
 
 def _program(name: str) -> dict[str, Any]:

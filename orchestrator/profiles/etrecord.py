@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import AnalysisError
+from orchestrator.profiles.file_memo import FileMemo, file_key
 
 ETRECORD_IDENTIFIER = "ETRECORD_V0"
 DEBUG_HANDLE_MAP = "debug_handle_map"
@@ -143,32 +143,17 @@ def _freeze(handles: Any) -> int | tuple[int, ...] | None:
     return tuple(handles) if isinstance(handles, list) else handles
 
 
-_CACHE: dict[tuple[str, int, int], ETRecordInfo] = {}
-_CACHE_LOCK = threading.Lock()
+_RECORDS: FileMemo[ETRecordInfo] = FileMemo()
 
 
 def clear_cache() -> None:
     """Forget parsed ETRecords (benchmarks measure the cold path with it)."""
-    with _CACHE_LOCK:
-        _CACHE.clear()
+    _RECORDS.clear()
 
 
 def load_etrecord(path: str | os.PathLike[str]) -> ETRecordInfo:
-    """Parse an ETRecord (cached per path, mtime and size). Raises AnalysisError."""
-    name = str(path)
-    try:
-        st = os.stat(path)
-    except OSError:
-        raise AnalysisError(f"{name}: no such ETRecord file") from None
-    key = (os.path.realpath(path), st.st_mtime_ns, st.st_size)
-    with _CACHE_LOCK:
-        cached = _CACHE.get(key)
-    if cached is not None:
-        return cached
-    info = _parse(Path(path), name)
-    with _CACHE_LOCK:
-        _CACHE[key] = info
-    return info
+    """Parse an ETRecord (kept while the file is unchanged). Raises AnalysisError."""
+    return _RECORDS.get([file_key(path, "ETRecord file")], lambda: _parse(Path(path), str(path)))
 
 
 def _parse(path: Path, name: str) -> ETRecordInfo:

@@ -22,7 +22,6 @@ A kernel that cannot be linked keeps a `reason` (and the analysis keeps "delegat
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from orchestrator.profiles.edge_flow import EdgeFlow, load_edge_flow
 from orchestrator.profiles.edge_flow import clear_cache as clear_edge_flows
 from orchestrator.profiles.etdump_events import EventInfo
 from orchestrator.profiles.etrecord import FORWARD, ETRecordInfo, OpNode, innermost_module, load_etrecord
+from orchestrator.profiles.file_memo import FileMemo, file_key
 from orchestrator.profiles.kernel_align import ALWAYS_RUN, AlignmentTooLarge, align
 from orchestrator.profiles.kernel_attribution import PLUMBING, ROLE_FUSED, ROLE_SERVES, Attribution, attribute
 from orchestrator.profiles.pte_program import DelegateCall, read_delegate_calls
@@ -211,38 +211,26 @@ def _delegate_handles(record: ETRecordInfo, instruction_id: int) -> tuple[int, .
     return tuple(dict.fromkeys(h for h in handles or () if isinstance(h, int)))
 
 
-_CACHE: dict[tuple[object, ...], KernelProgram] = {}
-_LOCK = threading.Lock()
+_PROGRAMS: FileMemo[KernelProgram] = FileMemo()
 
 
 def clear_cache() -> None:
     """Forget loaded programs and edge-graph flows (benchmarks measure the cold path with it)."""
-    with _LOCK:
-        _CACHE.clear()
+    _PROGRAMS.clear()
     clear_edge_flows()
 
 
 def load_kernel_program(pte: PathLike, etrecord: PathLike) -> KernelProgram:
-    """Read a .pte and its ETRecord for kernel mapping (cached per files). Raises AnalysisError
-    for a missing, foreign or damaged file; a delegate it cannot map only gives its kernels a reason."""
-    keys = []
-    for path in (pte, etrecord):
-        try:
-            st = os.stat(path)
-        except OSError:
-            raise AnalysisError(f"{path}: no such file") from None
-        keys.append((os.path.realpath(path), st.st_mtime_ns, st.st_size))
-    key = tuple(keys)
-    with _LOCK:
-        cached = _CACHE.get(key)
-    if cached is not None:
-        return cached
+    """Read a .pte and its ETRecord for kernel mapping (kept while the files are unchanged). Raises
+    AnalysisError for a missing, foreign or damaged file; a delegate it cannot map only gives its kernels a reason."""
+    return _PROGRAMS.get([file_key(pte), file_key(etrecord)], lambda: _read_kernel_program(pte, etrecord))
+
+
+def _read_kernel_program(pte: PathLike, etrecord: PathLike) -> KernelProgram:
     record = load_etrecord(etrecord)
     delegates = read_delegate_calls(pte)
     methods = delegates.methods()
     method = FORWARD if FORWARD in methods or len(methods) != 1 else methods[0]
     calls = {c.instruction_id: c for c in delegates.calls if c.method == method and c.chain == 0}
     program = KernelProgram(str(Path(pte)), record, load_edge_flow(etrecord), method, calls)
-    with _LOCK:
-        _CACHE[key] = program
     return program

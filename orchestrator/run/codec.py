@@ -40,6 +40,8 @@ from enum import Enum
 from functools import cache
 from typing import Any, TypeVar
 
+from orchestrator.config import is_plain_name
+
 T = TypeVar("T")
 KEYED: Mapping[str, Any] = types.MappingProxyType({"codec": "keyed"})
 FLAT: Mapping[str, Any] = types.MappingProxyType({"codec": "flat"})
@@ -142,8 +144,8 @@ def _read_keyed(f: _Field, raw: Any) -> tuple[Any, ...]:
         raise FieldError((), f"expected a mapping, got {_shown(raw)}")
     out = []
     for k, v in (raw or {}).items():
-        if not isinstance(k, str) or not _NAME.match(k):  # device and model names become paths
-            raise FieldError((), f"{_shown(k)} is not a plain name (letters, digits, '.', '_', '-'; at most 100)")
+        if not isinstance(k, str) or not is_plain_name(k):  # device and model names become paths
+            raise FieldError((), f"{_shown(k)} is not a plain name (letters, digits, '.', '_', '-'; at most 100; or adb:SERIAL)")
         try:
             out.append(decode(item, v, **({key: k} if key else {})))
         except FieldError as exc:
@@ -224,7 +226,6 @@ def _finite_or_none(value: float | None) -> float | None:
 
 _KIND_NAMES = {bool: "true or false", int: "a whole number", str: "a string"}
 _WHOLE = re.compile(r"^[+-]?[0-9]{1,30}$")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # what the inventory and model specs allow
 
 
 def _checked(kind: type) -> Callable[[Any], Any]:

@@ -109,7 +109,8 @@ def run_job_on(executor: Executor, device_names: Sequence[str], specs: Sequence[
                                scheduler=executor.scheduler, names=tuple(s.name for s in specs))
             # Export and check before the run directory exists: a bad model is a usage or data error and leaves
             # nothing behind; each program is checked, an LLM recognised, a sweep expanded (run/sweep.py).
-            points = sweep_models([export_model(spec, backend, log=progress) for spec in specs], options)
+            points = sweep_models([export_model(spec, backend, log=progress) for spec in specs], options,
+                                  custom_ops=own_runtimes(devices))
             models = [model for model, _ in points]
             rundir = RunDirectory.create(out, config, tuple(model_artifacts(m, specs[k]) for m, k in points),
                                          run_id=run_id)
@@ -130,7 +131,7 @@ def resume_job_on(executor: Executor, root: Path, specs: Sequence[ModelSpec], *,
             return finished_result(root, recorded, progress)
         with executor:
             devices = executor.devices(list(plan.devices))
-            models = resume_models(root, recorded, specs, progress)
+            models = resume_models(root, recorded, specs, progress, custom_ops=own_runtimes(devices))
             rundir = RunDirectory.reopen(root)
             names = [m.name for m in models]
             stats = JobStats.resumed(rundir.root, recorded.config.devices, names)
@@ -179,11 +180,18 @@ def _execute(executor: Executor, devices: Sequence[DeviceRef], rundir: RunDirect
     return JobResult(rundir, job, results, stats.all(), interrupted=interrupted, problem=problem)
 
 
-def resume_models(root: Path, recorded: Job, specs: Sequence[ModelSpec], progress: Progress) -> list[ExportedModel]:
+def own_runtimes(devices: Sequence[DeviceRef]) -> bool:
+    """Whether every device runs a runner built against the user's own ExecuTorch (`runtime: PATH`): then
+    the llama:: custom ops may be registered there, and the runner itself refuses what its runtime lacks."""
+    return bool(devices) and all(d.runtime for d in devices)
+
+
+def resume_models(root: Path, recorded: Job, specs: Sequence[ModelSpec], progress: Progress, *,
+                  custom_ops: bool = False) -> list[ExportedModel]:
     """The recorded job's models exported again (a cache hit when unchanged); a changed model is refused,
     because runs of two different programs under one run id would be one meaningless table."""
     exported = [export_model(spec, recorded.config.backend, log=progress) for spec in specs]
-    models = [model for model, _ in sweep_models(exported, recorded.config.options)]
+    models = [model for model, _ in sweep_models(exported, recorded.config.options, custom_ops=custom_ops)]
     for model in models:
         artifacts = recorded.model_artifacts(model.name)
         if artifacts is None or artifacts.key != model.key:

@@ -36,6 +36,7 @@ def listing(spec: DeviceSpec, *, checked: bool = False) -> dict[str, Any]:
     about to be (`checked`: offline until it answers)."""
     entry: dict[str, Any] = {"name": spec.name, "transport": spec.transport, "target": spec.target or None,
                              "address": spec.settings.address, "workdir": spec.workdir,
+                             "description": spec.description,
                              "in_inventory": not spec.name.startswith(ADB_NAME_PREFIX),
                              "reachable": False if checked else None, "health": "offline" if checked else None,
                              "error": None, "attempts": []}

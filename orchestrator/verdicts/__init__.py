@@ -10,7 +10,7 @@
     noise.estimate_floor(job statistics) -> NoiseFloor; baseline.history_noise_finder(store, job, center)
                                                       the device's noise floor from stored good runs
     ab.run_ab(...) -> AbOutcome                       `run --ab`: ABBA in one job, --until-confident
-    nightly.load_plan / run_nightly -> NightlyOutcome  `nightly --plan`
+    nightly_plan.load_plan, nightly.run_nightly -> NightlyOutcome  `nightly --plan`
     changes.find_changes(points) -> [SeriesChanges]    `history --changes` (ruptures PELT)
 
 Nothing is imported here: numpy, scipy, pandas and ruptures load inside the functions that need them.

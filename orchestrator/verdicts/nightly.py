@@ -1,25 +1,7 @@
 """`etfarm nightly --plan FILE`: run a plan, store it, compare each (device, model) with its baseline.
 
-The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly plan"; example in configs/nightly.yaml):
-
-    devices: [pixel8, rpi5]                 # or "pixel8,rpi5"
-    models: ["models/mobilenet.py:build", {spec: "models/vit.py:build", backend: portable, name: vit-portable}]
-    runs: 10                                # process runs per device and model
-    iterations: 50
-    warmup: 5
-    threshold: 5%                           # end to end; `op_threshold` (default 10%) per op
-    center: mean                            # or fast: see statistics.Center
-    noise_floor: auto                       # default; or a percentage (0% = none): see noise.py
-    baseline: last-good                     # or a run id / run directory
-    report: reports/                        # Markdown + JSON verdicts written here
-    out: reports/runs                       # optional: where run directories go (default REPORT/runs)
-    config: configs/devices.yaml            # optional device inventory (default: --config, $ETFARM_CONFIG)
-    scheduler: tcp://10.0.0.1:8786          # optional: run on the Dask farm (--scheduler/$ETFARM_SCHEDULER win)
-    backend: xnnpack                        # optional default backend of the models
-
-Relative paths are taken from the current directory, as on the command line. A bad plan is a
-ConfigError naming the file and the key (exit 2). Models with different backends run as one
-job per backend. Each job is recorded in the results store; its verdicts are written beside it
+The plan is read by nightly_plan.py (example in configs/nightly.yaml). Models with different
+backends run as one job per backend. Each job is recorded in the results store; its verdicts are written beside it
 (DIR/verdicts.json), which is what makes a regressed night never the next night's baseline.
 The first night has no baseline: its pairs are `new`, it passes and becomes the baseline.
 
@@ -30,7 +12,6 @@ regression or wrong outputs; else 3 when some device or model could not be measu
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -39,8 +20,6 @@ from typing import Any
 from orchestrator.errors import EXIT_INTERRUPTED, ConfigError, EtfarmError, UsageError
 from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult, run_job
-from orchestrator.run.limits import LIMITS
-from orchestrator.run.results import RunOptions
 from orchestrator.store import Store
 from orchestrator.verdicts.baseline import (
     LAST_GOOD,
@@ -50,180 +29,9 @@ from orchestrator.verdicts.baseline import (
     record_verdicts,
 )
 from orchestrator.verdicts.compare import Comparison, compare_against
-from orchestrator.verdicts.statistics import (
-    DEFAULT_OP_THRESHOLD,
-    DEFAULT_THRESHOLD,
-    VerdictSettings,
-)
-from orchestrator.yamlfile import load_yaml, shorten
+from orchestrator.verdicts.nightly_plan import NightlyPlan
 
 EXIT_NIGHTLY_UNMEASURED = 3
-_KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
-         "config", "backend", "center", "noise_floor", "scheduler", "confirm"}
-_MODEL_KEYS = {"spec", "backend", "name"}
-
-
-@dataclass(frozen=True)
-class PlanModel:
-    spec: str
-    backend: str
-    name: str | None = None
-
-
-@dataclass(frozen=True)
-class NightlyPlan:
-    path: Path
-    devices: tuple[str, ...]
-    models: tuple[PlanModel, ...]
-    report: Path
-    out: Path
-    runs: int = 10
-    iterations: int = 50
-    warmup: int = 5
-    threshold: float = DEFAULT_THRESHOLD
-    op_threshold: float = DEFAULT_OP_THRESHOLD
-    baseline: str = LAST_GOOD
-    config: Path | None = None
-    center: str = "mean"
-    noise_floor: float | None = None  # None: auto (per device and model from stored history), else relative
-    scheduler: str | None = None  # the Dask farm's scheduler: the devices are its workers'
-    confirm: bool = True  # a regressed (device, model) is run again; only a regression that reproduces fails
-
-    @property
-    def settings(self) -> VerdictSettings:
-        return VerdictSettings(threshold=self.threshold, op_threshold=self.op_threshold, center=self.center,
-                               noise_floor=self.noise_floor or 0.0, auto_noise_floor=self.noise_floor is None)
-
-    def options(self) -> RunOptions:
-        return RunOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup)
-
-
-def load_plan(path: Path) -> NightlyPlan:
-    if not Path(path).is_file():
-        raise ConfigError(path, None, "no such plan file")
-    data = load_yaml(Path(path))  # strict: duplicate keys, alias bombs, non-UTF-8 are errors naming the line
-    if not isinstance(data, dict):
-        raise ConfigError(path, None, "a plan is a mapping with devices, models, report, ...")
-    unknown = sorted(set(data) - _KEYS)
-    if unknown:
-        raise ConfigError(path, unknown[0], f"unknown key; a plan has {', '.join(sorted(_KEYS))}")
-    for key in ("devices", "models", "report"):
-        if data.get(key) in (None, "", []):
-            raise ConfigError(path, key, "required")
-    backend = _text(path, "backend", data.get("backend", "xnnpack"))
-    report = _folder(path, "report", data["report"])
-    return NightlyPlan(
-        path=Path(path), devices=_devices(path, data["devices"]), models=_models(path, data["models"], backend),
-        report=report, out=_folder(path, "out", data["out"]) if data.get("out") else report / "runs",
-        runs=_count(path, data, "runs", 10), iterations=_count(path, data, "iterations", 50),
-        warmup=_count(path, data, "warmup", 5),
-        threshold=_percent(path, data, "threshold", DEFAULT_THRESHOLD),
-        op_threshold=_percent(path, data, "op_threshold", DEFAULT_OP_THRESHOLD),
-        baseline=_text(path, "baseline", data.get("baseline", LAST_GOOD)),
-        config=Path(_text(path, "config", data["config"])).expanduser() if data.get("config") else None,
-        center=_center(path, data.get("center", "mean")), noise_floor=_noise_floor(path, data.get("noise_floor", "auto")),
-        scheduler=_text(path, "scheduler", data["scheduler"]) if data.get("scheduler") is not None else None,
-        confirm=_flag(path, data, "confirm", True))
-
-
-def _flag(path: Path, data: dict[str, Any], key: str, default: bool) -> bool:
-    value = data.get(key, default)
-    if not isinstance(value, bool):
-        raise ConfigError(path, key, f"expected true or false, got {value!r}")
-    return value
-
-
-def _noise_floor(path: Path, value: Any) -> float | None:
-    """'auto' -> None; '3%' or 3 -> 0.03; 0 or '0%' -> 0.0 (no floor)."""
-    if isinstance(value, str) and value.strip().lower() == "auto":
-        return None
-    try:
-        number = float(str(value).strip().removesuffix("%"))
-    except ValueError:
-        number = float("nan")
-    if isinstance(value, bool) or not 0 <= number < 100:
-        raise ConfigError(path, "noise_floor", f"expected auto or a percentage like 3%, got {value!r}")
-    return number / 100.0
-
-
-def _center(path: Path, value: Any) -> str:
-    if value not in ("mean", "fast"):
-        raise ConfigError(path, "center", f"expected mean or fast, got {value!r}")
-    return str(value)
-
-
-def _text(path: Path, key: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(path, key, f"expected a non-empty string, got {value!r}")
-    return value.strip()
-
-
-def _devices(path: Path, value: Any) -> tuple[str, ...]:
-    items = value.split(",") if isinstance(value, str) else value
-    if not isinstance(items, list):
-        raise ConfigError(path, "devices", f"expected a list of device names, got {value!r}")
-    return tuple(_text(path, f"devices[{i}]", v) for i, v in enumerate(items))
-
-
-def _models(path: Path, value: Any, backend: str) -> tuple[PlanModel, ...]:
-    if not isinstance(value, list):
-        raise ConfigError(path, "models", "expected a list of model specs or {spec, backend, name} mappings")
-    out = []
-    for i, item in enumerate(value):
-        where = f"models[{i}]"
-        if isinstance(item, str):
-            out.append(PlanModel(_text(path, where, item), backend))
-            continue
-        if not isinstance(item, dict):
-            raise ConfigError(path, where, f"expected a spec or a mapping, got {item!r}")
-        unknown = sorted(set(item) - _MODEL_KEYS)
-        if unknown:
-            raise ConfigError(path, f"{where}.{unknown[0]}", "unknown key; a model has spec, backend, name")
-        if "spec" not in item:
-            raise ConfigError(path, f"{where}.spec", "required")
-        out.append(PlanModel(_text(path, f"{where}.spec", item["spec"]),
-                             _text(path, f"{where}.backend", item.get("backend", backend)),
-                             _text(path, f"{where}.name", item["name"]) if item.get("name") is not None else None))
-    return tuple(out)
-
-
-def _count(path: Path, data: dict[str, Any], key: str, default: int) -> int:
-    """A count within RunOptions' bounds (run/limits.py), as the command line's."""
-    value = data.get(key, default)
-    least, most = LIMITS[key]
-    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
-        raise ConfigError(path, key, f"expected a whole number >= {least:g} and <= {most:g}, got {shorten(repr(value))}")
-    return value
-
-
-def _folder(path: Path, key: str, value: Any) -> Path:
-    """A directory the night writes into: absent (made later) or a directory, never a file."""
-    folder = Path(_text(path, key, value)).expanduser()
-    for part in (folder, *folder.parents):
-        if part.exists():
-            if not part.is_dir():
-                raise ConfigError(path, key, f"{folder}: {part} is a file, not a directory")
-            if not os.access(part, os.W_OK | os.X_OK):
-                raise ConfigError(path, key, f"{folder}: cannot write in {part} (read-only or not ours)")
-            break
-    return folder
-
-
-def _percent(path: Path, data: dict[str, Any], key: str, default: float) -> float:
-    """'5%' or 5 -> 0.05."""
-    value = data.get(key)
-    if value is None:
-        return default
-    text = str(value).strip()
-    try:
-        number = float(text.removesuffix("%"))
-    except ValueError:
-        raise ConfigError(path, key, f"expected a percentage like 5%, got {value!r}") from None
-    if isinstance(value, bool) or not 0 < number < 100:
-        raise ConfigError(path, key, f"expected a percentage between 0 and 100, got {value!r}")
-    return number / 100.0
-
-
 @dataclass(frozen=True)
 class Confirmation:
     """A (device, model) a night found regressed, run again at once: whether the second job showed it too."""

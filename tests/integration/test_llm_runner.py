@@ -93,28 +93,6 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> Toy:
     return Toy(pte, greedy)
 
 
-@pytest.fixture(scope="session")
-def llama_ops_pte(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A program calling llama::update_cache, the op export_llama --use_sdpa_with_kv_cache adds."""
-    import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (registers the llama:: ops)
-    import torch
-    from executorch.exir import to_edge_transform_and_lower
-
-    class CacheUpdate(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.register_buffer("k_cache", torch.zeros(1, 8, 2, 4))
-
-        def forward(self, value: torch.Tensor) -> torch.Tensor:
-            torch.ops.llama.update_cache(value, self.k_cache, 0)
-            return self.k_cache + 1
-
-    exported = torch.export.export(CacheUpdate(), (torch.ones(1, 1, 2, 4),))
-    pte = tmp_path_factory.mktemp("llama-ops") / "sdpa_kv.pte"
-    pte.write_bytes(to_edge_transform_and_lower(exported).to_executorch().buffer)
-    return pte
-
-
 def _run(build: RunnerBuild, *args: str | Path, emulator: tuple[str, ...] = ()) -> procs.CommandResult:
     return procs.run([*emulator, str(build.runner), *(str(a) for a in args)], env=runner_env(str(build.root)),
                      timeout_s=RUN_TIMEOUT_S)

@@ -111,3 +111,22 @@ def test_a_program_needing_an_unregistered_backend_fails_the_device_in_one_line(
     assert error is not None and "\n" not in error, error
     assert "needs backends it does not register: XnnpackBackend (registered: " in error, error
     assert error.startswith("[own] runner (tiny_cnn, run-1): program ")
+
+
+def test_llama_custom_ops_are_left_to_the_users_own_runtime(full_prefix: Path, llama_ops_pte: Path,
+                                                             tmp_path: Path) -> None:
+    """A program with llama:: ops is refused before anything runs when a device has etfarm's runtime (which lacks
+    them), and let through to devices that all run the user's own, where the runner says in one line what is missing
+    (this prefix, the wheel's, does not register them either)."""
+    own = DeviceSpec("own", "local", "host", str(tmp_path / "own"), runtime=str(full_prefix))
+    plain = DeviceSpec("plain", "local", "host", str(tmp_path / "plain"))
+    config = write_inventory(tmp_path / "devices.yaml", [own, plain])
+    common = ("--config", str(config), "--model", str(llama_ops_pte), "--runs", "1", "--iterations", "1",
+              "--untraced-runs", "0", "--no-report", "--no-store")
+    mixed = etfarm("run", "--devices", "own,plain", *common, "--out", str(tmp_path / "mixed"))
+    assert mixed.returncode == 2 and "llama::update_cache" in mixed.stderr and not (tmp_path / "mixed").exists()
+    out = tmp_path / "own-only"
+    result = etfarm("run", "--devices", "own", *common, "--out", str(out))
+    assert result.returncode == 1, result.stderr[-3000:]
+    error = load_manifest(out).device("own").error  # type: ignore[union-attr]
+    assert error is not None and "\n" not in error and "llama::update_cache" in error, error

@@ -192,3 +192,34 @@ def test_the_default_adb_server_is_adbs_own(monkeypatch: pytest.MonkeyPatch) -> 
     assert default_server() == ("127.0.0.1", 5038)
     monkeypatch.setenv("ADB_SERVER_SOCKET", "tcp:10.0.0.2:5039")
     assert default_server() == ("10.0.0.2", 5039)
+
+
+def test_description_is_one_line_shown_by_devices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from orchestrator.cli import main
+
+    path = write(tmp_path, "devices:\n  a:\n    transport: local\n    description: Pixel 8 on the shelf, USB hub 2\n"
+                           "  b:\n    transport: local\n")
+    devices = load_inventory(path).devices
+    assert devices["a"].description == "Pixel 8 on the shelf, USB hub 2" and devices["b"].description == ""
+    assert devices["a"].inventory_entry()["description"] == devices["a"].description
+    assert main(["devices", "--no-check", "--config", str(path)]) == 0
+    header, _, *rows = capsys.readouterr().out.splitlines()
+    assert header.split()[:2] == ["device", "description"]
+    assert [r for r in rows if r.startswith("a ")] == [next(r for r in rows if "Pixel 8 on the shelf, USB hub 2" in r)]
+    with pytest.raises(ConfigError, match=r"devices\.a\.description: expected one line"):
+        load_inventory(write(tmp_path, "devices:\n  a:\n    transport: local\n    description: \"x\\ny\"\n"))
+
+
+@pytest.mark.parametrize(("name", "plain"), [
+    ("pixel8", True), ("adb:127.0.0.1:5555", True), ("adb:emulator-5554", True), ("a:b", False),
+    ("adb:", False), ("adb:../x", False), ("adb::5555", False), ("../x", False), ("x" * 101, False),
+])
+def test_plain_names_allow_adb_serials_and_no_paths(name: str, plain: bool) -> None:
+    from orchestrator.config import is_plain_name
+
+    assert is_plain_name(name) is plain
+
+
+def test_adb_serial_that_is_no_serial_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match=r"--devices adb:\.\./x: not an adb serial"):
+        load_inventory(None).select("adb:../x")

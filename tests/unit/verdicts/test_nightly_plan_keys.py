@@ -1,4 +1,4 @@
-"""A nightly plan's `scheduler:` key (the run itself: tests/integration/test_scale.py) and `confirm:` key."""
+"""A nightly plan's `scheduler:`, `confirm:` and sweep keys (the run itself: tests/integration/test_scale.py, test_llm_jobs.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import ConfigError
-from orchestrator.verdicts.nightly import load_plan
+from orchestrator.verdicts.nightly_plan import load_plan
 
 BASE = "devices: [a]\nmodels: [m.py:build]\nreport: r\n"
 
@@ -37,4 +37,24 @@ def test_confirmation_is_on_unless_the_plan_says_false(tmp_path: Path) -> None:
     assert load_plan(path).confirm is False
     path.write_text(BASE + "confirm: maybe\n")
     with pytest.raises(ConfigError, match="confirm: expected true or false"):
+        load_plan(path)
+
+
+def test_threads_and_generation_lengths_are_run_options(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(BASE + "threads: 2\nprompt_len: [32, 128]\ngen_len: 16\n")
+    options = load_plan(path).options()
+    assert (options.cpu_threads, options.thread_counts) == (2, ())
+    assert (options.prompt_lens, options.gen_lens) == ((32, 128), (16,))
+    path.write_text(BASE + "threads: [1, 4]\n")
+    options = load_plan(path).options()
+    assert (options.cpu_threads, options.thread_counts, options.prompt_lens) == (0, (1, 4), ())
+
+
+@pytest.mark.parametrize(("key", "value"), [("threads", "-1"), ("threads", "[1, 1]"), ("prompt_len", "0"),
+                                            ("gen_len", "'32'"), ("gen_len", "[]"), ("prompt_len", "true")])
+def test_a_bad_sweep_value_names_the_key(tmp_path: Path, key: str, value: str) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(BASE + f"{key}: {value}\n")
+    with pytest.raises(ConfigError, match=rf"{key}: expected a whole number or a list of distinct ones"):
         load_plan(path)

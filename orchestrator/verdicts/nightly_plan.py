@@ -1,0 +1,227 @@
+"""The nightly plan: what a night runs and how it judges it, read strictly from YAML.
+
+The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly plan"; example in configs/nightly.yaml):
+
+    devices: [pixel8, rpi5]                 # or "pixel8,rpi5"
+    models: ["models/mobilenet.py:build", {spec: "models/vit.py:build", backend: portable, name: vit-portable}]
+    runs: 10                                # process runs per device and model
+    iterations: 50
+    warmup: 5
+    threshold: 5%                           # end to end; `op_threshold` (default 10%) per op
+    center: mean                            # or fast: see statistics.Center
+    noise_floor: auto                       # default; or a percentage (0% = none): see noise.py
+    baseline: last-good                     # or a run id / run directory
+    report: reports/                        # Markdown + JSON verdicts written here
+    out: reports/runs                       # optional: where run directories go (default REPORT/runs)
+    config: configs/devices.yaml            # optional device inventory (default: --config, $ETFARM_CONFIG)
+    scheduler: tcp://10.0.0.1:8786          # optional: run on the Dask farm (--scheduler/$ETFARM_SCHEDULER win)
+    backend: xnnpack                        # optional default backend of the models
+    confirm: true                           # default: a regressed (device, model) runs again and must regress again
+    threads: [1, 4]                         # optional, as run's --threads: a number or a list (a sweep)
+    prompt_len: 32                          # optional, LLMs: run's --prompt-len / --gen-len
+    gen_len: [32, 128]
+
+Relative paths are taken from the current directory, as on the command line. A bad plan is a
+ConfigError naming the file and the key (exit 2).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import ConfigError
+from orchestrator.run.limits import LIMITS
+from orchestrator.run.results import RunOptions
+from orchestrator.verdicts.baseline import LAST_GOOD
+from orchestrator.verdicts.statistics import DEFAULT_OP_THRESHOLD, DEFAULT_THRESHOLD, VerdictSettings
+from orchestrator.yamlfile import load_yaml, shorten
+
+_KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
+         "config", "backend", "center", "noise_floor", "scheduler", "confirm", "threads", "prompt_len", "gen_len"}
+_SWEEP_MOST = 1 << 16  # as the command line's lists: beyond it a value is a typo
+_MODEL_KEYS = {"spec", "backend", "name"}
+
+
+@dataclass(frozen=True)
+class PlanModel:
+    spec: str
+    backend: str
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class NightlyPlan:
+    path: Path
+    devices: tuple[str, ...]
+    models: tuple[PlanModel, ...]
+    report: Path
+    out: Path
+    runs: int = 10
+    iterations: int = 50
+    warmup: int = 5
+    threshold: float = DEFAULT_THRESHOLD
+    op_threshold: float = DEFAULT_OP_THRESHOLD
+    baseline: str = LAST_GOOD
+    config: Path | None = None
+    center: str = "mean"
+    noise_floor: float | None = None  # None: auto (per device and model from stored history), else relative
+    scheduler: str | None = None  # the Dask farm's scheduler: the devices are its workers'
+    confirm: bool = True  # a regressed (device, model) is run again; only a regression that reproduces fails
+    # As run's --threads, --prompt-len, --gen-len: one value, or a list that sweeps (one model per value).
+    threads: tuple[int, ...] = ()
+    prompt_lens: tuple[int, ...] = ()
+    gen_lens: tuple[int, ...] = ()
+
+    @property
+    def settings(self) -> VerdictSettings:
+        return VerdictSettings(threshold=self.threshold, op_threshold=self.op_threshold, center=self.center,
+                               noise_floor=self.noise_floor or 0.0, auto_noise_floor=self.noise_floor is None)
+
+    def options(self) -> RunOptions:
+        return RunOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup,
+                          cpu_threads=self.threads[0] if len(self.threads) == 1 else 0,
+                          thread_counts=self.threads if len(self.threads) > 1 else (),
+                          prompt_lens=self.prompt_lens, gen_lens=self.gen_lens)
+
+
+def load_plan(path: Path) -> NightlyPlan:
+    if not Path(path).is_file():
+        raise ConfigError(path, None, "no such plan file")
+    data = load_yaml(Path(path))  # strict: duplicate keys, alias bombs, non-UTF-8 are errors naming the line
+    if not isinstance(data, dict):
+        raise ConfigError(path, None, "a plan is a mapping with devices, models, report, ...")
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise ConfigError(path, unknown[0], f"unknown key; a plan has {', '.join(sorted(_KEYS))}")
+    for key in ("devices", "models", "report"):
+        if data.get(key) in (None, "", []):
+            raise ConfigError(path, key, "required")
+    backend = _text(path, "backend", data.get("backend", "xnnpack"))
+    report = _folder(path, "report", data["report"])
+    return NightlyPlan(
+        path=Path(path), devices=_devices(path, data["devices"]), models=_models(path, data["models"], backend),
+        report=report, out=_folder(path, "out", data["out"]) if data.get("out") else report / "runs",
+        runs=_count(path, data, "runs", 10), iterations=_count(path, data, "iterations", 50),
+        warmup=_count(path, data, "warmup", 5),
+        threshold=_percent(path, data, "threshold", DEFAULT_THRESHOLD),
+        op_threshold=_percent(path, data, "op_threshold", DEFAULT_OP_THRESHOLD),
+        baseline=_text(path, "baseline", data.get("baseline", LAST_GOOD)),
+        config=Path(_text(path, "config", data["config"])).expanduser() if data.get("config") else None,
+        center=_center(path, data.get("center", "mean")), noise_floor=_noise_floor(path, data.get("noise_floor", "auto")),
+        scheduler=_text(path, "scheduler", data["scheduler"]) if data.get("scheduler") is not None else None,
+        confirm=_flag(path, data, "confirm", True), threads=_ints(path, data, "threads", 0, LIMITS["cpu_threads"][1]),
+        prompt_lens=_ints(path, data, "prompt_len", 1, _SWEEP_MOST), gen_lens=_ints(path, data, "gen_len", 1, _SWEEP_MOST))
+
+
+def _flag(path: Path, data: dict[str, Any], key: str, default: bool) -> bool:
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(path, key, f"expected true or false, got {value!r}")
+    return value
+
+
+def _noise_floor(path: Path, value: Any) -> float | None:
+    """'auto' -> None; '3%' or 3 -> 0.03; 0 or '0%' -> 0.0 (no floor)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return None
+    try:
+        number = float(str(value).strip().removesuffix("%"))
+    except ValueError:
+        number = float("nan")
+    if isinstance(value, bool) or not 0 <= number < 100:
+        raise ConfigError(path, "noise_floor", f"expected auto or a percentage like 3%, got {value!r}")
+    return number / 100.0
+
+
+def _center(path: Path, value: Any) -> str:
+    if value not in ("mean", "fast"):
+        raise ConfigError(path, "center", f"expected mean or fast, got {value!r}")
+    return str(value)
+
+
+def _text(path: Path, key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(path, key, f"expected a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _devices(path: Path, value: Any) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise ConfigError(path, "devices", f"expected a list of device names, got {value!r}")
+    return tuple(_text(path, f"devices[{i}]", v) for i, v in enumerate(items))
+
+
+def _models(path: Path, value: Any, backend: str) -> tuple[PlanModel, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(path, "models", "expected a list of model specs or {spec, backend, name} mappings")
+    out = []
+    for i, item in enumerate(value):
+        where = f"models[{i}]"
+        if isinstance(item, str):
+            out.append(PlanModel(_text(path, where, item), backend))
+            continue
+        if not isinstance(item, dict):
+            raise ConfigError(path, where, f"expected a spec or a mapping, got {item!r}")
+        unknown = sorted(set(item) - _MODEL_KEYS)
+        if unknown:
+            raise ConfigError(path, f"{where}.{unknown[0]}", "unknown key; a model has spec, backend, name")
+        if "spec" not in item:
+            raise ConfigError(path, f"{where}.spec", "required")
+        out.append(PlanModel(_text(path, f"{where}.spec", item["spec"]),
+                             _text(path, f"{where}.backend", item.get("backend", backend)),
+                             _text(path, f"{where}.name", item["name"]) if item.get("name") is not None else None))
+    return tuple(out)
+
+
+def _count(path: Path, data: dict[str, Any], key: str, default: int) -> int:
+    """A count within RunOptions' bounds (run/limits.py), as the command line's."""
+    value = data.get(key, default)
+    least, most = LIMITS[key]
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+        raise ConfigError(path, key, f"expected a whole number >= {least:g} and <= {most:g}, got {shorten(repr(value))}")
+    return value
+
+
+def _ints(path: Path, data: dict[str, Any], key: str, least: int, most: int) -> tuple[int, ...]:
+    """An integer, or a list of distinct integers (a sweep), each in [least, most]; absent: ()."""
+    value = data.get(key)
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    if not items or any(isinstance(v, bool) or not isinstance(v, int) or not least <= v <= most for v in items) \
+            or len(set(items)) != len(items):
+        raise ConfigError(path, key, f"expected a whole number or a list of distinct ones, each from {least} to {most}, "
+                                     f"got {shorten(repr(value))}")
+    return tuple(items)
+
+
+def _folder(path: Path, key: str, value: Any) -> Path:
+    """A directory the night writes into: absent (made later) or a directory, never a file."""
+    folder = Path(_text(path, key, value)).expanduser()
+    for part in (folder, *folder.parents):
+        if part.exists():
+            if not part.is_dir():
+                raise ConfigError(path, key, f"{folder}: {part} is a file, not a directory")
+            if not os.access(part, os.W_OK | os.X_OK):
+                raise ConfigError(path, key, f"{folder}: cannot write in {part} (read-only or not ours)")
+            break
+    return folder
+
+
+def _percent(path: Path, data: dict[str, Any], key: str, default: float) -> float:
+    """'5%' or 5 -> 0.05."""
+    value = data.get(key)
+    if value is None:
+        return default
+    text = str(value).strip()
+    try:
+        number = float(text.removesuffix("%"))
+    except ValueError:
+        raise ConfigError(path, key, f"expected a percentage like 5%, got {value!r}") from None
+    if isinstance(value, bool) or not 0 < number < 100:
+        raise ConfigError(path, key, f"expected a percentage between 0 and 100, got {value!r}")
+    return number / 100.0
