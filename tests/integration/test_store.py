@@ -237,12 +237,14 @@ def test_store_at_schema_v1_is_migrated(fleet: FleetRun, tmp_path: Path) -> None
 
 
 @pytest.mark.slow
-def test_unwritable_store_is_a_warning_and_results_stay(tmp_path: Path) -> None:
-    blocker = tmp_path / "not-a-dir"
-    blocker.write_text("a file where the store's folder should be")
+def test_unusable_store_is_a_warning_and_results_stay(tmp_path: Path) -> None:
+    # A store path under a regular file is refused before any work (test_environment_errors.py); a store
+    # file that turns out to be no SQLite database is found only when the job records itself.
+    garbage = tmp_path / "results.db"
+    garbage.write_bytes(bytes(range(256)) * 16)
     out = tmp_path / "run"
     result = etfarm("run", "--model", TINY, "--runs", "1", "--iterations", "2", "--out", str(out), "--quiet",
-                    "--store", str(blocker / "results.db"))
+                    "--store", str(garbage))
     assert result.returncode == 0, result.stderr[-3000:]
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: results not recorded")]
     assert len(warnings) == 1 and f"etfarm store import {out}" in warnings[0]
