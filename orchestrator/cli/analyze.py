@@ -17,29 +17,47 @@ def register(app: typer.Typer) -> None:
 def analyze(
     etdumps: Annotated[list[Path], typer.Argument(help="ETDump files (.etdp); statistics merge all of them.")],
     etrecord: Annotated[Path | None, typer.Option(help="ETRecord of the model: adds op types and backends.")] = None,
+    pte: Annotated[Path | None, typer.Option(
+        help="The program (.pte) the ETDumps ran: names every XNNPACK kernel in your model. Default with --etrecord: "
+             "<etrecord stem>.pte or model.pte beside the ETRecord, when there is one.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the per-event statistics as CSV here.")] = None,
     top: Annotated[int, typer.Option(help="Events to print, slowest first (0 = all).")] = 20,
     as_json: JsonOption = False,
 ) -> None:
-    """Print per-op latency (samples, avg, p50, p90, CV) over ETDUMPS; --out writes stats CSV."""
+    """Print per-op latency (samples, avg, p50, p90, CV) over ETDUMPS; --out writes stats CSV.
+
+    An ETRecord (or .pte) that is not of the ETDumps' program is refused (exit 2)."""
     # numpy-only path on purpose: importing pandas would double this command's run time.
     from orchestrator.profiles import collect_samples, record_columns, summary_records
     from orchestrator.report import format_report, json_text
 
-    samples = collect_samples(etdumps, etrecord)
+    if pte is None and etrecord is not None:
+        pte = default_pte(etrecord)
+    samples = collect_samples(etdumps, etrecord, pte=pte, strict=True)
     records = summary_records(samples)
     if out is not None:
         _write_csv(out, records, linked=samples.block_links is not None)
     if as_json:
         columns = record_columns(samples)
         typer.echo(json_text({"etdumps": [str(p) for p in etdumps], "etrecord": str(etrecord) if etrecord else None,
+                              "pte": str(pte) if pte else None, "kernel_error": samples.kernel_error,
                               "samples": int(samples.duration_ms.size), "csv": str(out) if out else None,
                               "events": [{c: r.get(c) for c in columns} for r in records]}))
         return
     typer.echo(f"{len(etdumps)} ETDump file(s), {samples.duration_ms.size} samples")
+    if samples.kernel_error:
+        typer.echo(f"XNNPACK kernels not named in your model: {samples.kernel_error} (--pte FILE)")
     typer.echo(format_report(records, top))
     if out is not None:
         typer.echo(f"wrote {out}")
+
+
+def default_pte(etrecord: Path) -> Path | None:
+    """The program beside an ETRecord: `<stem>.pte`, else `model.pte` (etfarm's export cache)."""
+    for candidate in (etrecord.with_suffix(".pte"), etrecord.parent / "model.pte"):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def _write_csv(out: Path, records: list[dict[str, Any]], linked: bool) -> None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from orchestrator.errors import UsageError
+
+if TYPE_CHECKING:
+    from orchestrator.verdicts.compare import Comparison
 
 
 def register(app: typer.Typer) -> None:
@@ -54,6 +57,10 @@ def compare(
         Path | None, typer.Option("--store", help="Results store (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdicts as JSON.")] = False,
+    html: Annotated[Path | None, typer.Option(
+        "--html", help="Also write the A/B page (verdicts, per-op verdicts naming your layers, what changed in the "
+                       "model, what to trust, B's report) to this file: the page `etfarm report B --against A` writes.")
+    ] = None,
 ) -> None:
     """Per device and model, end to end and per op: regressed, improved, unchanged or inconclusive.
 
@@ -78,7 +85,26 @@ def compare(
     )
     comparison = compare_refs(a, b, settings, baseline=baseline, store=store, per_op=not no_ops)
     typer.echo(json.dumps(comparison.to_dict(), indent=2) if as_json else verdict_table(comparison))
+    if html is not None:
+        written = write_ab_page(comparison, html, store)
+        if not as_json:
+            typer.echo(f"report: {written}")
     raise typer.Exit(comparison.exit_code)
+
+
+def write_ab_page(comparison: Comparison, target: Path, store: Path | None, fmt: str = "html") -> Path:
+    """The A/B page of a comparison whose B is one run directory (what `compare --html` and `report --against` write)."""
+    from orchestrator.report.comparison_output import RunInput, write_comparison
+    from orchestrator.report.output import ReportFormat
+
+    roots = list(dict.fromkeys(p.dir_b for p in comparison.pairs if p.dir_b is not None))
+    if len(roots) != 1:
+        raise UsageError("--html: the comparison has no single run B to report on")
+    if not target.parent.is_dir():
+        raise UsageError(f"--html: directory {target.parent} does not exist")
+    bases = [p.dir_a for p in comparison.pairs if p.dir_a is not None]
+    return write_comparison(comparison, [RunInput(roots[0])], ReportFormat(fmt), target,
+                            f"etfarm comparison: {comparison.b} against {comparison.a}", store, run_dirs=bases)
 
 
 def parse_noise_floor(value: str, option: str = "--noise-floor") -> tuple[bool, float]:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from orchestrator.cli.options import ConfigOption, JsonOption
-from orchestrator.errors import EXIT_DEVICE_FAILED
+from orchestrator.errors import EXIT_DEVICE_FAILED, one_line
 
 devices_app = typer.Typer(
     help="List, check and trust devices of the inventory. Health: ok (answered at once), degraded (answered "
@@ -53,6 +53,9 @@ def devices(
         header.insert(1, "description")
         rows = [[row[0], e["description"], *row[1:]] for row, e in zip(rows, entries, strict=True)]
     typer.echo(format_table(header, rows, "l" * len(header)))
+    for entry in entries:  # the whole reason and its fix, never cut by the table's width
+        if entry["reachable"] is False and entry.get("error"):
+            typer.echo(f"{entry['name']}: {one_line(str(entry['error']))}")
     if inventory.path is None:
         typer.echo("(no inventory file: only the built-in 'local' device; see --config / ETFARM_CONFIG)")
     if any(not e["in_inventory"] for e in entries):
@@ -88,7 +91,10 @@ def _status(entry: dict[str, Any]) -> str:
     if entry["health"] == "degraded":
         tries = len(entry["attempts"])
         return f"degraded ({tries} failed tr{'y' if tries == 1 else 'ies'}, {entry['elapsed_s']:.1f} s)"
-    return "ok" if entry["reachable"] else f"offline: {(entry['error'] or '').splitlines()[0][:80]}"
+    if entry["reachable"]:
+        return "ok"
+    first = (entry["error"] or "").splitlines()[0] if entry["error"] else ""
+    return f"offline: {first[:40]}…" + " (below)" if len(first) > 40 else f"offline: {first}"
 
 
 def _facts_line(facts: dict[str, Any]) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -45,9 +45,9 @@ def nightly(
     jobs run on the Dask farm (see `etfarm run --scheduler`).
     """
     from orchestrator.progress import Progress
-    from orchestrator.report.verdicts import verdict_table, write_verdict_report
+    from orchestrator.report.verdicts import verdict_table
     from orchestrator.store import open_store
-    from orchestrator.verdicts.nightly import pair_baselines, run_nightly
+    from orchestrator.verdicts.nightly import run_nightly
     from orchestrator.verdicts.nightly_plan import load_plan
 
     loaded = load_plan(plan)
@@ -66,40 +66,32 @@ def nightly(
         typer.echo("interrupted: no verdicts written; the interrupted run is never a baseline")
         raise typer.Exit(outcome.exit_code)
     comparison = outcome.comparison
-    written = write_verdict_report(
-        comparison,
-        loaded.report,
-        f"nightly-{outcome.jobs[0].job.run_id}",
-        f"etfarm nightly {comparison.b}",
-        [*pair_baselines(comparison), *outcome.notes],
-    )
     typer.echo(verdict_table(comparison))
-    html = _html_reports(outcome.jobs, loaded.report, store)
+    written = _night_pages(outcome, store, list(outcome.notes))
     for job in outcome.jobs:
         for device in job.job.devices:
             if device.status != "ok":
                 typer.echo(f"{device.name}: NOT MEASURED ({device.blame or 'unknown'}): {device.error}")
         typer.echo(f"run directory: {job.rundir.root}")
-    typer.echo(f"report: {written[0]}")
-    for path in html:
+    for path in written:
         typer.echo(f"report: {path}")
     raise typer.Exit(outcome.exit_code)
 
 
-def _html_reports(jobs: list, report_dir: Path, store: Path | None) -> list[Path]:
-    """Each night's HTML report (devices side by side, per op, history) beside the verdicts."""
-    from orchestrator.report.history import history_points
-    from orchestrator.report.output import ReportFormat, write_report
+def _night_pages(outcome: Any, store: Path | None, notes: list[str]) -> list[Path]:
+    """The night's one page, HTML and Markdown (verdicts first, its jobs' reports after, the confirmation folded
+    in), and its verdicts as JSON, in the plan's report directory. A page that cannot be written is a warning:
+    the verdicts and the exit code stand."""
+    from orchestrator.report.comparison_output import RunInput, write_night
 
-    written = []
-    for job in jobs:
-        root = job.rundir.root
-        try:
-            path = write_report(root, ReportFormat.HTML, report_dir / f"nightly-{job.job.run_id}.html",
-                                history=history_points(job.recorded, store), job=job.recorded, rows=job.rows)
-        except Exception as exc:  # noqa: BLE001 - the verdicts are written; a report failure must not change them
-            typer.echo(f"warning: HTML report of {root} not written ({type(exc).__name__}: {exc})", err=True)
-            continue
-        if path is not None:
-            written.append(path)
-    return written
+    comparison = outcome.comparison
+    runs = [RunInput(j.rundir.root, j.recorded, j.rows) for j in outcome.jobs]
+    regressed = sum(1 for p in comparison.pairs if p.regressed)
+    title = f"etfarm nightly {outcome.jobs[0].job.run_id}: " + (f"{regressed} regressed" if regressed else "no regression")
+    try:
+        written = write_night(comparison, runs, outcome.plan.report, f"nightly-{outcome.jobs[0].job.run_id}", title,
+                              store, outcome.confirmations, notes)
+    except Exception as exc:  # noqa: BLE001 - the verdicts are decided and recorded; a page failure must not change them
+        typer.echo(f"warning: nightly report not written ({type(exc).__name__}: {exc})", err=True)
+        return []
+    return [written[1], written[0]]  # the Markdown (what CI reads), then the HTML

@@ -37,6 +37,12 @@ def report(
     store: Annotated[
         Path | None, typer.Option(help="Results store for the history section (default $ETFARM_STORE or the standard one).")
     ] = None,
+    against: Annotated[
+        str | None,
+        typer.Option(metavar="RUN_DIR|RUN_ID", help="Compare the run with this baseline run and write the A/B page "
+                     "(verdicts first; the page `etfarm compare BASELINE RUN --html` writes). html or md; default "
+                     "output RUN_DIR/report-vs-<baseline run id>.<ext>."),
+    ] = None,
 ) -> None:
     """Which device is fast enough, where each spends its time, and how that changed over time."""
     from orchestrator.report.history import history_points
@@ -44,8 +50,29 @@ def report(
     from orchestrator.run.results import load_manifest
     from orchestrator.store import resolve_run
 
+    if against is not None:
+        _against(run, against, format, output, store)
+        return
     run_dir = resolve_run(run, store)
     job = load_manifest(run_dir)  # read once: for the history and the report
     written = write_report(run_dir, format, output, baseline=baseline, history=history_points(job, store), job=job)
     if written is not None:
         typer.echo(f"report: {written}")
+
+
+def _against(run: str, against: str, fmt: ReportFormat, output: str | None, store: Path | None) -> None:
+    from orchestrator.cli.compare import write_ab_page
+    from orchestrator.errors import UsageError
+    from orchestrator.report.output import AB_PREFIX
+    from orchestrator.store import resolve_run
+    from orchestrator.verdicts.baseline import compare_refs
+    from orchestrator.verdicts.statistics import VerdictSettings
+
+    if fmt not in (ReportFormat.HTML, ReportFormat.MD):
+        raise UsageError(f"--against writes the A/B page as html or md, not {fmt.value} (for JSON: etfarm compare --json)")
+    comparison = compare_refs(against, run, VerdictSettings(), store=store)
+    if output is None:
+        target = resolve_run(run, store) / f"{AB_PREFIX}{comparison.a}.{fmt.value}"
+    else:
+        target = Path(output) / f"{AB_PREFIX}{comparison.a}.{fmt.value}" if Path(output).is_dir() else Path(output)
+    typer.echo(f"report: {write_ab_page(comparison, target, store, fmt.value)}")

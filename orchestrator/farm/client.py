@@ -46,11 +46,11 @@ class FarmDevice:
 
 
 def run_distributed(device_names: Sequence[str], specs: Sequence[ModelSpec], *, backend: str, options: RunOptions,
-                    out: Path | None, progress: Progress, farm: FarmOptions) -> JobResult:
+                    out: Path | None, progress: Progress, farm: FarmOptions, run_id: str | None = None) -> JobResult:
     from orchestrator.farm.executor import FarmExecutor
 
     return run_job_on(FarmExecutor(farm), device_names, specs, backend=backend, options=options, out=out,
-                      progress=progress)
+                      progress=progress, run_id=run_id)
 
 
 def resume_distributed(root: Path, specs: Sequence[ModelSpec], *, progress: Progress, farm: FarmOptions) -> JobResult:

@@ -274,8 +274,9 @@ class FarmExecutor:
                            if (path := rundir.root / device / model / run.label / ETDUMP_NAME).is_file()]
                 artifacts = rundir.job.model_artifacts(model)
                 etrecord = Path(artifacts.etrecord) if artifacts and artifacts.etrecord else None
+                pte = Path(artifacts.pte) if artifacts and artifacts.pte else None
                 try:
-                    context.stats.add(model_stats(device, model, etdumps, etrecord))
+                    context.stats.add(model_stats(device, model, etdumps, etrecord, pte))
                 except EtfarmError as exc:  # the runs stay on disk; `etfarm analyze` can read them later
                     context.progress(f"{model}: the {len(etdumps)} run(s) kept could not be analysed: {exc}", device)
 

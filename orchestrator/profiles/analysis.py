@@ -19,6 +19,7 @@ import pandas as pd
 from orchestrator.profiles.analysis_core import (
     EVENT_COLUMNS,
     FRAMEWORK_EVENTS,
+    KERNEL_COLUMNS,
     LINK_COLUMNS,
     OP_TYPES_SEPARATOR,
     SPREAD_COLUMNS,
@@ -45,7 +46,7 @@ __all__ = [
     "summarize",
 ]
 KEY_COLUMNS = ["event_block", "event_index"]
-_META_COLUMNS = [*EVENT_COLUMNS, *LINK_COLUMNS]
+_META_COLUMNS = [*EVENT_COLUMNS, *LINK_COLUMNS, *KERNEL_COLUMNS]
 
 
 def load_samples(
@@ -87,7 +88,8 @@ def samples_frame(samples: SampleSet) -> pd.DataFrame:
             "is_delegated_op": np.array([r["is_delegated_op"] for r in rows], dtype=bool)[flat],
         }
     )
-    for column in ["delegate_debug_identifier", *(LINK_COLUMNS if samples.block_links is not None else [])]:
+    linked = [*LINK_COLUMNS, *KERNEL_COLUMNS] if samples.block_links is not None else []
+    for column in ["delegate_debug_identifier", *linked]:
         frame[column] = per_event(column)
     return frame
 

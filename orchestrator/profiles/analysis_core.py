@@ -6,6 +6,13 @@ alone costs ~0.3 s to import); `orchestrator.profiles.analysis` wraps this in Da
 Files are merged by Inspector's RunSignature: a block of one file joins the same block
 of another only if their event signatures agree; otherwise it stays a separate block,
 keyed `name#2`, `name#3`... in order of first appearance.
+
+With an ETRecord, events are linked as Inspector links them (op types, module path, source
+line); with the program's .pte as well, every XNNPACK kernel event is named in the user's model
+(profiles/kernel_map.py): a mapped kernel gets its own module path, source line and covered
+modules, and the columns `kernel_mapping` (mapped / unmapped) and `kernel_note` (how it maps,
+or why not) say which. op_types stay Inspector's. `strict=True` (a user naming an ETRecord and a
+.pte by hand) refuses files that are not of the ETDump's program (profiles/belongs.py).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +30,9 @@ from orchestrator.errors import AnalysisError
 from orchestrator.profiles.etdump import read_etdump
 from orchestrator.profiles.etdump_events import EventInfo, block_key, durations_ms, group_blocks
 from orchestrator.profiles.etrecord import EventLink, load_etrecord
+
+if TYPE_CHECKING:
+    from orchestrator.profiles.kernel_map import KernelLink
 
 PathLike = str | os.PathLike[str]
 
@@ -44,6 +54,10 @@ SPREAD_COLUMNS = ["cv", "trimmed_mean_ms"]
 EVENT_COLUMNS = ["is_delegated_op", "delegate_debug_identifier"]
 # With an ETRecord. New columns go at the end: stats.csv readers rely on the order.
 LINK_COLUMNS = ["op_types", "delegate_backend_name", "module_path", "source_line", "delegate_covers"]
+# With an ETRecord, after LINK_COLUMNS: a delegate kernel's mapping to the user's model ('' for other events).
+KERNEL_COLUMNS = ["kernel_mapping", "kernel_note"]
+MAPPED, UNMAPPED = "mapped", "unmapped"
+NO_PTE = "no .pte given: the ETRecord does not hold the delegate's serialized graph, so kernels are not mapped"
 OP_TYPES_SEPARATOR = ";"  # op_types is a list in Inspector; a joined string keeps CSVs flat
 MODULES_SEPARATOR = ";"  # delegate_covers: module paths
 # Frames of a stack trace that are not the user's code: Python's own library and installed packages.
@@ -67,6 +81,9 @@ class SampleSet:
     block_keys: tuple[str, ...]
     block_events: tuple[tuple[EventInfo, ...], ...]
     block_links: tuple[tuple[EventLink, ...], ...] | None  # None without an ETRecord
+    # Per event: its XNNPACK kernel mapping (None: not a delegate kernel); None without a program (.pte + ETRecord)
+    block_kernels: tuple[tuple[KernelLink | None, ...], ...] | None = None
+    kernel_error: str | None = None  # why kernels are not mapped at all (no .pte, or an unreadable one)
 
     def event_row(self, block: int, index: int) -> dict[str, Any]:
         """The event's identity and metadata columns (no statistics)."""
@@ -85,13 +102,35 @@ class SampleSet:
             row["module_path"] = module_path(link.module_hierarchy)
             row["source_line"] = source_line(link.stack_traces)
             row["delegate_covers"] = MODULES_SEPARATOR.join(link.delegate_covers)
+            row.update(self._kernel_columns(block, index, info))
         return row
+
+    def _kernel_columns(self, block: int, index: int, info: EventInfo) -> dict[str, str]:
+        """kernel_mapping, kernel_note and, for a mapped kernel, its own module path, source line and coverage."""
+        if not is_kernel_event(info):
+            return {"kernel_mapping": "", "kernel_note": ""}
+        kernel = self.block_kernels[block][index] if self.block_kernels is not None else None
+        if kernel is None:
+            return {"kernel_mapping": UNMAPPED, "kernel_note": self.kernel_error or NO_PTE}
+        if not kernel.mapped:
+            return {"kernel_mapping": UNMAPPED, "kernel_note": kernel.reason}
+        return {"module_path": kernel.module_path, "source_line": kernel.source_line,
+                "delegate_covers": MODULES_SEPARATOR.join(kernel.covers), "kernel_mapping": MAPPED,
+                "kernel_note": kernel.note}
+
+
+def is_kernel_event(info: EventInfo) -> bool:
+    """A delegate's own kernel event (XNNPACK names them, `Convolution (NHWC, F32) IGEMM #2`)."""
+    return bool(info.is_delegated_op) and isinstance(info.delegate_debug_identifier, str)
 
 
 def collect_samples(
-    etdump_paths: Sequence[PathLike], etrecord: PathLike | None = None, run_labels: Sequence[Any] | None = None
+    etdump_paths: Sequence[PathLike], etrecord: PathLike | None = None, run_labels: Sequence[Any] | None = None,
+    pte: PathLike | None = None, strict: bool = False,
 ) -> SampleSet:
-    """Read, group (Inspector's way) and time every file; link events to the ETRecord."""
+    """Read, group (Inspector's way) and time every file; link events to the ETRecord and, given the
+    program's .pte too, every XNNPACK kernel to the user's model. `strict`: an ETRecord or .pte that is
+    not of the ETDumps' program is an AnalysisError (else its kernels are only left unmapped)."""
     paths = [Path(p) for p in etdump_paths]
     if not paths:
         raise AnalysisError("no ETDump files given")
@@ -125,14 +164,36 @@ def collect_samples(
                 )
             )
     columns = [np.concatenate(c) for c in zip(*parts, strict=True)] if parts else [np.zeros(0, np.int32)] * 4 + [np.zeros(0)]
-    links = None
+    links = kernels = kernel_error = None
     if record is not None:
         links = tuple(
             tuple(record.link(e.name, e.instruction_id, e.delegate_debug_identifier) for e in events)
             for events in block_events
         )
+        kernels, kernel_error = _kernels(block_events, etrecord, pte)
+        if strict:
+            from orchestrator.profiles.belongs import check_belongs
+
+            check_belongs(record, block_events, kernels, paths, pte)
     labels = tuple(run_labels) if run_labels is not None else tuple(range(len(paths)))
-    return SampleSet(*columns, run_labels=labels, block_keys=tuple(keys), block_events=tuple(block_events), block_links=links)
+    return SampleSet(*columns, run_labels=labels, block_keys=tuple(keys), block_events=tuple(block_events), block_links=links,
+                     block_kernels=kernels, kernel_error=kernel_error)
+
+
+def _kernels(block_events: Sequence[tuple[EventInfo, ...]], etrecord: PathLike | None,
+             pte: PathLike | None) -> tuple[tuple[tuple[KernelLink | None, ...], ...] | None, str | None]:
+    """Each block's kernel mapping (only when some event is a delegate kernel), or why there is none."""
+    if not any(is_kernel_event(e) for events in block_events for e in events):
+        return None, None
+    if pte is None or etrecord is None:
+        return None, NO_PTE
+    from orchestrator.profiles.kernel_map import load_kernel_program
+
+    try:
+        program = load_kernel_program(pte, etrecord)
+        return tuple(program.link_block(events) for events in block_events), None
+    except AnalysisError as exc:
+        return None, f"kernels not mapped: {exc}"
 
 
 def module_path(hierarchy: dict[str, Any]) -> str:
@@ -249,5 +310,5 @@ def summary_records(samples: SampleSet) -> list[dict[str, Any]]:
 
 def record_columns(samples: SampleSet) -> list[str]:
     """Column order of summary records: STATS_COLUMNS, spread, then event metadata."""
-    link = LINK_COLUMNS if samples.block_links is not None else []
+    link = [*LINK_COLUMNS, *KERNEL_COLUMNS] if samples.block_links is not None else []
     return [*STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS, *link]

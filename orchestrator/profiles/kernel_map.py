@@ -67,6 +67,7 @@ class KernelLink:
     covers: tuple[str, ...] = ()  # innermost module of every node, once each, in order
     note: str = ""  # how it maps when not one-to-one: fused nodes, or inserted by the lowering
     reason: str = ""  # why it is not mapped ('' when it is)
+    foreign: bool = False  # not mapped because the ETDump, the .pte and the ETRecord are not of one program
 
     @property
     def mapped(self) -> bool:
@@ -113,16 +114,17 @@ class KernelProgram:
     def _kernels(self, instruction_id: int, names: tuple[str, ...]) -> tuple[KernelLink, ...]:
         graph = self._graph(instruction_id)
         if isinstance(graph, str):
-            return tuple(KernelLink(n, instruction_id, i, reason=graph) for i, n in enumerate(names))
+            foreign = instruction_id not in self.calls  # the .pte has no delegate there: the ETDump is another program's
+            return tuple(KernelLink(n, instruction_id, i, reason=graph, foreign=foreign) for i, n in enumerate(names))
         handles = _delegate_handles(self.record, instruction_id)
         if not handles:
             why = f"the ETRecord has no debug handles for delegate instruction {instruction_id} (another program?)"
-            return tuple(KernelLink(n, instruction_id, i, reason=why) for i, n in enumerate(names))
+            return tuple(KernelLink(n, instruction_id, i, reason=why, foreign=True) for i, n in enumerate(names))
         foreign = sorted({n.debug_handle for n in graph.nodes} - set(handles) - {INSERTED_HANDLE})
         if foreign:
             why = (f"the .pte and the ETRecord disagree: the delegate's nodes carry debug handles {foreign[:5]} "
                    f"that the ETRecord does not give instruction {instruction_id}")
-            return tuple(KernelLink(n, instruction_id, i, reason=why) for i, n in enumerate(names))
+            return tuple(KernelLink(n, instruction_id, i, reason=why, foreign=True) for i, n in enumerate(names))
         try:
             alignment = align(names, [n.kind for n in graph.nodes])
         except AlignmentTooLarge as exc:
@@ -133,7 +135,7 @@ class KernelProgram:
             why = (f"the kernels do not fit the .pte's delegate at instruction {instruction_id}: its node {lost[0].index} "
                    f"({lost[0].kind}) ran none; an ETDump of another program, or an XNNPACK rewrite this mapping "
                    f"does not know")
-            return tuple(KernelLink(n, instruction_id, i, reason=why) for i, n in enumerate(names))
+            return tuple(KernelLink(n, instruction_id, i, reason=why, foreign=True) for i, n in enumerate(names))
         found = attribute(graph, alignment, handles, self.flow, self.record.nodes_by_handle)
         return tuple(self._link(instruction_id, i, name, found) for i, name in enumerate(names))
 
@@ -162,7 +164,7 @@ class KernelProgram:
         ]
         if not pairs:
             why = "the ETRecord has no op for its debug handle(s) (an ETRecord of another program?)"
-            return KernelLink(name, instruction_id, index, xnodes=found.xnodes[index], reason=why)
+            return KernelLink(name, instruction_id, index, xnodes=found.xnodes[index], reason=why, foreign=True)
         # Named after what it ran (or serves), not what was fused into it; quantize/dequantize
         # around an op share its handle but sit at the model's top level: left out when there is more.
         named = [p for p in pairs if p[0].role != ROLE_FUSED] or pairs

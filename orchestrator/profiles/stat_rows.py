@@ -8,8 +8,10 @@ stay fast.
 
 The columns (docs/architecture.md, "Contracts: the run directory"): `device, model`, then
 analysis_core's STATS_COLUMNS, SPREAD_COLUMNS, EVENT_COLUMNS, when some row was linked to an
-ETRecord LINK_COLUMNS, and when some model generated (an LLM) PHASE_COLUMNS: each event's samples
-of the prefill calls and of the decode steps apart (profiles/phases.py); new columns are only ever
+ETRecord LINK_COLUMNS and KERNEL_COLUMNS (an XNNPACK kernel's mapping to the user's model, read
+from the .pte: `mapped` with its own module path and source line, or `unmapped` with the reason in
+`kernel_note`), and when some model generated (an LLM) PHASE_COLUMNS: each event's samples of the
+prefill calls and of the decode steps apart (profiles/phases.py); new columns are only ever
 appended, and a reader finds them by name. Numbers are written as the shortest
 text that reads back as the same double (what pandas' `to_csv` wrote before this module), a
 missing value as an empty cell, lines end with `\\n`.
@@ -28,21 +30,29 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.cache import write_text_atomic
 from orchestrator.errors import DataError
-from orchestrator.profiles.analysis_core import EVENT_COLUMNS, LINK_COLUMNS, SPREAD_COLUMNS, STATS_COLUMNS
+from orchestrator.profiles.analysis_core import (
+    EVENT_COLUMNS,
+    KERNEL_COLUMNS,
+    LINK_COLUMNS,
+    MAPPED,
+    SPREAD_COLUMNS,
+    STATS_COLUMNS,
+    UNMAPPED,
+)
 
 if TYPE_CHECKING:  # numpy loads only where samples are collected
     from orchestrator.profiles.analysis_core import PathLike, SampleSet
 
 ID_COLUMNS = ("device", "model")
 BASE_COLUMNS = (*ID_COLUMNS, *STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS)
+COLUMNS = (*BASE_COLUMNS, *LINK_COLUMNS, *KERNEL_COLUMNS)
 # An LLM's events per phase (profiles/phases.py); empty for other models and for the method-load block.
 PHASE_COLUMNS = ("prefill_samples", "prefill_p50_ms", "prefill_avg_ms", "decode_samples", "decode_p50_ms", "decode_avg_ms")
-COLUMNS = (*BASE_COLUMNS, *LINK_COLUMNS)
 ALL_COLUMNS = (*COLUMNS, *PHASE_COLUMNS)
 # What a file must have to be read as stats.csv (the report and the store need no more).
 REQUIRED_COLUMNS = ("device", "model", "event_block", "event_index", "event_name", "p50_ms", "avg_ms")
 _FLOATS = ("min_ms", "p10_ms", "p50_ms", "p90_ms", "avg_ms", "max_ms", "std_ms", "cv", "trimmed_mean_ms")
-_TEXTS = ("delegate_debug_identifier", *LINK_COLUMNS)
+_TEXTS = ("delegate_debug_identifier", *LINK_COLUMNS, *KERNEL_COLUMNS)
 _PHASE_COUNTS = ("prefill_samples", "decode_samples")
 _PHASE_FLOATS = tuple(c for c in PHASE_COLUMNS if c not in _PHASE_COUNTS)
 
@@ -76,12 +86,23 @@ class StatRow:
     module_path: str | None = None
     source_line: str | None = None
     delegate_covers: str | None = None
+    kernel_mapping: str | None = None  # a delegate kernel: "mapped" or "unmapped"; "" for other events
+    kernel_note: str | None = None  # how a kernel maps (fused ops), or why it is not mapped
     prefill_samples: int | None = None  # PHASE_COLUMNS: None unless the model generated
     prefill_p50_ms: float | None = None
     prefill_avg_ms: float | None = None
     decode_samples: int | None = None
     decode_p50_ms: float | None = None
     decode_avg_ms: float | None = None
+
+    @property
+    def kernel_mapped(self) -> bool:
+        """A delegate kernel named in the user's model (its module path and source line are its own)."""
+        return self.kernel_mapping == MAPPED
+
+    @property
+    def kernel_unmapped(self) -> bool:
+        return self.kernel_mapping == UNMAPPED
 
     @property
     def key(self) -> tuple[str, int]:
@@ -108,7 +129,7 @@ class StatRow:
             **{name: _finite(record.get(name)) for name in _FLOATS},
             is_delegated_op=bool(record["is_delegated_op"]),
             delegate_debug_identifier=_text(record.get("delegate_debug_identifier")),
-            **{name: (str(record.get(name) or "") if linked else None) for name in LINK_COLUMNS},
+            **{name: (str(record.get(name) or "") if linked else None) for name in (*LINK_COLUMNS, *KERNEL_COLUMNS)},
         )
 
 
@@ -133,12 +154,14 @@ def rows_of(samples: SampleSet, device: str = "", model: str = "") -> tuple[Stat
     return tuple(StatRow.from_record(device, model, r) for r in summary_records(samples))
 
 
-def model_stats(device: str, model: str, etdumps: Sequence[PathLike], etrecord: PathLike | None) -> ModelStats:
-    """Read a (device, model)'s ETDumps (one per process run directory, named after it) ONCE and summarise them."""
+def model_stats(device: str, model: str, etdumps: Sequence[PathLike], etrecord: PathLike | None,
+                pte: PathLike | None = None) -> ModelStats:
+    """Read a (device, model)'s ETDumps (one per process run directory, named after it) ONCE and summarise them;
+    with the program's .pte, its XNNPACK kernels are named in the user's model."""
     from orchestrator.profiles.analysis_core import collect_samples
 
     labels = [os.path.basename(os.path.dirname(os.fspath(p))) for p in etdumps]
-    samples = collect_samples(etdumps, etrecord=etrecord, run_labels=labels)
+    samples = collect_samples(etdumps, etrecord=etrecord, run_labels=labels, pte=pte)
     return ModelStats(device, model, rows_of(samples, device, model), samples)
 
 
@@ -153,12 +176,16 @@ def csv_text(rows: Iterable[StatRow], *, with_ids: bool = True, linked: bool | N
         linked = any(r.linked for r in rows)
     phased = PHASE_COLUMNS if any(r.phased for r in rows) else ()
     columns = [c for c in (*(COLUMNS if linked else BASE_COLUMNS), *phased) if with_ids or c not in ID_COLUMNS]
+    return csv_line(columns) + "".join(csv_line([_cell(getattr(row, c)) for c in columns]) for row in rows)
+
+
+def csv_line(values: Sequence[Any]) -> str:
+    """One CSV record ending in `\\n`, every field that holds a `\\r` or `\\n` quoted (RFC 4180). Python's csv module
+    with `lineterminator="\\n"` leaves a lone `\\r` unquoted, and readers then split the record there: an op or
+    module name from a device must not break the file."""
     text = io.StringIO(newline="")
-    writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow([_cell(getattr(row, c)) for c in columns])
-    return text.getvalue()
+    csv.writer(text, lineterminator="\r\n").writerow(values)  # both characters in the terminator: both quoted
+    return text.getvalue()[:-2] + "\n"
 
 
 def write_stats_csv(path: str | os.PathLike[str], rows: Iterable[StatRow], *, with_ids: bool = True,

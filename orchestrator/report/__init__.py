@@ -8,8 +8,14 @@ Public API, imported lazily on first use (PEP 562) so that importing the package
     output: write_report, write_run_report           `etfarm report` and `etfarm run`'s hook (never raises)
 
 The comparison report: build.build_report(run_dir, baseline, history) -> model.Report computes every
-number once; charts (matplotlib -> inline SVG), html / markdown / export only format a Report;
-history.history_points(job, store) reads the store's earlier runs.
+number once (ratios.py: the one statistic and its intervals; claims.py: what may be called fastest;
+trust.py: flagged and excluded runs, the tracer's cost); run_page.py turns it into a page.Page, and
+comparison.py + comparison_page.py an A/B comparison (a night, `compare --html`, `report --against`);
+html / markdown only write a Page out (escape.py: one escaping rule per format), export writes JSON
+and CSV. LLMs: llm_section.py computes TTFT, tokens/s, memory and per-phase ops, llm_render.py makes
+them page sections (and the per-step decode chart), memory.py the memory table; llm_text.py and
+llm_history.py print them in the terminal. history.history_points(job, store) reads the store's
+earlier runs.
 """
 
 from __future__ import annotations

@@ -3,18 +3,17 @@
 Inputs: the results model (`load_manifest`, never manifest.json by dict paths), the run's
 stats.csv (per-event statistics as `StatRow`s, read by profiles/stat_rows.py: no pandas, so
 `etfarm report` stays fast) and, optionally, the store's history points. Output: a frozen `model.Report`
-that the renderers only format. Charts are drawn when asked (HTML and Markdown need them,
-JSON and CSV do not).
+that the page builders (run_page.py, comparison_page.py) turn into a page. Charts are drawn when
+asked (HTML and Markdown need them, JSON and CSV do not).
 
-Method, stated in every report (`METHODS`): latency figures are over all measured executions
-of the traced process runs; the ratio to the baseline device is a ratio of medians of
-per-process-run medians, with a percentile bootstrap CI that resamples process runs (the
-replication unit: samples within one process share its warm-up, placement and frequency).
+One statistic per claim (`METHODS`, stated on every page): latency is the p50 of every measured
+execution of the traced process runs; every ratio is a ratio of those p50s with a cluster
+bootstrap interval over process runs (ratios.py); "fastest" only where those intervals say so
+(claims.py); stability by the robust rule of orchestrator/stats.py; what to trust in trust.py.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -24,61 +23,61 @@ from orchestrator.errors import UsageError
 from orchestrator.numerics.model import NumericsReport
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
+from orchestrator.report.cells import DEVICE_PALETTE, below_resolution
+from orchestrator.report.claims import CLAIM_MARGIN, speed_claim
 from orchestrator.report.device_facts import device_facts
 from orchestrator.report.history import HISTORY_RUNS
 from orchestrator.report.model import (
     DeviceLatency,
     DeviceOps,
     Flag,
+    FlaggedRun,
     HistoryRow,
-    Interval,
     ModelSection,
     OpRatioRow,
     OpStat,
     Report,
 )
+from orchestrator.report.ratios import CI_LEVEL, MIN_RUNS_FOR_INTERVAL, RESAMPLES, SEED, p50, ratio_with_ci
+from orchestrator.report.trust import tracer_overhead, trust_notes
 from orchestrator.run.results import DeviceResult, Job, ModelResult, load_manifest
 from orchestrator.run.rundir import STATS
-from orchestrator.stats import (
-    UNSTABLE_CV,
-    coefficient_of_variation,
-    is_unstable,
-    median,
-    percentile,
-)
+from orchestrator.stats import BETWEEN_RUNS_LIMIT, WITHIN_RUN_LIMIT, coefficient_of_variation, median, percentile
 from orchestrator.store.history import HistoryPoint
 
 TOP_OPS = 10  # slowest events listed per device
 RATIO_ROWS = 15  # events in the op x device ratio table
 GROUPS_SHOWN = 8  # op groups in the stacked chart; the rest joins "other"
-CI_LEVEL = 0.95
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 0  # a report of the same run is the same report
 NOT_OPS = frozenset({*FRAMEWORK_EVENTS, "OPERATOR_CALL"})
 DELEGATE_CALL = "DELEGATE_CALL"
 _INSTANCE = re.compile(r"\s*#\d+$")
 
 METHODS = (
-    (
-        "End-to-end p50/p90: numpy linear percentiles over every measured execution of the traced process runs "
-        "(wall clock per execution, timed by the runner)."
-    ),
-    (
-        f"Spread: CV = std (ddof=1) / mean over the same samples, flagged unstable above {UNSTABLE_CV:.0%}; "
-        "p90/p50 shows the tail."
-    ),
-    (
-        f"Ratio to the baseline: median of per-process-run medians, device / baseline. {CI_LEVEL:.0%} CI: percentile "
-        f"bootstrap ({BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED}; as scipy.stats.bootstrap) resampling each "
-        "device's process runs independently: the process run is the replication unit. Fewer than 2 runs on "
-        "either side: no CI."
-    ),
-    ("Untraced: process runs without the ETDump event tracer; tracer overhead = traced p50 / untraced p50 - 1."),
-    (
-        "Per op: stats.csv (Inspector's statistics over all samples); share = the event's mean time / Method::execute "
-        "mean time. DELEGATE_CALL is left out when its delegate's kernels are listed, so shares do not count twice."
-    ),
+    "p50: numpy's linear median of every measured execution of the traced process runs (wall clock per execution, "
+    "timed by the runner); p90 likewise. Every latency, ratio and headline on this page uses that p50.",
+    f"Ratios: p50 / p50. {CI_LEVEL:.0%} interval: cluster bootstrap ({RESAMPLES} resamples, seed {SEED}) that draws "
+    "each side's process runs with replacement and pools their executions: the process run is the replication unit. "
+    f"Fewer than {MIN_RUNS_FOR_INTERVAL} runs on a side: no interval.",
+    f"Fastest: the lowest p50, claimed only when its interval against every other device lies above "
+    f"1 + {CLAIM_MARGIN:.0%}; otherwise no clear difference.",
+    f"Stability (orchestrator/stats.py): a typical process run's IQR / median of its executions (unstable above "
+    f"{WITHIN_RUN_LIMIT:.0%}) and the IQR / median of the per-run medians of the runs the calibration did not flag "
+    f"(unstable above {BETWEEN_RUNS_LIMIT:.0%}); limits measured in benchmarks/README.md \"Stability\".",
+    "Interfered / throttled: the runner's calibration workload, timed before and after each run, more than 25 % "
+    "slower than the job's fastest on that device (run/calibration.py); flagged runs stay in the statistics.",
+    "Untraced: process runs without the ETDump event tracer; tracer overhead = traced p50 / untraced p50 - 1, "
+    "with its interval over process runs.",
+    "Per op: stats.csv (Inspector's statistics over all samples); tables sort by and show the mean, and share = "
+    "mean / Method::execute mean. DELEGATE_CALL is left out when its delegate's kernels are listed, so shares do "
+    "not count twice. XNNPACK kernels are named in your model from the .pte's serialized graph and the ETRecord; "
+    "kernels under the timer's 1 us resolution are shown as such, without a share.",
 )
+
+LLM_METHOD = (
+    "LLMs (run/llm_figures.py): time to first token, prefill and decode tokens/s are medians over every measured "
+    "generation of the traced process runs (decode tokens/s = generated tokens / decode time; \"no ETDump\": the "
+    "untraced runs'); per-phase ops from the ETDump blocks of prefill calls and decode steps (profiles/phases.py), "
+    "share = mean / that phase's Method::execute mean; RSS and PSS read after prefill and after decode.")
 
 
 def build_report(
@@ -117,11 +116,13 @@ def build_job_report(
         measured = [n for n in devices if any(m.wall_execute_ms for m in by_name[n].models)]
         baseline = (measured or list(devices) or [None])[0]
     stats = group_rows(rows)
-    sections = tuple(_model_section(job, devices, name, baseline, stats, history, history_runs) for name in _model_names(job))
+    names = _model_names(job)
+    sections = tuple(_model_section(job, devices, name, baseline, stats, history, history_runs) for name in names)
+    colours = tuple((device, DEVICE_PALETTE[k % len(DEVICE_PALETTE)]) for k, device in enumerate(devices))
     if charts:
         from orchestrator.report.charts import model_charts
 
-        sections = tuple(replace(s, charts=model_charts(s, devices, baseline)) for s in sections)
+        sections = tuple(replace(s, charts=model_charts(s, dict(colours), baseline)) for s in sections)
     options = job.config.options
     settings = (
         f"{options.runs} runs x {options.iterations} iterations, {options.warmup} warmup, "
@@ -134,8 +135,9 @@ def build_job_report(
     from orchestrator.report.llm_section import llm_sections
     from orchestrator.report.memory import memory_rows
 
+    llm = llm_sections(job, rows, devices, charts, dict(colours))
     return Report(
-        llm=llm_sections(job, rows, devices, charts),
+        llm=llm,
         memory=memory_rows(job, devices),
         numerics=numerics,
         numerics_error=numerics_error,
@@ -149,7 +151,9 @@ def build_job_report(
         facts=tuple(device_facts(d) for d in sorted(job.devices, key=lambda d: devices.index(d.name))),
         versions=tuple(sorted((str(k), str(v)) for k, v in job.versions.items())),
         settings=settings,
-        methods=METHODS,
+        methods=(*METHODS, LLM_METHOD) if llm else METHODS,
+        trust=trust_notes(job, names),
+        colours=colours,
     )
 
 
@@ -176,22 +180,26 @@ def _ops(rows: Sequence[StatRow]) -> tuple[list[OpStat], float | None]:
         name = r.event_name
         if name in NOT_OPS or (name == DELEGATE_CALL and kernels_listed):
             continue
-        avg, p50 = r.avg_ms or 0.0, r.p50_ms or 0.0
+        avg, p50_ms = r.avg_ms or 0.0, r.p50_ms or 0.0
+        below = below_resolution(avg, bool(r.is_delegated_op))
         ops.append(
             OpStat(
                 block=r.event_block,
                 index=r.event_index,
                 name=name,
                 group=_INSTANCE.sub("", name),
-                p50_ms=p50,
+                p50_ms=p50_ms,
                 avg_ms=avg,
-                share=avg / execute if execute else None,
+                share=avg / execute if execute and not below else None,
                 module_path=r.module_path or "",
                 op_types=r.op_types or "",
                 delegated=bool(r.is_delegated_op),
                 backend=r.delegate_backend_name or "",
                 source_line=r.source_line or "",
                 covers=r.delegate_covers or "",
+                kernel=r.kernel_mapping or "",
+                kernel_note=r.kernel_note or "",
+                below_resolution=below,
             )
         )
     return ops, execute
@@ -231,11 +239,11 @@ def _model_section(
     results = [(d, d.model(name)) for d in sorted(job.devices, key=lambda d: devices.index(d.name))]
     present = [(d, m) for d, m in results if m is not None]
     base_model = next((m for d, m in present if d.name == baseline), None)
-    base_medians = _run_medians(base_model) if base_model else ()
-    latency = [_latency(d, m, baseline, base_medians) for d, m in present]
-    candidates = [x for x in latency if x.p50_ms is not None and x.status != "failed"]
-    fastest = min(candidates, key=lambda x: x.p50_ms or 0.0).device if candidates else None
-    latency = [replace(x, fastest=x.device == fastest) for x in latency]
+    base_runs = _runs(base_model) if base_model else []
+    latency = [_latency(d, m, baseline, base_runs) for d, m in present]
+    claim = speed_claim([(d.name, x.p50_ms, _runs(m)) for (d, m), x in zip(present, latency, strict=True)
+                         if x.p50_ms is not None and x.status != "failed"])
+    latency = [replace(x, fastest=x.device == claim.fastest) for x in latency]
     per_device = {d.name: _ops(stats.get((d.name, name), ())) for d, _ in present}
     ops = tuple(
         DeviceOps(device=dev, top=tuple(sorted(o, key=lambda op: -op.avg_ms)[:TOP_OPS]), groups=_groups(o, ex))
@@ -252,102 +260,103 @@ def _model_section(
         op_ratios=_op_ratios([d.name for d, _ in present], baseline, per_device),
         history=history_points,
         history_rows=_history_rows(history_points, [d.name for d, _ in present]),
+        claim=claim,
     )
 
 
-def _run_medians(model: ModelResult) -> tuple[float, ...]:
-    return tuple(m for r in model.traced_runs if (m := median(r.execute_ms)) is not None)
+def _runs(model: ModelResult) -> list[tuple[float, ...]]:
+    return [r.execute_ms for r in model.traced_runs if r.execute_ms]
 
 
-def _latency(device: DeviceResult, model: ModelResult, baseline: str | None, base_medians: tuple[float, ...]) -> DeviceLatency:
+def _latency(device: DeviceResult, model: ModelResult, baseline: str | None,
+             base_runs: list[tuple[float, ...]]) -> DeviceLatency:
     samples = model.wall_execute_ms
-    run_medians = _run_medians(model)
-    p50, p90 = percentile(samples, 50), percentile(samples, 90)
-    cv = coefficient_of_variation(samples)
-    untraced = percentile(model.untraced_execute_ms, 50)
+    runs = _runs(model)
+    p50_ms, p90_ms = p50(runs), percentile(samples, 90)
     if device.name == baseline:
-        ratio, ci = (1.0 if run_medians else None), None
+        ratio, ci = (1.0 if runs else None), None
     else:
-        ratio, ci = ratio_with_ci(run_medians, base_medians)
+        ratio, ci = ratio_with_ci(runs, base_runs)
     verification = model.verification
-    flags = []
-    if model.status.value == "failed" or model.error:
-        flags.append(Flag("failed", model.error or "no result"))
-    elif model.status.value == "partial":
-        flags.append(Flag("partial", f"only {len(model.traced_runs)} of the planned process runs produced results"))
-    if is_unstable(cv):
-        flags.append(Flag("unstable", f"CV {cv:.0%} is above {UNSTABLE_CV:.0%}: pin cores, cool down, or add runs"))
-    if verification is not None and verification.status.value == "fail":
-        flags.append(Flag("verification", f"outputs differ from the reference: {verification.detail}"))
+    stability = model.stability
+    from orchestrator.run.calibration import flag_text
+
+    flagged = tuple(FlaggedRun(r.label, str(r.flag), r.slowdown, flag_text(r)) for r in model.flagged_runs)
     return DeviceLatency(
         device=device.name,
         status=model.status.value,
-        runs=len(run_medians),
+        runs=len(runs),
         samples=samples,
-        run_medians=run_medians,
-        p50_ms=p50,
-        p90_ms=p90,
-        cv=cv,
-        p90_over_p50=p90 / p50 if p50 and p90 is not None else None,
-        untraced_p50_ms=untraced,
+        run_medians=tuple(m for r in runs if (m := median(r)) is not None),
+        p50_ms=p50_ms,
+        p90_ms=p90_ms,
+        cv=coefficient_of_variation(samples),
+        p90_over_p50=p90_ms / p50_ms if p50_ms and p90_ms is not None else None,
+        untraced_p50_ms=percentile(model.untraced_execute_ms, 50),
         tracer_overhead=model.tracer_overhead,
-        load_p50_ms=percentile(model.load_ms, 50),
+        load_p50_ms=percentile(model.warm_load_ms, 50),
         verification=verification.status.value if verification else "none",
         verification_detail=verification.detail if verification else "",
         ratio=ratio,
         ratio_ci=ci,
         fastest=False,
-        flags=tuple(flags),
+        flags=_flags(model, flagged),
         error=model.error,
+        within_spread=stability.within,
+        between_spread=stability.between,
+        tracer=tracer_overhead(model),
+        flagged_runs=flagged,
+        cold_load_ms=model.cold_load_ms,
     )
 
 
-def ratio_with_ci(runs: Sequence[float], base_runs: Sequence[float]) -> tuple[float | None, Interval | None]:
-    """median(runs) / median(base_runs), with a percentile bootstrap CI over process runs."""
-    if len(runs) == 0 or len(base_runs) == 0:
-        return None, None
-    import numpy as np
-
-    a, b = np.asarray(runs, dtype=float), np.asarray(base_runs, dtype=float)
-    if np.median(b) <= 0:
-        return None, None
-    ratio = float(np.median(a) / np.median(b))
-    if len(a) < 2 or len(b) < 2:
-        return ratio, None
-    # The percentile bootstrap of scipy.stats.bootstrap(method="percentile", paired=False), in numpy:
-    # importing scipy.stats alone costs 0.5-1.2 s here, a third of the report's 3 s budget. A unit test
-    # holds the two to the same interval.
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    resampled = np.median(a[rng.integers(0, len(a), (BOOTSTRAP_RESAMPLES, len(a)))], axis=1) / np.median(
-        b[rng.integers(0, len(b), (BOOTSTRAP_RESAMPLES, len(b)))], axis=1
-    )
-    tail = (1.0 - CI_LEVEL) / 2.0 * 100.0
-    low, high = (float(x) for x in np.percentile(resampled, [tail, 100.0 - tail]))
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return ratio, None
-    return ratio, Interval(low, high, CI_LEVEL)
+def _flags(model: ModelResult, flagged: tuple[FlaggedRun, ...]) -> tuple[Flag, ...]:
+    flags = []
+    if model.status.value == "failed" or model.error:
+        flags.append(Flag("failed", model.error or "no result"))
+    elif model.status.value == "partial":
+        flags.append(Flag("partial", f"only {len(model.traced_runs)} of the planned process runs produced results"))
+    reasons = model.stability.reasons
+    if reasons:
+        flags.append(Flag("unstable", "; ".join(reasons)))
+    for kind in ("throttled", "interfered"):
+        mine = [f.text for f in flagged if f.flag == kind]
+        if mine:
+            flags.append(Flag(kind, ", ".join(mine)))
+    verification = model.verification
+    if verification is not None and verification.status.value == "fail":
+        flags.append(Flag("verification", f"outputs differ from the reference: {verification.detail}"))
+    return tuple(flags)
 
 
 def _op_ratios(
     devices: list[str], baseline: str | None, per_device: dict[str, tuple[list[OpStat], float | None]]
 ) -> tuple[OpRatioRow, ...]:
-    """The slowest events (by their worst share on any device), p50 per device, ratio to the baseline."""
+    """The slowest events by p50 (their largest p50 on any device), p50 per device, ratio to the baseline's:
+    the table sorts by and shows the same statistic."""
     keyed = {dev: {(op.block, op.index, op.name): op for op in ops} for dev, (ops, _) in per_device.items()}
     weight: dict[tuple[str, int, str], float] = {}
     for ops in keyed.values():
         for key, op in ops.items():
-            weight[key] = max(weight.get(key, 0.0), op.avg_ms)
+            weight[key] = max(weight.get(key, 0.0), op.p50_ms)
     chosen = sorted(weight, key=lambda k: -weight[k])[:RATIO_ROWS]
     base = keyed.get(baseline or "", {})
     rows = []
     for key in chosen:
         ops = [keyed.get(dev, {}).get(key) for dev in devices]
-        p50 = tuple(op.p50_ms if op else None for op in ops)
         ref = base.get(key)
-        ratio = tuple(op.p50_ms / ref.p50_ms if op and ref and ref.p50_ms > 0 else None for op in ops)
+        below = tuple(bool(op and _p50_below(op)) for op in ops)
+        ratio = tuple(op.p50_ms / ref.p50_ms if op and ref and not _p50_below(op) and not _p50_below(ref) else None
+                      for op in ops)
         module = next((op.module_path for op in ops if op and op.module_path), "")
-        rows.append(OpRatioRow(block=key[0], index=key[1], name=key[2], module_path=module, p50_ms=p50, ratio=ratio))
+        rows.append(OpRatioRow(block=key[0], index=key[1], name=key[2], module_path=module,
+                               p50_ms=tuple(op.p50_ms if op else None for op in ops), ratio=ratio,
+                               below_resolution=below))
     return tuple(rows)
+
+
+def _p50_below(op: OpStat) -> bool:
+    return below_resolution(op.p50_ms, op.delegated)
 
 
 def _history(points: Sequence[HistoryPoint], model: str, devices: set[str], runs: int) -> tuple[HistoryPoint, ...]:

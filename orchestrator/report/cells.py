@@ -11,11 +11,13 @@ import math
 from orchestrator.report.model import Interval
 from orchestrator.report.text import clip, fmt_ms
 
-__all__ = ["LATENCY_HEADERS", "clip", "interval", "ms", "pct", "ratio"]
+__all__ = ["DEVICE_PALETTE", "KERNEL_RESOLUTION_MS", "below_resolution", "clip", "interval", "ms", "op_ms", "pct", "ratio",
+           "signed_interval"]
 
-# The latency table's columns before the comparison with the baseline device, for HTML and Markdown.
-LATENCY_HEADERS = ("device", "runs", "p50 ms", "p90 ms", "CV", "p90/p50", "untraced p50 ms", "tracer overhead",
-                   "load p50 ms", "verification")
+# One colour per device, in the report's device order, in every chart of a report.
+DEVICE_PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974")
+BELOW_RESOLUTION = "< 1 us"
+KERNEL_RESOLUTION_MS = 0.001  # XNNPACK's kernel events are timed in whole microseconds
 
 
 def ms(value: float | None) -> str:
@@ -34,6 +36,23 @@ def ratio(value: float | None) -> str:
 
 def interval(ci: Interval | None) -> str:
     return "-" if ci is None else f"[{_ratio_digits(ci.low)}, {_ratio_digits(ci.high)}]"
+
+
+def signed_interval(ci: Interval | None) -> str:
+    """An interval of a relative change: [+2.0%, +8.3%]."""
+    return "-" if ci is None else f"[{ci.low:+.1%}, {ci.high:+.1%}]"
+
+
+def below_resolution(value_ms: float, delegated: bool) -> bool:
+    """An op's time under the timer's resolution: a delegate kernel's under 1 us, another op's zero."""
+    return value_ms < KERNEL_RESOLUTION_MS if delegated else value_ms <= 0.0
+
+
+def op_ms(value: float | None, below_resolution: bool, delegated: bool = True) -> str:
+    """An op's time: `< 1 us` under the kernel timer's resolution, never 0.0000."""
+    if below_resolution:
+        return BELOW_RESOLUTION if delegated else "0"
+    return ms(value)
 
 
 def _ratio_digits(value: float) -> str:

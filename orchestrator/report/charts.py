@@ -14,27 +14,30 @@ import html
 import io
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from orchestrator.report.cells import DEVICE_PALETTE as PALETTE
 from orchestrator.report.cells import clip as _clip
 from orchestrator.report.cells import ms as _ms
 from orchestrator.report.cells import ratio as _ratio
 from orchestrator.report.model import Chart, ModelSection
 
-PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974")
+# Op groups get colours of their own (ColorBrewer Set3), so no group is mistaken for a device.
+GROUP_PALETTE = ("#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#bc80bd", "#ccebc5")
 OTHER_COLOUR = "#D0D0D0"
 WIDE_RANGE = 20.0  # devices this many times apart: latency on a log axis, op groups as shares
 WIDTH_IN = 8.5  # plot area
 CHAR_IN = 0.068
 
 
-def model_charts(section: ModelSection, devices: Sequence[str], baseline: str | None) -> tuple[Chart, ...]:
-    """Latency distribution, time per op group, op x device heatmap, history trend (when there is data)."""
+def model_charts(section: ModelSection, colours: Mapping[str, str], baseline: str | None) -> tuple[Chart, ...]:
+    """Latency distribution, time per op group, op x device heatmap, history trend (when there is data).
+    `colours`: one colour per device (report.colours), the same in every chart of the report."""
     _setup()
     charts = []
     for make in (_latency, _groups, _heatmap, _history):
-        chart = make(section, baseline)
+        chart = make(section, baseline, colours)
         if chart is not None:
             charts.append(chart)
     return tuple(charts)
@@ -88,7 +91,7 @@ def _svg(fig: Any, stem: str, titles: dict[str, str]) -> str:
     return re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.DOTALL)
 
 
-def _latency(section: ModelSection, baseline: str | None) -> Chart | None:
+def _latency(section: ModelSection, baseline: str | None, colours: Mapping[str, str]) -> Chart | None:
     rows = [d for d in section.latency if d.samples]
     if not rows:
         return None
@@ -112,7 +115,7 @@ def _latency(section: ModelSection, baseline: str | None) -> Chart | None:
             [i + 1] * len(d.run_medians),
             s=22,
             alpha=0.8,
-            color=PALETTE[i % len(PALETTE)],
+            color=colours.get(d.device, PALETTE[i % len(PALETTE)]),
             zorder=3,
             edgecolors="white",
             linewidths=0.5,
@@ -140,7 +143,7 @@ def _latency(section: ModelSection, baseline: str | None) -> Chart | None:
     )
 
 
-def _groups(section: ModelSection, baseline: str | None) -> Chart | None:
+def _groups(section: ModelSection, baseline: str | None, colours: Mapping[str, str]) -> Chart | None:
     if not section.ops:
         return None
     order = []
@@ -149,7 +152,7 @@ def _groups(section: ModelSection, baseline: str | None) -> Chart | None:
             if group not in order and group != "other":
                 order.append(group)
     order.append("other")
-    colours = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(order[:-1])} | {"other": OTHER_COLOUR}
+    group_colours = {g: GROUP_PALETTE[i % len(GROUP_PALETTE)] for i, g in enumerate(order[:-1])} | {"other": OTHER_COLOUR}
     legend_in = 0.6 + CHAR_IN * 0.9 * max(len(g) for g in order)
     fig, ax = _figure(
         WIDTH_IN - legend_in,
@@ -174,7 +177,7 @@ def _groups(section: ModelSection, baseline: str | None) -> Chart | None:
                 width,
                 left=left,
                 height=0.6,
-                color=colours[group],
+                color=group_colours[group],
                 label=group if row == 0 or group not in dict(section.ops[0].groups) else None,
             )
             gid = f"grp-{row}-{col}"
@@ -207,7 +210,7 @@ def _wide(values: Sequence[float]) -> bool:
     return len(positive) > 1 and max(positive) / min(positive) > WIDE_RANGE
 
 
-def _heatmap(section: ModelSection, baseline: str | None) -> Chart | None:
+def _heatmap(section: ModelSection, baseline: str | None, colours: Mapping[str, str]) -> Chart | None:
     devices = [d.device for d in section.latency]
     rows = [r for r in section.op_ratios if any(x is not None for x in r.ratio)]
     if len(devices) < 2 or not rows:
@@ -258,7 +261,7 @@ def _heatmap(section: ModelSection, baseline: str | None) -> Chart | None:
     )
 
 
-def _history(section: ModelSection, baseline: str | None) -> Chart | None:
+def _history(section: ModelSection, baseline: str | None, colours: Mapping[str, str]) -> Chart | None:
     points = [p for p in section.history if p.e2e_p50_ms is not None]
     if not points:
         return None
@@ -271,7 +274,7 @@ def _history(section: ModelSection, baseline: str | None) -> Chart | None:
             [runs.index(p.run_id) for p in mine],
             [p.e2e_p50_ms for p in mine],
             marker="o",
-            color=PALETTE[i % len(PALETTE)],
+            color=colours.get(device, PALETTE[i % len(PALETTE)]),
             label=device,
         )[0]
         line.set_gid(f"hist-{i}")

@@ -2,13 +2,12 @@
 
 JSON: the whole `model.Report` (dataclasses as objects, tuples as lists) without the chart SVG,
 plus `"format": "etfarm-report/1"`. CSV: one row per (model, device), the latency table; the
-per-op numbers are already in the run's stats.csv.
+per-op numbers are already in the run's stats.csv; new columns are appended. Names are written by
+the `json` and `csv` modules: their own escaping, and every name reads back exactly.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from dataclasses import asdict
 from typing import Any
@@ -35,6 +34,11 @@ CSV_COLUMNS = (
     "ratio_ci_high",
     "fastest",
     "flags",
+    "within_run_spread",
+    "between_run_spread",
+    "tracer_overhead_low",
+    "tracer_overhead_high",
+    "flagged_runs",
 )
 
 
@@ -48,12 +52,12 @@ def render_json(report: Report) -> str:
 
 
 def render_csv(report: Report) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    from orchestrator.profiles.stat_rows import csv_line
+
+    lines = [csv_line(CSV_COLUMNS)]
     for model in report.models:
         for d in model.latency:
-            writer.writerow(
+            lines.append(csv_line(
                 [
                     model.name,
                     d.device,
@@ -73,9 +77,14 @@ def render_csv(report: Report) -> str:
                     _num(d.ratio_ci.high if d.ratio_ci else None),
                     d.fastest,
                     "; ".join(f"{f.kind}: {f.reason}" for f in d.flags),
+                    _num(d.within_spread),
+                    _num(d.between_spread),
+                    _num(d.tracer.interval.low if d.tracer and d.tracer.interval else None),
+                    _num(d.tracer.interval.high if d.tracer and d.tracer.interval else None),
+                    "; ".join(f.text for f in d.flagged_runs),
                 ]
-            )
-    return buf.getvalue()
+            ))
+    return "".join(lines)
 
 
 def _num(value: float | None) -> str:

@@ -1,7 +1,9 @@
 """Text of `etfarm history` and `etfarm history show`: formatting only, the store computes.
 
-The listing is one row per (run, model), newest first, with a column per device holding its
-end-to-end p50 (ms, traced runs, all samples) or, when the device did not finish, its status.
+The listing is one row per (run, model), newest first, with the model's backend (an xnnpack and a
+portable run of one name are different numbers) and a column per device holding its end-to-end p50
+(ms, traced runs, all samples) or, when the device did not finish, its status; `*` marks a p50 with
+a process run the calibration flagged interfered or throttled.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from orchestrator.report.llm_history import llm_history_table
 from orchestrator.report.text import format_table
+from orchestrator.run.calibration import flag_text
 from orchestrator.run.results import Job
 from orchestrator.stats import percentile
 from orchestrator.store import StoredRun
@@ -23,13 +26,19 @@ def history_table(runs: Sequence[StoredRun], device: str | None = None) -> str:
     rows = []
     for run in runs:
         for model in run.models:
-            cells: dict[str, Any] = {p.device: _point_cell(p.status, p.e2e_p50_ms) for p in run.points if p.model == model}
-            commit = next((p.git_commit for p in run.points if p.model == model and p.git_commit), None)
-            rows.append([run.run_id, run.started, run.status, model, *(cells.get(d, "") for d in devices),
+            mine = [p for p in run.points if p.model == model]
+            cells: dict[str, Any] = {p.device: _point_cell(p.status, p.e2e_p50_ms) + ("*" if p.flagged else "")
+                                     for p in mine}
+            commit = next((p.git_commit for p in mine if p.git_commit), None)
+            backend = next((p.backend for p in mine if p.backend), "-")
+            rows.append([run.run_id, run.started, run.status, model, backend, *(cells.get(d, "") for d in devices),
                          (commit or "-")[:12]])
-    headers = ["run", "started", "status", "model", *(f"{d} p50 ms" for d in devices), "commit"]
+    headers = ["run", "started", "status", "model", "backend", *(f"{d} p50 ms" for d in devices), "commit"]
+    table = format_table(headers, rows, "lllll" + "r" * len(devices) + "l")
+    if any(p.flagged for r in runs for p in r.points):
+        table += "\n* a process run was flagged interfered or throttled (`etfarm history show RUN`)"
     llm = llm_history_table(runs, devices)  # LLMs: TTFT and decode tokens/s per device
-    return format_table(headers, rows, "llll" + "r" * len(devices) + "l") + (f"\n\n{llm}" if llm else "")
+    return table + (f"\n\n{llm}" if llm else "")
 
 
 def _point_cell(status: str, p50: float | None) -> str:
@@ -61,14 +70,19 @@ def run_details(job: Job, run_dir: str | None) -> str:
                      model.verification.status.value if model.verification else "-", percentile(wall, 50),
                      percentile(wall, 90), percentile(model.untraced_execute_ms, 50),
                      f"{overhead * 100:+.1f}%" if overhead is not None else "-", percentile(model.load_ms, 50),
-                     f"{model.execute_cv * 100:.1f}%" if model.execute_cv is not None else "-",
-                     "UNSTABLE" if model.unstable else ""])
+                     _spread(model.stability.within), _spread(model.stability.between),
+                     "UNSTABLE" if model.unstable else "", ", ".join(flag_text(r) for r in model.flagged_runs)])
     lines.append(format_table(["device", "model", "status", "verified", "e2e p50 ms", "e2e p90 ms", "untraced p50 ms",
-                               "tracer", "load p50 ms", "cv", ""], rows, "llllrrrrrrl") if rows
+                               "tracer", "load p50 ms", "within-run", "run-to-run", "", "flagged"], rows,
+                              "llllrrrrrrrll") if rows
                  else "no device produced results")
     from orchestrator.report.llm_text import llm_lines
 
     return "\n".join([*lines, *llm_lines(job)])  # LLMs: TTFT, tokens/s, memory
+
+
+def _spread(value: float | None) -> str:
+    return f"{value * 100:.1f}%" if value is not None else "-"
 
 
 def _facts(facts: Mapping[str, Any]) -> str:

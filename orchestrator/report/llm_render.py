@@ -1,89 +1,86 @@
-"""The LLM section of the HTML and Markdown reports, and its per-step decode latency chart. Formats only.
+"""The LLM section of a run's page (HTML and Markdown alike), and its per-step decode latency chart.
 
 Per model that generated (report/llm_section.py): one table with the devices side by side (prompt
 and generated tokens, time to first token, prefill and decode tokens/s, decode tokens/s without
 the event tracer, memory after prefill and after decode, the tokens' verification), the per-step
 decode latency chart, and per device the ops that take the most time per forward call in each
-phase. Every name is escaped (HTML) or its Markdown markup characters escaped; the chart follows
-charts.py (deterministic SVG, text as text).
+phase. Built as page blocks (page.py), so each renderer escapes every name by its one rule
+(escape.py); the chart follows charts.py (deterministic SVG, text as text, one colour per device).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-from html import escape
+from collections.abc import Mapping
 
-from orchestrator.report.cells import clip, ms, pct
-from orchestrator.report.llm_section import LlmDevice, LlmSection
-from orchestrator.report.model import Chart
+from orchestrator.report.cells import DEVICE_PALETTE, clip, ms, op_ms, pct
+from orchestrator.report.llm_section import LlmDevice, LlmSection, PhaseOp
+from orchestrator.report.model import Chart, Report
+from orchestrator.report.page import Block, Figure, Paragraph, Section, Table, Text, anchor, badge, code, muted, text
 from orchestrator.report.text import format_bytes
 
+TITLE = "LLMs: time to first token, tokens per second, memory"
 HEADERS = ("device", "prompt", "generated", "gens", "TTFT p50 ms", "prefill tok/s", "decode tok/s",
            "decode tok/s no ETDump", "after prefill RSS / PSS", "after decode RSS / PSS", "tokens")
 OP_HEADERS = ("device", "phase", "event", "#", "avg ms per call", "p50 ms", "share of phase", "module")
 
 
-def device_cells(d: LlmDevice) -> list[str]:
+def llm_page_sections(report: Report, prefix: str = "", label: str = "") -> tuple[Section, ...]:
+    """The page's LLM section (anchor `llm`, prefixed like the run's other sections); () when no model generated."""
+    if not report.llm:
+        return ()
+    note = Paragraph(text(muted("Medians over every measured generation of the traced process runs (\"no ETDump\": "
+                                "the untraced runs'): time to first token covers the prefill call(s) and the first "
+                                "token; decode tokens/s is generated tokens over decode time; RSS and PSS are the "
+                                "runner's after each phase.")))
+    models = tuple(model_section(s, prefix) for s in report.llm)
+    return (Section(text(TITLE + label), f"{prefix}llm", (note, *models)),)
+
+
+def model_section(s: LlmSection, prefix: str = "") -> Section:
+    blocks: list[Block] = [Table(HEADERS, tuple(device_row(d) for d in s.devices),
+                                 (False, True, True, True, True, True, True, True, True, True, False))]
+    if s.chart is not None:
+        blocks.append(Figure(s.chart))
+    if s.phase_ops:
+        blocks += [Paragraph(text("Where each phase spends its time: per device, the ops with the most time per "
+                                  "forward call in prefill and in decode (sorted by, and showing first, the mean).")),
+                   Table(OP_HEADERS, tuple(phase_row(o) for o in s.phase_ops),
+                         (False, False, False, True, True, True, True, False))]
+    return Section(text("Model ", code(s.model)), anchor(f"{prefix}llm", s.model), tuple(blocks), level=3)
+
+
+def device_row(d: LlmDevice) -> tuple[Text, ...]:
     calls = f"{d.prefill_calls} call{'s' if d.prefill_calls != 1 else ''}"
-    return [d.device, f"{d.prompt_len} ({calls})", str(d.gen_len), str(d.generations), ms(d.ttft_ms),
-            _rate(d.prefill_tokens_per_s), _rate(d.decode_tokens_per_s), _rate(d.untraced_decode_tokens_per_s),
-            f"{_kb(d.rss_prefill_kb)} / {_kb(d.pss_prefill_kb)}", f"{_kb(d.rss_decode_kb)} / {_kb(d.pss_decode_kb)}",
-            d.verification]
+    tone = {"pass": "good", "fail": "bad"}.get(d.verification, "info")
+    return (text(d.device), text(f"{d.prompt_len} ({calls})"), text(str(d.gen_len)), text(str(d.generations)),
+            text(ms(d.ttft_ms)), text(rate(d.prefill_tokens_per_s)), text(rate(d.decode_tokens_per_s)),
+            text(rate(d.untraced_decode_tokens_per_s)), text(f"{kib(d.rss_prefill_kb)} / {kib(d.pss_prefill_kb)}"),
+            text(f"{kib(d.rss_decode_kb)} / {kib(d.pss_decode_kb)}"), text(badge(d.verification, tone)))
 
 
-def llm_html(sections: Sequence[LlmSection]) -> str:
-    """`<section id="llm">`, or "" when no model generated."""
-    if not sections:
-        return ""
-    out = ['<section id="llm"><h2>LLMs: time to first token, tokens per second, memory</h2>']
-    for s in sections:
-        out.append(f"<h3>{escape(s.model)}</h3>")
-        out.append(_html_table(HEADERS, [device_cells(d) for d in s.devices], numeric_from=3))
-        if s.chart is not None:
-            out.append(f'<figure>{s.chart.svg}<figcaption>{escape(s.chart.title)}</figcaption></figure>')
-        if s.phase_ops:
-            rows = [[o.device, o.phase, clip(o.name, 48), str(o.index), ms(o.avg_ms), ms(o.p50_ms), pct(o.share),
-                     clip(o.where, 60)] for o in s.phase_ops]
-            out.append("<p>Where each phase spends its time: per device, the ops with the most time per forward call "
-                       "in prefill and in decode.</p>")
-            out.append(_html_table(OP_HEADERS, rows, numeric_from=3, numeric_to=7))
-    out.append("</section>")
-    return "\n".join(out)
+def phase_row(o: PhaseOp) -> tuple[Text, ...]:
+    return (text(o.device), text(o.phase), text(clip(o.name, 48)), text(str(o.index)),
+            text(op_ms(o.avg_ms, o.below_resolution, o.delegated)), text(op_ms(o.p50_ms, o.below_resolution, o.delegated)),
+            text(pct(o.share)),
+            text(code(clip(o.where, 60))) if o.where else text(muted("-")))
 
 
-def llm_markdown(sections: Sequence[LlmSection], chart_dir: str | None = None) -> list[str]:
-    """Markdown lines of the section ([] when no model generated)."""
-    if not sections:
-        return []
-    out = ["### LLMs: time to first token, tokens per second, memory", ""]
-    for s in sections:
-        out += [f"#### {_md(s.model)}", "", md_table(HEADERS, [device_cells(d) for d in s.devices]), ""]
-        if s.chart is not None and chart_dir is not None:
-            out += [f"![{_md(s.chart.title)}]({chart_dir}/{s.chart.stem}.svg)", ""]
-        if s.phase_ops:
-            rows = [[o.device, o.phase, clip(o.name, 48), str(o.index), ms(o.avg_ms), ms(o.p50_ms), pct(o.share),
-                     clip(o.where, 60)] for o in s.phase_ops]
-            out += [md_table(OP_HEADERS, rows), ""]
-    return out
-
-
-def step_chart(section: LlmSection) -> Chart | None:
-    """Decode step latency by step, one line per device (median over the generations)."""
+def step_chart(section: LlmSection, colours: Mapping[str, str]) -> Chart | None:
+    """Decode step latency by step, one line per device (median over the generations), in the device's colour."""
     lines = [d for d in section.devices if d.step_ms]
     if not lines:
         return None
-    from orchestrator.report.charts import PALETTE, WIDTH_IN, _figure, _setup, _svg
+    from orchestrator.report.charts import WIDTH_IN, _figure, _setup, _svg
 
     _setup()
     stem = f"{section.model}-decode-steps"
     fig, ax = _figure(WIDTH_IN, 2.2, ["00.0000 + ylabel"], bottom_in=0.6)
     titles = {}
     for i, d in enumerate(lines):
-        line = ax.plot(range(2, len(d.step_ms) + 2), d.step_ms, marker=".", color=PALETTE[i % len(PALETTE)],
-                       label=d.device)[0]
+        line = ax.plot(range(2, len(d.step_ms) + 2), d.step_ms, marker=".",
+                       color=colours.get(d.device, DEVICE_PALETTE[i % len(DEVICE_PALETTE)]), label=d.device)[0]
         line.set_gid(f"steps-{i}")
-        titles[f"steps-{i}"] = (f"{d.device}: decode {_rate(d.decode_tokens_per_s)} tokens/s; step p50 from "
+        titles[f"steps-{i}"] = (f"{d.device}: decode {rate(d.decode_tokens_per_s)} tokens/s; step p50 from "
                                 f"{ms(d.step_ms[0])} to {ms(d.step_ms[-1])} ms")
     ax.set_xlabel("generated token (token 1 comes from the prefill)")
     ax.set_ylabel("decode step p50 ms")
@@ -94,32 +91,12 @@ def step_chart(section: LlmSection) -> Chart | None:
     return Chart(stem, f"{section.model}: per-step decode latency", _svg(fig, stem, titles))
 
 
-def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: int, numeric_to: int = 99) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f'<td class="n">{escape(c)}</td>' if numeric_from <= i < numeric_to
-                                    else f"<td>{escape(c)}</td>" for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
-
-
-def _md(text: str) -> str:
-    """Text safe in a Markdown table cell: markup characters escaped, no raw HTML."""
-    return _MD_SPECIAL.sub(r"\\\1", text.replace("\n", " "))
-
-
-def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def _rate(value: float | None) -> str:
+def rate(value: float | None) -> str:
+    """Tokens per second: whole numbers from 100 up, 2 decimals below."""
     if value is None:
         return "-"
     return f"{value:.0f}" if value >= 100 else f"{value:.2f}"
 
 
-def _kb(value: int | None) -> str:
+def kib(value: int | None) -> str:
     return "-" if value is None else format_bytes(value * 1024)

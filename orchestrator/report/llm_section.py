@@ -2,19 +2,21 @@
 and a per-step decode latency chart (docs/architecture.md, "LLMs").
 
 Computed here once, as frozen data, from the results model (each process run's generations:
-run/llm_figures.py) and the statistics' phase columns (profiles/phases.py); html and markdown
-(report/llm_render.py) only format it. One `LlmSection` per model that generated on some device,
-its devices in the report's order. The chart has one line per device: step i's median latency
-over every measured generation, so a decode that slows as the KV cache fills shows as a slope.
+run/llm_figures.py) and the statistics' phase columns (profiles/phases.py); report/llm_render.py
+turns it into page sections (page.py), which the HTML and Markdown renderers write out. One
+`LlmSection` per model that generated on some device, its devices in the report's order. The chart
+has one line per device: step i's median latency over every measured generation, so a decode that
+slows as the KV cache fills shows as a slope.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
 from orchestrator.profiles.stat_rows import StatRow
+from orchestrator.report.cells import below_resolution
 from orchestrator.report.model import Chart
 from orchestrator.run.llm_figures import llm_figures
 from orchestrator.run.results import Job
@@ -56,7 +58,9 @@ class PhaseOp:
     where: str  # module path, or what a delegate call covers
     avg_ms: float
     p50_ms: float | None
-    share: float | None  # of the phase's Method::execute time
+    share: float | None  # of the phase's Method::execute time; None under the timer's resolution
+    below_resolution: bool = False  # a kernel under the timer's 1 us (another op: 0): shown as such, no share
+    delegated: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,8 +71,10 @@ class LlmSection:
     chart: Chart | None = None
 
 
-def llm_sections(job: Job, rows: Sequence[StatRow], devices: Sequence[str], charts: bool = True) -> tuple[LlmSection, ...]:
-    """A section per model that generated somewhere, in the job's model order."""
+def llm_sections(job: Job, rows: Sequence[StatRow], devices: Sequence[str], charts: bool = True,
+                 colours: Mapping[str, str] | None = None) -> tuple[LlmSection, ...]:
+    """A section per model that generated somewhere, in the job's model order. `colours`: one per device
+    (report.colours), the same as in the report's other charts."""
     sections = []
     for name in dict.fromkeys(m.name for _, m in job.results()):
         found = []
@@ -92,7 +98,7 @@ def llm_sections(job: Job, rows: Sequence[StatRow], devices: Sequence[str], char
             if charts:
                 from orchestrator.report.llm_render import step_chart
 
-                section = LlmSection(name, section.devices, ops, step_chart(section))
+                section = LlmSection(name, section.devices, ops, step_chart(section, colours or {}))
             sections.append(section)
     return tuple(sections)
 
@@ -100,7 +106,7 @@ def llm_sections(job: Job, rows: Sequence[StatRow], devices: Sequence[str], char
 def _phase_ops(rows: list[StatRow]) -> list[PhaseOp]:
     from orchestrator.report.tables import op_where
 
-    out = []
+    out: list[PhaseOp] = []
     for phase in ("prefill", "decode"):
         def avg(row: StatRow, phase: str = phase) -> float | None:
             return getattr(row, f"{phase}_avg_ms")
@@ -108,7 +114,10 @@ def _phase_ops(rows: list[StatRow]) -> list[PhaseOp]:
         execute = next((avg(r) for r in rows if r.event_name == EXECUTE), None)
         ops = sorted((r for r in rows if avg(r) is not None and r.event_name not in FRAMEWORK_EVENTS
                       and r.event_name not in HIDDEN_WHEN_PRINTING), key=lambda r: -(avg(r) or 0.0))[:PHASE_OPS]
-        out += [PhaseOp(r.device, phase, r.event_name, r.event_index, op_where(r.module_path, r.delegate_covers),
-                        avg(r) or 0.0, getattr(r, f"{phase}_p50_ms"),
-                        (avg(r) or 0.0) / execute if execute else None) for r in ops]
+        for r in ops:
+            mean = avg(r) or 0.0
+            below = below_resolution(mean, bool(r.is_delegated_op))
+            out.append(PhaseOp(r.device, phase, r.event_name, r.event_index, op_where(r.module_path, r.delegate_covers),
+                               mean, getattr(r, f"{phase}_p50_ms"), mean / execute if execute and not below else None,
+                               below, bool(r.is_delegated_op)))
     return out

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
 from orchestrator.profiles.stat_rows import StatRow
+from orchestrator.report.cells import below_resolution, op_ms
+from orchestrator.report.escape import terminal_text
 from orchestrator.report.tables import op_where
 from orchestrator.report.text import clip, fmt_ms, fmt_percent, format_bytes, format_table
 from orchestrator.run.llm_figures import LlmFigures, llm_figures
@@ -31,7 +33,7 @@ def llm_lines(job: Job) -> list[str]:
         figures = llm_figures(model.runs)
         if figures is None or not figures.generations:
             continue
-        lines.append(f"{device.name} {model.name}: {llm_sentence(figures)}")
+        lines.append(terminal_text(f"{device.name} {model.name}: {llm_sentence(figures)}"))
     return lines
 
 
@@ -59,8 +61,8 @@ def phase_tables(rows: Sequence[StatRow], top: int = PHASE_TOP) -> str:
             groups.setdefault((row.model, row.device), []).append(row)
     out = []
     for (model, device), phased in groups.items():
-        parts = [f"model {model} on {device}: ops by phase, avg ms per forward call (share of the phase's "
-                 f"{EXECUTE})"]
+        parts = [terminal_text(f"model {model} on {device}: ops by phase, avg ms per forward call (share of the "
+                               f"phase's {EXECUTE})")]
         for phase in ("prefill", "decode"):
             parts.append(f"{phase}:\n{_phase_table(phased, phase, top)}")
         out.append("\n".join(parts))
@@ -75,10 +77,15 @@ def _phase_table(rows: list[StatRow], phase: str, top: int) -> str:
     execute = next((avg(r) for r in rows if r.event_name == EXECUTE), None)
     ops = sorted((r for r in rows if r.event_name not in FRAMEWORK_EVENTS and r.event_name not in HIDDEN_WHEN_PRINTING
                   and avg(r) >= 0), key=lambda r: -avg(r))[:top]
-    table = [[clip(r.event_name, 40), r.event_index, getattr(r, f"{phase}_samples"), getattr(r, f"{phase}_p50_ms"),
-              avg(r), fmt_percent(avg(r) / execute) if execute and execute > 0 else "-",
-              clip(op_where(r.module_path, r.delegate_covers), 48)] for r in ops]
-    return format_table(["event", "#", "n", "p50 ms", "avg ms", "share", "module"], table, "lrrrrrl")
+    table = []
+    for r in ops:
+        below = below_resolution(avg(r), bool(r.is_delegated_op))  # `< 1 us`, no share: never 0.0000 with a share
+        table.append([clip(r.event_name, 40), r.event_index, getattr(r, f"{phase}_samples"),
+                      op_ms(avg(r), below, bool(r.is_delegated_op)),
+                      op_ms(getattr(r, f"{phase}_p50_ms"), below, bool(r.is_delegated_op)),
+                      fmt_percent(avg(r) / execute) if execute and execute > 0 and not below else "-",
+                      clip(op_where(r.module_path, r.delegate_covers), 48)])
+    return format_table(["event", "#", "n", "avg ms", "p50 ms", "share", "module"], table, "lrrrrrl")
 
 
 def _rate(value: float | None) -> str:

@@ -4,17 +4,21 @@ Every model kind (LLMs add their memory after prefill and decode in their own se
 come from the results model: the highest peak RSS and PSS over the process runs (PSS after the
 method load and after the measured executions: the process's share of the pages it maps, what
 Android's accounting and ExecuTorch's benchmark apps report), MethodMeta's planned buffers and
-the .pte's size on the device. Computed here, formatted by `memory_html` / `memory_markdown`.
+the .pte's size on the device. Computed here (`memory_rows`); `memory_section` is its page section.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
+from typing import TYPE_CHECKING
 
+from orchestrator.report.page import Paragraph, Section, Table, muted, text
 from orchestrator.report.text import format_bytes
 from orchestrator.run.results import Job
+
+if TYPE_CHECKING:
+    from orchestrator.report.model import Report
 
 HEADERS = ("model", "device", "peak RSS", "PSS after load", "PSS", "planned", "program")
 
@@ -53,20 +57,12 @@ def memory_rows(job: Job, devices: Sequence[str]) -> tuple[MemoryRow, ...]:
     return tuple(out)
 
 
-def memory_html(rows: Sequence[MemoryRow]) -> str:
-    if not rows:
-        return ""
-    head = "".join(f"<th>{escape(h)}</th>" for h in HEADERS)
-    body = "".join("<tr>" + "".join(f'<td class="n">{escape(c)}</td>' if i >= 2 else f"<td>{escape(c)}</td>"
-                                    for i, c in enumerate(row.cells())) + "</tr>" for row in rows)
-    return (f'<section id="memory"><h2>Memory</h2><p>Highest over the process runs: peak resident memory (VmHWM), '
-            f"PSS after the method load and after the measured executions, the method's planned buffers, the "
-            f"program's size.</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></section>")
-
-
-def memory_markdown(rows: Sequence[MemoryRow]) -> list[str]:
-    if not rows:
-        return []
-    from orchestrator.report.llm_render import md_table
-
-    return ["### Memory", "", md_table(HEADERS, [row.cells() for row in rows]), ""]
+def memory_section(report: Report, prefix: str = "", label: str = "") -> tuple[Section, ...]:
+    """The page's memory section (anchor `memory`, prefixed like the run's other sections); () without rows."""
+    if not report.memory:
+        return ()
+    note = text(muted("Highest over the process runs: peak resident memory (VmHWM), PSS after the method load and "
+                      "after the measured executions, the method's planned buffers, the program's size."))
+    table = Table(HEADERS, tuple(tuple(text(c) for c in row.cells()) for row in report.memory),
+                  (False, False, *([True] * 5)))
+    return (Section(text("Memory" + label), f"{prefix}memory", (table, Paragraph(note))),)

@@ -32,8 +32,51 @@ class Interval:
 class Flag:
     """Why a number should not be taken at face value: `kind` is short, `reason` a sentence."""
 
-    kind: str  # "unstable", "partial", "failed", "verification"
+    kind: str  # "unstable", "interfered", "throttled", "partial", "failed", "verification"
     reason: str
+
+
+@dataclass(frozen=True)
+class FlaggedRun:
+    """A process run the calibration workload says was disturbed (run/calibration.py)."""
+
+    label: str
+    flag: str  # "interfered" / "throttled"
+    slowdown: float | None  # its slower calibration against the job's fastest on that device: 0.41 = +41 %
+    text: str  # as every page and the terminal word it: "run-2 interfered (calibration +41%)"
+
+
+@dataclass(frozen=True)
+class TracerOverhead:
+    """What the ETDump event tracer costs: traced p50 / untraced p50 - 1, with its interval when enough
+    untraced runs exist; otherwise it is marked unreliable and says why."""
+
+    overhead: float | None
+    interval: Interval | None  # of the overhead (ratio interval - 1)
+    untraced_runs: int
+    reliable: bool
+    note: str  # "" when reliable; else why not ("1 untraced run: ...")
+
+
+@dataclass(frozen=True)
+class Versus:
+    """The leading device against one other: how many times faster, and whether the interval says so."""
+
+    other: str
+    speedup: float  # other's p50 / the leader's p50: 1.35 = the leader is 1.35x faster
+    interval: Interval | None
+    clear: bool  # the whole interval lies above 1 + the practical margin
+
+
+@dataclass(frozen=True)
+class SpeedClaim:
+    """What the report may claim about which device is fastest for a model (report/claims.py)."""
+
+    fastest: str | None  # claimed only when every comparison is clear
+    leader: str | None  # the lowest p50, claimed or not
+    leader_p50_ms: float | None
+    versus: tuple[Versus, ...] = ()
+    reason: str = ""  # why no device is called fastest, when none is
 
 
 @dataclass(frozen=True)
@@ -47,11 +90,11 @@ class DeviceLatency:
     run_medians: tuple[float, ...]  # median of each traced process run, ms: the replication unit
     p50_ms: float | None
     p90_ms: float | None
-    cv: float | None
+    cv: float | None  # std / mean of every execution (kept for scripts; the instability rule is robust, below)
     p90_over_p50: float | None
     untraced_p50_ms: float | None  # without the ETDump event tracer
     tracer_overhead: float | None  # 0.05 = the tracer adds 5 %
-    load_p50_ms: float | None  # method load, median over traced runs
+    load_p50_ms: float | None  # method load, median over the warm runs (the cold first one apart)
     verification: str  # pass / fail / skipped / none
     verification_detail: str
     ratio: float | None  # median of run medians, this device / the baseline's; None for the baseline itself
@@ -59,6 +102,11 @@ class DeviceLatency:
     fastest: bool
     flags: tuple[Flag, ...] = ()
     error: str | None = None
+    within_spread: float | None = None  # a typical run's IQR / median (orchestrator/stats.py)
+    between_spread: float | None = None  # IQR / median of the per-run medians (unflagged runs)
+    tracer: TracerOverhead | None = None
+    flagged_runs: tuple[FlaggedRun, ...] = ()
+    cold_load_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -71,13 +119,16 @@ class OpStat:
     group: str  # the name without its instance suffix: "Convolution (NHWC, F32) IGEMM"
     p50_ms: float
     avg_ms: float
-    share: float | None  # avg time / the method's avg execute time
+    share: float | None  # avg time / the method's avg execute time; None when under the timer's resolution
     module_path: str
     op_types: str
     delegated: bool
     backend: str
     source_line: str = ""  # "model.py:28", from the ETRecord's stack trace
     covers: str = ""  # for delegate events: the module paths the delegate runs, ";"-separated
+    kernel: str = ""  # a delegate kernel: "mapped" (module_path is its own) or "unmapped"; "" otherwise
+    kernel_note: str = ""  # how it maps (fused ops), or why it is not mapped
+    below_resolution: bool = False  # mean and p50 under the timer's resolution: shown as such, no share
 
 
 @dataclass(frozen=True)
@@ -97,8 +148,9 @@ class OpRatioRow:
     index: int
     name: str
     module_path: str
-    p50_ms: tuple[float | None, ...]  # in Report.devices order
+    p50_ms: tuple[float | None, ...]  # in ModelSection.latency's device order
     ratio: tuple[float | None, ...]
+    below_resolution: tuple[bool, ...] = ()  # per device: its p50 is under the timer's resolution
 
 
 @dataclass(frozen=True)
@@ -131,6 +183,7 @@ class ModelSection:
     history: tuple[HistoryPoint, ...]  # oldest first
     history_rows: tuple[HistoryRow, ...] = ()  # the same, a row per run, newest first
     charts: tuple[Chart, ...] = ()
+    claim: SpeedClaim | None = None
 
     @property
     def fastest(self) -> DeviceLatency | None:
@@ -171,5 +224,23 @@ class Report:
     methods: tuple[str, ...]  # how each figure was computed, stated in every format
     numerics: NumericsReport | None = None  # runs made with --numerics: which op diverges, on which device
     numerics_error: str | None = None  # why the numerics section is missing from such a run
+    trust: tuple[TrustNote, ...] = ()  # runs flagged or left out, the tracer's cost: why to (not) believe it
+    colours: tuple[tuple[str, str], ...] = ()  # (device, colour): one colour per device in every chart
     llm: tuple[LlmSection, ...] = ()  # models that generated: TTFT, tokens/s, memory, phases (report/llm_section.py)
     memory: tuple[MemoryRow, ...] = ()  # per model and device: peak RSS, PSS, planned, program (report/memory.py)
+
+    @property
+    def charts(self) -> tuple[Chart, ...]:
+        """Every chart of the report: the models', then the LLMs' per-step decode latency."""
+        return (*(c for m in self.models for c in m.charts), *(s.chart for s in self.llm if s.chart is not None))
+
+
+@dataclass(frozen=True)
+class TrustNote:
+    """One thing the reader should know before believing a number: a disturbed run, a run left out of the
+    statistics and why, the tracer's cost and whether it can be trusted, an unstable result."""
+
+    device: str
+    model: str
+    kind: str  # "interfered", "throttled", "excluded", "tracer", "unstable", "partial"
+    text: str

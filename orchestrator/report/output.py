@@ -3,7 +3,9 @@
 `--output` may name a file, or a directory (existing, or ending in '/'), which then gets
 `report.<ext>` and, for Markdown, the charts as `charts/<stem>.svg` beside it. Without
 `--output`, HTML goes to `RUN_DIR/report.html` and the other formats to stdout. Files are
-written atomically (temp file + rename), so a reader never sees half a report.
+written atomically (temp file + rename), so a reader never sees half a report. A report never
+writes over a run's own files (`guard_output`): inside a run directory it may only write its
+own report files (`report.*`, `charts/`).
 """
 
 from __future__ import annotations
@@ -21,8 +23,12 @@ from orchestrator.store.history import HistoryPoint
 if TYPE_CHECKING:  # numerics and stat rows import numpy; a type name must not cost that
     from orchestrator.numerics.model import NumericsReport
     from orchestrator.profiles.stat_rows import StatRow
+    from orchestrator.report.model import Chart
+    from orchestrator.report.page import Page
 
 REPORT_HTML = "report.html"
+REPORT_FILES = frozenset(f"report.{ext}" for ext in ("html", "md", "json", "csv"))
+AB_PREFIX = "report-vs-"  # `report B --against A` writes B/report-vs-<A's run id>.<ext>
 
 
 class ReportFormat(StrEnum):
@@ -62,20 +68,12 @@ def write_report(
     if output is None and fmt is ReportFormat.HTML:
         output = run_dir / REPORT_HTML
     target = _target(output, fmt, as_dir) if output is not None else None
-    if fmt is ReportFormat.HTML:
-        from orchestrator.report.html import render_html
+    if target is not None:
+        guard_output(target, [run_dir])
+    if fmt in (ReportFormat.HTML, ReportFormat.MD):
+        from orchestrator.report.run_page import run_page
 
-        text = render_html(report)
-    elif fmt is ReportFormat.MD:
-        from orchestrator.report.markdown import CHART_DIR, render_markdown
-
-        if as_dir and target is not None:
-            charts = target.parent / CHART_DIR
-            charts.mkdir(parents=True, exist_ok=True)
-            for chart in [*(c for model in report.models for c in model.charts),
-                          *(s.chart for s in report.llm if s.chart is not None)]:
-                _write_text(charts / f"{chart.stem}.svg", chart.svg)
-        text = render_markdown(report, CHART_DIR if as_dir else None)
+        text = write_page(run_page(report), fmt, target, as_dir, report.charts)
     elif fmt is ReportFormat.JSON:
         from orchestrator.report.export import render_json
 
@@ -87,7 +85,7 @@ def write_report(
     if target is None:
         sys.stdout.write(text)
         return None
-    _write_text(target, text)
+    write_text(target, text)
     return target
 
 
@@ -111,6 +109,39 @@ def write_run_report(run_dir: Path, warn: Callable[[str], None], store: Path | N
         return None
 
 
+def write_page(page: Page, fmt: ReportFormat, target: Path | None, as_dir: bool, charts: Sequence[Chart]) -> str:
+    """The page as HTML or Markdown; for Markdown into a directory, its charts as charts/<stem>.svg beside it."""
+    if fmt is ReportFormat.HTML:
+        from orchestrator.report.html import render_html
+
+        return render_html(page)
+    from orchestrator.report.markdown import CHART_DIR, render_markdown
+
+    if as_dir and target is not None:
+        folder = target.parent / CHART_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        for chart in charts:
+            write_text(folder / f"{chart.stem}.svg", chart.svg)
+    return render_markdown(page, CHART_DIR if as_dir else None)
+
+
+def guard_output(target: Path, run_dirs: Sequence[Path]) -> None:
+    """Refuse a target that would write over a run's own files (its manifest, stats.csv, ETDumps, ...): inside
+    a run directory only the report's own files (report.*, charts/) may be written."""
+    resolved = target.resolve()
+    for run_dir in run_dirs:
+        root = run_dir.resolve()
+        if resolved == root or root not in resolved.parents:
+            continue
+        inside = resolved.relative_to(root)
+        if len(inside.parts) == 1 and (inside.name in REPORT_FILES or inside.name.startswith(AB_PREFIX)):
+            continue
+        if len(inside.parts) == 2 and inside.parts[0] == "charts":
+            continue
+        raise UsageError(f"--output: {target} is inside run directory {run_dir}, and a report never writes over a "
+                         f"run's own files; write elsewhere, or to {root / 'report.<ext>'}")
+
+
 def _is_dir(output: str | Path) -> bool:
     return Path(output).is_dir() or str(output).endswith(("/", "\\"))
 
@@ -124,7 +155,7 @@ def _target(output: Path, fmt: ReportFormat, as_dir: bool) -> Path:
     return output
 
 
-def _write_text(path: Path, text: str) -> None:
+def write_text(path: Path, text: str) -> None:
     from orchestrator.cache import write_text_atomic
 
     try:

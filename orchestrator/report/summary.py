@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
 from orchestrator.profiles.stat_rows import StatRow
+from orchestrator.report.escape import terminal_text
 from orchestrator.report.text import fmt_ms, fmt_percent, format_bytes, format_table
+from orchestrator.run.calibration import flag_text
 from orchestrator.run.results import Job
 from orchestrator.stats import percentile
 
@@ -26,14 +28,16 @@ def summary(rows: Sequence[StatRow], top: int = 12) -> str:
         devices = list(dict.fromkeys(r.device for r in model_rows))
         several = len(devices) > 1
         title = f"model {model}: p50 ms per device ({', '.join(devices)})" if several else f"model {model} on {devices[0]}"
-        out.append(f"{title}\n{_model_table(model_rows, devices, top, where)}")
+        out.append(f"{terminal_text(title)}\n{_model_table(model_rows, devices, top, where)}")
     return "\n\n".join(out)
 
 
 def _model_table(rows: list[StatRow], devices: list[str], top: int, where: list[str]) -> str:
     first = {r.key: r for r in rows if r.device == devices[0]}
+    # Sorted by the statistic the table shows: the mean with one device (its avg column), p50 with several.
+    shown = "avg_ms" if len(devices) == 1 else "p50_ms"
     ops = sorted((r for r in first.values() if r.event_name not in NOT_OPERATORS),
-                 key=lambda r: (r.avg_ms is None, -(r.avg_ms or 0.0)))[:top]  # stable: ties keep the file's order
+                 key=lambda r: (getattr(r, shown) is None, -(getattr(r, shown) or 0.0)))[:top]  # stable: ties keep order
     chosen = [r for r in first.values() if r.event_name == "Method::execute"] + ops
     if len(devices) == 1:
         headers = ["event", "block", "n", "p50 ms", "p90 ms", "avg ms", "cv", *where]
@@ -79,14 +83,12 @@ def wall_clock_lines(job: Job) -> list[str]:
         if overhead is not None:
             line += (f"; without ETDump p50 {fmt_ms(percentile(model.untraced_execute_ms, 50))} ms "
                      f"(tracer overhead {overhead * 100:+.1f}%)")
-        if model.unstable and model.execute_cv is not None:
-            line += f"; UNSTABLE: CV {model.execute_cv * 100:.0f}% (pin cores, cool down, or add runs)"
+        if model.unstable:
+            line += "; UNSTABLE: " + "; ".join(model.stability.reasons)
         flagged = model.flagged_runs
         if flagged:
-            line += "; FLAGGED: " + ", ".join(
-                f"{r.label} {r.flag}" + (f" (calibration {r.slowdown * 100:+.0f}%)" if r.slowdown is not None else "")
-                for r in flagged)
-        lines.append(line)
+            line += "; FLAGGED: " + ", ".join(flag_text(r) for r in flagged)
+        lines.append(terminal_text(line))
     return lines
 
 

@@ -35,17 +35,21 @@ def clip(text: str, width: int) -> str:
 
 
 def cell(value: Any) -> str:
-    """A table cell: None and NaN as '-', floats as milliseconds, the rest as text."""
+    """A table cell: None and NaN as '-', floats as milliseconds, the rest as text with control characters
+    made visible (report/escape.py: a name cannot move the cursor or break the table's lines)."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return MISSING
     if isinstance(value, float):
         return fmt_ms(value)
-    return str(value)
+    from orchestrator.report.escape import terminal_text
+
+    return terminal_text(str(value))
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
     """Plain fixed-width table; `align` is one 'l'/'r' per column (numbers right by default)."""
     cells = [[cell(v) for v in row] for row in rows]
+    headers = [cell(h) for h in headers]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     align = align or "".join("r" if rows and is_number(rows[0][i]) else "l" for i in range(len(headers)))
 

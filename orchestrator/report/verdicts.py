@@ -8,8 +8,8 @@ regressions and improvements), so a table of hundreds of ops stays readable.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
+from orchestrator.report.escape import terminal_text
 from orchestrator.report.llm_text import metric_rows
 from orchestrator.report.summary import format_table
 from orchestrator.verdicts.changes import SeriesChanges
@@ -17,8 +17,18 @@ from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
 from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, WINDOW
 from orchestrator.verdicts.statistics import Verdict, runs_for_significance
 
-HEADERS = ["device", "model", "op", "verdict", "A p50 ms", "B p50 ms", "ratio", "CI", "p", "runs A/B", "noise floor"]
 _NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED)
+
+
+def statistic_name(center: str) -> str:
+    """The verdicts' per-side statistic, as columns and sentences name it."""
+    return "fastest run median" if center == "fast" else "mean run median"
+
+
+def headers(comparison: Comparison) -> list[str]:
+    stat = statistic_name(comparison.settings.center)
+    return ["device", "model", "op", "verdict", f"A {stat} ms", f"B {stat} ms", "ratio B/A", "95% CI", "p", "runs A/B",
+            "noise floor"]
 
 
 def verdict_rows(comparison: Comparison) -> list[list[object]]:
@@ -45,7 +55,8 @@ def _pair_row(pair: PairVerdict) -> list[object]:
 def _op_row(pair: PairVerdict, op: OpVerdict) -> list[object]:
     est = op.estimate
     verdict = op.verdict.value.upper() if op.verdict is Verdict.REGRESSED else op.verdict.value
-    return ["", "", f"{op.event_name} [{op.event_block}#{op.event_index}]", verdict, est.median_a_ms, est.median_b_ms,
+    where = f" in {op.module_path}" if op.module_path else ""
+    return ["", "", f"{op.event_name} [{op.event_block}#{op.event_index}]{where}", verdict, est.median_a_ms, est.median_b_ms,
             _ratio(est.ratio), _ci(est.ci_low, est.ci_high), _p(op.p_adjusted), f"{est.runs_a}/{est.runs_b}", None]
 
 
@@ -63,10 +74,11 @@ def _p(value: float) -> str:
 
 def verdict_table(comparison: Comparison) -> str:
     """The terminal table, with a one-line legend of the method and thresholds."""
-    table = format_table(HEADERS, verdict_rows(comparison), "llllrrrlrrl")
+    table = format_table(headers(comparison), verdict_rows(comparison), "llllrrrlrrl")
     baselines = [f"{p.device} {p.model}: {p.source_a}" for p in comparison.pairs
                  if p.source_a and p.source_a not in comparison.a]
-    return f"{table}\n{legend(comparison)}" + (f"\nbaselines: {'; '.join(baselines)}" if baselines else "")
+    text = f"{legend(comparison)}" + (f"\nbaselines: {'; '.join(baselines)}" if baselines else "")
+    return f"{table}\n{terminal_text(text)}"
 
 
 def legend(comparison: Comparison) -> str:
@@ -75,6 +87,7 @@ def legend(comparison: Comparison) -> str:
     skipped = sum(p.ops_skipped for p in comparison.pairs)
     statistic = "fastest per-run median" if s.center == "fast" else "mean of per-run medians"
     tested = "the faster half of the per-run medians" if s.center == "fast" else "per-run medians"
+    # (the columns say the same: statistic_name)
     return (f"B = {comparison.b} against A = {comparison.a}; ratio B/A of the {statistic}, {s.confidence:.0%} CI by "
             f"hierarchical bootstrap over process runs, p from Mann-Whitney U on {tested} "
             f"(Benjamini-Hochberg across {ops} ops; {skipped} skipped: unmatched or too fast to time); "
@@ -84,16 +97,27 @@ def legend(comparison: Comparison) -> str:
 
 
 def _too_few_runs(comparison: Comparison) -> str:
-    """Say it when a side has too few runs for the rank test ever to be significant: its verdicts can
-    only be unchanged or inconclusive, whatever the ratio."""
+    """Say it when a pair has too few runs for the rank test ever to be significant: its verdicts can
+    only be unchanged or inconclusive, whatever the ratio. Decided per pair from its own run counts
+    (`can_reach_significance`), so the legend never contradicts a verdict in the table."""
     s = comparison.settings
     needed = runs_for_significance(s.center, s.alpha)
-    short = sorted({p.device for p in comparison.pairs
-                    if p.estimate is not None and min(p.estimate.runs_a, p.estimate.runs_b) < needed})
+    short = sorted({p.device for p in comparison.pairs if p.estimate is not None
+                    and not can_reach_significance(p.estimate.runs_a, p.estimate.runs_b, s.center, s.alpha)})
     if not short:
         return ""
-    return (f"; TOO FEW RUNS on {', '.join(short)}: with center {s.center} a side needs at least {needed} process "
-            f"runs before the rank test can reach p < {s.alpha:g}, so nothing there can be called regressed or improved")
+    return (f"; TOO FEW RUNS on {', '.join(short)}: with center {s.center} and those run counts the rank test cannot "
+            f"reach p < {s.alpha:g} (with equal counts a side needs {needed}), so nothing there can be called "
+            "regressed or improved")
+
+
+def can_reach_significance(runs_a: int, runs_b: int, center: str, alpha: float) -> bool:
+    """Whether ANY outcome of these run counts could give p < alpha: the p-value of complete separation (every
+    run of B slower than every run of A) by the verdicts' own rank test."""
+    from orchestrator.verdicts.statistics import rank_p_values
+
+    best = rank_p_values([([float(k) for k in range(runs_a)], [float(runs_a + k) for k in range(runs_b)])], center)[0]
+    return best < alpha
 
 
 def _auto_legend(auto: bool) -> str:
@@ -107,36 +131,20 @@ def _auto_legend(auto: bool) -> str:
 
 def verdict_markdown(comparison: Comparison, title: str | None = None, notes: Sequence[str] = ()) -> str:
     """A Markdown table (GitHub flavoured) of the same rows, with the legend and any notes."""
+    from orchestrator.report.escape import md_text
+
     rows = verdict_rows(comparison)
+    columns = headers(comparison)
+
     def cell(value: object) -> str:
-        text = "-" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
-        return text.replace("|", "\\|")
-    lines = [f"# {title}", ""] if title else []
-    lines += ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+        return md_text("-" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value))
+
+    lines = [f"# {md_text(title)}", ""] if title else []
+    lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    lines += ["", legend(comparison)]
-    lines += ["", *(f"- {note}" for note in notes)] if notes else []
+    lines += ["", md_text(legend(comparison))]
+    lines += ["", *(f"- {md_text(note)}" for note in notes)] if notes else []
     return "\n".join(lines) + "\n"
-
-
-def write_verdict_report(comparison: Comparison, directory: Path, name: str, title: str,
-                         notes: Sequence[str] = ()) -> list[Path]:
-    """`<name>.md` and `<name>.json` in `directory`, and `latest.md` pointing people at the newest."""
-    import json
-
-    from orchestrator.cache import write_json_atomic
-
-    directory.mkdir(parents=True, exist_ok=True)
-    markdown = verdict_markdown(comparison, title, notes)
-    written = []
-    for target in (directory / f"{name}.md", directory / "latest.md"):
-        tmp = target.with_suffix(".md.tmp")
-        tmp.write_text(markdown, encoding="utf-8")
-        tmp.replace(target)
-        written.append(target)
-    write_json_atomic(directory / f"{name}.json", json.loads(json.dumps(comparison.to_dict())))
-    written.append(directory / f"{name}.json")
-    return written
 
 
 def changes_table(found: Sequence[SeriesChanges]) -> str:
@@ -148,6 +156,9 @@ def changes_table(found: Sequence[SeriesChanges]) -> str:
                         "lllllrrr")] if rows else ["no change points found"]
     if quiet:
         out.append("no shift in: " + ", ".join(quiet))
+    left = [f"{s.device} {s.model}: {', '.join(s.left_out)}" for s in found if s.left_out]
+    if left:
+        out.append("left out (a process run flagged interfered or throttled): " + "; ".join(left))
     out.append("method: ruptures PELT (l2 cost) on log end-to-end p50 per run, penalty 5 sigma^2 ln(n) from the "
                "series' noise; shifts under 5 % not reported")
     return "\n".join(out)

@@ -12,6 +12,12 @@ a run more than `threshold` slower is flagged, with the figure:
   thermal status above it;
 - `interfered` otherwise (same clocks, less CPU time for us).
 
+One rule for everything that says it: the progress lines (`flag_news`, after each process run,
+over the runs so far), the manifest and the summary (`flag_runs` over all of the device's runs)
+apply `flag_runs` and word it with `flag_text`. The reference only gets faster as runs come in,
+so a flag once given stays; when a faster calibration arrives, the news says so and gives the
+flagged runs' new figures, so the last thing the progress said is what the summary says.
+
 Method: a ratio against one reference, not a statistical test; the threshold (25 %) is far
 above the calibration's own run-to-run spread on the testbed (under 5 %, docs/architecture.md,
 "The testbed"), and a core shared with one busy loop roughly doubles it (test_busy_loop_on_the_pinned_core_is_flagged).
@@ -49,6 +55,34 @@ def flag_runs(runs: Sequence[ProcessRun], threshold: float = SLOWDOWN_THRESHOLD)
             flag = RunFlag.THROTTLED if _throttled(reference.device_state, run.device_state) else RunFlag.INTERFERED
         out.append(replace(run, slowdown=slowdown, flag=flag))
     return out
+
+
+def flag_text(run: ProcessRun) -> str:
+    """`run-2 interfered (calibration +41%)`: how a flagged run is named, in progress lines and summaries alike."""
+    figure = f" (calibration {run.slowdown:+.0%})" if run.slowdown is not None else ""
+    return f"{run.label} {run.flag}{figure}"
+
+
+def reference_label(runs: Sequence[ProcessRun]) -> str | None:
+    """The run whose calibration the others are measured against (the fastest), or None."""
+    calibrated = [r for r in runs if r.calibration_ms]
+    return min(calibrated, key=_fastest).label if calibrated else None
+
+
+def flag_news(before: Sequence[tuple[str, ProcessRun]], after: Sequence[tuple[str, ProcessRun]]) -> list[str]:
+    """What changed when a process run was added (`after` = `before` + the new run; each with its model's
+    name): runs newly flagged, and when the reference got faster, every flagged run's new figure."""
+    old = {(m, r.label): r for m, r in zip((m for m, _ in before), flag_runs([r for _, r in before]), strict=True)}
+    new = list(zip((m for m, _ in after), flag_runs([r for _, r in after]), strict=True))
+    lines = [f"{model} {flag_text(run)}" for model, run in new
+             if run.flag is not None and getattr(old.get((model, run.label)), "flag", None) is None]
+    moved = reference_label([r for _, r in before]) not in (None, reference_label([r for _, r in after]))
+    still = [f"{model} {flag_text(run)}" for model, run in new
+             if run.flag is not None and getattr(old.get((model, run.label)), "flag", None) is not None]
+    if moved and still:
+        ref = reference_label([r for _, r in after])
+        lines.append(f"faster calibration in {ref}: now " + ", ".join(still))
+    return lines
 
 
 def _fastest(run: ProcessRun) -> float:

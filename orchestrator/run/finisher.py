@@ -77,7 +77,8 @@ class ModelFinisher:
         self.say(f"{model.name}: verification {verification.status}: {verification.detail}"
                  + (f" ({status}: {len(runs)} run(s) kept)" if status is not ModelStatus.OK else ""))
         if traced_dirs:
-            stats = model_stats(self.record.name, model.name, [d / ETDUMP_NAME for d in traced_dirs], model.etrecord)
+            stats = model_stats(self.record.name, model.name, [d / ETDUMP_NAME for d in traced_dirs], model.etrecord,
+                                model.pte)
             stats = with_phases(stats, run_calls(runs))  # an LLM's ops split by prefill and decode
             if not self.record.closed:  # given up by the watchdog: its statistics were taken without these
                 self.stats.add(stats)

@@ -86,10 +86,10 @@ class JobResult:
 
 
 def run_job(devices: Sequence[DeviceSpec], specs: Sequence[ModelSpec], *, backend: str, options: RunOptions,
-            out: Path | None, progress: Progress, config_file: Path | None = None) -> JobResult:
+            out: Path | None, progress: Progress, config_file: Path | None = None, run_id: str | None = None) -> JobResult:
     """The job on this host's devices; its full DEBUG log (progress lines, device commands) goes to DIR/etfarm.log."""
     return run_job_on(LocalExecutor(devices), [d.name for d in devices], specs, backend=backend, options=options,
-                      out=out, progress=progress, config_file=config_file)
+                      out=out, progress=progress, config_file=config_file, run_id=run_id)
 
 
 def resume_job(root: Path, devices: Sequence[DeviceSpec], specs: Sequence[ModelSpec], *, progress: Progress) -> JobResult:
@@ -98,7 +98,8 @@ def resume_job(root: Path, devices: Sequence[DeviceSpec], specs: Sequence[ModelS
 
 
 def run_job_on(executor: Executor, device_names: Sequence[str], specs: Sequence[ModelSpec], *, backend: str,
-               options: RunOptions, out: Path | None, progress: Progress, config_file: Path | None = None) -> JobResult:
+               options: RunOptions, out: Path | None, progress: Progress, config_file: Path | None = None,
+               run_id: str | None = None) -> JobResult:
     with job_log() as attach:
         check_out(out)
         with executor:
@@ -111,7 +112,8 @@ def run_job_on(executor: Executor, device_names: Sequence[str], specs: Sequence[
             points = sweep_models([export_model(spec, backend, log=progress) for spec in specs], options,
                                   custom_ops=own_runtimes(devices))
             models = [model for model, _ in points]
-            rundir = RunDirectory.create(out, config, tuple(model_artifacts(m, specs[k]) for m, k in points))
+            rundir = RunDirectory.create(out, config, tuple(model_artifacts(m, specs[k]) for m, k in points),
+                                         run_id=run_id)
             attach(rundir.root / LOG)
             where = f" on {executor.scheduler}" if executor.scheduler else ""
             progress(f"run {rundir.run_id}: {len(devices)} device(s), {len(specs)} model(s){where} -> {rundir.root}")

@@ -21,7 +21,7 @@ from device_agents.base import DeviceAgent, parse_facts
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import write_json_atomic
 from orchestrator.errors import DataError, EtfarmError
-from orchestrator.run.calibration import flag_runs
+from orchestrator.run.calibration import flag_news
 from orchestrator.run.controls import restore_commands, setup_commands
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.heartbeat import Heartbeat
@@ -95,10 +95,8 @@ class ProcessRunLoop:
         run = self.lease.retry(f"run {model.name} {step.label}", lambda: self._one_run(agent, plan),
                                lambda: self._before_run_retry(agent, plan))
         self.heartbeat.beat()
-        if order:  # say it as it happens, not only in the summary
-            flagged = flag_runs([r for _, r in [*order, (model.name, run)]])[-1]
-            if flagged.flag is not None:
-                self.say(f"{model.name} {step.label}: {flagged.flag} (calibration {flagged.slowdown:+.0%})")
+        for line in flag_news(order, [*order, (model.name, run)]):  # as it happens, by the summary's own rule
+            self.say(line)
         return run
 
     def _one_run(self, agent: DeviceAgent, plan: RunPlan) -> ProcessRun:

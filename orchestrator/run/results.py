@@ -27,7 +27,7 @@ from orchestrator.errors import Blame, DataError
 from orchestrator.run.codec import KEYED, FieldError, Layout, decode, encode
 from orchestrator.run.job_config import JobConfig, ModelArtifacts, RunOptions
 from orchestrator.run.llm_figures import llm_summary
-from orchestrator.stats import coefficient_of_variation, is_unstable, median
+from orchestrator.stats import Stability, coefficient_of_variation, median, stability
 
 if TYPE_CHECKING:
     from orchestrator.run.runner_contract import RunnerResult
@@ -204,14 +204,12 @@ class ModelResult:
     @property
     def peak_rss_kb(self) -> int | None:
         """The highest peak resident memory of any run (after its measured executions)."""
-        values = [r.peak_rss_kb for r in self.runs if r.peak_rss_kb is not None and r.peak_rss_kb >= 0]
-        return max(values) if values else None
+        return max((r.peak_rss_kb for r in self.runs if r.peak_rss_kb is not None and r.peak_rss_kb >= 0), default=None)
 
     @property
     def pss_kb(self) -> int | None:
         """The highest PSS of any run after its measured executions."""
-        values = [r.pss_kb for r in self.runs if r.pss_kb is not None]
-        return max(values) if values else None
+        return max((r.pss_kb for r in self.runs if r.pss_kb is not None), default=None)
 
     @property
     def planned_memory_bytes(self) -> int | None:
@@ -238,8 +236,14 @@ class ModelResult:
         return coefficient_of_variation(self.wall_execute_ms)
 
     @property
+    def stability(self) -> Stability:
+        """Within-run and between-run spread of the traced runs' executions (orchestrator/stats.py)."""
+        return stability([r.execute_ms for r in self.traced_runs], [r.label for r in self.traced_runs],
+                         {r.label for r in self.flagged_runs})
+
+    @property
     def unstable(self) -> bool:
-        return is_unstable(self.execute_cv)
+        return self.stability.unstable
 
     def summary(self) -> dict[str, Any]:
         return {"runs": len(self.traced_runs), "wall_execute_ms": list(self.wall_execute_ms),
@@ -250,8 +254,9 @@ class ModelResult:
                 "host_overhead_ms_p50": median([o for r in self.runs if (o := r.host_overhead_ms) is not None]),
                 "flagged_runs": {r.label: f"{r.flag} {r.slowdown:+.0%}" if r.slowdown is not None else str(r.flag)
                                  for r in self.flagged_runs},
-                "tracer_overhead": self.tracer_overhead, "execute_cv": self.execute_cv, "unstable": self.unstable,
-                **llm_summary(self.runs)}
+                "tracer_overhead": self.tracer_overhead, "execute_cv": self.execute_cv,
+                "within_run_spread": self.stability.within, "between_run_spread": self.stability.between,
+                "unstable": self.unstable, **llm_summary(self.runs)}
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)
@@ -354,9 +359,7 @@ class Job:
 
     def results(self) -> Iterable[tuple[DeviceResult, ModelResult]]:
         """Every (device, model) pair that has a result, in job order."""
-        for device in self.devices:
-            for model in device.models:
-                yield device, model
+        return ((device, model) for device in self.devices for model in device.models)
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)

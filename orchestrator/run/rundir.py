@@ -120,8 +120,10 @@ class RunDirectory:
             self._held = None
 
     @classmethod
-    def create(cls, out: Path | None, config: JobConfig, models: tuple[ModelArtifacts, ...] = ()) -> RunDirectory:
-        run_id = new_run_id()
+    def create(cls, out: Path | None, config: JobConfig, models: tuple[ModelArtifacts, ...] = (),
+               run_id: str | None = None) -> RunDirectory:
+        """A new job's directory; `run_id` when the caller chose it (a nightly names the directory after it)."""
+        run_id = run_id or new_run_id()
         root = (out if out is not None else DEFAULT_ROOT / run_id).resolve()
         root.mkdir(parents=True, exist_ok=True)
         job = Job(run_id=run_id, status=JobStatus.RUNNING, started=now(), config=config, versions=_versions(),

@@ -258,7 +258,9 @@ class Store:
     def _points(self, run_id: str) -> tuple[HistoryPoint, ...]:
         """Every device x model of the run; a device that failed before a model ran still gets a point."""
         rows = self._conn.execute(
-            "SELECT r.started, d.name, m.name, d.status, res.status, res.e2e_p50_ms, res.e2e_p90_ms, m.git_commit "
+            "SELECT r.started, d.name, m.name, d.status, res.status, res.e2e_p50_ms, res.e2e_p90_ms, m.git_commit, "
+            "m.backend, (SELECT COUNT(*) FROM process_runs pr WHERE pr.run_id = r.run_id AND pr.device = d.name "
+            "AND pr.model = m.name AND pr.traced = 1 AND json_extract(pr.run_json, '$.flag') IS NOT NULL) "
             "FROM runs r JOIN devices d ON d.run_id = r.run_id JOIN models m ON m.run_id = r.run_id "
             "LEFT JOIN results res ON res.run_id = r.run_id AND res.device = d.name AND res.model = m.name "
             "WHERE r.run_id = ? ORDER BY d.ordinal, m.ordinal", (run_id,))
@@ -266,8 +268,9 @@ class Store:
         return tuple(
             HistoryPoint(run_id=run_id, started=started, device=device, model=model,
                          status=dstatus if dstatus != DeviceStatus.OK.value or mstatus is None else mstatus,
-                         e2e_p50_ms=p50, e2e_p90_ms=p90, git_commit=commit, **extra.get((device, model), {}))
-            for started, device, model, dstatus, mstatus, p50, p90, commit in rows)
+                         e2e_p50_ms=p50, e2e_p90_ms=p90, git_commit=commit, backend=backend or "", flagged=flagged,
+                         **extra.get((device, model), {}))
+            for started, device, model, dstatus, mstatus, p50, p90, commit, backend, flagged in rows)
 
 
 # ---- helpers ----------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ class HistoryPoint:
     e2e_p50_ms: float | None  # wall clock per execution (traced runs), median over all samples
     e2e_p90_ms: float | None
     git_commit: str | None  # the user's commit of the model file, when it is in a git repository
+    backend: str = ""  # the model's backend in that run (xnnpack, portable, ...)
+    flagged: int = 0  # traced process runs the calibration flagged interfered or throttled
     pss_kb: int | None = None  # the highest PSS of its process runs (KiB)
     ttft_ms: float | None = None  # an LLM: time to first token, median over the traced runs' generations
     decode_tokens_per_s: float | None = None  # an LLM: decode rate, median over the same

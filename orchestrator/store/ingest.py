@@ -66,22 +66,24 @@ def job_record(job: Job, run_dir: Path, stats: Sequence[ModelStats]) -> RunRecor
         else:
             artifacts = job.model_artifacts(model.name)
             etrecord = Path(artifacts.etrecord) if artifacts and artifacts.etrecord else None
-            labels, model_events = _model_events(run_dir, device.name, model, etrecord, rows)
+            pte = Path(artifacts.pte) if artifacts and artifacts.pte else None
+            labels, model_events = _model_events(run_dir, device.name, model, etrecord, rows, pte)
         sample_runs[(device.name, model.name)] = labels
         events.extend(model_events)
     return RunRecord(job, run_dir, tuple(events), sample_runs)
 
 
 def _model_events(run_dir: Path, device: str, model: ModelResult, etrecord: Path | None,
-                  rows: RowsByKey) -> tuple[tuple[str, ...], list[EventRow]]:
+                  rows: RowsByKey, pte: Path | None = None) -> tuple[tuple[str, ...], list[EventRow]]:
     """A (device, model)'s events from its ETDumps on disk, or from its stats.csv rows alone."""
     dumps = [(r.label, run_dir / device / model.name / r.label / ETDUMP_NAME) for r in model.traced_runs]
     dumps = [(label, path) for label, path in dumps if path.is_file()]
     labels = tuple(label for label, _ in dumps)
     if dumps:
         try:
-            samples = collect_samples([p for _, p in dumps], etrecord if etrecord and etrecord.is_file() else None,
-                                      run_labels=list(labels))
+            linked = etrecord if etrecord and etrecord.is_file() else None
+            samples = collect_samples([p for _, p in dumps], linked, run_labels=list(labels),
+                                      pte=pte if linked and pte and pte.is_file() else None)
         except AnalysisError:
             samples = None
         if samples is not None:

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 STAT_FIELDS = ("min_ms", "p10_ms", "p50_ms", "p90_ms", "avg_ms", "max_ms", "std_ms")
 # Event metadata carried from the analysis (or stats.csv) into the store, when present.
 META_FIELDS = ("delegate_debug_identifier", "op_types", "delegate_backend_name", "module_path", "source_line",
-               "delegate_covers")
+               "delegate_covers", "kernel_mapping", "kernel_note")
 
 
 @dataclass(frozen=True, eq=False)

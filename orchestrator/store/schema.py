@@ -147,7 +147,14 @@ ALTER TABLE process_runs ADD COLUMN run_json TEXT;
 ALTER TABLE devices ADD COLUMN controls_json TEXT;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+# v4: each XNNPACK kernel event's mapping to the user's model (profiles/kernel_map.py): `mapped` (its
+# module_path and source_line are then its own) or `unmapped`, and the note (fused ops) or the reason.
+_V4 = """
+ALTER TABLE events ADD COLUMN kernel_mapping TEXT;
+ALTER TABLE events ADD COLUMN kernel_note TEXT;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

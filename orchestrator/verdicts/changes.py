@@ -14,13 +14,16 @@ smaller than `min_shift` (default 5 %, the end-to-end verdict threshold) is not 
 
 Each change names the first run of the new level, its start time and git commit (the user's
 commit of the model file, as the store recorded it), and the medians before and after.
-Failed runs (no p50) are left out of the series.
+Failed runs (no p50) are left out of the series, and so are runs with a traced process run the
+calibration flagged interfered or throttled (something else shared the core, or the clocks
+dropped: a two-device job sharing the cores once showed as a 1.77x "shift"); each series says
+how many it left out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from orchestrator.store.history import HistoryPoint
@@ -59,20 +62,30 @@ class SeriesChanges:
     sigma: float  # estimated noise, log units (~ relative)
     penalty: float
     changes: tuple[ChangePoint, ...]
+    left_out: tuple[str, ...] = ()  # run ids left out: a process run was flagged interfered or throttled
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "model": self.model, "points": self.points, "sigma": self.sigma,
-                "penalty": self.penalty, "changes": [c.to_dict() for c in self.changes]}
+                "penalty": self.penalty, "changes": [c.to_dict() for c in self.changes],
+                "left_out_flagged": list(self.left_out)}
 
 
 def find_changes(points: Sequence[HistoryPoint], min_size: int = 2,
                  min_shift: float = DEFAULT_THRESHOLD) -> list[SeriesChanges]:
     """Change points per (device, model) series of `points` (any order; sorted oldest first here)."""
     series: dict[tuple[str, str], list[HistoryPoint]] = {}
+    flagged: dict[tuple[str, str], list[str]] = {}
     for point in points:
-        if point.e2e_p50_ms is not None and point.e2e_p50_ms > 0:
-            series.setdefault((point.device, point.model), []).append(point)
-    return [_one_series(device, model, sorted(pts, key=lambda p: (p.started, p.run_id)), min_size, min_shift)
+        if point.e2e_p50_ms is None or point.e2e_p50_ms <= 0:
+            continue
+        if point.flagged:
+            flagged.setdefault((point.device, point.model), []).append(point.run_id)
+            continue
+        series.setdefault((point.device, point.model), []).append(point)
+    for key in flagged:
+        series.setdefault(key, [])
+    return [replace(_one_series(device, model, sorted(pts, key=lambda p: (p.started, p.run_id)), min_size, min_shift),
+                    left_out=tuple(flagged.get((device, model), ())))
             for (device, model), pts in series.items()]
 
 
@@ -90,6 +103,8 @@ def noise_sigma(values: Sequence[float]) -> float:
 def _one_series(device: str, model: str, pts: list[HistoryPoint], min_size: int, min_shift: float) -> SeriesChanges:
     import numpy as np
 
+    if not pts:
+        return SeriesChanges(device, model, 0, MIN_SIGMA, 0.0, ())
     values = np.log(np.array([p.e2e_p50_ms for p in pts], dtype=float))
     sigma = noise_sigma(list(values))
     penalty = PENALTY_FACTOR * sigma**2 * float(np.log(max(len(values), 2)))

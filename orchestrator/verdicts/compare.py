@@ -15,7 +15,10 @@ adjusted together (Benjamini-Hochberg) within one (device, model) pair.
 
 A pair whose side has no data (the device failed, the model failed, no runs) gets the verdict
 `no-data` with the reason and who is to blame: an infrastructure failure is never a regression.
-Renderers only print these objects (report/verdicts.py).
+So does a pair whose ETDumps cannot be read (corrupt, truncated, foreign): the other pairs of the
+comparison still get their verdicts. Per-op verdicts carry where the op is in the user's model
+(module path and source line from B's stats.csv, with XNNPACK kernels mapped). Renderers only
+print these objects (report/verdicts.py, report/comparison_page.py).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.artifacts.generation import LlmRunFigures
-from orchestrator.errors import EXIT_OK, Blame
+from orchestrator.errors import EXIT_OK, Blame, DataError, one_line
 from orchestrator.run.results import (
     Job,
     ModelResult,
@@ -37,6 +40,7 @@ from orchestrator.run.results import (
 )
 from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.verdicts.llm_metrics import MetricVerdict, metric_verdicts
+from orchestrator.verdicts.locate import located, ops_where
 from orchestrator.verdicts.noise import NoiseFinder, NoiseFloor
 from orchestrator.verdicts.statistics import (
     Estimate,
@@ -142,10 +146,13 @@ class OpVerdict:
     verdict: Verdict
     estimate: Estimate
     p_adjusted: float
+    module_path: str = ""  # where the op is in the user's model (B's stats.csv; '' when unknown or the model itself)
+    source_line: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"event_block": self.event_block, "event_index": self.event_index, "event_name": self.event_name,
-                "verdict": self.verdict.value, "p_adjusted": self.p_adjusted, **self.estimate.to_dict()}
+                "verdict": self.verdict.value, "p_adjusted": self.p_adjusted, "module_path": self.module_path,
+                "source_line": self.source_line, **self.estimate.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -167,6 +174,8 @@ class PairVerdict:
     source_a: str = ""  # run id(s) of A and B
     source_b: str = ""
     noise: NoiseFloor | None = None  # the noise floor behind `threshold`/`op_threshold`, and whence
+    dir_a: Path | None = None  # the run directories compared (for the structure diff and links; not serialised)
+    dir_b: Path | None = None
     metrics: tuple[MetricVerdict, ...] = ()  # an LLM's TTFT and decode tokens/s (llm_metrics.py)
 
     @property
@@ -257,7 +266,11 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
     if est is None:
         return PairVerdict(verdict=Verdict.NO_DATA, reason="no end-to-end samples", blame=Blame.INFRASTRUCTURE, **base)
     verdict = decide(est, est.p_value, threshold, settings.alpha, settings.threshold)
-    ops, skipped = _op_verdicts(a, b, settings, op_threshold) if per_op else ((), 0)
+    try:
+        ops, skipped = _op_verdicts(a, b, settings, op_threshold) if per_op else ((), 0)
+    except DataError as exc:  # a corrupt or foreign ETDump: this pair has no data, the others keep their verdicts
+        return PairVerdict(verdict=Verdict.NO_DATA, reason=f"per-op samples unreadable: {one_line(str(exc))}",
+                           blame=Blame.DATA, **base)
     metrics = metric_verdicts([r.llm for r in a.runs], [r.llm for r in b.runs], settings, threshold)
     return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, metrics=metrics, **base)
 
@@ -348,6 +361,7 @@ def compare_against(b_dir: str | Path, baseline: BaselineFinder, settings: Verdi
     baseline); one whose baseline or B side failed is `no-data`. `noise(device, model)`, when
     given, is each measured pair's noise floor (baseline.history_noise_finder)."""
     job_b = load_manifest(b_dir)
+    where = ops_where(Path(b_dir))
     pairs = []
     for device in job_b.devices:
         for model in [m.name for m in device.models] or list(_job_model_names(job_b)):
@@ -362,8 +376,11 @@ def compare_against(b_dir: str | Path, baseline: BaselineFinder, settings: Verdi
                       else Side(a_label, device.name, model, missing="no baseline", blame=Blame.USAGE))
             measured = side_a.missing is None and side_b.missing is None
             floor = noise(device.name, model) if noise is not None and measured else None
-            pairs.append(compare_sides(side_a, side_b, settings, per_op, floor))
+            pair = compare_sides(side_a, side_b, settings, per_op, floor)
+            pairs.append(replace(pair, dir_a=Path(found[0]) if found is not None else None, dir_b=Path(b_dir),
+                                 ops=located(pair.ops, where.get((device.name, model), {}))))
     return Comparison(a_label, job_b.run_id, settings, tuple(pairs))
+
 
 
 def _holds(job: Job, device: str, model: str) -> bool:

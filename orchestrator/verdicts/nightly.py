@@ -33,11 +33,33 @@ from orchestrator.verdicts.nightly_plan import NightlyPlan
 
 EXIT_NIGHTLY_UNMEASURED = 3
 @dataclass(frozen=True)
+class Confirmation:
+    """A (device, model) a night found regressed, run again at once: whether the second job showed it too."""
+
+    device: str
+    model: str
+    first_run: str  # the night's job that found the regression
+    confirm_run: str  # the job that ran it again
+    confirmed: bool
+    verdict: str  # the second comparison's verdict (the night's verdict for the pair)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "model": self.model, "first_run": self.first_run,
+                "confirm_run": self.confirm_run, "confirmed": self.confirmed, "verdict": self.verdict}
+
+    @property
+    def note(self) -> str:
+        return (f"{self.device} {self.model}: regressed in run {self.first_run}; "
+                + ("confirmed" if self.confirmed else f"NOT confirmed ({self.verdict})") + f" by run {self.confirm_run}")
+
+
+@dataclass(frozen=True)
 class NightlyOutcome:
     plan: NightlyPlan
     jobs: tuple[JobResult, ...]
     comparison: Comparison
     notes: tuple[str, ...] = field(default_factory=tuple)
+    confirmations: tuple[Confirmation, ...] = ()
     interrupted: bool = False  # Ctrl-C or SIGTERM stopped a job: no verdicts from partial data (exit 130)
 
     @property
@@ -65,33 +87,35 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     jobs: list[JobResult] = []
     for backend, specs in _plan_specs(plan).items():
         plan.out.mkdir(parents=True, exist_ok=True)
-        jobs.append(run(specs, backend, _new_dir(plan.out), list(plan.devices)))
+        jobs.append(run(specs, backend, *_new_dir(plan.out), list(plan.devices)))
         _record(store, jobs[-1])
         if jobs[-1].interrupted:
             return _interrupted(plan, jobs)
     pairs = []
     notes = []
-    confirmations: list[JobResult] = []
+    again_jobs: list[JobResult] = []
+    confirmations: list[Confirmation] = []
     for result in jobs:
         part = _compare(plan, store, result)
         notes.append(f"run {result.job.run_id}: {result.rundir.root}")
         regressed = [p for p in part.pairs if p.regressed]
         if regressed and plan.confirm:
             again = _confirm(plan, store, run, result, regressed, progress)
-            confirmations.append(again)
+            again_jobs.append(again)
             if again.interrupted:
-                return _interrupted(plan, (*jobs, *confirmations))
+                return _interrupted(plan, (*jobs, *again_jobs))
             second = {(p.device, p.model): p for p in _compare(plan, store, again).pairs}
             for pair in regressed:
-                confirmed = second.get((pair.device, pair.model))
-                notes.append(f"{pair.device} {pair.model}: regressed in run {result.job.run_id}; "
-                             + ("confirmed" if confirmed is None or confirmed.regressed else
-                                f"NOT confirmed ({confirmed.verdict})") + f" by run {again.job.run_id}")
+                found = second.get((pair.device, pair.model))
+                confirmations.append(Confirmation(pair.device, pair.model, result.job.run_id, again.job.run_id,
+                                                  found is None or found.regressed,
+                                                  (found or pair).verdict.value))
+                notes.append(confirmations[-1].note)
             part = replace(part, pairs=tuple(second.get((p.device, p.model), p) if p.regressed else p for p in part.pairs))
         pairs += part.pairs
-    ids = "+".join(j.job.run_id for j in (*jobs, *confirmations))
-    return NightlyOutcome(plan, (*jobs, *confirmations), Comparison(plan.baseline, ids, plan.settings, tuple(pairs)),
-                          tuple(notes))
+    ids = "+".join(j.job.run_id for j in (*jobs, *again_jobs))
+    return NightlyOutcome(plan, (*jobs, *again_jobs), Comparison(plan.baseline, ids, plan.settings, tuple(pairs)),
+                          tuple(notes), tuple(confirmations))
 
 
 def _plan_specs(plan: NightlyPlan) -> dict[str, list[Any]]:
@@ -138,7 +162,7 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
     specs = [parse_model_spec(m.spec, m.name) for m in result.job.models if m.name in models]
     progress(f"regression in run {result.job.run_id} ({', '.join(sorted(f'{p.device} {p.model}' for p in regressed))}): "
              "running it again to confirm (a whole job in a slow state is not a regression)")
-    again = run(specs, result.job.config.backend, _new_dir(plan.out), devices)
+    again = run(specs, result.job.config.backend, *_new_dir(plan.out), devices)
     _record(store, again)
     return again
 
@@ -150,7 +174,7 @@ def _record(store: Store, result: JobResult) -> None:
     store.record_run(job_record(result.recorded, result.rundir.root, result.stats))
 
 
-JobRunner = Callable[[list[Any], str, Path, list[str]], JobResult]  # (specs, backend, out, devices) -> the job
+JobRunner = Callable[[list[Any], str, Path, str, list[str]], JobResult]  # (specs, backend, out, run id, devices) -> the job
 
 
 def _host_runner(plan: NightlyPlan, config: Path | None, progress: Progress) -> JobRunner:
@@ -158,28 +182,25 @@ def _host_runner(plan: NightlyPlan, config: Path | None, progress: Progress) -> 
 
     inventory = load_inventory(plan.config or config)
     inventory.select(list(plan.devices))  # every device of the plan is known before anything runs
-    return lambda specs, backend, out, devices: run_job(inventory.select(devices), specs, backend=backend,
-                                                        options=plan.options(), out=out, progress=progress,
-                                                        config_file=inventory.path)
+    return lambda specs, backend, out, run_id, devices: run_job(inventory.select(devices), specs, backend=backend,
+                                                                options=plan.options(), out=out, progress=progress,
+                                                                config_file=inventory.path, run_id=run_id)
 
 
 def _farm_runner(plan: NightlyPlan, farm: Any, progress: Progress) -> JobRunner:
     from orchestrator.farm.client import run_distributed
 
-    return lambda specs, backend, out, devices: run_distributed(devices, specs, backend=backend, options=plan.options(),
-                                                                out=out, progress=progress, farm=farm)
+    return lambda specs, backend, out, run_id, devices: run_distributed(devices, specs, backend=backend,
+                                                                        options=plan.options(), out=out,
+                                                                        progress=progress, farm=farm, run_id=run_id)
 
 
-def _new_dir(root: Path) -> Path:
+def _new_dir(root: Path) -> tuple[Path, str]:
+    """A fresh run directory under `root` named by the job's run id (and that id)."""
     from orchestrator.run.rundir import new_run_id
 
     for _ in range(10):
-        candidate = root / new_run_id()
-        if not candidate.exists():
-            return candidate
+        run_id = new_run_id()
+        if not (root / run_id).exists():
+            return root / run_id, run_id
     raise EtfarmError(f"{root}: cannot find a free run directory name")
-
-
-def pair_baselines(comparison: Comparison) -> Sequence[str]:
-    """One line per pair: which baseline run it was compared with (for reports)."""
-    return [f"{p.device} {p.model}: baseline {p.source_a or '-'} -> {p.source_b}" for p in comparison.pairs]

@@ -41,7 +41,8 @@ def make_run_dir(root: Path, devices: Sequence[str] = ("pixel8", "rpi5", "local"
                  models: Sequence[str] = ("m0",), speed: Sequence[float] | None = None, runs: int = 5,
                  iterations: int = 20, kernels: int = 12, noise: float = 0.02, seed: int = 0,
                  failed: Sequence[str] = (), run_id: str = "20261122-000000-abcd",
-                 started: str = "2026-11-22T00:00:00+0000") -> Path:
+                 started: str = "2026-11-22T00:00:00+0000", module: str = "head.softmax",
+                 op: str = "native_call_softmax.out") -> Path:
     """Write the run directory at `root`; devices named in `failed` have no results."""
     rng = np.random.default_rng(seed)
     speed = speed or [1.0 + 0.5 * k for k in range(len(devices))]
@@ -71,7 +72,8 @@ def make_run_dir(root: Path, devices: Sequence[str] = ("pixel8", "rpi5", "local"
                                                execute_ms=samples, load_ms=2.0 * speed[k], device_state=state))
             results.append(ModelResult(model, ModelStatus.OK, tuple(process_runs),
                                        Verification(VerificationStatus.PASS, "match", 1e-7, runs)))
-            stats_rows += _stats_rows(device, model, level, kernels, runs * iterations, np.random.default_rng(seed + j))
+            stats_rows += _stats_rows(device, model, level, kernels, runs * iterations, np.random.default_rng(seed + j),
+                                      module, op)
         device_results.append(DeviceResult(device, "ssh", "linux-aarch64", DeviceStatus.OK, facts=facts,
                                            models=tuple(results)))
     options = RunOptions(runs=runs, iterations=iterations)
@@ -90,7 +92,8 @@ def make_run_dir(root: Path, devices: Sequence[str] = ("pixel8", "rpi5", "local"
 
 
 def _stats_rows(device: str, model: str, level: float, kernels: int, samples: int,
-                model_rng: np.random.Generator) -> list[list[object]]:
+                model_rng: np.random.Generator, module: str = "head.softmax",
+                op: str = "native_call_softmax.out") -> list[list[object]]:
     weights = model_rng.dirichlet(np.ones(kernels)) * 0.9  # kernels take 90 % of the method's time, same split on every device
     rows: list[list[object]] = []
 
@@ -105,6 +108,6 @@ def _stats_rows(device: str, model: str, level: float, kernels: int, samples: in
     for i in range(kernels):
         row(i, f"{KERNELS[i % len(KERNELS)]} #{i // len(KERNELS) + 1}", level * weights[i], True)
     row(kernels, "DELEGATE_CALL", level * 0.9, False, "aten.convolution.default;aten.linear.default")
-    row(kernels + 1, "native_call_softmax.out", level * 0.05, False, "aten._softmax.default", "head.softmax", "net.py:42")
+    row(kernels + 1, op, level * 0.05, False, "aten._softmax.default", module, "net.py:42")
     row(kernels + 2, "Method::execute", level, False)
     return rows

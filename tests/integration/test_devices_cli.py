@@ -40,6 +40,9 @@ def test_devices_lists_reachability_and_facts(ssh_device: DeviceSpec, adb_device
     table = etfarm("devices", "--config", str(config))
     assert table.returncode == 0
     assert "offline: " in table.stdout and "adbdev" in table.stdout and "sshdev" in table.stdout
+    # The whole reason and its fix on a line of its own, never cut at the table's width.
+    hint = next(line for line in table.stdout.splitlines() if line.startswith("unknown-key: "))
+    assert "etfarm devices trust unknown-key" in hint and hint.endswith(refused["error"].splitlines()[-1].strip())
 
 
 def test_trust_then_check(unknown_key_ssh_device: DeviceSpec, tmp_path: Path) -> None:

@@ -3,7 +3,9 @@
 `etfarm run` on `local` (real export, runner, ETDumps) of configs/models/tiny_transformer.py, then
 each event's module path, delegate coverage and source line are checked against what ExecuTorch's
 Inspector attaches to the same event with `enable_module_hierarchy=True` (the ETRecord's
-nn_module_stack), and against the model file itself.
+nn_module_stack), and against the model file itself. An XNNPACK kernel event, for which Inspector
+has no module hierarchy (it treats a delegate call as one operator), is checked against the kernel
+mapping of the .pte instead (profiles/kernel_map.py): its own module path, source line and coverage.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from orchestrator.profiles.analysis_core import LINK_COLUMNS, STATS_COLUMNS
+from orchestrator.profiles.analysis_core import KERNEL_COLUMNS, LINK_COLUMNS, STATS_COLUMNS
 from orchestrator.run.results import load_manifest
 
 pytestmark = pytest.mark.slow
@@ -46,16 +48,17 @@ def test_module_paths_equal_inspectors_module_hierarchy(backend: str, tmp_path: 
                              "--backend", backend, "--runs", "2", "--iterations", "3", "--out", str(out), "--no-store"],
                             check=False, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
-    etrecord = load_manifest(out).models[0].etrecord
+    artifacts = load_manifest(out).models[0]
+    etrecord = artifacts.etrecord
     stats = pd.read_csv(out / "stats.csv", keep_default_na=False)
     # new columns come after every column that was there before, in this order
-    assert list(stats.columns[-len(LINK_COLUMNS):]) == LINK_COLUMNS
+    assert list(stats.columns[-len(LINK_COLUMNS) - len(KERNEL_COLUMNS):]) == [*LINK_COLUMNS, *KERNEL_COLUMNS]
     assert list(stats.columns[2:2 + len(STATS_COLUMNS)]) == STATS_COLUMNS
     ours = {(r.event_block, int(r.event_index)): r for r in stats.itertuples()}
 
     from executorch.devtools import Inspector
 
-    checked_delegates = 0
+    checked_delegates = checked_kernels = 0
     for dump in sorted((out / "local" / "tiny_transformer").glob("run-*/etdump.etdp")):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -65,12 +68,21 @@ def test_module_paths_equal_inspectors_module_hierarchy(backend: str, tmp_path: 
                 row = ours.get((block.name, index))
                 if row is None:  # no timing: not in stats.csv
                     continue
+                if row.kernel_mapping:  # a delegate's kernel: Inspector has nothing; the .pte's mapping says
+                    link = _kernel_links(artifacts.pte, etrecord, dump)[(block.name, index)]
+                    assert (row.kernel_mapping == "mapped") == link.mapped, (index, event.name, link.reason)
+                    if link.mapped:
+                        assert (row.module_path, row.source_line, row.delegate_covers) == (
+                            link.module_path, link.source_line, ";".join(link.covers)), (index, event.name)
+                        checked_kernels += 1
+                    continue
                 assert row.module_path == _common_module(event.module_hierarchy), (index, event.name)
                 if event.name == "DELEGATE_CALL":
                     innermost = [list(s.values())[-1][0] for s in event.module_hierarchy.values() if s]
                     assert row.delegate_covers.split(";") == list(dict.fromkeys(p for p in innermost if p))
                     checked_delegates += 1
     assert (checked_delegates > 0) == (backend == "xnnpack")
+    assert (checked_kernels > 0) == (backend == "xnnpack")
 
     modules = set(stats["module_path"])
     for layer in (0, 1):
@@ -87,3 +99,21 @@ def test_module_paths_equal_inspectors_module_hierarchy(backend: str, tmp_path: 
         addmm = stats[stats.event_name == "native_call_addmm.out"]
         assert "encoder.layers.1.feed_forward.down" in set(addmm["module_path"])
         assert "encoder.layers.1.feed_forward.down" in result.stdout
+
+
+def _kernel_links(pte: str | None, etrecord: str | None, dump: Path) -> dict[tuple[str, int], Any]:
+    """(block, event index) -> KernelLink of every kernel event of the dump, from the .pte and ETRecord."""
+    from orchestrator.profiles.etdump import read_etdump
+    from orchestrator.profiles.etdump_events import block_key, group_blocks
+    from orchestrator.profiles.kernel_map import load_kernel_program
+
+    assert pte is not None and etrecord is not None
+    program = load_kernel_program(pte, etrecord)
+    out: dict[tuple[str, int], Any] = {}
+    uses: dict[str, int] = {}
+    for group in group_blocks(read_etdump(dump)):
+        uses[group.name] = uses.get(group.name, 0) + 1
+        for event, link in zip(group.events, program.link_block(group.events), strict=True):
+            if link is not None:
+                out[(block_key(group.name, uses[group.name]), event.index)] = link
+    return out

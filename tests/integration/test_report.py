@@ -72,3 +72,27 @@ def test_report_formats_from_the_same_run(run_dir: Path, tmp_path: Path) -> None
     assert [r[:2] for r in rows] == [["tiny_cnn", "sshdev"], ["tiny_cnn", "local"], ["tiny_mlp", "sshdev"],
                                      ["tiny_mlp", "local"]]
     assert all(r[2] == "ok" for r in rows)
+
+
+@pytest.mark.slow
+def test_two_identical_devices_are_never_one_fastest(tmp_path: Path) -> None:
+    """The same host under two inventory names, 5 process runs each: the page names no fastest device, says there
+    is no clear difference, and its p50 columns and ratio agree (one statistic: p50 / p50)."""
+    import json
+
+    devices = [DeviceSpec(name, "local", "host", str(tmp_path / f"{name}-workdir")) for name in ("local", "twin")]
+    config = write_inventory(tmp_path / "devices.yaml", devices)
+    out = tmp_path / "run"
+    result = etfarm("run", "--config", str(config), "--devices", "local,twin", "--model", MODELS[0], "--runs", "5",
+                    "--iterations", "20", "--warmup", "2", "--out", str(out), "--no-store")
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    html = (out / REPORT_HTML).read_text()
+    assert 'class="badge good">fastest<' not in html and "no clear difference" in html
+    markdown = etfarm("report", str(out), "--format", "md")
+    assert markdown.returncode == 0 and "**fastest**" not in markdown.stdout and "no clear difference" in markdown.stdout
+    data = json.loads(etfarm("report", str(out), "--format", "json").stdout)
+    local, twin = data["models"][0]["latency"]
+    assert twin["ratio"] == pytest.approx(twin["p50_ms"] / local["p50_ms"], rel=1e-12)
+    assert not local["fastest"] and not twin["fastest"] and data["models"][0]["claim"]["fastest"] is None
+    low, high = twin["ratio_ci"]["low"], twin["ratio_ci"]["high"]
+    assert low <= 1.05 and high >= 1 / 1.05  # the interval does not put either more than 5 % ahead

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,12 +23,14 @@ from orchestrator.progress import Progress
 from orchestrator.run.calibration import SLOWDOWN_THRESHOLD
 from orchestrator.run.job import run_job
 from orchestrator.run.results import RunFlag, RunOptions, load_manifest
+from tests.helpers.busy import REALTIME_RUNNER, busy_loop, realtime_available
 from tests.helpers.tools import missing
 
 REPO = Path(__file__).resolve().parents[2]
 MLP = f"{REPO / 'configs' / 'models' / 'tiny_mlp.py'}:build"
 CNN = f"{REPO / 'configs' / 'models' / 'tiny_cnn.py'}:build"
 FIXED_SESSIONS_MAX = 4
+CORE = "1"
 
 pytestmark = pytest.mark.slow
 
@@ -66,29 +67,36 @@ def test_one_session_per_process_run(ssh_server_factory: Callable[[], object], t
     assert len(host.sessions()) - before == 1  # type: ignore[attr-defined]  # the shell
 
 
-def _busy_loop_on(cpu: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(["taskset", "-c", cpu, sys.executable, "-c", "while True: pass"],
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+def _pinned_realtime(tmp_path: Path, name: str) -> DeviceSpec:
+    """`local` pinned to core 1 under SCHED_FIFO: no ordinary process of a shared machine can take its core, so
+    its runs without the test's busy loop are a known-quiet reference (tests/helpers/busy.py)."""
+    if (os.cpu_count() or 1) < 2:
+        missing("needs a second core for the job itself (the testbed machine has 2)")
+    why = realtime_available()
+    if why is not None:
+        missing(why)
+    return DeviceSpec(name, "local", "host", str(tmp_path / f"{name}-workdir"), cpus=CORE, threads=1,
+                      exec_prefix=REALTIME_RUNNER)
 
 
 def test_busy_loop_on_the_pinned_core_is_flagged(tmp_path: Path) -> None:
-    if (os.cpu_count() or 1) < 2:
-        missing("needs a second core for the job itself (the testbed machine has 2)")
-    cpu = "0"
-    spec = DeviceSpec("pinned", "local", "host", str(tmp_path / "workdir"), cpus=cpu, threads=1)
+    """Runs 2 and 3 share the runner's core with a real-time loop that takes 9 ms of every 10: their calibration
+    is flagged interfered, by far more than anything run 1 saw, their executions are unstable, and the report
+    names the interfered runs. Deterministic on a loaded machine: the runner is real-time too, so the host's
+    other work cannot slow run 1 (the reference) nor stand in for the loop."""
+    spec = _pinned_realtime(tmp_path, "pinned")
     busy: list[subprocess.Popen[bytes]] = []
 
     class StartBusyLoop(Progress):
-        """Starts a busy loop on the pinned core as soon as the job's first run is done."""
+        """Starts the busy loop on the pinned core as soon as the job's first run is done."""
 
         def __call__(self, message: str, device: str | None = None) -> None:
             if "run 2/" in message and not busy:
-                busy.append(_busy_loop_on(cpu))
-                time.sleep(0.5)  # let the scheduler see it
+                busy.append(busy_loop(CORE, realtime=True, spin_s=0.009, sleep_s=0.001))
 
     options = RunOptions(runs=3, iterations=20, warmup=2, untraced_runs=0, cpu_threads=1)
     try:
-        result = run_job([spec], [parse_model_spec(MLP)], backend="xnnpack", options=options, out=tmp_path / "out",
+        result = run_job([spec], [parse_model_spec(CNN)], backend="xnnpack", options=options, out=tmp_path / "out",
                          progress=StartBusyLoop(quiet=True))
     finally:
         for proc in busy:
@@ -96,12 +104,34 @@ def test_busy_loop_on_the_pinned_core_is_flagged(tmp_path: Path) -> None:
             proc.wait()
     assert busy, "the job never reached run 2"
     assert result.exit_code == 0, result.job.devices[0].error
-    runs = load_manifest(tmp_path / "out").device("pinned").model("tiny_mlp").runs  # type: ignore[union-attr]
-    first, *later = runs
+    model = load_manifest(tmp_path / "out").device("pinned").model("tiny_cnn")  # type: ignore[union-attr]
+    assert model is not None
+    first, *later = model.runs
     assert first.slowdown is not None
     for run in later:
         assert run.flag is RunFlag.INTERFERED, (run.label, run.slowdown, run.calibration_before_ms, run.calibration_after_ms)
         assert run.slowdown is not None and run.slowdown > max(SLOWDOWN_THRESHOLD, first.slowdown)
+    assert model.unstable and any("IQR / median" in reason for reason in model.stability.reasons)
+    from orchestrator.report.build import build_report
+    from orchestrator.report.markdown import render_markdown
+    from orchestrator.report.run_page import run_page
+
+    page = render_markdown(run_page(build_report(tmp_path / "out", charts=False)))
+    trust = page[page.index("### What to trust"):page.index("### Model")]
+    assert "run-2 interfered (calibration +" in trust and "run-3 interfered (calibration +" in trust
+    assert "run-1 interfered" not in trust and "unstable" in trust
+
+
+def test_a_quiet_pinned_device_is_not_unstable(tmp_path: Path) -> None:
+    """The same device and model with nothing else on its core: the stability rule does not fire
+    (benchmarks/README.md "Stability": 0 of 36 such jobs of this model fired on the shared benchmark host)."""
+    spec = _pinned_realtime(tmp_path, "quiet")
+    options = RunOptions(runs=3, iterations=20, warmup=2, untraced_runs=0, cpu_threads=1)
+    result = run_job([spec], [parse_model_spec(CNN)], backend="xnnpack", options=options, out=tmp_path / "out",
+                     progress=Progress(quiet=True))
+    assert result.exit_code == 0, result.job.devices[0].error
+    model = load_manifest(tmp_path / "out").device("quiet").model("tiny_cnn")  # type: ignore[union-attr]
+    assert model is not None and not model.unstable, model.stability
 
 
 def test_persistent_shell_is_one_session_and_recovers_from_a_deadline(ssh_server_factory: Callable[[], object],

@@ -92,5 +92,9 @@ def test_nightly_repeat_is_not_regressed_and_twice_the_layers_is(tmp_path: Path)
     deep = night("build_deep")  # the same name, twice the layers
     assert deep.returncode == 1, deep.stdout + deep.stderr[-3000:]
     latest = (report / "latest.md").read_text()
-    assert "decode tokens/s (higher is better) | REGRESSED |" in latest, latest
+    assert "| decode tokens/s (higher is better) | **⛔ regressed** |" in latest, latest  # the night's page
+    assert "decode tokens/s **⛔ regressed**: 0." in latest and "**confirmed** by run" in latest
     assert "confirmed by run" in latest and "NOT confirmed" not in latest
+    page = max(report.glob("nightly-*.html")).read_text()  # the one HTML of the night says the same
+    assert "decode tokens/s (higher is better)" in page
+    assert "LLMs: time to first token, tokens per second, memory · run " in page  # B's runs, their LLM sections

@@ -2,7 +2,10 @@
 
 First night passes (no baseline: `new`); a repeat of the same model passes; the same model file
 edited to twice the depth exits 1 with the regression named in the report; a night whose device
-is unreachable exits 3 (no regression found, something not measured).
+is unreachable exits 3 (no regression found, something not measured). Each night writes ONE HTML
+page (the confirmation job folded in), checked in headless Chromium: the regressed night opens
+with `regressed`, the ratio, the baseline run and `confirmed`; the repeat names no winner. The
+same A/B page comes from `compare A B --html` and `report B --against A`.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.inventory import write_inventory
+
+SCREENSHOT_KEEP = "ETFARM_NIGHTLY_SCREENSHOT"  # copy the regressed night's screenshot there, to look at it
 
 REPO = Path(__file__).resolve().parents[3]
 MODEL = REPO / "configs" / "models" / "deep_mlp.py"
@@ -53,6 +58,8 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     assert "new" in first.stdout and "no baseline yet" in first.stdout
     (html,) = report.glob("nightly-*.html")  # the night's HTML report beside its verdicts
     assert "Which device is fast enough?" in html.read_text() and f"report: {html}" in first.stdout
+    for run_dir in (report / "runs").iterdir():  # named by the job's run id
+        assert json.loads((run_dir / "manifest.json").read_text())["run_id"] == run_dir.name
 
     repeat = etfarm("nightly", "--plan", str(plan), "-q", env=env)
     assert repeat.returncode == 0, repeat.stdout + repeat.stderr[-3000:]
@@ -65,16 +72,21 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
                                                    "min_stored_runs": 6, "coverage": 0.95}
     assert "none (1 of 6 runs)" in (report / "latest.md").read_text()
     repeat_id = verdicts["pairs"][0]["source_b"]  # the night's job (or its confirmation, had it been flagged)
+    night_page = report / f"nightly-{verdicts['b'].split('+')[0]}.html"
+    assert f"pinned mlp: {verdicts['pairs'][0]['verdict']}" in _page_text(night_page)
+    assert 'class="badge good">fastest<' not in night_page.read_text()  # no winner named
 
     model.write_text(MODEL.read_text().replace("DEPTH = 40", "DEPTH = 80"))  # same name, twice the depth
     slowed = etfarm("nightly", "--plan", str(plan), "-q", env=env)
     assert slowed.returncode == 1, slowed.stdout + slowed.stderr[-3000:]
     latest = (report / "latest.md").read_text()
-    assert "| pinned | mlp | end to end | REGRESSED |" in latest
+    assert "| pinned | mlp | **⛔ regressed** |" in latest
     assert "REGRESSED" in slowed.stdout
     # A regression is run again at once and must show again (a whole job in a slow state would not).
     assert "regressed in run" in latest and "confirmed by run" in latest and "NOT confirmed" not in latest
     assert slowed.stdout.count("run directory: ") == 2
+    _the_regressed_page_in_chromium(report, tmp_path, repeat_id)
+    _the_ab_page_is_one_page(report, tmp_path, repeat_id, env)
 
     # The fix lands: the regressed night is never a baseline, so pinned is compared with the last good
     # one again; the device `gone` cannot be reached: nothing regressed, something not measured.
@@ -84,8 +96,56 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     assert unreachable.returncode == 3, unreachable.stdout + unreachable.stderr[-3000:]
     assert "gone: NOT MEASURED (infrastructure)" in unreachable.stdout
     latest = (report / "latest.md").read_text()
-    assert "| gone | mlp | end to end | no-data |" in latest
-    assert "| pinned | mlp | end to end | REGRESSED |" not in latest
+    assert "| gone | mlp | **⛔ no-data** |" in latest
+    assert "| pinned | mlp | **⛔ regressed** |" not in latest
     last = json.loads(max(report.glob("nightly-*.json")).read_text())
     pinned = next(p for p in last["pairs"] if p["device"] == "pinned")
     assert pinned["source_a"] == repeat_id  # the last good night, not the regressed one
+
+
+def _page_text(path: Path) -> str:
+    import re
+    from html import unescape
+
+    body = re.sub(r"<style>.*?</style>", "", path.read_text(), flags=re.DOTALL)
+    words = " ".join(unescape(re.sub(r"<[^>]+>", " ", body)).split())
+    return re.sub(r"([(\[]) | ([:;,.)\]])", lambda m: m.group(1) or m.group(2), words)  # "( 1.2 )" as written
+
+
+def _the_regressed_page_in_chromium(report: Path, work: Path, baseline: str) -> None:
+    """Three nights, three HTML pages (the confirmation job has none of its own); the regressed one, rendered by
+    headless Chromium offline, opens with the verdict, the ratio, the baseline run and the confirmation."""
+    import re
+    import shutil
+
+    from testbed.chromium import visit
+
+    pages = sorted(report.glob("nightly-*.html"))
+    assert len(pages) == 3, pages
+    night = json.loads(pages[-1].with_suffix(".json").read_text())
+    assert night["confirmations"][0]["confirmed"] is True
+    page = visit(pages[-1], work / "chromium")
+    if os.environ.get(SCREENSHOT_KEEP):
+        shutil.copy(page.screenshot, os.environ[SCREENSHOT_KEEP])
+    assert page.probe["fetched"] == [] and page.console == [] and page.probe_logged
+    assert page.screenshot.stat().st_size > 50_000 and page.probe["width"] <= 1280
+    text = _page_text(pages[-1])
+    opening = text[text.index("Verdicts"):text.index("Per-op verdicts")]
+    found = re.search(r"pinned mlp: regressed (\d+\.\d+)x slower than baseline (\S+) \[(\d+\.\d+), (\d+\.\d+)\]", opening)
+    assert found, opening
+    assert float(found.group(1)) > 1.5 and float(found.group(3)) > 1.05 and found.group(2) == baseline
+    assert f"confirmed by run {night['confirmations'][0]['confirm_run']}" in opening
+    assert "Fully Connected (NC, F32) GEMM 40 80 +40 (2.00x)" in text  # the structure diff: twice the layers
+
+
+def _the_ab_page_is_one_page(report: Path, work: Path, baseline: str, env: dict[str, str]) -> None:
+    """`compare A B --html F` and `report B --against A -o F` write the same page, byte for byte."""
+    night = json.loads(max(report.glob("nightly-*.json")).read_text())
+    a, b = report / "runs" / baseline, report / "runs" / night["b"].split("+")[0]
+    first, second = work / "compare.html", work / "against.html"
+    compared = etfarm("compare", str(a), str(b), "--html", str(first), env=env)
+    assert compared.returncode == 1 and f"report: {first}" in compared.stdout, compared.stdout + compared.stderr
+    against = etfarm("report", str(b), "--against", str(a), "--output", str(second), env=env)
+    assert against.returncode == 0 and f"report: {second}" in against.stdout, against.stderr
+    assert first.read_bytes() == second.read_bytes()
+    assert "regressed" in _page_text(first)

@@ -41,3 +41,33 @@ def test_history_changes_names_the_first_slow_run(tmp_path: Path, capsys: pytest
     assert main(["history", "--changes", "--store", db]) == 0
     out = capsys.readouterr().out
     assert "r07" in out and "c07" in out and "PELT" in out
+
+
+def test_runs_flagged_interfered_are_left_out_of_changes_and_marked(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's case: one job shared the cores (its runs flagged interfered by the calibration) and measured
+    1.77x; it is left out of --changes (and named as left out), and `history` marks it and shows the backend."""
+    from orchestrator.run.results import RunFlag
+
+    levels = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.77, 1.0, 1.01, 0.99, 1.0, 1.02]
+    paths = [run_at(tmp_path / "runs", i, level) for i, level in enumerate(levels)]
+    job = load_manifest(paths[6])
+    device = job.devices[0]
+    model = device.models[0]
+    flagged = tuple(replace(r, flag=RunFlag.INTERFERED, slowdown=0.8) if r.traced else r for r in model.runs)
+    write_json_atomic(paths[6] / "manifest.json", job.with_device(replace(device, models=(replace(model, runs=flagged),)))
+                      .to_dict())
+    db = str(tmp_path / "s.db")
+    assert main(["store", "import", *map(str, paths), "--store", db]) == 0
+    capsys.readouterr()
+    assert main(["history", "--changes", "--model", "mlp", "--store", db, "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert [c for s in found for c in s["changes"]] == [] and found[0]["left_out_flagged"] == ["r06"]
+    assert found[0]["points"] == len(levels) - 1
+    assert main(["history", "--changes", "--store", db]) == 0
+    assert "left out (a process run flagged interfered or throttled): local mlp: r06" in capsys.readouterr().out
+    assert main(["history", "--store", db]) == 0
+    listing = capsys.readouterr().out
+    assert listing.splitlines()[0].split()[:5] == ["run", "started", "status", "model", "backend"]
+    r06 = next(line for line in listing.splitlines() if line.startswith("r06"))
+    assert "xnnpack" in r06 and "*" in r06 and "flagged interfered or throttled" in listing

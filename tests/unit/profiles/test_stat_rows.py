@@ -11,7 +11,13 @@ import pytest
 
 from orchestrator.errors import DataError
 from orchestrator.profiles.analysis import load_samples, summarize
-from orchestrator.profiles.analysis_core import EVENT_COLUMNS, LINK_COLUMNS, SPREAD_COLUMNS, STATS_COLUMNS
+from orchestrator.profiles.analysis_core import (
+    EVENT_COLUMNS,
+    KERNEL_COLUMNS,
+    LINK_COLUMNS,
+    SPREAD_COLUMNS,
+    STATS_COLUMNS,
+)
 from orchestrator.profiles.stat_rows import (
     COLUMNS,
     PHASE_COLUMNS,
@@ -65,7 +71,8 @@ def test_the_writer_writes_what_pandas_wrote_byte_for_byte(tmp_path: Path, linke
     stats = [model_stats(device, model, paths, etrecord) for device, model, paths, etrecord in parts]
     text = csv_text(row for s in stats for row in s.rows)
     assert text == _pandas_stats_csv(parts)
-    assert text.splitlines()[0].split(",") == list(COLUMNS if any(linked) else COLUMNS[: -len(LINK_COLUMNS)])
+    linked_columns = len(LINK_COLUMNS) + len(KERNEL_COLUMNS)
+    assert text.splitlines()[0].split(",") == list(COLUMNS if any(linked) else COLUMNS[:-linked_columns])
 
 
 def test_rows_read_back_equal_the_rows_written(tmp_path: Path) -> None:
@@ -83,7 +90,7 @@ def test_rows_read_back_equal_the_rows_written(tmp_path: Path) -> None:
 
 def test_the_fields_are_the_columns_in_order() -> None:
     assert [f.name for f in fields(StatRow)] == ["device", "model", *STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS,
-                                                 *LINK_COLUMNS, *PHASE_COLUMNS]
+                                                 *LINK_COLUMNS, *KERNEL_COLUMNS, *PHASE_COLUMNS]
 
 
 def test_analyze_columns_and_an_empty_linked_file(tmp_path: Path) -> None:
@@ -91,7 +98,7 @@ def test_analyze_columns_and_an_empty_linked_file(tmp_path: Path) -> None:
     header = csv_text([row], with_ids=False).splitlines()[0].split(",")
     assert header == [*STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS]
     assert csv_text([], with_ids=False, linked=True).splitlines() == [
-        ",".join([*STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS, *LINK_COLUMNS])]
+        ",".join([*STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS, *LINK_COLUMNS, *KERNEL_COLUMNS])]
 
 
 def test_the_reader_takes_partial_and_foreign_spellings(tmp_path: Path) -> None:
@@ -119,7 +126,7 @@ def test_a_file_that_is_not_stats_csv_is_a_data_error(tmp_path: Path) -> None:
 
 def test_the_writer_quotes_as_csv_does(tmp_path: Path) -> None:
     row = replace(StatRow("d", "m", "Execute", 0, 'odd, "name"', 1, avg_ms=1.0, p50_ms=1.0),
-                  **{column: "" for column in LINK_COLUMNS})
+                  **{column: "" for column in (*LINK_COLUMNS, *KERNEL_COLUMNS)})
     path = write_stats_csv(tmp_path / "stats.csv", [row])
     with open(path, newline="") as fh:
         (read,) = list(csv.DictReader(fh))

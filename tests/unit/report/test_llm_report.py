@@ -1,4 +1,5 @@
-"""The LLM section of the reports (report/llm_section.py, llm_render.py) and the printed summary (llm_text.py)."""
+"""The LLM section of the reports (report/llm_section.py, its page sections llm_render.py) and the printed summary
+(llm_text.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from orchestrator.report.html import render_html
 from orchestrator.report.llm_section import llm_sections
 from orchestrator.report.llm_text import llm_lines, phase_tables
 from orchestrator.report.markdown import render_markdown
+from orchestrator.report.run_page import run_page
 from orchestrator.run.results import load_manifest
 from tests.unit.store.test_llm_store import llm_run_dir
 
@@ -35,12 +37,15 @@ def test_the_section_puts_devices_side_by_side_with_the_phases_and_a_step_chart(
     assert section.chart is not None and "<svg" in section.chart.svg
 
     report = build_job_report(job, tmp_path, phase_rows(), charts=True)
-    html = render_html(report)
-    assert '<section id="llm">' in html and "<td>local</td>" in html and "2000" in html
-    assert "<script>alert" not in html and "&lt;script&gt;" in html  # names are escaped
-    markdown = render_markdown(report, "charts")
-    markdown = markdown[markdown.index("### LLMs"):markdown.index("### Devices")]  # this section's own escaping
-    assert "#### mlp" in markdown and "![mlp: per-step decode latency](charts/mlp-decode-steps.svg)" in markdown
+    assert report.charts[-1] is report.llm[0].chart  # written beside the Markdown with the models' charts
+    html = render_html(run_page(report))
+    assert '<section id="llm">' in html and '<a href="#llm">LLMs</a>' in html and "2000" in html
+    assert html.index('id="llm"') < html.index('id="memory"') < html.index('id="devices"')
+    assert "<script>alert" not in html and "&lt;script&gt;alert" in html  # names are escaped
+    assert "LLMs (run/llm_figures.py)" in html  # how the figures were computed
+    markdown = render_markdown(run_page(report), "charts")
+    markdown = markdown[markdown.index("### LLMs"):markdown.index("### Memory")]  # the page's one escaping rule
+    assert "#### Model `mlp`" in markdown and "![mlp: per-step decode latency](charts/mlp-decode-steps.svg)" in markdown
     assert "<script>" not in markdown and r"\<script\>" in markdown and r"layers.0\|x" in markdown
 
 
@@ -61,5 +66,30 @@ def test_the_memory_table_has_every_model_kind_with_pss(tmp_path: Path) -> None:
     rows = {r.device: r for r in report.memory}
     assert (rows["local"].pss_load_kb, rows["local"].pss_kb, rows["local"].peak_rss_kb) == (402, 602, 900)
     assert rows["rpi5"].pss_kb is None and rows["rpi5"].cells()[4] == "-"  # a run recorded before PSS
-    assert '<section id="memory">' in render_html(report) and "602.0 KiB" in render_html(report)
-    assert "### Memory" in render_markdown(report)
+    html = render_html(run_page(report))
+    assert '<section id="memory">' in html and "602.0 KiB" in html
+    assert "### Memory" in render_markdown(run_page(report))
+
+
+def test_the_ab_page_gives_the_llm_metric_verdicts_in_words_and_in_a_table() -> None:
+    from orchestrator.report.comparison import comparison_view
+    from orchestrator.report.comparison_page import comparison_page
+    from orchestrator.verdicts.compare import Comparison, Side, SideRun, compare_sides
+    from orchestrator.verdicts.statistics import VerdictSettings
+    from tests.unit.verdicts.test_llm_metrics import runs
+
+    def side(step: float, ttft: float, seed: int) -> Side:
+        return Side("r", "dev", "llm", tuple(SideRun(f"run-{k}", (ttft + 4 * step,) * 5, None, figures)
+                                             for k, figures in enumerate(runs(step, ttft, seed=seed))))
+
+    settings = VerdictSettings(resamples=500)
+    pair = compare_sides(side(0.5, 2.0, 0), side(0.6, 1.0, 1), settings, per_op=False)
+    page = comparison_page(comparison_view(Comparison("a", "b", settings, (pair,)), [], "A/B", None))
+    markdown = render_markdown(page)
+    answer = markdown[:markdown.index("| device | model | verdict")]
+    assert "decode tokens/s **⛔ regressed**: 0.84x the baseline's \\[0.83, 0.84\\] (1989 -\\> 1664 tokens/s)" in answer
+    assert "time to first token **improved**" in answer
+    assert "| dev | llm | decode tokens/s (higher is better) | **⛔ regressed** | 0.8" in markdown
+    assert "| dev | llm | time to first token (lower is better) | **improved** |" in markdown
+    html = render_html(page)
+    assert "LLMs: time to first token and decode tokens/s, B against A" in html

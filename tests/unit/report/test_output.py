@@ -89,3 +89,18 @@ def test_history_comes_from_the_store(tmp_path: Path) -> None:
     # No store file: no history, and nothing created.
     assert etfarm("report", str(runs[2]), "--store", str(tmp_path / "none.db")).returncode == 0
     assert not (tmp_path / "none.db").exists() and "no history" in (runs[2] / REPORT_HTML).read_text()
+
+
+def test_report_never_writes_over_the_runs_own_files(tmp_path: Path) -> None:
+    """Issue 21 item 6: `report --output RUN/manifest.json` (or stats.csv, or anything the run holds) is refused,
+    exit 2, the file untouched; the report's own files (report.*, report-vs-*, charts/) may go there."""
+    run = make_run_dir(tmp_path / "run", devices=("a",))
+    manifest = (run / "manifest.json").read_bytes()
+    stats = (run / "stats.csv").read_bytes()
+    for args in ((str(run / "manifest.json"), "json"), (str(run / "stats.csv"), "csv"), (str(run / "a"), "md")):
+        result = etfarm("report", str(run), "--output", args[0], "--format", args[1])
+        assert result.returncode == 2 and "never writes over a run's own files" in result.stderr, result.stderr
+    assert (run / "manifest.json").read_bytes() == manifest and (run / "stats.csv").read_bytes() == stats
+    assert etfarm("report", str(run), "--output", str(run / "report.md"), "--format", "md").returncode == 0
+    assert etfarm("report", str(run), "--output", f"{run}/", "--format", "md").returncode == 0
+    assert (run / "report.md").is_file()

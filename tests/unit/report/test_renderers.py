@@ -1,4 +1,4 @@
-"""Renderers only format the report model: what each format shows, and that HTML stays offline."""
+"""Renderers only write out the page: what each format shows, that both say the same, that HTML stays offline."""
 
 from __future__ import annotations
 
@@ -12,11 +12,21 @@ import pytest
 
 from orchestrator.report.build import build_report
 from orchestrator.report.export import CSV_COLUMNS, render_csv, render_json
-from orchestrator.report.html import render_html
-from orchestrator.report.markdown import render_markdown
+from orchestrator.report.html import render_html as html_of_page
+from orchestrator.report.markdown import render_markdown as markdown_of_page
 from orchestrator.report.model import Report
+from orchestrator.report.page import plain
+from orchestrator.report.run_page import run_page
 from orchestrator.store.history import HistoryPoint
 from tests.helpers.synthetic_run import make_run_dir
+
+
+def render_html(report: Report) -> str:
+    return html_of_page(run_page(report))
+
+
+def render_markdown(report: Report, chart_dir: str | None = None) -> str:
+    return markdown_of_page(run_page(report), chart_dir)
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +47,11 @@ def test_html_is_one_offline_file_with_every_section(report: Report) -> None:
     assert "Which device is fast enough?" in page
     assert page.count('<figure class="chart"') == 6  # per model: latency, op groups, heatmap (no history)
     assert page.count("<svg") == 6
-    for text in ("fastest on <b>pixel8</b>", "2.00x", "What the devices were", "device unreachable",
+    for text in ('<span class="badge good">fastest</span> <b>pixel8</b>', "faster than <b>rpi5</b>", "2.00x",
+                 "What the devices were", "What to trust", "device unreachable",
                  "no history: this model has no earlier runs", "replication unit", "schedutil", "cpu-thermal 40-45 °C",
-                 "head.softmax", "net.py:42", "delegate over</span> <span class=\"mono\" title=\"features.0;features.1;classifier\">features.0 … classifier (3)"):
+                 "head.softmax", "net.py:42", '<span class="muted">delegate over </span><span class="mono">features.0 … '
+                 "classifier (3)</span>"):
         assert text in page, text
 
 
@@ -66,8 +78,8 @@ def test_markdown_fits_a_job_summary(report: Report) -> None:
     assert "<svg" not in text and "![" not in text  # no chart files: no image links
     assert "### Which device is fast enough?" in text
     assert "| model | pixel8 | rpi5 | dead |" in text
-    assert "- **cnn**: fastest on **pixel8**" in text
-    assert "| cnn | " in text and "(baseline)" in text and "not run" in text
+    assert "**cnn**: **fastest** **pixel8** at" in text and "faster than **rpi5**" in text
+    assert "| [cnn](#model-cnn) | " in text and "**baseline**" in text and "not run" in text
     linked = render_markdown(report, "charts")
     assert "![cnn: latency distribution per device](charts/cnn-latency.svg)" in linked
 
@@ -99,3 +111,35 @@ def test_a_run_where_every_device_failed_still_reports(tmp_path: Path) -> None:
     assert "no device produced a result" in page and "device unreachable" in page
     assert "no device produced a result" in render_markdown(report)
     assert render_csv(report).count("\n") == 1  # the header only
+
+
+def test_html_and_markdown_say_the_same(report: Report) -> None:
+    """One page, two renderers: every sentence, cell and heading of the page is in both outputs."""
+    from html import unescape
+
+    from markdown_it import MarkdownIt
+
+    page = run_page(report)
+    html_text = unescape(re.sub(r"<[^>]+>", "", html_of_page(page)))
+    rendered = MarkdownIt("commonmark").enable("table").render(markdown_of_page(page))
+    md_text = unescape(re.sub(r"<[^>]+>", "", rendered)).replace("⛔ ", "").replace("⚠ ", "")  # a badge's tone, in words
+    from orchestrator.report.page import Bullets, Grid, Paragraph, Section, Table
+
+    def texts(blocks: tuple) -> list[str]:
+        out = []
+        for block in blocks:
+            if isinstance(block, Section):
+                out += [plain(block.title), *texts(block.blocks)]
+            elif isinstance(block, Paragraph):
+                out.append(plain(block.body))
+            elif isinstance(block, Bullets):
+                out += [plain(item) for item in block.items]
+            elif isinstance(block, Table):
+                out += [*block.headers, *(plain(c) for row in block.rows for c in row)]
+            elif isinstance(block, Grid):
+                out += texts(block.blocks)
+        return out
+
+    for piece in texts(page.sections):
+        assert " ".join(piece.split()) in " ".join(html_text.split()), piece
+        assert " ".join(piece.split()) in " ".join(md_text.split()), piece

@@ -41,13 +41,18 @@ def test_summary_single_device_orders_by_avg_after_the_total() -> None:
 
 
 def test_wall_clock_lines_report_overhead_and_instability() -> None:
-    runs = (ProcessRun("run-1", True, (1.0, 1.2), load_ms=3.0), ProcessRun("e2e-1", False, (1.0,)))
+    runs = (ProcessRun("run-1", True, (1.0, 1.0, 1.2, 1.2), load_ms=3.0), ProcessRun("e2e-1", False, (1.0,)))
     model = ModelResult("m", ModelStatus.OK, runs)
     job = Job("id", JobStatus.OK, "now", JobConfig(("d",), ("m.py",), "xnnpack"),
               devices=(DeviceResult("d", "local", "host", DeviceStatus.OK, models=(model,)),))
     (line,) = wall_clock_lines(job)
-    # median 1.1 against 1.0 untraced; CV of (1.0, 1.2) is 0.1414 / 1.1 = 12.9 %
-    assert "tracer overhead +10.0%" in line and "UNSTABLE: CV 13%" in line and "method load p50 3.0000 ms" in line
+    # median 1.1 against 1.0 untraced; IQR / median of (1.0, 1.0, 1.2, 1.2) is (1.2 - 1.0) / 1.1 = 18 %... with linear
+    # quartiles (1.0, 1.2): 0.2 / 1.1
+    assert "tracer overhead +10.0%" in line and "method load p50 3.0000 ms" in line
+    assert "UNSTABLE: a process run's executions spread 18% (IQR / median; limit 20%)" not in line  # 18 % < 20 %
+    wide = ModelResult("m", ModelStatus.OK, (ProcessRun("run-1", True, (1.0, 1.0, 1.5, 1.5)),))
+    (shaky,) = wall_clock_lines(job.with_device(DeviceResult("d", "local", "host", DeviceStatus.OK, models=(wide,))))
+    assert "UNSTABLE: a process run's executions spread 40% (IQR / median; limit 20%)" in shaky
     stable = ModelResult("m", ModelStatus.OK, (ProcessRun("run-1", True, (1.0, 1.01)),))
     (calm,) = wall_clock_lines(job.with_device(DeviceResult("d", "local", "host", DeviceStatus.OK, models=(stable,))))
     assert "UNSTABLE" not in calm and "tracer overhead" not in calm

@@ -41,3 +41,29 @@ def test_threshold_is_exclusive_and_runs_without_calibration_pass_through() -> N
     flagged = flag_runs([run("run-1", 10.0, 10.0), run("run-2", edge, edge), run("e2e-1", None, None)])
     assert flagged[1].flag is None and flagged[2].slowdown is None and flagged[2].flag is None
     assert flag_runs([run("run-1", None, None)])[0].slowdown is None
+
+
+def test_progress_lines_and_the_summary_come_from_one_rule() -> None:
+    """The issue's case: run 1 disturbed, runs 2 and 3 flagged against it as they came, then a faster calibration
+    (the untraced run) moves the reference. The news after each run, replayed, ends in exactly what the summary
+    says: every flagged run with its final figure, run 1 included."""
+    from orchestrator.report.summary import wall_clock_lines
+    from orchestrator.run.calibration import flag_news, flag_text
+    from orchestrator.run.results import DeviceResult, DeviceStatus, Job, JobConfig, JobStatus, ModelResult, ModelStatus
+
+    order = [("m", run("run-1", 15.0, 15.8)), ("m", run("run-2", 14.0, 14.2)), ("m", run("run-3", 15.2, 15.3)),
+             ("m", run("e2e-1", 10.0, 10.1))]
+    said: dict[str, str] = {}
+    for k in range(1, len(order)):
+        for line in flag_news(order[:k], order[:k + 1]):
+            for part in line.removeprefix("faster calibration in e2e-1: now ").split(", "):
+                said[part.split()[1] if part.startswith("m ") else part.split()[0]] = part.removeprefix("m ")
+    final = [r for r in flag_runs([r for _, r in order]) if r.flag is not None]
+    assert said == {r.label: flag_text(r) for r in final}
+    assert [r.label for r in final] == ["run-1", "run-2", "run-3"]
+    model = ModelResult("m", ModelStatus.OK, tuple(final[0:1]) + tuple(
+        r for r in flag_runs([r for _, r in order]) if r.label != "run-1"))
+    job = Job("id", JobStatus.OK, "now", JobConfig(("d",), ("m.py",), "xnnpack"),
+              devices=(DeviceResult("d", "local", "host", DeviceStatus.OK, models=(model,)),))
+    (line,) = wall_clock_lines(job)
+    assert "FLAGGED: " + ", ".join(flag_text(r) for r in final) in line

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from orchestrator.errors import Blame
@@ -12,6 +14,7 @@ from orchestrator.verdicts.compare import (
     PairVerdict,
     Side,
     SideRun,
+    compare_jobs,
     compare_sides,
     pool,
 )
@@ -74,7 +77,50 @@ def test_a_side_with_too_few_runs_for_the_rank_test_is_said_in_the_legend() -> N
     short = compare_sides(side(1.0, runs=5, seed=1), side(2.0, runs=5, seed=2, source="run-b"), fast)
     assert short.verdict is not Verdict.REGRESSED  # 3 against 3: p can never go below 0.1
     table = verdict_table(Comparison("run-a", "run-b", fast, (short,)))
-    assert "TOO FEW RUNS on pixel8" in table and "at least 7 process runs" in table
+    assert "TOO FEW RUNS on pixel8" in table and "with equal counts a side needs 7" in table
     enough = compare_sides(side(1.0, runs=7, seed=1), side(2.0, runs=7, seed=2, source="run-b"), fast)
     assert enough.verdict is Verdict.REGRESSED
     assert "TOO FEW RUNS" not in verdict_table(Comparison("run-a", "run-b", fast, (enough,)))
+
+
+def test_no_verdict_contradicts_the_legend() -> None:
+    """For every pair of run counts (2-12 a side, both centers): a REGRESSED pair is never listed under TOO FEW RUNS,
+    and a pair listed there cannot be regressed. The issue's case: 10 runs against 6 under `fast` tests 5 against 3,
+    whose exact p can reach 2 / C(8, 3) = 0.036: that pair may be regressed, and the legend must not say otherwise."""
+    from orchestrator.report.verdicts import can_reach_significance, legend
+
+    for center in ("mean", "fast"):
+        settings = VerdictSettings(resamples=200, center=center)
+        for runs_a in range(2, 13):
+            for runs_b in range(2, 13):
+                pair = compare_sides(side(1.0, runs=runs_a, seed=runs_a), side(2.0, runs=runs_b, seed=50 + runs_b,
+                                                                               source="run-b"), settings)
+                text = legend(Comparison("run-a", "run-b", settings, (pair,)))
+                listed = "TOO FEW RUNS on pixel8" in text
+                assert not (listed and pair.verdict is Verdict.REGRESSED), (center, runs_a, runs_b)
+                assert listed == (not can_reach_significance(runs_a, runs_b, center, settings.alpha)), (center, runs_a, runs_b)
+                if not listed:  # 2x slower, every run apart: reachable significance is reached
+                    assert pair.verdict is Verdict.REGRESSED, (center, runs_a, runs_b, pair.estimate)
+    assert can_reach_significance(10, 6, "fast", 0.05) and not can_reach_significance(6, 6, "fast", 0.05)
+
+
+def test_a_corrupt_etdump_gives_its_pair_no_data_and_the_others_verdicts(tmp_path: Path) -> None:
+    """Issue 21 item 2: one device's ETDump in B is garbage; `compare A B` gives that (device, model) `no-data` with
+    the file named, the other device its verdict, and exits as the verdicts say (not 2 for everything)."""
+    import subprocess
+    import sys
+
+    from tests.unit.store.rundirs import make_run_dir as run_with_etdumps
+
+    a = run_with_etdumps(tmp_path, "20261101-000000-aaaa", "2026-11-01T00:00:00+0000", runs=3)
+    b = run_with_etdumps(tmp_path, "20261102-000000-bbbb", "2026-11-02T00:00:00+0000", runs=3)
+    bad = b / "rpi5" / "mlp" / "run-2" / "etdump.etdp"
+    bad.write_bytes(b"\x00garbage, not a flatbuffer" * 3)
+    comparison = compare_jobs(a, b, SETTINGS)
+    pairs = {p.device: p for p in comparison.pairs}
+    assert pairs["rpi5"].verdict is Verdict.NO_DATA and "etdump" in (pairs["rpi5"].reason or "").lower()
+    assert pairs["local"].verdict is not Verdict.NO_DATA and pairs["local"].estimate is not None
+    result = subprocess.run([sys.executable, "-m", "orchestrator.cli", "compare", str(a), str(b)], capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr  # nothing regressed; the bad pair is no-data, not a usage error
+    assert "no-data" in result.stdout and "Traceback" not in result.stderr

@@ -1,0 +1,147 @@
+"""The one view model every page is made of: sections of paragraphs, lists, tables and charts.
+
+A page (a run's report, an A/B comparison, a night) is built once as a `Page` from the report
+data (model.py, comparison.py); `html.render_html` and `markdown.render_markdown` only write
+it out, each with its own escaping rule (escape.py). So the HTML page and the Markdown summary
+say the same thing, sentence for sentence, and neither computes anything.
+
+Text is a tuple of `Span`s: plain, or `strong` / `code` / `muted`, a `badge` (a short verdict
+or flag with a tone, its `title` the reason, shown on hover in HTML and in words in Markdown),
+or a link (`href`: "#anchor" or a relative file). A run's sections (run_page.run_sections) include
+an LLM's generation figures (llm_render.py) and memory (memory.py) as page blocks like any other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from orchestrator.report.model import Chart
+
+
+@dataclass(frozen=True)
+class Span:
+    text: str
+    style: str = ""  # "", "strong", "code", "muted"
+    badge: str = ""  # a badge's tone: "good", "info", "warn", "bad"
+    title: str = ""  # why (a badge's reason); HTML shows it on hover, Markdown does not repeat it
+    href: str = ""  # "#anchor" or a relative file
+
+    def __post_init__(self) -> None:
+        if self.href and ":" in self.href:  # no scheme: nothing to fetch, no javascript:
+            raise ValueError(f"a page links only within itself or to a relative file, not {self.href!r}")
+
+
+Text = tuple[Span, ...]
+
+
+def text(*parts: str | Span | Text) -> Text:
+    """Spans from plain strings, spans and other texts, in order."""
+    out: list[Span] = []
+    for part in parts:
+        if isinstance(part, str):
+            if part:
+                out.append(Span(part))
+        elif isinstance(part, Span):
+            out.append(part)
+        else:
+            out.extend(part)
+    return tuple(out)
+
+
+def strong(value: str) -> Span:
+    return Span(value, style="strong")
+
+
+def code(value: str) -> Span:
+    return Span(value, style="code")
+
+
+def muted(value: str) -> Span:
+    return Span(value, style="muted")
+
+
+def badge(label: str, tone: str, reason: str = "") -> Span:
+    return Span(label, badge=tone, title=reason)
+
+
+def link(label: str, href: str) -> Span:
+    return Span(label, href=href)
+
+
+def anchor(*parts: str) -> str:
+    """An id for `#` links from names the user chose: letters, digits and `_.-` kept, anything else `-`, and a short
+    digest of the name when something was replaced (so two names never share an anchor)."""
+    raw = "-".join(parts)
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "-", raw)
+    if safe == raw:
+        return safe
+    return f"{safe}-{hashlib.sha256(raw.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def joined(items: Sequence[Text], separator: str = ", ") -> Text:
+    out: list[Span] = []
+    for k, item in enumerate(items):
+        if k:
+            out.append(Span(separator))
+        out.extend(item)
+    return tuple(out)
+
+
+def plain(value: Text) -> str:
+    """The text without styling (for tests, titles and terminal output)."""
+    return "".join(s.text for s in value)
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    body: Text
+    tone: str = ""  # "answer": the box that answers the page's question
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: tuple[Text, ...]
+    tone: str = ""  # "flags": reasons not to take a number at face value
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: tuple[str, ...]
+    rows: tuple[tuple[Text, ...], ...]
+    numeric: tuple[bool, ...] = ()  # right-aligned columns
+    caption: Text = ()  # a line above the table (a device's name, ...)
+
+
+@dataclass(frozen=True)
+class Figure:
+    chart: Chart
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Blocks side by side where there is room (HTML); one after the other in Markdown."""
+
+    blocks: tuple[Block, ...]
+
+
+@dataclass(frozen=True)
+class Section:
+    title: Text
+    anchor: str = ""
+    blocks: tuple[Block, ...] = ()
+    level: int = 2  # 2: a page section, 3: within one
+    collapsed: bool = False  # Markdown <details>, HTML <details>: the methods, versions
+
+
+Block = Paragraph | Bullets | Table | Figure | Grid | Section
+
+
+@dataclass(frozen=True)
+class Page:
+    title: str
+    meta: Text  # run ids, status, settings: the line under the title
+    sections: tuple[Section, ...] = ()
+    nav: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (label, "#anchor")

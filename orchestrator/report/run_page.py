@@ -1,0 +1,241 @@
+"""A run's report as a page: the sections both renderers write out (HTML for people, Markdown for CI).
+
+Order answers the questions in the order people ask them: which device is fast enough (the
+claim, only as strong as the statistics allow: claims.py), what to trust (flagged and
+excluded runs, the tracer's cost: trust.py), per model the latency side by side, where each
+device spends its time, how ops compare across devices, how that changed over time; for a
+model that generated (an LLM) its time to first token, tokens/s and phases (llm_render.py);
+memory (memory.py); then what the devices were and how the numbers were computed. Every sentence is composed here
+from the report data, once, for both formats.
+"""
+
+from __future__ import annotations
+
+from orchestrator.report.cells import clip, interval, ms, op_ms, pct, ratio, signed_interval
+from orchestrator.report.model import DeviceLatency, DeviceOps, ModelSection, OpStat, Report, SpeedClaim
+from orchestrator.report.page import (
+    Block,
+    Bullets,
+    Figure,
+    Grid,
+    Page,
+    Paragraph,
+    Section,
+    Span,
+    Table,
+    Text,
+    anchor,
+    badge,
+    code,
+    joined,
+    link,
+    muted,
+    strong,
+    text,
+)
+
+MODULES_SEPARATOR = ";"
+
+
+def run_page(report: Report) -> Page:
+    """The whole page: the run's sections, then how the numbers were computed."""
+    from orchestrator.report.run_sections import methods_section
+
+    nav = (("summary", "#summary"), ("trust", "#trust"), *((m.name, "#" + anchor("model", m.name)) for m in report.models),
+           *((("LLMs", "#llm"),) if report.llm else ()), *((("memory", "#memory"),) if report.memory else ()),
+           ("devices", "#devices"), ("method", "#methods"))
+    return Page(title=f"etfarm report: {_count(len(report.models), 'model')} on {_count(len(report.devices), 'device')}",
+                meta=run_meta(report), sections=(*run_sections(report), methods_section(report.methods, report.versions)),
+                nav=nav)
+
+
+def run_sections(report: Report, prefix: str = "", label: str = "") -> tuple[Section, ...]:
+    """A run's sections, anchors prefixed and titles labelled when a page holds several runs (a night): the answer,
+    what to trust, each model, an LLM's generation figures, memory, numerics, the devices."""
+    from orchestrator.report.llm_render import llm_page_sections
+    from orchestrator.report.memory import memory_section
+    from orchestrator.report.run_sections import facts_section, numerics_section
+
+    return (summary_section(report, prefix, label), trust_section(report, prefix, label),
+            *(model_section(report, m, prefix, label) for m in report.models), *llm_page_sections(report, prefix, label),
+            *memory_section(report, prefix, label), *numerics_section(report, prefix), facts_section(report, prefix, label))
+
+
+def run_meta(report: Report) -> Text:
+    return text("run ", code(report.run_id), " · status ", strong(report.status), f" · started {report.started} · "
+                f"{report.settings} · baseline ", strong(report.baseline or "-"))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+# ---- which device is fast enough -------------------------------------------------------------
+
+
+def claim_text(model: ModelSection) -> Text:
+    """One sentence per model: the fastest device with how much faster, or why no device is called fastest."""
+    claim = model.claim or SpeedClaim(None, None, None, reason="no device produced a result")
+    name = strong(model.name)
+    if claim.leader is None:
+        return text(name, ": ", badge("no result", "bad"), f" {claim.reason}.")
+    versus = joined([text(f"{ratio(v.speedup)} faster than ", strong(v.other), f" {interval(v.interval)}")
+                     for v in claim.versus], "; ")
+    if claim.fastest is not None:
+        return text(name, ": ", badge("fastest", "good"), " ", strong(claim.leader), f" at {ms(claim.leader_p50_ms)} "
+                    "ms p50, ", versus, ".")
+    if not claim.versus:
+        return text(name, ": ", strong(claim.leader), f" at {ms(claim.leader_p50_ms)} ms p50 ({claim.reason}).")
+    return text(name, ": ", badge("no clear difference", "info", claim.reason), " ", strong(claim.leader),
+                f" has the lowest p50 ({ms(claim.leader_p50_ms)} ms): ", versus, f"; {claim.reason}.")
+
+
+def summary_section(report: Report, prefix: str = "", label: str = "") -> Section:
+    headers = ("model", *report.devices)
+    rows = []
+    for m in report.models:
+        by_device = {d.device: d for d in m.latency}
+        rows.append((text(link(m.name, "#" + anchor(f"{prefix}model", m.name))),
+                     *(_summary_cell(by_device.get(dev), report.baseline) for dev in report.devices)))
+    note = text(muted(f"End-to-end p50 per execution, ratio of p50s to {report.baseline or '-'} with its 95 % interval "
+                      "over process runs; badges say why a number should not be taken at face value."))
+    return Section(text("Which device is fast enough?" + label), f"{prefix}summary", (
+        Paragraph(joined([claim_text(m) for m in report.models], " "), tone="answer"),
+        Table(headers, tuple(rows), (False, *([True] * len(report.devices)))),
+        Paragraph(note)))
+
+
+def _summary_cell(d: DeviceLatency | None, baseline: str | None) -> Text:
+    if d is None:
+        return text(muted("not run"))
+    if d.p50_ms is None:
+        return text(badge("failed", "bad", d.error or ""))
+    parts: list[str | Span] = [strong(f"{ms(d.p50_ms)} ms")]
+    if d.device == baseline:
+        parts += [" ", badge("baseline", "info")]
+    elif d.ratio is not None:
+        parts += [f" · {ratio(d.ratio)} ", muted(interval(d.ratio_ci))]
+    if d.fastest:
+        parts += [" ", badge("fastest", "good")]
+    for flag in d.flags:
+        parts += [" ", flag_badge(flag.kind, flag.reason)]
+    return text(*parts)
+
+
+def flag_badge(kind: str, reason: str) -> Span:
+    return badge(kind, "bad" if kind in ("failed", "verification") else "warn", reason)
+
+
+# ---- what to trust ---------------------------------------------------------------------------
+
+
+def trust_section(report: Report, prefix: str = "", label: str = "") -> Section:
+    items = [text(strong(n.device), (" " + n.model) if n.model else "", ": ", flag_badge(n.kind, "") if n.kind in (
+        "interfered", "throttled", "unstable", "partial") else muted(n.kind), " ", n.text) for n in report.trust]
+    if not any(n.kind in ("interfered", "throttled", "unstable", "partial") for n in report.trust):
+        items.insert(0, text("No process run was flagged interfered or throttled, and no result is unstable."))
+    return Section(text("What to trust" + label), f"{prefix}trust", (Bullets(tuple(items), tone="flags"),))
+
+
+# ---- per model -------------------------------------------------------------------------------
+
+
+def model_section(report: Report, m: ModelSection, prefix: str = "", label: str = "") -> Section:
+    charts = {c.stem[len(m.name) + 1:]: c for c in m.charts}  # "latency", "op-groups", ...
+    blocks: list[Block] = [Section(text("End-to-end latency, devices side by side"), level=3,
+                                   blocks=(latency_table(report, m), *_flag_reasons(m), *_figure(charts, "latency")))]
+    where: list[Block] = [*_figure(charts, "op-groups"), Grid(tuple(top_ops_table(o) for o in m.ops))] if m.ops else [
+        Paragraph(text(muted("no per-op statistics (no device produced an ETDump)")))]
+    blocks.append(Section(text("Where each device spends its time"), level=3, blocks=tuple(where)))
+    if len(m.latency) > 1 and m.op_ratios:
+        blocks.append(Section(text(f"Ops across devices: p50 relative to {report.baseline or '-'}"), level=3,
+                              blocks=(*_figure(charts, "op-heatmap"), op_ratio_table(m))))
+    from orchestrator.report.run_sections import history_blocks
+
+    blocks.append(Section(text("Over time"), level=3, blocks=(*_figure(charts, "history"), *history_blocks(m))))
+    return Section(text(f"Model {m.name} ", muted(f"({m.backend})"), label), anchor(f"{prefix}model", m.name),
+                   tuple(blocks))
+
+
+def _figure(charts: dict, key: str) -> tuple[Block, ...]:
+    chart = charts.get(key)
+    return (Figure(chart),) if chart is not None else ()
+
+
+LATENCY_HEADERS = ("device", "runs", "p50 ms", "p90 ms", "spread in a run", "between runs", "untraced p50",
+                   "tracer cost", "load p50 ms", "verified")
+
+
+def latency_table(report: Report, m: ModelSection) -> Table:
+    rows = []
+    for d in m.latency:
+        tracer = d.tracer
+        overhead = "-" if tracer is None or tracer.overhead is None else (
+            f"{pct(tracer.overhead, signed=True)} {signed_interval(tracer.interval)}" if tracer.reliable
+            else f"{pct(tracer.overhead, signed=True)} (unreliable)")
+        load = ms(d.load_p50_ms) + (f" (cold {ms(d.cold_load_ms)})" if d.cold_load_ms is not None else "")
+        rows.append((
+            text(strong(d.device) if d.fastest else d.device), text(str(d.runs)), text(ms(d.p50_ms)), text(ms(d.p90_ms)),
+            text(pct(d.within_spread)), text(pct(d.between_spread)), text(ms(d.untraced_p50_ms)),
+            text(Span(overhead, title=tracer.note if tracer else "")), text(load),
+            text(badge(d.verification, {"pass": "good", "fail": "bad"}.get(d.verification, "info"),
+                       d.verification_detail)),
+            text("baseline" if d.device == report.baseline else ratio(d.ratio)), text(interval(d.ratio_ci)),
+            _badges(d),
+        ))
+    headers = (*LATENCY_HEADERS, f"p50 / {report.baseline or '-'}", "95% interval", "flags")
+    return Table(headers, tuple(rows), (False, *([True] * 8), False, True, True, False))
+
+
+def _badges(d: DeviceLatency) -> Text:
+    found = ([text(badge("fastest", "good"))] if d.fastest else []) + [text(flag_badge(f.kind, f.reason)) for f in d.flags]
+    return joined(found, " ") or text("-")
+
+
+def _flag_reasons(m: ModelSection) -> tuple[Block, ...]:
+    items = tuple(text(strong(d.device), f" {f.kind}: {f.reason}") for d in m.latency for f in d.flags)
+    return (Bullets(items, tone="flags"),) if items else ()
+
+
+def top_ops_table(ops: DeviceOps) -> Table:
+    rows = tuple((text(clip(op.name, 48)), text(op_ms(op.avg_ms, op.below_resolution, op.delegated)),
+                  text(pct(op.share)), what(op), text(op.backend if op.delegated else "no")) for op in ops.top)
+    return Table(("event", "mean ms", "share", "in your model", "delegated"), rows, (False, True, True, False, False),
+                 caption=text(strong(ops.device), f": top {len(ops.top)} events by mean time"))
+
+
+def what(op: OpStat) -> Text:
+    """Where the event is in the user's model: a mapped kernel's own module and line; an unmapped kernel or a
+    delegate call, the modules the delegate covers (and why it is not mapped); an op, its module and types."""
+    parts: list[Text] = []
+    if op.kernel == "mapped":
+        parts.append(text(code(op.module_path or "(model)")))
+        if op.kernel_note:
+            parts.append(text(muted(op.kernel_note)))
+    elif op.module_path:
+        parts.append(text(code(clip(op.module_path, 60))))
+    elif op.covers:
+        modules = [m for m in op.covers.split(MODULES_SEPARATOR) if m]
+        shown = ", ".join(modules) if len(modules) <= 2 else f"{modules[0]} … {modules[-1]} ({len(modules)})"
+        parts.append(text(muted("delegate over "), code(shown)))
+        if op.kernel == "unmapped" and op.kernel_note:
+            parts.append(text(muted(f"not mapped: {op.kernel_note}")))
+    if op.op_types:
+        names = [t.split(".")[1] if t.startswith("aten.") and t.count(".") >= 2 else t for t in op.op_types.split(";") if t]
+        short = list(dict.fromkeys(names))
+        parts.append(text(", ".join(short[:4]) + (f" +{len(short) - 4}" if len(short) > 4 else "")))
+    if op.source_line:
+        parts.append(text(muted(op.source_line)))
+    return joined(parts, " · ") or text(muted("-"))
+
+
+def op_ratio_table(m: ModelSection) -> Table:
+    devices = [d.device for d in m.latency]
+    rows = []
+    for r in m.op_ratios:
+        below = r.below_resolution or (False,) * len(devices)
+        cells = tuple(text(op_ms(p, b), " ", muted(ratio(x))) if p is not None else text("-")
+                      for p, x, b in zip(r.p50_ms, r.ratio, below, strict=False))
+        rows.append((text(clip(r.name, 40)), text(code(r.module_path)) if r.module_path else text("-"), *cells))
+    return Table(("event", "module", *(f"{d} p50 ms" for d in devices)), tuple(rows),
+                 (False, False, *([True] * len(devices))))

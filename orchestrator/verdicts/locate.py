@@ -1,0 +1,36 @@
+"""Where a per-op verdict's op is in the user's model: its module path and source line, from the run's stats.csv.
+
+With the program's .pte, XNNPACK kernels have their own module path (profiles/kernel_map.py), so a
+per-op verdict says "features.3 regressed", not "a delegate's kernel #2".
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchestrator.errors import DataError
+
+if TYPE_CHECKING:
+    from orchestrator.verdicts.compare import OpVerdict
+
+
+def ops_where(run_dir: Path) -> dict[tuple[str, str], dict[tuple[str, int], tuple[str, str]]]:
+    """(device, model) -> (event_block, event_index) -> (module path, source line), from the run's stats.csv."""
+    from orchestrator.profiles.stat_rows import read_stats_csv
+    from orchestrator.run.rundir import STATS
+
+    try:
+        rows = read_stats_csv(run_dir / STATS)
+    except DataError:
+        return {}
+    out: dict[tuple[str, str], dict[tuple[str, int], tuple[str, str]]] = {}
+    for row in rows:
+        out.setdefault((row.device, row.model), {})[row.key] = (row.module_path or "", row.source_line or "")
+    return out
+
+
+def located(ops: tuple[OpVerdict, ...], where: dict[tuple[str, int], tuple[str, str]]) -> tuple[OpVerdict, ...]:
+    return tuple(replace(op, module_path=found[0], source_line=found[1])
+                 if (found := where.get((op.event_block, op.event_index))) else op for op in ops)
