@@ -256,7 +256,7 @@ def _write_verified(dest_dir: Path, frame: Frame, device: str) -> Path:
         with os.fdopen(fd, "wb") as fh:
             fh.write(frame.data)
             fh.flush()
-            os.fsync(fh.fileno())  # published files survive a power cut whole (issue 11)
+            os.fsync(fh.fileno())  # published files survive a power cut whole
         os.replace(tmp, dest)
     finally:
         if os.path.exists(tmp):

@@ -1,4 +1,4 @@
-"""Numerical debugging per device: which op diverges, on which device (issue 12).
+"""Numerical debugging per device: which op diverges, on which device.
 
 Public API (torch-free):
 - `analyze_run(run_dir, metric, threshold, reference_device) -> NumericsReport`

@@ -1,4 +1,4 @@
-"""Which device is fastest, claimed only when the statistics support it (issue 19, item 2).
+"""Which device is fastest, claimed only when the statistics support it.
 
 The leader is the device with the lowest p50 (report/ratios.py: the report's one statistic). It
 is called fastest only when, against EVERY other device, the interval of other p50 / leader p50

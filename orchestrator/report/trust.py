@@ -1,4 +1,4 @@
-"""Why to believe a report's numbers, or not: computed once here, shown on every page (issue 19, item 3).
+"""Why to believe a report's numbers, or not: computed once here, shown on every page.
 
 Per device and model of a job:
 - the process runs the calibration workload flagged (`interfered`: something shared the core;

@@ -8,7 +8,7 @@ minimum or median: statistics.Center). The ratio B/A of the two sides' centers, 
 
 Drawing `draws` iterations and taking their median costs `draws` random numbers and a partition
 per drawn run: 2000 replicates x 6 runs x 1000 iterations is 12 M values per side and op, 89 s
-for an 80-op model (issue 21). It need not: the median of `draws` values drawn with replacement
+for an 80-op model. It need not: the median of `draws` values drawn with replacement
 from a run's sorted values `v_1 <= ... <= v_L` has a known law. With `m = (draws + 1) // 2` and
 `N_i ~ Binomial(draws, i / L)` the number of draws at positions <= i, the lower middle draw sits
 at position `I` with `P(I <= i) = P(N_i >= m)`; for an even `draws` the median is the mean of

@@ -5,7 +5,7 @@
 same operations in the same order (scipy 1.17, BSD-licensed: the exact null distribution of U
 is its `_MWU` recursion), so every p-value is scipy's to the last bit
 (tests/unit/verdicts/test_ranks.py holds them to it). Importing scipy.stats costs 0.5-1 s on the
-2-vCPU testbed, a third of `etfarm compare`'s budget (issue 21, item 7); scipy.special, which
+2-vCPU testbed, a third of `etfarm compare`'s budget; scipy.special, which
 the bootstrap imports anyway, is enough here.
 """
 
