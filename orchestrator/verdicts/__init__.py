@@ -3,7 +3,6 @@
     statistics.estimate / estimate_many / decide / adjust_p_values, Verdict, VerdictSettings, Center
                                                       the method (bootstrap.py: the resampling;
                                                       ranks.py: Mann-Whitney U, Benjamini-Hochberg)
-    statistics.ratio_with_ci(runs, base_runs)         the report's ratio to the baseline device
     compare.compare_jobs(A, B) / compare_against(B, finder) / compare_sides -> Comparison, PairVerdict
     baseline.compare_refs(A, B, settings)             `etfarm compare [A] [B]`: which runs, against what
     baseline.last_good_finder(store, job) / named_finder / record_verdicts       which run is A

@@ -1,8 +1,9 @@
 """The statistics behind a verdict: is B slower than A by more than a practical threshold?
 
-The one home of ratio estimates (docs/architecture.md, "Measurement"): the verdicts' `estimate`
-and `estimate_many`, and the report's `ratio_with_ci` (device against the baseline device), share
-one bootstrap (bootstrap.py). orchestrator/stats.py keeps the light descriptive statistics
+The verdicts' ratio estimates (docs/architecture.md, "Measurement"): `estimate` and
+`estimate_many` share one bootstrap (bootstrap.py); a report's ratios between devices are
+report/ratios.py's (p50 over every execution, the same process-run resampling).
+orchestrator/stats.py keeps the light descriptive statistics
 (median, percentile, CV, the instability rule).
 
 The replication unit is the PROCESS RUN. Iterations inside one runner process are correlated
@@ -238,51 +239,6 @@ def _percentiles(ratios: Any, tail: float) -> list[tuple[float, float]]:
             low, high = np.percentile(kept, [tail, 100.0 - tail])
             out[row] = (float(low), float(high))
     return out
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A confidence interval (low, high) at `level` (0.95 = 95 %)."""
-
-    low: float
-    high: float
-    level: float
-
-
-REPORT_SEED = 0  # a report of the same run is the same report
-
-
-def ratio_with_ci(runs: Sequence[float], base_runs: Sequence[float], *, confidence: float = DEFAULT_CONFIDENCE,
-                  resamples: int = DEFAULT_RESAMPLES) -> tuple[float | None, Interval | None]:
-    """A device against the baseline device from their per-process-run medians, as the report shows it:
-    median(runs) / median(base_runs), with the percentile bootstrap interval over process runs.
-
-    The same bootstrap as the verdicts' (bootstrap.py), given one value per run, so it resamples
-    runs only, with the median as the center: the report's definition since it was written
-    (README "Reports"), the same interval as `scipy.stats.bootstrap(method="percentile")` without
-    importing scipy. No interval with fewer than 2 runs a side; (None, None) without a positive base."""
-    import numpy as np
-
-    if len(runs) == 0 or len(base_runs) == 0:
-        return None, None
-    device, base = np.asarray(runs, dtype=np.float64), np.asarray(base_runs, dtype=np.float64)
-    if np.median(base) <= 0:
-        return None, None
-    ratio = float(np.median(device) / np.median(base))
-    if len(device) < 2 or len(base) < 2:
-        return ratio, None
-    from orchestrator.verdicts.bootstrap import MEDIAN, draw_resamples, resampled_centers
-
-    rng = np.random.default_rng(REPORT_SEED)
-    draws_device = draw_resamples((1,) * len(device), rng, resamples)  # one value a run: runs only
-    draws_base = draw_resamples((1,) * len(base), rng, resamples)
-    ratios = (resampled_centers(device.reshape(1, -1, 1), draws_device, MEDIAN)
-              / resampled_centers(base.reshape(1, -1, 1), draws_base, MEDIAN))[0]
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    low, high = (float(x) for x in np.percentile(ratios, [tail, 100.0 - tail]))
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return ratio, None
-    return ratio, Interval(low, high, confidence)
 
 
 def run_median(runs: RunSamples, center: str = Center.MEAN) -> float:

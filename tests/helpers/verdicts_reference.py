@@ -2,14 +2,13 @@
 
 The reference that tests/unit/verdicts/test_bootstrap_equivalence.py and benchmarks/bench_compare.py
 hold the new implementation to: `estimate` is orchestrator/verdicts/statistics.py's, with its
-replicate-by-replicate hierarchical bootstrap (resample runs, then iterations with np.median);
-`report_ratio_with_ci` is report/build.py's `ratio_with_ci`. Seeded like the originals. Not used
+replicate-by-replicate hierarchical bootstrap (resample runs, then iterations with np.median).
+Seeded like the originals. Not used
 by etfarm itself.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -81,29 +80,6 @@ def rank_p_value(a: RunSamples, b: RunSamples, center: str = Center.MEAN) -> flo
     if len(set(med_a) | set(med_b)) == 1:
         return 1.0
     return float(mannwhitneyu(med_b, med_a, alternative="two-sided").pvalue)
-
-
-def report_ratio_with_ci(runs: Sequence[float], base_runs: Sequence[float]) -> tuple[float | None, tuple[float, float] | None]:
-    """report/build.py's ratio_with_ci (its Interval as a (low, high) pair)."""
-    if len(runs) == 0 or len(base_runs) == 0:
-        return None, None
-    import numpy as np
-
-    a, b = np.asarray(runs, dtype=float), np.asarray(base_runs, dtype=float)
-    if np.median(b) <= 0:
-        return None, None
-    ratio = float(np.median(a) / np.median(b))
-    if len(a) < 2 or len(b) < 2:
-        return ratio, None
-    rng = np.random.default_rng(0)
-    resampled = np.median(a[rng.integers(0, len(a), (2000, len(a)))], axis=1) / np.median(
-        b[rng.integers(0, len(b), (2000, len(b)))], axis=1
-    )
-    tail = (1.0 - 0.95) / 2.0 * 100.0
-    low, high = (float(x) for x in np.percentile(resampled, [tail, 100.0 - tail]))
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return ratio, None
-    return ratio, (low, high)
 
 
 _FRAMEWORK = ("Method::execute", "Method::init", "Program::load_method")
