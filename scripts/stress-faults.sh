@@ -15,6 +15,7 @@ modules=(
   tests/integration/test_faults.py
   tests/integration/test_run_faults.py
   tests/integration/test_interrupt_resume.py
+  tests/integration/test_honest_exits.py
   tests/integration/test_device_lock.py
   tests/integration/test_scale.py
   tests/integration/test_scale_probes.py
