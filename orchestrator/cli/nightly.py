@@ -19,7 +19,8 @@ def nightly(
         Path,
         typer.Option("--plan", help="Nightly plan YAML: devices, models, runs, iterations, warmup, threshold, center, "
                      "noise_floor (auto, the default: per device and model from stored good runs; or a percentage), "
-                     "baseline, report."),
+                     "baseline, report; optionally confirm, scheduler, threads, prompt_len, gen_len "
+                     "(configs/nightly.yaml shows every key)."),
     ],
     config: Annotated[
         Path | None, typer.Option(help="Device inventory YAML when the plan names none (default $ETFARM_CONFIG).")
