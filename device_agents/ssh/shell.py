@@ -35,13 +35,17 @@ class PersistentShell:
         failure = ""
         try:
             shell = self._open(timeout_s)
-            shell.sendall(f"( {command}\n) </dev/null; printf '\\n%s %s\\n' {marker.decode()} \"$?\"\n".encode())
+            # The marker ends both streams: sshd forwards the command's stdout and stderr from two pipes in no
+            # set order, so the stdout marker alone can arrive before the command's last stderr lines.
+            shell.sendall((f"( {command}\n) </dev/null; etfarm_status=$?; printf '\\n%s\\n' {marker.decode()} >&2; "
+                           f"printf '\\n%s %s\\n' {marker.decode()} \"$etfarm_status\"\n").encode())
             while True:
                 keep_stderr(shell, err)
                 end = out.rfind(b"\n" + marker + b" ", max(0, len(out) - RECV_BYTES - len(marker) - 16))
                 if end >= 0 and out.endswith(b"\n"):
                     code = int(out[end + len(marker) + 2:].strip() or b"-1")
-                    return RawExecResult(command, code, bytes(out[:end]), bytes(err), time.monotonic() - started)
+                    err_end = _await_stderr_marker(shell, err, marker, deadline)
+                    return RawExecResult(command, code, bytes(out[:end]), bytes(err[:err_end]), time.monotonic() - started)
                 if time.monotonic() > deadline:
                     self.drop()
                     return RawExecResult(command, None, bytes(out), bytes(err), time.monotonic() - started, timed_out=True)
@@ -74,3 +78,20 @@ class PersistentShell:
         channel, self._channel = self._channel, None
         if channel is not None:
             close_quietly("the device shell", channel.close, self.link.log)
+
+
+def _await_stderr_marker(shell: paramiko.Channel, err: bytearray, marker: bytes, deadline: float) -> int:
+    """Read stderr up to the command's end marker (every line the command wrote is then in `err`); where the
+    marker's line starts, or the end of what came when the deadline passed or the stream ended first."""
+    line = b"\n" + marker + b"\n"
+    while (found := err.rfind(line)) < 0:
+        if time.monotonic() > deadline:
+            return len(err)
+        try:
+            data = shell.recv_stderr(RECV_BYTES)
+        except TimeoutError:
+            continue
+        if not data:
+            return len(err)
+        err += data
+    return found

@@ -152,6 +152,18 @@ def test_persistent_shell_is_one_session_and_recovers_from_a_deadline(ssh_server
         assert len(host.sessions()) - before == 2  # type: ignore[attr-defined]
 
 
+def test_persistent_shell_returns_each_command_s_whole_stderr(ssh_server_factory: Callable[[], object],
+                                                               tmp_path: Path) -> None:
+    """sshd forwards a command's stdout and stderr from two pipes in no set order: a command's last stderr
+    line must still be in its own result (the step's one-line reason for exit 125 is there), never lost or
+    found in the next command's."""
+    host = ssh_server_factory()
+    with create_agent(host.spec("shell", tmp_path / "workdir")) as agent:  # type: ignore[attr-defined]
+        for i in range(100):
+            result = agent.exec_raw(f"echo out{i}; echo err{i} >&2; exit 125", 10, persistent=True)
+            assert (result.exit_code, result.stdout, result.stderr) == (125, f"out{i}\n".encode(), f"err{i}\n".encode())
+
+
 def test_adb_job_streams_artifacts_and_records_controls(adb_device: DeviceSpec, tmp_path: Path) -> None:
     options = RunOptions(runs=2, iterations=3, warmup=1, untraced_runs=1)
     result = run_job([adb_device], [parse_model_spec(CNN)], backend="xnnpack", options=options, out=tmp_path / "adb",
