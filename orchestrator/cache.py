@@ -13,8 +13,9 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from orchestrator.errors import UsageError
 
@@ -128,15 +129,17 @@ def write_text_atomic(path: Path, text: str, mode: int = 0o644) -> Path:
 
 def write_json_atomic(path: Path, data: object) -> Path:
     """JSON as JSON is: a non-finite number (a statistic with nothing to divide by) is written as null."""
-    return write_text_atomic(path, json.dumps(_finite(data), indent=2, sort_keys=True, default=str,
+    return write_text_atomic(path, json.dumps(finite_json(data), indent=2, sort_keys=True, default=str,
                                               allow_nan=False) + "\n")
 
 
-def _finite(value: object) -> object:
+def finite_json(value: Any) -> Any:
+    """A value as JSON can hold it: a non-finite number is None, tuples are lists; nothing else changes.
+    What etfarm writes as JSON (the manifest, the store, its own files) goes through it."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, Mapping):
+        return {k: finite_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
+        return [finite_json(v) for v in value]
     return value

@@ -40,6 +40,7 @@ from enum import Enum
 from functools import cache
 from typing import Any, TypeVar
 
+from orchestrator.cache import finite_json
 from orchestrator.config import is_plain_name
 
 T = TypeVar("T")
@@ -278,16 +279,7 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value
 
 
-def plain(value: Any) -> Any:
-    """A free-form value (device facts, a runner's extras) as JSON can hold it: a non-finite number is
-    None, tuples are lists; nothing else changes. What writes JSON (the manifest, the store) goes through it."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
+plain = finite_json  # a free-form value (device facts, a runner's extras) as JSON can hold it
 
 
 def _plain_mapping(value: Mapping[str, Any]) -> dict[str, Any]:
