@@ -29,7 +29,7 @@ trap 'kill "${hogs[@]}" 2>/dev/null' EXIT
 failed_rounds=0
 for round in $(seq "$rounds"); do
   log="$logdir/round-$round.log"
-  if .venv/bin/python -m pytest -q -p no:cacheprovider "${modules[@]}" >"$log" 2>&1; then
+  if .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "${modules[@]}" >"$log" 2>&1; then
     echo "round $round: passed ($(tail -1 "$log"))"
   else
     failed_rounds=$((failed_rounds + 1))
