@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -34,7 +34,7 @@ from orchestrator.errors import (
     one_line,
 )
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "program"]
 
 PROG = "etfarm"
 
@@ -107,15 +107,23 @@ def _register_commands() -> None:
         module.register(app)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Console entry point: one `error:` line per failure and the exit codes of the README."""
+def main(argv: list[str] | None = None, *, ending_program: bool = False) -> int:
+    """Run one command: one `error:` line per failure and the exit codes of the README.
+
+    `ending_program`: the process exits when this returns (the `etfarm` program, `program()`), so after an
+    interrupt the signal handlers are not handed back: see `interrupts`."""
     _register_commands()
-    with interrupts() as received:
+    with interrupts(ending_program=ending_program) as received:
         result = _run(argv)
     if result == EXIT_INTERRUPTED:
         how = received[0] if received else "KeyboardInterrupt, no signal"  # raised by a model's own code, say
         print(f"interrupted ({how}): what finished is kept", file=sys.stderr)
     return result
+
+
+def program() -> NoReturn:
+    """The `etfarm` program (console script and `python -m orchestrator.cli`): `main`, then exit with its code."""
+    sys.exit(main(ending_program=True))
 
 
 def _run(argv: list[str] | None) -> int:
@@ -149,12 +157,18 @@ STOPPING_GRACE_S = 30.0
 
 
 @contextlib.contextmanager
-def interrupts() -> Iterator[list[str]]:
+def interrupts(*, ending_program: bool = False) -> Iterator[list[str]]:
     """SIGTERM and SIGHUP end any command as Ctrl-C does (KeyboardInterrupt: what finished is kept, exit
     130), from its first line on (an export, a build, a report), not only while devices run; a signal
     ignored when etfarm started (nohup, a background job) stays ignored. Signals after the first, for
     STOPPING_GRACE_S, only say that etfarm is stopping: the stop (runners killed, manifest `interrupted`)
-    is not cut short. Yields the names of the signals received, for the one line that says so."""
+    is not cut short. Yields the names of the signals received, for the one line that says so.
+
+    `ending_program`: when a stop is under way as the block ends, the process is about to exit; handing
+    the previous handlers back would let a second Ctrl-C in its last lines (the final message, interpreter
+    shutdown) kill it by the signal or print a traceback instead of exit 130. So those signals are ignored
+    from there on. (Python resets its own handlers to the default at shutdown, so ignoring is the one way
+    that holds to the end.) Without it, as for in-process callers, the previous handlers always return."""
     received: list[str] = []
     if threading.current_thread() is not threading.main_thread():
         yield received
@@ -177,8 +191,9 @@ def interrupts() -> Iterator[list[str]]:
     try:
         yield received
     finally:
+        stopping = ending_program and bool(first)
         for sig, before in previous.items():
-            signal.signal(sig, before)
+            signal.signal(sig, signal.SIG_IGN if stopping else before)
 
 
 def _is_usage_error(exc: Exception) -> bool:

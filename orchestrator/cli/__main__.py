@@ -1,5 +1,3 @@
-import sys
+from orchestrator.cli import program
 
-from orchestrator.cli import main
-
-sys.exit(main())
+program()
