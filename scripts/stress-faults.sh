@@ -23,8 +23,9 @@ modules=(
   tests/integration/test_scale.py
   tests/integration/test_scale_probes.py
 )
+hog_count=${STRESS_HOGS:-$(nproc)}
 hogs=()
-for _ in $(seq "${STRESS_HOGS:-$(nproc)}"); do
+for _ in $(seq "$hog_count"); do
   ( while :; do :; done ) &
   hogs+=($!)
 done
@@ -39,5 +40,5 @@ for round in $(seq "$rounds"); do
     echo "round $round: FAILED: $(grep -E '^(FAILED|ERROR) ' "$log" | tr '\n' ' ')"
   fi
 done
-echo "$failed_rounds of $rounds round(s) failed with ${STRESS_HOGS:-$(nproc)} busy loop(s) on $(nproc) cores; logs in $logdir"
+echo "$failed_rounds of $rounds round(s) failed with $hog_count busy loop(s) on $(nproc) cores; logs in $logdir"
 [ "$failed_rounds" -eq 0 ]

@@ -208,7 +208,7 @@ def _converters(tp: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Ca
         return _finite, _finite, None
     if tp in (bool, int, str):
         return _identity, _checked(tp), None
-    return plain, _identity, None  # Any
+    return finite_json, _identity, None  # Any: a free-form value (device facts, a runner's extras)
 
 
 def _optional(inner: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Callable[[], Any] | None]:
@@ -279,11 +279,8 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value
 
 
-plain = finite_json  # a free-form value (device facts, a runner's extras) as JSON can hold it
-
-
 def _plain_mapping(value: Mapping[str, Any]) -> dict[str, Any]:
-    return typing.cast(dict[str, Any], plain(dict(value)))
+    return typing.cast(dict[str, Any], finite_json(dict(value)))
 
 
 def _shown(value: Any) -> str:

@@ -18,8 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+from orchestrator.cache import finite_json
 from orchestrator.errors import Blame, UsageError
-from orchestrator.run.codec import plain
 from orchestrator.run.results import (
     DeviceResult,
     DeviceStatus,
@@ -338,8 +338,8 @@ def _insert_device(conn: sqlite3.Connection, run_id: str, ordinal: int, device: 
 
 
 def _json(value: Mapping[str, Any] | Iterable[Any]) -> str:
-    """Free-form JSON text: a non-finite number is null (run/codec.py `plain`), never a bare NaN."""
-    return json.dumps(plain(value if isinstance(value, (dict, list)) else dict(value)),  # type: ignore[arg-type]
+    """Free-form JSON text: a non-finite number is null (cache.py `finite_json`), never a bare NaN."""
+    return json.dumps(finite_json(value if isinstance(value, (dict, list)) else dict(value)),  # type: ignore[arg-type]
                       allow_nan=False)
 
 

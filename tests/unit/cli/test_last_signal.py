@@ -36,17 +36,13 @@ def second_ctrl_c():
 
 cli._run = interrupted_command
 atexit.register(second_ctrl_c)
-{call}
+cli.program()
 """
 
 
-def _child(call: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", CHILD.format(call=call)], capture_output=True, text=True,
-                          timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-
-
 def test_a_signal_after_an_interrupted_program_returned_does_not_kill_it() -> None:
-    done = _child("cli.program()")
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=60,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert done.returncode == 130, (done.returncode, done.stderr)
     assert done.stderr.strip().splitlines()[-1] == "interrupted (Ctrl-C): what finished is kept", done.stderr
     assert "Traceback" not in done.stderr, done.stderr

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.cache import finite_json
 from orchestrator.errors import UsageError
-from orchestrator.run.codec import plain
 from orchestrator.store import open_store
 from orchestrator.store.db import Store, _json
 from orchestrator.store.ingest import read_run
@@ -42,4 +42,4 @@ def test_a_device_is_no_store(tmp_path: Path) -> None:
 def test_free_form_json_holds_no_nan() -> None:
     text = _json({"temp": math.nan, "nested": [math.inf, {"x": -math.inf}], "ok": 1.5})
     assert text == '{"temp": null, "nested": [null, {"x": null}], "ok": 1.5}'
-    assert plain((1.0, math.nan)) == [1.0, None]
+    assert finite_json((1.0, math.nan)) == [1.0, None]
