@@ -69,7 +69,9 @@ def compare(
     (Benjamini-Hochberg across ops). Regressed only when significant AND the interval lies above
     the threshold, raised to the noise floor when one is given (--noise-floor auto: per device
     and model, from the stored history of good runs of the same settings). A device or model
-    without data is `no-data`, never a regression; one without a baseline is `new`.
+    without data is `no-data`, never a regression; one without a baseline is `new`; sides that ran
+    with different settings (backend, iterations, warmup, threads) are `settings-differ`, never a
+    regression, and an interrupted or partial side is named `incomplete` (table, legend, JSON).
     Exit 0 no regression, 1 a regression (or wrong outputs in B), 2 usage error.
     """
     from orchestrator.report.output import check_target
