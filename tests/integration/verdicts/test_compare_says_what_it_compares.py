@@ -15,11 +15,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.integration.test_honest_exits import start, wait_for
 from tests.integration.verdicts.pinned import page_text
 
 REPO = Path(__file__).resolve().parents[3]
@@ -45,17 +45,11 @@ def interrupted_run(root: Path) -> Path:
     slow.write_text('#!/bin/sh\nsleep 1\nexec "$@"\n')
     slow.chmod(0o755)
     out = root / "interrupted"
-    job = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "run", "--config",
-                            str(inventory(root / "slow.yaml", root / "w-slow", slow)), "--devices", "board", "--model",
-                            TINY, "--runs", "8", "--iterations", "3", "--warmup", "1", "--untraced-runs", "0",
-                            "--no-store", "--no-report", "--out", str(out)], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True,
-                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    job = start("run", "--config", str(inventory(root / "slow.yaml", root / "w-slow", slow)), "--devices", "board",
+                "--model", TINY, "--runs", "8", "--iterations", "3", "--warmup", "1", "--untraced-runs", "0",
+                "--no-store", "--no-report", "--out", str(out))
     try:
-        deadline = time.monotonic() + 300
-        while not (out / "board" / "tiny_mlp" / "run-2" / "etdump.etdp").exists():
-            assert job.poll() is None and time.monotonic() < deadline, "the run never reached its run 2"
-            time.sleep(0.05)
+        wait_for(out / "board" / "tiny_mlp" / "run-2" / "etdump.etdp", job, timeout_s=300)
         job.send_signal(signal.SIGINT)
         _, stderr = job.communicate(timeout=60)
     finally:
