@@ -39,23 +39,30 @@ def inventory(path: Path, workdir: Path, exec_prefix: Path | None = None) -> Pat
     return path
 
 
-def interrupted_run(root: Path) -> Path:
-    """A run of 8 process runs (each starting a second late) stopped by SIGINT after its second."""
+def interrupted(root: Path, out: Path, second_run: Path, *args: str) -> str:
+    """`etfarm run --out OUT ARGS` on `board` with each process run starting a second late, stopped by SIGINT
+    once `second_run` (a path under OUT) exists; its stdout."""
     slow = root / "slow.sh"
     slow.write_text('#!/bin/sh\nsleep 1\nexec "$@"\n')
     slow.chmod(0o755)
-    out = root / "interrupted"
     job = start("run", "--config", str(inventory(root / "slow.yaml", root / "w-slow", slow)), "--devices", "board",
-                "--model", TINY, "--runs", "8", "--iterations", "3", "--warmup", "1", "--untraced-runs", "0",
-                "--no-store", "--no-report", "--out", str(out))
+                "--iterations", "3", "--warmup", "1", "--untraced-runs", "0", "--no-store", "--no-report",
+                "--out", str(out), *args)
     try:
-        wait_for(out / "board" / "tiny_mlp" / "run-2" / "etdump.etdp", job, timeout_s=300)
+        wait_for(out / second_run, job, timeout_s=300)
         job.send_signal(signal.SIGINT)
-        _, stderr = job.communicate(timeout=60)
+        stdout, stderr = job.communicate(timeout=120)
     finally:
         if job.poll() is None:
             job.kill()
     assert job.returncode == 130, stderr[-3000:]
+    return stdout
+
+
+def interrupted_run(root: Path) -> Path:
+    """A run of 8 process runs stopped by SIGINT after its second."""
+    out = root / "interrupted"
+    interrupted(root, out, Path("board/tiny_mlp/run-2/etdump.etdp"), "--model", TINY, "--runs", "8")
     return out
 
 
@@ -132,3 +139,17 @@ def test_a_nightly_against_a_named_baseline_of_another_backend_says_so(runs: dic
     assert pair["verdict"] == "settings-differ"
     assert pair["settings_differ"] == [{"setting": "backend", "a": "portable", "b": "xnnpack"}]
     assert "SETTINGS DIFFER" in (report / "latest.md").read_text()
+
+
+def test_ctrl_c_ends_ab_rounds_and_names_both_sides(tmp_path: Path) -> None:
+    """`run --ab --until-confident` stopped by Ctrl-C in its first job starts no further round (2 runs a side
+    are always inconclusive, so it would have), and its table names both sides incomplete."""
+    other = tmp_path / "other" / "tiny_mlp.py"
+    other.parent.mkdir()
+    other.write_text(Path(TINY.rsplit(":", 1)[0]).read_text())
+    out = tmp_path / "ab"
+    stdout = interrupted(tmp_path, out, Path("board/tiny_mlp-a/run-2/etdump.etdp"), "--ab", TINY, f"{other}:build",
+                         "--runs", "4", "--until-confident", "--max-runs", "16")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("ab")) == ["ab"]  # no ab-more1
+    row = next(line for line in stdout.splitlines() if line.startswith("board"))
+    assert "(A and B incomplete)" in row, stdout
