@@ -39,7 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.verdicts.compare import OpSamples, Side, SideRun, compare_jobs, compare_sides, side_from_job
+from orchestrator.verdicts.compare import Side, SideRun, compare_jobs, compare_sides, side_from_job
+from orchestrator.verdicts.op_samples import OpSamples
 from orchestrator.verdicts.statistics import VerdictSettings, decide, estimate
 from tests.helpers import verdicts_reference as reference
 
@@ -182,7 +183,7 @@ def etdump_reading() -> dict[str, float]:
     """Per-file cost of reading one nightly-shaped ETDump (100 iterations x 100 ops), x 2000 files."""
     import tempfile
 
-    from orchestrator.verdicts.compare import read_op_samples
+    from orchestrator.verdicts.op_samples import read_op_samples
     from tests.helpers.etdumps import Profile, Run, build_etdump
 
     events = [Profile(f"op{j % 7}", chain=0, instr=j, start=1000 * j, end=1000 * j + 500) for j in range(OPS)]

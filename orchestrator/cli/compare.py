@@ -69,15 +69,20 @@ def compare(
     (Benjamini-Hochberg across ops). Regressed only when significant AND the interval lies above
     the threshold, raised to the noise floor when one is given (--noise-floor auto: per device
     and model, from the stored history of good runs of the same settings). A device or model
-    without data is `no-data`, never a regression; one without a baseline is `new`.
+    without data is `no-data`, never a regression; one without a baseline is `new`; sides that ran
+    with different settings (backend, iterations, warmup, threads) are `settings-differ`, never a
+    regression, and an interrupted or partial side is named `incomplete` (table, legend, JSON).
     Exit 0 no regression, 1 a regression (or wrong outputs in B), 2 usage error.
     """
+    from orchestrator.report.output import check_target
     from orchestrator.report.verdicts import verdict_table
     from orchestrator.verdicts.baseline import compare_refs
     from orchestrator.verdicts.statistics import VerdictSettings
 
     if center not in ("mean", "fast"):
         raise UsageError(f"--center: {center!r}; choose mean or fast")
+    if html is not None:
+        check_target(html, "--html")  # before the comparison: a page that cannot be written is said at once
     auto, floor = parse_noise_floor(noise_floor)
     settings = VerdictSettings(
         threshold=threshold / 100.0, op_threshold=op_threshold / 100.0, noise_floor=floor, center=center,
@@ -86,25 +91,26 @@ def compare(
     comparison = compare_refs(a, b, settings, baseline=baseline, store=store, per_op=not no_ops)
     typer.echo(json.dumps(comparison.to_dict(), indent=2) if as_json else verdict_table(comparison))
     if html is not None:
-        written = write_ab_page(comparison, html, store)
+        written = write_ab_page(comparison, html, store, option="--html")
         if not as_json:
             typer.echo(f"report: {written}")
     raise typer.Exit(comparison.exit_code)
 
 
-def write_ab_page(comparison: Comparison, target: Path, store: Path | None, fmt: str = "html") -> Path:
-    """The A/B page of a comparison whose B is one run directory (what `compare --html` and `report --against` write)."""
+def write_ab_page(comparison: Comparison, target: Path, store: Path | None, fmt: str = "html",
+                  option: str = "--output") -> Path:
+    """The A/B page of a comparison whose B is one run directory (what `compare --html` and `report --against`
+    write); `option` is the flag that named `target`."""
     from orchestrator.report.comparison_output import RunInput, write_comparison
     from orchestrator.report.output import ReportFormat
 
     roots = list(dict.fromkeys(p.dir_b for p in comparison.pairs if p.dir_b is not None))
     if len(roots) != 1:
-        raise UsageError("--html: the comparison has no single run B to report on")
-    if not target.parent.is_dir():
-        raise UsageError(f"--html: directory {target.parent} does not exist")
+        raise UsageError(f"{option}: the comparison has no single run B to report on")
     bases = [p.dir_a for p in comparison.pairs if p.dir_a is not None]
     return write_comparison(comparison, [RunInput(roots[0])], ReportFormat(fmt), target,
-                            f"etfarm comparison: {comparison.b} against {comparison.a}", store, run_dirs=bases)
+                            f"etfarm comparison: {comparison.b} against {comparison.a}", store, run_dirs=bases,
+                            option=option)
 
 
 def parse_noise_floor(value: str, option: str = "--noise-floor") -> tuple[bool, float]:

@@ -41,7 +41,8 @@ def nightly(
     until 6 exist); the table's `noise floor` column says which floor each pair used.
 
     Exit 0 no regression; 1 a regression or wrong outputs; 3 nothing regressed but some device or
-    model could not be measured; 2 usage or plan error. The first night has no baseline: it passes
+    model could not be measured (a model whose code or export fails is that model's failure: the
+    others run); 2 usage or plan error, before anything runs. The first night has no baseline: it passes
     (verdict `new`) and becomes the baseline. With `--scheduler` (or the plan's `scheduler:`) the
     jobs run on the Dask farm (see `etfarm run --scheduler`).
     """
@@ -69,6 +70,8 @@ def nightly(
     comparison = outcome.comparison
     typer.echo(verdict_table(comparison))
     written = _night_pages(outcome, store, list(outcome.notes))
+    for failure in outcome.failures:
+        typer.echo(failure.note)
     for job in outcome.jobs:
         for device in job.job.devices:
             if device.status != "ok":
@@ -88,9 +91,9 @@ def _night_pages(outcome: Any, store: Path | None, notes: list[str]) -> list[Pat
     comparison = outcome.comparison
     runs = [RunInput(j.rundir.root, j.recorded, j.rows) for j in outcome.jobs]
     regressed = sum(1 for p in comparison.pairs if p.regressed)
-    title = f"etfarm nightly {outcome.jobs[0].job.run_id}: " + (f"{regressed} regressed" if regressed else "no regression")
+    title = f"etfarm nightly {outcome.night_id}: " + (f"{regressed} regressed" if regressed else "no regression")
     try:
-        written = write_night(comparison, runs, outcome.plan.report, f"nightly-{outcome.jobs[0].job.run_id}", title,
+        written = write_night(comparison, runs, outcome.plan.report, f"nightly-{outcome.night_id}", title,
                               store, outcome.confirmations, notes)
     except Exception as exc:  # noqa: BLE001 - the verdicts are decided and recorded; a page failure must not change them
         typer.echo(f"warning: nightly report not written ({type(exc).__name__}: {exc})", err=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.report.output import ReportFormat, guard_output, write_page, write_text
+from orchestrator.report.output import ReportFormat, check_target, guard_output, write_page, write_text
 from orchestrator.run.results import Job, load_manifest
 from orchestrator.verdicts.compare import Comparison
 
@@ -58,14 +58,16 @@ def comparison_page_of(comparison: Comparison, reports: Sequence[Report], title:
 
 
 def write_comparison(comparison: Comparison, runs: Sequence[RunInput], fmt: ReportFormat, target: Path, title: str,
-                     store: Path | None, run_dirs: Sequence[Path] = ()) -> Path:
-    """One A/B page into `target` (never over a run's own files: output.guard_output)."""
+                     store: Path | None, run_dirs: Sequence[Path] = (), option: str = "--output") -> Path:
+    """One A/B page into `target` (never over a run's own files: output.guard_output); `option` is the flag
+    that named it, for the one line a target that cannot be written gets."""
     if fmt not in (ReportFormat.HTML, ReportFormat.MD):
         raise ValueError(f"an A/B page is HTML or Markdown, not {fmt}")
-    guard_output(target, [*run_dirs, *(r.root for r in runs)])
+    check_target(target, option)
+    guard_output(target, [*run_dirs, *(r.root for r in runs)], option)
     reports = run_reports(runs, store, charts=True)
     page = comparison_page_of(comparison, reports, title, target.parent)
-    write_text(target, write_page(page, fmt, target, False, _charts(reports)))
+    write_text(target, write_page(page, fmt, target, False, _charts(reports)), option)
     return target
 
 

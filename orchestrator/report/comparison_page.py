@@ -42,13 +42,15 @@ from orchestrator.verdicts.llm_metrics import MetricVerdict
 from orchestrator.verdicts.statistics import Verdict
 
 TONE = {"regressed": "bad", "improved": "good", "unchanged": "good", "inconclusive": "warn", "no-data": "bad",
-        "new": "info"}
+        "new": "info", "settings-differ": "warn"}
+_NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.SETTINGS_DIFFER)
 VERDICT_METHODS = (
     "Verdicts (orchestrator/verdicts/statistics.py): the ratio B/A of each side's statistic over its per-process-run "
     "medians, its 95 % interval by hierarchical bootstrap over process runs, the p-value of a Mann-Whitney U test on "
     "the per-run medians (Benjamini-Hochberg across ops). regressed / improved: significant AND the whole interval "
     "beyond the threshold (raised to the noise floor); unchanged: the whole interval within the threshold; "
-    "inconclusive: anything else.",
+    "inconclusive: anything else. settings-differ: A and B ran with different settings (backend, iterations, "
+    "warmup, threads): their ratio is the settings', never a regression.",
     "Structure: per op group (an event's name without its #k), the number of events each run's stats.csv holds, and "
     "the modules its ops sit in.",
 )
@@ -109,7 +111,14 @@ def pair_sentence(view: ComparisonView, pair: PairVerdict) -> Text:
                          " by run ", code(confirmation.confirm_run))
     return text(name, ": ", verdict, " ", size, "baseline ", _baseline(view, pair), f" {interval(ci)} ({stat} "
                 f"{ms(est.median_a_ms)} -> {ms(est.median_b_ms)} ms, p {est.p_value:.3g}, {est.runs_a}/{est.runs_b} runs)",
-                *(text("; ", metric_clause(m, ci.level)) for m in pair.metrics), confirmed, ".")
+                *(text("; ", metric_clause(m, ci.level)) for m in pair.metrics), confirmed, _unlike_clause(pair), ".")
+
+
+def _unlike_clause(pair: PairVerdict) -> Text:
+    """What this pair does not compare like with like, in words ('' when nothing)."""
+    parts = ([f"settings differ: {', '.join(d.describe() for d in pair.differences)}"] if pair.differences else [])
+    parts += [f"incomplete {i.describe()}" for i in pair.incomplete]
+    return text(*(f"; {part}" for part in parts))
 
 
 def metric_clause(m: MetricVerdict, level: float) -> Text:
@@ -159,7 +168,7 @@ def _verdict_row(view: ComparisonView, pair: PairVerdict) -> tuple[Text, ...]:
 
 def op_verdicts_section(view: ComparisonView) -> Section:
     c = view.comparison
-    notable = [(p, o) for p in c.pairs for o in p.ops if o.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)]
+    notable = [(p, o) for p in c.pairs for o in p.ops if o.verdict in _NOTABLE]
     compared = sum(len(p.ops) for p in c.pairs)
     skipped = sum(p.ops_skipped for p in c.pairs)
     if not notable:
@@ -173,7 +182,8 @@ def op_verdicts_section(view: ComparisonView) -> Section:
     return Section(text("Per-op verdicts"), "op-verdicts", (
         Table(("device", "model", "op", "in your model", "verdict", "ratio B/A", "95% CI", "p (adjusted)"), rows,
               (False, False, False, False, False, True, True, True)),
-        Paragraph(text(muted(f"{len(notable)} of {compared} ops regressed or improved; {skipped} skipped."))),
+        Paragraph(text(muted(f"{len(notable)} of {compared} ops regressed or improved (or settings differ); "
+                             f"{skipped} skipped."))),
     ))
 
 

@@ -10,6 +10,7 @@ own report files (`report.*`, `charts/`).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 from enum import StrEnum
@@ -125,7 +126,21 @@ def write_page(page: Page, fmt: ReportFormat, target: Path | None, as_dir: bool,
     return render_markdown(page, CHART_DIR if as_dir else None)
 
 
-def guard_output(target: Path, run_dirs: Sequence[Path]) -> None:
+def check_target(target: Path, option: str = "--output") -> None:
+    """Refuse, before the work that fills it, a report file whose folder cannot take it: a folder that does not
+    exist, is a file, or is not ours to write in (read-only). One line naming `option`, the flag that named
+    the file, and what is wrong."""
+    folder = target.parent
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not existing.is_dir():
+        raise UsageError(f"{option} {target}: {existing} is a file, not a directory")
+    if existing != folder:
+        raise UsageError(f"{option} {target}: directory {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {target}: cannot write in {folder} (read-only, or not ours)")
+
+
+def guard_output(target: Path, run_dirs: Sequence[Path], option: str = "--output") -> None:
     """Refuse a target that would write over a run's own files (its manifest, stats.csv, ETDumps, ...): inside
     a run directory only the report's own files (report.*, charts/) may be written."""
     resolved = target.resolve()
@@ -138,7 +153,7 @@ def guard_output(target: Path, run_dirs: Sequence[Path]) -> None:
             continue
         if len(inside.parts) == 2 and inside.parts[0] == "charts":
             continue
-        raise UsageError(f"--output: {target} is inside run directory {run_dir}, and a report never writes over a "
+        raise UsageError(f"{option}: {target} is inside run directory {run_dir}, and a report never writes over a "
                          f"run's own files; write elsewhere, or to {root / 'report.<ext>'}")
 
 
@@ -150,15 +165,14 @@ def _target(output: Path, fmt: ReportFormat, as_dir: bool) -> Path:
     if as_dir:
         output.mkdir(parents=True, exist_ok=True)
         return output / f"report.{fmt.value}"
-    if not output.parent.is_dir():
-        raise UsageError(f"--output: directory {output.parent} does not exist")
+    check_target(output)
     return output
 
 
-def write_text(path: Path, text: str) -> None:
+def write_text(path: Path, text: str, option: str = "--output") -> None:
     from orchestrator.cache import write_text_atomic
 
     try:
         write_text_atomic(path, text)  # temp file, fsync, rename: a crash never leaves a torn report
     except OSError as exc:
-        raise UsageError(f"--output: cannot write {path}: {exc.strerror or exc}") from None
+        raise UsageError(f"{option}: cannot write {path}: {exc.strerror or exc}") from None

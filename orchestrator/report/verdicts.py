@@ -2,7 +2,9 @@
 
 Prints `verdicts.compare.Comparison` objects and computes nothing: every number and verdict is
 already in them. Per-op rows are shown for ops that are not `unchanged`/`inconclusive` (the
-regressions and improvements), so a table of hundreds of ops stays readable.
+regressions and improvements, and where the sides' settings differ, `settings-differ`), so a table
+of hundreds of ops stays readable. What a comparison does not compare like with like (sides of
+different settings, a side that is not whole) is said in the pair's verdict cell and in the legend.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
 from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, WINDOW
 from orchestrator.verdicts.statistics import Verdict, runs_for_significance
 
-_NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED)
+_NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.SETTINGS_DIFFER)
 
 
 def statistic_name(center: str) -> str:
@@ -44,6 +46,10 @@ def _pair_row(pair: PairVerdict) -> list[object]:
     verdict = pair.verdict.value.upper() if pair.verdict is Verdict.REGRESSED else pair.verdict.value
     if pair.verification_failed:
         verdict += " (outputs WRONG)"
+    unlike = [", ".join(d.setting for d in pair.differences)] if pair.differences else []
+    unlike += [f"{' and '.join(i.side for i in pair.incomplete)} incomplete"] if pair.incomplete else []
+    if unlike:  # what is not compared like with like (the legend says more)
+        verdict += f" ({'; '.join(unlike)})"
     est = pair.estimate
     floor = pair.noise.describe() if pair.noise else None
     if est is None:
@@ -93,7 +99,28 @@ def legend(comparison: Comparison) -> str:
             f"(Benjamini-Hochberg across {ops} ops; {skipped} skipped: unmatched or too fast to time); "
             f"thresholds {s.threshold:.0%} end to end, {s.op_threshold:.0%} per op"
             + (f", noise floor {s.noise_floor:.0%}" if s.noise_floor else "") + _auto_legend(s.auto_noise_floor)
-            + _too_few_runs(comparison))
+            + _too_few_runs(comparison) + _unlike(comparison))
+
+
+def _unlike(comparison: Comparison) -> str:
+    """Name what is not compared like with like: sides of different settings (their verdicts are
+    settings-differ, never a regression) and sides that are not whole (verdicts on the runs they have)."""
+    differ: dict[str, list[str]] = {}
+    incomplete: dict[str, list[str]] = {}
+    for pair in comparison.pairs:
+        where = f"{pair.device} {pair.model}"
+        if pair.differences:
+            differ.setdefault(", ".join(d.describe() for d in pair.differences), []).append(where)
+        for side in pair.incomplete:
+            incomplete.setdefault(side.describe(), []).append(where)
+    text = ""
+    if differ:
+        text += ("; SETTINGS DIFFER, so those verdicts are settings-differ, not regressions: "
+                 + "; ".join(f"{what} on {', '.join(pairs)}" for what, pairs in differ.items()))
+    if incomplete:
+        text += ("; INCOMPLETE side, its verdicts stand on the runs it has: "
+                 + "; ".join(f"{what} on {', '.join(pairs)}" for what, pairs in incomplete.items()))
+    return text
 
 
 def _too_few_runs(comparison: Comparison) -> str:

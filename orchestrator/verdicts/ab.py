@@ -6,6 +6,8 @@ both alike, and compares B against A per device, end to end and per op. With
 side are under `max_runs`, it runs another small job of `options.runs` ABBA rounds on those
 devices only and pools the process runs of every job (the simple way to add runs: a job is
 never reopened). Each extra job is a run directory beside the first, named `<first>-more<k>`.
+A job stopped by Ctrl-C or SIGTERM ends the rounds: the verdicts stand on what finished, and the
+table's legend names the sides as incomplete (likeness.py).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def run_ab(devices: Sequence[DeviceSpec], a: ModelSpec, b: ModelSpec, *, backend
                     config_file=config_file)]
     comparison = _compare(jobs, [d.name for d in devices], a.name, b.name, settings)
     budget = max(max_runs, options.runs)
-    while until_confident:
+    while until_confident and not jobs[-1].interrupted:  # Ctrl-C stops the rounds, not just the job
         undecided = {p.device for p in comparison.pairs
                      if p.verdict is Verdict.INCONCLUSIVE and p.estimate is not None
                      and min(p.estimate.runs_a, p.estimate.runs_b) + options.runs <= budget}

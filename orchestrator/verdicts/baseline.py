@@ -3,8 +3,8 @@
 `last-good` for one (device, model) of run B is the newest stored run, older than B, that
 - measured a model of the same NAME on the same device (by name, not by content hash: a
   changed model file is exactly what a nightly must catch),
-- with the same settings: backend, iterations, warmup and CPU threads, and for an LLM the same
-  prompt and generation length (the number of process runs may differ: the statistics account for it),
+- with the same settings (likeness.py: backend, iterations, warmup and CPU threads, and for an LLM the
+  same prompt and generation length; the number of process runs may differ: the statistics account for it),
 - where that device and model succeeded (every process run: a `partial` model is not a baseline, nor
   is a job that was interrupted or is still running) and its outputs were not wrong,
 - and that no verdict marked as regressed. Verdicts are recorded beside the run, in
@@ -25,28 +25,19 @@ import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from orchestrator.cache import write_json_atomic
 from orchestrator.errors import UsageError
-from orchestrator.run.llm_figures import generation_key
 from orchestrator.run.results import DeviceStatus, Job, JobStatus, ModelStatus, VerificationStatus, load_manifest
 from orchestrator.store import Store, open_store, resolve_run, store_path
 from orchestrator.verdicts.compare import Baseline, BaselineFinder, Comparison, compare_against, compare_jobs
+from orchestrator.verdicts.likeness import model_settings
 from orchestrator.verdicts.noise import MIN_JOBS, WINDOW, NoiseFinder, NoiseFloor, estimate_floor
 from orchestrator.verdicts.statistics import VerdictSettings, run_median
 
 VERDICTS_JSON = "verdicts.json"
 LAST_GOOD = "last-good"
 _SCAN_LIMIT = 200  # stored runs looked at per (device, model), newest first
-
-
-def settings_key(job: Job, model: str) -> tuple[Any, ...]:
-    """What must match for two runs of a model to be comparable."""
-    artifacts = job.model_artifacts(model)
-    backend = artifacts.backend if artifacts else job.config.backend
-    opts = job.config.options
-    return (backend, opts.iterations, opts.warmup, opts.cpu_threads, generation_key(job, model))
 
 
 def record_verdicts(run_dir: Path, comparison: Comparison) -> Path:
@@ -85,14 +76,14 @@ def good_history(store: Store, job_b: Job, device: str, model: str) -> Iterator[
 
     `last-good` is the first of them; the noise floor (noise.py) is estimated from the first
     `noise.WINDOW`."""
-    wanted = settings_key(job_b, model)
+    wanted = model_settings(job_b, model)
     for run in store.runs(model=model, device=device, limit=_SCAN_LIMIT):
         if run.run_id == job_b.run_id or run.started > job_b.started or run.run_dir is None:
             continue
         if not (run.run_dir / "manifest.json").is_file():
             continue
         job = load_manifest(run.run_dir)
-        if settings_key(job, model) == wanted and _good(run.run_dir, job, device, model):
+        if model_settings(job, model) == wanted and _good(run.run_dir, job, device, model):
             yield run.run_dir, job
 
 

@@ -3,7 +3,7 @@
 A `Side` is what one half of a comparison measured for one model on one device: its process
 runs (end-to-end samples from the results model, `ProcessRun.execute_ms` of the traced runs)
 and their per-op samples: read from each run's ETDump (`profiles.analysis_core.collect_samples`,
-numpy only) or given in memory (`OpSamples`). Sides come from run directories (`side_from_job`),
+numpy only: op_samples.py) or given in memory (`OpSamples`). Sides come from run directories (`side_from_job`),
 possibly pooled over several jobs (`pool`), so `compare A B`, `run --ab` (two models of one job)
 and `nightly` share one path. Every op of a pair is estimated in one batch (statistics.estimate_many).
 
@@ -16,7 +16,10 @@ adjusted together (Benjamini-Hochberg) within one (device, model) pair.
 A pair whose side has no data (the device failed, the model failed, no runs) gets the verdict
 `no-data` with the reason and who is to blame: an infrastructure failure is never a regression.
 So does a pair whose ETDumps cannot be read (corrupt, truncated, foreign): the other pairs of the
-comparison still get their verdicts. Per-op verdicts carry where the op is in the user's model
+comparison still get their verdicts. Sides that ran with different settings (backend, iterations,
+warmup, threads: likeness.py) are compared and the differences named, but their verdicts are
+`settings-differ`, never regressed or improved; a side that is not whole (an interrupted job, a
+partial model) is named beside its pair. Per-op verdicts carry where the op is in the user's model
 (module path and source line from B's stats.csv, with XNNPACK kernels mapped). Renderers only
 print these objects (report/verdicts.py, report/comparison_page.py).
 """
@@ -27,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from orchestrator.artifacts.generation import LlmRunFigures
 from orchestrator.errors import EXIT_OK, Blame, DataError, one_line
@@ -39,9 +42,19 @@ from orchestrator.run.results import (
     load_manifest,
 )
 from orchestrator.run.runner_contract import ETDUMP_NAME
+from orchestrator.verdicts.likeness import (
+    IncompleteSide,
+    SettingDifference,
+    Settings,
+    model_settings,
+    setting_differences,
+    side_gap,
+    unjudged,
+)
 from orchestrator.verdicts.llm_metrics import MetricVerdict, metric_verdicts
 from orchestrator.verdicts.locate import located, ops_where
 from orchestrator.verdicts.noise import NoiseFinder, NoiseFloor
+from orchestrator.verdicts.op_samples import OpKey, OpSamples, read_op_samples
 from orchestrator.verdicts.statistics import (
     Estimate,
     Verdict,
@@ -52,12 +65,8 @@ from orchestrator.verdicts.statistics import (
     estimate_many,
 )
 
-if TYPE_CHECKING:
-    from orchestrator.profiles.analysis_core import SampleSet
-
 EXIT_REGRESSION = 1
 DEFAULT_SETTINGS = VerdictSettings()
-_FRAMEWORK = ("Method::execute", "Method::init", "Program::load_method")
 
 
 @dataclass(frozen=True)
@@ -68,17 +77,6 @@ class SideRun:
     execute_ms: tuple[float, ...]
     etdump: Path | None
     llm: LlmRunFigures | None = None  # an LLM's generations: TTFT and decode verdicts (llm_metrics.py)
-
-
-OpKey = tuple[str, str, int]  # (event_block, event_name, occurrence of that name in the block)
-
-
-class OpSamples:
-    """Per-op samples of a side's runs, in memory: op -> (event_index, one array of samples per run),
-    ops in (block, index) order. Compared by identity (it keys the per-side cache)."""
-
-    def __init__(self, ops: dict[OpKey, tuple[int, list[Any]]]) -> None:
-        self.ops = ops
 
 
 @dataclass(frozen=True)
@@ -93,6 +91,8 @@ class Side:
     blame: Blame | None = None
     verification: VerificationStatus | None = None
     op_samples: OpSamples | None = None  # per-op samples in memory; None: read from the runs' ETDumps
+    settings: Settings = ()  # what it ran with (likeness.py); () unknown: compared with anything
+    incomplete: str | None = None  # why the side is not whole (an interrupted job, a partial model), if it is not
 
     @property
     def e2e(self) -> list[tuple[float, ...]]:
@@ -112,7 +112,8 @@ def side_from_job(root: str | Path, job: Job, device: str, model: str, labels: S
         return Side(job.run_id, device, model, missing=why, blame=blame)
     runs = tuple(_side_run(root, r.label, r.execute_ms, r.artifacts, r.llm) for r in result.traced_runs
                  if labels is None or r.label in labels)
-    return Side(job.run_id, device, model, runs, verification=_verification(result))
+    return Side(job.run_id, device, model, runs, verification=_verification(result),
+                settings=model_settings(job, model), incomplete=side_gap(job, device, model))
 
 
 def _side_run(root: Path, label: str, execute_ms: tuple[float, ...], artifacts: Sequence[str],
@@ -133,9 +134,11 @@ def pool(sides: Iterable[Side]) -> Side:
     if not with_data:
         return first
     fail = any(s.verification is VerificationStatus.FAIL for s in with_data)
+    gaps = [s.incomplete if len(sides) == 1 else f"{s.source}: {s.incomplete}" for s in with_data if s.incomplete]
     return Side("+".join(s.source for s in sides), first.device, first.model,
                 tuple(r for s in with_data for r in s.runs),
-                verification=VerificationStatus.FAIL if fail else with_data[-1].verification)
+                verification=VerificationStatus.FAIL if fail else with_data[-1].verification,
+                settings=with_data[0].settings, incomplete="; ".join(gaps) or None)
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,8 @@ class PairVerdict:
     dir_a: Path | None = None  # the run directories compared (for the structure diff and links; not serialised)
     dir_b: Path | None = None
     metrics: tuple[MetricVerdict, ...] = ()  # an LLM's TTFT and decode tokens/s (llm_metrics.py)
+    differences: tuple[SettingDifference, ...] = ()  # settings A and B ran with differently: verdict settings-differ
+    incomplete: tuple[IncompleteSide, ...] = ()  # sides that are not whole (interrupted, partial)
 
     @property
     def model(self) -> str:
@@ -199,7 +204,9 @@ class PairVerdict:
                 "reason": self.reason, "blame": self.blame.value if self.blame else None,
                 "verification_failed": self.verification_failed, "source_a": self.source_a,
                 "source_b": self.source_b, "noise_floor": self.noise.to_dict() if self.noise else None,
-                "metrics": [m.to_dict() for m in self.metrics], "ops": [o.to_dict() for o in self.ops]}
+                "metrics": [m.to_dict() for m in self.metrics],
+                "settings_differ": [d.to_dict() for d in self.differences],
+                "incomplete": [i.to_dict() for i in self.incomplete], "ops": [o.to_dict() for o in self.ops]}
 
 
 @dataclass(frozen=True)
@@ -248,7 +255,11 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
 
     `noise`: this pair's noise floor (e.g. from stored history); it replaces `settings.noise_floor`.
     The end-to-end floor widens the per-op threshold too: a job-level shift (processes landing in
-    a slower state) slows every op of the process alike, so per-op ratios carry it as well."""
+    a slower state) slows every op of the process alike, so per-op ratios carry it as well.
+
+    Sides that ran with different settings (likeness.py) get `settings-differ` instead of regressed or improved,
+    end to end, per op and per LLM metric (the end-to-end verdict whatever the outcome): the ratio is the
+    settings', not a regression."""
     if noise is None and settings.noise_floor:
         noise = NoiseFloor(settings.noise_floor, auto=False)
     if noise is not None:
@@ -256,7 +267,10 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
     threshold, op_threshold = settings.effective(settings.threshold), settings.effective(settings.op_threshold)
     base: dict[str, Any] = {"device": b.device, "model_a": a.model, "model_b": b.model, "threshold": threshold,
                             "op_threshold": op_threshold, "verification_failed": b.verification is VerificationStatus.FAIL,
-                            "source_a": a.source, "source_b": b.source, "noise": noise}
+                            "source_a": a.source, "source_b": b.source, "noise": noise,
+                            "differences": setting_differences(a.settings, b.settings),
+                            "incomplete": tuple(IncompleteSide(which, side.source, side.incomplete)
+                                                for side, which in ((a, "A"), (b, "B")) if side.incomplete)}
     for side, which in ((b, "B"), (a, "A")):  # the run under test first: its failure is the news
         if side.missing is not None:
             return PairVerdict(verdict=Verdict.NO_DATA, reason=f"{which} ({side.source}): {side.missing}",
@@ -272,6 +286,10 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
         return PairVerdict(verdict=Verdict.NO_DATA, reason=f"per-op samples unreadable: {one_line(str(exc))}",
                            blame=Blame.DATA, **base)
     metrics = metric_verdicts([r.llm for r in a.runs], [r.llm for r in b.runs], settings, threshold)
+    if base["differences"]:
+        verdict = Verdict.SETTINGS_DIFFER
+        ops = tuple(replace(o, verdict=unjudged(o.verdict)) for o in ops)
+        metrics = tuple(replace(m, verdict=unjudged(m.verdict)) for m in metrics)
     return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, metrics=metrics, **base)
 
 
@@ -300,46 +318,6 @@ def _per_op_runs(side: Side) -> dict[OpKey, tuple[int, list[Any]]]:
         return side.op_samples.ops
     paths = [r.etdump for r in side.runs if r.etdump is not None]
     return read_op_samples(paths).ops if paths else {}
-
-
-def read_op_samples(etdumps: Sequence[Path]) -> OpSamples:
-    """The per-op samples of process runs from their ETDumps, one run per file, in order."""
-    from orchestrator.profiles.analysis_core import collect_samples
-
-    return op_samples_of(collect_samples(etdumps, run_labels=list(range(len(etdumps)))))
-
-
-def op_samples_of(samples: SampleSet) -> OpSamples:
-    """Per-op samples from samples already read (one run per file of the set): every event but the
-    framework's, keyed by block, name and occurrence, in (block, index) order; a run in which an
-    event has no sample has no array for it."""
-    import numpy as np
-
-    if samples.duration_ms.size == 0:
-        return OpSamples({})
-    offsets = np.cumsum([0] + [len(events) for events in samples.block_events])
-    event = offsets[samples.block.astype(np.int64)] + samples.event_index  # unique per (block, index)
-    key = event * len(samples.run_labels) + samples.run
-    if key.max() < 1 << 16:
-        key = key.astype(np.uint16)  # numpy sorts 16-bit keys by radix: 3-4x faster
-    order = np.argsort(key, kind="stable")  # stable: samples keep their order within a run
-    key, event, duration = key[order], event[order], samples.duration_ms[order]
-    bounds = np.concatenate([[0], np.flatnonzero(np.diff(key) != 0) + 1, [key.size]]).tolist()
-    names = [(samples.block_keys[b], e.index, e.name) for b, events in enumerate(samples.block_events) for e in events]
-    out: dict[OpKey, tuple[int, list[Any]]] = {}
-    seen: dict[tuple[str, str], int] = {}
-    current = -1
-    for start, end in zip(bounds[:-1], bounds[1:], strict=True):
-        block, index, name = names[int(event[start])]
-        if name in _FRAMEWORK:
-            continue
-        if event[start] != current:  # a new event: the next occurrence of its name in the block
-            current = int(event[start])
-            occurrence = seen[(block, name)] = seen.get((block, name), -1) + 1
-            runs: list[Any] = []
-            out[(block, name, occurrence)] = (index, runs)
-        runs.append(duration[start:end])
-    return OpSamples(out)
 
 
 Baseline = tuple[Path, Job]  # a run directory and its results model

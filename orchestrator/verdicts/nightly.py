@@ -5,9 +5,17 @@ backends run as one job per backend. Each job is recorded in the results store; 
 (DIR/verdicts.json), which is what makes a regressed night never the next night's baseline.
 The first night has no baseline: its pairs are `new`, it passes and becomes the baseline.
 
+A night measures everything it can. The plan itself is checked before anything runs (keys, values, model
+specs that resolve to files, unique names, backends, devices, a named baseline): a bad plan is a usage error
+(exit 2). What only running a model's code can show (its import or factory raises, its lowering fails, its
+program cannot be loaded) is that model's failure: each model is exported and its program checked on its
+own before its job, and one that fails is left out of the job, its (device, model) pairs `no-data` with the
+exporter's reason in one line (`ModelFailure`); the other models run and are judged.
+
 Exit code (`NightlyOutcome.exit_code`): 130 when Ctrl-C or SIGTERM stopped a job (what finished is
 recorded as `interrupted`, which is never a baseline, and no verdict is computed from it); else 1 a
-regression or wrong outputs; else 3 when some device or model could not be measured (no-data); else 0.
+regression or wrong outputs; else 3 when some device or model could not be measured (no-data: a device
+that failed, a model that could not be exported); else 0.
 """
 
 from __future__ import annotations
@@ -17,7 +25,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import EXIT_INTERRUPTED, ConfigError, EtfarmError, UsageError
+from orchestrator.errors import (
+    EXIT_INTERRUPTED,
+    Blame,
+    ConfigError,
+    EtfarmError,
+    ModelSpecError,
+    UsageError,
+    blame_of,
+    one_line,
+)
 from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult, run_job
 from orchestrator.store import Store
@@ -28,10 +45,34 @@ from orchestrator.verdicts.baseline import (
     named_finder,
     record_verdicts,
 )
-from orchestrator.verdicts.compare import Comparison, compare_against
+from orchestrator.verdicts.compare import Comparison, PairVerdict, compare_against
 from orchestrator.verdicts.nightly_plan import NightlyPlan
+from orchestrator.verdicts.statistics import Verdict
 
 EXIT_NIGHTLY_UNMEASURED = 3
+
+
+@dataclass(frozen=True)
+class ModelFailure:
+    """A plan model that could not be exported or loaded: that model's failure, not the night's."""
+
+    model: str
+    spec: str
+    backend: str
+    reason: str  # the exporter's error, one line
+    blame: Blame
+
+    @property
+    def note(self) -> str:
+        return f"model {self.model} ({self.spec}, {self.backend}) NOT MEASURED: {self.reason}"
+
+    def pairs(self, devices: Sequence[str]) -> tuple[PairVerdict, ...]:
+        """Its (device, model) pairs: no data, never a regression (the night exits 3 for them)."""
+        why = f"not exported ({self.backend}): {self.reason}"
+        return tuple(PairVerdict(d, self.model, self.model, Verdict.NO_DATA, reason=why, blame=self.blame)
+                     for d in devices)
+
+
 @dataclass(frozen=True)
 class Confirmation:
     """A (device, model) a night found regressed, run again at once: whether the second job showed it too."""
@@ -56,11 +97,13 @@ class Confirmation:
 @dataclass(frozen=True)
 class NightlyOutcome:
     plan: NightlyPlan
+    night_id: str  # the first job's run id (a fresh one when no model could be exported): the night's page name
     jobs: tuple[JobResult, ...]
     comparison: Comparison
     notes: tuple[str, ...] = field(default_factory=tuple)
     confirmations: tuple[Confirmation, ...] = ()
     interrupted: bool = False  # Ctrl-C or SIGTERM stopped a job: no verdicts from partial data (exit 130)
+    failures: tuple[ModelFailure, ...] = ()  # models that could not be exported: their pairs are no-data
 
     @property
     def exit_code(self) -> int:
@@ -83,9 +126,14 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     for them. A false alarm then needs two outlier jobs in a row; a real regression shows twice."""
     if plan.baseline != LAST_GOOD:
         named_finder(store, plan.baseline)  # a baseline that names nothing is refused before any job runs
-    run = _farm_runner(plan, farm, progress) if farm is not None else _host_runner(plan, config, progress)
+    run, own_runtimes = _farm_runner(plan, farm, progress) if farm is not None else _host_runner(plan, config, progress)
     jobs: list[JobResult] = []
-    for backend, specs in _plan_specs(plan).items():
+    failures: list[ModelFailure] = []
+    for backend, planned in _plan_specs(plan).items():
+        specs, lost = _exportable(planned, backend, own_runtimes, progress)
+        failures += lost
+        if not specs:
+            continue
         plan.out.mkdir(parents=True, exist_ok=True)
         jobs.append(run(specs, backend, *_new_dir(plan.out), list(plan.devices)))
         _record(store, jobs[-1])
@@ -113,9 +161,38 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
                 notes.append(confirmations[-1].note)
             part = replace(part, pairs=tuple(second.get((p.device, p.model), p) if p.regressed else p for p in part.pairs))
         pairs += part.pairs
-    ids = "+".join(j.job.run_id for j in (*jobs, *again_jobs))
-    return NightlyOutcome(plan, (*jobs, *again_jobs), Comparison(plan.baseline, ids, plan.settings, tuple(pairs)),
-                          tuple(notes), tuple(confirmations))
+    pairs += [p for failure in failures for p in failure.pairs(plan.devices)]
+    notes += [failure.note for failure in failures]
+    ids = "+".join(j.job.run_id for j in (*jobs, *again_jobs)) or "nothing measured"
+    return NightlyOutcome(plan, _night_id(jobs), (*jobs, *again_jobs),
+                          Comparison(plan.baseline, ids, plan.settings, tuple(pairs)), tuple(notes),
+                          tuple(confirmations), failures=tuple(failures))
+
+
+def _exportable(specs: Sequence[Any], backend: str, own_runtimes: bool, progress: Progress) -> tuple[list[Any],
+                                                                                                    list[ModelFailure]]:
+    """The specs whose model exports and whose program loads, and the failures of the others, each exported on
+    its own (the job exports them again: a cache hit). `own_runtimes`: every device runs the user's own
+    ExecuTorch, which may have the llama:: custom ops (run/job.own_runtimes)."""
+    from orchestrator.artifacts.lowering import export_model
+    from orchestrator.artifacts.pte_info import check_program
+
+    good, failed = [], []
+    for spec in specs:
+        try:
+            check_program(export_model(spec, backend, log=progress).pte, custom_ops=own_runtimes)
+        except EtfarmError as exc:  # the model's own failure; a KeyboardInterrupt still stops the night
+            failed.append(ModelFailure(spec.name, spec.text, backend, one_line(str(exc)), blame_of(exc)))
+            progress(f"{failed[-1].note}; the other models run")
+        else:
+            good.append(spec)
+    return good, failed
+
+
+def _night_id(jobs: Sequence[JobResult]) -> str:
+    from orchestrator.run.rundir import new_run_id
+
+    return jobs[0].job.run_id if jobs else new_run_id()
 
 
 def _plan_specs(plan: NightlyPlan) -> dict[str, list[Any]]:
@@ -129,7 +206,7 @@ def _plan_specs(plan: NightlyPlan) -> dict[str, list[Any]]:
         try:
             jobs[backend] = parse_model_specs([m.spec for m in models], [m.name for m in models],
                                               hint="list each model once, or give each its own name")
-        except UsageError as exc:
+        except (UsageError, ModelSpecError) as exc:  # a spec that names no file, two models of one name
             raise ConfigError(plan.path, "models", str(exc)) from None
     return jobs
 
@@ -139,7 +216,8 @@ def _interrupted(plan: NightlyPlan, jobs: Sequence[JobResult]) -> NightlyOutcome
     no verdict is computed from the partial data."""
     ids = "+".join(j.job.run_id for j in jobs)
     notes = tuple(f"run {j.job.run_id}: {j.rundir.root}" + (" (interrupted)" if j.interrupted else "") for j in jobs)
-    return NightlyOutcome(plan, tuple(jobs), Comparison(plan.baseline, ids, plan.settings, ()), notes, interrupted=True)
+    return NightlyOutcome(plan, _night_id(jobs), tuple(jobs), Comparison(plan.baseline, ids, plan.settings, ()), notes,
+                          interrupted=True)
 
 
 def _compare(plan: NightlyPlan, store: Store, result: JobResult) -> Comparison:
@@ -177,22 +255,29 @@ def _record(store: Store, result: JobResult) -> None:
 JobRunner = Callable[[list[Any], str, Path, str, list[str]], JobResult]  # (specs, backend, out, run id, devices) -> the job
 
 
-def _host_runner(plan: NightlyPlan, config: Path | None, progress: Progress) -> JobRunner:
+def _host_runner(plan: NightlyPlan, config: Path | None, progress: Progress) -> tuple[JobRunner, bool]:
+    """The runner of the night's jobs on this host, and whether every device runs the user's own runtime."""
     from orchestrator.config import load_inventory
 
     inventory = load_inventory(plan.config or config)
-    inventory.select(list(plan.devices))  # every device of the plan is known before anything runs
-    return lambda specs, backend, out, run_id, devices: run_job(inventory.select(devices), specs, backend=backend,
-                                                                options=plan.options(), out=out, progress=progress,
-                                                                config_file=inventory.path, run_id=run_id)
+    devices = inventory.select(list(plan.devices))  # every device of the plan is known before anything runs
+    def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str]) -> JobResult:
+        return run_job(inventory.select(names), specs, backend=backend, options=plan.options(), out=out,
+                       progress=progress, config_file=inventory.path, run_id=run_id)
+
+    return run, bool(devices) and all(d.runtime for d in devices)
 
 
-def _farm_runner(plan: NightlyPlan, farm: Any, progress: Progress) -> JobRunner:
+def _farm_runner(plan: NightlyPlan, farm: Any, progress: Progress) -> tuple[JobRunner, bool]:
+    """The runner of the night's jobs on the farm; its workers' runtimes are not known until the job runs, so
+    a program needing the llama:: custom ops is left to the job to refuse."""
     from orchestrator.farm.client import run_distributed
 
-    return lambda specs, backend, out, run_id, devices: run_distributed(devices, specs, backend=backend,
-                                                                        options=plan.options(), out=out,
-                                                                        progress=progress, farm=farm, run_id=run_id)
+    def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str]) -> JobResult:
+        return run_distributed(names, specs, backend=backend, options=plan.options(), out=out, progress=progress,
+                               farm=farm, run_id=run_id)
+
+    return run, True
 
 
 def _new_dir(root: Path) -> tuple[Path, str]:

@@ -22,7 +22,9 @@ The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly 
     gen_len: [32, 128]
 
 Relative paths are taken from the current directory, as on the command line. A bad plan is a
-ConfigError naming the file and the key (exit 2).
+ConfigError naming the file and the key (exit 2), before anything runs: unknown keys, bad values, an
+unknown backend, a model spec that resolves to no file or module, two models of one name (nightly.py).
+A model whose code or export fails is not a bad plan: it is that model's failure, the others run.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orchestrator.artifacts.lowering import BACKENDS
 from orchestrator.errors import ConfigError
 from orchestrator.run.limits import LIMITS
 from orchestrator.run.results import RunOptions
@@ -99,7 +102,7 @@ def load_plan(path: Path) -> NightlyPlan:
     for key in ("devices", "models", "report"):
         if data.get(key) in (None, "", []):
             raise ConfigError(path, key, "required")
-    backend = _text(path, "backend", data.get("backend", "xnnpack"))
+    backend = _backend(path, "backend", data.get("backend", "xnnpack"))
     report = _folder(path, "report", data["report"])
     return NightlyPlan(
         path=Path(path), devices=_devices(path, data["devices"]), models=_models(path, data["models"], backend),
@@ -148,6 +151,13 @@ def _text(path: Path, key: str, value: Any) -> str:
     return value.strip()
 
 
+def _backend(path: Path, key: str, value: Any) -> str:
+    backend = _text(path, key, value)
+    if backend not in BACKENDS:
+        raise ConfigError(path, key, f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    return backend
+
+
 def _devices(path: Path, value: Any) -> tuple[str, ...]:
     items = value.split(",") if isinstance(value, str) else value
     if not isinstance(items, list):
@@ -172,7 +182,7 @@ def _models(path: Path, value: Any, backend: str) -> tuple[PlanModel, ...]:
         if "spec" not in item:
             raise ConfigError(path, f"{where}.spec", "required")
         out.append(PlanModel(_text(path, f"{where}.spec", item["spec"]),
-                             _text(path, f"{where}.backend", item.get("backend", backend)),
+                             _backend(path, f"{where}.backend", item.get("backend", backend)),
                              _text(path, f"{where}.name", item["name"]) if item.get("name") is not None else None))
     return tuple(out)
 

@@ -76,6 +76,7 @@ class Verdict(StrEnum):
     INCONCLUSIVE = "inconclusive"
     NO_DATA = "no-data"  # nothing to compare (a device or model failed): infrastructure, not a regression
     NEW = "new"  # no baseline yet (first night): passes, and this run becomes the baseline
+    SETTINGS_DIFFER = "settings-differ"  # A and B ran with different settings (verdicts/likeness.py): no judgement
 
 
 @dataclass(frozen=True)

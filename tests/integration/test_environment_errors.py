@@ -156,6 +156,9 @@ CASES = [  # (id, argv from the inputs folder, what the one line must say)
     ("plan-baseline-names-nothing", lambda p: ["nightly", "--plan", f"{p}/bogus-baseline.json", "--store", f"{p}/s.db"],
      "baseline 'no-such-run': neither a run directory nor a stored run id"),
     ("factory-closes-stdout", lambda p: ["export", f"{p}/closes.py:build"], "build() must return"),
+    # issue 31: the flag is named, and a file is never said not to exist
+    ("compare-html-under-a-file", lambda p: ["compare", f"{p}/finished", f"{p}/finished", "--html", f"{p}/a-file/ab.html"],
+     "--html {p}/a-file/ab.html: {p}/a-file is a file, not a directory"),
 ]
 
 
@@ -202,6 +205,10 @@ def test_read_only_run_directories_are_one_line(finished_run: Path, tmp_path: Pa
     one_error(etfarm("report", str(run), "--format", "md", "--output", str(shared / "sub") + "/"), str(shared / "sub"))
     one_error(etfarm("numerics", str(run)), f"etfarm numerics {run}: cannot write in it (Read-only file system)")
     one_error(etfarm("run", "--resume", str(run)), f"--resume {run}: cannot write in it (Read-only file system)")
+    page = shared / "ab.html"  # the A/B page: said before comparing, naming --html (was: `--output: cannot write`)
+    result = etfarm("compare", str(finished_run), str(finished_run), "--html", str(page))
+    one_error(result, f"--html {page}: cannot write in {shared} (read-only, or not ours)")
+    assert result.stdout == ""
 
 
 def test_a_store_on_a_read_only_mount_can_be_read(finished_run: Path, tmp_path: Path,

@@ -1,9 +1,12 @@
-"""What the real-run verdict tests share: the `local` device pinned to core 1 and the deep MLP at two depths."""
+"""What the real-run verdict tests share: the `local` device pinned to core 1, the deep MLP at two depths, and
+an HTML page's words as a reader sees them."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 
 import yaml
@@ -33,3 +36,10 @@ def mlp_variants(root: Path) -> dict[str, Path]:
         models[kind] = root / kind / "mlp.py"
         models[kind].write_text(MODEL.read_text().replace("DEPTH = 40", f"DEPTH = {depth}"))
     return models
+
+
+def page_text(path: Path) -> str:
+    """The words of an HTML page, tags and styles gone, spaced as written ("( 1.2 )" -> "(1.2)")."""
+    body = re.sub(r"<style>.*?</style>", "", path.read_text(), flags=re.DOTALL)
+    words = " ".join(unescape(re.sub(r"<[^>]+>", " ", body)).split())
+    return re.sub(r"([(\[]) | ([:;,.)\]])", lambda m: m.group(1) or m.group(2), words)

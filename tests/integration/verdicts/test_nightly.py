@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.inventory import write_inventory
+from tests.integration.verdicts.pinned import page_text
 
 SCREENSHOT_KEEP = "ETFARM_NIGHTLY_SCREENSHOT"  # copy the regressed night's screenshot there, to look at it
 
@@ -73,7 +74,7 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     assert "none (1 of 6 runs)" in (report / "latest.md").read_text()
     repeat_id = verdicts["pairs"][0]["source_b"]  # the night's job (or its confirmation, had it been flagged)
     night_page = report / f"nightly-{verdicts['b'].split('+')[0]}.html"
-    assert f"pinned mlp: {verdicts['pairs'][0]['verdict']}" in _page_text(night_page)
+    assert f"pinned mlp: {verdicts['pairs'][0]['verdict']}" in page_text(night_page)
     assert 'class="badge good">fastest<' not in night_page.read_text()  # no winner named
 
     model.write_text(MODEL.read_text().replace("DEPTH = 40", "DEPTH = 80"))  # same name, twice the depth
@@ -103,15 +104,6 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     assert pinned["source_a"] == repeat_id  # the last good night, not the regressed one
 
 
-def _page_text(path: Path) -> str:
-    import re
-    from html import unescape
-
-    body = re.sub(r"<style>.*?</style>", "", path.read_text(), flags=re.DOTALL)
-    words = " ".join(unescape(re.sub(r"<[^>]+>", " ", body)).split())
-    return re.sub(r"([(\[]) | ([:;,.)\]])", lambda m: m.group(1) or m.group(2), words)  # "( 1.2 )" as written
-
-
 def _the_regressed_page_in_chromium(report: Path, work: Path, baseline: str) -> None:
     """Three nights, three HTML pages (the confirmation job has none of its own); the regressed one, rendered by
     headless Chromium offline, opens with the verdict, the ratio, the baseline run and the confirmation."""
@@ -129,7 +121,7 @@ def _the_regressed_page_in_chromium(report: Path, work: Path, baseline: str) -> 
         shutil.copy(page.screenshot, os.environ[SCREENSHOT_KEEP])
     assert page.probe["fetched"] == [] and page.console == [] and page.probe_logged
     assert page.screenshot.stat().st_size > 50_000 and page.probe["width"] <= 1280
-    text = _page_text(pages[-1])
+    text = page_text(pages[-1])
     opening = text[text.index("Verdicts"):text.index("Per-op verdicts")]
     found = re.search(r"pinned mlp: regressed (\d+\.\d+)x slower than baseline (\S+) \[(\d+\.\d+), (\d+\.\d+)\]", opening)
     assert found, opening
@@ -148,4 +140,4 @@ def _the_ab_page_is_one_page(report: Path, work: Path, baseline: str, env: dict[
     against = etfarm("report", str(b), "--against", str(a), "--output", str(second), env=env)
     assert against.returncode == 0 and f"report: {second}" in against.stdout, against.stderr
     assert first.read_bytes() == second.read_bytes()
-    assert "regressed" in _page_text(first)
+    assert "regressed" in page_text(first)

@@ -6,9 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from orchestrator.errors import UsageError
 from orchestrator.report.output import (
     REPORT_HTML,
     ReportFormat,
+    check_target,
     write_report,
     write_run_report,
 )
@@ -61,7 +65,7 @@ def test_report_command_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     for args, message in ((["report", str(tmp_path / "nope")], "neither a run directory nor"),
                           (["report", str(run), "--baseline", "zz"], "--baseline: device 'zz' is not in run"),
                           (["report", str(run), "-f", "json", "-o", str(tmp_path / "no" / "x.json")],
-                           "--output: directory")):
+                           f"--output {tmp_path / 'no' / 'x.json'}: directory {tmp_path / 'no'} does not exist")):
         result = etfarm(*args)
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
 
@@ -104,3 +108,16 @@ def test_report_never_writes_over_the_runs_own_files(tmp_path: Path) -> None:
     assert etfarm("report", str(run), "--output", str(run / "report.md"), "--format", "md").returncode == 0
     assert etfarm("report", str(run), "--output", f"{run}/", "--format", "md").returncode == 0
     assert (run / "report.md").is_file()
+
+
+def test_a_report_file_whose_folder_cannot_take_it_is_one_line_naming_its_flag(tmp_path: Path) -> None:
+    """`compare --html` said `--output`, and `directory X does not exist` of a file X that exists."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    for target, problem in ((notes / "page.html", f"{notes} is a file, not a directory"),
+                            (notes / "deeper" / "page.html", f"{notes} is a file, not a directory"),
+                            (tmp_path / "gone" / "page.html", f"directory {tmp_path / 'gone'} does not exist")):
+        with pytest.raises(UsageError) as err:
+            check_target(target, "--html")
+        assert str(err.value) == f"--html {target}: {problem}"
+    check_target(tmp_path / "page.html", "--html")  # a folder that exists and is ours: fine

@@ -42,9 +42,10 @@ class FakeJobResult:
     rundir: FakeRundir
     job: Job
     exit_code: int = 0
+    interrupted: bool = False
 
 
-def fake_run_job(calls: list[dict[str, Any]], rng: np.random.Generator) -> Any:
+def fake_run_job(calls: list[dict[str, Any]], rng: np.random.Generator, interrupt: bool = False) -> Any:
     def run_job(devices: list[DeviceSpec], specs: list[Any], *, options: RunOptions, out: Path | None, **_: Any) -> Any:
         calls.append({"devices": [d.name for d in devices], "models": [s.name for s in specs], "options": options})
         results = []
@@ -55,10 +56,10 @@ def fake_run_job(calls: list[dict[str, Any]], rng: np.random.Generator) -> Any:
                              for k in range(1, options.runs + 1))
                 models.append(ModelResult(spec.name, ModelStatus.OK, runs))
             results.append(DeviceResult(device.name, "local", "host", DeviceStatus.OK, models=tuple(models)))
-        job = Job(f"job{len(calls)}", JobStatus.OK, "2026-11-22T00:00:00+0000",
+        job = Job(f"job{len(calls)}", JobStatus.INTERRUPTED if interrupt else JobStatus.OK, "2026-11-22T00:00:00+0000",
                   JobConfig(tuple(d.name for d in devices), tuple(s.text for s in specs), "xnnpack", options),
                   devices=tuple(results))
-        return FakeJobResult(FakeRundir(out or Path(f"/nonexistent/job{len(calls)}")), job)
+        return FakeJobResult(FakeRundir(out or Path(f"/nonexistent/job{len(calls)}")), job, interrupted=interrupt)
 
     return run_job
 
@@ -94,3 +95,20 @@ def test_the_same_spec_twice_is_a_usage_error(tmp_path: Path) -> None:
     spec = model_file(tmp_path / "mlp.py")
     with pytest.raises(UsageError, match="same spec"):
         ab.ab_specs(spec, spec)
+
+
+def test_an_interrupted_job_ends_the_rounds_and_its_sides_are_named(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    """Ctrl-C stops the A/B job: no further --until-confident job starts, and each pair says its sides are
+    incomplete instead of giving a verdict without a word."""
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(ab, "run_job", fake_run_job(calls, np.random.default_rng(0), interrupt=True))
+    devices = [DeviceSpec(name, "local", "host", str(tmp_path)) for name in LEVELS]
+    spec, other = model_file(tmp_path / "mlp.py"), model_file(tmp_path / "other" / "mlp.py")
+    outcome = ab.run_ab(devices, spec, other, backend="xnnpack", options=RunOptions(runs=4), out=tmp_path / "ab",
+                        progress=Progress(quiet=True), settings=VerdictSettings(resamples=200),
+                        until_confident=True, max_runs=16)
+    assert len(calls) == 1  # pixel8 stays undecided on 4 runs, and still no second job starts
+    for pair in outcome.comparison.pairs:
+        assert [(i.side, i.source) for i in pair.incomplete] == [("A", "job1"), ("B", "job1")]
+        assert "its job was interrupted" in pair.incomplete[0].why

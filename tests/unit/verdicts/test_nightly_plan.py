@@ -50,6 +50,8 @@ def test_noise_floor_is_auto_by_default_or_a_percentage(tmp_path: Path) -> None:
     ("devices: [a]\nmodels: [m.py:build]\nreport: r\nthreshold: lots\n", "threshold: expected a percentage"),
     ("devices: [a]\nmodels: [{backend: portable}]\nreport: r\n", "models[0].spec: required"),
     ("devices: [a]\nmodels: [{spec: m.py:build, colour: red}]\nreport: r\n", "models[0].colour: unknown key"),
+    ("devices: [a]\nmodels: [m.py:build]\nreport: r\nbackend: vulkan\n", "backend: unknown backend 'vulkan'"),
+    ("devices: [a]\nmodels: [{spec: m.py:build, backend: xnnpak}]\nreport: r\n", "models[0].backend: unknown backend"),
     ("- just\n- a list\n", "a plan is a mapping"),
     ("devices: [a\n", "not valid YAML"),
     ("devices: [a]\nmodels: [m.py:build]\nreport: r\nnoise_floor: lots\n", "noise_floor: expected auto or a percentage"),

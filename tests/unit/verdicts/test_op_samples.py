@@ -1,4 +1,4 @@
-"""verdicts/compare.read_op_samples: per-op samples read with numpy equal what the pandas path gave."""
+"""verdicts/op_samples.read_op_samples: per-op samples read with numpy equal what the pandas path gave."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.verdicts.compare import read_op_samples
+from orchestrator.verdicts.op_samples import read_op_samples
 from tests.helpers import verdicts_reference as reference
 from tests.helpers.etdumps import Profile, Run, build_etdump, typical_runs
 
