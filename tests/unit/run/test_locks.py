@@ -242,3 +242,10 @@ def test_a_wait_is_said_when_it_begins_when_the_holder_changes_and_every_interva
     now[0] += 31
     unbounded.report("a", "x")
     assert said[-1] == "still waiting (31 s so far) for x" and not unbounded.expired()
+
+
+def test_the_readme_states_how_often_a_wait_is_reported() -> None:
+    from orchestrator.run import locks
+    from tests.helpers.readme import lock_wait_report_s
+
+    assert locks.LOCK_WAIT_REPORT_SEC == lock_wait_report_s()
