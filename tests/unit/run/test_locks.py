@@ -248,4 +248,4 @@ def test_the_readme_states_how_often_a_wait_is_reported() -> None:
     from orchestrator.run import locks
     from tests.helpers.readme import lock_wait_report_s
 
-    assert locks.LOCK_WAIT_REPORT_SEC == lock_wait_report_s()
+    assert lock_wait_report_s() == locks.LOCK_WAIT_REPORT_SEC
