@@ -44,7 +44,7 @@ class LocalAgent(DeviceAgent):
     transport = "local"
 
     def _connect(self, timeout_s: float) -> None:
-        Path(self.spec.workdir).mkdir(parents=True, exist_ok=True)
+        pass  # nothing to open; the workdir is made and checked by `check_workdir`, as on every transport
 
     def _exec_raw(self, command: str, timeout_s: float, max_bytes: int) -> RawExecResult:
         result, out, err = procs.run_bytes(["sh", "-c", command], timeout_s=timeout_s)

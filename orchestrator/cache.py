@@ -97,6 +97,23 @@ def staging_dir(kind: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=".tmp-", dir=cache_dir(kind)))
 
 
+# A directory must take this much before a job writes in it: a full disk still takes a new empty file
+# (an inode) and then not one byte, so creating a file alone says nothing.
+WRITE_PROBE_BYTES = 64 << 10
+
+
+def cannot_write_in(folder: Path) -> str | None:
+    """Why `folder` cannot take a file, in the system's words ("Read-only file system", "No space left on
+    device"), or None. A real write (root passes `os.access` on a read-only mount), removed at once."""
+    try:
+        with tempfile.TemporaryFile(dir=folder) as probe:
+            probe.write(bytes(WRITE_PROBE_BYTES))
+            probe.flush()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
 def write_bytes_atomic(path: Path, data: bytes, mode: int = 0o644) -> Path:
     """The one atomic writer: a temporary sibling, flushed and fsynced, then renamed over `path`.
 

@@ -7,9 +7,9 @@ under a regular file, would otherwise fail only after minutes of work, as an int
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
+from orchestrator.cache import cannot_write_in
 from orchestrator.errors import UsageError
 
 
@@ -18,11 +18,9 @@ def check_writable_dir(path: Path, what: str) -> None:
     on a read-only bind mount only by its flag, and a full disk is no place either)."""
     if not path.is_dir():
         raise UsageError(f"{what} {path}: not a directory")
-    try:
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError as exc:
-        raise UsageError(f"{what} {path}: cannot write in it ({exc.strerror or exc})") from None
+    refusal = cannot_write_in(path)
+    if refusal is not None:
+        raise UsageError(f"{what} {path}: cannot write in it ({refusal})")
     if not os.access(path, os.W_OK | os.X_OK):
         raise UsageError(f"{what} {path}: cannot write in it (permission denied)")
 

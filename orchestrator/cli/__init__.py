@@ -144,7 +144,7 @@ def _run(argv: list[str] | None) -> int:
         from orchestrator.cli.logs import record_crash
 
         details = record_crash(exc)
-        print(f"error: internal error (bug): {type(exc).__name__}: {one_line(str(exc))}; details in {details}", file=sys.stderr)
+        print(f"error: internal error (bug): {type(exc).__name__}: {one_line(str(exc))}; {details}", file=sys.stderr)
         return EXIT_DEVICE_FAILED
     return result if isinstance(result, int) else 0
 

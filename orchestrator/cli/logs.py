@@ -11,7 +11,6 @@ import logging
 import sys
 import time
 import traceback
-from pathlib import Path
 
 from orchestrator.progress import PROGRESS_LOGGER
 
@@ -39,11 +38,15 @@ def log_to_stderr() -> None:
     logger.propagate = False  # a library may have configured the root logger: print each record once
 
 
-def record_crash(exc: BaseException) -> Path:
-    """Write `exc`'s traceback to a file under the cache and return its path."""
+def record_crash(exc: BaseException) -> str:
+    """Write `exc`'s traceback to a file under the cache; says where, for the `error:` line (a cache on a
+    full or read-only disk gets no file, and the one line still comes, with no traceback of its own)."""
     from orchestrator.cache import cache_dir, write_text_atomic
 
-    path = cache_dir("crashes") / f"{time.strftime('%Y%m%d-%H%M%S')}-{type(exc).__name__}.txt"
-    write_text_atomic(path, "".join(traceback.format_exception(exc)))
+    try:
+        path = cache_dir("crashes") / f"{time.strftime('%Y%m%d-%H%M%S')}-{type(exc).__name__}.txt"
+        write_text_atomic(path, "".join(traceback.format_exception(exc)))
+    except OSError as failed:
+        return f"traceback not saved (the cache: {failed.strerror or failed})"
     logging.getLogger(ROOT_LOGGER).debug("internal error, traceback in %s", path, exc_info=exc)
-    return path
+    return f"details in {path}"

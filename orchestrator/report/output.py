@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import UsageError
-from orchestrator.run.results import Job, load_manifest
+from orchestrator.run.results import Job, JobStatus, load_manifest
 from orchestrator.store.history import HistoryPoint
 
 if TYPE_CHECKING:  # numerics and stat rows import numpy; a type name must not cost that
@@ -103,11 +103,16 @@ def write_run_report(run_dir: Path, warn: Callable[[str], None], store: Path | N
         return write_report(run_dir, ReportFormat.HTML, None, history=history_points(job, store), numerics=numerics,
                             job=job, rows=rows)
     except Exception as exc:  # noqa: BLE001 - any failure here must leave the finished run alone
-        warn(
-            f"warning: report not written ({type(exc).__name__}: {exc}); the results in {run_dir} are complete, "
-            f"run `etfarm report {run_dir}` to retry"
-        )
+        warn(f"warning: report not written ({type(exc).__name__}: {exc}); the results in {run_dir} are "
+             f"{_what_is_kept(job)}, run `etfarm report {run_dir}` to retry")
         return None
+
+
+def _what_is_kept(job: Job | None) -> str:
+    """The results a run directory holds, in words that never call a failed job's results complete."""
+    if job is None:
+        return "kept"
+    return "complete" if job.status is JobStatus.OK else f"partial (the job is {job.status.value})"
 
 
 def write_page(page: Page, fmt: ReportFormat, target: Path | None, as_dir: bool, charts: Sequence[Chart]) -> str:

@@ -168,7 +168,7 @@ def _execute(executor: Executor, devices: Sequence[DeviceRef], rundir: RunDirect
         try:
             builds, errors = build_targets(sorted({(d.target, d.runtime) for d in devices}, key=str), progress)
             executor.execute(JobContext(rundir, plan, tuple(models), options, builds, errors, stats, progress))
-        except EtfarmError:
+        except Exception:  # whatever ends the job here, its manifest never stays `running`
             rundir.finish(JobStatus.FAILED)
             raise
         except KeyboardInterrupt:

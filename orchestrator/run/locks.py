@@ -5,7 +5,11 @@ device needed). `remote_lock`: a lock directory in the device's workdir recordin
 and time, so two hosts, two caches or two inventory names for one board cannot interleave either;
 a holder whose process on this host has ended, or a lock older than REMOTE_LOCK_STALE_SEC, is
 taken over. --lock-timeout is one budget for both waits: the remote lock gets what the host lock
-left of it (`device_lock` yields the seconds it waited; `budget_left`).
+left of it (`device_lock` yields the seconds it waited; `budget_left`). A wait says who holds the
+lock and for how long when it begins and every LOCK_WAIT_REPORT_SEC (`LockWait`). Only another
+holder is waited for: a lock that cannot be made at all (a read-only or full workdir, a file or a
+link in its place, a host lock file the cache cannot hold) fails the device at once, in one line
+naming the path and the reason.
 
 A link that fails while the lock is held does not end the session's claim: after a reconnect
 `RemoteLock.revalidate` checks that the lock still names this holder (re-taking it if the board
@@ -31,41 +35,94 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from device_agents.base import DeviceAgent
+from device_agents.workdir import device_reason
 from orchestrator.cache import cache_dir
-from orchestrator.errors import DeviceError, DeviceRefused, EtfarmError
+from orchestrator.errors import DeviceError, DeviceRefused, EtfarmError, one_line
 from orchestrator.run.retry import retryable
 
 log = logging.getLogger(__name__)
 
 LOCK_POLL_SEC = 0.5
+# A wait for another job's lock says so when it begins, when the holder changes and this often
+# between: who holds it, for how long, and how long this job has waited (a nightly never waits mute).
+LOCK_WAIT_REPORT_SEC = 30.0
+
+
+class LockWait:
+    """One wait for a lock held by another job: bounded by `timeout_s` (None: until the holder lets go),
+    reported through `on_wait` when it begins, when the holder changes and every LOCK_WAIT_REPORT_SEC."""
+
+    def __init__(self, on_wait: Callable[[str], None], timeout_s: float | None) -> None:
+        self.on_wait = on_wait
+        self.started = time.monotonic()
+        self.deadline = None if timeout_s is None else self.started + timeout_s
+        self._holder: str | None = None
+        self._said_at = 0.0
+
+    @property
+    def waited_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def expired(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def report(self, holder: str, what: str) -> None:
+        """`what` ("the device lock in W held by X for N s"), said when due; `holder` tells a new holder."""
+        now = time.monotonic()
+        if holder == self._holder and now - self._said_at < LOCK_WAIT_REPORT_SEC:
+            return
+        first = self._holder is None
+        self._holder, self._said_at = holder, now
+        if first:
+            self.on_wait(f"waiting for {what}")
+        else:
+            left = "" if self.deadline is None else f", giving up in {max(0.0, self.deadline - now):.0f} s"
+            self.on_wait(f"still waiting ({self.waited_s:.0f} s so far{left}) for {what}")
+
+    def sleep(self, poll_s: float) -> None:
+        """At most `poll_s`, never past the deadline."""
+        time.sleep(poll_s if self.deadline is None else max(0.0, min(poll_s, self.deadline - time.monotonic())))
 
 
 @contextmanager
 def device_lock(device: str, *, wait: bool = True, on_wait: Callable[[str], None] = lambda s: None,
                 timeout_s: float | None = None) -> Iterator[float]:
     """Hold the device's lock for the block; yields the seconds spent waiting for it.
-    Busy: wait (telling on_wait who holds it) or fail."""
+    Busy: wait (telling on_wait who holds it) or fail. A lock file that cannot be made or written (the
+    cache on a read-only or full disk) fails the device at once, naming the file."""
     path = cache_dir("locks") / f"{device}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise DeviceRefused(device, f"cannot open the host lock {path}: {exc.strerror or exc}") from exc
     started = time.monotonic()
     try:
         if not _try_lock(fd):
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-            if not wait:
-                raise DeviceError(device, f"device is busy: locked by {holder} (drop --no-wait to wait for it)")
-            on_wait(f"waiting for the device lock held by {holder}")
-            deadline = None if timeout_s is None else time.monotonic() + timeout_s
-            while not _try_lock(fd):
-                if deadline is not None and time.monotonic() > deadline:
-                    raise DeviceError(device, f"gave up after {timeout_s:g} s waiting for the device lock held by {holder} "
-                                              f"(--lock-timeout)")
-                time.sleep(LOCK_POLL_SEC)
-        os.ftruncate(fd, 0)
-        holder = f"pid {os.getpid()} of {getpass.getuser()}@{socket.gethostname()} since {time.strftime('%H:%M:%S')}"
-        os.pwrite(fd, holder.encode(), 0)
+            _wait_for_host_lock(device, fd, wait, LockWait(on_wait, timeout_s), timeout_s)
+        try:
+            os.ftruncate(fd, 0)
+            holder = f"pid {os.getpid()} of {getpass.getuser()}@{socket.gethostname()} since {time.strftime('%H:%M:%S')}"
+            os.pwrite(fd, holder.encode(), 0)
+        except OSError as exc:
+            raise DeviceRefused(device, f"cannot write the host lock {path}: {exc.strerror or exc}") from exc
         yield time.monotonic() - started
     finally:
         os.close(fd)  # closing releases the flock
+
+
+def _wait_for_host_lock(device: str, fd: int, wait: bool, waiting: LockWait, timeout_s: float | None) -> None:
+    while True:
+        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+        if not wait:
+            raise DeviceError(device, f"device is busy: locked by {holder} (drop --no-wait to wait for it)")
+        if waiting.expired():
+            raise DeviceError(device, f"gave up after {timeout_s:g} s waiting for the device lock held by {holder} "
+                                      f"(--lock-timeout)")
+        held_s = max(0.0, time.time() - os.fstat(fd).st_mtime)  # the holder wrote its line when it took the lock
+        waiting.report(holder, f"the device lock held by {holder} for {held_s:.0f} s")
+        waiting.sleep(LOCK_POLL_SEC)
+        if _try_lock(fd):
+            return
 
 
 def budget_left(timeout_s: float | None, waited_s: float) -> float | None:
@@ -96,14 +153,23 @@ REMOTE_LOCK_POLL_SEC = 2.0  # each poll is a device command
 # has ended, or after REMOTE_LOCK_STALE_SEC from another host.
 REMOTE_LOCK_RELEASE_SEC = 30.0
 REMOTE_LOCK_RELEASE_LOST_SEC = 10.0
-_TAKE = ('d=$1 me=$2; if mkdir -- "$d" 2>/dev/null; then printf "%s\\n" "$me" >"$d/holder" && echo TAKEN; exit 0; fi; '
-         'now=$(date +%s); since=$(stat -c %Y -- "$d" 2>/dev/null || echo "$now"); '
-         'printf "HELD %s %s\\n" "$((now - since))" "$(head -c 300 -- "$d/holder" 2>/dev/null)"')
-# Whether the lock still names `$2` (OURS), is gone and was taken again (TAKEN), or names another (HELD ...).
-_CHECK = ('d=$1 me=$2; [ -L "$d" ] && { echo "HELD 0 a symbolic link"; exit 0; }; '
-          'if [ "$(head -c 300 -- "$d/holder" 2>/dev/null)" = "$me" ]; then echo OURS; exit 0; fi; '
-          'if mkdir -- "$d" 2>/dev/null; then printf "%s\\n" "$me" >"$d/holder" && echo TAKEN; exit 0; fi; '
-          'printf "HELD 0 %s\\n" "$(head -c 300 -- "$d/holder" 2>/dev/null)"')
+# Take the lock (arguments: its path, our holder line). Answers TAKEN; HELD <age s> <holder line>; or
+# FAILED <why> when the lock cannot be made for any reason but another holder: a read-only or full
+# workdir (mkdir's own words), a link or a file in its place. A lock let go between our `mkdir` and the
+# look at it is tried once more, so a release in that instant is never taken for a failure.
+_TAKE_BODY = ('for try in 1 2; do '
+              'if [ -L "$d" ]; then echo "FAILED it is a symbolic link, not a lock"; exit 0; fi; '
+              'if e=$(mkdir -- "$d" 2>&1); then '
+              'if e=$( (printf "%s\\n" "$me" >"$d/holder") 2>&1); then echo TAKEN; exit 0; fi; '
+              'rm -f -- "$d/holder"; rmdir -- "$d"; break; fi; '
+              'if [ -d "$d" ]; then now=$(date +%s); since=$(stat -c %Y -- "$d" 2>/dev/null || echo "$now"); '
+              'printf "HELD %s %s\\n" "$((now - since))" "$(head -c 300 -- "$d/holder" 2>/dev/null)"; exit 0; fi; '
+              'if [ -e "$d" ]; then echo "FAILED it is a file, not a lock"; exit 0; fi; '
+              'done; printf "FAILED %s\\n" "$e" | head -n 1')
+_TAKE = 'd=$1 me=$2; ' + _TAKE_BODY
+# Whether the lock still names `$2` (OURS), or else as _TAKE: gone and taken again (TAKEN), another's (HELD ...).
+_CHECK = ('d=$1 me=$2; if [ ! -L "$d" ] && [ "$(head -c 300 -- "$d/holder" 2>/dev/null)" = "$me" ]; then '
+          'echo OURS; exit 0; fi; ' + _TAKE_BODY)
 # Remove the lock only while it still names `$2` (the holder we judged stale, or ourselves).
 _DROP = ('d=$1 who=$2; [ -L "$d" ] && exit 0; [ "$(head -c 300 -- "$d/holder" 2>/dev/null)" = "$who" ] || exit 0; '
          'rm -f -- "$d/holder"; rmdir -- "$d"')
@@ -147,9 +213,15 @@ def _holder_line(device: str) -> str:
     return " ".join(f"{k}={v}" for k, v in fields.items())
 
 
-def _parse_held(answer: str) -> RemoteHolder:
-    _, _, rest = answer.strip().partition("HELD ")
-    age, _, line = rest.partition(" ")
+def _held_by(device: str, lock: str, answer: str) -> RemoteHolder:
+    """Who holds the lock, from a HELD answer; any other answer fails the device at once, naming the lock
+    and the device's reason (never a wait on an "unknown holder" that can never let go)."""
+    text = answer.strip()
+    if not text.startswith("HELD "):
+        why = device_reason(text.removeprefix("FAILED")) if text.startswith("FAILED") else \
+            f"unexpected answer {one_line(text)[:200]!r}"
+        raise DeviceRefused(device, f"cannot take the device lock {lock}: {why}")
+    age, _, line = text.removeprefix("HELD ").partition(" ")
     try:
         age_s = float(age)
     except ValueError:
@@ -173,7 +245,7 @@ class RemoteLock:
             self.on_wait(f"the device lock {self.path} was gone after the reconnect; taken again")
             return True
         if answer.strip() != "OURS":
-            holder = _parse_held(answer)
+            holder = _held_by(self.agent.spec.name, self.path, answer)
             raise DeviceRefused(self.agent.spec.name, f"lost the device lock {self.path} while the link was down: "
                                                       f"it is now held by {holder.description}")
         return False
@@ -190,13 +262,12 @@ def remote_lock(agent: DeviceAgent, *, wait: bool = True, on_wait: Callable[[str
     name = agent.spec.name
     lock = agent.remote_path(REMOTE_LOCK_REL)
     me = _holder_line(name)
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    said = ""
+    waiting = LockWait(on_wait, timeout_s)
     while True:
         answer = agent.check(["sh", "-c", _TAKE, "etfarm-lock", lock, me], persistent=True).stdout
         if answer.strip() == "TAKEN":
             break
-        holder = _parse_held(answer)
+        holder = _held_by(name, lock, answer)
         why = holder.stale(stale_s)
         if why is not None:
             on_wait(f"taking over the stale device lock of {holder.description}: {why}")
@@ -205,16 +276,14 @@ def remote_lock(agent: DeviceAgent, *, wait: bool = True, on_wait: Callable[[str
         if not wait:
             raise DeviceRefused(name, f"device is in use: its workdir {agent.spec.workdir} is locked by "
                                       f"{holder.description} (drop --no-wait to wait for it)")
-        if deadline is not None and time.monotonic() >= deadline:
+        if waiting.expired():
             assert timeout_s is not None
             host = f", {waited_s:.0f} s of them for the host lock," if waited_s >= 0.5 else ""
             raise DeviceRefused(name, f"gave up after {timeout_s + waited_s:g} s{host} waiting for the lock in workdir "
                                       f"{agent.spec.workdir} held by {holder.description} (--lock-timeout)")
-        if holder.line != said:
-            on_wait(f"waiting for the device lock in {agent.spec.workdir} held by {holder.description}")
-            said = holder.line
-        time.sleep(REMOTE_LOCK_POLL_SEC if deadline is None else
-                   max(0.0, min(REMOTE_LOCK_POLL_SEC, deadline - time.monotonic())))
+        waiting.report(holder.line, f"the device lock in {agent.spec.workdir} held by {holder.description} "
+                                    f"for {holder.age_s:.0f} s")
+        waiting.sleep(REMOTE_LOCK_POLL_SEC)
     link_lost = False
     try:
         yield RemoteLock(agent, lock, me, on_wait)

@@ -9,9 +9,12 @@
 
 `RunDirectory` owns the job's `Job` record while it runs: device threads hand it new frozen
 results, it swaps them in under a lock and rewrites the manifest atomically after each step
-(temp file, fsync, rename). When the host disk is full the manifest cannot be written: the
-record stays in memory and the next write (the job's `finish`) tries again, so a full disk fails
-the devices that hit it (session.py: "host disk full: PATH") instead of every thread.
+(temp file, fsync, rename). When the host disk is full (or turned read-only) the manifest cannot be
+written: the record stays in memory and the next write tries again, so a full disk fails the devices
+that hit it (session.py: "host disk full: PATH") instead of every thread. The job's last word must
+land all the same (a manifest left saying `running` would hide a failed job), so while the job runs
+the directory holds back room for it: DIR/.etfarm-reserve, twice the manifest's size, given back
+just before the last write.
 `RunDirectory.reopen` continues a recorded job for `etfarm run --resume` (same run id).
 """
 
@@ -24,7 +27,6 @@ import os
 import platform
 import secrets
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -32,8 +34,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator import __version__
-from orchestrator.cache import write_json_atomic
-from orchestrator.errors import DISK_FULL_ERRNOS, UsageError
+from orchestrator.cache import cannot_write_in, write_json_atomic
+from orchestrator.errors import ENVIRONMENT_ERRNOS, UsageError
 from orchestrator.run.results import (
     MANIFEST_NAME,
     DeviceResult,
@@ -51,6 +53,8 @@ STATS = "stats.csv"
 LOG = "etfarm.log"
 DEVICE_JSON = "device.json"
 DEFAULT_ROOT = Path("etfarm-runs")
+RESERVE = ".etfarm-reserve"  # room held back for the last manifest while the job runs
+RESERVE_MIN_BYTES = 64 << 10
 
 
 def check_out(out: Path | None) -> None:
@@ -73,11 +77,9 @@ def check_out(out: Path | None) -> None:
         probe = probe.parent
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
         raise UsageError(f"--out {out}: {probe} is not writable")
-    try:
-        with tempfile.TemporaryFile(dir=probe):
-            pass
-    except OSError as exc:
-        raise UsageError(f"--out {out}: cannot write in {probe}: {exc.strerror or exc}") from None
+    refusal = cannot_write_in(probe)
+    if refusal is not None:  # a full disk too: before minutes of exporting, not after them
+        raise UsageError(f"--out {out}: cannot write in {probe}: {refusal}")
 
 
 def as_recorded(job: Job) -> Job:
@@ -102,6 +104,8 @@ class RunDirectory:
         self._job = job
         self._lock = threading.Lock()
         self._held: int | None = None  # the flock on the directory while this process writes in it
+        self._reserved = 0  # bytes DIR/.etfarm-reserve holds back for the last manifest
+        self._unwritten = False  # the disk refused the manifest (said once)
 
     def _hold(self) -> None:
         """One etfarm at a time writes in a run directory (an flock on the directory itself, gone when the
@@ -183,9 +187,14 @@ class RunDirectory:
             self._write()
 
     def finish(self, status: JobStatus) -> Job:
+        """The job's last manifest: written in the room held back for it, so a disk that filled mid-run still
+        leaves a manifest that says how the job ended (never `running`)."""
         with self._lock:
             self._job = replace(self._job, status=status, finished=now())
-            self._write()
+            self._give_back_reserve()
+            if not self._write(hold_back=False):
+                log.warning("%s: the job's end (%s) could not be recorded; it still says `running`",
+                            self.root / MANIFEST, status.value)
             self._release()
             return self._job
 
@@ -193,13 +202,44 @@ class RunDirectory:
         with self._lock:
             self._write()
 
-    def _write(self) -> None:
+    def _write(self, *, hold_back: bool = True) -> bool:
+        """The manifest as the job is now; False when the host's disk refuses it (full, read-only)."""
         try:
-            write_json_atomic(self.root / MANIFEST, self._job.to_dict())
+            written = write_json_atomic(self.root / MANIFEST, self._job.to_dict())
         except OSError as exc:
-            if exc.errno not in DISK_FULL_ERRNOS:
+            if exc.errno not in ENVIRONMENT_ERRNOS:
                 raise
-            log.warning("host disk full: %s not updated (kept in memory, written again later)", self.root / MANIFEST)
+            if not self._unwritten:
+                log.warning("host disk full or read-only: %s not updated (%s; kept in memory, written again later)",
+                            self.root / MANIFEST, exc.strerror or exc)
+            self._unwritten = True
+            return False
+        if hold_back:
+            self._hold_back(2 * written.stat().st_size)
+        return True
+
+    def _hold_back(self, size: int) -> None:
+        """DIR/.etfarm-reserve holds at least `size` bytes (best effort: a disk without room gets none)."""
+        size = max(size, RESERVE_MIN_BYTES)
+        if size <= self._reserved:
+            return
+        try:
+            fd = os.open(self.root / RESERVE, os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                os.posix_fallocate(fd, 0, size)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            log.debug("could not hold back %d bytes in %s: %s", size, self.root, exc)
+            return
+        self._reserved = size
+
+    def _give_back_reserve(self) -> None:
+        try:
+            (self.root / RESERVE).unlink(missing_ok=True)
+        except OSError as exc:  # a read-only directory: nothing to give back there anyway
+            log.debug("could not remove %s: %s", self.root / RESERVE, exc)
+        self._reserved = 0
 
 
 def _versions() -> dict[str, str]:

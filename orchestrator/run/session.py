@@ -26,7 +26,7 @@ from device_agents import DeviceSpec
 from device_agents.base import DeviceAgent
 from device_agents.step import kill_step_command
 from orchestrator.artifacts.runner_info import runner_slot
-from orchestrator.errors import Blame, DeviceError, EtfarmError, blame_of, disk_full
+from orchestrator.errors import Blame, DeviceError, EtfarmError, blame_of, disk_full, environment_problem
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.executor import JobContext
 from orchestrator.run.finisher import ModelFinisher, Order
@@ -125,6 +125,9 @@ class DeviceSession:
                                     Blame.INFRASTRUCTURE)
         if isinstance(exc, EtfarmError):
             return self.record.fail(str(exc), blame_of(exc))
+        problem = environment_problem(exc)
+        if problem is not None:  # the host's files refused a path (read-only, no permission): not a bug
+            return self.record.fail(f"[{self.name}] {problem}", Blame.INFRASTRUCTURE)
         # a bug or an unexpected transport error: keep the others going
         log.debug("unexpected error on %s", self.name, exc_info=exc)
         self.say("".join(traceback.format_exception(exc)))

@@ -39,3 +39,11 @@ def run_retry_bounds() -> RunRetryBounds:
                       r"within ([\d.]+) s", text)
     assert found, "README.md no longer states what retrying a cut-off process run adds"
     return RunRetryBounds(int(found.group(1)), float(found.group(2)) + float(found.group(3)), float(found.group(4)))
+
+
+def lock_wait_report_s() -> float:
+    """From "Workdirs and the lock on the device": how often a wait for another job's lock is said again."""
+    text = " ".join(README.read_text().split())
+    found = re.search(r"for how long when the wait begins, again every (\d+(?:\.\d+)?) s", text)
+    assert found, "README.md no longer states how often a wait for the device lock is reported"
+    return float(found.group(1))

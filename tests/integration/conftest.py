@@ -22,6 +22,10 @@ Fixtures (every spec is a `device_agents.base.DeviceSpec`, ready for `create_age
 - `adb_testdevice` -> one AdbTestDevice; `adb_device` -> its DeviceSpec "adbdev",
   transport "adb", target "host" (its shell runs on this x86_64 host), workdir
   `<root>/etfarm`.
+- `mounts` -> `mount(path)`: `path` (made if missing) bind-mounted read-only onto itself;
+  `mount(path, size="64k")`: a tmpfs of that size there (`full=True`: already filled to the last
+  byte). Real file systems, since the tests run as root, where chmod stops no write; unmounted at
+  teardown; root and `mount` missing skips (fails under CI=true).
 - `android_phone` -> `testbed.android.AndroidPhone`: an emulated Pixel 8 on the same adb
   server (chroot without glibc, mksh + toybox-like applets, getprop/dumpsys/sysfs, aarch64
   under qemu); `.spec(name)` is target android-arm64-v8a, workdir /data/local/tmp/etfarm.
@@ -34,6 +38,8 @@ fails it when CI=true. Every process started here is killed at teardown.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -183,3 +189,28 @@ def llama_ops_pte(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pte = tmp_path_factory.mktemp("llama-ops") / "sdpa_kv.pte"
     pte.write_bytes(to_edge_transform_and_lower(exported).to_executorch().buffer)
     return pte
+
+
+@pytest.fixture
+def mounts() -> Iterator[Callable[..., Path]]:
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        missing("read-only bind mounts and tmpfs need root and mount (CI runs as root)")
+    done: list[Path] = []
+
+    def mount(path: Path, *, size: str | None = None, full: bool = False) -> Path:
+        path.mkdir(parents=True, exist_ok=True)
+        if size is None:
+            subprocess.run(["mount", "--bind", str(path), str(path)], check=True)
+            done.append(path)
+            subprocess.run(["mount", "-o", "remount,bind,ro", str(path)], check=True)
+            return path
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+        done.append(path)
+        if full:  # every byte taken: a new empty file still fits, one byte does not (bounded, should the mount fail)
+            subprocess.run(["sh", "-c", 'head -c 100M /dev/zero > "$1/filler"', "fill", str(path)], check=False,
+                           stderr=subprocess.DEVNULL)
+        return path
+
+    yield mount
+    for path in reversed(done):
+        subprocess.run(["umount", "-l", str(path)], check=False)

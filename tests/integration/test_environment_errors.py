@@ -17,12 +17,10 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from tests.helpers.tools import missing
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = f"{REPO / 'configs' / 'models' / 'tiny_mlp.py'}:build"
@@ -64,31 +62,6 @@ def copy_run(run: Path, dest: Path, **config: object) -> Path:
     manifest["config"].update(config)
     (dest / "manifest.json").write_text(json.dumps(manifest))
     return dest
-
-
-@pytest.fixture
-def mounts() -> Iterator[Callable[..., Path]]:
-    """`mount(path, read_only=True)`: `path` bind-mounted read-only onto itself; `mount(path, size=...)`: a
-    tmpfs of that size there. Unmounted at teardown."""
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        missing("read-only bind mounts and tmpfs need root and mount (CI runs as root)")
-    done: list[Path] = []
-
-    def mount(path: Path, *, size: str | None = None) -> Path:
-        path.mkdir(parents=True, exist_ok=True)
-        if size is not None:
-            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
-        else:
-            subprocess.run(["mount", "--bind", str(path), str(path)], check=True)
-            done.append(path)
-            subprocess.run(["mount", "-o", "remount,bind,ro", str(path)], check=True)
-        if size is not None:
-            done.append(path)
-        return path
-
-    yield mount
-    for path in reversed(done):
-        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 @pytest.fixture(scope="module")
@@ -264,3 +237,13 @@ def test_an_ssh_server_that_never_speaks_is_one_line(tmp_path: Path, verbose: bo
         failed = [line for line in run.stderr.splitlines() if "FAILED" in line]
         assert len(failed) == 1 and "sent no SSH banner in time" in failed[0], run.stderr[-3000:]
         assert [line for line in run.stderr.splitlines() if not line.startswith("[")] == [], run.stderr
+
+
+def test_an_out_on_a_full_disk_is_one_line_before_anything_runs(tmp_path: Path, mounts: Callable[..., Path]) -> None:
+    """A full disk still takes a new empty file: `--out` there used to pass the check, export, then print
+    fifteen `--- Logging error ---` tracebacks and end as an internal error from closing the job log."""
+    disk = mounts(tmp_path / "disk", size="64k", full=True)
+    result = etfarm("run", "--model", TINY, *FAST, "--no-store", "--out", str(disk / "run"))
+    one_error(result, f"--out {disk / 'run'}: cannot write in {disk}: No space left on device")
+    assert "Logging error" not in result.stderr and "export" not in result.stderr, result.stderr[-3000:]
+    assert not (disk / "run").exists()

@@ -1,5 +1,6 @@
 """Faults of the job itself, with the real runner: a run that fails keeps the runs before it (partial),
-wrong outputs are not success, a host disk that fills mid-run fails the device with one clear line."""
+wrong outputs are not success, a host disk that fills mid-run fails the device with one clear line and
+the job still records how it ended."""
 
 from __future__ import annotations
 
@@ -104,18 +105,28 @@ def test_host_disk_full_mid_run_fails_the_device_with_one_line(tmp_path: Path) -
     out.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(out)], check=True)
     try:
-        # Every traced run leaves 300 kB beside its ETDump: the third fills the 1 MB disk.
+        # Every traced run leaves 300 kB beside its ETDump: the third fills the 1 MB disk, and then another
+        # writer on the host ($0, bounded) takes what is left, so the disk stays full to the job's end.
         pad = ("sh", "-c", 'for a; do case $a in --etdump_path=*) d=${a#--etdump_path=}; d=${d%/*};; esac; done; '
-               '"$@"; rc=$?; [ -n "$d" ] && head -c 300000 /dev/zero > "$d/pad.bin"; exit $rc', "pad")
+               '"$@"; rc=$?; [ -n "$d" ] && head -c 300000 /dev/zero > "$d/pad.bin"; '
+               'case $d in */run-3) head -c 2000000 /dev/zero > "$0" 2>/dev/null;; esac; exit $rc', str(out / "filler"))
         config = local_with_prefix(tmp_path, pad)
         job = etfarm("run", "--config", str(config), "--model", MLP, "--backend", "portable", "--runs", "6",
-                     "--iterations", "2", "--untraced-runs", "0", "--out", str(out / "run"), "--no-store",
-                     "--no-report")
+                     "--iterations", "2", "--untraced-runs", "0", "--out", str(out / "run"), "--no-store")
         assert job.returncode == 1, job.stderr[-3000:]
         assert "Traceback" not in job.stderr and "KeyError" not in job.stderr
+        assert "Logging error" not in job.stderr and "internal error" not in job.stderr, job.stderr[-3000:]
         assert f"host disk full: {out / 'run'}" in job.stdout + job.stderr, job.stdout[-2000:]
         assert (out / "run" / "local" / "tiny_mlp" / "run-1" / "etdump.etdp").is_file()  # kept
-        device = load_manifest(out / "run").device("local")
+        # The job's end is recorded although the disk is full (it used to stay `running`), and nothing calls
+        # the results complete (the report's warning did).
+        manifest = load_manifest(out / "run")
+        assert manifest.status == "failed", manifest.status
+        device = manifest.device("local")
         assert device is not None and device.status == "failed" and "host disk full" in (device.error or "")
+        model = device.model("tiny_mlp")
+        assert model is not None and model.status == "partial"
+        assert "partial" in job.stdout and "complete" not in job.stdout + job.stderr, job.stdout[-2000:] + job.stderr
+        assert not (out / "run" / ".etfarm-reserve").exists()
     finally:
         subprocess.run(["umount", "-l", str(out)], check=False)

@@ -121,3 +121,19 @@ def test_a_report_file_whose_folder_cannot_take_it_is_one_line_naming_its_flag(t
             check_target(target, "--html")
         assert str(err.value) == f"--html {target}: {problem}"
     check_target(tmp_path / "page.html", "--html")  # a folder that exists and is ours: fine
+
+
+def test_the_run_hooks_warning_never_calls_a_failed_jobs_results_complete(tmp_path: Path) -> None:
+    """A disk that filled mid-run: the report fails too, and its warning used to say "are complete"."""
+    from dataclasses import replace
+
+    from orchestrator.run.results import JobStatus, load_manifest
+
+    run = make_run_dir(tmp_path / "run", devices=("a",))
+    (run / REPORT_HTML).mkdir()  # the report cannot be written there
+    job = load_manifest(run)
+    warnings: list[str] = []
+    assert write_run_report(run, warnings.append, job=replace(job, status=JobStatus.FAILED)) is None
+    assert len(warnings) == 1 and f"the results in {run} are partial (the job is failed)" in warnings[0], warnings
+    assert write_run_report(run, warnings.append, job=replace(job, status=JobStatus.OK)) is None
+    assert f"the results in {run} are complete" in warnings[1], warnings

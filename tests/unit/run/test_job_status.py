@@ -219,3 +219,18 @@ def test_on_a_farm(ends: tuple[str, ...], disk_full: bool, status: JobStatus, co
     _check(result, status, code, named, disk_full)
     assert farm.stopped == (status is JobStatus.INTERRUPTED)
     assert result.job.config.scheduler == "tcp://fake:8786"
+
+
+def test_an_unexpected_error_mid_job_still_ends_the_manifest_failed(tmp_path: Path, stubbed: Callable[[bool], None],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not only etfarm's own errors: whatever escapes the engine (here the host's disk turning read-only
+    under the builds), the manifest says `failed`, never `running`."""
+    stubbed(False)
+
+    def read_only(*args: Any) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(tmp_path / "cache"))
+
+    monkeypatch.setattr(engine, "build_targets", read_only)
+    with pytest.raises(OSError, match="Read-only file system"):
+        _run(LocalExecutor([DeviceSpec("d0", "local", "host", str(tmp_path / "d0"))]), ["d0"], tmp_path / "run")
+    assert load_manifest(tmp_path / "run").status is JobStatus.FAILED

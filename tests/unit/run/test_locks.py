@@ -1,6 +1,9 @@
+import re
 import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,3 +126,126 @@ def test_release_after_a_failure_reconnects_only_when_the_link_failed(error: str
     with pytest.raises(type(raised)), remote_lock(agent):  # type: ignore[arg-type]
         raise raised
     assert agent.calls == calls
+
+
+def test_a_wait_for_the_host_lock_says_who_holds_it_and_for_how_long_again_and_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator.run import locks
+
+    monkeypatch.setattr(locks, "LOCK_WAIT_REPORT_SEC", 0.2)
+    monkeypatch.setattr(locks, "LOCK_POLL_SEC", 0.02)
+    proc = hold_lock_in_other_process("dev-p", 30)
+    messages: list[str] = []
+    try:
+        with pytest.raises(DeviceError, match="gave up after 2 s"), device_lock("dev-p", on_wait=messages.append,
+                                                                                timeout_s=2.0):
+            pass
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(messages) >= 2, messages
+    assert re.fullmatch(rf"waiting for the device lock held by pid {proc.pid} of .* for \d+ s", messages[0]), messages
+    assert all(re.fullmatch(rf"still waiting \(\d+ s so far, giving up in \d+ s\) for the device lock held by "
+                            rf"pid {proc.pid} of .* for \d+ s", m) for m in messages[1:]), messages
+
+
+def test_a_host_lock_file_that_cannot_be_opened_fails_the_device_naming_it(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator.errors import DeviceRefused
+
+    monkeypatch.setenv("ETFARM_CACHE_DIR", str(tmp_path))
+    (tmp_path / "locks" / "dev-d.lock").mkdir(parents=True)  # a directory where the lock file goes
+    with pytest.raises(DeviceRefused, match=rf"\[dev-d\] cannot open the host lock {tmp_path}/locks/dev-d.lock: "
+                                            "Is a directory"), device_lock("dev-d"):
+        pass
+
+
+class _AnsweringAgent(_LockAgent):
+    """Answers every attempt to take the lock with `answer`."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__()
+        self.answer = answer
+        self.tries = 0
+
+    def check(self, argv: list[str], **kwargs: object) -> object:
+        from device_agents.base import ExecResult
+
+        self.tries += 1
+        return ExecResult("sh", 0, self.answer, "", 0.0)
+
+
+def take(agent: _LockAgent, **options: Any) -> None:
+    from orchestrator.run.locks import remote_lock
+
+    with remote_lock(agent, **options):  # type: ignore[arg-type]
+        pass
+
+
+@pytest.mark.parametrize(("answer", "reason"), [
+    ("FAILED mkdir: cannot create directory '/w/.etfarm-lock': Read-only file system\n", "Read-only file system"),
+    ("FAILED mkdir: can't create directory '/w/.etfarm-lock': No space left on device\n", "No space left on device"),
+    ("FAILED sh: 1: cannot create /w/.etfarm-lock/holder: No space left on device\n", "No space left on device"),
+    ("FAILED it is a file, not a lock\n", "it is a file, not a lock"),
+    ("", "unexpected answer ''"),
+    ("Welcome to the board!\nHELD 3 host=x\n", "unexpected answer 'Welcome to the board! | HELD 3 host=x'"),
+])
+def test_a_lock_the_device_cannot_make_fails_at_once_naming_the_lock_and_why(answer: str, reason: str) -> None:
+    """Not "an unknown holder (lock 0 s old)" waited for until --lock-timeout (or for ever)."""
+    from orchestrator.errors import DeviceRefused
+
+    agent = _AnsweringAgent(answer)
+    for wait in (True, False):
+        with pytest.raises(DeviceRefused, match=re.escape(f"[board] cannot take the device lock /w/.etfarm-lock: "
+                                                          f"{reason}")):
+            take(agent, wait=wait, timeout_s=2.0)
+    assert agent.tries == 2  # one command each: no polling
+
+
+def test_a_wait_for_the_device_lock_is_reported_again_and_again_until_the_timeout(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator.errors import DeviceRefused
+    from orchestrator.run import locks
+
+    monkeypatch.setattr(locks, "LOCK_WAIT_REPORT_SEC", 0.2)
+    monkeypatch.setattr(locks, "REMOTE_LOCK_POLL_SEC", 0.02)
+    agent = _AnsweringAgent("HELD 75 host=elsewhere pid=1 user=x device=b since=t token=1\n")
+    said: list[str] = []
+    with pytest.raises(DeviceRefused, match="gave up after 2 s waiting for the lock in workdir /w held by x@elsewhere"):
+        take(agent, on_wait=said.append, timeout_s=2.0)
+    holder = "the device lock in /w held by x@elsewhere pid 1 as device b since t for 75 s"
+    assert len(said) >= 2 and said[0] == f"waiting for {holder}", said
+    assert all(re.fullmatch(rf"still waiting \(\d+ s so far, giving up in \d+ s\) for {re.escape(holder)}", s)
+               for s in said[1:]), said
+
+
+def test_a_wait_is_said_when_it_begins_when_the_holder_changes_and_every_interval(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator.run import locks
+
+    now = [1000.0]
+    monkeypatch.setattr(locks.time, "monotonic", lambda: now[0])
+    said: list[str] = []
+    waiting = locks.LockWait(said.append, timeout_s=100.0)
+    for at, holder in [(0, "a"), (10, "a"), (29, "a"), (31, "a"), (40, "a"), (41, "b"), (70, "b"), (72, "b")]:
+        now[0] = 1000.0 + at
+        waiting.report(holder, f"the lock held by {holder}")
+    assert said == ["waiting for the lock held by a",
+                    "still waiting (31 s so far, giving up in 69 s) for the lock held by a",
+                    "still waiting (41 s so far, giving up in 59 s) for the lock held by b",
+                    "still waiting (72 s so far, giving up in 28 s) for the lock held by b"]
+    assert not waiting.expired()
+    now[0] = 1100.0
+    assert waiting.expired()
+    unbounded = locks.LockWait(said.append, timeout_s=None)
+    unbounded.report("a", "x")
+    now[0] += 31
+    unbounded.report("a", "x")
+    assert said[-1] == "still waiting (31 s so far) for x" and not unbounded.expired()
+
+
+def test_the_readme_states_how_often_a_wait_is_reported() -> None:
+    from orchestrator.run import locks
+    from tests.helpers.readme import lock_wait_report_s
+
+    assert lock_wait_report_s() == locks.LOCK_WAIT_REPORT_SEC
