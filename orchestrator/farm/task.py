@@ -186,7 +186,7 @@ def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress,
     rundir.announce = lambda name, run: worker.log_event(  # type: ignore[method-assign]
         request.topic, run_event(request.device, name, run, rundir.root, worker.address))
     plan = JobPlan((request.device,), done={request.device: {request.model: request.done}} if request.done else {})
-    slot = runner_slot(spec.target, spec.runtime)  # as JobContext.build looks it up
+    slot = runner_slot(spec.target, spec.runtime)  # as JobContext.runner looks it up
     context = JobContext(rundir, plan, (model,), request.options, {slot: build} if build else {},
                          {slot: f"no runner shipped for target {request.target}"},
                          JobStats(rundir.root, [request.device], [request.model]), progress)
