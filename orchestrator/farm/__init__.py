@@ -8,11 +8,16 @@ never imports dask (tests/integration/test_scale.py checks it).
 - `blobs.py`    content-addressed artifact cache on workers; the client asks, then sends what is missing
 - `task.py`     the worker side of one (device, model) task: a DeviceSession into a temporary run subtree
 - `streamed.py` each process run a task finishes, announced and fetched at once (a dying worker loses only one)
+- `tries.py`    each try of a task announces its steps; a try lost with its worker becomes an attempt of its step
 - `worker.py`   `etfarm worker`: an in-process `distributed.Worker` that keeps its resources current
-- `client.py`   `etfarm run --scheduler`: the job engine (run/job.py) with the farm's executor; `DaskFarm`, the
-                only code that talks to the Dask client (inventories, shipping, tasks, events, the stop event)
-- `executor.py` the farm's executor: one task per (device, model), replies written into the run directory at
-                once, worker loss, the device deadline, Ctrl-C
+- `dask.py`     `DaskFarm`, the only code that talks to the Dask client (inventories, shipping, tasks, events,
+                the stop event); no Dask retries: only a lost worker's task runs again
+- `executor.py` the farm's executor: one task per (device, model), replies merged through each device's
+                DeviceRecord at once, models cut short finished by run/finisher.py, worker loss, the device
+                deadline, Ctrl-C
+- `client.py`   `etfarm run --scheduler`: the job engine (run/job.py) with the farm's executor
+
+Imports point one way (checked by import-linter): client -> executor -> dask -> task -> streamed, tries -> blobs.
 - `status.py`   `etfarm farm status`: workers, their devices, what each is running
 - `security.py` TLS `Security` from command-line options
 """

@@ -7,36 +7,45 @@ model is sent with its finished process runs and their files), prints the worker
 as local progress, and writes each finished (device, model) into the run directory as soon as its
 task returns (files, manifest, stats.csv), so nothing collected is lost when something later fails.
 Each process run a task finishes is announced and fetched at once (streamed.py), so a worker lost
-mid-task loses only the run in flight; a model left with streamed runs only is analysed here.
+mid-task loses only the run in flight.
 
+The engine's rules are the single host's: every change to a device's entry goes through its
+DeviceRecord (a task's reply is merged, with the tries it made), a model whose task ends without a
+reply is finished by run/finisher.py over the runs its worker streamed (verified, flagged,
+analysed: `partial`, the reason as its error), retries are decided where the error is raised
+(run/retry.py, in the task's session), and an interruption is nobody's fault (run/status.py).
 What is Dask's alone: losing a worker (Dask puts its tasks back; they run wherever the device is
-offered again), the device deadline (a task that waits longer than `device_deadline_s` with no
-worker offering its device is cancelled, its device failed: infrastructure), a worker that lacks
-artifacts (shipped again, at most MAX_SHIP_ATTEMPTS times), and the stop event (Ctrl-C: every
-task's session aborts, waiting tasks are cancelled, running devices are `interrupted`).
-Difference from a single-host job: a task holds one model, so the models of a device are not
-interleaved with each other. See docs/architecture.md, "Many hosts (Dask)".
+offered again; each lost try is recorded as an attempt of the step it was in, tries.py), the
+device deadline (a task that waits longer than `device_deadline_s` with no worker offering its
+device is cancelled, its device failed: infrastructure), a worker that lacks artifacts (shipped
+again, at most MAX_SHIP_ATTEMPTS times), and the stop event (Ctrl-C: every task's session aborts,
+waiting tasks are cancelled, running devices are `interrupted`). Difference from a single-host
+job: a task holds one model, so the models of a device are not interleaved with each other.
+See docs/architecture.md, "Many hosts (Dask)".
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Self
 
+from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import write_bytes_atomic
 from orchestrator.cleanup import close_quietly
-from orchestrator.errors import Blame, DeviceError, EtfarmError, UsageError
+from orchestrator.errors import DeviceError, EtfarmError, UsageError
 from orchestrator.farm.blobs import BlobRef, refs_for
-from orchestrator.farm.client import DaskFarm, FarmDevice, FarmOptions, failed_reply
+from orchestrator.farm.dask import DaskFarm, FarmDevice, FarmOptions, TaskLost
 from orchestrator.farm.streamed import StreamedRuns
-from orchestrator.farm.task import TaskReply, TaskRequest
+from orchestrator.farm.task import LacksArtifacts, TaskReply, TaskRequest
+from orchestrator.farm.tries import Tries
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.executor import JobContext
-from orchestrator.run.results import DeviceResult, DeviceStatus, ProcessRun
-from orchestrator.run.runner_contract import ETDUMP_NAME
+from orchestrator.run.finisher import ModelFinisher
+from orchestrator.run.results import DeviceStatus, ProcessRun
+from orchestrator.run.session import Interrupted
 
 POLL_SEC = 1.0
 MAX_SHIP_ATTEMPTS = 3  # deliveries of missing artifacts to a worker before its task fails
@@ -54,7 +63,9 @@ class FarmExecutor:
         self._remaining: dict[str, int] = {}
         self._blob_paths: dict[str, Path] = {}
         self._futures: dict[Any, TaskRequest] = {}
-        self._streamed: StreamedRuns | None = None  # process runs announced by tasks still running
+        self._streamed = StreamedRuns(self._records, lambda device, rel: inside(self._root(), device, rel))
+        self._tries = Tries(lambda device, attempt: self._records[device].attempt(attempt))
+        self._interrupted = threading.Event()  # Ctrl-C: what it cut short is nobody's fault
 
     def __enter__(self) -> Self:
         if self._farm is None:
@@ -76,52 +87,61 @@ class FarmExecutor:
 
     def execute(self, context: JobContext) -> None:
         self._context = context
-        self._streamed = StreamedRuns(context.rundir, lambda device, rel: inside(context.rundir.root, device, rel))
         self._submit(context)
         self._collect(context)
-        self._analyse_streamed_partials(context)
 
     def stop(self) -> None:
-        """Ctrl-C: tell the running tasks to abort their sessions, drop the waiting ones, mark what was cut."""
+        """Ctrl-C: tell the running tasks to abort their sessions, drop the waiting ones, keep what finished
+        (each cut model finished with the runs streamed so far), mark the running devices interrupted."""
         context = self._context
         if context is None:  # during the builds: nothing was sent
             return
         context.progress("interrupted: stopping the tasks on the workers and keeping what finished")
-        if self._streamed is not None:  # what the workers announced before the stop
-            self._streamed.collect(self._farm.client)
+        self._interrupted.set()
+        self._tries.collect()
+        self._streamed.collect(self._farm.client)  # what the workers announced before the stop
         try:
             self._farm.stop(context.rundir.run_id)
             self._farm.cancel(list(self._futures))
         except Exception as exc:  # noqa: BLE001 - a scheduler gone already has nothing left to stop
             context.progress(f"could not tell the workers to stop: {type(exc).__name__}: {exc}")
-        for name, record in self._records.items():
+        for request in self._futures.values():
+            self._unreplied(context, request, Interrupted(f"[{request.device}] interrupted"))
+        self._futures.clear()
+        for record in self._records.values():
             if record.current.status is DeviceStatus.RUNNING:
-                record.close(DeviceStatus.INTERRUPTED, f"[{name}] interrupted", None)
-        self._analyse_streamed_partials(context)
+                record.say("interrupted")
+                record.interrupt()
+
+    def _root(self) -> Path:
+        assert self._context is not None
+        return self._context.rundir.root
 
     # ---- submit ------------------------------------------------------------------
 
     def _submit(self, context: JobContext) -> None:
         model_refs = {model.name: self._model_refs(model) for model in context.models}
-        runner_refs = {target: self._refs({f"runner/{rel}": path for rel, path in build.stage_files().items()})
-                       for target, build in context.builds.items()}
+        runner_refs: dict[str, tuple[BlobRef, ...]] = {}  # by runner build key
         requests: list[TaskRequest] = []
         for device in self._devices.values():
             record = self._records[device.name] = context.record(device)
             record.start()
-            unbuilt = context.no_runner(device.target)
-            if unbuilt:
-                record.fail(unbuilt, Blame.INFRASTRUCTURE)
+            try:
+                build: RunnerBuild | None = context.runner(device)
+            except DeviceError as exc:  # its target could not build: the device fails, as on one host
+                record.fail_with(exc)
+                build = None
             for model in context.models:
                 if (device.name, model.name) in context.plan.complete_models:  # resumed: its statistics stay
                     context.stats.keep_recorded(device.name, model.name)
-                elif not unbuilt:
-                    done = context.plan.runs_done(device.name, model.name)
-                    requests.append(self._request(context, device, model, runner_refs[device.target],
-                                                  model_refs[model.name], done))
-        for device in self._devices.values():  # a device with nothing left to send (all its models kept) is done
-            if device.name not in self._remaining and device.target in context.builds:
-                self._records[device.name].succeed()
+                elif build is not None:
+                    if build.key not in runner_refs:
+                        runner_refs[build.key] = self._refs({f"runner/{rel}": path
+                                                             for rel, path in build.stage_files().items()})
+                    requests.append(self._request(context, device, build, model, runner_refs[build.key],
+                                                  model_refs[model.name]))
+            if device.name not in self._remaining and build is not None:  # nothing left to send: all its models kept
+                record.succeed()
         by_worker: dict[str, set[str]] = {}
         for request in requests:
             by_worker.setdefault(self._devices[request.device].worker, set()).update(request.hashes())
@@ -131,17 +151,16 @@ class FarmExecutor:
         for request in requests:
             self._futures[self._farm.submit(request)] = request
 
-    def _request(self, context: JobContext, device: FarmDevice, model: ExportedModel, runner: tuple[BlobRef, ...],
-                 refs: tuple[tuple[BlobRef, ...], dict[str, str]], done: tuple[ProcessRun, ...]) -> TaskRequest:
+    def _request(self, context: JobContext, device: FarmDevice, build: RunnerBuild, model: ExportedModel,
+                 runner: tuple[BlobRef, ...], refs: tuple[tuple[BlobRef, ...], dict[str, str]]) -> TaskRequest:
         config = context.rundir.job.config
+        done = context.plan.runs_done(device.name, model.name)
         self._remaining[device.name] = self._remaining.get(device.name, 0) + 1
-        assert self._streamed is not None
         self._streamed.start(device.name, model.name, done)
         return TaskRequest(run_id=context.rundir.run_id, device=device.name, model=model.name, model_spec=model.spec,
-                           backend=config.backend, model_key=model.key, target=device.target,
-                           runner_key=context.builds[device.target].key, runtime=context.builds[device.target].info,
-                           blobs=runner + refs[0], roles=refs[1],
-                           options=config.options, config=config, done=done, workload=model.workload,
+                           backend=config.backend, model_key=model.key, target=device.target, runner_key=build.key,
+                           runtime=build.info, blobs=runner + refs[0], roles=refs[1], options=config.options,
+                           config=config, done=done, workload=model.workload,
                            prior=self._prior_refs(context, device.name, model.name, done) if done else ())
 
     def _model_refs(self, model: ExportedModel) -> tuple[tuple[BlobRef, ...], dict[str, str]]:
@@ -184,38 +203,44 @@ class FarmExecutor:
 
     def _on_event(self, event: Any) -> None:
         _, message = event
-        if isinstance(message, dict) and not (self._streamed is not None and self._streamed.offer(message)):
+        if isinstance(message, dict) and not (self._streamed.offer(message) or self._tries.offer(message)):
             assert self._context is not None
             self._context.progress(str(message.get("message", "")), message.get("device"))
 
     # ---- collect -----------------------------------------------------------------
 
     def _collect(self, context: JobContext) -> None:
-        futures = self._futures
-        attempts: dict[tuple[str, str], int] = {}
+        deliveries: dict[tuple[str, str], int] = {}
         unoffered_since: dict[str, float] = {}
-        while futures:
-            for future in self._farm.wait(list(futures), POLL_SEC):
-                request = futures.pop(future)
-                reply = self._farm.reply(future, request)
-                if not reply.missing:
-                    self._record(context, request, reply)
-                    continue
-                ident = (request.device, request.model)
-                attempts[ident] = attempts.get(ident, 0) + 1
-                if attempts[ident] > MAX_SHIP_ATTEMPTS:
-                    self._record(context, request, failed_reply(request, f"worker {reply.worker} still lacks "
-                                 f"{len(reply.missing)} artifact(s) after {MAX_SHIP_ATTEMPTS} deliveries",
-                                 Blame.INFRASTRUCTURE))
-                    continue
-                self._ship(reply.worker, reply.missing, request.device)  # gone: the task goes wherever the device is
-                futures[self._farm.submit(request, attempts[ident])] = request
-            if not futures:
+        while self._futures:
+            finished = self._farm.wait(list(self._futures), POLL_SEC)
+            self._tries.collect()  # before the replies: the tries they end are known
+            for future in finished:
+                request = self._futures.pop(future)
+                outcome = self._farm.outcome(future, request)
+                if isinstance(outcome, TaskReply):
+                    self._record(context, request, outcome)
+                elif isinstance(outcome, LacksArtifacts):
+                    self._deliver(context, request, outcome, deliveries)
+                else:
+                    self._unreplied(context, request, outcome)
+            if not self._futures:
                 break
-            if self._streamed is not None:  # after the finished tasks: their announcements are stale, not fetched
-                self._streamed.collect(self._farm.client)
+            self._streamed.collect(self._farm.client)  # after the finished tasks: theirs are stale, not fetched
             self._farm.nudge()
             self._enforce_deadline(context, unoffered_since)
+
+    def _deliver(self, context: JobContext, request: TaskRequest, lacks: LacksArtifacts,
+                 deliveries: dict[tuple[str, str], int]) -> None:
+        """Ship what the task's worker lacks and submit it again (it goes wherever the device is now)."""
+        ident = (request.device, request.model)
+        deliveries[ident] = deliveries.get(ident, 0) + 1
+        if deliveries[ident] > MAX_SHIP_ATTEMPTS:
+            self._unreplied(context, request, DeviceError(request.device, f"worker {lacks.worker} still lacks "
+                            f"{len(lacks.hashes)} artifact(s) after {MAX_SHIP_ATTEMPTS} deliveries"))
+            return
+        self._ship(lacks.worker, lacks.hashes, request.device)
+        self._futures[self._farm.submit(request, deliveries[ident])] = request
 
     def _enforce_deadline(self, context: JobContext, unoffered_since: dict[str, float]) -> None:
         """Cancel the tasks of a device no worker has offered for `device_deadline_s`; fail them (infrastructure)."""
@@ -229,56 +254,58 @@ class FarmExecutor:
             if time.monotonic() - since > deadline_s:
                 future.cancel()
                 self._futures.pop(future)
-                self._record(context, request, failed_reply(request, f"no worker offered the device for "
-                             f"{deadline_s:g} s (its worker is gone or the device is offline); "
-                             f"gave up on {request.model} (--device-deadline)", Blame.INFRASTRUCTURE))
+                self._unreplied(context, request, TaskLost(request.device, f"no worker offered the device for "
+                                f"{deadline_s:g} s (its worker is gone or the device is offline); "
+                                f"gave up on {request.model} (--device-deadline)"))
 
     def _record(self, context: JobContext, request: TaskRequest, reply: TaskReply) -> None:
         """Write a finished (device, model) into the run directory now: files, manifest, stats.csv."""
+        self._tries.replied(request.device, request.model, reply.token)
         try:
-            targets = {inside(context.rundir.root, request.device, rel): data for rel, data in reply.files.items()}
-        except DeviceError as exc:  # a worker naming paths outside its subtree: none of its files are kept
-            message = str(exc).removeprefix(f"[{request.device}] ")
-            reply, targets = failed_reply(request, message, Blame.INFRASTRUCTURE), {}
-        for path, data in targets.items():
-            write_bytes_atomic(path, data)
-        if self._streamed is not None:
-            self._streamed.finish(request.device, request.model)
+            for path, data in {inside(context.rundir.root, request.device, rel): data
+                               for rel, data in reply.files.items()}.items():
+                write_bytes_atomic(path, data)
+        except DeviceError as exc:  # a worker naming paths outside its subtree: its reply is not kept
+            self._unreplied(context, request, exc)
+            return
+        self._streamed.finish(request.device, request.model)
         record = self._records[request.device]
-        merged = record.update(lambda d: merge(d, reply.device))
-        if reply.stats is not None:
+        merged = record.merge(reply.device)
+        if reply.stats is not None and not record.closed:
             context.stats.add(reply.stats)
             context.stats.write(context.progress)
-        self._remaining[request.device] -= 1
-        if self._remaining[request.device] == 0 and merged.status is DeviceStatus.RUNNING:
-            record.succeed()
+        self._task_ended(request.device, merged.status)
         if reply.device.status is DeviceStatus.FAILED:
             context.progress(f"{request.model}: FAILED: {reply.device.error}", request.device)
         else:
             context.progress(f"{request.model}: collected {len(reply.files)} file(s) from {reply.worker}",
                              request.device)
 
-    def _analyse_streamed_partials(self, context: JobContext) -> None:
-        """A model left with streamed runs only (its task never returned: worker lost, deadline, Ctrl-C) is
-        analysed here from the files already in DIR, as a single-host session analyses a partial model."""
-        from orchestrator.profiles.stat_rows import model_stats
+    def _unreplied(self, context: JobContext, request: TaskRequest, failure: BaseException) -> None:
+        """A task that ended without a reply (lost, cancelled, given up, stopped, raised): its lost tries are
+        recorded, its model finished over the runs its worker streamed (run/finisher.py: partial, `failure`
+        as its error), and the device failed with `failure` (unless interrupted: `stop` marks it)."""
+        self._tries.ended(request.device, request.model, str(failure) if isinstance(failure, TaskLost) else None)
+        order = self._streamed.finish(request.device, request.model)
+        record = self._records[request.device]
+        model = next(m for m in context.models if m.name == request.model)
+        finisher = ModelFinisher([model], context.options, context.rundir, record, context.stats, self._interrupted)
+        try:
+            finisher.finish(order, failure)
+        except EtfarmError as exc:  # the runs stay on disk; `etfarm analyze` can read them later
+            context.progress(f"{request.model}: the {len(order)} run(s) kept could not be analysed: {exc}",
+                             request.device)
+        if self._interrupted.is_set():
+            return
+        if order:
+            context.stats.write(context.progress)
+        self._task_ended(request.device, record.fail_with(failure).status)
 
-        rundir = context.rundir
-        for device in rundir.job.config.devices:
-            for model in (m.name for m in context.models):
-                record = rundir.job.device(device)
-                result = record.model(model) if record is not None else None
-                if context.stats.has(device, model) or result is None or not result.traced_runs:
-                    continue
-                etdumps = [path for run in result.traced_runs
-                           if (path := rundir.root / device / model / run.label / ETDUMP_NAME).is_file()]
-                artifacts = rundir.job.model_artifacts(model)
-                etrecord = Path(artifacts.etrecord) if artifacts and artifacts.etrecord else None
-                pte = Path(artifacts.pte) if artifacts and artifacts.pte else None
-                try:
-                    context.stats.add(model_stats(device, model, etdumps, etrecord, pte))
-                except EtfarmError as exc:  # the runs stay on disk; `etfarm analyze` can read them later
-                    context.progress(f"{model}: the {len(etdumps)} run(s) kept could not be analysed: {exc}", device)
+    def _task_ended(self, device: str, status: DeviceStatus) -> None:
+        """One task of `device` less; its last one ends the device, unless something failed it already."""
+        self._remaining[device] -= 1
+        if self._remaining[device] == 0 and status is DeviceStatus.RUNNING:
+            self._records[device].succeed()
 
 
 def inside(root: Path, device: str, rel: str) -> Path:
@@ -288,16 +315,3 @@ def inside(root: Path, device: str, rel: str) -> Path:
     if path.is_absolute() or ".." in path.parts or "" in path.parts or len(path.parts) < 2 or path.parts[0] != device:
         raise DeviceError(device, f"worker sent a file outside {device}/: {rel!r}")
     return root.joinpath(*path.parts)
-
-
-def merge(current: DeviceResult, new: DeviceResult) -> DeviceResult:
-    """The device's record with one more (device, model) task's result folded in."""
-    merged = current
-    for model in new.models:
-        merged = merged.with_model(model)
-    merged = replace(merged, facts=current.facts or new.facts, runner_key=new.runner_key or current.runner_key,
-                     controls=current.controls or new.controls)
-    if new.status is DeviceStatus.FAILED:
-        merged = replace(merged, status=DeviceStatus.FAILED, error=current.error or new.error,
-                         blame=current.blame or new.blame)
-    return merged

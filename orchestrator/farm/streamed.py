@@ -5,9 +5,11 @@ session records is announced at once (a Dask event on the run's progress topic: 
 and the names of its files, no file contents, so the scheduler holds no bulk). The client queues
 the announcement and, in its collect loop, fetches the files from that worker (`client.run`),
 writes them under DIR/<device>/ (the same containment check as a task's files) and records the
-model as `partial` with the runs so far. The task's final result, when it comes, replaces that
-record; announcements for a (device, model) already finished are dropped. If the worker is gone
-before the fetch, that run is simply not kept (as before this existed).
+model as `partial` with the runs so far, through the device's DeviceRecord. The task's final
+result, when it comes, replaces that record; a task that ends without one hands its runs so far
+(`finish`) to the finisher, as a single-host session finishes a model cut short. Announcements
+for a (device, model) already finished are dropped. If the worker is gone before the fetch, that
+run is simply not kept.
 
 Worker side: `AnnouncingRunDirectory` (the task's scratch run directory). Client side: `StreamedRuns`.
 """
@@ -16,15 +18,17 @@ from __future__ import annotations
 
 import collections
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orchestrator.cache import write_bytes_atomic
 from orchestrator.farm.blobs import QUESTION_TIMEOUT_SEC
+from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.results import DeviceResult, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.rundir import RunDirectory
+from orchestrator.run.schedule import Order
 
 RUN_EVENT = "run"  # the `kind` of an announcement on the progress topic
 
@@ -75,8 +79,8 @@ class StreamedRuns:
     """Client side: announcements queued by the event handler (the client's IO thread), taken in the
     collect loop (the main thread), where fetching and writing may block."""
 
-    def __init__(self, rundir: RunDirectory, place: Callable[[str, str], Path]) -> None:
-        self.rundir = rundir
+    def __init__(self, records: Mapping[str, DeviceRecord], place: Callable[[str, str], Path]) -> None:
+        self.records = records  # device -> its record in the job's run directory
         self.place = place  # (device, relative name) -> path under DIR/<device>/, or DeviceError
         self.queue: collections.deque[Announced] = collections.deque()
         self.runs: dict[tuple[str, str], dict[str, ProcessRun]] = {}
@@ -95,9 +99,10 @@ class StreamedRuns:
         self.runs[(device, model)] = {run.label: run for run in done}
         self.finished.discard((device, model))
 
-    def finish(self, device: str, model: str) -> None:
-        """The task's final result was recorded: later announcements of it are stale."""
+    def finish(self, device: str, model: str) -> Order:
+        """The task ended (later announcements of it are stale): the model's runs kept so far, in order."""
         self.finished.add((device, model))
+        return [(model, run) for run in self.runs.get((device, model), {}).values()]
 
     def collect(self, client: Any) -> int:
         """Fetch and record every queued run; returns how many were kept."""
@@ -119,7 +124,6 @@ class StreamedRuns:
                 write_bytes_atomic(path, data)
             runs = self.runs.setdefault((item.device, item.model), {})
             runs[item.run.label] = item.run
-            result = ModelResult(item.model, ModelStatus.PARTIAL, tuple(runs.values()))
-            self.rundir.update_device(item.device, lambda d, result=result: d.with_model(result))
+            self.records[item.device].model(ModelResult(item.model, ModelStatus.PARTIAL, tuple(runs.values())))
             kept += 1
         return kept

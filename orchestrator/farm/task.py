@@ -8,11 +8,15 @@ A resumed run's task also carries the model's finished process runs (`done`) and
 (`prior`, by hash too): the session runs only the missing ones and analyses them all, as a resumed
 single-host session does. The session is the single-host one (run/session.py): it takes the
 device lock on this worker, stages, runs, pulls and analyses, writing `<device>/<model>/...` into a
-private RunDirectory. The task returns that subtree's files and the typed results (`TaskReply`);
-the client writes them into the job's run directory. A failure blamed on infrastructure raises
-`RetryableFailure` so Dask's `retries=` runs the task again; other failures are final and returned.
-Ctrl-C on the client sets the run's stop event (a Dask `Event`); a watcher thread beside the
-session aborts it, so the device's runner is killed and its lock released, as on a single host.
+private RunDirectory. The task returns that subtree's files and the typed results (`TaskReply`:
+the session's DeviceRecord of the device, with the tries it made); the client merges them into
+the job's run directory. Whatever failed was retried, or not, where it was raised (run/retry.py),
+as on a single host: the task never asks Dask to run it again. A task that cannot start a
+session (the device left this worker's inventory, a `runtime:` prefix) raises an etfarm error,
+which the client records with its blame. Each try announces its steps (tries.py), so a try lost
+with its worker is recorded at the step it was in. Ctrl-C on the client sets the run's stop
+event (a Dask `Event`); a watcher thread beside the session aborts it, so the device's runner is
+killed and its lock released, as on a single host.
 """
 
 from __future__ import annotations
@@ -32,15 +36,17 @@ from orchestrator.artifacts.generation import Workload
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.artifacts.runner_info import RuntimeInfo, runner_slot
 from orchestrator.cache import cache_dir
-from orchestrator.errors import Blame, DeviceError
+from orchestrator.errors import InfrastructureError, UsageError
 from orchestrator.farm.blobs import BlobRef, materialize, missing
 from orchestrator.farm.streamed import AnnouncingRunDirectory, run_event
+from orchestrator.farm.tries import FIRST_STEP, step_event
 from orchestrator.profiles.stat_rows import ModelStats
 from orchestrator.progress import Progress
 from orchestrator.run.executor import JobContext
+from orchestrator.run.heartbeat import Heartbeat
 from orchestrator.run.job_stats import JobStats
 from orchestrator.run.plan import JobPlan
-from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, ProcessRun, RunOptions
+from orchestrator.run.results import DeviceResult, JobConfig, ProcessRun, RunOptions
 from orchestrator.run.runner_contract import RUNNER_REL
 from orchestrator.run.session import DeviceSession
 
@@ -80,25 +86,24 @@ class TaskRequest:
 
 @dataclass(frozen=True)
 class TaskReply:
-    """What a task sends back: the device's record of this one model (a DeviceResult), its statistics with
-    the samples they came from (so the client reads no ETDump again), the files, and who ran it."""
+    """What a task sends back: the session's record of the device for this one model (a DeviceResult, with
+    the tries it made), its statistics with the samples they came from (so the client reads no ETDump
+    again), the files, who ran it, and which try of the task it was (tries.py)."""
 
     device: DeviceResult
     stats: ModelStats | None = None  # None when the model has no analysed runs
     files: dict[str, bytes] = field(default_factory=dict)  # relative to the run directory
     worker: str = ""
-    missing: tuple[str, ...] = ()  # blob hashes this worker lacked: the client ships them and resubmits
+    token: str = ""
 
 
-class RetryableFailure(Exception):
-    """An infrastructure failure: Dask retries the task; the last one reaches the client with its reply."""
+@dataclass(frozen=True)
+class LacksArtifacts:
+    """The worker lacks some of the task's blobs (a restarted worker, a lost cache): the client ships them and
+    submits the task again."""
 
-    def __init__(self, reply: TaskReply) -> None:
-        super().__init__(reply)
-        self.reply = reply
-
-    def __str__(self) -> str:
-        return self.reply.device.error or "infrastructure failure"
+    worker: str
+    hashes: tuple[str, ...]
 
 
 def progress_topic(run_id: str) -> str:
@@ -123,36 +128,39 @@ class EventProgress(Progress):
         self._worker.log_event(self._topic, {"device": device, "message": message})
 
 
-def run_task(request: TaskRequest) -> TaskReply:
-    """Run on a worker (Dask task body)."""
+def run_task(request: TaskRequest) -> TaskReply | LacksArtifacts:
+    """Run on a worker (Dask task body). Failures are the session's to record; what keeps it from
+    starting is raised (an etfarm error: the client records it, with its blame)."""
     from distributed import get_worker
 
     worker = get_worker()
     absent = tuple(missing(request.hashes()))
     if absent:
-        return TaskReply(DeviceResult(request.device, "", request.target), worker=worker.address, missing=absent)
+        return LacksArtifacts(worker.address, absent)
     watch = getattr(worker, "etfarm_inventory", None)
     spec = watch.spec(request.device) if watch is not None else None
     if spec is None:
-        error = f"[{request.device}] worker {worker.name} no longer has this device in its inventory"
-        failed = DeviceResult(request.device, "", request.target, DeviceStatus.FAILED, error, Blame.INFRASTRUCTURE)
-        raise RetryableFailure(TaskReply(failed, worker=worker.address))
+        raise InfrastructureError(f"[{request.device}] worker {worker.name} no longer has this device in its inventory")
     if spec.runtime:  # the client built the runner against its own runtime: not this prefix of the worker's host
-        error = (f"[{request.device}] runtime: {spec.runtime} in worker {worker.name}'s inventory: on a farm the client "
-                 "builds the runner, against etfarm's runtime; drop the key, or run this device from its own host")
-        return TaskReply(DeviceResult(request.device, spec.transport, request.target, DeviceStatus.FAILED, error,
-                                      Blame.USAGE), worker=worker.address)
-    scratch = cache_dir("farm-work") / f"{request.run_id}-{request.device}-{request.model}-{secrets.token_hex(3)}"
+        raise UsageError(f"[{request.device}] runtime: {spec.runtime} in worker {worker.name}'s inventory: on a farm "
+                         "the client builds the runner, against etfarm's runtime; drop the key, or run this device "
+                         "from its own host")
+    token = secrets.token_hex(4)
+
+    def announce(step: str) -> None:
+        worker.log_event(request.topic, step_event(request.device, request.model, token, worker.address, step))
+
+    announce(FIRST_STEP)
+    scratch = cache_dir("farm-work") / f"{request.run_id}-{request.device}-{request.model}-{token}"
     try:
-        reply = _session(request, spec, scratch, EventProgress(worker, request.topic), worker)
+        return _session(request, spec, scratch, EventProgress(worker, request.topic), worker, Heartbeat(announce),
+                        token)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    if reply.device.status is DeviceStatus.FAILED and reply.device.blame is Blame.INFRASTRUCTURE:
-        raise RetryableFailure(reply)
-    return reply
 
 
-def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress, worker: Any) -> TaskReply:
+def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress, worker: Any, heartbeat: Heartbeat,
+             token: str) -> TaskReply:
     paths = materialize(request.blobs, scratch / "artifacts")
     libs = tuple(sorted(p for name, p in paths.items() if name.startswith(f"{RUNNER_DIR}/lib/")))
     runner = paths.get(f"{RUNNER_DIR}/{RUNNER_REL}")
@@ -166,7 +174,7 @@ def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress,
 
     pte = role("pte")
     if pte is None:
-        raise DeviceError(request.device, f"task for {request.model} carries no .pte")
+        raise InfrastructureError(f"[{request.device}] task for {request.model} carries no .pte")
     model = ExportedModel(name=request.model, spec=request.model_spec, backend=request.backend, key=request.model_key,
                           pte=pte, etrecord=role("etrecord"), inputs=role("inputs"),
                           reference_outputs=role("reference_outputs"), cached=True,
@@ -178,10 +186,11 @@ def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress,
     rundir.announce = lambda name, run: worker.log_event(  # type: ignore[method-assign]
         request.topic, run_event(request.device, name, run, rundir.root, worker.address))
     plan = JobPlan((request.device,), done={request.device: {request.model: request.done}} if request.done else {})
-    context = JobContext(rundir, plan, (model,), request.options, {runner_slot(build.target): build} if build else {},
-                         {request.target: f"no runner shipped for target {request.target}"},
+    slot = runner_slot(spec.target, spec.runtime)  # as JobContext.runner looks it up
+    context = JobContext(rundir, plan, (model,), request.options, {slot: build} if build else {},
+                         {slot: f"no runner shipped for target {request.target}"},
                          JobStats(rundir.root, [request.device], [request.model]), progress)
-    session = DeviceSession(spec, context)
+    session = DeviceSession(spec, context, heartbeat)
     with _stopped_by_client(request.run_id, session):
         result = session.run()
     device_root = rundir.root / request.device
@@ -190,8 +199,7 @@ def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress,
              if p.is_file() and (rel := p.relative_to(rundir.root).as_posix()) not in sent_to_us} \
         if device_root.is_dir() else {}
     stats = context.stats.all()
-    return TaskReply(result, stats[0] if stats else None, files, worker.address)
-
+    return TaskReply(result, stats[0] if stats else None, files, worker.address, token)
 
 
 def task_build(request: TaskRequest, runner: Path, libs: tuple[Path, ...]) -> RunnerBuild:

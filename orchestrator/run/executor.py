@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, Self
 
+from orchestrator.artifacts.runner_info import runner_slot
+from orchestrator.errors import DeviceError
 from orchestrator.progress import Progress
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.job_stats import JobStats
@@ -61,13 +63,16 @@ class JobContext:
 
     def record(self, device: DeviceRef) -> DeviceRecord:
         return DeviceRecord(self.rundir, device.name, device.transport, device.target,
-                            lambda message: self.progress(message, device.name))
+                            self.progress.for_device(device.name))
 
-    def no_runner(self, slot: str) -> str | None:
-        """Why devices of `slot` (artifacts.build.runner_slot) cannot run (None when its runner was built)."""
-        if slot in self.builds:
-            return None
-        return self.build_errors.get(slot) or f"no runner for target {slot}"
+    def runner(self, device: DeviceRef) -> RunnerBuild:
+        """The runner `device` runs, looked up as the engine stores it (by runner_slot: its target and runtime);
+        a DeviceError saying why when it has none (its target could not build)."""
+        slot = runner_slot(device.target, device.runtime)
+        build = self.builds.get(slot)
+        if build is None:
+            raise DeviceError(device.name, self.build_errors.get(slot) or f"no runner for target {slot}")
+        return build
 
 
 class Executor(Protocol):

@@ -5,7 +5,10 @@ Ctrl-C, a full host disk), every model keeps the process runs that finished, fla
 calibration (run/calibration.py), verified and analysed: `ok` with all of them, `partial` (with
 the failure as its error) when some are missing; a model with none is not recorded (a resume
 runs it all). Each model's ETDumps are read once, here (profiles/stat_rows.py `model_stats`); its
-rows and samples go to the job's statistics. See docs/architecture.md, "Faults: the job".
+rows and samples go to the job's statistics. The one finisher of both executors: a device session
+runs it (on this host, or in a farm task on its worker), and the farm's client runs it for a model
+whose task ended without a reply, over the runs the worker streamed (farm/executor.py).
+See docs/architecture.md, "Faults: the job".
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from orchestrator.artifacts.lowering import ExportedModel
-from orchestrator.errors import Blame, EtfarmError, blame_of
+from orchestrator.errors import Blame, EtfarmError
 from orchestrator.profiles.phases import RunCalls, with_phases
 from orchestrator.profiles.stat_rows import model_stats
 from orchestrator.run.calibration import flag_runs
@@ -25,11 +28,11 @@ from orchestrator.run.llm_verify import verify_generations
 from orchestrator.run.results import ModelResult, ModelStatus, ProcessRun, RunOptions
 from orchestrator.run.rundir import RunDirectory
 from orchestrator.run.runner_contract import ETDUMP_NAME, OUTPUTS_NAME
+from orchestrator.run.schedule import Order
+from orchestrator.run.status import failure_blame
 from orchestrator.run.verify import verify_outputs
 
 log = logging.getLogger(__name__)
-
-Order = list[tuple[str, ProcessRun]]  # (model name, process run), in the order they ran
 
 
 class ModelFinisher:
@@ -58,7 +61,8 @@ class ModelFinisher:
                 self._finish_model(model, runs, ModelStatus.OK, None, None)
                 continue
             error = str(failure) if isinstance(failure, EtfarmError) else f"{type(failure).__name__}: {failure}"
-            blame = None if self.cancelled.is_set() else blame_of(failure) if isinstance(failure, Exception) else None
+            interrupted = self.cancelled.is_set() or not isinstance(failure, Exception)  # Ctrl-C, or what it cut
+            blame = failure_blame(failure, interrupted=interrupted)
             try:
                 self._finish_model(model, runs, ModelStatus.PARTIAL, error, blame)
             except Exception as exc:  # noqa: BLE001 - the first failure is the one to report; the runs stay on disk

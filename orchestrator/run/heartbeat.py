@@ -3,20 +3,28 @@
 A device session beats at every step it finishes (and before each bounded retry); while it
 waits for another job's device lock it is `waiting`, and no progress is expected (`--lock-timeout`
 bounds that wait). The watchdog gives up a session that is neither waiting nor beating for longer
-than one process run's whole step may take.
+than one process run's whole step may take. Each retried step it starts (run/retry.py: connect,
+stage, run MODEL run-K) is handed to `on_step`: a farm task announces it, so that a try lost with
+its worker is recorded at the step it was in (farm/tries.py).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 
 class Heartbeat:
-    def __init__(self) -> None:
+    def __init__(self, on_step: Callable[[str], None] = lambda step: None) -> None:
         self._lock = threading.Lock()
         self._last = time.monotonic()
         self._waiting = False
+        self.on_step = on_step
+
+    def trying(self, step: str) -> None:
+        """A retried step starts (its name as run/retry.py records a failed try of it)."""
+        self.on_step(step)
 
     def beat(self) -> None:
         """Progress: the lock wait (if any) is over."""

@@ -76,4 +76,5 @@ class DeviceLease:
 
     def retry(self, step: str, call: Callable[[], T], before_retry: Callable[[], None]) -> T:
         """An idempotent step, retried after transport faults (run/retry.py); every failure recorded."""
+        self.heartbeat.trying(step)
         return with_retries(step, call, record=self.record.attempt, before_retry=before_retry, say=self.say)

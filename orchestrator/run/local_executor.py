@@ -116,14 +116,15 @@ class DeviceThreads:
             self.threads[session.name].join(max(0.0, deadline - time.monotonic()))
         for session in self.sessions:
             if session.name not in self.results:
-                self._give_up(session, f"[{session.name}] interrupted", DeviceStatus.INTERRUPTED)
+                session.say("interrupted")
+                self.results[session.name] = session.record.interrupt()
         return self.results
 
-    def _give_up(self, session: Watched, message: str, status: DeviceStatus = DeviceStatus.FAILED) -> None:
+    def _give_up(self, session: Watched, message: str) -> None:
+        """The watchdog: the device failed (infrastructure), its session aborted in the background."""
         session.say(message)
         threading.Thread(target=session.abort, daemon=True).start()
-        blame = None if status is DeviceStatus.INTERRUPTED else Blame.INFRASTRUCTURE
-        self.results[session.name] = session.record.close(status, message, blame)
+        self.results[session.name] = session.record.close(DeviceStatus.FAILED, message, Blame.INFRASTRUCTURE)
 
 
 def watchdog_limit_s(options: RunOptions) -> float:

@@ -30,10 +30,8 @@ from orchestrator.run.lease import DeviceLease
 from orchestrator.run.process_run import RunPlan, prepare_retry, run_once
 from orchestrator.run.results import ModelResult, ModelStatus, ProcessRun, RunOptions
 from orchestrator.run.rundir import DEVICE_JSON, RunDirectory
-from orchestrator.run.schedule import ScheduledRun, schedule_runs
+from orchestrator.run.schedule import Order, ScheduledRun, schedule_runs
 from orchestrator.run.stager import Staged, Stager
-
-Order = list[tuple[str, ProcessRun]]
 
 
 class ProcessRunLoop:

@@ -5,6 +5,8 @@ Drift and heat over a job should hit every model alike, so by default rounds are
 `random_shuffle_benchmark_runs`); `sequential` keeps one model's runs together; `abba`
 alternates two models A B B A A B ... for an A/B comparison. Untraced runs follow the traced
 ones in the same order. Pure and deterministic: the same inputs give the same schedule.
+`Order` is what a device has done of it: (model, process run) in the order they ran, the loop's
+record (run/process_loop.py) and what the finisher flags and analyses (run/finisher.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,12 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:  # results.py imports this module (RunOrder, through job_config.py)
+    from orchestrator.run.results import ProcessRun
+
+Order: TypeAlias = "list[tuple[str, ProcessRun]]"  # (model name, process run), in the order they ran
 
 
 class RunOrder(StrEnum):

@@ -20,21 +20,23 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import traceback
+from typing import TYPE_CHECKING
 
 from device_agents import DeviceSpec
 from device_agents.base import DeviceAgent
 from device_agents.step import kill_step_command
-from orchestrator.artifacts.runner_info import runner_slot
-from orchestrator.errors import Blame, DeviceError, EtfarmError, blame_of, disk_full, environment_problem
-from orchestrator.run.device_record import DeviceRecord
+from orchestrator.errors import EtfarmError, disk_full
 from orchestrator.run.executor import JobContext
-from orchestrator.run.finisher import ModelFinisher, Order
+from orchestrator.run.finisher import ModelFinisher
 from orchestrator.run.heartbeat import Heartbeat
 from orchestrator.run.lease import DeviceLease
 from orchestrator.run.process_loop import ProcessRunLoop
-from orchestrator.run.results import DeviceResult, DeviceStatus
+from orchestrator.run.results import DeviceResult
+from orchestrator.run.schedule import Order
 from orchestrator.run.stager import Stager
+
+if TYPE_CHECKING:
+    from orchestrator.artifacts.build import RunnerBuild
 
 log = logging.getLogger(__name__)
 
@@ -47,16 +49,15 @@ class Interrupted(EtfarmError):
 
 
 class DeviceSession:
-    def __init__(self, spec: DeviceSpec, context: JobContext) -> None:
+    def __init__(self, spec: DeviceSpec, context: JobContext, heartbeat: Heartbeat | None = None) -> None:
         self.spec = spec
         self.name = spec.name
         self.context = context
-        self.say = context.progress.for_device(spec.name)
-        self.record = DeviceRecord(context.rundir, spec.name, spec.transport, spec.target, self.say)
-        self.heartbeat = Heartbeat()
+        self.record = context.record(spec)
+        self.say = self.record.say
+        self.heartbeat = heartbeat or Heartbeat()  # a farm task's one announces the steps it starts (farm/tries.py)
         self.cancelled = threading.Event()
-        self.slot = runner_slot(spec.target, spec.runtime)
-        self.build = context.builds.get(self.slot)
+        self.build: RunnerBuild | None = None  # the target's runner, found when the session runs
         # Resumed: the process runs each model has already, in the order they ran.
         self.done: Order = [(model, run) for model, runs in context.plan.done.get(spec.name, {}).items() for run in runs]
         self.finisher = ModelFinisher(context.models, context.options, context.rundir, self.record, context.stats,
@@ -68,8 +69,7 @@ class DeviceSession:
         """Run every model on the device; any failure is recorded, never raised."""
         self.record.start()
         try:
-            if self.build is None:
-                raise DeviceError(self.name, self.context.no_runner(self.slot) or "no runner")
+            self.build = self.context.runner(self.spec)
             self.record.set(runner_key=self.build.key)
             with self.lease.hold() as agent:
                 self._run_models(agent)
@@ -116,19 +116,9 @@ class DeviceSession:
             raise Interrupted(f"[{self.name}] interrupted")
 
     def _record_failure(self, exc: Exception) -> DeviceResult:
-        full = disk_full(exc)
-        if self.cancelled.is_set() and full is None:
+        """Interrupted (whatever the stop made fail; a full disk is still said), or failed with `exc`'s blame;
+        a bug or an unexpected transport error fails this device only: the others go on."""
+        if self.cancelled.is_set() and disk_full(exc) is None:
             self.say("interrupted")
-            return self.record.set(status=DeviceStatus.INTERRUPTED, error=f"[{self.name}] interrupted", blame=None)
-        if full is not None:
-            return self.record.fail(f"[{self.name}] host disk full: {full or self.context.rundir.root}",
-                                    Blame.INFRASTRUCTURE)
-        if isinstance(exc, EtfarmError):
-            return self.record.fail(str(exc), blame_of(exc))
-        problem = environment_problem(exc)
-        if problem is not None:  # the host's files refused a path (read-only, no permission): not a bug
-            return self.record.fail(f"[{self.name}] {problem}", Blame.INFRASTRUCTURE)
-        # a bug or an unexpected transport error: keep the others going
-        log.debug("unexpected error on %s", self.name, exc_info=exc)
-        self.say("".join(traceback.format_exception(exc)))
-        return self.record.fail(f"[{self.name}] unexpected {type(exc).__name__}: {exc}", Blame.BUG)
+            return self.record.interrupt()
+        return self.record.fail_with(exc)

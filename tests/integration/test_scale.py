@@ -250,6 +250,13 @@ class RunnerGate:
     def open(self) -> None:
         (self.root / "open").touch()
 
+    def held(self) -> None:
+        """Until a runner start waits at the gate (its step is under way on the device)."""
+        deadline = time.monotonic() + 120
+        while not list(self.root.glob("waiting-*")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert list(self.root.glob("waiting-*")), "no runner start reached the gate"
+
 
 def _farm_of_two(farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> Path:
     """Workers wa (host-a) and wb (host-b), both online; returns wa's inventory."""
@@ -263,18 +270,50 @@ def _farm_of_two(farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path:
 
 
 @pytest.mark.slow
-def test_a_killed_worker_s_task_runs_when_its_device_comes_back(
-        farm: Farm, two_hosts: tuple[DeviceSpec, DeviceSpec], tmp_path: Path) -> None:
-    config_a = _farm_of_two(farm, two_hosts, tmp_path)
+def test_a_killed_worker_s_task_runs_when_its_device_comes_back_and_lists_the_lost_try_as_one_host_does(
+        farm: Farm, ssh_server_factory: Callable[[], SshTestHost], tmp_path: Path) -> None:
+    """Run 1 is on host-a (its runner start held at a gate) when host-a's worker dies; the device comes back on a
+    new worker, where the task runs again. The manifest lists the lost try as a single host lists a link lost
+    under the same step (then retried): the same attempts."""
+    host = ssh_server_factory()
+    gate = RunnerGate(tmp_path / "gate", free=0)
+    host_a = host.spec("host-a", tmp_path / "work-a", exec_prefix=gate.prefix)
+    config_a = _farm_of_two(farm, (host_a, ssh_server_factory().spec("host-b", tmp_path / "work-b")), tmp_path)
     out = tmp_path / "dist"
-    code, stderr = _run_killing_worker_a(farm, out, config_a)
+
+    def let_the_next_try_through() -> None:
+        gate.cut()  # the dead worker's held start ends without running
+        gate.open()
+
+    code, stderr = _run_killing_worker_a(farm, out, config_a, before_kill=gate.held, after_kill=let_the_next_try_through)
     assert code == 0, stderr[-4000:] + farm.logs()
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["status"] == "ok"
-    assert {n: d["status"] for n, d in manifest["devices"].items()} == {"host-a": "ok", "host-b": "ok"}
+    manifest = load_manifest(out)
+    assert manifest.status is JobStatus.OK
+    assert {d.name: d.status for d in manifest.devices} == {"host-a": "ok", "host-b": "ok"}
     _check_stats(out, ("host-a", "host-b"))
     assert stderr.count("[host-a] tiny_cnn: run 1/2") >= 2  # it started again on the new worker
     assert "[host-a] artifacts for" in stderr and "file(s) it lacked" in stderr  # which asked for the artifacts
+    on_farm = manifest.device("host-a").attempts  # type: ignore[union-attr]
+    assert [a.step for a in on_farm] == ["run tiny_cnn run-1"] and "was lost" in on_farm[0].error, on_farm
+
+    # The same loss on one host: the link drops (sshd killed) while run 1 is held on host-a, and comes back.
+    local_gate = RunnerGate(tmp_path / "local-gate", free=0)
+    config = write_inventory(tmp_path / "local.yaml", [replace(host_a, exec_prefix=local_gate.prefix)])
+    client = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices",
+                               "host-a", "--model", TINY, *SMALL_RUN, "--no-store", "--out", str(tmp_path / "local")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        local_gate.held()
+        host.kill_server()
+        local_gate.cut()  # the cut-off step's held start ends without running
+        host.start_again()
+        local_gate.open()
+        _, local_stderr = client.communicate(timeout=600)
+    finally:
+        _kill(client)  # type: ignore[arg-type]
+    assert client.returncode == 0, local_stderr[-4000:]
+    on_one_host = load_manifest(tmp_path / "local").device("host-a").attempts  # type: ignore[union-attr]
+    assert [a.step for a in on_one_host] == [a.step for a in on_farm], on_one_host
 
 
 @pytest.mark.slow
@@ -377,6 +416,10 @@ def test_runs_finished_before_a_worker_dies_are_kept_and_resume_runs_only_the_re
     cut = load_manifest(out)
     model = cut.device("host-a").model("tiny_cnn")  # type: ignore[union-attr]
     assert model is not None and model.status is ModelStatus.PARTIAL and [r.label for r in model.runs] == ["run-1"]
+    # Finished as one host finishes a model cut short: verified, the reason as its error, with its blame.
+    assert model.verification is not None and model.verification.status == "pass", model
+    assert "no worker offered the device" in (model.error or "") and model.blame == "infrastructure"
+    assert [a.step for a in cut.device("host-a").attempts] == ["run tiny_cnn run-2"]  # type: ignore[union-attr]
     kept_etdump = (out / "host-a" / "tiny_cnn" / "run-1" / "etdump.etdp").read_bytes()
     assert kept_etdump, "the run's files came with it"
     stats = pd.read_csv(out / "stats.csv")  # and it is analysed, as a single-host partial model is
@@ -560,17 +603,41 @@ def test_a_tls_scheduler_admits_certificate_holders_only(tmp_path: Path) -> None
 
 
 @pytest.mark.slow
-def test_an_infrastructure_failure_is_retried_then_reported(
+def test_a_refused_host_key_and_a_crashing_runner_are_tried_once_as_on_one_host(
         farm: Farm, ssh_server_factory: Callable[[], SshTestHost], tmp_path: Path) -> None:
-    host = ssh_server_factory()  # answers probes, but the device's known_hosts does not know its key
-    spec = host.spec("host-k", tmp_path / "work-k", known_hosts=tmp_path / "empty" / "known_hosts")
-    farm.worker("wk", write_inventory(tmp_path / "k.yaml", [spec]))
+    """The same faults on the farm and on one host: the same attempts, blame, status and exit code. Neither is
+    tried again (run/retry.py): a refusal would meet the same key, a crashing runner the same crash."""
+    refusing = ssh_server_factory()  # answers probes, but the device's known_hosts does not know its key
+    host_k = refusing.spec("host-k", tmp_path / "work-k", known_hosts=tmp_path / "empty" / "known_hosts")
+    starts = tmp_path / "runner-starts"
+    crash = ("sh", "-c", 'echo start >> "$0"; echo "the runner crashed" >&2; exit 7', str(starts))
+    host_c = ssh_server_factory().spec("host-c", tmp_path / "work-c", exec_prefix=crash)
+    inventory = write_inventory(tmp_path / "kc.yaml", [host_k, host_c])
+    farm.worker("wk", inventory)
     farm.wait_online("host-k")
-    out = tmp_path / "dist"
-    result = etfarm("run", "--scheduler", farm.address, "--devices", "host-k", "--model", TINY, *SMALL_RUN,
-                    "--no-store", "--out", str(out))
-    assert result.returncode == 1, result.stderr[-3000:]
-    assert result.stderr.count("[host-k] connecting") == 3, result.stderr  # the first attempt and two retries
-    device = json.loads((out / "manifest.json").read_text())["devices"]["host-k"]
-    assert device["status"] == "failed" and device["blame"] == "infrastructure"
-    assert "host key" in device["error"] and "unknown" in device["error"]
+    farm.wait_online("host-c")
+
+    runs = {}
+    for where, argv in (("on-farm", ("--scheduler", farm.address)), ("local", ("--config", str(inventory)))):
+        result = etfarm("run", *argv, "--devices", "host-k,host-c", "--model", TINY, *SMALL_RUN, "--no-store",
+                        "--out", str(tmp_path / where))
+        runner_starts = starts.read_text().count("start")
+        starts.unlink()
+        runs[where] = (result, load_manifest(tmp_path / where), runner_starts)
+        assert result.returncode == 1, where + result.stderr[-3000:] + farm.logs()
+        assert result.stderr.count("[host-k] connecting") == 1, result.stderr  # the refusal is not tried again
+        assert runner_starts == 1, where  # nor the crash
+
+    (_, on_farm, _), (_, local, _) = runs["on-farm"], runs["local"]
+    for name in ("host-k", "host-c"):
+        distributed, single = on_farm.device(name), local.device(name)
+        assert distributed is not None and single is not None
+        assert (distributed.status, distributed.blame, distributed.error) == (single.status, single.blame, single.error)
+        assert [a.step for a in distributed.attempts] == [a.step for a in single.attempts]
+    key, crashed = on_farm.device("host-k"), on_farm.device("host-c")
+    assert key is not None and key.status is DeviceStatus.FAILED and key.blame == "infrastructure"
+    assert "host key" in (key.error or "") and "unknown" in (key.error or "")
+    assert [a.step for a in key.attempts] == ["connect"]
+    assert crashed is not None and crashed.status is DeviceStatus.FAILED and "exited 7" in (crashed.error or "")
+    assert [a.step for a in crashed.attempts] == ["run tiny_cnn run-1"]
+    assert on_farm.status is local.status is JobStatus.FAILED

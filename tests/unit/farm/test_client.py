@@ -1,4 +1,4 @@
-"""Client-side rules without a cluster: merging task results, TLS options, status lines."""
+"""Client-side rules without a cluster: where a worker's files land, TLS options, status lines."""
 
 from __future__ import annotations
 
@@ -6,24 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.errors import Blame, DeviceError, UsageError
-from orchestrator.farm.executor import inside, merge
+from orchestrator.errors import DeviceError, UsageError
+from orchestrator.farm.executor import inside
 from orchestrator.farm.security import make_security
 from orchestrator.farm.status import WorkerRow, status_lines
-from orchestrator.run.results import DeviceResult, DeviceStatus, ModelResult, ModelStatus
-
-
-def test_task_results_of_one_device_fold_into_one_record() -> None:
-    running = DeviceResult("d", "ssh", "host", DeviceStatus.RUNNING)
-    first = DeviceResult("d", "ssh", "host", DeviceStatus.OK, facts={"abi": "x"}, runner_key="k",
-                         models=(ModelResult("m1", ModelStatus.OK),))
-    second = DeviceResult("d", "ssh", "host", DeviceStatus.FAILED, error="[d] boom", blame=Blame.INFRASTRUCTURE,
-                          facts={"abi": "y"}, models=(ModelResult("m2", ModelStatus.OK),))
-    merged = merge(merge(running, first), second)
-    assert [m.name for m in merged.models] == ["m1", "m2"]
-    assert merged.facts == {"abi": "x"} and merged.runner_key == "k"
-    assert (merged.status, merged.error, merged.blame) == (DeviceStatus.FAILED, "[d] boom", Blame.INFRASTRUCTURE)
-    assert merge(running, first).status is DeviceStatus.RUNNING  # OK only once every model is in
 
 
 def test_tls_needs_all_three_files(tmp_path: Path) -> None:

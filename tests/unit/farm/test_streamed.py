@@ -7,6 +7,7 @@ from typing import Any
 
 from orchestrator.farm.executor import inside
 from orchestrator.farm.streamed import AnnouncingRunDirectory, StreamedRuns, read_files, run_event
+from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.rundir import RunDirectory
 
@@ -44,12 +45,13 @@ class FakeClient:
 
 def _client_side(tmp_path: Path) -> tuple[RunDirectory, StreamedRuns, Path]:
     rundir = RunDirectory.create(tmp_path / "job", JobConfig(("d",), ("m.py",), "portable"))
-    rundir.add_device(DeviceResult("d", "ssh", "host", DeviceStatus.RUNNING))
+    record = DeviceRecord(rundir, "d", "ssh", "host", lambda message: None)
+    record.start()
     worker_root = tmp_path / "worker-scratch"
     for label in ("run-1", "run-2"):
         (worker_root / "d" / "m" / label).mkdir(parents=True)
         (worker_root / "d" / "m" / label / "etdump.etdp").write_bytes(label.encode())
-    return rundir, StreamedRuns(rundir, lambda device, rel: inside(rundir.root, device, rel)), worker_root
+    return rundir, StreamedRuns({"d": record}, lambda device, rel: inside(rundir.root, device, rel)), worker_root
 
 
 def test_the_client_fetches_announced_runs_and_records_the_model_partial(tmp_path: Path) -> None:
@@ -64,6 +66,9 @@ def test_the_client_fetches_announced_runs_and_records_the_model_partial(tmp_pat
     assert model is not None and model.status is ModelStatus.PARTIAL
     assert [r.label for r in model.runs] == ["run-0", "run-1", "run-2"]
     assert (rundir.root / "d" / "m" / "run-2" / "etdump.etdp").read_bytes() == b"run-2"
+    # The task ends without a reply: its runs so far, in order, for the finisher; later announcements are stale.
+    assert [(name, run.label) for name, run in streamed.finish("d", "m")] == [("m", "run-0"), ("m", "run-1"),
+                                                                               ("m", "run-2")]
 
 
 def test_stale_unreachable_or_misplaced_announcements_are_not_kept(tmp_path: Path) -> None:

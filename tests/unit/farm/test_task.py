@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from orchestrator.artifacts.build import RunnerBuild
-from orchestrator.farm.client import FarmOptions
+from orchestrator.farm.dask import FarmDevice, FarmOptions
 from orchestrator.farm.executor import FarmExecutor
 from orchestrator.farm.task import TaskRequest, task_build
+from orchestrator.run.results import DeviceStatus
 from tests.unit.run.test_job_status import FakeFarm, _run, stubbed  # noqa: F401 - `stubbed` is a fixture
 
 LAUNCHER = ("./lib/ld-linux-aarch64.so.1", "--library-path", "./lib")
@@ -52,3 +54,18 @@ def test_the_task_carries_the_runtime_and_the_worker_starts_the_runner_through_i
         "/data/local/tmp/etfarm/lib/ld-linux-aarch64.so.1", "--library-path", "/data/local/tmp/etfarm/lib",
         "/data/local/tmp/etfarm/bin/etfarm_runner"]
     assert build.env("/data/local/tmp/etfarm") == {}, "the loader is told --library-path; no LD_LIBRARY_PATH"
+
+
+class RuntimeFarm(RecordingFarm):
+    def devices(self) -> dict[str, FarmDevice]:
+        return {name: replace(device, runtime="/opt/et") for name, device in super().devices().items()}
+
+
+def test_the_runner_is_looked_up_as_it_was_stored_by_runner_slot(
+        tmp_path: Path, stubbed: Callable[[bool], None]) -> None:  # noqa: F811
+    stubbed(False)
+    farm = RuntimeFarm({"board": "ok"})  # a device whose runner is built against the user's runtime
+    result = _run(FarmExecutor(FarmOptions("tcp://fake:8786"), farm=farm), ["board"], tmp_path / "run")
+    assert result.job.device("board").status is DeviceStatus.OK  # type: ignore[union-attr]
+    (request,) = farm.requests
+    assert request.runner_key == "runner-key"

@@ -2,17 +2,24 @@
 
 Each case says how every device ends (ok, wrong results, failed, or Ctrl-C while it runs) and
 whether the host disk is full when stats.csv is written; the job must end with the same status
-and exit code on this host (LocalExecutor, fake device sessions in real threads) and on a farm
-(FarmExecutor, a fake Dask farm whose tasks reply at once). Only the devices are fake: export and
+and exit code, each device's session having run once, on this host (LocalExecutor, fake device
+sessions in real threads), on a fake farm (FarmExecutor, a stand-in for Dask whose tasks reply
+at once), and on a real one (FarmExecutor, a real Dask scheduler and two real Dask workers in this
+process, so the fake sessions run inside real tasks: submitted, placed by resource, pickled, their
+replies, failures and the stop event going through Dask). Only the devices are fake: export and
 builds are stubbed, the engine, the run directory, the records and stats.csv are the real ones.
 """
 
 from __future__ import annotations
 
 import _thread
+import asyncio
+import collections
+import contextlib
 import errno
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +30,10 @@ from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.errors import Blame
+from orchestrator.farm import resource_name
+from orchestrator.farm import task as farm_task
 from orchestrator.farm.blobs import ShipReport
-from orchestrator.farm.client import FarmDevice, FarmOptions
+from orchestrator.farm.dask import FarmDevice, FarmOptions
 from orchestrator.farm.executor import FarmExecutor
 from orchestrator.farm.task import TaskReply, TaskRequest
 from orchestrator.profiles.stat_rows import ModelStats, StatRow
@@ -73,16 +82,19 @@ def _stats(device: str) -> ModelStats:
 
 
 class FakeSession:
-    """A device session that ends as its device's case says (Ctrl-C: it interrupts the main thread)."""
+    """A device session that ends as its device's case says (Ctrl-C: it interrupts the main thread, once
+    `before_interrupt` returned); `started` counts the sessions run per device."""
 
     ends: dict[str, str] = {}
+    started: collections.Counter[str] = collections.Counter()
+    before_interrupt: Callable[[], None] = staticmethod(lambda: None)
 
-    def __init__(self, spec: DeviceSpec, context: JobContext) -> None:
+    def __init__(self, spec: DeviceSpec, context: JobContext, heartbeat: Heartbeat | None = None) -> None:
         self.name = spec.name
         self.context = context
         self.record = context.record(spec)
         self.say = context.progress.for_device(spec.name)
-        self.heartbeat = Heartbeat()
+        self.heartbeat = heartbeat or Heartbeat()
         self.aborted = threading.Event()
 
     def abort(self) -> None:
@@ -90,13 +102,15 @@ class FakeSession:
 
     def run(self) -> DeviceResult:
         end = self.ends[self.name]
+        self.started[self.name] += 1
         self.record.start()
         if end == "failed":
             return self.record.fail(f"[{self.name}] boom", Blame.INFRASTRUCTURE)
         if end == "interrupt":
+            self.before_interrupt()
             _thread.interrupt_main()  # Ctrl-C while this device works
             assert self.aborted.wait(10)
-            return self.record.set(status=DeviceStatus.INTERRUPTED, error=f"[{self.name}] interrupted")
+            return self.record.interrupt()
         self.record.model(_model_result(end))
         self.context.stats.add(_stats(self.name))
         return self.record.succeed()
@@ -125,6 +139,7 @@ class FakeFarm:
         return ShipReport(len(by_hash), 0, 0)
 
     def submit(self, request: TaskRequest, attempt: int = 0) -> tuple[str, str]:
+        FakeSession.started[request.device] += 1  # the task's session, as good as run
         return request.device, request.model
 
     def wait(self, futures: list[tuple[str, str]], timeout_s: float) -> set[tuple[str, str]]:
@@ -134,7 +149,7 @@ class FakeFarm:
             raise KeyboardInterrupt
         return ready
 
-    def reply(self, future: tuple[str, str], request: TaskRequest) -> TaskReply:
+    def outcome(self, future: tuple[str, str], request: TaskRequest) -> TaskReply:
         end = self.ends[request.device]
         if end == "failed":
             return TaskReply(DeviceResult(request.device, "fake", "host", DeviceStatus.FAILED, f"[{request.device}] boom",
@@ -168,6 +183,8 @@ def stubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[bool],
     monkeypatch.setattr("orchestrator.artifacts.build.build_runner", lambda target, log, runtime=None: RunnerBuild(
         target, "runner-key", runner.parent.parent, runner, (), cached=True))
     monkeypatch.setattr(session, "DeviceSession", FakeSession)
+    monkeypatch.setattr(farm_task, "DeviceSession", FakeSession)  # a real farm's tasks run in this process
+    FakeSession.started = collections.Counter()
 
     def disk_full(full: bool) -> None:
         if full:
@@ -196,6 +213,7 @@ def _check(result: JobResult, status: JobStatus, code: int, ends: dict[str, str]
     assert [s.device for s in result.stats] == measured  # in memory, in job order
     assert (result.rundir.root / "stats.csv").is_file() == bool(measured and not disk_full)
     assert (result.problem is not None) == bool(disk_full and measured)
+    assert FakeSession.started == {name: 1 for name in ends}  # whatever the end, one session: nothing retried it
 
 
 @pytest.mark.parametrize(("ends", "disk_full", "status", "code"), CASES)
@@ -234,3 +252,79 @@ def test_an_unexpected_error_mid_job_still_ends_the_manifest_failed(tmp_path: Pa
     with pytest.raises(OSError, match="Read-only file system"):
         _run(LocalExecutor([DeviceSpec("d0", "local", "host", str(tmp_path / "d0"))]), ["d0"], tmp_path / "run")
     assert load_manifest(tmp_path / "run").status is JobStatus.FAILED
+
+
+class InventoryStub:
+    """What `etfarm worker` hangs on its Dask worker (farm/devices.py InventoryWatch), for the devices it owns."""
+
+    def __init__(self, specs: list[DeviceSpec]) -> None:
+        self.specs = {spec.name: spec for spec in specs}
+
+    def spec(self, name: str) -> DeviceSpec | None:
+        return self.specs.get(name)
+
+
+@pytest.fixture(scope="module")
+def real_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Dask scheduler and two real workers (on an event loop of their own, in this process), each
+    owning one device of the cases (`d0`, `d1`) as `etfarm worker` would: its `dev-<name>` resource, its inventory.
+    Yields the scheduler's address."""
+    distributed = pytest.importorskip("distributed")
+    workdir = tmp_path_factory.mktemp("farm-devices")
+    started = threading.Event()
+    state: dict[str, Any] = {}
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        state["stop"] = (asyncio.get_running_loop(), stop)
+        async with distributed.Scheduler(host="127.0.0.1", port=0, dashboard=False) as scheduler:
+            workers = []
+            for name in ("d0", "d1"):
+                worker = await distributed.Worker(scheduler.address, name=f"w-{name}", host="127.0.0.1", nthreads=4,
+                                                  resources={resource_name(name): 1})
+                worker.etfarm_inventory = InventoryStub([DeviceSpec(name, "local", "host", str(workdir / name))])
+                workers.append(worker)
+            state["address"] = scheduler.address
+            started.set()
+            await stop.wait()
+            for worker in workers:
+                await worker.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(serve()), name="real-farm", daemon=True)
+    thread.start()
+    assert started.wait(60), "the Dask scheduler and workers did not start"
+    yield state["address"]
+    loop, stop = state["stop"]
+    loop.call_soon_threadsafe(stop.set)
+    thread.join(30)
+
+
+def _recorded_end(out: Path, device: str) -> Callable[[], None]:
+    """Wait (bounded) until the client's manifest has `device` ended: on a real farm Ctrl-C must come after it,
+    as the fake farm and the local threads order it."""
+    def wait() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.suppress(Exception):
+                recorded = load_manifest(out).device(device)
+                if recorded is not None and recorded.status not in (DeviceStatus.RUNNING, DeviceStatus.PENDING):
+                    return
+            time.sleep(0.05)
+    return wait
+
+
+@pytest.mark.parametrize(("ends", "disk_full", "status", "code"), CASES)
+def test_on_a_real_farm(ends: tuple[str, ...], disk_full: bool, status: JobStatus, code: int, tmp_path: Path,
+                        stubbed: Callable[[bool], None], real_farm: str) -> None:
+    stubbed(disk_full)
+    named = {f"d{k}": end for k, end in enumerate(ends)}
+    FakeSession.ends = named
+    out = tmp_path / "run"
+    others = [name for name, end in named.items() if end != "interrupt"]
+    FakeSession.before_interrupt = staticmethod(_recorded_end(out, others[0]) if others else lambda: None)
+    try:
+        result = _run(FarmExecutor(FarmOptions(real_farm)), list(named), out)
+    finally:
+        FakeSession.before_interrupt = staticmethod(lambda: None)
+    _check(result, status, code, named, disk_full)
+    assert result.job.config.scheduler == real_farm
