@@ -60,6 +60,8 @@ def _generations(model: ExportedModel, shape: LlmShape, options: RunOptions) -> 
     prompts = options.prompt_lens or (_default_prompt(reference, context),)
     out = []
     for prompt in prompts:
+        if not 1 <= prompt <= context:  # no generation length could fit: say so, not a negative count of tokens
+            raise UsageError(f"{model.name}: a {prompt}-token prompt does not fit its context of {context} positions")
         lengths = options.gen_lens or (min(reference.gen_len if reference else DEFAULT_GEN_LEN, context - prompt + 1),)
         for gen_len in lengths:
             if prompt < 1 or gen_len < 1 or prompt + gen_len - 1 > context:
