@@ -268,11 +268,12 @@ class ModelResult:
 
 @dataclass(frozen=True)
 class Attempt:
-    """One failed try of an idempotent device step (connect, stage) that etfarm retried or gave up on."""
+    """One failed try of a device step (connect, stage, a process run) that etfarm retried or gave up on."""
 
     step: str = ""
     error: str = ""
     at: str = ""  # ISO 8601 UTC, when it failed
+    retried: bool | None = None  # another try followed; None in manifests written before etfarm recorded it
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)
