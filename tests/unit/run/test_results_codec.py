@@ -75,6 +75,18 @@ def test_a_malformed_manifest_is_one_data_error(bad: dict[str, Any]) -> None:
         Job.from_dict({"schema_version": 1, **bad})
 
 
+def test_a_cut_manifest_is_refused_as_cut_naming_the_file(tmp_path: Path) -> None:
+    """Issue 31: files are read whole or refused; a manifest cut anywhere inside its JSON says so in one line."""
+    text = json.dumps(rich_job().to_dict(), indent=2) + "\n"
+    for cut in (1, len(text) // 3, len(text) - 3):
+        (tmp_path / "manifest.json").write_text(text[:cut])
+        with pytest.raises(DataError) as refused:
+            load_manifest(tmp_path)
+        assert str(refused.value) == f"{tmp_path / 'manifest.json'}: not a whole manifest: it ends inside its JSON (cut short?)"
+    (tmp_path / "manifest.json").write_text(text[:-1])  # the newline after the JSON is not part of it
+    assert load_manifest(tmp_path) == rich_job()
+
+
 def test_non_finite_optional_numbers_are_none_both_ways() -> None:
     run = ProcessRun("run-1", True, (1.0,), load_ms=math.nan, slowdown=math.inf)
     written = run.to_dict()
