@@ -59,6 +59,7 @@ class ExportedModel:
     numerics_reference: Path | None = None  # AOT intermediate outputs (see numerics_reference.py)
     llm_reference: Path | None = None  # an LLM's eager greedy tokens (see llm.py); no inputs/reference_outputs then
     workload: Workload = Workload()  # what its process runs ask of the runner: a job's sweep point (run/sweep.py)
+    given: bool = False  # a .pte the user gave, its other files found beside it: checked to be of it (run/belonging.py)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -175,7 +176,7 @@ def _existing_pte(spec: ModelSpec, backend: str) -> ExportedModel:
         inputs=beside(f"{stem}.inputs.etft", INPUTS_NAME),
         reference_outputs=beside(f"{stem}.reference_outputs.etft", REFERENCE_NAME),
         cached=True, numerics_reference=beside(f"{stem}.numerics_reference.npz", NUMERICS_REFERENCE_NAME),
-        llm_reference=beside(f"{stem}.llm_reference.json", LLM_REFERENCE_NAME),
+        llm_reference=beside(f"{stem}.llm_reference.json", LLM_REFERENCE_NAME), given=True,
     )
 
 

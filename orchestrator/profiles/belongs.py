@@ -14,6 +14,11 @@ report then labels ops with the other model's layers and source lines. So, torch
   or a convolution, linear or pooling node that ran no kernel mean another program.
 
 A mismatch is an AnalysisError (exit 2) naming the files and the first disagreement.
+
+Before anything runs there is no ETDump, and `check_program_belongs` asks the same of the events the
+.pte would make: one per kernel call (named as the runtime names it, `native_call_addmm.out`) and per
+delegate call of its `forward`, plus the converse (every instruction the ETRecord links is a call of
+the program), and every XNNPACK delegate's nodes must carry debug handles the ETRecord gives it.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import TYPE_CHECKING
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.etdump_events import EventInfo
 from orchestrator.profiles.etrecord import RESERVED_FRAMEWORK_EVENT_NAMES, ETRecordInfo
+from orchestrator.profiles.pte_program import read_delegate_calls
 
 if TYPE_CHECKING:
     from orchestrator.profiles.kernel_map import KernelLink
@@ -45,6 +51,25 @@ def check_belongs(record: ETRecordInfo, block_events: Sequence[tuple[EventInfo, 
                        None)
     if problem is not None:
         raise AnalysisError(f"{what} do{'' if pte is not None else 'es'} not belong to the program of {dumps}: {problem}")
+
+
+def check_program_belongs(record: ETRecordInfo, pte: os.PathLike[str] | str) -> None:
+    """Raise AnalysisError when the ETRecord is not of the .pte's program (no ETDump needed)."""
+    from orchestrator.profiles.kernel_map import load_kernel_program
+
+    program = load_kernel_program(pte, record.path)
+    kernels = [k for k in read_delegate_calls(pte).kernels if k.method == program.method and k.chain == 0]
+    calls = sorted([(k.instruction_id, k.event_name) for k in kernels] +
+                   [(i, "DELEGATE_CALL") for i in program.calls])
+    events = (tuple(EventInfo(n, name, iid, None, False, True) for n, (iid, name) in enumerate(calls)),)
+    linked = sorted(int(iid) for iid in record.handle_map if str(iid).isdigit())
+    extra = next((iid for iid in linked if iid not in {iid for iid, _ in calls}), None)
+    problem = (_instruction_problem(record, events) or _name_problem(record, events)
+               or (f"the ETRecord links instruction {extra}, which calls nothing in the program" if extra is not None
+                   else None)
+               or next((why for iid in program.calls if (why := program.foreign(iid)) is not None), None))
+    if problem is not None:
+        raise AnalysisError(f"{record.path} does not belong to the program {pte}: {problem}")
 
 
 def _operator_events(block_events: Sequence[tuple[EventInfo, ...]]) -> list[EventInfo]:
