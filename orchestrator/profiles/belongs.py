@@ -24,7 +24,7 @@ the program), and every XNNPACK delegate's nodes must carry debug handles the ET
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import AnalysisError
@@ -58,18 +58,20 @@ def check_program_belongs(record: ETRecordInfo, pte: os.PathLike[str] | str) -> 
     from orchestrator.profiles.kernel_map import load_kernel_program
 
     program = load_kernel_program(pte, record.path)
-    kernels = [k for k in read_delegate_calls(pte).kernels if k.method == program.method and k.chain == 0]
-    calls = sorted([(k.instruction_id, k.event_name) for k in kernels] +
-                   [(i, "DELEGATE_CALL") for i in program.calls])
-    events = (tuple(EventInfo(n, name, iid, None, False, True) for n, (iid, name) in enumerate(calls)),)
-    linked = sorted(int(iid) for iid in record.handle_map if str(iid).isdigit())
-    extra = next((iid for iid in linked if iid not in {iid for iid, _ in calls}), None)
-    problem = (_instruction_problem(record, events) or _name_problem(record, events)
-               or (f"the ETRecord links instruction {extra}, which calls nothing in the program" if extra is not None
-                   else None)
+    calls = {k.instruction_id: k.event_name for k in read_delegate_calls(pte).kernels
+             if k.method == program.method and k.chain == 0}
+    calls.update(dict.fromkeys(program.calls, "DELEGATE_CALL"))
+    events = (tuple(EventInfo(n, calls[iid], iid, None, False, True) for n, iid in enumerate(sorted(calls))),)
+    problem = (_instruction_problem(record, events) or _name_problem(record, events) or _uncalled(record, calls)
                or next((why for iid in program.calls if (why := program.foreign(iid)) is not None), None))
     if problem is not None:
         raise AnalysisError(f"{record.path} does not belong to the program {pte}: {problem}")
+
+
+def _uncalled(record: ETRecordInfo, calls: Mapping[int, str]) -> str | None:
+    """The converse of `_instruction_problem`: an instruction the ETRecord links that the program does not call."""
+    extra = sorted(int(iid) for iid in record.handle_map if str(iid).isdigit() and int(iid) not in calls)
+    return f"the ETRecord links instruction {extra[0]}, which calls nothing in the program" if extra else None
 
 
 def _operator_events(block_events: Sequence[tuple[EventInfo, ...]]) -> list[EventInfo]:

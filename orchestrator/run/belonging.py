@@ -45,9 +45,9 @@ def check_beside(model: ExportedModel, info: PteInfo) -> None:
 
 def _tensors_fit(path: Path, method: PteMethod, what: str, pte: Path) -> None:
     try:
-        tensors = [(t.dtype.name, tuple(t.shape)) for t in read_tensors(path)]
-    except (OSError, AnalysisError) as exc:
-        raise DataError(f"{path}: cannot be the {what}s of {pte}: {exc}") from None
+        tensors = [(t.dtype.name, tuple(t.shape)) for t in read_tensors(path)]  # a cut file is refused here
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
     problem = signature_problem(tensors, method, what)
     if problem is not None:
         raise DataError(f"{path} does not hold the {what}s of {pte}: {problem} ({HINT})")

@@ -61,6 +61,14 @@ def test_inputs_and_outputs_of_another_shape_are_refused(tmp_path: Path, files: 
     assert str(refused.value).endswith("(files beside a .pte are taken as its own: move the other model's files away)")
 
 
+def test_a_cut_inputs_file_is_refused_naming_it(tmp_path: Path) -> None:
+    model = given(tmp_path, inputs=[np.ones((2, 16), np.float32)])
+    assert model.inputs is not None
+    model.inputs.write_bytes(model.inputs.read_bytes()[:-20])
+    with pytest.raises(DataError, match=f"{model.inputs}: not a valid ETFT tensor file .truncated."):
+        check(model)
+
+
 def test_an_etrecord_of_another_program_is_refused(tmp_path: Path) -> None:
     model = given(tmp_path, PORTABLE, 5, etrecord=real_model(PORTABLE, 3).etrecord)
     with pytest.raises(DataError, match=f"{real_model(PORTABLE, 3).etrecord} does not belong to the program {model.pte}"):
