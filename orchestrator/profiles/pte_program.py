@@ -1,4 +1,5 @@
-"""The delegate calls of a .pte and the bytes each delegate runs, read without torch or flatc.
+"""The delegate calls of a .pte and the bytes each delegate runs, and its kernel calls' operators, read
+without torch or flatc.
 
 A .pte is an ExecuTorch `Program` flatbuffer (`schema/program.fbs`, identifier `ET12`), followed
 by data segments. An extended header at byte 8 (`eh00`) says where the segments start. Each
@@ -8,7 +9,9 @@ backend's `preprocess` produced) are either inline in `backend_delegate_data` or
 
 ETDump events of a delegate carry the instruction id of their `DelegateCall`, and the
 ETRecord's `debug_handle_map` is keyed by the same ids: this module is the link from that id
-to the delegate's payload. The ETRecord does not hold the payload (its edge program is the
+to the delegate's payload. A `KernelCall` names an entry of the plan's operator table; with the
+delegate calls it is what an ETDump of the program would hold, which belongs.py checks an
+ETRecord against before anything runs. The ETRecord does not hold the payload (its edge program is the
 graph before lowering), so mapping kernels inside a delegate needs the .pte.
 """
 
