@@ -119,8 +119,6 @@ def builtin_local() -> DeviceSpec:
 
 
 def _parse_file(path: Path) -> dict[str, DeviceSpec]:
-    if not path.is_file():
-        raise ConfigError(path, None, "no such file")
     data = load_yaml(path)
     if not isinstance(data, dict) or "devices" not in data:
         raise ConfigError(path, "devices", "missing: the file must have a top-level 'devices:' mapping")

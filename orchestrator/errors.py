@@ -122,6 +122,16 @@ class AnalysisError(DataError):
     """An ETDump or ETRecord cannot be read."""
 
 
+def not_a_file(path: os.PathLike[str] | str) -> str:
+    """Why `path` cannot be read as a file, in the words every such error uses: a directory or a pipe is named as
+    what it is ('no such file' only when nothing is there)."""
+    if os.path.isdir(path):
+        return "is a directory, not a file"
+    if os.path.lexists(path):
+        return "not a regular file (a pipe or a device)" if os.path.exists(path) else "a broken symbolic link"
+    return "no such file"
+
+
 # "No space left on device" and "disk quota exceeded": the host disk is full, whoever is writing.
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 

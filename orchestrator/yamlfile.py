@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import ConfigError
+from orchestrator.errors import ConfigError, not_a_file
 
 MAX_FILE_BYTES = 1 << 20  # an inventory or plan is a few kB
 MAX_ALIASES = 100  # anchors are handy; hundreds of them are an attack
@@ -22,12 +22,7 @@ def load_yaml(path: Path) -> Any:
     """The parsed document; ConfigError naming the file (and line) for anything wrong."""
     import yaml
 
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(path, None, "no such file") from None
-    except OSError as exc:
-        raise ConfigError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    raw = _read_file(path)
     if len(raw) > MAX_FILE_BYTES:
         raise ConfigError(path, None, f"too large ({len(raw)} bytes; at most {MAX_FILE_BYTES})")
     try:
@@ -45,6 +40,18 @@ def load_yaml(path: Path) -> Any:
         raise ConfigError(path, where, f"not valid YAML ({shorten(problem)})") from None
     except _Refused as exc:
         raise ConfigError(path, exc.where, exc.problem) from None
+
+
+def _read_file(path: Path) -> bytes:
+    """The file's bytes; a directory, a pipe or a device is named as what it is (a pipe would never end)."""
+    if not path.is_file():
+        raise ConfigError(path, None, not_a_file(path))
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(path, None, "no such file") from None
+    except OSError as exc:
+        raise ConfigError(path, None, f"cannot read: {exc.strerror or exc}") from None
 
 
 def shorten(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:

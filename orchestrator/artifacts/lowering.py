@@ -8,13 +8,16 @@ your inputs), which is why the source stands in for the inputs in the key.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
 import os
 import shutil
+import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +59,7 @@ class ExportedModel:
     numerics_reference: Path | None = None  # AOT intermediate outputs (see numerics_reference.py)
     llm_reference: Path | None = None  # an LLM's eager greedy tokens (see llm.py); no inputs/reference_outputs then
     workload: Workload = Workload()  # what its process runs ask of the runner: a job's sweep point (run/sweep.py)
+    given: bool = False  # a .pte the user gave, its other files found beside it: checked to be of it (run/belonging.py)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -172,7 +176,7 @@ def _existing_pte(spec: ModelSpec, backend: str) -> ExportedModel:
         inputs=beside(f"{stem}.inputs.etft", INPUTS_NAME),
         reference_outputs=beside(f"{stem}.reference_outputs.etft", REFERENCE_NAME),
         cached=True, numerics_reference=beside(f"{stem}.numerics_reference.npz", NUMERICS_REFERENCE_NAME),
-        llm_reference=beside(f"{stem}.llm_reference.json", LLM_REFERENCE_NAME),
+        llm_reference=beside(f"{stem}.llm_reference.json", LLM_REFERENCE_NAME), given=True,
     )
 
 
@@ -234,7 +238,8 @@ def _lower(model: Any, inputs: tuple[Any, ...], backend: str) -> Any:
     import torch
     from executorch.exir import to_edge_transform_and_lower
 
-    exported = torch.export.export(model, inputs)
+    with _without_partial_graph():
+        exported = torch.export.export(model, inputs)
     if backend == "xnnpack":
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
             XnnpackPartitioner,
@@ -252,6 +257,22 @@ def _lower(model: Any, inputs: tuple[Any, ...], backend: str) -> Any:
     else:
         edge = to_edge_transform_and_lower(exported, generate_etrecord=True)
     return edge.to_executorch()
+
+
+@contextlib.contextmanager
+def _without_partial_graph() -> Iterator[None]:
+    """torch.export prints the partial FX graph of a failed export to sys.stderr (`_log_export_wrapper` in
+    torch/export/_trace.py): some 20 lines of graph before etfarm's one-line error. What is written to
+    sys.stderr meanwhile is held, and given back without that graph (a model's own prints pass)."""
+    held = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(held):
+            yield
+    except Exception as exc:
+        graph = getattr(exc, "partial_fx_graph", None)
+        sys.stderr.write(held.getvalue().replace(f"{graph}\n", "") if graph else held.getvalue())
+        raise
+    sys.stderr.write(held.getvalue())
 
 
 def _flatten_outputs(value: Any) -> list[Any]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from orchestrator.errors import ModelSpecError, UsageError
+from orchestrator.errors import ModelSpecError, UsageError, not_a_file
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -51,7 +51,8 @@ def parse_model_spec(text: str, name: str | None = None) -> ModelSpec:
     if text.endswith(".pte") and ":" not in text:
         path = Path(text).expanduser()
         if not path.is_file():
-            raise ModelSpecError(f"model spec {text!r}: no such .pte file")
+            what = "no such .pte file" if not os.path.lexists(path) else f"{text}: {not_a_file(path)}"
+            raise ModelSpecError(f"model spec {text!r}: {what}")
         return ModelSpec(text, "pte", _model_name(name, path.stem), path.resolve())
     target, sep, factory = text.rpartition(":")
     if not sep or not target:
@@ -61,7 +62,7 @@ def parse_model_spec(text: str, name: str | None = None) -> ModelSpec:
     if target.endswith(".py") or "/" in target:
         path = Path(target).expanduser()
         if not path.is_file():
-            raise ModelSpecError(f"model spec {text!r}: no such file {target!r}")
+            raise ModelSpecError(f"model spec {text!r}: {target}: {not_a_file(path)}")
         if path.suffix != ".py":
             raise ModelSpecError(f"model spec {text!r}: {target!r} is not a .py file")
         return ModelSpec(text, "file", _model_name(name, path.stem), path.resolve(), factory=factory)

@@ -21,6 +21,7 @@ generation (`etfarm_runner --generate`), not by executing `forward` on ones.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,6 +174,32 @@ def unsupported_ops_message(info: PteInfo, method: str = "forward") -> str | Non
     return (f"{info.path.name}: method {method!r} needs operators etfarm's runtime does not have: {', '.join(ops)} "
             "(ExecuTorch's LLM custom ops, from export_llama --use_sdpa_with_kv_cache: export without that flag, "
             "or build etfarm_runner against your own runtime that registers extension/llm/custom_ops)")
+
+
+Shape = tuple[int | None, ...]  # None: a size not known (symbolic)
+
+
+def signature_problem(tensors: Sequence[tuple[str | None, Shape]], method: PteMethod, what: str) -> str | None:
+    """Why `tensors` (dtype name, sizes) cannot be `method`'s inputs or outputs (`what`: "input" or "output") as
+    the program declares them, in a few words; None when they fit. A dynamic tensor's sizes are upper bounds
+    (as the runner checks them)."""
+    specs, verb = (method.inputs, "takes") if what == "input" else (method.outputs, "gives")
+    if len(tensors) != len(specs):
+        return f"{len(tensors)} {what}(s); {method.name} {verb} {len(specs)}"
+    for index, ((dtype, sizes), spec) in enumerate(zip(tensors, specs, strict=True)):
+        fits = spec.kind == "tensor" and (dtype is None or dtype == spec.dtype) and len(sizes) == len(spec.sizes) and all(
+            size is None or (size <= bound if spec.dynamic else size == bound)
+            for size, bound in zip(sizes, spec.sizes, strict=True))
+        if not fits:
+            article = "an" if spec.kind[:1] in "aeiou" else "a"
+            declared = f"{spec.dtype} {_shape(spec.sizes)}" if spec.kind == "tensor" else f"{article} {spec.kind}"
+            bound = " at most" if spec.dynamic else ""
+            return f"{what} {index} is {dtype or '?'} {_shape(sizes)}; {method.name} {verb}{bound} {declared}"
+    return None
+
+
+def _shape(sizes: Shape) -> str:
+    return "[" + ", ".join("?" if s is None else str(s) for s in sizes) + "]"
 
 
 def _header(head: bytes) -> tuple[int, int]:

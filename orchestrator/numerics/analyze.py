@@ -153,9 +153,12 @@ def _load_runs(root: Path, device: str, model: ModelResult, artifacts: ModelArti
     runs = []
     try:
         etrecord = load_etrecord(artifacts.etrecord)
+        written = {r.label: r.runner.get("debug_buffer_used") for r in model.traced_runs}
         for label in labels:
             folder = root / device / model.name / label
-            runs.append(runtime_outputs(folder / ETDUMP_NAME, folder / DEBUG_NAME, etrecord))
+            used = written.get(label)
+            runs.append(runtime_outputs(folder / ETDUMP_NAME, folder / DEBUG_NAME, etrecord,
+                                        used if isinstance(used, int) else None))
     except DataError as exc:
         return labels, [], str(exc)
     return labels, runs, None

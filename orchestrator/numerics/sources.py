@@ -86,14 +86,20 @@ def load_reference(path: str | Path) -> AotReference:
     return AotReference(name, str(index.get("graph", "")), outputs, op_names, traces, stacks)
 
 
-def runtime_outputs(etdump: str | Path, debug_buffer: str | Path, etrecord: ETRecordInfo) -> RuntimeOutputs:
-    """Inspector's runtime intermediate outputs for one ETDump and its debug buffer."""
+def runtime_outputs(etdump: str | Path, debug_buffer: str | Path, etrecord: ETRecordInfo,
+                    written: int | None = None) -> RuntimeOutputs:
+    """Inspector's runtime intermediate outputs for one ETDump and its debug buffer. `written`: the bytes the
+    runner wrote to the buffer (its result's `debug_buffer_used`): a file of another length is not whole."""
     dump = read_etdump(etdump)
     try:  # mapped, not read: only the first execution's tensors are ever touched
         size = Path(debug_buffer).stat().st_size
         buffer: Any = np.memmap(debug_buffer, dtype=np.uint8, mode="r") if size else b""
     except OSError as exc:
         raise AnalysisError(f"{debug_buffer}: cannot read the debug buffer: {exc.strerror or exc}") from None
+    if written is not None and size != written:  # only the first execution is read: a cut would go unseen
+        guess = "cut short?" if size < written else "another run's buffer?"
+        raise AnalysisError(f"{debug_buffer}: not a whole debug buffer: {size} bytes, the runner wrote {written} "
+                            f"({guess})")
     events = []  # (name, instruction id, handles, op types, num outputs, delegated, backend, data)
     for group in group_blocks(dump):
         rows = event_debug_rows(dump, group)

@@ -14,17 +14,23 @@ report then labels ops with the other model's layers and source lines. So, torch
   or a convolution, linear or pooling node that ran no kernel mean another program.
 
 A mismatch is an AnalysisError (exit 2) naming the files and the first disagreement.
+
+Before anything runs there is no ETDump, and `check_program_belongs` asks the same of the events the
+.pte would make: one per kernel call (named as the runtime names it, `native_call_addmm.out`) and per
+delegate call of its `forward`, plus the converse (every instruction the ETRecord links is a call of
+the program), and every XNNPACK delegate's nodes must carry debug handles the ETRecord gives it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.etdump_events import EventInfo
 from orchestrator.profiles.etrecord import RESERVED_FRAMEWORK_EVENT_NAMES, ETRecordInfo
+from orchestrator.profiles.pte_program import read_delegate_calls
 
 if TYPE_CHECKING:
     from orchestrator.profiles.kernel_map import KernelLink
@@ -45,6 +51,27 @@ def check_belongs(record: ETRecordInfo, block_events: Sequence[tuple[EventInfo, 
                        None)
     if problem is not None:
         raise AnalysisError(f"{what} do{'' if pte is not None else 'es'} not belong to the program of {dumps}: {problem}")
+
+
+def check_program_belongs(record: ETRecordInfo, pte: os.PathLike[str] | str) -> None:
+    """Raise AnalysisError when the ETRecord is not of the .pte's program (no ETDump needed)."""
+    from orchestrator.profiles.kernel_map import load_kernel_program
+
+    program = load_kernel_program(pte, record.path)
+    calls = {k.instruction_id: k.event_name for k in read_delegate_calls(pte).kernels
+             if k.method == program.method and k.chain == 0}
+    calls.update(dict.fromkeys(program.calls, "DELEGATE_CALL"))
+    events = (tuple(EventInfo(n, calls[iid], iid, None, False, True) for n, iid in enumerate(sorted(calls))),)
+    problem = (_instruction_problem(record, events) or _name_problem(record, events) or _uncalled(record, calls)
+               or next((why for iid in program.calls if (why := program.foreign(iid)) is not None), None))
+    if problem is not None:
+        raise AnalysisError(f"{record.path} does not belong to the program {pte}: {problem}")
+
+
+def _uncalled(record: ETRecordInfo, calls: Mapping[int, str]) -> str | None:
+    """The converse of `_instruction_problem`: an instruction the ETRecord links that the program does not call."""
+    extra = sorted(int(iid) for iid in record.handle_map if str(iid).isdigit() and int(iid) not in calls)
+    return f"the ETRecord links instruction {extra[0]}, which calls nothing in the program" if extra else None
 
 
 def _operator_events(block_events: Sequence[tuple[EventInfo, ...]]) -> list[EventInfo]:

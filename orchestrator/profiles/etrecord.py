@@ -31,6 +31,9 @@ EDGE_PROGRAM = "edge_dialect_exported_program"
 FORWARD = "forward"  # Inspector links every block against the forward method
 # One ETRecord member may inflate to at most this (the edge program of a large model is ~100 MB of JSON).
 ETRECORD_MEMBER_MAX_BYTES = 512 << 20
+# torch.export's serialized ScalarType (torch/_export/serde/schema.py) -> the dtype names of pte_info and numpy.
+SERDE_DTYPES = {1: "uint8", 2: "int8", 3: "int16", 4: "int32", 5: "int64", 6: "float16", 7: "float32", 8: "float64",
+                12: "bool", 13: "bfloat16"}
 RESERVED_FRAMEWORK_EVENT_NAMES = frozenset({"Method::init", "Program::load_method", "Method::execute"})
 _SKIPPED_TARGETS = frozenset({"_operator.getitem", "memory.alloc"})  # FXOperatorGraph drops them
 _MODULE_STACK_DELIMITER = ";"
@@ -60,6 +63,15 @@ class EventLink:
     delegate_covers: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class TensorMeta:
+    """A program input or output as the edge program declares it: dtype (`float32`, ...; None when not a tensor
+    or of a type etfarm does not name) and sizes (None for a symbolic one)."""
+
+    dtype: str | None
+    sizes: tuple[int | None, ...] = ()
+
+
 @dataclass(frozen=True, eq=False)
 class ETRecordInfo:
     path: str
@@ -67,6 +79,8 @@ class ETRecordInfo:
     delegate_map: dict[str, Any] | None  # instruction id (str) -> {"name", "delegate_map"}
     nodes_by_handle: dict[int, tuple[OpNode, ...]]
     num_outs: dict[str, int] = field(default_factory=dict)  # instruction id (str) -> outputs of a delegate call
+    inputs: tuple[TensorMeta, ...] | None = None  # the edge program's user inputs and outputs (None: not read)
+    outputs: tuple[TensorMeta, ...] | None = None
     _links: dict[tuple[str, int, Any], EventLink] = field(default_factory=dict)
 
     def link(self, name: str, instruction_id: int | None, delegate_debug_identifier: int | str | None) -> EventLink:
@@ -178,12 +192,14 @@ def _parse(path: Path, name: str) -> ETRecordInfo:
     delegate_map = delegate_maps.get(method) if isinstance(delegate_maps, dict) else None
     try:
         nodes = _nodes_by_handle(program) if program is not None else {}
+        inputs, outputs = _signature(program) if program is not None else (None, None)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise AnalysisError(f"{name}: unexpected edge program layout in ETRecord: {exc}") from None
     num_outs = num_outs_maps.get(FORWARD) if isinstance(num_outs_maps, dict) else None
     return ETRecordInfo(
         name, handle_map if isinstance(handle_map, dict) else {}, delegate_map if isinstance(delegate_map, dict) else None, nodes,
         num_outs={str(k): int(v) for k, v in num_outs.items()} if isinstance(num_outs, dict) else {},
+        inputs=inputs, outputs=outputs,
     )
 
 
@@ -249,6 +265,28 @@ def _nodes_by_handle(program: dict[str, Any]) -> dict[int, tuple[OpNode, ...]]:
         )
         out.setdefault(handle, []).append(op_node)
     return {h: tuple(v) for h, v in out.items()}
+
+
+def _signature(program: dict[str, Any]) -> tuple[tuple[TensorMeta, ...] | None, tuple[TensorMeta, ...] | None]:
+    """The user inputs and outputs of the edge program (parameters, buffers and mutations left out); None
+    for an edge program serialised without its signature."""
+    module = program["graph_module"]
+    tensors = module["graph"].get("tensor_values") or {}
+    specs = module.get("signature")
+    if not isinstance(specs, dict):
+        return None, None
+
+    def meta(spec: dict[str, Any]) -> TensorMeta:
+        name = (spec.get("arg") or {}).get("as_tensor", {}).get("name")
+        value = tensors.get(name) if name is not None else None
+        if not isinstance(value, dict):
+            return TensorMeta(None)
+        sizes = tuple(s["as_int"] if isinstance(s, dict) and isinstance(s.get("as_int"), int) else None
+                      for s in value.get("sizes") or ())
+        return TensorMeta(SERDE_DTYPES.get(value.get("dtype")), sizes)
+
+    return (tuple(meta(s["user_input"]) for s in specs.get("input_specs") or () if "user_input" in s),
+            tuple(meta(s["user_output"]) for s in specs.get("output_specs") or () if "user_output" in s))
 
 
 def _fx_name(node: dict[str, Any]) -> str:

@@ -111,20 +111,29 @@ class KernelProgram:
             found = self._links[key] = self._kernels(instruction_id, key[1])
         return found
 
-    def _kernels(self, instruction_id: int, names: tuple[str, ...]) -> tuple[KernelLink, ...]:
+    def foreign(self, instruction_id: int) -> str | None:
+        """Why the .pte's delegate call at `instruction_id` and the ETRecord cannot be of one program (no delegate
+        there, no debug handles for it, or its nodes carry handles the ETRecord does not give it); None if they may be."""
         graph = self._graph(instruction_id)
         if isinstance(graph, str):
-            foreign = instruction_id not in self.calls  # the .pte has no delegate there: the ETDump is another program's
-            return tuple(KernelLink(n, instruction_id, i, reason=graph, foreign=foreign) for i, n in enumerate(names))
+            return graph if instruction_id not in self.calls else None  # no delegate there: another program's ETDump
         handles = _delegate_handles(self.record, instruction_id)
         if not handles:
-            why = f"the ETRecord has no debug handles for delegate instruction {instruction_id} (another program?)"
-            return tuple(KernelLink(n, instruction_id, i, reason=why, foreign=True) for i, n in enumerate(names))
+            return f"the ETRecord has no debug handles for delegate instruction {instruction_id} (another program?)"
         foreign = sorted({n.debug_handle for n in graph.nodes} - set(handles) - {INSERTED_HANDLE})
         if foreign:
-            why = (f"the .pte and the ETRecord disagree: the delegate's nodes carry debug handles {foreign[:5]} "
-                   f"that the ETRecord does not give instruction {instruction_id}")
+            return (f"the .pte and the ETRecord disagree: the delegate's nodes carry debug handles {foreign[:5]} "
+                    f"that the ETRecord does not give instruction {instruction_id}")
+        return None
+
+    def _kernels(self, instruction_id: int, names: tuple[str, ...]) -> tuple[KernelLink, ...]:
+        why = self.foreign(instruction_id)
+        if why is not None:
             return tuple(KernelLink(n, instruction_id, i, reason=why, foreign=True) for i, n in enumerate(names))
+        graph = self._graph(instruction_id)
+        if isinstance(graph, str):  # a delegate this mapping cannot read (another backend, a damaged payload)
+            return tuple(KernelLink(n, instruction_id, i, reason=graph) for i, n in enumerate(names))
+        handles = _delegate_handles(self.record, instruction_id)
         try:
             alignment = align(names, [n.kind for n in graph.nodes])
         except AlignmentTooLarge as exc:

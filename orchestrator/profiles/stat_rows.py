@@ -23,7 +23,7 @@ import csv
 import io
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -209,19 +209,37 @@ def _cell(value: Any) -> Any:
 
 def read_stats_csv(path: str | os.PathLike[str]) -> tuple[StatRow, ...]:
     """Every row of a stats.csv; an absent file (no device measured anything) has none. A file that is not
-    one is a DataError naming it."""
+    one, or not a whole one, is a DataError naming it.
+
+    Whole, as the writer makes it: every line ends with `\\n` (a file cut mid-line does not), every record has
+    the header's number of fields, quotes are closed, and every value parses as its column's type."""
     path = Path(path)
     try:
         with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
-            if missing:
-                raise DataError(f"{path}: not an etfarm stats.csv (missing columns {', '.join(sorted(missing))})")
-            return tuple(_parse(row, path) for row in reader)
+            text = fh.read()
     except FileNotFoundError:
         return ()
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read: {exc}") from None
+    if text and not text.endswith("\n"):
+        raise DataError(f"{path}: not a whole etfarm stats.csv: it ends inside a line (cut short?)")
+    try:
+        records = csv.reader(io.StringIO(text, newline=""), strict=True)
+        header = next(records, [])
+        missing = [c for c in REQUIRED_COLUMNS if c not in header]
+        if missing:
+            raise DataError(f"{path}: not an etfarm stats.csv (missing columns {', '.join(sorted(missing))})")
+        return tuple(_parse(_fields(header, record, records.line_num, path), records.line_num, path)
+                     for record in records)
+    except csv.Error as exc:
+        raise DataError(f"{path}: not a whole etfarm stats.csv: {exc}") from None
+
+
+def _fields(header: Sequence[str], record: Sequence[str], line: int, path: Path) -> dict[str, str]:
+    if len(record) != len(header):
+        raise DataError(f"{path}: not a whole etfarm stats.csv: line {line} has {len(record)} fields, the header "
+                        f"{len(header)} (cut short or edited?)")
+    return dict(zip(header, record, strict=True))
 
 
 def group_rows(rows: Iterable[StatRow]) -> dict[tuple[str, str], tuple[StatRow, ...]]:
@@ -232,39 +250,49 @@ def group_rows(rows: Iterable[StatRow]) -> dict[tuple[str, str], tuple[StatRow, 
     return {key: tuple(value) for key, value in grouped.items()}
 
 
-def _parse(row: Mapping[str, str | None], path: Path) -> StatRow:
-    try:
-        return StatRow(
-            device=str(row["device"]), model=str(row["model"]), event_block=str(row["event_block"]),
-            event_index=int(str(row["event_index"])), event_name=str(row["event_name"]),
-            samples=int(float(row.get("samples") or 0)),
-            **{name: _number(row.get(name)) for name in _FLOATS},
-            is_delegated_op=_boolean(row.get("is_delegated_op")),
-            **{name: (None if row.get(name) is None else str(row.get(name))) for name in _TEXTS
-               if name != "delegate_debug_identifier"},
-            delegate_debug_identifier=row.get("delegate_debug_identifier") or None,
-            **{name: _count(row.get(name)) for name in _PHASE_COUNTS},
-            **{name: _number(row.get(name)) for name in _PHASE_FLOATS},
-        )
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"{path}: not an etfarm stats.csv ({type(exc).__name__}: {exc})") from None
+def _parse(row: Mapping[str, str], line: int, path: Path) -> StatRow:
+    def value(name: str, parse: Callable[[str], Any]) -> Any:
+        text = row.get(name)
+        if text is None:  # a column this file does not have (an older or partial spelling)
+            return None
+        try:
+            return parse(text)
+        except ValueError:
+            raise DataError(f"{path}: not a whole etfarm stats.csv: line {line}, column {name}: {text[:40]!r} does not "
+                            "parse") from None
+
+    return StatRow(
+        device=row["device"], model=row["model"], event_block=row["event_block"],
+        event_index=value("event_index", int), event_name=row["event_name"], samples=value("samples", _whole) or 0,
+        **{name: value(name, _number) for name in _FLOATS},
+        is_delegated_op=value("is_delegated_op", _boolean),
+        **{name: row.get(name) for name in _TEXTS if name != "delegate_debug_identifier"},
+        delegate_debug_identifier=row.get("delegate_debug_identifier") or None,
+        **{name: value(name, _whole) for name in _PHASE_COUNTS},
+        **{name: value(name, _number) for name in _PHASE_FLOATS},
+    )
 
 
-def _boolean(text: str | None) -> bool | None:
-    """The one place a stats.csv boolean is parsed: `True`/`False` (any case); empty or absent is None."""
-    if text is None or not text.strip():
+def _boolean(text: str) -> bool | None:
+    """The one place a stats.csv boolean is parsed: `True`/`False` (any case); empty is None."""
+    spelled = text.strip().lower()
+    if spelled not in ("true", "false", ""):
+        raise ValueError(text)
+    return None if not spelled else spelled == "true"
+
+
+def _whole(text: str) -> int | None:
+    """A count: `6` (or `6.0`, as pandas wrote some); empty is None."""
+    if text == "":
         return None
-    return text.strip().lower() == "true"
+    number = float(text)
+    if not number.is_integer():
+        raise ValueError(text)
+    return int(number)
 
 
-def _count(text: str | None) -> int | None:
-    return None if text is None or text == "" else int(float(text))
-
-
-def _number(text: str | None) -> float | None:
-    if text is None or text == "":
-        return None
-    return _finite(float(text))
+def _number(text: str) -> float | None:
+    return None if text == "" else _finite(float(text))
 
 
 def _finite(value: Any) -> float | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from orchestrator.report.model import Interval, TracerOverhead, TrustNote
 from orchestrator.report.ratios import MIN_RUNS_FOR_INTERVAL, ratio_with_ci
-from orchestrator.run.results import DeviceResult, Job, ModelResult
+from orchestrator.run.results import Attempt, DeviceResult, Job, ModelResult
 
 
 def tracer_overhead(model: ModelResult) -> TracerOverhead | None:
@@ -45,9 +45,17 @@ def trust_notes(job: Job, models: list[str]) -> tuple[TrustNote, ...]:
             model = device.model(name)
             if model is not None:
                 out += _model_notes(device, model, planned)
-        out += [TrustNote(device.name, "", "excluded", f"{a.step}: failed ({a.error}) and was tried again; the "
-                          "failed try is not in the statistics") for a in device.attempts]
+        out += [TrustNote(device.name, "", "excluded", _attempt_text(a)) for a in device.attempts]
     return tuple(out)
+
+
+def _attempt_text(attempt: Attempt) -> str:
+    """What became of a failed try: said to be tried again only when another try followed."""
+    if attempt.retried is None:  # a manifest written before etfarm recorded it
+        return f"{attempt.step}: failed ({attempt.error}); the failed try is not in the statistics"
+    if attempt.retried:
+        return f"{attempt.step}: failed ({attempt.error}) and was tried again; the failed try is not in the statistics"
+    return f"{attempt.step}: failed ({attempt.error}) and was not tried again"
 
 
 def _model_notes(device: DeviceResult, model: ModelResult, planned: int) -> list[TrustNote]:

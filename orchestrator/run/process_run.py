@@ -53,14 +53,14 @@ class LinkLost(DeviceError):
 
 
 class RunnerFailed(ModelFault, CommandFailed):
-    """The runner exited non-zero, crashed or met its device-side deadline. `refusal`: the runner's own
-    one-line reason (it refused the program), which is then the whole message."""
+    """The runner exited non-zero, crashed or met its device-side deadline. `reason`: the one line it is known
+    by (`runner_failure`), which is then the whole message; the output's tail stays in `output_tail`."""
 
     def __init__(self, device: str, command: str, exit_code: int | None, output_tail: str, timed_out: bool = False,
-                 refusal: str | None = None) -> None:
+                 reason: str | None = None) -> None:
         super().__init__(device, command, exit_code, output_tail, timed_out)
-        if refusal:
-            self.args = (f"[{device}] {command}: {refusal}",)
+        if reason:
+            self.args = (f"[{device}] {command}: {reason}",)
 
 
 class RunnerOutputMissing(ModelFault, DeviceError):
@@ -129,10 +129,8 @@ def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: Run
     write_json_atomic(run_local / DEVICE_STATE_JSON, state)
     write_text_atomic(run_local / RUNNER_LOG, f"$ {step.command}\n--- stdout\n{step.stdout}\n--- stderr\n{step.stderr}")
     if not step.ok:
-        refusal = runner_refusal(step.stderr) if step.exit_code == 1 else None
-        if refusal:  # the runner said what is wrong in its one line (a backend the runtime lacks, ...): that is the error
-            raise RunnerFailed(spec.name, what, step.exit_code, "", step.timed_out, refusal)
-        raise RunnerFailed(spec.name, what, step.exit_code, step.tail(1500), step.timed_out)
+        reason = runner_failure(step.stderr, step.exit_code, step.timed_out, rundir.relative(run_local / RUNNER_LOG))
+        raise RunnerFailed(spec.name, what, step.exit_code, step.tail(1500), step.timed_out, reason)
     missing = [name for name in invocation.expected_files() if name not in step.files]
     if missing:
         raise RunnerOutputMissing(spec.name, f"{what} did not write {', '.join(missing)}")
@@ -149,12 +147,23 @@ def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: Run
     return run, facts
 
 
-def runner_refusal(stderr: str) -> str | None:
-    """The runner's own one-line error (`etfarm_runner: error: ...`, exit 1), when that is all it wrote on stderr."""
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    if len(lines) == 1 and lines[0].startswith(RUNNER_ERROR_PREFIX):
-        return lines[0].removeprefix(RUNNER_ERROR_PREFIX).strip()
-    return None
+def runner_failure(stderr: str, exit_code: int | None, timed_out: bool, log: str) -> str:
+    """The one line a failed runner is known by. Its own last error line (`etfarm_runner: error: ...`, exit 1:
+    it refused the program, its inputs or an execution) says it all, whatever runtime log came before it;
+    otherwise how it ended, the last line it wrote, and where its whole log is (`log`, runner.log)."""
+    own = runner_error(stderr)
+    if own is not None and exit_code == 1 and not timed_out:
+        return own
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    how = "timed out" if timed_out else "ended without an exit status" if exit_code is None else f"exited {exit_code}"
+    last = own or (lines[-1][:300] if lines else "")
+    return f"{how}{': ' + last if last else ''} (its log: {log})"
+
+
+def runner_error(stderr: str) -> str | None:
+    """The runner's own last error line (`etfarm_runner: error: ...`), without its prefix; None when it wrote none."""
+    errors = [line for line in stderr.splitlines() if line.startswith(RUNNER_ERROR_PREFIX)]
+    return errors[-1].removeprefix(RUNNER_ERROR_PREFIX).strip() if errors else None
 
 
 def prepare_retry(agent: DeviceAgent, lock: RemoteLock | None, out_rel: str, say: Callable[[str], None],

@@ -28,6 +28,7 @@ from orchestrator.run.codec import KEYED, FieldError, Layout, decode, encode
 from orchestrator.run.job_config import JobConfig, ModelArtifacts, RunOptions
 from orchestrator.run.llm_figures import llm_summary
 from orchestrator.stats import Stability, coefficient_of_variation, median, stability
+from orchestrator.wholefile import json_problem
 
 if TYPE_CHECKING:
     from orchestrator.run.runner_contract import RunnerResult
@@ -268,11 +269,12 @@ class ModelResult:
 
 @dataclass(frozen=True)
 class Attempt:
-    """One failed try of an idempotent device step (connect, stage) that etfarm retried or gave up on."""
+    """One failed try of a device step (connect, stage, a process run) that etfarm retried or gave up on."""
 
     step: str = ""
     error: str = ""
     at: str = ""  # ISO 8601 UTC, when it failed
+    retried: bool | None = None  # another try followed; None in manifests written before etfarm recorded it
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)
@@ -389,10 +391,8 @@ def load_manifest(path: str | Path) -> Job:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise DataError(f"{path}: no such manifest (is this an etfarm run directory?)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{path}: cannot read manifest: {exc}") from None
-    except (ValueError, RecursionError) as exc:  # an integer of thousands of digits, arrays nested 100000 deep
-        raise DataError(f"{path}: cannot read manifest: {type(exc).__name__}: {str(exc)[:120]}") from None
+    except (OSError, ValueError, RecursionError) as exc:  # cut short, not UTF-8, nested 100000 deep, ...
+        raise DataError(f"{path}: {json_problem(exc, 'manifest')}") from None
     if not isinstance(data, dict):
         raise DataError(f"{path}: not an etfarm manifest")
     return Job.from_dict(data, source=str(path))

@@ -73,16 +73,23 @@ def with_retries(step: str, call: Callable[[], T], *, record: Callable[[Attempt]
                  policy: RetryPolicy = DEFAULT_POLICY) -> T:
     """`call()`, tried again after a retryable failure (`before_retry()` first, e.g. reconnect).
 
-    Every failure is recorded; the last one is raised when the attempts or the budget (from the
-    first failure) run out."""
+    Every failure is recorded, saying whether it was tried again; the last one is raised when the
+    attempts or the budget (from the first failure) run out, or at once when it is not retryable."""
     first_failure: list[float] = []
 
     def failed(exc: BaseException) -> bool:
         if not first_failure:
             first_failure.append(time.monotonic())
-        if isinstance(exc, DeviceError):
-            record(Attempt(step=step, error=one_line(str(exc))[:500], at=now_iso()))
         return retryable(exc)
+
+    def note(exc: BaseException | None, retried: bool) -> None:
+        if isinstance(exc, DeviceError):
+            record(Attempt(step=step, error=one_line(str(exc))[:500], at=now_iso(), retried=retried))
+
+    def retrying_now(state: RetryCallState) -> None:  # tenacity calls it only when another try follows
+        exc = state.outcome.exception() if state.outcome else None
+        note(exc, retried=True)
+        say(f"{step} failed (try {state.attempt_number}/{policy.attempts}), retrying: {one_line(str(exc))[:200]}")
 
     def stop(state: RetryCallState) -> bool:
         spent = time.monotonic() - first_failure[0] if first_failure else 0.0
@@ -92,13 +99,16 @@ def with_retries(step: str, call: Callable[[], T], *, record: Callable[[Attempt]
         stop=stop,
         wait=wait_exponential(multiplier=policy.first_wait_s, min=policy.first_wait_s, max=policy.max_wait_s),
         retry=retry_if_exception(failed),
-        before_sleep=lambda state: say(f"{step} failed (try {state.attempt_number}/{policy.attempts}), retrying: "
-                                       f"{one_line(str(state.outcome.exception()))[:200] if state.outcome else ''}"),
+        before_sleep=retrying_now,
         reraise=True,
     )
-    for attempt in retrying:
-        with attempt:
-            if attempt.retry_state.attempt_number > 1:
-                before_retry()
-            return call()
+    try:
+        for attempt in retrying:
+            with attempt:
+                if attempt.retry_state.attempt_number > 1:
+                    before_retry()
+                return call()
+    except DeviceError as exc:  # the failure that ends the step: not tried again
+        note(exc, retried=False)
+        raise
     raise AssertionError("unreachable: tenacity reraises the last error")  # pragma: no cover

@@ -2,7 +2,8 @@
 
 Before anything is pushed (docs/architecture.md, "LLMs" and "Contracts: model spec"), every
 exported or given program is checked (`pte_info.check_program`: a whole ET12 program with the
-method the runner runs, no operators the runtime lacks) and read: a KV-cache LLM (`PteInfo.llm`)
+method the runner runs, no operators the runtime lacks; for a given .pte, the files beside it are of
+it: run/belonging.py) and read: a KV-cache LLM (`PteInfo.llm`)
 is profiled by generation, whatever made it. Then each model becomes one model per point of the
 job's sweep (`RunOptions.thread_counts`, `prompt_lens`, `gen_lens`: `--threads`, `--prompt-len`,
 `--gen-len` lists), named after the point where a list has several values (`tiny_llama-p32`,
@@ -25,6 +26,7 @@ from orchestrator.artifacts.llm import LlmReference
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.artifacts.pte_info import LlmShape, check_program
 from orchestrator.errors import UsageError
+from orchestrator.run.belonging import check_beside
 from orchestrator.run.job_config import RunOptions
 
 Point = tuple[ExportedModel, int]  # a model of the job, and the index of the spec it came from
@@ -36,7 +38,10 @@ def sweep_models(models: Sequence[ExportedModel], options: RunOptions, *, custom
     points: list[Point] = []
     any_llm = False
     for index, model in enumerate(models):
-        shape = check_program(model.pte, custom_ops=custom_ops).llm
+        info = check_program(model.pte, custom_ops=custom_ops)
+        if model.given:  # files found beside a .pte: of its program, or refused before any device is contacted
+            check_beside(model, info)
+        shape = info.llm
         any_llm |= shape is not None
         if shape is not None and (options.intermediate_outputs or options.numerics):
             raise UsageError(f"{model.name} is an LLM program (it generates): --numerics and --intermediate-outputs "
@@ -60,6 +65,8 @@ def _generations(model: ExportedModel, shape: LlmShape, options: RunOptions) -> 
     prompts = options.prompt_lens or (_default_prompt(reference, context),)
     out = []
     for prompt in prompts:
+        if not 1 <= prompt <= context:  # no generation length could fit: say so, not a negative count of tokens
+            raise UsageError(f"{model.name}: a {prompt}-token prompt does not fit its context of {context} positions")
         lengths = options.gen_lens or (min(reference.gen_len if reference else DEFAULT_GEN_LEN, context - prompt + 1),)
         for gen_len in lengths:
             if prompt < 1 or gen_len < 1 or prompt + gen_len - 1 > context:

@@ -28,6 +28,9 @@ def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "syntax.py": "def build(:\n",
         "wrong_return.py": "def build():\n    return 42\n",
         "not_module.py": "import torch\ndef build():\n    return 'model', (torch.ones(1),)\n",
+        "data_dependent.py": ("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                              "        return x + 1 if x.sum() > 0 else x - 1\n"
+                              "def build():\n    return M(), (torch.ones(2, 3),)\n"),
         "malformed.yaml": "devices: [unclosed\n",
         "badport.yaml": "devices:\n  rpi:\n    transport: ssh\n    target: linux-aarch64\n    host: h\n    key: k\n    port: twenty-two\n",
         "duplicate.yaml": "devices:\n  rpi:\n    transport: local\n  rpi:\n    transport: local\n",
@@ -58,6 +61,9 @@ CASES = [
     ("syntax-error", lambda p: ["export", f"{p['syntax.py']}:build"], "importing syntax.py raised SyntaxError"),
     ("wrong-return", lambda p: ["export", f"{p['wrong_return.py']}:build"], "must return (torch.nn.Module, example_inputs_tuple)"),
     ("not-a-module", lambda p: ["export", f"{p['not_module.py']}:build"], "where a torch.nn.Module was expected"),
+    # torch.export printed ~20 lines of partial graph on stderr before this line (issue 31)
+    ("export-fails", lambda p: ["export", f"{p['data_dependent.py']}:build"],
+     "failed: GuardOnDataDependentSymNode: Could not guard on data-dependent expression"),
     ("missing-factory", lambda p: ["export", f"{p['raises.py']}:make"], "has no callable 'make'"),
     ("unknown-device", lambda p: ["run", "--devices", "local,pixel9", "--model", TINY], "unknown device 'pixel9'"),
     ("malformed-config", lambda p: ["run", "--config", str(p["malformed.yaml"]), "--model", TINY], "malformed.yaml: line"),

@@ -90,6 +90,16 @@ def test_missing_file(tmp_path: Path) -> None:
         load_inventory(tmp_path / "nope.yaml")
 
 
+def test_a_path_that_is_no_file_is_named_as_what_it_is(tmp_path: Path) -> None:
+    """Issue 31: an inventory path that is a directory was called 'no such file'; a pipe is refused unread."""
+    pipe = tmp_path / "pipe.yaml"
+    os.mkfifo(pipe)
+    for path, problem in ((tmp_path, "is a directory, not a file"), (pipe, "not a regular file (a pipe or a device)")):
+        with pytest.raises(ConfigError) as info:
+            load_inventory(path)
+        assert str(info.value) == f"{path}: {problem}"
+
+
 def test_env_var_selects_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write(tmp_path, "devices:\n  mine:\n    transport: local\n")
     monkeypatch.setenv("ETFARM_CONFIG", str(path))

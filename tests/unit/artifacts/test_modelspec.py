@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,19 @@ def test_pte_spec(tmp_path: Path) -> None:
 def test_bad_specs_name_the_problem(text: str, fragment: str) -> None:
     with pytest.raises(ModelSpecError, match=fragment):
         parse_model_spec(text)
+
+
+def test_a_model_path_that_is_no_file_is_named_as_what_it_is(tmp_path: Path) -> None:
+    """Issue 31's words: a directory or a pipe named as the model file was called 'no such file'."""
+    (tmp_path / "dir.py").mkdir()
+    (tmp_path / "dir.pte").mkdir()
+    os.mkfifo(tmp_path / "pipe.py")
+    for path, factory, problem in (("dir.py", ":build", "is a directory, not a file"), ("dir.pte", "", "is a directory, not a file"),
+                                   ("pipe.py", ":build", "not a regular file (a pipe or a device)")):
+        text = f"{tmp_path / path}{factory}"
+        with pytest.raises(ModelSpecError) as info:
+            parse_model_spec(text)
+        assert str(info.value) == f"model spec {text!r}: {tmp_path / path}: {problem}"
 
 
 def test_bad_model_name(tmp_path: Path) -> None:

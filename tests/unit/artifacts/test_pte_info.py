@@ -149,3 +149,26 @@ def test_check_program_wants_a_whole_et12_program_with_the_runner_method(tmp_pat
     with pytest.raises(UsageError, match="llama::custom_sdpa.out"):
         check_program(sdpa)
     assert check_program(sdpa, custom_ops=True).llm is not None  # the user's own runtime has them
+
+
+def test_signature_problem_compares_tensors_with_the_methods_signature() -> None:
+    """Issue 31: files beside a given .pte are checked against `forward` (counts, dtypes, shapes) before anything runs."""
+    from orchestrator.artifacts.pte_info import PteMethod, ValueSpec, signature_problem
+
+    image = ValueSpec("tensor", "float32", (1, 3, 64, 64))
+    tokens = ValueSpec("tensor", "int64", (1, 128), dynamic=True)
+    forward = PteMethod("forward", (image, tokens), (ValueSpec("tensor", "float32", (1, 10)),), (), ())
+    fits = [("float32", (1, 3, 64, 64)), ("int64", (1, 7))]  # a dynamic size below its bound fits, as the runner takes it
+    assert signature_problem(fits, forward, "input") is None
+    assert signature_problem([("float32", (1, 3, None, None)), ("int64", (1, None))], forward, "input") is None
+    assert signature_problem(fits[:1], forward, "input") == "1 input(s); forward takes 2"
+    assert signature_problem([("float32", (4, 64)), fits[1]], forward, "input") == (
+        "input 0 is float32 [4, 64]; forward takes float32 [1, 3, 64, 64]")
+    assert signature_problem([fits[0], ("int32", (1, 7))], forward, "input") == (
+        "input 1 is int32 [1, 7]; forward takes at most int64 [1, 128]")
+    assert signature_problem([fits[0], ("int64", (1, 129))], forward, "input") == (
+        "input 1 is int64 [1, 129]; forward takes at most int64 [1, 128]")
+    assert signature_problem([("float32", (4, 10))], forward, "output") == (
+        "output 0 is float32 [4, 10]; forward gives float32 [1, 10]")
+    scalar = PteMethod("forward", (ValueSpec("int"),), (), (), ())
+    assert signature_problem([("int64", ())], scalar, "input") == "input 0 is int64 []; forward takes an int"

@@ -58,3 +58,25 @@ def test_real_etdumps_with_another_models_etrecord(tmp_path: Path) -> None:
         collect_samples([real_etdump(PORTABLE, layers=3)], real_model(XNNPACK, layers=3).etrecord, strict=True)
     with pytest.raises(AnalysisError, match="does not belong"):
         collect_samples([real_etdump(XNNPACK, layers=3)], large.etrecord, strict=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("pte", "record", "why"), [
+    ((PORTABLE, 5), (PORTABLE, 3), "event 'native_call_permute_copy.out' ran instruction 12, which the ETRecord does not have"),
+    ((PORTABLE, 3), (PORTABLE, 5), "the ETRecord links instruction 12, which calls nothing in the program"),
+    ((XNNPACK, 3), (PORTABLE, 3), "a delegate call ran at instruction 0, where the ETRecord has no delegate"),
+    ((PORTABLE, 3), (XNNPACK, 3), "ran instruction 1, which the ETRecord does not have"),
+    ((XNNPACK, 5), (XNNPACK, 3), "the delegate's nodes carry debug handles"),
+])
+def test_a_programs_etrecord_is_checked_without_an_etdump(pte: tuple[str, int], record: tuple[str, int], why: str) -> None:
+    """Issue 31: before anything runs, a given .pte and the ETRecord beside it (MLPs of one input and output shape,
+    so only the program tells them apart); the program's own ETRecord is accepted."""
+    from orchestrator.profiles.belongs import check_program_belongs
+    from orchestrator.profiles.etrecord import load_etrecord
+
+    program, foreign = real_model(*pte), real_model(*record)
+    check_program_belongs(load_etrecord(program.etrecord), program.pte)
+    with pytest.raises(AnalysisError) as refused:
+        check_program_belongs(load_etrecord(foreign.etrecord), program.pte)
+    assert str(refused.value).startswith(f"{foreign.etrecord} does not belong to the program {program.pte}: ")
+    assert why in str(refused.value)

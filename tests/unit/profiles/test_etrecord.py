@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from orchestrator.errors import AnalysisError
-from orchestrator.profiles.etrecord import _module_stack, _op_name, load_etrecord
+from orchestrator.profiles.etrecord import TensorMeta, _module_stack, _op_name, load_etrecord
 
 EDGE = "executorch.exir.dialects.edge.ops."
 STACK = "L__self__,,m.Model;L__self__layers.0,layers.0,torch.nn.modules.linear.Linear"
@@ -178,3 +178,30 @@ def test_zip_bomb_member_is_refused_not_inflated(tmp_path: Path, monkeypatch: py
     assert bomb.stat().st_size < 64 << 10
     with pytest.raises(AnalysisError, match=r"debug_handle_map inflates to 8388608 bytes, over the 1048576-byte cap"):
         load_etrecord(bomb)
+
+
+def test_the_edge_programs_user_inputs_and_outputs_are_read(tmp_path: Path) -> None:
+    """What run/belonging.py compares with a given .pte's forward: user inputs and outputs only, dtypes by name,
+    a symbolic size as None; an edge program without its signature gives None (nothing to compare)."""
+    def tensor(dtype: int, *sizes: int | str) -> dict[str, Any]:
+        return {"dtype": dtype, "sizes": [{"as_int": s} if isinstance(s, int) else {"as_expr": {"expr_str": s}} for s in sizes]}
+
+    program = {"graph_module": {
+        "graph": {"nodes": [], "tensor_values": {"w": tensor(7, 8, 4), "x": tensor(7, "s0", 4), "ids": tensor(5, 1, 3),
+                                                 "out": tensor(12, 2)}},
+        "signature": {"input_specs": [{"parameter": {"arg": {"name": "w"}}},
+                                      {"user_input": {"arg": {"as_tensor": {"name": "x"}}}},
+                                      {"user_input": {"arg": {"as_tensor": {"name": "ids"}}}},
+                                      {"user_input": {"arg": {"as_int": 3}}}],
+                      "output_specs": [{"user_output": {"arg": {"as_tensor": {"name": "out"}}}},
+                                       {"buffer_mutation": {"arg": {"as_tensor": {"name": "w"}}}}]}}}
+    path = tmp_path / "signed.etrecord"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("ETRECORD_V0", "")
+        zf.writestr("edge_dialect_exported_program/forward", json.dumps(program))
+        zf.writestr("debug_handle_map", json.dumps({"forward": {}}))
+    record = load_etrecord(path)
+    assert record.inputs == (TensorMeta("float32", (None, 4)), TensorMeta("int64", (1, 3)), TensorMeta(None))
+    assert record.outputs == (TensorMeta("bool", (2,)),)
+    unsigned = load_etrecord(write_etrecord(tmp_path / "unsigned.etrecord", [], {}))
+    assert unsigned.inputs is None and unsigned.outputs is None

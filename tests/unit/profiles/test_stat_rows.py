@@ -120,8 +120,33 @@ def test_a_file_that_is_not_stats_csv_is_a_data_error(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="not an etfarm stats.csv .missing columns avg_ms, event_block"):
         read_stats_csv(path)
     path.write_text("device,model,event_block,event_index,event_name,p50_ms,avg_ms\nd,m,E,x,a,1,1\n")
-    with pytest.raises(DataError, match="not an etfarm stats.csv"):
+    with pytest.raises(DataError, match="not a whole etfarm stats.csv: line 2, column event_index: 'x' does not parse"):
         read_stats_csv(path)
+
+
+HEADER = "device,model,event_block,event_index,event_name,samples,p50_ms,avg_ms,is_delegated_op,op_types\n"
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    # the red team's file: cut in the middle of its first row (was: one op named 'Method::ini')
+    (HEADER + "d,m,Execute,0,Method::ini", "it ends inside a line (cut short?)"),
+    (HEADER + "d,m,Execute,0,a,6,0.2,0.25,True,x\nd,m,Execute,1,b,6,0.1", "it ends inside a line"),
+    (HEADER[:40], "it ends inside a line"),  # cut in the header
+    (HEADER + "d,m,Execute,0,a,6,0.2,0.25,True,x\nd,m,Execute,1,b,6\n", "line 3 has 6 fields, the header 10"),
+    (HEADER + "d,m,Execute,0,a,6,0.2,0.25,True,x,extra\n", "line 2 has 11 fields, the header 10"),
+    (HEADER + 'd,m,Execute,0,a,6,0.2,0.25,True,"aten.add\n', "unexpected end of data"),  # cut inside a quoted field
+    (HEADER + "d,m,Execute,0,a,6,0.2,0.2.5,True,x\n", "line 2, column avg_ms: '0.2.5' does not parse"),
+    (HEADER + "d,m,Execute,0,a,6.5,0.2,0.25,True,x\n", "line 2, column samples: '6.5' does not parse"),
+    (HEADER + "d,m,Execute,0,a,6,0.2,0.25,Tr,x\n", "line 2, column is_delegated_op: 'Tr' does not parse"),
+])
+def test_a_file_that_is_not_whole_is_refused_naming_it(tmp_path: Path, text: str, why: str) -> None:
+    """Issue 31: stats.csv is read whole or refused, with one line naming the file."""
+    path = tmp_path / "stats.csv"
+    path.write_text(text)
+    with pytest.raises(DataError) as refused:
+        read_stats_csv(path)
+    message = str(refused.value)
+    assert message.startswith(f"{path}: not a whole etfarm stats.csv") and why in message and "\n" not in message
 
 
 def test_the_writer_quotes_as_csv_does(tmp_path: Path) -> None:

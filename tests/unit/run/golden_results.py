@@ -43,7 +43,7 @@ def rich_job() -> Job:
     device = DeviceResult("d", "ssh", "linux-aarch64", DeviceStatus.WRONG_RESULTS, "wrong results", Blame.DATA,
                           facts={"abi": "aarch64", "cores": 4}, models=(model, ModelResult("n", ModelStatus.FAILED)),
                           runner_key="rk", controls={"fixed_performance_mode": "on"},
-                          attempts=(Attempt("connect", "refused", "2026-11-22T00:00:00Z"),))
+                          attempts=(Attempt("connect", "refused", "2026-11-22T00:00:00Z", retried=True),))
     options = RunOptions(runs=3, iterations=7, warmup=2, run_timeout_s=60.0, wait_for_lock=False, lock_timeout_s=5.0,
                          intermediate_outputs=True, debug_buffer_size=0, numerics=True, cpu_threads=2, untraced_runs=2,
                          cooldown_s=1.5, max_temp_c=60.0, order=RunOrder.ABBA, seed=7)

@@ -61,13 +61,31 @@ def test_a_device_that_lost_its_lock_and_workdir_is_staged_again_first() -> None
 
 
 def test_the_runners_own_refusal_is_the_whole_error() -> None:
-    from orchestrator.run.process_run import RunnerFailed, runner_refusal
+    from orchestrator.run.process_run import RunnerFailed, runner_failure
 
     line = ("etfarm_runner: error: program '/w/m.pte' method 'forward' needs backends it does not register: "
             "XnnpackBackend (registered: QnnBackend; build the runner against a runtime that has them)")
-    refusal = runner_refusal(line + "\n")
-    assert refusal is not None and refusal.startswith("program '/w/m.pte'") and "XnnpackBackend" in refusal
-    error = RunnerFailed("phone", "runner (m, run-1)", 1, "", refusal=refusal)
-    assert str(error) == f"[phone] runner (m, run-1): {refusal}" and "\n" not in str(error)
-    assert runner_refusal("Segmentation fault\n" + line) is None  # anything else keeps the output's tail
-    assert runner_refusal("") is None
+    reason = runner_failure(line + "\n", 1, False, "d/m/run-1/runner.log")
+    assert reason.startswith("program '/w/m.pte'") and reason.endswith("that has them)")
+    error = RunnerFailed("phone", "runner (m, run-1)", 1, "tail", reason=reason)
+    assert str(error) == f"[phone] runner (m, run-1): {reason}" and "\n" not in str(error)
+
+
+RUNTIME_LOG = ('ETFARM_BACKENDS ["XnnpackBackend"]\n'
+               + "I 00:00:00.020806 executorch:cpuinfo_utils.cpp:71] Reading file /sys/devices/soc0/image_version\n" * 8)
+
+
+def test_a_failure_line_is_the_runners_last_error_line_not_its_log() -> None:
+    """Issue 31: the device's error was ~1 KB of runtime log ending in the runner's own line."""
+    from orchestrator.run.process_run import runner_failure
+
+    log = "d/m/run-1/runner.log"
+    said = "input 0: inputs file '/w/in.etft' has shape [4, 64] but the method expects [1, 3, 64, 64]"
+    assert runner_failure(RUNTIME_LOG + f"etfarm_runner: error: {said}\n", 1, False, log) == said
+    assert runner_failure(RUNTIME_LOG + "Segmentation fault\n", 139, False, log) == (
+        "exited 139: Segmentation fault (its log: d/m/run-1/runner.log)")
+    assert runner_failure(RUNTIME_LOG + f"etfarm_runner: error: {said}\nAborted\n", 134, False, log) == (
+        f"exited 134: {said} (its log: d/m/run-1/runner.log)")
+    assert runner_failure("", None, True, log) == "timed out (its log: d/m/run-1/runner.log)"
+
+

@@ -52,7 +52,7 @@ READS = {
     "device_minimal": (lambda d: DeviceResult.from_dict("x", d), "DeviceResult(name='x', transport='', target='', status=<DeviceStatus.OK: 'ok'>, error=None, blame=None, facts={}, models=(), runner_key=None, controls={}, attempts=())"),  # noqa: E501
     "model_minimal": (lambda d: ModelResult.from_dict("x", d), "ModelResult(name='x', status=<ModelStatus.FAILED: 'failed'>, runs=(), verification=None, error=None, blame=None)"),  # noqa: E501
     "verification_minimal": (Verification.from_dict, "Verification(status=<VerificationStatus.SKIPPED: 'skipped'>, detail='', max_abs_diff=None, runs_checked=0)"),  # noqa: E501
-    "attempt_empty": (Attempt.from_dict, "Attempt(step='', error='', at='')"),
+    "attempt_empty": (Attempt.from_dict, "Attempt(step='', error='', at='', retried=None)"),
     "config_empty": (JobConfig.from_dict, "JobConfig(devices=(), models=(), backend='', options=RunOptions(runs=5, iterations=20, warmup=3, run_timeout_s=600.0, wait_for_lock=True, lock_timeout_s=None, intermediate_outputs=False, debug_buffer_size=16777216, numerics=False, cpu_threads=0, untraced_runs=1, cooldown_s=0.0, max_temp_c=None, order=<RunOrder.INTERLEAVED: 'interleaved'>, seed=0, thread_counts=(), prompt_lens=(), gen_lens=()), config_file=None, scheduler=None, names=())"),  # noqa: E501
     "config_flat": (JobConfig.from_dict, "JobConfig(devices=('a',), models=('m.py',), backend='xnnpack', options=RunOptions(runs=2, iterations=20, warmup=3, run_timeout_s=600.0, wait_for_lock=True, lock_timeout_s=None, intermediate_outputs=False, debug_buffer_size=16777216, numerics=False, cpu_threads=0, untraced_runs=1, cooldown_s=0.0, max_temp_c=None, order=<RunOrder.ABBA: 'abba'>, seed=0, thread_counts=(), prompt_lens=(), gen_lens=()), config_file=None, scheduler=None, names=())"),  # noqa: E501
     "artifacts_extra": (ModelArtifacts.from_dict, "ModelArtifacts(name='m', spec='m.py', backend='xnnpack', key='k', pte='m.pte', etrecord=None, inputs=None, reference_outputs=None, content_hash=None, git_commit=None, numerics_reference=None)"),  # noqa: E501
@@ -73,6 +73,18 @@ def test_incomplete_and_old_manifests_read_as_before(case: str) -> None:
 def test_a_malformed_manifest_is_one_data_error(bad: dict[str, Any]) -> None:
     with pytest.raises(DataError, match="malformed manifest"):
         Job.from_dict({"schema_version": 1, **bad})
+
+
+def test_a_cut_manifest_is_refused_as_cut_naming_the_file(tmp_path: Path) -> None:
+    """Issue 31: files are read whole or refused; a manifest cut anywhere inside its JSON says so in one line."""
+    text = json.dumps(rich_job().to_dict(), indent=2) + "\n"
+    for cut in (1, len(text) // 3, len(text) - 3):
+        (tmp_path / "manifest.json").write_text(text[:cut])
+        with pytest.raises(DataError) as refused:
+            load_manifest(tmp_path)
+        assert str(refused.value) == f"{tmp_path / 'manifest.json'}: not a whole manifest: it ends inside its JSON (cut short?)"
+    (tmp_path / "manifest.json").write_text(text[:-1])  # the newline after the JSON is not part of it
+    assert load_manifest(tmp_path) == rich_job()
 
 
 def test_non_finite_optional_numbers_are_none_both_ways() -> None:

@@ -31,6 +31,16 @@ def test_transport_faults_are_retried_and_recorded() -> None:
                         policy=FAST) == "answer"  # type: ignore[arg-type]
     assert len(calls) == 3 and len(reconnects) == 2
     assert [a.step for a in recorded] == ["stage", "stage"] and "connection reset" in recorded[0].error
+    assert [a.retried for a in recorded] == [True, True]
+
+
+def test_a_failure_that_is_not_retried_is_recorded_as_tried_once() -> None:
+    """Issue 31: the report said a failed run 'was tried again' when it was tried once."""
+    recorded: list[Attempt] = []
+    calls, call = flaky([CommandFailed("d", "runner", 1, "crashed", False)])
+    with pytest.raises(CommandFailed):
+        with_retries("run m run-1", call, record=recorded.append, policy=FAST)  # type: ignore[arg-type]
+    assert len(calls) == 1 and [(a.step, a.retried) for a in recorded] == [("run m run-1", False)]
 
 
 @pytest.mark.parametrize("error", [DeviceRefused("d", "host key unknown"), CommandFailed("d", "sh", 1, "no", False),
@@ -48,7 +58,7 @@ def test_gives_up_after_the_attempts_with_the_last_error() -> None:
     calls, call = flaky([DeviceError("d", f"reset {i}") for i in range(5)])
     with pytest.raises(DeviceError, match="reset 2"):
         with_retries("connect", call, record=recorded.append, policy=FAST)  # type: ignore[arg-type]
-    assert len(calls) == 3 and len(recorded) == 3
+    assert len(calls) == 3 and [a.retried for a in recorded] == [True, True, False]  # the last try ended it
 
 
 def test_attempts_round_trip_through_the_manifest_dict() -> None:

@@ -63,6 +63,13 @@ def test_points_an_llm_cannot_run_are_usage_errors(tmp_path: Path, options: RunO
         sweep_models([model(tmp_path, "llm", program(llm_plans()))], options)
 
 
+def test_a_prompt_longer_than_the_context_is_named_without_a_negative_token_count(tmp_path: Path) -> None:
+    """Issue 31: `--prompt-len 300` on a 256-position program said 'a 300-token prompt and -43 generated tokens'."""
+    with pytest.raises(UsageError) as refused:
+        sweep_models([model(tmp_path, "llm", program(llm_plans()))], RunOptions(prompt_lens=(300,)))
+    assert str(refused.value) == "llm: a 300-token prompt does not fit its context of 256 positions"
+
+
 def test_generation_lengths_need_an_llm_and_programs_must_load(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="apply to LLM programs"):
         sweep_models([model(tmp_path, "cnn", forward_program())], RunOptions(gen_lens=(8,)))
