@@ -17,6 +17,9 @@ import numpy as np
 
 _HASH_BASE = np.uint64(0x100000001B3)  # FNV prime: any odd multiplier spreads bytes well
 _MAX_HASH_BYTES = 1 << 24  # cap on the fixed-width byte matrix used to intern strings
+# Strings longer than this are decoded one by one: they are few (at most the file's size over this
+# width), and a matrix as wide as the longest string would cost a Python step per 8 bytes of it.
+_WIDE_STRING_BYTES = 256
 _FEW = 16  # distinct values up to which `factorize` compares instead of sorting
 _WORD_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 
@@ -191,9 +194,19 @@ class StringTable:
         return codes
 
     def _codes_for(self, buf: Buffer, pos: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """Codes of distinct, non-overlapping strings."""
+        """Codes of distinct, non-overlapping strings: short ones hashed as a matrix, long ones decoded."""
+        wide = lengths > _WIDE_STRING_BYTES
+        if not wide.any():
+            return self._codes_of_short(buf, pos, lengths)
+        codes = np.empty(pos.shape, dtype=np.int32)
+        codes[wide] = self._decode_each(buf, pos[wide], lengths[wide])
+        if not wide.all():
+            codes[~wide] = self._codes_of_short(buf, pos[~wide], lengths[~wide])
+        return codes
+
+    def _codes_of_short(self, buf: Buffer, pos: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         width = int(lengths.max())
-        if width * pos.size > _MAX_HASH_BYTES:  # a few huge strings: decode each one once, no matrix
+        if width * pos.size > _MAX_HASH_BYTES:  # too many to hold as a matrix: decode each one once
             return self._decode_each(buf, pos, lengths)
         # Fixed-width rows of 8-byte words -> 64-bit hash per string -> one decode per distinct
         # hash. Collisions are ruled out below by comparing every row with its representative.
@@ -246,7 +259,5 @@ def _string_words(buf: Buffer, starts: np.ndarray, lengths: np.ndarray, nwords: 
         idx = starts[~inside, None] + np.arange(width)  # strings near the end of the file
         rows[~inside] = buf.u8[np.minimum(idx, buf.n - 1)]
     words = rows.view("<u8").astype(np.uint64, copy=False)
-    for j in range(nwords):
-        valid = np.clip(lengths - 8 * j, 0, 8)
-        words[:, j] &= _WORD_MASKS[valid]
+    words &= _WORD_MASKS[np.clip(lengths[:, None] - 8 * np.arange(nwords), 0, 8)]
     return words

@@ -198,3 +198,23 @@ def test_overlapping_strings_are_refused_as_corrupt() -> None:
     with pytest.raises(flatbuffer.Corrupt, match="overlap"):
         table.intern(buf, np.array([0, 4, 0]), "event name")
     assert table.intern(buf, np.array([4, -1, 4]), "event name").tolist() == [0, -1, 0]
+
+
+def test_a_long_shared_name_is_decoded_not_widened_into_the_string_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every event naming one 300 kB string: a matrix as wide as the longest name cost a numpy step per
+    # 8 bytes of it (2.5 s for a 2 MB ETDump); long names are decoded as they are, short ones hashed.
+    huge = "y" * 300_000
+    events = [Profile(huge if i % 2 else f"op{i % 6}", start=i, end=i + 1) for i in range(400)]
+    data = build_etdump([Run("Execute", events)], shared_strings=True)
+    widths: list[int] = []
+    original = flatbuffer._string_words
+
+    def recording(buf: object, starts: np.ndarray, lengths: np.ndarray, nwords: int) -> np.ndarray:
+        widths.append(nwords)
+        return original(buf, starts, lengths, nwords)
+
+    monkeypatch.setattr(flatbuffer, "_string_words", recording)
+    dump = parse_etdump(data, "wide.etdp")
+    names = [dump.string(int(code)) for code in dump.events.name]
+    assert names == [huge if i % 2 else f"op{i % 6}" for i in range(400)]
+    assert widths and max(widths) * 8 <= flatbuffer._WIDE_STRING_BYTES
