@@ -87,5 +87,5 @@ def test_a_plan_naming_a_file_that_does_not_exist_runs_nothing(tmp_path: Path) -
                     env=env)
     assert result.returncode == 2, result.stdout + result.stderr[-3000:]
     errors = [line for line in result.stderr.splitlines() if not line.startswith("[")]
-    assert errors == [f"error: {tmp_path / 'plan.json'}: models: model spec '{gone}:build': no such file '{gone}'"]
+    assert errors == [f"error: {tmp_path / 'plan.json'}: models: model spec '{gone}:build': {gone}: no such file"]
     assert not report.exists()  # no run directory, no page: refused before anything ran
