@@ -9,7 +9,8 @@ from typing import ClassVar
 
 from device_agents.base import DeviceAgent, RawExecResult
 from device_agents.keys import InventoryEntry
-from device_agents.spec import AlwaysPresent, Presence, TransportSettings
+from device_agents.presence import AlwaysPresent, Presence
+from device_agents.spec import TransportSettings
 from orchestrator import procs
 from orchestrator.cache import cache_dir
 from orchestrator.errors import DeviceError

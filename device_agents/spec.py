@@ -21,33 +21,7 @@ if TYPE_CHECKING:
     from typing import Self
 
     from device_agents.keys import InventoryEntry
-
-
-@dataclass(frozen=True)
-class AlwaysPresent:
-    """The device is this host: nothing to check."""
-
-
-@dataclass(frozen=True)
-class ServerBanner:
-    """A server that speaks first: present while host:port answers with `banner` (sshd: `SSH-`).
-    A stopped server still has its connections accepted by the kernel, but never speaks."""
-
-    host: str
-    port: int
-    banner: bytes
-
-
-@dataclass(frozen=True)
-class AdbListing:
-    """Present while the adb server at `server` (host, port) lists `serial` in state `device`."""
-
-    server: tuple[str, int]
-    serial: str
-
-
-# How a Dask worker tells, cheaply and without logging in, that a device is there (its probes).
-Presence = AlwaysPresent | ServerBanner | AdbListing
+    from device_agents.presence import Presence
 
 
 class TransportSettings(ABC):
@@ -70,7 +44,7 @@ class TransportSettings(ABC):
     @property
     @abstractmethod
     def presence(self) -> Presence:
-        """How a worker checks that the device is there (orchestrator/farm/devices.py)."""
+        """How to tell that the device is there (device_agents/presence.py; a farm worker asks every round)."""
 
     @abstractmethod
     def default_workdir(self, device: str) -> str:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from device_agents.adb.track import AdbListing
 from device_agents.keys import InventoryEntry
-from device_agents.spec import AdbListing, DeviceSpec, Presence, TransportSettings
+from device_agents.presence import Presence
+from device_agents.spec import DeviceSpec, TransportSettings
 from orchestrator.errors import DeviceRefused
 
 DEFAULT_ADB_HOST = "127.0.0.1"  # etfarm never starts a server: it asks the one the inventory names

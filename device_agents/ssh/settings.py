@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from device_agents.keys import InventoryEntry
-from device_agents.spec import DeviceSpec, Presence, ServerBanner, TransportSettings
+from device_agents.presence import Presence, ServerBanner
+from device_agents.spec import DeviceSpec, TransportSettings
 from orchestrator.errors import ConfigError, DeviceRefused
 
 DEFAULT_PORT = 22

@@ -34,14 +34,15 @@ def devices(
     an adb server sees and the inventory does not name are listed too, as `adb:SERIAL` (what --devices takes)."""
     if ctx.invoked_subcommand is not None:
         return
+    from device_agents.adb.discover import unnamed_devices
     from orchestrator.config import load_inventory
     from orchestrator.report import format_table, json_text
-    from orchestrator.run.probe import listing, probe_all, unnamed_adb_devices, unnamed_entry
+    from orchestrator.run.probe import listing, probe_all, unnamed_entry
 
     inventory = load_inventory(config)
     specs = list(inventory.devices.values())
     entries = [listing(s) for s in specs] if no_check else probe_all(specs)
-    entries += [unnamed_entry(seen, checked=not no_check) for seen in unnamed_adb_devices(specs)]
+    entries += [unnamed_entry(seen, checked=not no_check) for seen in unnamed_devices(specs)]
     if as_json:
         typer.echo(json_text({"config": str(inventory.path) if inventory.path else None, "devices": entries}))
         return

@@ -21,21 +21,17 @@ import pytest
 
 from device_agents import DeviceSpec
 from device_agents.adb.settings import AdbSettings
+from device_agents.adb.track import AdbTracker
 from orchestrator.config import load_inventory
-from orchestrator.farm.adb_track import AdbTracker
 from orchestrator.farm.devices import InventoryWatch, probe
 from tests.helpers.inventory import write_inventory
+from tests.helpers.waiting import eventually
 
 TRACKED_WITHIN_SEC = 5.0
 
 
 def _eventually(check: Callable[[], bool], timeout_s: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.3)
-    return False
+    return eventually(check, timeout_s, poll_s=0.3)
 
 
 def test_an_ssh_device_is_offline_while_its_sshd_is_stopped(ssh_server_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
