@@ -61,7 +61,6 @@ class RawExecResult:
 class DeviceAgent(ABC):
     """Drives one device. Use as a context manager: connect on enter, close on exit."""
 
-    transport: ClassVar[str]
     CONNECT_TIMEOUT_SEC: ClassVar[float] = 15.0
     # Housekeeping (mkdir, stat, describe) takes well under a second; more means a stuck device.
     COMMAND_TIMEOUT_SEC: ClassVar[float] = 30.0

@@ -20,6 +20,7 @@ from orchestrator.errors import DeviceError
 class LocalSettings(TransportSettings):
     """`transport: local` has no keys of its own; its workdir defaults to the cache."""
 
+    TRANSPORT: ClassVar[str] = "local"
     DEFAULT_TARGET: ClassVar[str | None] = "host"
 
     @classmethod
@@ -42,8 +43,6 @@ class LocalSettings(TransportSettings):
 
 
 class LocalAgent(DeviceAgent):
-    transport = "local"
-
     def _connect(self, timeout_s: float) -> None:
         Path(self.spec.workdir).mkdir(parents=True, exist_ok=True)
 

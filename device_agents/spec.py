@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 class TransportSettings(ABC):
     """A transport's own inventory keys, typed and frozen (subclasses are frozen dataclasses)."""
 
+    TRANSPORT: ClassVar[str]  # its name in device_agents.TRANSPORTS (`transport:` in the inventory)
     KEYS: ClassVar[tuple[str, ...]] = ()  # the inventory keys it reads, beside the common ones
     DEFAULT_TARGET: ClassVar[str | None] = None  # the target a device gets when the file names none
     ANDROID: ClassVar[bool] = False  # every device of this transport runs Android (run/controls.py)
@@ -76,7 +77,6 @@ class DeviceSpec:
     """One device as the inventory describes it."""
 
     name: str
-    transport: str  # a name of device_agents.TRANSPORTS
     target: str
     workdir: str
     exec_prefix: tuple[str, ...] = ()
@@ -88,6 +88,11 @@ class DeviceSpec:
     cpus: str | None = None
     runtime: str | None = None  # the user's ExecuTorch install prefix (`runtime: PATH`), None: etfarm's own runtime
     description: str = ""  # free text for people (`etfarm devices` shows it)
+
+    @property
+    def transport(self) -> str:
+        """The transport's name, from its settings: a spec cannot say one transport and hold another's keys."""
+        return self.settings.TRANSPORT
 
     @property
     def android(self) -> bool:

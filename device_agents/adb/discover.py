@@ -95,5 +95,5 @@ def device_abi(server: Server, serial: str) -> str:
 def adb_device_spec(serial: str, target: str, server: Server) -> DeviceSpec:
     """The spec of `adb:SERIAL`: the inventory's defaults for an adb device (workdir /data/local/tmp/etfarm)."""
     settings = AdbSettings(serial=serial, adb_host=server[0], adb_port=server[1])
-    return DeviceSpec(name=ADB_NAME_PREFIX + serial, transport="adb", target=target, workdir=DEFAULT_WORKDIR,
+    return DeviceSpec(name=ADB_NAME_PREFIX + serial, target=target, workdir=DEFAULT_WORKDIR,
                       settings=settings, source=f"--devices {ADB_NAME_PREFIX}{serial} (adb server {server[0]}:{server[1]})")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from device_agents.adb.track import AdbListing
 from device_agents.keys import InventoryEntry
@@ -24,6 +24,7 @@ class AdbSettings(TransportSettings):
     adb_host: str = DEFAULT_ADB_HOST
     adb_port: int = DEFAULT_ADB_PORT
 
+    TRANSPORT: ClassVar[str] = "adb"
     KEYS: ClassVar[tuple[str, ...]] = ("serial", "adb_host", "adb_port")
     ANDROID: ClassVar[bool] = True
 
@@ -47,8 +48,8 @@ class AdbSettings(TransportSettings):
 
 
 def adb_settings(spec: DeviceSpec) -> AdbSettings:
-    """The spec's adb settings, refusing a spec without a serial."""
-    cfg = spec.settings
-    if not isinstance(cfg, AdbSettings) or not cfg.serial:
+    """The spec's adb settings (an adb device's: its transport follows from them), refusing a spec without a serial."""
+    cfg = cast(AdbSettings, spec.settings)
+    if not cfg.serial:
         raise DeviceRefused(spec.name, f"adb setting 'serial' is missing (device {spec.name!r} in {spec.source})")
     return cfg

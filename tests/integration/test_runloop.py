@@ -75,7 +75,7 @@ def _pinned_realtime(tmp_path: Path, name: str) -> DeviceSpec:
     why = realtime_available()
     if why is not None:
         missing(why)
-    return DeviceSpec(name, "local", "host", str(tmp_path / f"{name}-workdir"), cpus=CORE, threads=1,
+    return DeviceSpec(name, "host", str(tmp_path / f"{name}-workdir"), cpus=CORE, threads=1,
                       exec_prefix=REALTIME_RUNNER)
 
 

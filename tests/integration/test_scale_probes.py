@@ -50,7 +50,7 @@ def test_an_ssh_device_is_offline_while_its_sshd_is_stopped(ssh_server_factory, 
 
 def test_an_adb_device_is_offline_once_it_dies(adb_testdevice, adb_device: DeviceSpec) -> None:  # type: ignore[no-untyped-def]
     assert probe(adb_device) is True
-    other = DeviceSpec("x", "adb", "host", "/data/local/tmp/x", settings=replace(adb_device.settings, serial="nosuch"))
+    other = DeviceSpec("x", "host", "/data/local/tmp/x", settings=replace(adb_device.settings, serial="nosuch"))
     assert probe(other) is False
     adb_testdevice.kill()
     assert _eventually(lambda: probe(adb_device) is False)
@@ -95,7 +95,7 @@ def test_a_stopped_adb_server_makes_its_devices_offline_and_no_server_is_started
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = int(free.getsockname()[1])
-    spec = DeviceSpec("p", "adb", "host", "/t", settings=AdbSettings("emu-1", adb_host="127.0.0.1", adb_port=port))
+    spec = DeviceSpec("p", "host", "/t", settings=AdbSettings("emu-1", adb_host="127.0.0.1", adb_port=port))
     watch = InventoryWatch(write_inventory(tmp_path / "devices.yaml", [spec]), _load)
     try:
         assert watch.round().resources() == {"dev-p": 0.0}

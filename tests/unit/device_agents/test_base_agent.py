@@ -53,7 +53,7 @@ class FakeAgent(DeviceAgent):
 
 @pytest.fixture
 def spec(tmp_path: Path) -> DeviceSpec:
-    return DeviceSpec("fake", "fake", "host", str(tmp_path / "work dir; 'x'"), exec_prefix=("taskset", "-c", "4-7"))
+    return DeviceSpec("fake", "host", str(tmp_path / "work dir; 'x'"), exec_prefix=("taskset", "-c", "4-7"))
 
 
 def test_build_command_quotes_every_word_and_adds_a_deadline(spec: DeviceSpec) -> None:

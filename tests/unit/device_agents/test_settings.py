@@ -144,12 +144,20 @@ def test_the_registry_names_every_transport_and_its_settings() -> None:
     assert [settings_type(name) for name in TRANSPORTS] == [LocalSettings, SshSettings, AdbSettings]
 
 
+def test_a_specs_transport_is_its_settings_own_and_never_a_second_word() -> None:
+    assert [settings_type(name).TRANSPORT for name in TRANSPORTS] == list(TRANSPORTS)
+    assert DeviceSpec("p", "host", "/w", settings=AdbSettings("s")).transport == "adb"
+    assert DeviceSpec("l", "host", "/w").transport == "local"  # no settings: the host itself
+    with pytest.raises(TypeError):  # nothing to disagree with the settings
+        DeviceSpec("p", transport="ssh", target="host", workdir="/w", settings=AdbSettings("s"))  # type: ignore[call-arg]
+
+
 def test_only_transports_with_host_keys_can_trust_one() -> None:
-    for spec in (DeviceSpec("here", "local", "host", "/w"), DeviceSpec("p", "adb", "host", "/w", settings=AdbSettings("s"))):
+    for spec in (DeviceSpec("here", "host", "/w"), DeviceSpec("p", "host", "/w", settings=AdbSettings("s"))):
         with pytest.raises(UsageError, match=f"device '{spec.name}' uses {spec.transport}; only ssh devices have host keys"):
             trust_host_key(spec)
-    with pytest.raises(DeviceRefused, match="ssh setting 'host' is missing"):  # an ssh spec without its settings
-        trust_host_key(DeviceSpec("bare", "ssh", "host", "/w"))
+    with pytest.raises(DeviceRefused, match="ssh setting 'host' is missing"):  # an ssh spec without a host
+        trust_host_key(DeviceSpec("bare", "host", "/w", settings=SshSettings("", key="k")))
 
 
 def _transport_name_comparisons(path: Path, root: Path = ROOT) -> list[str]:

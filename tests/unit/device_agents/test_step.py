@@ -32,7 +32,7 @@ def _stream(*files: tuple[str, bytes], code: int = 0, big: tuple[str, ...] = ())
 
 @pytest.fixture
 def agent(tmp_path: Path) -> LocalAgent:
-    agent = LocalAgent(DeviceSpec("fake-runner", "local", "host", str(tmp_path / "work dir 'x'")))
+    agent = LocalAgent(DeviceSpec("fake-runner", "host", str(tmp_path / "work dir 'x'")))
     agent.connect()
     agent.stage(step_files())
     return agent

@@ -60,7 +60,7 @@ def test_trackers_follow_the_servers_the_inventory_names(adb_servers, tmp_path: 
     one, two = adb_servers({"s1": "device"}), adb_servers({"s2": "device"})
 
     def adb(name: str, serial: str, port: int) -> DeviceSpec:
-        return DeviceSpec(name, "adb", "host", f"/data/local/tmp/{name}",
+        return DeviceSpec(name, "host", f"/data/local/tmp/{name}",
                           settings=AdbSettings(serial, adb_host="127.0.0.1", adb_port=port))
 
     config = write_inventory(tmp_path / "devices.yaml", [adb("p1", "s1", one.port), adb("p2", "s2", one.port)])

@@ -64,7 +64,7 @@ def _build(tmp_path: Path, launcher: tuple[str, ...] = ()) -> RunnerBuild:
 
 
 def _phone(cpus: str | None = None, target: str = "android-arm64-v8a") -> DeviceSpec:
-    return DeviceSpec("p", "adb", target, "/data/local/tmp/etfarm", settings=AdbSettings("s"), cpus=cpus, source="inv.yaml")
+    return DeviceSpec("p", target, "/data/local/tmp/etfarm", settings=AdbSettings("s"), cpus=cpus, source="inv.yaml")
 
 
 def test_the_bundled_loader_starts_the_runner_pinned_to_the_prime_core(tmp_path: Path) -> None:
@@ -79,7 +79,7 @@ def test_the_bundled_loader_starts_the_runner_pinned_to_the_prime_core(tmp_path:
 
 def test_a_board_without_named_clusters_is_not_described(tmp_path: Path) -> None:
     agent = FakeAgent({})
-    board = DeviceSpec("b", "ssh", "linux-aarch64", "/w", settings=SshSettings("h", key="k"), cpus="2-3")
+    board = DeviceSpec("b", "linux-aarch64", "/w", settings=SshSettings("h", key="k"), cpus="2-3")
     build = RunnerBuild("linux-aarch64", "k", tmp_path, tmp_path / "bin" / "etfarm_runner", (), cached=True)
     launch = prepare_launch(agent, board, build, say=lambda s: None)  # type: ignore[arg-type]
     assert launch == Launch(("/w/bin/etfarm_runner",), {"LD_LIBRARY_PATH": "/w/lib"}, ("taskset", "c"), build.info)

@@ -204,7 +204,7 @@ def test_on_this_host(ends: tuple[str, ...], disk_full: bool, status: JobStatus,
     stubbed(disk_full)
     named = {f"d{k}": end for k, end in enumerate(ends)}
     FakeSession.ends = named
-    devices = [DeviceSpec(name, "local", "host", str(tmp_path / name)) for name in named]
+    devices = [DeviceSpec(name, "host", str(tmp_path / name)) for name in named]
     result = _run(LocalExecutor(devices), list(named), tmp_path / "run")
     _check(result, status, code, named, disk_full)
 
