@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from device_agents import DeviceSpec, create_agent
+from device_agents.facts import DeviceFacts
 from orchestrator.config import ADB_NAME_PREFIX, adb_spec
 from orchestrator.errors import EtfarmError
 from orchestrator.run.results import Attempt
@@ -40,11 +41,16 @@ def listing(spec: DeviceSpec, *, checked: bool = False) -> dict[str, Any]:
                              "error": None, "attempts": []}
     if checked:
         entry["elapsed_s"] = None
-    entry["facts"] = {}
+    entry["facts"] = DeviceFacts()
     return entry
 
 
-def _describe(spec: DeviceSpec) -> dict[str, Any]:
+def entry_json(entry: dict[str, Any]) -> dict[str, Any]:
+    """An entry as `--json` prints it: the facts in their JSON form, in the order the device told them."""
+    return {**entry, "facts": entry["facts"].to_json(sort_keys=False)}
+
+
+def _describe(spec: DeviceSpec) -> DeviceFacts:
     with create_agent(spec) as agent:
         return agent.describe()
 

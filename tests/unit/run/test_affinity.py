@@ -9,6 +9,7 @@ import pytest
 
 from device_agents.adb.settings import AdbSettings
 from device_agents.base import DeviceSpec
+from device_agents.facts import DeviceFacts
 from device_agents.ssh.settings import SshSettings
 from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.errors import Blame
@@ -33,14 +34,14 @@ RK3399 = {"cpus": {f"cpu{c}": {"max_khz": 1416000 if c < 4 else 1800000, "govern
      "prime", "4-7", "max_khz"),  # no capacities: by frequency
 ])
 def test_named_clusters_resolve_from_the_facts(facts: dict[str, Any], asked: str, cpus: str, by: str) -> None:
-    chosen = resolve(asked, facts)
+    chosen = resolve(asked, DeviceFacts.from_json(facts))
     assert (chosen.cpus, chosen.by) == (cpus, by)
     assert chosen.describe() == f"{cpus} ({asked}, by {by})"
 
 
 def test_no_clusters_no_pinning() -> None:
     with pytest.raises(NoClusters):
-        resolve("big", {"cores": 4, "cpus": {"cpu0": {"governor": "x"}}})
+        resolve("big", DeviceFacts.from_json({"cores": 4, "cpus": {"cpu0": {"governor": "x"}}}))
 
 
 def test_cpu_lists() -> None:
@@ -50,10 +51,10 @@ def test_cpu_lists() -> None:
 
 class FakeAgent:
     def __init__(self, facts: dict[str, Any]) -> None:
-        self.facts = facts
+        self.facts = DeviceFacts.from_json(facts)  # as a manifest holds them
         self.described = 0
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> DeviceFacts:
         self.described += 1
         return self.facts
 
