@@ -176,9 +176,9 @@ class DeviceFacts:
     def from_json(cls, data: Mapping[str, Any]) -> DeviceFacts:
         """The JSON form (see the module docstring); never raises for a mapping: what no field reads is `other`."""
         runner = data.get("runner")
-        rest = {k: v for k, v in data.items() if k != "runner"} if isinstance(runner, Mapping) else data
-        values, other = _read(cls, list(leaves(rest)))
-        return cls(**values, runner=dict(runner) if isinstance(runner, Mapping) else {}, other=tuple(other))
+        recorded = isinstance(runner, Mapping) and bool(runner)  # else, as any key no field reads: `other`
+        values, other = _read(cls, list(leaves({k: v for k, v in data.items() if k != "runner" or not recorded})))
+        return cls(**values, runner=dict(runner) if recorded else {}, other=tuple(other))  # type: ignore[arg-type]
 
     def to_json(self, sort_keys: bool = True) -> dict[str, Any]:
         """The JSON form: describe.sh's nesting, keys sorted as the manifest and the store hold them; unsorted,

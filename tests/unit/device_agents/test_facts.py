@@ -64,6 +64,12 @@ def test_the_json_form_is_the_one_etfarm_always_wrote(text: str) -> None:
     assert DeviceFacts.from_json(json.loads(json.dumps(facts.to_json()))) == facts
 
 
+@pytest.mark.parametrize("written", [{"runner": {}, "cpus": {}}, {"cores": None, "thermal": {"z": ["a", 1]}},
+                                     {"android": {"temp": {"skin_c": True}}}])
+def test_what_no_field_reads_is_written_back_as_it_came(written: dict) -> None:
+    assert DeviceFacts.from_json(written).to_json() == written
+
+
 @pytest.mark.parametrize("described", [PHONE_DESCRIBED, PHONE_DESCRIBED.replace("android.temp.skin_c=32.5\n", "")],
                          ids=["phone", "phone without a skin sensor"])
 def test_etfarm_devices_json_keeps_describe_shs_order(described: str) -> None:
