@@ -89,6 +89,11 @@ class DeviceSpec:
     runtime: str | None = None  # the user's ExecuTorch install prefix (`runtime: PATH`), None: etfarm's own runtime
     description: str = ""  # free text for people (`etfarm devices` shows it)
 
+    def __post_init__(self) -> None:
+        if isinstance(self.exec_prefix, str):  # `DeviceSpec(name, "local", "host", workdir)`: a transport given as a word
+            raise TypeError(f"DeviceSpec {self.name!r}: exec_prefix must be a tuple of words, got {self.exec_prefix!r} "
+                            "(the transport is not an argument: it follows from the settings)")
+
     @property
     def transport(self) -> str:
         """The transport's name, from its settings: a spec cannot say one transport and hold another's keys."""

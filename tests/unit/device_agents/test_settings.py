@@ -150,6 +150,8 @@ def test_a_specs_transport_is_its_settings_own_and_never_a_second_word() -> None
     assert DeviceSpec("l", "host", "/w").transport == "local"  # no settings: the host itself
     with pytest.raises(TypeError):  # nothing to disagree with the settings
         DeviceSpec("p", transport="ssh", target="host", workdir="/w", settings=AdbSettings("s"))  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="the transport is not an argument"):  # nor as a word in its place
+        DeviceSpec("p", "local", "host", "/w")
 
 
 def test_only_transports_with_host_keys_can_trust_one() -> None:
