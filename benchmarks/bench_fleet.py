@@ -26,7 +26,7 @@ TARGET_RATIO = 1.25
 
 
 def pinned_device(name: str, core: int, root: Path) -> DeviceSpec:
-    return DeviceSpec(name=name, transport="local", target="host", workdir=str(root / name),
+    return DeviceSpec(name=name, target="host", workdir=str(root / name),
                       exec_prefix=("taskset", "-c", str(core)))
 
 

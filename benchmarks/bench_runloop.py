@@ -136,7 +136,7 @@ def main() -> int:
                     serial = f"127.0.0.1:{proxy.port}"
                     connected = server.cmd("connect", serial)
                     assert "connected to" in connected.stdout, connected.stdout + connected.stderr
-                    spec = DeviceSpec("slow-adb", "adb", "host", str(device.root / "etfarm"),
+                    spec = DeviceSpec("slow-adb", "host", str(device.root / "etfarm"),
                                       settings=AdbSettings(serial, adb_host="127.0.0.1", adb_port=server.port))
                     results["adb"] = measure(spec, files, args.runs, root / "adb-out")
                     server.cmd("disconnect", serial)

@@ -101,7 +101,7 @@ def main() -> None:
             client = Client(address, timeout=60)
             client.wait_for_workers(1, timeout=60)
             worker = next(iter(client.scheduler_info(n_workers=-1)["workers"]))
-            local = DeviceSpec(DEVICE, "local", "host", str(root / "host-dev"))
+            local = DeviceSpec(DEVICE, "host", str(root / "host-dev"))
             spec = parse_model_spec(MODEL)
 
             def single(label: str) -> float:

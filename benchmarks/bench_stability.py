@@ -132,7 +132,7 @@ def one_job(device: DeviceSpec, condition: str, model: str, options: RunOptions,
 def devices(tmp: Path, transports: list[str], conditions: list[str]) -> dict[str, dict[str, DeviceSpec]]:
     out: dict[str, dict[str, DeviceSpec]] = {}
     if "local" in transports:
-        out["local"] = {c: DeviceSpec("local", "local", "host", str(tmp / f"local-{c}"), cpus=CORE,
+        out["local"] = {c: DeviceSpec("local", "host", str(tmp / f"local-{c}"), cpus=CORE,
                                       exec_prefix=RT if c.endswith("-rt") else ()) for c in conditions}
     if "ssh" in transports:
         from testbed.sshd import start_sshd

@@ -94,7 +94,7 @@ def measure(transport: str, pairs: int, runs: int, iterations: int, pool_k: int,
             host = start_sshd(tmpdir / "sshd")
             device = host.spec("pinned", tmpdir / "workdir", exec_prefix=("taskset", "-c", "1"))
         else:
-            device = DeviceSpec("pinned", "local", "host", str(tmpdir / "workdir"), ("taskset", "-c", "1"))
+            device = DeviceSpec("pinned", "host", str(tmpdir / "workdir"), ("taskset", "-c", "1"))
         # Baseline jobs interleaved with the variants: base, x2, base, p10, base, x2, ...
         order = [kind for _ in range(pairs) for kind in ("base", "x2", "base", "p10")]
         started = time.perf_counter()
@@ -184,7 +184,7 @@ def measure_ab(transport: str, pairs: int, runs: int, iterations: int, pool_k: i
             host = start_sshd(tmpdir / "sshd")
             device = host.spec("pinned", tmpdir / "workdir", exec_prefix=("taskset", "-c", "1"))
         else:
-            device = DeviceSpec("pinned", "local", "host", str(tmpdir / "workdir"), ("taskset", "-c", "1"))
+            device = DeviceSpec("pinned", "host", str(tmpdir / "workdir"), ("taskset", "-c", "1"))
         done: dict[str, list[tuple[Side, Side]]] = {"same": [], "p10": []}
         started = time.perf_counter()
         try:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from device_agents import facts, pulls, staging
-from device_agents.facts import parse_facts
+from device_agents.facts import DeviceFacts
 from device_agents.spec import DeviceSpec
 from device_agents.staging import HASH_BYTES_PER_SEC, StageReport
 from device_agents.workdir import check_relative, check_workdir, safe_destination
@@ -39,7 +39,7 @@ KILL_AFTER_SEC = 5
 ExecResult = CommandResult
 
 __all__ = ["HOST_DEADLINE_GRACE_SEC", "KILL_AFTER_SEC", "STALL_TIMEOUT_SEC", "DeviceAgent", "DeviceSpec", "ExecResult",
-           "RawExecResult", "StageReport", "parse_facts", "safe_destination"]
+           "RawExecResult", "StageReport", "safe_destination"]
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,6 @@ class RawExecResult:
 class DeviceAgent(ABC):
     """Drives one device. Use as a context manager: connect on enter, close on exit."""
 
-    transport: ClassVar[str]
     CONNECT_TIMEOUT_SEC: ClassVar[float] = 15.0
     # Housekeeping (mkdir, stat, describe) takes well under a second; more means a stuck device.
     COMMAND_TIMEOUT_SEC: ClassVar[float] = 30.0
@@ -215,8 +214,8 @@ class DeviceAgent(ABC):
 
     # ---- facts -----------------------------------------------------------------
 
-    def describe(self) -> dict[str, Any]:
-        """What the device is right now: abi, cores, cpufreq, governors, temperatures, load."""
+    def describe(self) -> DeviceFacts:
+        """What the device is right now: abi, cores, cpufreq, governors, temperatures, load (facts.py)."""
         return facts.describe(self)
 
     # ---- transport hooks ---------------------------------------------------------

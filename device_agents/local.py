@@ -9,7 +9,8 @@ from typing import ClassVar
 
 from device_agents.base import DeviceAgent, RawExecResult
 from device_agents.keys import InventoryEntry
-from device_agents.spec import AlwaysPresent, Presence, TransportSettings
+from device_agents.presence import AlwaysPresent, Presence
+from device_agents.spec import TransportSettings
 from orchestrator import procs
 from orchestrator.cache import cache_dir
 from orchestrator.errors import DeviceError
@@ -19,6 +20,7 @@ from orchestrator.errors import DeviceError
 class LocalSettings(TransportSettings):
     """`transport: local` has no keys of its own; its workdir defaults to the cache."""
 
+    TRANSPORT: ClassVar[str] = "local"
     DEFAULT_TARGET: ClassVar[str | None] = "host"
 
     @classmethod
@@ -41,8 +43,6 @@ class LocalSettings(TransportSettings):
 
 
 class LocalAgent(DeviceAgent):
-    transport = "local"
-
     def _connect(self, timeout_s: float) -> None:
         pass  # nothing to open; the workdir is made and checked by `check_workdir`, as on every transport
 

@@ -21,38 +21,13 @@ if TYPE_CHECKING:
     from typing import Self
 
     from device_agents.keys import InventoryEntry
-
-
-@dataclass(frozen=True)
-class AlwaysPresent:
-    """The device is this host: nothing to check."""
-
-
-@dataclass(frozen=True)
-class ServerBanner:
-    """A server that speaks first: present while host:port answers with `banner` (sshd: `SSH-`).
-    A stopped server still has its connections accepted by the kernel, but never speaks."""
-
-    host: str
-    port: int
-    banner: bytes
-
-
-@dataclass(frozen=True)
-class AdbListing:
-    """Present while the adb server at `server` (host, port) lists `serial` in state `device`."""
-
-    server: tuple[str, int]
-    serial: str
-
-
-# How a Dask worker tells, cheaply and without logging in, that a device is there (its probes).
-Presence = AlwaysPresent | ServerBanner | AdbListing
+    from device_agents.presence import Presence
 
 
 class TransportSettings(ABC):
     """A transport's own inventory keys, typed and frozen (subclasses are frozen dataclasses)."""
 
+    TRANSPORT: ClassVar[str]  # its name in device_agents.TRANSPORTS (`transport:` in the inventory)
     KEYS: ClassVar[tuple[str, ...]] = ()  # the inventory keys it reads, beside the common ones
     DEFAULT_TARGET: ClassVar[str | None] = None  # the target a device gets when the file names none
     ANDROID: ClassVar[bool] = False  # every device of this transport runs Android (run/controls.py)
@@ -70,7 +45,7 @@ class TransportSettings(ABC):
     @property
     @abstractmethod
     def presence(self) -> Presence:
-        """How a worker checks that the device is there (orchestrator/farm/devices.py)."""
+        """How to tell that the device is there (device_agents/presence.py; a farm worker asks every round)."""
 
     @abstractmethod
     def default_workdir(self, device: str) -> str:
@@ -102,7 +77,6 @@ class DeviceSpec:
     """One device as the inventory describes it."""
 
     name: str
-    transport: str  # a name of device_agents.TRANSPORTS
     target: str
     workdir: str
     exec_prefix: tuple[str, ...] = ()
@@ -114,6 +88,16 @@ class DeviceSpec:
     cpus: str | None = None
     runtime: str | None = None  # the user's ExecuTorch install prefix (`runtime: PATH`), None: etfarm's own runtime
     description: str = ""  # free text for people (`etfarm devices` shows it)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.exec_prefix, str):  # `DeviceSpec(name, "local", "host", workdir)`: a transport given as a word
+            raise TypeError(f"DeviceSpec {self.name!r}: exec_prefix must be a tuple of words, got {self.exec_prefix!r} "
+                            "(the transport is not an argument: it follows from the settings)")
+
+    @property
+    def transport(self) -> str:
+        """The transport's name, from its settings: a spec cannot say one transport and hold another's keys."""
+        return self.settings.TRANSPORT
 
     @property
     def android(self) -> bool:

@@ -29,10 +29,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from device_agents.base import HOST_DEADLINE_GRACE_SEC, DeviceAgent
-from device_agents.facts import parse_facts
+from device_agents.facts import DeviceFacts
 from device_agents.workdir import safe_destination
 from orchestrator.cache import sha256_file
 from orchestrator.errors import DeviceError
@@ -81,7 +80,7 @@ class StepResult:
     timed_out: bool
     stdout: str
     stderr: str
-    facts: Mapping[str, Any]
+    facts: DeviceFacts  # empty when the request asked for none
     files: Mapping[str, Path]  # plain name -> local path, verified by size and sha256
     duration_s: float  # host wall time of the whole step
     pulled: tuple[str, ...] = ()  # names too big for the stream, fetched separately
@@ -148,7 +147,7 @@ def run_step(agent: DeviceAgent, request: StepRequest, dest_dir: Path) -> StepRe
         stdout=own.get(STDOUT_NAME, b"").decode(errors="replace"),
         # No runner stderr (the step failed before the runner: exit 125): the step's own reason.
         stderr=own.get(STDERR_NAME, raw.stderr[-4096:]).decode(errors="replace"),
-        facts=parse_facts(own.get(FACTS_NAME, b"").decode(errors="replace")) if request.describe else {},
+        facts=DeviceFacts.parse(own.get(FACTS_NAME, b"").decode(errors="replace")) if request.describe else DeviceFacts(),
         files=files,
         duration_s=raw.duration_s,
         pulled=tuple(pulled),

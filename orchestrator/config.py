@@ -115,7 +115,7 @@ def load_inventory(path: str | Path | None = None) -> Inventory:
 
 
 def builtin_local() -> DeviceSpec:
-    return DeviceSpec(name="local", transport="local", target="host", workdir=str(cache_dir("devices") / "local"))
+    return DeviceSpec(name="local", target="host", workdir=str(cache_dir("devices") / "local"))
 
 
 def _parse_file(path: Path) -> dict[str, DeviceSpec]:
@@ -160,7 +160,7 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
         raise ConfigError(path, f"{where}.workdir", f"expected an absolute path (no control characters), got "
                                                   f"{describe(workdir)}")
     return DeviceSpec(
-        name=name, transport=transport, target=target, workdir=settings.workdir(workdir),
+        name=name, target=target, workdir=settings.workdir(workdir),
         exec_prefix=_exec_prefix(path, f"{where}.exec_prefix", entry.get("exec_prefix")),
         settings=settings, source=str(path), threads=threads, cpus=cpus, runtime=runtime,
         description=_description(keys),

@@ -1,5 +1,6 @@
-"""The adb transport: settings (no adbutils), the agent, the adbutils subclasses it needs, and the
-discovery of devices an adb server sees (`adb:SERIAL`, discover.py: no adbutils for the listing).
+"""The adb transport: settings (no adbutils), the agent, the adbutils subclasses it needs, the adb
+server's own protocol (wire.py: no adbutils) for the discovery of devices a server sees (`adb:SERIAL`,
+discover.py) and for a device's presence, tracked as phones come and go (track.py).
 
 Names are imported on first use (orchestrator/lazy.py), so reading an inventory with adb devices
 never imports adbutils; `from device_agents.adb import AdbAgent` does.

@@ -33,7 +33,6 @@ _STATE_HINTS = {
 
 
 class AdbAgent(DeviceAgent):
-    transport = "adb"
     # A server connection that makes no progress this long is a dead or frozen device or server.
     STALL_TIMEOUT_SEC: ClassVar[float] = STALL_TIMEOUT_SEC
 

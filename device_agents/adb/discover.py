@@ -2,7 +2,7 @@
 
 - `--devices adb:SERIAL` names a device directly (orchestrator/config.py builds its spec: its target
   comes from its ABI, `ro.product.cpu.abi`, read here);
-- `etfarm devices` lists the devices an adb server sees that the inventory does not name.
+- `etfarm devices` lists the devices an adb server sees that the inventory does not name (`unnamed_devices`).
 
 Which server: the one adb's own client would ask, `$ADB_SERVER_SOCKET` (`tcp:HOST:PORT`), else
 127.0.0.1 on `$ANDROID_ADB_SERVER_PORT` (5037 by default), as `adb devices` does; etfarm never
@@ -12,10 +12,12 @@ starts a server.
 from __future__ import annotations
 
 import os
-import socket
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from device_agents.adb import wire
 from device_agents.adb.settings import DEFAULT_ADB_HOST, DEFAULT_ADB_PORT, DEFAULT_WORKDIR, AdbSettings
+from device_agents.adb.wire import Server
 from device_agents.spec import DeviceSpec
 from orchestrator.errors import UsageError
 
@@ -24,7 +26,6 @@ QUERY_TIMEOUT_SEC = 15.0
 CONNECT_TIMEOUT_SEC = 3.0  # to the adb server, as adbutils does
 ABI_PROPERTY = "ro.product.cpu.abi"
 
-Server = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -55,30 +56,20 @@ def default_server() -> Server:
 
 def seen_devices(server: Server) -> list[SeenDevice]:
     """Every device the server lists (`host:devices-l`), in its order; [] when no server answers there.
-
-    Spoken directly (AOSP adb/SERVICES.TXT: a 4-hex-digit length, the request, then OKAY and a
-    length-prefixed answer), so `etfarm devices` on an inventory without adb devices never imports adbutils."""
-    request = b"host:devices-l"
+    Spoken directly (wire.py), so `etfarm devices` on an inventory without adb devices never imports adbutils."""
     try:
-        with socket.create_connection(server, timeout=CONNECT_TIMEOUT_SEC) as sock:
-            sock.settimeout(QUERY_TIMEOUT_SEC)
-            sock.sendall(b"%04x" % len(request) + request)
-            reply = b""
-            while chunk := sock.recv(65536):
-                reply += chunk
+        body = wire.ask(server, "host:devices-l", QUERY_TIMEOUT_SEC, connect_timeout_s=CONNECT_TIMEOUT_SEC)
     except OSError:
         return []
-    if not reply.startswith(b"OKAY") or len(reply) < 8:
-        return []
-    text = reply[8:8 + int(reply[4:8], 16)].decode(errors="replace")
-    seen = []
-    for line in text.splitlines():
-        if len(line.split()) < 2:
-            continue
-        serial, state, *tags = line.split()
-        model = next((t.partition(":")[2] for t in tags if t.startswith("model:")), "")
-        seen.append(SeenDevice(serial, state, server, model))
-    return seen
+    return [SeenDevice(d.serial, d.state, server, d.model) for d in wire.listed(body)]
+
+
+def unnamed_devices(specs: Iterable[DeviceSpec]) -> list[SeenDevice]:
+    """The devices that adb's default server and every server these specs name see, and that no spec names
+    (by server and serial), in the servers' order (`etfarm devices` lists them as `adb:SERIAL`)."""
+    named = {((s.adb_host, s.adb_port), s.serial) for spec in specs if isinstance(s := spec.settings, AdbSettings)}
+    servers = dict.fromkeys([default_server(), *(server for server, _ in sorted(named))])
+    return [seen for server in servers for seen in seen_devices(server) if (server, seen.serial) not in named]
 
 
 def device_abi(server: Server, serial: str) -> str:
@@ -89,7 +80,7 @@ def device_abi(server: Server, serial: str) -> str:
         known = ", ".join(f"{s} ({d.state})" for s, d in seen.items()) or "none"
         raise UsageError(f"{ADB_NAME_PREFIX}{serial}: {where} does not see this device (it sees: {known}; "
                          "set ANDROID_ADB_SERVER_PORT or ADB_SERVER_SOCKET for another server)")
-    if seen[serial].state != "device":
+    if seen[serial].state != wire.READY:
         raise UsageError(f"{ADB_NAME_PREFIX}{serial}: the device is {seen[serial].state} on {where}")
     from device_agents.adb.client import TRANSPORT_ERRORS, AdbServer, Device
 
@@ -104,5 +95,5 @@ def device_abi(server: Server, serial: str) -> str:
 def adb_device_spec(serial: str, target: str, server: Server) -> DeviceSpec:
     """The spec of `adb:SERIAL`: the inventory's defaults for an adb device (workdir /data/local/tmp/etfarm)."""
     settings = AdbSettings(serial=serial, adb_host=server[0], adb_port=server[1])
-    return DeviceSpec(name=ADB_NAME_PREFIX + serial, transport="adb", target=target, workdir=DEFAULT_WORKDIR,
+    return DeviceSpec(name=ADB_NAME_PREFIX + serial, target=target, workdir=DEFAULT_WORKDIR,
                       settings=settings, source=f"--devices {ADB_NAME_PREFIX}{serial} (adb server {server[0]}:{server[1]})")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
+from device_agents.adb.track import AdbListing
 from device_agents.keys import InventoryEntry
-from device_agents.spec import AdbListing, DeviceSpec, Presence, TransportSettings
+from device_agents.presence import Presence
+from device_agents.spec import DeviceSpec, TransportSettings
 from orchestrator.errors import DeviceRefused
 
 DEFAULT_ADB_HOST = "127.0.0.1"  # etfarm never starts a server: it asks the one the inventory names
@@ -22,6 +24,7 @@ class AdbSettings(TransportSettings):
     adb_host: str = DEFAULT_ADB_HOST
     adb_port: int = DEFAULT_ADB_PORT
 
+    TRANSPORT: ClassVar[str] = "adb"
     KEYS: ClassVar[tuple[str, ...]] = ("serial", "adb_host", "adb_port")
     ANDROID: ClassVar[bool] = True
 
@@ -45,8 +48,8 @@ class AdbSettings(TransportSettings):
 
 
 def adb_settings(spec: DeviceSpec) -> AdbSettings:
-    """The spec's adb settings, refusing a spec without a serial."""
-    cfg = spec.settings
-    if not isinstance(cfg, AdbSettings) or not cfg.serial:
+    """The spec's adb settings (an adb device's: its transport follows from them), refusing a spec without a serial."""
+    cfg = cast(AdbSettings, spec.settings)
+    if not cfg.serial:
         raise DeviceRefused(spec.name, f"adb setting 'serial' is missing (device {spec.name!r} in {spec.source})")
     return cfg

@@ -1,4 +1,4 @@
-# Print what this device is, as key=value lines (parsed by device_agents.base.parse_facts).
+# Print what this device is, as key=value lines (parsed by device_agents/facts.py into DeviceFacts).
 # POSIX sh: runs on Linux boards (dash, bash) and Android (mksh + toybox) alike, with no GNU-only
 # options (tests/integration/test_android.py runs it on the emulated phone). Unreadable facts are skipped.
 # Runs before every process run (remote/step.sh sources it), so it reads files with the

@@ -35,7 +35,6 @@ class SshConnection:
 
 
 class SSHAgent(DeviceAgent):
-    transport = "ssh"
     # One reply from sshd (opening a channel, starting a command, the SFTP version handshake):
     # paramiko would wait for it forever; bounded like a stalled transfer.
     REQUEST_TIMEOUT_SEC: ClassVar[float] = STALL_TIMEOUT_SEC

@@ -8,10 +8,11 @@ from __future__ import annotations
 import getpass
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from device_agents.keys import InventoryEntry
-from device_agents.spec import DeviceSpec, Presence, ServerBanner, TransportSettings
+from device_agents.presence import Presence, ServerBanner
+from device_agents.spec import DeviceSpec, TransportSettings
 from orchestrator.errors import ConfigError, DeviceRefused
 
 DEFAULT_PORT = 22
@@ -38,6 +39,7 @@ class SshSettings(TransportSettings):
     known_hosts: str = DEFAULT_KNOWN_HOSTS
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_SEC  # seconds, for TCP, banner, key exchange and login
 
+    TRANSPORT: ClassVar[str] = "ssh"
     KEYS: ClassVar[tuple[str, ...]] = ("host", "port", "user", "key", "known_hosts", "connect_timeout")
 
     @classmethod
@@ -89,10 +91,11 @@ class SshSettings(TransportSettings):
 
 
 def ssh_settings(spec: DeviceSpec) -> SshSettings:
-    """The spec's ssh settings, refusing a spec without the host or the key to log in with."""
-    cfg = spec.settings
+    """The spec's ssh settings (an ssh device's: its transport follows from them), refusing a spec without the
+    host or the key to log in with."""
+    cfg = cast(SshSettings, spec.settings)
     where = f"device {spec.name!r} in {spec.source}"
-    if not isinstance(cfg, SshSettings) or not cfg.host:
+    if not cfg.host:
         raise DeviceRefused(spec.name, f"ssh setting 'host' is missing ({where})")
     if not cfg.key:
         raise DeviceRefused(spec.name, f"ssh setting 'key' (a private key file) is missing ({where}): keys only, no passwords")

@@ -24,22 +24,13 @@ import numpy as np
 
 from orchestrator.cache import write_bytes_atomic
 from orchestrator.errors import AnalysisError
+from orchestrator.scalar_types import BOOL, BYTE, CHAR, DOUBLE, FLOAT, HALF, INT, LONG, SHORT, scalar_dtypes
 
 MAGIC = b"ETFT"
 VERSION = 1
 
-# ExecuTorch ScalarType codes (runtime/core/portable_type/scalar_type.h) -> numpy dtype.
-SCALAR_TYPES: dict[int, np.dtype] = {
-    0: np.dtype("<u1"),  # Byte
-    1: np.dtype("<i1"),  # Char
-    2: np.dtype("<i2"),  # Short
-    3: np.dtype("<i4"),  # Int
-    4: np.dtype("<i8"),  # Long
-    5: np.dtype("<f2"),  # Half
-    6: np.dtype("<f4"),  # Float
-    7: np.dtype("<f8"),  # Double
-    11: np.dtype("?"),  # Bool
-}
+# The ScalarType codes the runner reads and writes (orchestrator/scalar_types.py has them all).
+SCALAR_TYPES: dict[int, np.dtype] = scalar_dtypes(BYTE, CHAR, SHORT, INT, LONG, HALF, FLOAT, DOUBLE, BOOL)
 _CODES = {dtype: code for code, dtype in SCALAR_TYPES.items()}
 
 

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from device_agents.facts import AndroidFacts, DeviceFacts, shown
 from orchestrator.cli.options import ConfigOption, JsonOption
 from orchestrator.errors import EXIT_DEVICE_FAILED, one_line
 
@@ -34,16 +35,18 @@ def devices(
     an adb server sees and the inventory does not name are listed too, as `adb:SERIAL` (what --devices takes)."""
     if ctx.invoked_subcommand is not None:
         return
+    from device_agents.adb.discover import unnamed_devices
     from orchestrator.config import load_inventory
     from orchestrator.report import format_table, json_text
-    from orchestrator.run.probe import listing, probe_all, unnamed_adb_devices, unnamed_entry
+    from orchestrator.run.probe import entry_json, listing, probe_all, unnamed_entry
 
     inventory = load_inventory(config)
     specs = list(inventory.devices.values())
     entries = [listing(s) for s in specs] if no_check else probe_all(specs)
-    entries += [unnamed_entry(seen, checked=not no_check) for seen in unnamed_adb_devices(specs)]
+    entries += [unnamed_entry(seen, checked=not no_check) for seen in unnamed_devices(specs)]
     if as_json:
-        typer.echo(json_text({"config": str(inventory.path) if inventory.path else None, "devices": entries}))
+        typer.echo(json_text({"config": str(inventory.path) if inventory.path else None,
+                              "devices": [entry_json(e) for e in entries]}))
         return
 
     rows = [[e["name"], e["transport"], e["target"] or "?", e["address"], _status(e), _facts_line(e["facts"])]
@@ -67,10 +70,10 @@ def check(name: Annotated[str, typer.Argument(help="Device name")], config: Conf
     """Connect to NAME, describe it, and report; exit 1 when unreachable."""
     from orchestrator.config import load_inventory
     from orchestrator.report import json_text
-    from orchestrator.run.probe import probe
+    from orchestrator.run.probe import entry_json, probe
 
     entry = probe(load_inventory(config).select(name)[0])
-    typer.echo(json_text(entry))
+    typer.echo(json_text(entry_json(entry)))
     if not entry["reachable"]:
         raise typer.Exit(EXIT_DEVICE_FAILED)
 
@@ -97,39 +100,31 @@ def _status(entry: dict[str, Any]) -> str:
     return f"offline: {first[:40]}…" + " (below)" if len(first) > 40 else f"offline: {first}"
 
 
-def _facts_line(facts: dict[str, Any]) -> str:
+def _facts_line(facts: DeviceFacts) -> str:
     """What the device is, in one line: model and SoC, Android version, ABI, cores (clusters), clocks, governors,
     temperatures and battery."""
     if not facts:
         return ""
-    android = _dict(facts.get("android"))
-    product, soc, build = _dict(android.get("product")), _dict(android.get("soc")), _dict(android.get("build"))
+    android = facts.android or AndroidFacts()
     parts = []
-    if product.get("model"):
-        parts.append(f"{product['model']}" + (f" ({soc['model']})" if soc.get("model") else ""))
-    release = _dict(build.get("version"))
-    if release.get("release"):
-        parts.append(f"Android {release['release']}" + (f" (SDK {release['sdk']})" if release.get("sdk") else ""))
-    parts.append(str(_dict(product.get("cpu")).get("abi") or facts.get("abi", "?")))
-    clusters = [c for c in _dict(facts.get("clusters")).values() if isinstance(c, dict)]
-    sizes = "+".join(str(c.get("cores", "?")) for c in clusters)
-    parts.append(f"{facts.get('cores', '?')} cores" + (f" ({sizes})" if len(clusters) > 1 else ""))
-    cpus = [c for c in [*clusters, *_dict(facts.get("cpus")).values()] if isinstance(c, dict)]
-    freqs = [c["max_khz"] for c in cpus if isinstance(c.get("max_khz"), int)]
+    if android.model:
+        parts.append(f"{android.model}" + (f" ({android.soc_model})" if android.soc_model else ""))
+    if android.release:
+        parts.append(f"Android {android.release}" + (f" (SDK {android.sdk})" if android.sdk else ""))
+    parts.append(str(android.abi or shown(facts.abi, "?")))
+    sizes = "+".join(shown(c.cores, "?") for c in facts.clusters)
+    parts.append(f"{shown(facts.cores, '?')} cores" + (f" ({sizes})" if len(facts.clusters) > 1 else ""))
+    cpus = [*facts.clusters, *facts.cpus]
+    freqs = [c.max_khz for c in cpus if isinstance(c.max_khz, int)]
     if freqs:
         parts.append(f"max {max(freqs) / 1e6:.2f} GHz")
-    governors = sorted({str(c["governor"]) for c in cpus if c.get("governor")})
+    governors = sorted({str(c.governor) for c in cpus if c.governor})
     if governors:
         parts.append("governor " + "/".join(governors))
-    temp, battery = _dict(android.get("temp")), _dict(android.get("battery"))
-    if "skin_c" in temp:
-        parts.append(f"skin {temp['skin_c']} °C")
-    if battery:
-        plugged = f", {battery['plugged']}" if battery.get("plugged") not in (None, "none") else ""
-        warm = f", {temp['battery_c']} °C" if "battery_c" in temp else ""
-        parts.append(f"battery {battery.get('level', '?')}% {battery.get('status', '?')}{plugged}{warm}")
+    if android.skin_c is not None:
+        parts.append(f"skin {android.skin_c} °C")
+    if any(value is not None for value in (android.battery_level, android.battery_status, android.plugged)):
+        plugged = f", {android.plugged}" if android.plugged not in (None, "none") else ""
+        warm = f", {android.battery_c} °C" if android.battery_c is not None else ""
+        parts.append(f"battery {shown(android.battery_level, '?')}% {shown(android.battery_status, '?')}{plugged}{warm}")
     return ", ".join(parts)
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}

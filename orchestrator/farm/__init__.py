@@ -3,8 +3,8 @@
 Imported only when a command is given `--scheduler` (or ETFARM_SCHEDULER): the single-host path
 never imports dask (tests/integration/test_scale.py checks it).
 
-- `devices.py`  which inventory devices a worker can offer right now (probes) -> `dev-<name>` resources
-- `adb_track.py` the adb server's device list, tracked (`host:track-devices`) or asked once
+- `devices.py`  which inventory devices a worker can offer right now -> `dev-<name>` resources (whether a device
+                is there is its transport's answer: device_agents/presence.py, adb tracked by device_agents/adb/track.py)
 - `blobs.py`    content-addressed artifact cache on workers; the client asks, then sends what is missing
 - `task.py`     the worker side of one (device, model) task: a DeviceSession into a temporary run subtree
 - `streamed.py` each process run a task finishes, announced and fetched at once (a dying worker loses only one)

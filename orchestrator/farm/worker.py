@@ -4,8 +4,8 @@ An in-process `distributed.Worker` (no subprocess, no preload file) started with
 devices as `dev-<name>` resources, kept current by `Worker.set_resources` (0 for a device that went
 away, 1 when it is back or newly added):
 - every `probe_interval_s` a full round (devices.py, in a thread) re-reads a changed inventory and
-  probes each ssh device;
-- adb devices are tracked, not polled: the adb trackers (adb_track.py) wake this loop through
+  checks each ssh device;
+- adb devices are tracked, not polled: their servers' trackers (device_agents/adb/track.py) wake this loop through
   `loop.call_soon_threadsafe` the moment an adb server's list changes, and a round of the adb
   devices alone publishes the change at once, without waiting for the interval.
 The scheduler in this distributed version does not re-examine tasks waiting for a resource when an

@@ -25,27 +25,28 @@ import numpy as np
 
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.etdump import ETDump
+from orchestrator.scalar_types import (
+    BITS16,
+    BOOL,
+    BYTE,
+    CHAR,
+    DOUBLE,
+    FLOAT,
+    HALF,
+    INT,
+    LONG,
+    SHORT,
+    UINT16,
+    scalar_dtypes,
+)
 
 # etdump.ValueType
 VALUE_NULL, VALUE_INT, VALUE_BOOL, VALUE_FLOAT, VALUE_DOUBLE, VALUE_TENSOR, VALUE_TENSOR_LIST, VALUE_STRING = range(8)
 _V_TYPE, _V_TENSOR, _V_TENSOR_LIST, _V_INT, _V_FLOAT, _V_DOUBLE, _V_BOOL = range(7)
 _T_SCALAR_TYPE, _T_SIZES, _T_STRIDES, _T_OFFSET = range(4)
 
-# executorch_flatbuffer.ScalarType -> numpy dtype, exactly the types Inspector's
-# `_parse_tensor_value` reads (BITS16 is read as uint16, as Inspector does).
-SCALAR_DTYPES: dict[int, np.dtype] = {
-    0: np.dtype("<u1"),  # BYTE
-    1: np.dtype("<i1"),  # CHAR
-    11: np.dtype("?"),  # BOOL
-    22: np.dtype("<u2"),  # BITS16
-    27: np.dtype("<u2"),  # UINT16
-    2: np.dtype("<i2"),  # SHORT
-    5: np.dtype("<f2"),  # HALF
-    3: np.dtype("<i4"),  # INT
-    6: np.dtype("<f4"),  # FLOAT
-    7: np.dtype("<f8"),  # DOUBLE
-    4: np.dtype("<i8"),  # LONG
-}
+# Exactly the ScalarTypes Inspector's `_parse_tensor_value` reads (BITS16 as uint16, as Inspector does).
+SCALAR_DTYPES: dict[int, np.dtype] = scalar_dtypes(BYTE, CHAR, BOOL, BITS16, UINT16, SHORT, HALF, INT, FLOAT, DOUBLE, LONG)
 
 DebugValue = np.ndarray | list | int | float | bool | None
 

@@ -6,89 +6,73 @@ run recorded just before it ran (frequencies, thermal zones); the renderers only
 
 from __future__ import annotations
 
+from device_agents.facts import AndroidFacts, shown
+from device_agents.facts import DeviceFacts as Described
 from orchestrator.report.model import DeviceFacts
 from orchestrator.run.results import DeviceResult
 
 
 def device_facts(device: DeviceResult) -> DeviceFacts:
     """What the device was during the job: from its facts at the first run and every run's device state."""
-    facts = dict(device.facts)
-    states = [r.device_state.get("facts") for m in device.models for r in m.runs]
-    states = [s for s in states if isinstance(s, dict)] or [facts]
-    cpus = facts.get("cpus") if isinstance(facts.get("cpus"), dict) else {}
-    max_mhz = sorted({int(c["max_khz"]) // 1000 for c in cpus.values() if isinstance(c, dict) and "max_khz" in c})
-    cur = [
-        int(c["cur_khz"]) // 1000
-        for s in states
-        for c in (s.get("cpus") or {}).values()
-        if isinstance(c, dict) and isinstance(c.get("cur_khz"), int)
-    ]
+    facts = device.facts
+    states = [r.device_state.facts for m in device.models for r in m.runs]
+    readings = [s for s in states if s is not None] or [facts]
+    max_mhz = sorted({int(c.max_khz) // 1000 for c in facts.cpus if isinstance(c.max_khz, (int, float))})
+    cur = [int(c.cur_khz) // 1000 for s in readings for c in s.cpus if isinstance(c.cur_khz, int)]
     frequencies = "-"
     if max_mhz:
         frequencies = f"max {'/'.join(map(str, max_mhz))} MHz" + (f", seen {min(cur)}-{max(cur)} MHz" if cur else "")
-    clusters = [c for c in (facts.get("clusters") or {}).values() if isinstance(c, dict)]
-    governors = sorted({str(c["governor"]) for c in [*cpus.values(), *clusters] if isinstance(c, dict) and "governor" in c})
-    android = facts.get("android") if isinstance(facts.get("android"), dict) else {}
-    abi = (android.get("product") or {}).get("cpu", {}).get("abi") if isinstance(android.get("product"), dict) else None
-    cores = str(facts.get("cores", "-")) + (f" ({'+'.join(str(c.get('cores', '?')) for c in clusters)})"
-                                            if len(clusters) > 1 else "")
+    governors = sorted({str(c.governor) for c in [*facts.cpus, *facts.clusters] if c.governor is not None})
+    abi = facts.android.abi if facts.android is not None else None
+    cores = shown(facts.cores) + (f" ({'+'.join(shown(c.cores, '?') for c in facts.clusters)})"
+                                  if len(facts.clusters) > 1 else "")
     return DeviceFacts(
         device=device.name,
         transport=device.transport,
         target=device.target,
         status=device.status.value,
-        abi=f"{abi} ({facts.get('abi', '-')})" if abi else str(facts.get("abi", "-")),
+        abi=f"{abi} ({shown(facts.abi)})" if abi else shown(facts.abi),
         cores=cores,
         frequencies=frequencies,
         governor=", ".join(governors) or "-",
-        temperatures=_temperatures(states),
-        load=str(facts.get("loadavg", "-")),
-        kernel=str(facts.get("kernel", "-")),
+        temperatures=_temperatures(readings),
+        load=shown(facts.loadavg),
+        kernel=shown(facts.kernel),
         product=_product(facts),
         error=device.error,
     )
 
 
-def _product(facts: dict) -> str:
+def _product(facts: Described) -> str:
     """Android's model, SoC and version, the battery at the job's start, and the runner's runtime (or "-")."""
-    android = facts.get("android") if isinstance(facts.get("android"), dict) else {}
-    names = android.get("product") if isinstance(android.get("product"), dict) else {}  # describe.sh: android.product.*
-    soc = android.get("soc") if isinstance(android.get("soc"), dict) else {}
-    version = android.get("build", {}).get("version", {}) if isinstance(android.get("build"), dict) else {}
-    parts = [" ".join(str(names[k]) for k in ("manufacturer", "model") if k in names)
-             + (f" ({soc['model']})" if soc.get("model") else "")]
-    if version.get("release"):
-        parts.append(f"Android {version['release']}" + (f" (SDK {version['sdk']})" if version.get("sdk") else ""))
-    battery = android.get("battery") if isinstance(android.get("battery"), dict) else {}
-    if battery:
-        plugged = battery.get("plugged")
-        parts.append(f"battery {battery.get('level', '?')} % {battery.get('status', '?')}"
+    android = facts.android or AndroidFacts()
+    parts = [" ".join(str(name) for name in (android.manufacturer, android.model) if name is not None)
+             + (f" ({android.soc_model})" if android.soc_model else "")]
+    if android.release:
+        parts.append(f"Android {android.release}" + (f" (SDK {android.sdk})" if android.sdk else ""))
+    battery = (android.battery_level, android.battery_status, android.plugged)
+    if any(value is not None for value in battery):
+        level, status, plugged = battery
+        parts.append(f"battery {shown(level, '?')} % {shown(status, '?')}"
                      + (f" ({plugged})" if plugged and plugged != "none" else ""))
-    runner = facts.get("runner") if isinstance(facts.get("runner"), dict) else {}
-    if runner.get("runtime"):
-        parts.append(f"{runner['runtime']} runtime")
+    if facts.runner.get("runtime"):
+        parts.append(f"{facts.runner['runtime']} runtime")
     return ", ".join(p for p in parts if p.strip()) or "-"
 
 
-def _temperatures(states: list[dict]) -> str:
+def _temperatures(states: list[Described]) -> str:
     """Android's skin and battery temperatures, then per thermal zone type, the range over the job start and every
     run: "skin 32-33 °C, battery 29 °C, cpu 41-47 °C"."""
     seen: dict[str, list[float]] = {}
     android: dict[str, list[float]] = {}
     for state in states:
-        temp = state.get("android", {}).get("temp") if isinstance(state.get("android"), dict) else None
-        for key, value in (temp.items() if isinstance(temp, dict) else ()):
+        temps = (("skin", state.android.skin_c), ("battery", state.android.battery_c)) if state.android else ()
+        for kind, value in temps:
             if isinstance(value, (int, float)):
-                android.setdefault(key.removesuffix("_c"), []).append(float(value))
-        zones = state.get("thermal")
-        if not isinstance(zones, dict):
-            continue
-        for value in zones.values():
-            kind, _, milli = str(value).rpartition(":")
-            try:
-                seen.setdefault(kind or "zone", []).append(float(milli) / 1000.0)
-            except ValueError:
-                continue
+                android.setdefault(kind, []).append(float(value))
+        for zone in state.thermal:
+            if zone.reading is not None:
+                seen.setdefault(zone.kind or "zone", []).append(zone.reading / 1000.0)
     if not seen and not android:
         return "-"
     parts = []

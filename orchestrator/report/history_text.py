@@ -8,9 +8,10 @@ a process run the calibration flagged interfered or throttled.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from device_agents.facts import DeviceFacts
 from orchestrator.report.llm_history import llm_history_table
 from orchestrator.report.text import format_table
 from orchestrator.run.calibration import flag_text
@@ -85,6 +86,6 @@ def _spread(value: float | None) -> str:
     return f"{value * 100:.1f}%" if value is not None else "-"
 
 
-def _facts(facts: Mapping[str, Any]) -> str:
-    keys = ("model", "abi", "cores", "governor", "max_freq_khz", "kernel")
-    return ", ".join(f"{k} {facts[k]}" for k in keys if facts.get(k) not in (None, ""))[:72]
+def _facts(facts: DeviceFacts) -> str:
+    named = (("abi", facts.abi), ("cores", facts.cores), ("kernel", facts.kernel))
+    return ", ".join(f"{name} {value}" for name, value in named if value not in (None, ""))[:72]

@@ -14,9 +14,10 @@ cpus 4-8), i.e. no little core. With a single cluster both are every cpu. The re
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+
+from device_agents.facts import ClusterFacts, CpuFacts, DeviceFacts
 
 BIG, PRIME = "big", "prime"
 
@@ -35,7 +36,7 @@ class Affinity:
         return f"{self.cpus} ({self.asked}, by {self.by})"
 
 
-def resolve(asked: str, facts: Mapping[str, Any]) -> Affinity:
+def resolve(asked: str, facts: DeviceFacts) -> Affinity:
     """The cpus `asked` (big | prime) names on a device with these facts; NoClusters when they cannot tell."""
     groups, by = _groups(facts)
     ranked = sorted(groups)  # slowest first
@@ -69,23 +70,17 @@ def parse_cpu_list(text: object) -> list[int]:
     return cpus
 
 
-def _groups(facts: Mapping[str, Any]) -> tuple[dict[int, list[int]], str]:
+def _groups(facts: DeviceFacts) -> tuple[dict[int, list[int]], str]:
     """{speed: cpus} and what the speed is, from the clusters, else from the cpus one by one."""
-    clusters = [c for c in _mapping(facts.get("clusters")).values() if isinstance(c, Mapping)]
-    members = [(parse_cpu_list(c.get("cpus")), c) for c in clusters]
+    members: list[tuple[list[int], ClusterFacts | CpuFacts]] = [(parse_cpu_list(c.cpus), c) for c in facts.clusters]
     members = [(cpus, c) for cpus, c in members if cpus]
     if not members:  # no cpufreq policies: every cpu on its own
-        members = [([int(name[3:])], c) for name, c in _mapping(facts.get("cpus")).items()
-                   if isinstance(c, Mapping) and name.startswith("cpu") and name[3:].isdigit()]
-    for key in ("capacity", "max_khz"):
-        if members and all(isinstance(c.get(key), int) for _, c in members):
+        members = [([c.number], c) for c in facts.cpus if c.number is not None]
+    for by, speed in (("capacity", lambda c: c.capacity), ("max_khz", lambda c: c.max_khz)):
+        if members and all(isinstance(speed(c), int) for _, c in members):
             groups: dict[int, list[int]] = {}
             for cpus, c in members:
-                groups.setdefault(int(c[key]), []).extend(cpus)
-            return groups, key
+                groups.setdefault(int(speed(c)), []).extend(cpus)
+            return groups, by
     raise NoClusters("the device reports neither cpu capacities nor maximum frequencies "
                      "(cpu_capacity, cpufreq in sysfs)")
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

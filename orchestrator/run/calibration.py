@@ -25,10 +25,12 @@ above the calibration's own run-to-run spread on the testbed (under 5 %, docs/ar
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from device_agents.facts import DeviceFacts
+from orchestrator.run.conditions import DeviceState
 from orchestrator.run.results import ProcessRun, RunFlag
 
 SLOWDOWN_THRESHOLD = 0.25
@@ -89,18 +91,18 @@ def _fastest(run: ProcessRun) -> float:
     return min(v for v in (run.calibration_before_ms, run.calibration_after_ms) if v is not None)
 
 
-def _throttled(reference: Mapping[str, Any], state: Mapping[str, Any]) -> bool:
-    ref_facts, facts = reference.get("facts") or {}, state.get("facts") or {}
+def _throttled(reference: DeviceState, state: DeviceState) -> bool:
+    ref_facts, facts = reference.facts or DeviceFacts(), state.facts or DeviceFacts()
     ref_clock, clock = _mean_clock(ref_facts), _mean_clock(facts)
     if ref_clock and clock and clock < ref_clock * (1.0 - CLOCK_DROP):
         return True
-    ref_status = _number((ref_facts.get("android") or {}).get("thermal_status"))
-    status = _number((facts.get("android") or {}).get("thermal_status"))
+    ref_status = _number(ref_facts.android.thermal_status if ref_facts.android else None)
+    status = _number(facts.android.thermal_status if facts.android else None)
     return status is not None and status > (ref_status or 0)
 
 
-def _mean_clock(facts: Mapping[str, Any]) -> float | None:
-    clocks = [_number(cpu.get("cur_khz")) for cpu in (facts.get("cpus") or {}).values() if isinstance(cpu, Mapping)]
+def _mean_clock(facts: DeviceFacts) -> float | None:
+    clocks = [_number(cpu.cur_khz) for cpu in facts.cpus]
     known = [c for c in clocks if c]
     return sum(known) / len(known) if known else None
 

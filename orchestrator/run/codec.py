@@ -5,15 +5,16 @@ once, as dataclass fields; `encode` and `decode` derive the dict from them, so a
 declared once and reaches `manifest.json`, the store and `--json` by itself. Conversion follows
 each field's annotation:
 
-- `StrEnum` <-> its value; a nested dataclass <-> its dict; a tuple <-> a list;
+- `StrEnum` <-> its value; a nested dataclass <-> its dict; a tuple <-> a list; a class with a JSON form
+  of its own (`to_json`, `from_json`: device facts and state, whose keys are the device's) <-> that form;
 - `float | None`: a non-finite number is written and read as None (JSON has no NaN, and a
   device's NaN must not reach a manifest: docs/architecture.md, "Contracts"); a `float` that must be
   there (a sample of `execute_ms`) is never non-finite: writing or reading one is a ValueError;
 - `bool`, `int`, `float`, `str` are checked on reading, not converted: a manifest saying
   `runs: "abc"`, `runs: 1e12` or `traced: "false"` is a ValueError naming the key path
   (`config.runs: expected a whole number, got '1e12'`), which the manifest reader reports as one line;
-- `Mapping[...]` and `Any` are copied (device facts, runner extras), a non-finite number in them
-  written as None;
+- `Mapping[...]` and `Any` are copied (controls, runner extras), a non-finite number in them
+  written as None (in a JSON form of its own too);
 - the keys of a KEYED mapping (device and model names, which become paths) must be plain names.
 
 A missing key takes the field's default; a field without one is required, except tuples and
@@ -200,6 +201,8 @@ def _converters(tp: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Ca
         return write, (lambda v: tuple(item_read(x) for x in _sequence(v))), tuple
     if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
         return _plain_mapping, (lambda v: dict(_mapping(v))), dict
+    if isinstance(tp, type) and hasattr(tp, "to_json") and hasattr(tp, "from_json"):  # a JSON form of its own
+        return (lambda v: finite_json(v.to_json())), (lambda v: tp.from_json(_mapping(v))), tp
     if dataclasses.is_dataclass(tp):
         return encode, (lambda v: decode(tp, v or {})), (lambda: decode(tp, {}))
     if isinstance(tp, type) and issubclass(tp, Enum):
@@ -208,7 +211,7 @@ def _converters(tp: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Ca
         return _finite, _finite, None
     if tp in (bool, int, str):
         return _identity, _checked(tp), None
-    return finite_json, _identity, None  # Any: a free-form value (device facts, a runner's extras)
+    return finite_json, _identity, None  # Any: a free-form value (a runner's extras)
 
 
 def _optional(inner: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Callable[[], Any] | None]:

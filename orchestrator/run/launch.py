@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from device_agents.base import DeviceAgent, DeviceSpec
+from device_agents.facts import DeviceFacts
 from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.artifacts.runner_info import RuntimeInfo
 from orchestrator.artifacts.targets import ANDROID_ABI_TARGETS, target_for_abi
@@ -79,9 +80,9 @@ def prepare_launch(agent: DeviceAgent, spec: DeviceSpec, build: RunnerBuild, say
     return Launch.of(build, spec.workdir, chosen.cpus, {"cpus": chosen.describe()})
 
 
-def check_abi(spec: DeviceSpec, facts: Mapping[str, Any]) -> None:
+def check_abi(spec: DeviceSpec, facts: DeviceFacts) -> None:
     """Refuse an Android device whose ABI does not run `spec.target` (an unknown ABI is let through)."""
-    abi = _nested(facts, "android", "product", "cpu", "abi")
+    abi = facts.android.abi if facts.android is not None else None
     if not abi:
         return
     target = target_for_abi(str(abi))
@@ -91,10 +92,3 @@ def check_abi(spec: DeviceSpec, facts: Mapping[str, Any]) -> None:
     if target != spec.target:
         raise DeviceMismatch(spec.name, f"the device's ABI is {abi} ({ABI_FACT}), which runs target {target}, not "
                                         f"{spec.target} as {spec.source} says; nothing was pushed")
-
-
-def _nested(facts: Mapping[str, Any], *keys: str) -> Any:
-    node: Any = facts
-    for key in keys:
-        node = node.get(key) if isinstance(node, Mapping) else None
-    return node

@@ -13,12 +13,11 @@ name `--devices` takes for them (`in_inventory: false`), probed alike when they 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from device_agents import DeviceSpec, create_agent
-from device_agents.spec import AdbListing
+from device_agents.facts import DeviceFacts
 from orchestrator.config import ADB_NAME_PREFIX, adb_spec
 from orchestrator.errors import EtfarmError
 from orchestrator.run.results import Attempt
@@ -42,11 +41,16 @@ def listing(spec: DeviceSpec, *, checked: bool = False) -> dict[str, Any]:
                              "error": None, "attempts": []}
     if checked:
         entry["elapsed_s"] = None
-    entry["facts"] = {}
+    entry["facts"] = DeviceFacts()
     return entry
 
 
-def _describe(spec: DeviceSpec) -> dict[str, Any]:
+def entry_json(entry: dict[str, Any]) -> dict[str, Any]:
+    """An entry as `--json` prints it: the facts in their JSON form, in the order the device told them."""
+    return {**entry, "facts": entry["facts"].to_json(sort_keys=False)}
+
+
+def _describe(spec: DeviceSpec) -> DeviceFacts:
     with create_agent(spec) as agent:
         return agent.describe()
 
@@ -83,16 +87,6 @@ def probe_all(specs: list[DeviceSpec], policy: RetryPolicy = DEFAULT_POLICY) -> 
         return []
     with ThreadPoolExecutor(max_workers=min(16, len(specs))) as pool:
         return list(pool.map(lambda spec: probe(spec, policy), specs))
-
-
-def unnamed_adb_devices(specs: Sequence[DeviceSpec]) -> list[SeenDevice]:
-    """The adb devices that adb's default server and every server the inventory names see, and that the
-    inventory does not name (by server and serial), in the servers' order."""
-    from device_agents.adb.discover import default_server, seen_devices
-
-    named = {(p.server, p.serial) for spec in specs if isinstance(p := spec.settings.presence, AdbListing)}
-    servers = dict.fromkeys([default_server(), *(server for server, _ in sorted(named))])
-    return [seen for server in servers for seen in seen_devices(server) if (server, seen.serial) not in named]
 
 
 def unnamed_entry(seen: SeenDevice, checked: bool, policy: RetryPolicy = DEFAULT_POLICY) -> dict[str, Any]:

@@ -13,11 +13,13 @@ See docs/architecture.md, "The job engine: a device session".
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from device_agents import DeviceSpec
-from device_agents.base import DeviceAgent, parse_facts
+from device_agents.base import DeviceAgent
+from device_agents.facts import DeviceFacts
+from device_agents.keyvalues import parse_key_values
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import write_json_atomic
 from orchestrator.errors import DataError, EtfarmError
@@ -118,7 +120,7 @@ class ProcessRunLoop:
     def _setup_controls(self, agent: DeviceAgent) -> None:
         facts: dict[str, Any] = dict(self.launch.controls)
         for argv in setup_commands(self.spec):
-            facts.update(parse_facts(agent.check(argv).stdout))
+            facts.update(parse_key_values(agent.check(argv).stdout))
         if facts:
             self.say(", ".join(f"{k}: {v}" for k, v in facts.items()))
             self.record.set(controls=facts)
@@ -130,15 +132,15 @@ class ProcessRunLoop:
             except EtfarmError as exc:  # the job's own outcome matters more; say it, keep it
                 self.say(f"could not restore device controls: {exc}")
 
-    def _record_facts(self, model: ExportedModel, facts: Mapping[str, Any]) -> None:
+    def _record_facts(self, model: ExportedModel, facts: DeviceFacts) -> None:
         """device.json of a model: what the device was at the model's first (cold) run."""
         local_dir = self.rundir.model_dir(self.spec.name, model.name)
         write_json_atomic(local_dir / DEVICE_JSON, {"name": self.spec.name, "transport": self.spec.transport,
                                                    "target": self.spec.target, "exec_prefix": list(self.spec.exec_prefix),
-                                                   "cpus": self.spec.cpus, "facts": dict(facts)})
+                                                   "cpus": self.spec.cpus, "facts": facts.to_json()})
         device = self.rundir.job.device(self.spec.name)
         if device is None or not device.facts:
-            self.record.set(facts=dict(facts))
+            self.record.set(facts=facts)
 
     def _debug_buffer_size(self, model: ExportedModel) -> int:
         """The configured size, or (0) one computed from the model's ETRecord for this many executions."""

@@ -20,16 +20,16 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from device_agents.base import DeviceAgent
+from device_agents.facts import DeviceFacts
 from device_agents.step import StepRequest, kill_step_command, run_step
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import write_json_atomic, write_text_atomic
 from orchestrator.errors import CommandFailed, DataError, DeviceError
-from orchestrator.run.conditions import cool_down
+from orchestrator.run.conditions import CoolDown, DeviceState, cool_down
 from orchestrator.run.launch import Launch
 from orchestrator.run.locks import RemoteLock
 from orchestrator.run.results import ProcessRun, RunOptions
@@ -86,7 +86,7 @@ class RunPlan:
 
 def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: RunDirectory, *, debug_buffer_size: int,
              say: Callable[[str], None], started: Callable[[str | None], None],
-             launch: Launch) -> tuple[ProcessRun, Mapping[str, Any]]:
+             launch: Launch) -> tuple[ProcessRun, DeviceFacts]:
     """One process run: a single device command (cleanup, facts, runner, files back); returns the
     run and the device facts the step recorded, with the runner's runtime under `runner`. `launch`:
     how the runner starts there (run/launch.py). `started(out_rel)` just before the device command
@@ -96,13 +96,12 @@ def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: Run
     if any(run_local.iterdir()):  # left by a cut-short run that a resume or a retry now repeats
         shutil.rmtree(run_local)
         run_local.mkdir()
-    gate: dict[str, Any] = {}
+    waited = CoolDown()
     if options.max_temp_c is not None:  # thermal gating reads the device first (extra commands)
-        gate = cool_down(agent.describe, pause_s=options.cooldown_s, max_temp_c=options.max_temp_c, say=say)
-        gate.pop("facts", None)
+        waited = cool_down(agent.describe, pause_s=options.cooldown_s, max_temp_c=options.max_temp_c, say=say)
     elif options.cooldown_s > 0:
         time.sleep(options.cooldown_s)
-        gate = {"cooldown_waited_s": options.cooldown_s}
+        waited = CoolDown(options.cooldown_s)
     workload = plan.model.workload  # the model's sweep point: threads, and for an LLM what to generate
     invocation = RunnerInvocation(
         runner=launch.runner, model=agent.remote_path(plan.model_rel),
@@ -125,8 +124,8 @@ def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: Run
     if step.odd_names:  # the device's data problem: framing them could not help, so no retry either
         raise DataError(f"[{spec.name}] {what}: left {step.odd_names} file(s) whose names are not plain printable "
                         "text (a newline, a backslash, a control character) in its output directory; refused")
-    state = {"facts": dict(step.facts), "cooldown_waited_s": gate.pop("cooldown_waited_s", 0.0), **gate}
-    write_json_atomic(run_local / DEVICE_STATE_JSON, state)
+    state = DeviceState.of(step.facts, waited)
+    write_json_atomic(run_local / DEVICE_STATE_JSON, state.to_json())
     write_text_atomic(run_local / RUNNER_LOG, f"$ {step.command}\n--- stdout\n{step.stdout}\n--- stderr\n{step.stderr}")
     if not step.ok:
         reason = runner_failure(step.stderr, step.exit_code, step.timed_out, rundir.relative(run_local / RUNNER_LOG))
@@ -143,7 +142,7 @@ def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: Run
     run = ProcessRun.from_runner(result, label=plan.label, traced=plan.traced, cold=plan.cold, device_state=state,
                                  artifacts=tuple(sorted(rundir.relative(p) for p in run_local.iterdir())),
                                  step_ms=step.duration_s * 1000.0)
-    facts = {**step.facts, "runner": launch.info.facts(result.to_dict().get("backends"))} if step.facts else {}
+    facts = step.facts.with_runner(launch.info.facts(result.to_dict().get("backends"))) if step.facts else DeviceFacts()
     return run, facts
 
 

@@ -22,9 +22,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from device_agents.facts import DeviceFacts
 from orchestrator.artifacts.generation import LlmRunFigures
 from orchestrator.errors import Blame, DataError
 from orchestrator.run.codec import KEYED, FieldError, Layout, decode, encode
+from orchestrator.run.conditions import DeviceState
 from orchestrator.run.job_config import JobConfig, ModelArtifacts, RunOptions
 from orchestrator.run.llm_figures import llm_summary
 from orchestrator.stats import Stability, coefficient_of_variation, median, stability
@@ -107,7 +109,7 @@ class ProcessRun:
     execute_ms: tuple[float, ...]  # wall clock of each measured execution, as the runner timed it
     load_ms: float | None = None  # method load
     program_load_ms: float | None = None
-    device_state: Mapping[str, Any] = field(default_factory=dict)  # facts just before the run
+    device_state: DeviceState = field(default_factory=DeviceState)  # facts just before the run (run/conditions.py)
     artifacts: tuple[str, ...] = ()  # files of this run, relative to the run directory
     runner: Mapping[str, Any] = field(default_factory=dict)  # anything else the runner reported, verbatim
     cold: bool = False  # the model's first process run after staging: its load times are apart
@@ -296,7 +298,7 @@ class DeviceResult:
     status: DeviceStatus = DeviceStatus.PENDING
     error: str | None = None
     blame: Blame | None = None
-    facts: Mapping[str, Any] = field(default_factory=dict)  # describe() at the job's first process run
+    facts: DeviceFacts = field(default_factory=DeviceFacts)  # describe() at the job's first process run
     models: tuple[ModelResult, ...] = field(default=(), metadata=KEYED)
     runner_key: str | None = None  # cache key of the runner build the device ran
     controls: Mapping[str, Any] = field(default_factory=dict)  # device controls set for the job (perf mode)

@@ -18,8 +18,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+from device_agents.facts import DeviceFacts
 from orchestrator.cache import finite_json
 from orchestrator.errors import Blame, UsageError
+from orchestrator.run.conditions import DeviceState
 from orchestrator.run.results import (
     DeviceResult,
     DeviceStatus,
@@ -125,7 +127,7 @@ class Store:
                                   "ORDER BY ordinal", (run_id,)))
         devices = tuple(
             DeviceResult(name=name, transport=transport, target=target, status=DeviceStatus(dstatus), error=error,
-                         blame=_blame(blame), facts=json.loads(facts), runner_key=runner_key,
+                         blame=_blame(blame), facts=DeviceFacts.from_json(json.loads(facts)), runner_key=runner_key,
                          controls=json.loads(controls) if controls else {}, models=self._model_results(run_id, name))
             for name, transport, target, dstatus, error, blame, runner_key, facts, controls in conn.execute(
                 "SELECT name, transport, target, status, error, blame, runner_key, facts_json, controls_json FROM devices "
@@ -145,7 +147,8 @@ class Store:
             runs = tuple(
                 ProcessRun.from_dict({**json.loads(whole), "execute_ms": _floats(blob).tolist()}) if whole is not None else
                 ProcessRun(label=label, traced=bool(traced), execute_ms=tuple(_floats(blob).tolist()), load_ms=load,
-                           program_load_ms=pload, device_state=json.loads(state), artifacts=tuple(json.loads(arts)),
+                           program_load_ms=pload, device_state=DeviceState.from_json(json.loads(state)),
+                           artifacts=tuple(json.loads(arts)),
                            runner=json.loads(runner))
                 for label, traced, blob, load, pload, state, arts, runner, whole in self._conn.execute(
                     "SELECT label, traced, execute_ms, load_ms, program_load_ms, device_state_json, artifacts_json, "
@@ -315,7 +318,7 @@ def _insert_device(conn: sqlite3.Connection, run_id: str, ordinal: int, device: 
     conn.execute("INSERT INTO devices (run_id, ordinal, name, transport, target, status, error, blame, runner_key, "
                  "facts_json, controls_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                  (run_id, ordinal, device.name, device.transport, device.target, device.status.value, device.error,
-                  _enum(device.blame), device.runner_key, _json(device.facts), _json(device.controls)))
+                  _enum(device.blame), device.runner_key, _json(device.facts.to_json()), _json(device.controls)))
     for k, model in enumerate(device.models):
         v = model.verification
         p90 = percentile(model.wall_execute_ms, 90)
@@ -330,7 +333,7 @@ def _insert_device(conn: sqlite3.Connection, run_id: str, ordinal: int, device: 
             "INSERT INTO process_runs (run_id, device, model, ordinal, label, traced, execute_ms, load_ms, "
             "program_load_ms, device_state_json, artifacts_json, runner_json, run_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [(run_id, device.name, model.name, j, r.label, int(r.traced), _blob(r.execute_ms, "<f8"),
-              r.load_ms, r.program_load_ms, _json(r.device_state), _json(list(r.artifacts)), _json(r.runner),
+              r.load_ms, r.program_load_ms, _json(r.device_state.to_json()), _json(list(r.artifacts)), _json(r.runner),
               _json({k: v for k, v in r.to_dict().items() if k != "execute_ms"}))
              for j, r in enumerate(model.runs)])
 

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from device_agents.facts import DeviceFacts
 from orchestrator.cache import write_json_atomic
+from orchestrator.run.conditions import DeviceState
 from orchestrator.run.results import (
     DeviceResult,
     DeviceStatus,
@@ -56,7 +58,7 @@ def make_run_dir(root: Path, devices: Sequence[str] = ("pixel8", "rpi5", "local"
                  "thermal": {"thermal_zone0": "cpu-thermal:41000"}}
         if device in failed:
             device_results.append(DeviceResult(device, "ssh", "linux-aarch64", DeviceStatus.FAILED,
-                                               error="device unreachable", facts=facts))
+                                               error="device unreachable", facts=DeviceFacts.from_json(facts)))
             continue
         results = []
         for j, model in enumerate(models):
@@ -67,14 +69,14 @@ def make_run_dir(root: Path, devices: Sequence[str] = ("pixel8", "rpi5", "local"
                 traced = r < runs
                 run_level = level * (1.0 + rng.normal(0, noise)) * (1.0 if traced else 0.95)
                 samples = tuple(float(x) for x in run_level * (1.0 + np.abs(rng.normal(0, noise, iterations))))
-                state = {"facts": {**facts, "thermal": {"thermal_zone0": f"cpu-thermal:{40000 + 1000 * r}"}}}
+                state = DeviceState(DeviceFacts.from_json({**facts, "thermal": {"thermal_zone0": f"cpu-thermal:{40000 + 1000 * r}"}}))
                 process_runs.append(ProcessRun(label=f"run-{r + 1}" if traced else "e2e-1", traced=traced,
                                                execute_ms=samples, load_ms=2.0 * speed[k], device_state=state))
             results.append(ModelResult(model, ModelStatus.OK, tuple(process_runs),
                                        Verification(VerificationStatus.PASS, "match", 1e-7, runs)))
             stats_rows += _stats_rows(device, model, level, kernels, runs * iterations, np.random.default_rng(seed + j),
                                       module, op)
-        device_results.append(DeviceResult(device, "ssh", "linux-aarch64", DeviceStatus.OK, facts=facts,
+        device_results.append(DeviceResult(device, "ssh", "linux-aarch64", DeviceStatus.OK, facts=DeviceFacts.from_json(facts),
                                            models=tuple(results)))
     options = RunOptions(runs=runs, iterations=iterations)
     artifacts = tuple(ModelArtifacts(m, f"{m}.py:build", "xnnpack", "key", f"/tmp/{m}.pte") for m in models)

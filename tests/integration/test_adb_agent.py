@@ -66,16 +66,14 @@ def test_adbutils_shell_alone_would_have_hidden_it(adb_testdevice: AdbTestDevice
 
 
 def test_missing_device_and_server_fail_clearly(adb_server: AdbTestServer, tmp_path: Path) -> None:
-    spec = DeviceSpec("ghost", "adb", "host", str(tmp_path), settings=AdbSettings("NOSUCHSERIAL", adb_port=adb_server.port))
+    spec = DeviceSpec("ghost", "host", str(tmp_path), settings=AdbSettings("NOSUCHSERIAL", adb_port=adb_server.port))
     with pytest.raises(DeviceError, match="NOSUCHSERIAL is missing"):
         AdbAgent(spec).connect()
-    no_server = DeviceSpec("nosrv", "adb", "host", str(tmp_path), settings=AdbSettings("x", adb_port=free_port()))
+    no_server = DeviceSpec("nosrv", "host", str(tmp_path), settings=AdbSettings("x", adb_port=free_port()))
     with pytest.raises(DeviceError, match="adb server not reachable"):
         AdbAgent(no_server).connect()
     with pytest.raises(DeviceError, match="'serial' is missing"):
-        AdbAgent(DeviceSpec("noserial", "adb", "host", str(tmp_path)))
-    with pytest.raises(DeviceError, match="'serial' is missing"):
-        AdbAgent(DeviceSpec("emptyserial", "adb", "host", str(tmp_path), settings=AdbSettings("")))
+        AdbAgent(DeviceSpec("emptyserial", "host", str(tmp_path), settings=AdbSettings("")))
 
 
 def test_network_serial_is_connected_on_demand(adb_testdevice: AdbTestDevice, adb_server: AdbTestServer) -> None:
@@ -86,7 +84,7 @@ def test_network_serial_is_connected_on_demand(adb_testdevice: AdbTestDevice, ad
 
 def test_unreachable_network_serial_fails_fast(adb_server: AdbTestServer, tmp_path: Path) -> None:
     serial = f"127.0.0.1:{free_port()}"
-    spec = DeviceSpec("gone", "adb", "host", str(tmp_path), settings=AdbSettings(serial, adb_port=adb_server.port))
+    spec = DeviceSpec("gone", "host", str(tmp_path), settings=AdbSettings(serial, adb_port=adb_server.port))
     started = time.monotonic()
     with pytest.raises(DeviceError, match="is missing"):
         AdbAgent(spec).connect()

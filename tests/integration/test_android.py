@@ -23,7 +23,7 @@ from testbed import android_root
 from testbed.android import AndroidPhone
 
 from device_agents import create_agent
-from device_agents.base import parse_facts
+from device_agents.keyvalues import parse_key_values
 from device_agents.step import StepRequest, StepResult, kill_step_command, run_step, step_files
 from orchestrator.artifacts.build import RunnerBuild, build_runner
 from orchestrator.artifacts.lowering import export_model
@@ -77,7 +77,7 @@ def test_phone_is_android_shaped(android_phone: AndroidPhone) -> None:
 
 def test_describe_reports_android_facts(android_phone: AndroidPhone) -> None:
     with create_agent(android_phone.spec()) as agent:
-        facts = agent.describe()
+        facts = agent.describe().to_json()  # in the form the manifest keeps: describe.sh's key paths
         android = facts["android"]
         assert android["product"]["model"] == "Pixel 8" and android["soc"]["model"] == "Tensor G3"
         assert android["build"]["version"] == {"release": 14, "sdk": 34}
@@ -98,7 +98,7 @@ def test_describe_reports_android_facts(android_phone: AndroidPhone) -> None:
         android_phone.set_dumpsys("thermalservice", android_root.THERMALSERVICE.replace("Thermal Status: 0", "Thermal Status: 3")
                                   .replace("mValue=32.5, mType=3", "mValue=39.0, mType=3"))
         script = (REPO / "device_agents" / "remote" / "describe.sh").read_text()
-        dynamic = parse_facts(agent.check(["env", "ETFARM_DESCRIBE_DYNAMIC=1", "sh", "-c", script]).stdout)
+        dynamic = parse_key_values(agent.check(["env", "ETFARM_DESCRIBE_DYNAMIC=1", "sh", "-c", script]).stdout)
     assert dynamic["android"] == {"thermal_status": 3, "temp": {"skin_c": 39.0, "battery_c": -5.1},
                                   "battery": {"level": 85, "status": "discharging", "plugged": "none"}}
     assert "clusters" not in dynamic and "os" not in dynamic, "what never changes is read once"
@@ -116,7 +116,8 @@ def test_step_script_runs_under_mksh(android_phone: AndroidPhone, tmp_path: Path
     assert result.exit_code == 3 and not result.timed_out and not result.lost
     assert "MIRBSD KSH" in result.stdout and result.stderr == "oops\n"
     assert result.files["result.bin"].read_bytes() == b"abc"
-    assert result.facts["android"]["battery"]["status"] == "charging" and "product" not in result.facts["android"]
+    android = result.facts.android
+    assert android is not None and android.battery_status == "charging" and android.model is None
 
 
 def test_a_killed_step_leaves_no_runner_under_toybox_timeout(android_phone: AndroidPhone, tmp_path: Path) -> None:
@@ -148,8 +149,8 @@ def test_a_killed_step_leaves_no_runner_under_toybox_timeout(android_phone: Andr
 def test_abi_comes_from_the_phone(android_phone: AndroidPhone) -> None:
     android_phone.set_props({"ro.product.cpu.abi": "armeabi-v7a"})
     with create_agent(android_phone.spec()) as agent:
-        abi = agent.describe()["android"]["product"]["cpu"]["abi"]
-    assert abi == "armeabi-v7a" and target_for_abi(abi) is None, "no runner for a 32-bit phone: say so before pushing"
+        android = agent.describe().android
+    assert android is not None and android.abi == "armeabi-v7a" and target_for_abi(android.abi) is None, "no runner for a 32-bit phone: say so before pushing"
 
 
 @pytest.mark.slow
@@ -178,7 +179,7 @@ def test_bundled_glibc_runner_runs_on_the_phone(android_phone: AndroidPhone, and
     assert result.command.startswith("timeout ") and shlex.split(result.command)[4:6 + start] == [
         *android_phone.exec_prefix, f"{workdir}/lib/ld-linux-aarch64.so.1", "--library-path"]
     assert 'ETFARM_BACKENDS ["XnnpackBackend"]' in result.stdout and "ETFARM_RESULT" in result.stdout
-    assert result.facts["android"]["product"]["model"] == "Pixel 8", "describe.sh ran inside the step, under mksh"
+    assert result.facts.android and result.facts.android.model == "Pixel 8", "describe.sh ran inside the step, under mksh"
     etdump = read_etdump(result.files["etdump.etdp"])
     blocks = [etdump.string(int(code)) for code in etdump.block_name]
     assert blocks == ["Default"] + ["Execute"] * EXECUTIONS, "one load block + one per measured execution"

@@ -56,7 +56,7 @@ def program_with(tmp_path: Path, exports: dict[str, Path], program: str, **besid
 
 def local(tmp_path: Path, exec_prefix: tuple[str, ...] = ()) -> tuple[Path, Path]:
     workdir = tmp_path / "device-workdir"
-    return write_inventory(tmp_path / "devices.yaml", [DeviceSpec("local", "local", "host", str(workdir),
+    return write_inventory(tmp_path / "devices.yaml", [DeviceSpec("local", "host", str(workdir),
                                                                    exec_prefix=exec_prefix)]), workdir
 
 

@@ -65,7 +65,7 @@ def run_with_fault(host: object, device: str, tmp_path: Path, fault: Callable[[]
                    extra_args: tuple[str, ...] = (), finish_within_s: float = 300) -> FaultyJob:
     """`etfarm run` over an SSH device on `host` and `local`; `fault` strikes once the device's run 1 is pulled."""
     faulty = host.spec(device, tmp_path / f"{device}-workdir", exec_prefix=SLOW_START)  # type: ignore[attr-defined]
-    local = DeviceSpec("local", "local", "host", str(tmp_path / "local-workdir"))
+    local = DeviceSpec("local", "host", str(tmp_path / "local-workdir"))
     config = write_inventory(tmp_path / "devices.yaml", [faulty, local])
     out = tmp_path / "run"
     job = subprocess.Popen(

@@ -29,7 +29,7 @@ def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
 def test_one_run_over_rpi5_adb_and_local(rpi5_device: DeviceSpec, adb_device: DeviceSpec, tmp_path: Path) -> None:
     rpi5 = with_workdir(rpi5_device, tmp_path / "rpi5" / AWKWARD)
     adb = with_workdir(adb_device, Path(adb_device.workdir) / AWKWARD)
-    local = DeviceSpec("local", "local", "host", str(tmp_path / "local" / AWKWARD))
+    local = DeviceSpec("local", "host", str(tmp_path / "local" / AWKWARD))
     config = write_inventory(tmp_path / "devices.yaml", [rpi5, adb, local])
     out = tmp_path / "fleet"
 

@@ -70,7 +70,7 @@ def event_keys(stats: pd.DataFrame, device: str) -> set[tuple[str, int, str]]:
 def test_signal_stops_everything_then_resume_completes(ssh_server_factory, tmp_path: Path, sig: int) -> None:
     host = ssh_server_factory()
     ssh = host.spec("board", tmp_path / "board-workdir", exec_prefix=SLOW_START)
-    local = DeviceSpec("local", "local", "host", str(tmp_path / "local-workdir"), exec_prefix=SLOW_START)
+    local = DeviceSpec("local", "host", str(tmp_path / "local-workdir"), exec_prefix=SLOW_START)
     config = write_inventory(tmp_path / "devices.yaml", [ssh, local])
     out = tmp_path / "run"
     store = tmp_path / "results.db"
@@ -183,7 +183,7 @@ def test_sigint_kills_the_runner_on_an_adb_device(adb_testdevice, tmp_path: Path
 @pytest.mark.slow
 def test_resume_after_sigkill_keeps_the_runs_recorded_before_it(tmp_path: Path) -> None:
     """No handler runs on SIGKILL (or a power cut): the manifest, updated after every process run, is enough."""
-    local = DeviceSpec("local", "local", "host", str(tmp_path / "local-workdir"), exec_prefix=SLOW_START)
+    local = DeviceSpec("local", "host", str(tmp_path / "local-workdir"), exec_prefix=SLOW_START)
     config = write_inventory(tmp_path / "devices.yaml", [local])
     out = tmp_path / "run"
     common = ("--config", str(config), "--no-store", "--no-report")

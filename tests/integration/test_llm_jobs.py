@@ -144,7 +144,7 @@ def test_tiny_llama_on_local_ssh_rpi5_and_adb(tiny_llama: ExportedModel, ssh_dev
                                               rpi5_device: DeviceSpec, adb_device: DeviceSpec, tmp_path: Path) -> None:
     """configs/models/tiny_llama.py:build as a fresh checkout has it (exported by etfarm), on every kind of device
     in one job; the greedy tokens of every generation equal the eager model's on each."""
-    local = DeviceSpec("local", "local", "host", str(tmp_path / "local-work"))
+    local = DeviceSpec("local", "host", str(tmp_path / "local-work"))
     config = write_inventory(tmp_path / "devices.yaml", [local, ssh_device, rpi5_device, adb_device])
     out = tmp_path / "fleet"
     devices = ("local", "sshdev", "rpi5", "adbdev")

@@ -108,7 +108,7 @@ def test_too_small_debug_buffer_is_a_clear_error(tmp_path: Path) -> None:
     from orchestrator.run.job import run_job
     from orchestrator.run.results import RunOptions
 
-    local = DeviceSpec("local", "local", "host", str(tmp_path / "local"))
+    local = DeviceSpec("local", "host", str(tmp_path / "local"))
     options = RunOptions(runs=1, iterations=2, warmup=0, untraced_runs=0, intermediate_outputs=True, debug_buffer_size=4096)
     result = run_job([local], [parse_model_spec(MLP, None)], backend="portable", options=options, out=tmp_path / "run",
                      progress=Progress(quiet=True))
@@ -120,7 +120,7 @@ def test_too_small_debug_buffer_is_a_clear_error(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_numerics_on_rpi5_and_adb_devices(rpi5_device: DeviceSpec, adb_device: DeviceSpec, tmp_path: Path) -> None:
     """The emulated Pi (aarch64 kernels, FMA contraction) differs from this host; adb runs the host runner."""
-    local = DeviceSpec("local", "local", "host", str(tmp_path / "local"))
+    local = DeviceSpec("local", "host", str(tmp_path / "local"))
     config = write_inventory(tmp_path / "devices.yaml", [local, rpi5_device, adb_device])
     out = tmp_path / "fleet"
     result = etfarm("run", "--config", str(config), "--devices", "local,rpi5,adbdev", "--model", MLP,

@@ -26,7 +26,7 @@ def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def run_dir(ssh_device: DeviceSpec, tmp_path: Path) -> Path:
-    local = DeviceSpec("local", "local", "host", str(tmp_path / "local-workdir"))
+    local = DeviceSpec("local", "host", str(tmp_path / "local-workdir"))
     config = write_inventory(tmp_path / "devices.yaml", [ssh_device, local])
     out = tmp_path / "run"
     args = ["--model", MODELS[0], "--model", MODELS[1], "--runs", "2", "--iterations", "3", "--warmup", "1"]
@@ -80,7 +80,7 @@ def test_two_identical_devices_are_never_one_fastest(tmp_path: Path) -> None:
     is no clear difference, and its p50 columns and ratio agree (one statistic: p50 / p50)."""
     import json
 
-    devices = [DeviceSpec(name, "local", "host", str(tmp_path / f"{name}-workdir")) for name in ("local", "twin")]
+    devices = [DeviceSpec(name, "host", str(tmp_path / f"{name}-workdir")) for name in ("local", "twin")]
     config = write_inventory(tmp_path / "devices.yaml", devices)
     out = tmp_path / "run"
     result = etfarm("run", "--config", str(config), "--devices", "local,twin", "--model", MODELS[0], "--runs", "5",

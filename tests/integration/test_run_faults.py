@@ -29,7 +29,7 @@ def etfarm(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess[st
 
 
 def local_with_prefix(tmp_path: Path, prefix: tuple[str, ...]) -> Path:
-    spec = DeviceSpec("local", "local", "host", str(tmp_path / "local-workdir"), exec_prefix=prefix)
+    spec = DeviceSpec("local", "host", str(tmp_path / "local-workdir"), exec_prefix=prefix)
     return write_inventory(tmp_path / "devices.yaml", [spec])
 
 
@@ -58,7 +58,7 @@ def test_run_k_fails_keeps_runs_before_it_as_partial_and_resume_completes_it(tmp
     # A resume whose device fails before running anything still keeps (and analyses) what was there.
     broken = tmp_path / "not-a-dir"
     broken.write_text("")
-    bad = write_inventory(tmp_path / "broken.yaml", [DeviceSpec("local", "local", "host", str(broken))])
+    bad = write_inventory(tmp_path / "broken.yaml", [DeviceSpec("local", "host", str(broken))])
     failed = etfarm("run", "--resume", str(out), "--config", str(bad), "--no-store", "--no-report")
     assert failed.returncode == 1, failed.stderr[-3000:]
     again = load_manifest(out).device("local").model("tiny_mlp")  # type: ignore[union-attr]

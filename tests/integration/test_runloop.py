@@ -52,7 +52,7 @@ def test_one_session_per_process_run(ssh_server_factory: Callable[[], object], t
     # Everything a process run needs came back over its one session: artifacts, facts, memory.
     for _, model in result.job.results():
         for run in model.runs:
-            assert run.device_state["facts"]["cores"] >= 1
+            assert run.device_state.facts is not None and run.device_state.facts.cores >= 1  # type: ignore[operator]
             assert run.peak_rss_kb and run.peak_rss_kb > 1000
             assert run.step_ms is not None and run.runner_ms is not None
         assert [r.cold for r in model.runs].count(True) == 1
@@ -75,7 +75,7 @@ def _pinned_realtime(tmp_path: Path, name: str) -> DeviceSpec:
     why = realtime_available()
     if why is not None:
         missing(why)
-    return DeviceSpec(name, "local", "host", str(tmp_path / f"{name}-workdir"), cpus=CORE, threads=1,
+    return DeviceSpec(name, "host", str(tmp_path / f"{name}-workdir"), cpus=CORE, threads=1,
                       exec_prefix=REALTIME_RUNNER)
 
 
@@ -175,7 +175,8 @@ def test_adb_job_streams_artifacts_and_records_controls(adb_device: DeviceSpec, 
     assert model is not None and model.verification is not None and model.verification.status == "pass"
     assert [r.cold for r in model.runs] == [True, False, False]
     assert all(r.peak_rss_kb and r.planned_memory_bytes and r.calibration_ms for r in model.runs)
-    assert "abi" in model.runs[0].device_state["facts"] and "abi" not in model.runs[1].device_state["facts"]
+    first, second = (run.device_state.facts for run in model.runs[:2])
+    assert first is not None and first.abi and second is not None and second.abi is None
 
 
 def test_order_flag_is_wired(tmp_path: Path) -> None:

@@ -21,21 +21,17 @@ import pytest
 
 from device_agents import DeviceSpec
 from device_agents.adb.settings import AdbSettings
+from device_agents.adb.track import AdbTracker
 from orchestrator.config import load_inventory
-from orchestrator.farm.adb_track import AdbTracker
 from orchestrator.farm.devices import InventoryWatch, probe
 from tests.helpers.inventory import write_inventory
+from tests.helpers.waiting import eventually
 
 TRACKED_WITHIN_SEC = 5.0
 
 
 def _eventually(check: Callable[[], bool], timeout_s: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.3)
-    return False
+    return eventually(check, timeout_s, poll_s=0.3)
 
 
 def test_an_ssh_device_is_offline_while_its_sshd_is_stopped(ssh_server_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -54,7 +50,7 @@ def test_an_ssh_device_is_offline_while_its_sshd_is_stopped(ssh_server_factory, 
 
 def test_an_adb_device_is_offline_once_it_dies(adb_testdevice, adb_device: DeviceSpec) -> None:  # type: ignore[no-untyped-def]
     assert probe(adb_device) is True
-    other = DeviceSpec("x", "adb", "host", "/data/local/tmp/x", settings=replace(adb_device.settings, serial="nosuch"))
+    other = DeviceSpec("x", "host", "/data/local/tmp/x", settings=replace(adb_device.settings, serial="nosuch"))
     assert probe(other) is False
     adb_testdevice.kill()
     assert _eventually(lambda: probe(adb_device) is False)
@@ -99,7 +95,7 @@ def test_a_stopped_adb_server_makes_its_devices_offline_and_no_server_is_started
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = int(free.getsockname()[1])
-    spec = DeviceSpec("p", "adb", "host", "/t", settings=AdbSettings("emu-1", adb_host="127.0.0.1", adb_port=port))
+    spec = DeviceSpec("p", "host", "/t", settings=AdbSettings("emu-1", adb_host="127.0.0.1", adb_port=port))
     watch = InventoryWatch(write_inventory(tmp_path / "devices.yaml", [spec]), _load)
     try:
         assert watch.round().resources() == {"dev-p": 0.0}

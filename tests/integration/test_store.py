@@ -54,7 +54,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetRun]:
     hosts = [start_sshd(tmp_path_factory.mktemp("sshd")) for _ in range(2)]
     try:
         specs = [host.spec(name, root / f"{name}-workdir") for host, name in zip(hosts, DEVICES[:2], strict=False)]
-        specs.append(DeviceSpec("local", "local", "host", str(root / "local-workdir")))
+        specs.append(DeviceSpec("local", "host", str(root / "local-workdir")))
         config = write_inventory(root / "devices.yaml", specs)
         store = root / "results.db"
         result = etfarm("run", "--config", str(config), "--devices", ",".join(DEVICES), "--model", TINY,

@@ -82,8 +82,8 @@ def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
 def test_runtime_in_the_inventory(full_prefix: Path, tmp_path: Path) -> None:
     """`runtime: PATH` in the inventory: that device's runner is built against the prefix, the other device of the
     same target keeps etfarm's own (builds are keyed by target and runtime), and the manifest says which ran where."""
-    own = DeviceSpec("own", "local", "host", str(tmp_path / "own"), runtime=str(full_prefix))
-    plain = DeviceSpec("plain", "local", "host", str(tmp_path / "plain"))
+    own = DeviceSpec("own", "host", str(tmp_path / "own"), runtime=str(full_prefix))
+    plain = DeviceSpec("plain", "host", str(tmp_path / "plain"))
     config = write_inventory(tmp_path / "devices.yaml", [own, plain])
     out = tmp_path / "run"
     result = etfarm("run", "--config", str(config), "--devices", "own,plain", "--model", TINY_CNN, "--runs", "1",
@@ -92,16 +92,16 @@ def test_runtime_in_the_inventory(full_prefix: Path, tmp_path: Path) -> None:
     job = load_manifest(out)
     mine, theirs = job.device("own"), job.device("plain")
     assert mine is not None and theirs is not None and mine.runner_key != theirs.runner_key
-    runner = mine.facts["runner"]
+    runner = mine.facts.runner
     assert runner["runtime"] == "user" and runner["executorch_dir"] == str(full_prefix / "share" / "cmake")
     assert {"XnnpackBackend", "QnnBackend"} <= set(runner["backends"])  # as the runner said on the device
-    assert theirs.facts["runner"]["runtime"] == "wheel"
+    assert theirs.facts.runner["runtime"] == "wheel"
     assert f"runner for host (runtime {full_prefix}): " in result.stderr and "runner for host: " in result.stderr
 
 
 def test_a_program_needing_an_unregistered_backend_fails_the_device_in_one_line(no_xnnpack_prefix: Path,
                                                                                  tmp_path: Path) -> None:
-    device = DeviceSpec("own", "local", "host", str(tmp_path / "own"), runtime=str(no_xnnpack_prefix))
+    device = DeviceSpec("own", "host", str(tmp_path / "own"), runtime=str(no_xnnpack_prefix))
     config = write_inventory(tmp_path / "devices.yaml", [device])
     out = tmp_path / "run"
     result = etfarm("run", "--config", str(config), "--devices", "own", "--model", TINY_CNN, "--runs", "1",
@@ -118,8 +118,8 @@ def test_llama_custom_ops_are_left_to_the_users_own_runtime(full_prefix: Path, l
     """A program with llama:: ops is refused before anything runs when a device has etfarm's runtime (which lacks
     them), and let through to devices that all run the user's own, where the runner says in one line what is missing
     (this prefix, the wheel's, does not register them either)."""
-    own = DeviceSpec("own", "local", "host", str(tmp_path / "own"), runtime=str(full_prefix))
-    plain = DeviceSpec("plain", "local", "host", str(tmp_path / "plain"))
+    own = DeviceSpec("own", "host", str(tmp_path / "own"), runtime=str(full_prefix))
+    plain = DeviceSpec("plain", "host", str(tmp_path / "plain"))
     config = write_inventory(tmp_path / "devices.yaml", [own, plain])
     common = ("--config", str(config), "--model", str(llama_ops_pte), "--runs", "1", "--iterations", "1",
               "--untraced-runs", "0", "--no-report", "--no-store")

@@ -47,12 +47,12 @@ def read_only_farm(tmp_path: Path, mounts: Callable[..., Path], sshd_host: SshTe
     """A read-only workdir on each transport, workdirs to create inside one, and a good local device."""
     ro = {name: mounts(tmp_path / name) for name in ("local-ro", "ssh-ro", "adb-ro")}
     return {
-        "local-ro": DeviceSpec("local-ro", "local", "host", str(ro["local-ro"])),
-        "local-sub": DeviceSpec("local-sub", "local", "host", str(ro["local-ro"] / "sub")),
+        "local-ro": DeviceSpec("local-ro", "host", str(ro["local-ro"])),
+        "local-sub": DeviceSpec("local-sub", "host", str(ro["local-ro"] / "sub")),
         "ssh-ro": sshd_host.spec("ssh-ro", ro["ssh-ro"]),
         "ssh-sub": sshd_host.spec("ssh-sub", ro["ssh-ro"] / "sub"),
         "adb-ro": adb_testdevice.spec("adb-ro", ro["adb-ro"]),
-        "good": DeviceSpec("good", "local", "host", str(tmp_path / "good-workdir")),
+        "good": DeviceSpec("good", "host", str(tmp_path / "good-workdir")),
     }
 
 

@@ -92,7 +92,6 @@ class AdbTestDevice:
         """A DeviceSpec for this device; the workdir defaults to `root/etfarm`."""
         return DeviceSpec(
             name=name,
-            transport="adb",
             target=target,
             workdir=str(workdir if workdir is not None else self.root / "etfarm"),
             exec_prefix=tuple(exec_prefix),

@@ -111,9 +111,9 @@ def check_fetch(agent: DeviceAgent, tmp_path: Path) -> None:
 
 def check_describe(agent: DeviceAgent) -> None:
     facts = agent.describe()
-    assert isinstance(facts["cores"], int) and facts["cores"] >= 1
-    assert facts["abi"] == platform.machine()
-    assert facts["os"] == "Linux"
+    assert isinstance(facts.cores, int) and facts.cores >= 1
+    assert facts.abi == platform.machine()
+    assert facts.os == "Linux"
 
 
 def check_cleanup(agent: DeviceAgent) -> None:

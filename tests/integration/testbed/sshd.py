@@ -79,7 +79,6 @@ class SshTestHost:
         """A DeviceSpec for this server; `known_hosts` overrides the trusting one."""
         return DeviceSpec(
             name=name,
-            transport="ssh",
             target=target,
             workdir=str(workdir),
             exec_prefix=tuple(exec_prefix),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from device_agents.facts import DeviceFacts
 from orchestrator.cli.devices import _facts_line
 from tests.unit.report.test_device_facts_android import PHONE
 
@@ -12,6 +13,7 @@ def test_a_phone_in_one_line() -> None:
 
 
 def test_a_board_in_one_line() -> None:
-    board = {"abi": "aarch64", "cores": 4, "cpus": {f"cpu{c}": {"max_khz": 2400000, "governor": "ondemand"} for c in range(4)}}
+    board = DeviceFacts.from_json({"abi": "aarch64", "cores": 4,
+                                   "cpus": {f"cpu{c}": {"max_khz": 2400000, "governor": "ondemand"} for c in range(4)}})
     assert _facts_line(board) == "aarch64, 4 cores, max 2.40 GHz, governor ondemand"
-    assert _facts_line({}) == ""
+    assert _facts_line(DeviceFacts()) == ""

@@ -14,7 +14,6 @@ from device_agents.base import (
     DeviceAgent,
     DeviceSpec,
     ExecResult,
-    parse_facts,
     safe_destination,
 )
 from orchestrator.errors import CommandFailed, DeviceError
@@ -22,8 +21,6 @@ from orchestrator.errors import CommandFailed, DeviceError
 
 class FakeAgent(DeviceAgent):
     """Runs commands with the host's /bin/sh and copies files; records every call."""
-
-    transport = "fake"
 
     def __init__(self, spec: DeviceSpec, *, corrupt_push: bool = False, short_pull: bool = False, exit_code: int | None = None) -> None:
         super().__init__(spec)
@@ -53,7 +50,7 @@ class FakeAgent(DeviceAgent):
 
 @pytest.fixture
 def spec(tmp_path: Path) -> DeviceSpec:
-    return DeviceSpec("fake", "fake", "host", str(tmp_path / "work dir; 'x'"), exec_prefix=("taskset", "-c", "4-7"))
+    return DeviceSpec("fake", "host", str(tmp_path / "work dir; 'x'"), exec_prefix=("taskset", "-c", "4-7"))
 
 
 def test_build_command_quotes_every_word_and_adds_a_deadline(spec: DeviceSpec) -> None:
@@ -141,24 +138,9 @@ def test_safe_destination_refuses_symlink_escapes(tmp_path: Path) -> None:
     assert safe_destination(root, "it's; ok.bin", "dev") == root.resolve() / "it's; ok.bin"
 
 
-def test_parse_facts_nests_and_types() -> None:
-    text = "\n".join([
-        "abi=aarch64", "cores=8", "loadavg=0.1 0.2 0.3", "cpus.cpu0.cur_khz=2400000",
-        "cpus.cpu0.governor=schedutil", "temp=41.5", "noise line", "=novalue", "android.product.model=Pixel 8",
-        "thermal.thermal_zone0=cpu:45000",
-    ])  # fmt: skip
-    facts = parse_facts(text)
-    assert facts["abi"] == "aarch64" and facts["cores"] == 8 and facts["temp"] == 41.5
-    assert facts["loadavg"] == "0.1 0.2 0.3"
-    assert facts["cpus"] == {"cpu0": {"cur_khz": 2400000, "governor": "schedutil"}}
-    assert facts["android"] == {"product": {"model": "Pixel 8"}}
-    assert facts["thermal"] == {"thermal_zone0": "cpu:45000"}
-    assert "" not in facts and "noise line" not in facts
-
-
 def test_describe_runs_the_remote_script(spec: DeviceSpec) -> None:
     facts = FakeAgent(spec).describe()
-    assert facts["cores"] >= 1 and facts["abi"] == os.uname().machine
+    assert isinstance(facts.cores, int) and facts.cores >= 1 and facts.abi == os.uname().machine
 
 
 def test_remote_size_tells_missing_from_unknown(spec: DeviceSpec, tmp_path: Path) -> None:

@@ -22,8 +22,9 @@ import yaml
 
 from device_agents import TRANSPORTS, DeviceSpec, settings_type, trust_host_key
 from device_agents.adb.settings import AdbSettings
+from device_agents.adb.track import AdbListing
 from device_agents.local import LocalSettings
-from device_agents.spec import AdbListing, AlwaysPresent, ServerBanner
+from device_agents.presence import AlwaysPresent, ServerBanner
 from device_agents.ssh.settings import SshSettings
 from orchestrator.config import load_inventory
 from orchestrator.errors import ConfigError, DeviceRefused, UsageError
@@ -143,12 +144,22 @@ def test_the_registry_names_every_transport_and_its_settings() -> None:
     assert [settings_type(name) for name in TRANSPORTS] == [LocalSettings, SshSettings, AdbSettings]
 
 
+def test_a_specs_transport_is_its_settings_own_and_never_a_second_word() -> None:
+    assert [settings_type(name).TRANSPORT for name in TRANSPORTS] == list(TRANSPORTS)
+    assert DeviceSpec("p", "host", "/w", settings=AdbSettings("s")).transport == "adb"
+    assert DeviceSpec("l", "host", "/w").transport == "local"  # no settings: the host itself
+    with pytest.raises(TypeError):  # nothing to disagree with the settings
+        DeviceSpec("p", transport="ssh", target="host", workdir="/w", settings=AdbSettings("s"))  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="the transport is not an argument"):  # nor as a word in its place
+        DeviceSpec("p", "local", "host", "/w")
+
+
 def test_only_transports_with_host_keys_can_trust_one() -> None:
-    for spec in (DeviceSpec("here", "local", "host", "/w"), DeviceSpec("p", "adb", "host", "/w", settings=AdbSettings("s"))):
+    for spec in (DeviceSpec("here", "host", "/w"), DeviceSpec("p", "host", "/w", settings=AdbSettings("s"))):
         with pytest.raises(UsageError, match=f"device '{spec.name}' uses {spec.transport}; only ssh devices have host keys"):
             trust_host_key(spec)
-    with pytest.raises(DeviceRefused, match="ssh setting 'host' is missing"):  # an ssh spec without its settings
-        trust_host_key(DeviceSpec("bare", "ssh", "host", "/w"))
+    with pytest.raises(DeviceRefused, match="ssh setting 'host' is missing"):  # an ssh spec without a host
+        trust_host_key(DeviceSpec("bare", "host", "/w", settings=SshSettings("", key="k")))
 
 
 def _transport_name_comparisons(path: Path, root: Path = ROOT) -> list[str]:

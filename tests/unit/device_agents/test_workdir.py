@@ -15,7 +15,7 @@ from tests.unit.device_agents.test_base_agent import FakeAgent
 
 
 def agent_for(workdir: Path) -> FakeAgent:
-    return FakeAgent(DeviceSpec("board", "fake", "host", str(workdir)))
+    return FakeAgent(DeviceSpec("board", "host", str(workdir)))
 
 
 def test_a_workdir_that_cannot_be_made_is_one_line_with_the_devices_reason(tmp_path: Path) -> None:
@@ -37,7 +37,7 @@ class AnsweringAgent(FakeAgent):
     """A device whose workdir check answers `answer` (what a read-only or full device says)."""
 
     def __init__(self, answer: str) -> None:
-        super().__init__(DeviceSpec("board", "fake", "host", "/data/wd"))
+        super().__init__(DeviceSpec("board", "host", "/data/wd"))
         self.answer = answer
 
     def _exec(self, command: str, timeout_s: float) -> ExecResult:

@@ -157,14 +157,14 @@ def test_charts_are_deterministic_svg(tmp_path: Path) -> None:
 
 
 def test_android_product_from_describe_facts(tmp_path: Path) -> None:
-    from device_agents.base import parse_facts
+    from device_agents.facts import DeviceFacts
     from orchestrator.report.device_facts import device_facts
     from orchestrator.run.results import DeviceResult
 
-    facts = parse_facts("abi=aarch64\nandroid.product.model=Pixel 8\nandroid.product.manufacturer=Google\n"
-                        "android.build.version.release=15\n")
+    facts = DeviceFacts.parse("abi=aarch64\nandroid.product.model=Pixel 8\nandroid.product.manufacturer=Google\n"
+                              "android.build.version.release=15\n")
     assert device_facts(DeviceResult("pixel8", "adb", "android-arm64-v8a", facts=facts)).product == "Google Pixel 8, Android 15"
-    assert device_facts(DeviceResult("rpi5", "ssh", "linux-aarch64", facts={"abi": "aarch64"})).product == "-"
+    assert device_facts(DeviceResult("rpi5", "ssh", "linux-aarch64", facts=DeviceFacts(abi="aarch64"))).product == "-"
 
 
 def test_history_rows_put_devices_side_by_side_newest_first(tmp_path: Path) -> None:

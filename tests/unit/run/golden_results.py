@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from device_agents.facts import DeviceFacts
 from orchestrator.errors import Blame
+from orchestrator.run.conditions import DeviceState
 from orchestrator.run.results import (
     Attempt,
     DeviceResult,
@@ -31,7 +33,7 @@ from orchestrator.run.schedule import RunOrder
 
 def rich_job() -> Job:
     runs = (
-        ProcessRun("run-1", True, (1.5, 2.25, 1.75), load_ms=5.0, program_load_ms=0.5, device_state={"temp": 41.0},
+        ProcessRun("run-1", True, (1.5, 2.25, 1.75), load_ms=5.0, program_load_ms=0.5, device_state=DeviceState.from_json({"temp": 41.0}),
                    artifacts=("d/m/run-1/etdump.etdp",), runner={"method": "forward", "warmup": 3}, cold=True,
                    peak_rss_load_kb=6000, peak_rss_kb=7000, planned_memory_bytes=1248, program_bytes=72616,
                    calibration_before_ms=15.0, calibration_after_ms=16.0, flag=RunFlag.INTERFERED, slowdown=0.25,
@@ -41,7 +43,7 @@ def rich_job() -> Job:
     model = ModelResult("m", ModelStatus.PARTIAL, runs, Verification(VerificationStatus.FAIL, "max diff 0.5", 0.5, 2),
                         "runner crashed", Blame.INFRASTRUCTURE)
     device = DeviceResult("d", "ssh", "linux-aarch64", DeviceStatus.WRONG_RESULTS, "wrong results", Blame.DATA,
-                          facts={"abi": "aarch64", "cores": 4}, models=(model, ModelResult("n", ModelStatus.FAILED)),
+                          facts=DeviceFacts(abi="aarch64", cores=4), models=(model, ModelResult("n", ModelStatus.FAILED)),
                           runner_key="rk", controls={"fixed_performance_mode": "on"},
                           attempts=(Attempt("connect", "refused", "2026-11-22T00:00:00Z", retried=True),))
     options = RunOptions(runs=3, iterations=7, warmup=2, run_timeout_s=60.0, wait_for_lock=False, lock_timeout_s=5.0,

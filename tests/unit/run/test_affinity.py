@@ -9,6 +9,7 @@ import pytest
 
 from device_agents.adb.settings import AdbSettings
 from device_agents.base import DeviceSpec
+from device_agents.facts import DeviceFacts
 from device_agents.ssh.settings import SshSettings
 from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.errors import Blame
@@ -33,14 +34,14 @@ RK3399 = {"cpus": {f"cpu{c}": {"max_khz": 1416000 if c < 4 else 1800000, "govern
      "prime", "4-7", "max_khz"),  # no capacities: by frequency
 ])
 def test_named_clusters_resolve_from_the_facts(facts: dict[str, Any], asked: str, cpus: str, by: str) -> None:
-    chosen = resolve(asked, facts)
+    chosen = resolve(asked, DeviceFacts.from_json(facts))
     assert (chosen.cpus, chosen.by) == (cpus, by)
     assert chosen.describe() == f"{cpus} ({asked}, by {by})"
 
 
 def test_no_clusters_no_pinning() -> None:
     with pytest.raises(NoClusters):
-        resolve("big", {"cores": 4, "cpus": {"cpu0": {"governor": "x"}}})
+        resolve("big", DeviceFacts.from_json({"cores": 4, "cpus": {"cpu0": {"governor": "x"}}}))
 
 
 def test_cpu_lists() -> None:
@@ -50,10 +51,10 @@ def test_cpu_lists() -> None:
 
 class FakeAgent:
     def __init__(self, facts: dict[str, Any]) -> None:
-        self.facts = facts
+        self.facts = DeviceFacts.from_json(facts)  # as a manifest holds them
         self.described = 0
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> DeviceFacts:
         self.described += 1
         return self.facts
 
@@ -64,7 +65,7 @@ def _build(tmp_path: Path, launcher: tuple[str, ...] = ()) -> RunnerBuild:
 
 
 def _phone(cpus: str | None = None, target: str = "android-arm64-v8a") -> DeviceSpec:
-    return DeviceSpec("p", "adb", target, "/data/local/tmp/etfarm", settings=AdbSettings("s"), cpus=cpus, source="inv.yaml")
+    return DeviceSpec("p", target, "/data/local/tmp/etfarm", settings=AdbSettings("s"), cpus=cpus, source="inv.yaml")
 
 
 def test_the_bundled_loader_starts_the_runner_pinned_to_the_prime_core(tmp_path: Path) -> None:
@@ -79,7 +80,7 @@ def test_the_bundled_loader_starts_the_runner_pinned_to_the_prime_core(tmp_path:
 
 def test_a_board_without_named_clusters_is_not_described(tmp_path: Path) -> None:
     agent = FakeAgent({})
-    board = DeviceSpec("b", "ssh", "linux-aarch64", "/w", settings=SshSettings("h", key="k"), cpus="2-3")
+    board = DeviceSpec("b", "linux-aarch64", "/w", settings=SshSettings("h", key="k"), cpus="2-3")
     build = RunnerBuild("linux-aarch64", "k", tmp_path, tmp_path / "bin" / "etfarm_runner", (), cached=True)
     launch = prepare_launch(agent, board, build, say=lambda s: None)  # type: ignore[arg-type]
     assert launch == Launch(("/w/bin/etfarm_runner",), {"LD_LIBRARY_PATH": "/w/lib"}, ("taskset", "c"), build.info)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from device_agents.facts import DeviceFacts
 from orchestrator.run.calibration import SLOWDOWN_THRESHOLD, flag_runs
+from orchestrator.run.conditions import DeviceState
 from orchestrator.run.results import ProcessRun, RunFlag
 
 
@@ -15,7 +17,7 @@ def run(label: str, before: float | None, after: float | None, khz: int | None =
     if thermal is not None:
         facts["android"] = {"thermal_status": thermal}
     return ProcessRun(label, True, (1.0,), calibration_before_ms=before, calibration_after_ms=after,
-                      device_state={"facts": facts})
+                      device_state=DeviceState(DeviceFacts.from_json(facts)))
 
 
 def test_slower_than_the_reference_is_flagged_with_the_figure() -> None:

@@ -15,7 +15,7 @@ from orchestrator.run.controls import affinity_prefix, restore_commands, setup_c
 
 def spec(transport: str = "ssh", target: str = "linux-aarch64", cpus: str | None = None) -> DeviceSpec:
     settings = {"ssh": SshSettings("board", key="k"), "adb": AdbSettings("serial"), "local": LocalSettings()}[transport]
-    return DeviceSpec("d", transport, target, "/tmp/w", exec_prefix=("qemu", "-L", "/x"), settings=settings, cpus=cpus)
+    return DeviceSpec("d", target, "/tmp/w", exec_prefix=("qemu", "-L", "/x"), settings=settings, cpus=cpus)
 
 
 def test_cpus_pin_the_runner_before_the_exec_prefix() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
+from device_agents.facts import DeviceFacts
 from orchestrator.errors import Blame, DeviceError
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.results import (
@@ -29,10 +30,10 @@ def _record(tmp_path: Path, said: list[str] | None = None) -> DeviceRecord:
 def test_farm_tasks_of_one_device_fold_into_its_record_with_every_attempt(tmp_path: Path) -> None:
     record = _record(tmp_path)
     record.attempt(Attempt("run m1 run-1", "[d] worker tcp://w1 was lost during this step", "t0"))  # the client's
-    first = DeviceResult("d", "ssh", "host", DeviceStatus.OK, facts={"abi": "x"}, runner_key="k",
+    first = DeviceResult("d", "ssh", "host", DeviceStatus.OK, facts=DeviceFacts.from_json({"abi": "x"}), runner_key="k",
                          models=(ModelResult("m1", ModelStatus.OK),), attempts=(Attempt("connect", "[d] reset", "t1"),))
     second = DeviceResult("d", "ssh", "host", DeviceStatus.FAILED, error="[d] boom", blame=Blame.INFRASTRUCTURE,
-                          facts={"abi": "y"}, models=(ModelResult("m2", ModelStatus.PARTIAL),),
+                          facts=DeviceFacts.from_json({"abi": "y"}), models=(ModelResult("m2", ModelStatus.PARTIAL),),
                           attempts=(Attempt("run m2 run-2", "[d] runner exited 7", "t2"),))
     assert record.merge(first).status is DeviceStatus.RUNNING  # ok only once every model is in
     record.merge(second)
@@ -40,7 +41,7 @@ def test_farm_tasks_of_one_device_fold_into_its_record_with_every_attempt(tmp_pa
     merged = load_manifest(record.rundir.root).device("d")
     assert merged is not None
     assert [m.name for m in merged.models] == ["m1", "m2"]
-    assert merged.facts == {"abi": "x"} and merged.runner_key == "k"
+    assert merged.facts.to_json() == {"abi": "x"} and merged.runner_key == "k"
     assert [a.step for a in merged.attempts] == ["run m1 run-1", "connect", "run m2 run-2"]  # none lost on the way
     assert (merged.status, merged.error, merged.blame) == (DeviceStatus.FAILED, "[d] boom", Blame.INFRASTRUCTURE)
 

@@ -222,7 +222,7 @@ def test_on_this_host(ends: tuple[str, ...], disk_full: bool, status: JobStatus,
     stubbed(disk_full)
     named = {f"d{k}": end for k, end in enumerate(ends)}
     FakeSession.ends = named
-    devices = [DeviceSpec(name, "local", "host", str(tmp_path / name)) for name in named]
+    devices = [DeviceSpec(name, "host", str(tmp_path / name)) for name in named]
     result = _run(LocalExecutor(devices), list(named), tmp_path / "run")
     _check(result, status, code, named, disk_full)
 
@@ -250,7 +250,7 @@ def test_an_unexpected_error_mid_job_still_ends_the_manifest_failed(tmp_path: Pa
 
     monkeypatch.setattr(engine, "build_targets", read_only)
     with pytest.raises(OSError, match="Read-only file system"):
-        _run(LocalExecutor([DeviceSpec("d0", "local", "host", str(tmp_path / "d0"))]), ["d0"], tmp_path / "run")
+        _run(LocalExecutor([DeviceSpec("d0", "host", str(tmp_path / "d0"))]), ["d0"], tmp_path / "run")
     assert load_manifest(tmp_path / "run").status is JobStatus.FAILED
 
 
@@ -282,7 +282,7 @@ def real_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             for name in ("d0", "d1"):
                 worker = await distributed.Worker(scheduler.address, name=f"w-{name}", host="127.0.0.1", nthreads=4,
                                                   resources={resource_name(name): 1})
-                worker.etfarm_inventory = InventoryStub([DeviceSpec(name, "local", "host", str(workdir / name))])
+                worker.etfarm_inventory = InventoryStub([DeviceSpec(name, "host", str(workdir / name))])
                 workers.append(worker)
             state["address"] = scheduler.address
             started.set()

@@ -89,7 +89,7 @@ class _LockAgent:
     def __init__(self) -> None:
         from device_agents.base import DeviceSpec
 
-        self.spec = DeviceSpec("board", "ssh", "host", "/w")
+        self.spec = DeviceSpec("board", "host", "/w")
         self.calls: list[str] = []
 
     def remote_path(self, rel: str) -> str:

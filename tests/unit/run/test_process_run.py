@@ -15,7 +15,7 @@ class FakeAgent:
     """Records the calls prepare_retry makes, in order (the real peers are in test_faults.py)."""
 
     def __init__(self, calls: list[str]) -> None:
-        self.spec = DeviceSpec("board", "ssh", "host", "/w")
+        self.spec = DeviceSpec("board", "host", "/w")
         self.calls = calls
 
     def reconnect(self) -> None:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from device_agents.facts import DeviceFacts
+from orchestrator.run.conditions import DeviceState
 from orchestrator.run.results import (
     DeviceResult,
     DeviceStatus,
@@ -26,9 +28,9 @@ def test_the_job_in_memory_reads_as_its_manifest(tmp_path: Path) -> None:
                  ModelArtifacts("aa", "aa.py:f", "xnnpack", "k2", "/x/aa.pte"))
     rundir = RunDirectory.create(tmp_path / "run", JobConfig(("zeta", "alpha"), ("zz.py:f", "aa.py:f"), "xnnpack"),
                                  artifacts)
-    run = ProcessRun("run-1", True, (1.0, 2.0), slowdown=math.nan, device_state={"z": 1, "a": 2})
+    run = ProcessRun("run-1", True, (1.0, 2.0), slowdown=math.nan, device_state=DeviceState.from_json({"z": 1, "a": 2}))
     for name in ("zeta", "alpha"):  # threads add devices in whatever order they start
-        rundir.add_device(DeviceResult(name, "local", "host", DeviceStatus.RUNNING, facts={"z": 1, "a": 2}))
+        rundir.add_device(DeviceResult(name, "local", "host", DeviceStatus.RUNNING, facts=DeviceFacts.from_json({"z": 1, "a": 2})))
         for model in ("zz", "aa"):
             rundir.update_device(name, lambda d, model=model: d.with_model(ModelResult(model, ModelStatus.OK, (run,))))
     job = rundir.job
@@ -36,7 +38,8 @@ def test_the_job_in_memory_reads_as_its_manifest(tmp_path: Path) -> None:
     recorded, loaded = as_recorded(job), load_manifest(rundir.root)
     assert recorded == loaded
     assert [d.name for d in recorded.devices] == ["alpha", "zeta"] and [m.name for m in recorded.models] == ["aa", "zz"]
-    assert [m.name for m in recorded.devices[0].models] == ["aa", "zz"] and list(recorded.devices[0].facts) == ["a", "z"]
+    assert [m.name for m in recorded.devices[0].models] == ["aa", "zz"] and list(recorded.devices[0].facts.to_json()) == ["a", "z"]
+
 
 
 def test_room_is_held_back_while_the_job_runs_and_given_back_at_its_end(tmp_path: Path) -> None:

@@ -36,6 +36,6 @@ def test_the_hosts_files_refusing_a_path_fail_the_device_as_infrastructure_not_a
         raise OSError(errno.EROFS, "Read-only file system", str(refused))
 
     monkeypatch.setattr(DeviceLease, "hold", read_only)
-    result = DeviceSession(DeviceSpec("d", "local", "host", str(tmp_path / "wd")), context).run()
+    result = DeviceSession(DeviceSpec("d", "host", str(tmp_path / "wd")), context).run()
     assert result.status is DeviceStatus.FAILED and result.blame is Blame.INFRASTRUCTURE, result
     assert result.error == f"[d] {refused}: Read-only file system (on this host)"

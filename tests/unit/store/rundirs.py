@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from device_agents.facts import DeviceFacts
 from orchestrator.cache import write_json_atomic
 from orchestrator.errors import Blame
+from orchestrator.run.conditions import DeviceState
 from orchestrator.run.results import (
     DeviceResult,
     DeviceStatus,
@@ -45,13 +47,13 @@ def make_run_dir(root: Path, run_id: str, started: str, devices: tuple[str, ...]
                 path.write_bytes(build_etdump(typical_runs(iterations=iterations, layers=layers, base=offset)))
                 process_runs.append(ProcessRun(label, True, tuple(0.1 * (d + 1) + 0.01 * i + 0.001 * k
                                                                   for i in range(iterations)),
-                                               load_ms=1.5 + k, device_state={"temp_c": 40.0 + k, "governor": "perf"},
+                                               load_ms=1.5 + k, device_state=DeviceState.from_json({"temp_c": 40.0 + k, "governor": "perf"}),
                                                artifacts=(f"{device}/{model}/{label}/etdump.etdp",),
                                                runner={"threads": 4}))
             process_runs.append(ProcessRun("e2e-1", False, (0.09, 0.095), load_ms=2.0))
             results.append(ModelResult(model, ModelStatus.OK, tuple(process_runs),
                                        Verification(VerificationStatus.PASS, "max |diff| 0", 0.0, runs)))
-        device_results.append(DeviceResult(device, "local", "host", DeviceStatus.OK, facts={"abi": "x86_64", "cores": 2},
+        device_results.append(DeviceResult(device, "local", "host", DeviceStatus.OK, facts=DeviceFacts(abi="x86_64", cores=2),
                                            models=tuple(results), runner_key="runnerkey1"))
     status = JobStatus.PARTIAL if failed else JobStatus.OK
     job = Job(run_id=run_id, status=status, started=started, finished=started,

@@ -73,7 +73,7 @@ def model_file(path: Path) -> Any:
 def test_until_confident_adds_runs_only_where_undecided(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     calls: list[dict[str, Any]] = []
     monkeypatch.setattr(ab, "run_job", fake_run_job(calls, np.random.default_rng(0)))
-    devices = [DeviceSpec(name, "local", "host", str(tmp_path)) for name in LEVELS]
+    devices = [DeviceSpec(name, "host", str(tmp_path)) for name in LEVELS]
     spec, other = model_file(tmp_path / "mlp.py"), model_file(tmp_path / "other" / "mlp.py")
     outcome = ab.run_ab(devices, spec, other, backend="xnnpack", options=RunOptions(runs=4), out=tmp_path / "ab",
                         progress=Progress(quiet=True), settings=VerdictSettings(resamples=200),
@@ -103,7 +103,7 @@ def test_an_interrupted_job_ends_the_rounds_and_its_sides_are_named(monkeypatch:
     incomplete instead of giving a verdict without a word."""
     calls: list[dict[str, Any]] = []
     monkeypatch.setattr(ab, "run_job", fake_run_job(calls, np.random.default_rng(0), interrupt=True))
-    devices = [DeviceSpec(name, "local", "host", str(tmp_path)) for name in LEVELS]
+    devices = [DeviceSpec(name, "host", str(tmp_path)) for name in LEVELS]
     spec, other = model_file(tmp_path / "mlp.py"), model_file(tmp_path / "other" / "mlp.py")
     outcome = ab.run_ab(devices, spec, other, backend="xnnpack", options=RunOptions(runs=4), out=tmp_path / "ab",
                         progress=Progress(quiet=True), settings=VerdictSettings(resamples=200),

@@ -1,12 +1,13 @@
-"""The adb server's device list, asked once or tracked: the one home of the adb smart-socket protocol here.
+"""An adb server's devices, tracked: a device's presence pushed the moment it changes (`AdbListing`).
 
-A worker must know at once when a phone is plugged in or pulled out, without asking the adb server
-every few seconds. The server offers exactly that (adb's SERVICES.TXT): `host:track-devices` is
-`host:devices` on a connection that stays open; the server answers `OKAY`, then sends the device
-list (4 hex digits of length, then `serial<TAB>state` lines) at once and again on every change.
+A farm worker must know at once when a phone is plugged in or pulled out, without asking the adb
+server every few seconds. The server offers exactly that (adb's SERVICES.TXT): `host:track-devices`
+is `host:devices` on a connection that stays open; the server answers `OKAY`, then sends the device
+list at once and again on every change (the protocol: wire.py).
 
-- `adb_devices(port, host)`: one `host:devices` request (what `adb devices` asks), for a caller
-  that holds no tracker.
+- `AdbListing`: an adb device's presence (AdbSettings.presence): there while its server lists its
+  serial in state `device`; read from the server's tracker in a PresenceWatch
+  (device_agents/presence.py), else asked once.
 - `AdbTracker`: a daemon thread holding `host:track-devices` on one server; `serials()` is the
   set of serials in state `device` as of the last list. While the connection is down (no server,
   a closed connection, a server that accepts but does not answer within the timeout) the set is
@@ -17,13 +18,11 @@ list (4 hex digits of length, then `serial<TAB>state` lines) at once and again o
   (Debian's adb 29.0.6) tell trackers when a transport is added or removed (USB plug/unplug,
   `adb connect`/`disconnect`) but not when a listed one turns `offline` (a TCP device whose daemon
   died stays listed, reconnecting); the worker refreshes once per probe interval for that case.
-- `AdbTrackers`: one tracker per (host, port), kept to the servers the inventory names.
 
-This code speaks the socket protocol itself and never starts an adb server (adbutils and the
-`adb` client would start one on a server-less host). Every socket operation has a timeout; a
-server that is silent because nothing changes is waited for in `timeout_s` slices so that
-`stop()` is seen, and the thread is a daemon, so it never holds up the worker's shutdown. Readers
-(`serials()`) never touch the socket, so a stalled server cannot wedge a probe round.
+Every socket operation has a timeout; a server that is silent because nothing changes is waited
+for in `timeout_s` slices so that `stop()` is seen, and the thread is a daemon, so it never holds
+up the worker's shutdown. Readers (`serials()`) never touch the socket, so a stalled server cannot
+wedge a probe round. No adb server is ever started.
 """
 
 from __future__ import annotations
@@ -31,70 +30,45 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from dataclasses import dataclass
 
-TIMEOUT_SEC = 2.0
+from device_agents.adb import wire
+from device_agents.presence import OnChange, PresenceWatch, TrackedPresence
+
 BACKOFF_MIN_SEC = 0.2
 BACKOFF_MAX_SEC = 5.0
 
 log = logging.getLogger(__name__)
-ServerKey = tuple[str, int]  # (host, port) of one adb server
 
 
-def adb_devices(port: int, host: str = "127.0.0.1", timeout_s: float = TIMEOUT_SEC) -> set[str]:
-    """Serials the adb server lists in state `device` (smart-socket `host:devices`)."""
-    with socket.create_connection((host, port), timeout=timeout_s) as sock:
-        sock.settimeout(timeout_s)
-        _request(sock, "host:devices")
-        return _serials(_read_message(sock))
+@dataclass(frozen=True)
+class AdbListing(TrackedPresence["AdbTracker"]):
+    """Present while the adb server at `server` (host, port) lists `serial` in state `device`."""
 
+    server: wire.Server
+    serial: str
 
-def _request(sock: socket.socket, service: str) -> None:
-    """Send one smart-socket request; raise OSError unless the server says OKAY."""
-    payload = service.encode()
-    sock.sendall(b"%04x" % len(payload) + payload)
-    status = _read(sock, 4)
-    if status != b"OKAY":
-        reason = _read_message(sock).decode(errors="replace") if status == b"FAIL" else repr(status)
-        raise OSError(f"adb server refused {service}: {reason}")
+    @property
+    def tracker_key(self) -> tuple[str, str, int]:
+        return ("adb", *self.server)
 
+    def start_tracker(self, on_change: OnChange | None, timeout_s: float) -> AdbTracker:
+        return AdbTracker(*self.server, on_change=on_change, timeout_s=timeout_s)
 
-def _read_message(sock: socket.socket, keep_waiting: Callable[[], bool] | None = None) -> bytes:
-    """One length-prefixed message: 4 hex digits, then that many bytes."""
-    header = _read(sock, 4, keep_waiting)
-    try:
-        size = int(header, 16)
-    except ValueError:
-        raise OSError(f"adb server sent {header!r}, not a length") from None
-    return _read(sock, size, keep_waiting)
-
-
-def _read(sock: socket.socket, n: int, keep_waiting: Callable[[], bool] | None = None) -> bytes:
-    """Exactly n bytes. A timeout raises, unless `keep_waiting()` says to go on (a quiet tracker)."""
-    data = b""
-    while len(data) < n:
-        try:
-            chunk = sock.recv(n - len(data))
-        except TimeoutError:
-            if keep_waiting is not None and keep_waiting():
-                continue
-            raise
-        if not chunk:
-            raise OSError("adb server closed the connection")
-        data += chunk
-    return data
-
-
-def _serials(body: bytes) -> set[str]:
-    lines = body.decode(errors="replace").splitlines()
-    return {line.split("\t")[0] for line in lines if line.endswith("\tdevice")}
+    def check(self, watch: PresenceWatch | None) -> bool:
+        """From the server's tracker (waiting up to the watch's timeout for a new tracker's first list);
+        without a watch, one `host:devices`."""
+        if watch is None:
+            return self.serial in wire.ready_serials(self.server)
+        return self.serial in watch.tracker(self).serials(wait_s=watch.timeout_s)
 
 
 class AdbTracker:
     """A daemon thread tracking one adb server's devices (see the module docstring)."""
 
     def __init__(self, host: str, port: int, on_change: Callable[[], None] | None = None,
-                 timeout_s: float = TIMEOUT_SEC) -> None:
+                 timeout_s: float = wire.TIMEOUT_SEC) -> None:
         self.host, self.port, self.timeout_s = host, port, timeout_s
         self._on_change = on_change
         self._serials: frozenset[str] = frozenset()
@@ -124,7 +98,7 @@ class AdbTracker:
         """
         lists_before = self._lists
         try:
-            serials = frozenset(adb_devices(self.port, self.host, self.timeout_s))
+            serials = wire.ready_serials((self.host, self.port), self.timeout_s)
         except OSError as exc:
             log.debug("adb server %s:%d: %s", self.host, self.port, exc)
             serials = frozenset()
@@ -179,14 +153,14 @@ class AdbTracker:
                 self._sock = sock
             try:
                 sock.settimeout(self.timeout_s)
-                _request(sock, "host:track-devices")
+                wire.request(sock, "host:track-devices")
                 self.connects += 1
                 while True:
-                    body = _read_message(sock, keep_waiting=lambda: not self._stop.is_set())
+                    body = wire.read_message(sock, keep_waiting=lambda: not self._stop.is_set())
                     self._listed = True
                     with self._publishing:
                         self._lists += 1
-                        self._publish(frozenset(_serials(body)))
+                        self._publish(wire.ready(body))
                     self._answered.set()
             finally:
                 with self._lock:
@@ -202,37 +176,3 @@ class AdbTracker:
                 self._on_change()
             except Exception:  # a listener's bug must not kill the tracker
                 log.exception("adb tracker listener failed")
-
-
-class AdbTrackers:
-    """One AdbTracker per adb server (host, port); `keep()` stops those no longer named."""
-
-    def __init__(self, on_change: Callable[[], None] | None = None, timeout_s: float = TIMEOUT_SEC) -> None:
-        self._on_change = on_change
-        self._timeout_s = timeout_s
-        self._trackers: dict[ServerKey, AdbTracker] = {}
-
-    def get(self, host: str, port: int) -> AdbTracker:
-        key = (host, port)
-        if key not in self._trackers:
-            self._trackers[key] = AdbTracker(host, port, self._on_change, self._timeout_s)
-        return self._trackers[key]
-
-    def keep(self, servers: Iterable[ServerKey]) -> None:
-        """Start a tracker for each server named, stop every other."""
-        wanted = set(servers)
-        for key in set(self._trackers) - wanted:
-            self._trackers.pop(key).stop()
-        for host, port in wanted:
-            self.get(host, port)
-
-    def refresh(self) -> None:
-        """`refresh()` every tracker: one `host:devices` per server (see AdbTracker.refresh)."""
-        for tracker in list(self._trackers.values()):
-            tracker.refresh()
-
-    def servers(self) -> set[ServerKey]:
-        return set(self._trackers)
-
-    def close(self) -> None:
-        self.keep(())
