@@ -31,8 +31,17 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	PYTHONPATH=$(CURDIR) $(VENV)/bin/lint-imports
 
-test: setup lint testbed
-	$(PY) -m pytest -q --durations=10
+# The suite runs in TEST_WORKERS parallel processes (pytest-xdist): most integration tests wait on real
+# peers (sshd, adb, qemu, Dask, deadlines), so more processes than cores overlap the waits. `--dist loadscope`
+# keeps a module's tests on one worker, so a module-scoped fixture (a set of real jobs) is made once.
+# `make test TEST_WORKERS=0` runs it in this process alone. The venv and the Debian packages are set up side
+# by side: one waits on pip, the other on apt.
+TEST_WORKERS ?= 4
+
+test:
+	@$(MAKE) --no-print-directory -j2 setup testbed
+	@$(MAKE) --no-print-directory lint
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope --durations=15
 
 bench: setup
 	$(PY) -m benchmarks

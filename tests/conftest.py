@@ -41,13 +41,29 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
+# What a cache holds that is the same for every test process: content-addressed and published atomically
+# (orchestrator/cache.py publish_dir), so parallel workers can share them and export or build each thing once.
+SHARED_CACHE_ENTRIES = ("exports", "builds", "runtimes")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def etfarm_cache(isolated_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """All tests share one cache (exports and runner builds are slow) that never touches ~/.cache.
+    """All tests of a process share one cache (exports and runner builds are slow) that never touches ~/.cache.
 
-    Set ETFARM_TEST_CACHE_DIR to keep it between local test runs.
+    Under pytest-xdist each worker has a cache of its own (its devices' workdirs and locks are its own), whose
+    exports, builds and runtimes are links to one folder all workers share. Set ETFARM_TEST_CACHE_DIR to keep
+    that shared part between local test runs.
     """
-    path = Path(os.environ.get("ETFARM_TEST_CACHE_DIR") or tmp_path_factory.mktemp("etfarm-cache"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    kept = os.environ.get("ETFARM_TEST_CACHE_DIR")
+    if worker is None:
+        path = Path(kept) if kept else tmp_path_factory.mktemp("etfarm-cache")
+    else:
+        shared = Path(kept) if kept else tmp_path_factory.getbasetemp().parent / "etfarm-shared-cache"
+        path = tmp_path_factory.mktemp("etfarm-cache")
+        for entry in SHARED_CACHE_ENTRIES:
+            (shared / entry).mkdir(parents=True, exist_ok=True)
+            (path / entry).symlink_to(shared / entry, target_is_directory=True)
     os.environ["ETFARM_CACHE_DIR"] = str(path)
     return path
 
