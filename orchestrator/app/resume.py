@@ -31,7 +31,8 @@ _OPTIONS = {"runs": ("--runs", "runs"), "iterations": ("--iterations", "iteratio
             "intermediate_outputs": ("--intermediate-outputs", "intermediate_outputs"),
             "numerics": ("--numerics", "numerics"), "wait_for_lock": ("--no-wait", "no_wait"),
             "lock_timeout_s": ("--lock-timeout", "lock_timeout"), "thread_counts": ("--threads", "threads"),
-            "prompt_lens": ("--prompt-len", "prompt_len"), "gen_lens": ("--gen-len", "gen_len")}
+            "prompt_lens": ("--prompt-len", "prompt_len"), "gen_lens": ("--gen-len", "gen_len"),
+            "recipes": ("--recipe", "recipe")}
 
 
 def resume_recorded_job(request: JobRequest, options: RunOptions, progress: Progress) -> JobResult:

@@ -230,10 +230,16 @@ def _import_spec_module(spec: ModelSpec) -> Any:
         if loader_spec is None or loader_spec.loader is None:
             raise ModelSpecError(f"model spec {spec.text!r}: cannot load {spec.source}")
         module = importlib.util.module_from_spec(loader_spec)
+        # Known by its name, as importlib's own recipe does: torch.export's strict tracing (an export recipe's)
+        # looks the model's class up by its module's name.
+        sys.modules[unique] = module
         # Let the model file import its siblings (models/common.py and the like).
         sys.path.insert(0, str(spec.source.parent))
         try:
             loader_spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(unique, None)
+            raise
         finally:
             sys.path.remove(str(spec.source.parent))
         return module

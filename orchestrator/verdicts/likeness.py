@@ -1,7 +1,7 @@
 """What a comparison compares: the settings two runs of a model must share, and whether a side is whole.
 
 ONE home for "comparable". `SETTINGS` names what two runs of a model must share for B's time against A's
-to say anything about a regression: the backend, iterations, warmup, CPU threads and an LLM's generation
+to say anything about a regression: the backend, the export recipe, iterations, warmup, CPU threads and an LLM's generation
 (prompt and generation length). `last-good` (baseline.py) only picks a baseline that matches every one;
 a comparison whose sides differ in one (`compare` of an xnnpack run against a portable one, a named
 baseline of other iterations) lists each difference (`SettingDifference`) in its pair's JSON and the
@@ -32,6 +32,11 @@ def _backend(job: Job, model: str) -> str:
     return artifacts.backend if artifacts else job.config.backend
 
 
+def _recipe(job: Job, model: str) -> str:
+    artifacts = job.model_artifacts(model)
+    return artifacts.recipe.text if artifacts is not None and artifacts.recipe is not None else "-"
+
+
 def _generation(job: Job, model: str) -> str:
     key = generation_key(job, model)
     if key is None:
@@ -43,6 +48,7 @@ def _generation(job: Job, model: str) -> str:
 # setting -> its value for (job, model). What must match for two runs of a model to be compared.
 SETTINGS: dict[str, Callable[[Job, str], object]] = {
     "backend": _backend,
+    "recipe": _recipe,
     "iterations": lambda job, model: job.config.options.iterations,
     "warmup": lambda job, model: job.config.options.warmup,
     "threads": lambda job, model: job.config.options.cpu_threads or "default",

@@ -30,6 +30,7 @@ from orchestrator.errors import (
     Blame,
     ConfigError,
     EtfarmError,
+    ExportError,
     ModelSpecError,
     UsageError,
     blame_of,
@@ -37,6 +38,7 @@ from orchestrator.errors import (
 )
 from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult, run_job
+from orchestrator.run.results import RunOptions
 from orchestrator.store import Store
 from orchestrator.verdicts.baseline import (
     LAST_GOOD,
@@ -130,7 +132,7 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     jobs: list[JobResult] = []
     failures: list[ModelFailure] = []
     for backend, planned in _plan_specs(plan).items():
-        specs, lost = _exportable(planned, backend, own_runtimes, progress)
+        specs, lost = _exportable(planned, backend, own_runtimes, progress, plan.options())
         failures += lost
         if not specs:
             continue
@@ -169,23 +171,27 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
                           tuple(confirmations), failures=tuple(failures))
 
 
-def _exportable(specs: Sequence[Any], backend: str, own_runtimes: bool, progress: Progress) -> tuple[list[Any],
-                                                                                                    list[ModelFailure]]:
+def _exportable(specs: Sequence[Any], backend: str, own_runtimes: bool, progress: Progress,
+                options: RunOptions | None = None) -> tuple[list[Any], list[ModelFailure]]:
     """The specs whose model exports and whose program loads, and the failures of the others, each exported on
     its own (the job exports them again: a cache hit). `own_runtimes`: every device runs the user's own
-    ExecuTorch, which may have the llama:: custom ops (run/job.own_runtimes)."""
-    from orchestrator.artifacts.lowering import export_model
+    ExecuTorch, which may have the llama:: custom ops (run/job.own_runtimes). With export recipes, each recipe
+    is a configuration: one that cannot export is that configuration's failure (the job leaves it out too)."""
     from orchestrator.artifacts.pte_info import check_program
+    from orchestrator.run.sweep import export_configurations
 
     good, failed = [], []
     for spec in specs:
         try:
-            check_program(export_model(spec, backend, log=progress).pte, custom_ops=own_runtimes)
+            models, _, lost = export_configurations([spec], backend, options or RunOptions(), progress)
+            for model in models:
+                check_program(model.pte, custom_ops=own_runtimes)
         except EtfarmError as exc:  # the model's own failure; a KeyboardInterrupt still stops the night
             failed.append(ModelFailure(spec.name, spec.text, backend, one_line(str(exc)), blame_of(exc)))
             progress(f"{failed[-1].note}; the other models run")
-        else:
-            good.append(spec)
+            continue
+        failed += [ModelFailure(n.name, spec.text, f"recipe {n.recipe}", n.reason, ExportError.blame) for n in lost]
+        good.append(spec)
     return good, failed
 
 
