@@ -31,6 +31,7 @@ _MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 SPEC_FORMS = "'path/to/file.py:factory', 'package.module:factory' or 'path/to/model.pte'"
 # Names become directory and file names (run directories, the export cache, the store): bounded.
 NAME_MAX = 100
+LOADED_PREFIX = "etfarm_model_"  # a model file is imported as etfarm_model_<hash>: its classes' module names say so
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,7 @@ def _import_spec_module(spec: ModelSpec) -> Any:
     try:
         if spec.kind == "module":
             return importlib.import_module(spec.module or "")
-        unique = f"etfarm_model_{abs(hash(str(spec.source)))}"
+        unique = f"{LOADED_PREFIX}{abs(hash(str(spec.source)))}"
         loader_spec = importlib.util.spec_from_file_location(unique, spec.source)
         if loader_spec is None or loader_spec.loader is None:
             raise ModelSpecError(f"model spec {spec.text!r}: cannot load {spec.source}")

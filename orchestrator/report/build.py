@@ -134,11 +134,13 @@ def build_job_report(
         numerics, numerics_error = _numerics(root)
     from orchestrator.report.llm_section import llm_sections
     from orchestrator.report.memory import memory_rows
+    from orchestrator.report.quantized import recipe_groups
 
     llm = llm_sections(job, rows, devices, charts, dict(colours))
     return Report(
         llm=llm,
         memory=memory_rows(job, devices),
+        quantized=recipe_groups(job, rows, devices, dict(colours) if charts else None),
         numerics=numerics,
         numerics_error=numerics_error,
         run_id=job.run_id,

@@ -17,6 +17,7 @@ from orchestrator.store.history import HistoryPoint
 if TYPE_CHECKING:
     from orchestrator.report.llm_section import LlmSection
     from orchestrator.report.memory import MemoryRow
+    from orchestrator.report.quantized import RecipeGroup
 
 
 @dataclass(frozen=True)
@@ -228,11 +229,14 @@ class Report:
     colours: tuple[tuple[str, str], ...] = ()  # (device, colour): one colour per device in every chart
     llm: tuple[LlmSection, ...] = ()  # models that generated: TTFT, tokens/s, memory, phases (report/llm_section.py)
     memory: tuple[MemoryRow, ...] = ()  # per model and device: peak RSS, PSS, planned, program (report/memory.py)
+    quantized: tuple[RecipeGroup, ...] = ()  # models under export recipes, side by side (report/quantized.py)
 
     @property
     def charts(self) -> tuple[Chart, ...]:
-        """Every chart of the report: the models', then the LLMs' per-step decode latency."""
-        return (*(c for m in self.models for c in m.charts), *(s.chart for s in self.llm if s.chart is not None))
+        """Every chart of the report: the models', the quantized models' latency against accuracy, then the LLMs'
+        per-step decode latency."""
+        return (*(c for m in self.models for c in m.charts), *(g.chart for g in self.quantized if g.chart is not None),
+                *(s.chart for s in self.llm if s.chart is not None))
 
 
 @dataclass(frozen=True)

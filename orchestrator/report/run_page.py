@@ -42,6 +42,7 @@ def run_page(report: Report) -> Page:
     from orchestrator.report.run_sections import methods_section
 
     nav = (("summary", "#summary"), ("trust", "#trust"), *((m.name, "#" + anchor("model", m.name)) for m in report.models),
+           *((("quantized", "#quantized"),) if report.quantized else ()),
            *((("LLMs", "#llm"),) if report.llm else ()), *((("memory", "#memory"),) if report.memory else ()),
            ("devices", "#devices"), ("method", "#methods"))
     return Page(title=f"etfarm report: {_count(len(report.models), 'model')} on {_count(len(report.devices), 'device')}",
@@ -54,10 +55,12 @@ def run_sections(report: Report, prefix: str = "", label: str = "") -> tuple[Sec
     what to trust, each model, an LLM's generation figures, memory, numerics, the devices."""
     from orchestrator.report.llm_render import llm_page_sections
     from orchestrator.report.memory import memory_section
+    from orchestrator.report.quantized_page import quantized_sections
     from orchestrator.report.run_sections import facts_section, numerics_section
 
     return (summary_section(report, prefix, label), trust_section(report, prefix, label),
-            *(model_section(report, m, prefix, label) for m in report.models), *llm_page_sections(report, prefix, label),
+            *(model_section(report, m, prefix, label) for m in report.models),
+            *quantized_sections(report.quantized, prefix, label), *llm_page_sections(report, prefix, label),
             *memory_section(report, prefix, label), *numerics_section(report, prefix), facts_section(report, prefix, label))
 
 

@@ -38,6 +38,7 @@ def verdict_rows(comparison: Comparison) -> list[list[object]]:
     for pair in comparison.pairs:
         rows.append(_pair_row(pair))
         rows += metric_rows(pair)  # an LLM's TTFT and decode tokens/s
+        rows += _accuracy_row(pair)  # a quantized configuration's accuracy, judged on its own
         rows += [_op_row(pair, op) for op in pair.ops if op.verdict in _NOTABLE]
     return rows
 
@@ -56,6 +57,14 @@ def _pair_row(pair: PairVerdict) -> list[object]:
         return [pair.device, pair.model, "end to end", verdict, None, None, None, pair.reason or "-", None, None, floor]
     return [pair.device, pair.model, "end to end", verdict, est.median_a_ms, est.median_b_ms, _ratio(est.ratio),
             _ci(est.ci_low, est.ci_high), _p(est.p_value), f"{est.runs_a}/{est.runs_b}", floor]
+
+
+def _accuracy_row(pair: PairVerdict) -> list[list[object]]:
+    found = pair.accuracy
+    if found is None:
+        return []
+    verdict = "ACCURACY-DROPPED" if found.dropped else "accuracy held"
+    return [["", "", "accuracy vs fp32 eager", verdict, None, None, None, found.reason, None, None, None]]
 
 
 def _op_row(pair: PairVerdict, op: OpVerdict) -> list[object]:

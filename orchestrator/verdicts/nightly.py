@@ -111,7 +111,7 @@ class NightlyOutcome:
     def exit_code(self) -> int:
         if self.interrupted:
             return EXIT_INTERRUPTED
-        if self.comparison.regressed or self.comparison.verification_failed:
+        if self.comparison.regressed or self.comparison.verification_failed or self.comparison.accuracy_dropped:
             return 1
         return EXIT_NIGHTLY_UNMEASURED if self.comparison.no_data else 0
 
@@ -243,7 +243,11 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
 
     models = {p.model for p in regressed}
     devices = list(dict.fromkeys(p.device for p in regressed))
-    specs = [parse_model_spec(m.spec, m.name) for m in result.job.models if m.name in models]
+    config = result.job.config
+    named = dict(zip(config.models, config.names, strict=False))  # a sweep's models are named after their spec's
+    regressed_specs = dict.fromkeys(m.spec for m in result.job.models if m.name in models)
+    specs = [parse_model_spec(spec, named.get(spec) or next(m.name for m in result.job.models if m.spec == spec))
+             for spec in regressed_specs]
     progress(f"regression in run {result.job.run_id} ({', '.join(sorted(f'{p.device} {p.model}' for p in regressed))}): "
              "running it again to confirm (a whole job in a slow state is not a regression)")
     again = run(specs, result.job.config.backend, *_new_dir(plan.out), devices)
