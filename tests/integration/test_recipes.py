@@ -96,3 +96,123 @@ def test_accuracy_against_the_fp32_eager_model_per_device(job: tuple[Path, objec
         assert fp32["snr_db"] > 100 and fp32["max_abs_error"] < 1e-5
         assert 20 < int8["snr_db"] < fp32["snr_db"] and 0 < int8["max_abs_error"] < 0.05
         assert int8["top1_agreement"] == 1.0 and int8["top1_rows"] == 1
+
+
+def test_the_report_joins_layers_across_recipes_and_devices(job: tuple[Path, object]) -> None:
+    from orchestrator.report.build import build_report
+    from orchestrator.report.markdown import render_markdown
+    from orchestrator.report.run_page import run_page
+
+    out, _ = job
+    report = build_report(out, charts=False)
+    (group,) = report.quantized
+    assert group.name == "tiny_cnn" and group.recipes == ("fp32", "int8-static") and group.baseline == "fp32"
+    assert [d.device for d in group.devices] == list(DEVICES)
+    layers = {d.device: {layer.layer: layer for layer in d.layers} for d in group.devices}
+    convolutions = ("features.0", "features.3", "features.6")
+    assert set(layers["local"]) == set(layers["rpi5"])  # one layer set, whatever each CPU's kernels are called
+    for device in DEVICES:
+        for conv in convolutions:  # every convolution timed under both recipes, its speed-up from those times
+            fp32_ms, int8_ms = layers[device][conv].p50_ms
+            assert fp32_ms and int8_ms and layers[device][conv].speedup[1] == pytest.approx(fp32_ms / int8_ms)
+            assert "Convolution" in layers[device][conv].ops
+    rows = {(d.device, r.recipe): r for d in group.devices for r in d.rows}
+    for device in DEVICES:
+        assert rows[(device, "int8-static")].accuracy is not None
+        assert rows[(device, "int8-static")].program_bytes <= 0.4 * rows[(device, "fp32")].program_bytes
+    ((recipe, layer_accuracy),) = group.layer_accuracy
+    assert recipe == "int8-static" and layer_accuracy.error is None
+    assert {layer.key.layer for layer in layer_accuracy.layers} >= set(convolutions)
+    worst = layer_accuracy.worst
+    assert worst is not None and worst.added_error == max(layer.added_error for layer in layer_accuracy.layers)
+    page = render_markdown(run_page(report))
+    assert f"The layer that loses most: **{worst.key.describe()}**" in page
+    snr = rows[("rpi5", "int8-static")].accuracy.snr_db
+    assert "On **rpi5**: `int8-static` runs" in page and f"outputs **{snr:.1f} dB SNR**" in page
+    assert "calibrated on 1 batch: the example inputs alone, a weak calibration" in page
+
+
+def test_the_layer_that_loses_most_is_the_one_built_to(tmp_path: Path) -> None:
+    """outlier_cnn's `lossy` convolution has every live weight rounded to zero by per-channel int8."""
+    from orchestrator.artifacts.lowering import export_model
+    from orchestrator.artifacts.modelspec import parse_model_spec
+    from orchestrator.artifacts.recipes import parse_recipes
+    from orchestrator.numerics.layer_accuracy import layer_accuracy
+
+    spec = parse_model_spec(f"{REPO / 'tests' / 'integration' / 'models' / 'outlier_cnn.py'}:build")
+    (recipe,) = parse_recipes("int8-static")
+    model = export_model(spec, "xnnpack", recipe=recipe)
+    found = layer_accuracy(model.name, model.numerics_reference, model.eager_reference)
+    assert found.worst is not None and found.worst.key.describe() == "lossy conv2d"
+    before = [layer for layer in found.layers if layer.key.module_path in ("stem", "act")]
+    assert before and all(layer.snr_db is not None and layer.snr_db > 30 for layer in before)
+
+
+SMALL_CNN = '''
+import torch
+from torch import nn
+from orchestrator.artifacts.calibration import CalibratedModel
+
+
+def build():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(8, 4)).eval()
+    return CalibratedModel(model, (torch.randn(1, 3, 16, 16),), calibration=[(torch.randn(1, 3, 16, 16),) for _ in range(4)])
+'''
+
+
+def test_a_recipe_export_is_cached_another_recipe_is_a_new_one(tmp_path: Path) -> None:
+    model = tmp_path / "small_cnn.py"
+    model.write_text(SMALL_CNN)
+    env = {"ETFARM_CACHE_DIR": str(tmp_path / "cache")}  # nothing of this model exported before
+
+    def export(recipe: str) -> tuple[dict[str, object], str]:
+        result = etfarm("export", f"{model}:build", "--recipe", recipe, "--json", env=env)
+        assert result.returncode == 0, result.stderr[-3000:]
+        return json.loads(result.stdout), result.stderr
+
+    first, said = export("int8-static")
+    assert "exporting small_cnn with recipe int8-static" in said
+    assert first["recipe"]["calibration_batches"] == 4 and first["recipe"]["calibration"] == "model"
+    again, said = export("int8-static")
+    assert "export cached: small_cnn (recipe int8-static)" in said and again["key"] == first["key"]
+    other, said = export("int8-dynamic")
+    assert "exporting small_cnn with recipe int8-dynamic" in said and other["key"] != first["key"]
+    assert other["recipe"]["quantized"] and Path(other["pte"]).parent != Path(first["pte"]).parent
+
+
+def test_a_recipe_that_cannot_quantize_a_model_fails_that_configuration_only(tmp_path: Path) -> None:
+    narrow = f"{REPO / 'tests' / 'integration' / 'models' / 'narrow_linear.py'}:build"
+    out = tmp_path / "run"
+    result = etfarm("run", "--model", narrow, "--recipe", "fp32,int8da-int4w", "--runs", "1", "--iterations", "2",
+                    "--untraced-runs", "0", "--out", str(out), "--no-store", "--no-report")
+    assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-3000:]
+    lines = [line for line in result.stdout.splitlines() if "NOT EXPORTED" in line]
+    assert lines == [f"narrow_linear-int8da-int4w NOT EXPORTED: exporting {narrow!r} with recipe int8da-int4w failed: "
+                     "AssertionError: Delegation to XNNPACK requires group_size to be a multiple of 32, but got 20"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "partial" and list(manifest["models"]) == ["narrow_linear-fp32"]
+    assert manifest["devices"]["local"]["models"]["narrow_linear-fp32"]["verification"]["status"] == "pass"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--recipe", "int9"), "error: --recipe: unknown recipe 'int9'; this ExecuTorch offers fp32, int8-dynamic, "
+                           "int8-static, int8-static-per-tensor, int8da-int4w, int8da-int4w-per-tensor"),
+    (("--recipe", "int8-static", "--backend", "portable"), "error: --backend portable: recipe int8-static lowers to "
+                                                            "xnnpack"),
+])
+def test_bad_recipes_are_one_line_and_exit_2(args: tuple[str, ...], message: str, tmp_path: Path) -> None:
+    result = etfarm("run", "--model", CNN, *args, "--out", str(tmp_path / "run"))
+    assert result.returncode == 2 and result.stderr.startswith(message) and len(result.stderr.splitlines()) == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_llm_with_a_recipe_is_refused_naming_export_llamas_options(tmp_path: Path) -> None:
+    llm = f"{REPO / 'configs' / 'models' / 'tiny_llama.py'}:build"
+    result = etfarm("run", "--model", llm, "--recipe", "int8-dynamic", "--out", str(tmp_path / "run"))
+    assert result.returncode == 2, result.stderr
+    line = result.stderr.splitlines()[-1]  # after the progress line saying the export began
+    assert line.startswith("error: model spec ") and "Traceback" not in result.stderr
+    assert "is an LlmRecipe: --recipe does not apply to LLMs; quantize with export_llama's own options in " \
+           "LlmRecipe.export_args (e.g. -qmode 8da4w -G 32, or --pt2e_quantize xnnpack_dynamic)" in line
