@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,9 @@ def export_recipe_into(spec: ModelSpec, result: Any, recipe: RecipeSpec, out: Pa
     else:
         model, inputs = check_factory_result(spec, result)
     eager = run_eager(spec, model, inputs)
+    started = time.monotonic()
     made = lower_with_recipe(spec.text, recipe, model, inputs, given)
+    lower_s = time.monotonic() - started
     reference = host_outputs(made, inputs) if made.quantized else eager
     save_program(made.program, inputs, reference, out)
     write_tensors(out / EAGER_OUTPUTS_NAME, [t.detach().contiguous().numpy() for t in flatten_outputs(eager)])
@@ -59,7 +62,7 @@ def export_recipe_into(spec: ModelSpec, result: Any, recipe: RecipeSpec, out: Pa
         log(f"{spec.name}: recipe {recipe.label} calibrated on the example inputs alone (1 batch: a weak calibration; "
             "return a CalibratedModel with calibration batches)")
     return {"kind": "module", "numerics_reference_error": numerics_error, "eager_reference_error": eager_error,
-            "recipe": info.to_dict()}
+            "recipe": info.to_dict(), "lower_s": round(lower_s, 3)}  # executorch.export.export alone
 
 
 def _calibration_source(batches: int | None, given: list[Any] | None, own: bool) -> str:

@@ -50,11 +50,6 @@ class RecipeSpec:
     member: str | None = None  # XNNPackRecipeType member (FP32, PT2E_INT8_STATIC_PER_CHANNEL, ...); None: a factory
     factory: ModelSpec | None = None  # the factory returning an ExportRecipe
 
-    @property
-    def calibrates(self) -> bool | None:
-        """Whether the recipe calibrates on data (static quantization); None: a factory's recipe says later."""
-        return None if self.member is None else "STATIC" in self.member
-
     def key_parts(self) -> list[bytes | str]:
         """What the export's cache key adds for this recipe: its identity, the factory's sources, torchao's version."""
         parts: list[bytes | str] = ["recipe", self.text, self.member or "", _version("torchao")]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import one_line
+from orchestrator.run.codec import encode
 from orchestrator.run.llm_figures import llm_summary
 from orchestrator.run.results import DeviceResult, Job, ModelResult
 from orchestrator.stats import percentile
@@ -55,6 +56,7 @@ def _model_view(model: ModelResult) -> dict[str, Any]:
         "blame": model.blame.value if model.blame else None,
         "verification": {"status": verification.status.value, "detail": verification.detail,
                          "max_abs_diff": verification.max_abs_diff} if verification else None,
+        "accuracy": encode(model.accuracy) if model.accuracy else None,  # a recipe's, against fp32 eager
         "e2e_p50_ms": percentile(execute, 50) if execute else None,
         "e2e_samples": len(execute),
         "execute_cv": model.execute_cv,

@@ -82,8 +82,8 @@ def test_both_recipes_run_on_both_devices_with_statistics_equal_to_inspector(job
     assert "qemu-aarch64" in (out / "rpi5" / MODELS[1] / "run-1" / "runner.log").read_text().splitlines()[0]
 
 
-def test_accuracy_against_the_fp32_eager_model_per_device(job: tuple[Path, object]) -> None:
-    out, _ = job
+def test_accuracy_against_the_fp32_eager_model_per_device(job: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    out, result = job
     manifest = json.loads((out / "manifest.json").read_text())
     int8_recipe = manifest["models"]["tiny_cnn-int8-static"]["recipe"]
     assert int8_recipe["quantized"] and int8_recipe["calibration_batches"] == 1
@@ -96,6 +96,9 @@ def test_accuracy_against_the_fp32_eager_model_per_device(job: tuple[Path, objec
         assert fp32["snr_db"] > 100 and fp32["max_abs_error"] < 1e-5
         assert 20 < int8["snr_db"] < fp32["snr_db"] and 0 < int8["max_abs_error"] < 0.05
         assert int8["top1_agreement"] == 1.0 and int8["top1_rows"] == 1
+        said = [line for line in result.stdout.splitlines() if line.startswith(f"{device} tiny_cnn-int8-static: ")]
+        assert len(said) == 1 and f"; outputs against fp32 eager: SNR {int8['snr_db']:.1f} dB, max abs error " \
+                                  f"{int8['max_abs_error']:.3g}, top-1 agrees 100%" in said[0]
 
 
 def test_the_report_joins_layers_across_recipes_and_devices(job: tuple[Path, object]) -> None:

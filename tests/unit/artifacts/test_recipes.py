@@ -50,7 +50,6 @@ def test_a_list_sweeps_in_the_order_given_and_is_recorded_as_written() -> None:
     parsed = parse_recipes("int8-static, fp32")
     assert [(r.label, r.member) for r in parsed] == [("int8-static", "PT2E_INT8_STATIC_PER_CHANNEL"), ("fp32", "FP32")]
     assert recipe_words(parsed) == ("int8-static", "fp32") and parse_recipes(None) == ()
-    assert parsed[0].calibrates and not parsed[1].calibrates
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -71,7 +70,7 @@ def test_a_factory_recipe_is_named_after_its_factory_and_keyed_by_its_sources(tm
     source.write_text("import helper\n\ndef make():\n    return None\n")
     (tmp_path / "helper.py").write_text("X = 1\n")
     (recipe,) = parse_recipes(f"{source}:make")
-    assert recipe.label == "make" and recipe.member is None and recipe.calibrates is None
+    assert recipe.label == "make" and recipe.member is None
     before = recipe.key_parts()
     (tmp_path / "helper.py").write_text("X = 2\n")  # a module the factory imports changed: another export
     assert recipe.key_parts() != before
