@@ -219,3 +219,38 @@ def test_an_llm_with_a_recipe_is_refused_naming_export_llamas_options(tmp_path: 
     assert line.startswith("error: model spec ") and "Traceback" not in result.stderr
     assert "is an LlmRecipe: --recipe does not apply to LLMs; quantize with export_llama's own options in " \
            "LlmRecipe.export_args (e.g. -qmode 8da4w -G 32, or --pt2e_quantize xnnpack_dynamic)" in line
+
+
+RECIPE_FACTORIES = '''
+from executorch.backends.xnnpack.recipes.xnnpack_recipe_types import XNNPackRecipeType
+from executorch.export import ExportRecipe
+
+
+def dynamic():
+    return ExportRecipe.get_recipe(XNNPackRecipeType.PT2E_INT8_DYNAMIC_PER_CHANNEL)
+
+
+def not_a_recipe():
+    return {"quantize": True}
+'''
+
+BAD_CALIBRATION = SMALL_CNN.replace("torch.randn(1, 3, 16, 16),) for _ in range(4)",
+                                    "torch.randn(1, 3, 8, 8),) for _ in range(4)")
+
+
+def test_a_factorys_own_recipe_and_its_mistakes(tmp_path: Path) -> None:
+    model, recipes, bad = tmp_path / "small_cnn.py", tmp_path / "my_recipes.py", tmp_path / "bad_cnn.py"
+    model.write_text(SMALL_CNN)
+    recipes.write_text(RECIPE_FACTORIES)
+    bad.write_text(BAD_CALIBRATION)
+    made = etfarm("export", f"{model}:build", "--recipe", f"{recipes}:dynamic", "--json")
+    assert made.returncode == 0, made.stderr[-3000:]
+    found = json.loads(made.stdout)["recipe"]
+    assert found["label"] == "dynamic" and found["name"] == "xnnpack_pt2e_int8_dynamic_per_channel"
+    assert found["quantized"] and found["calibration"] == "model" and found["calibration_batches"] == 4
+    wrong = etfarm("export", f"{model}:build", "--recipe", f"{recipes}:not_a_recipe")
+    assert wrong.returncode == 2 and wrong.stderr.splitlines()[-1] == (
+        f"error: recipe '{recipes}:not_a_recipe': not_a_recipe() returned dict, not an executorch.export.ExportRecipe")
+    misshapen = etfarm("export", f"{bad}:build", "--recipe", "int8-static")
+    assert misshapen.returncode == 2 and misshapen.stderr.splitlines()[-1] == (
+        f"error: model spec '{bad}:build': calibration batch 0 is not a tuple of tensors shaped like the example inputs")
