@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
+from orchestrator.profiles.source import op_where
 from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.cells import below_resolution
 from orchestrator.report.model import Chart
@@ -104,8 +105,6 @@ def llm_sections(job: Job, rows: Sequence[StatRow], devices: Sequence[str], char
 
 
 def _phase_ops(rows: list[StatRow]) -> list[PhaseOp]:
-    from orchestrator.report.tables import op_where
-
     out: list[PhaseOp] = []
     for phase in ("prefill", "decode"):
         def avg(row: StatRow, phase: str = phase) -> float | None:

@@ -11,6 +11,7 @@ from the report data, once, for both formats.
 
 from __future__ import annotations
 
+from orchestrator.profiles.source import MODULES_SEPARATOR, short_op_types
 from orchestrator.report.cells import clip, interval, ms, op_ms, pct, ratio, signed_interval
 from orchestrator.report.model import DeviceLatency, DeviceOps, ModelSection, OpStat, Report, SpeedClaim
 from orchestrator.report.page import (
@@ -33,8 +34,6 @@ from orchestrator.report.page import (
     strong,
     text,
 )
-
-MODULES_SEPARATOR = ";"
 
 
 def run_page(report: Report) -> Page:
@@ -221,8 +220,7 @@ def what(op: OpStat) -> Text:
         if op.kernel == "unmapped" and op.kernel_note:
             parts.append(text(muted(f"not mapped: {op.kernel_note}")))
     if op.op_types:
-        names = [t.split(".")[1] if t.startswith("aten.") and t.count(".") >= 2 else t for t in op.op_types.split(";") if t]
-        short = list(dict.fromkeys(names))
+        short = short_op_types(op.op_types)
         parts.append(text(", ".join(short[:4]) + (f" +{len(short) - 4}" if len(short) > 4 else "")))
     if op.source_line:
         parts.append(text(muted(op.source_line)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
+from orchestrator.profiles.source import op_where
 from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.escape import terminal_text
 from orchestrator.report.text import fmt_ms, fmt_percent, format_bytes, format_table
@@ -54,8 +55,6 @@ def _model_table(rows: list[StatRow], devices: list[str], top: int, where: list[
 def _where(row: StatRow, wanted: list[str]) -> list[str]:
     if not wanted:
         return []
-    from orchestrator.report.tables import op_where
-
     text = op_where(row.module_path, row.delegate_covers)
     return [text if len(text) <= 56 else text[:55] + "…", row.source_line or ""]
 

@@ -5,12 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from orchestrator.profiles.analysis_core import (
-    FRAMEWORK_EVENTS,
-    HIDDEN_WHEN_PRINTING,
-    MODULES_SEPARATOR,
-    OP_TYPES_SEPARATOR,
-)
+from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
+from orchestrator.profiles.source import op_where, short_op_types
 from orchestrator.report.text import clip, fmt_ms, fmt_percent, format_table
 from orchestrator.stats import UNSTABLE_CV, is_unstable
 
@@ -55,39 +51,7 @@ def format_report(records: Sequence[dict[str, Any]], top: int = 20) -> str:
     return "\n".join(lines)
 
 
-def op_where(module_path: Any, covers: Any) -> str:
-    """Where an event is in the user's model: its module, e.g. `encoder.layers.0.attention{query,key}`.
-
-    A delegate call shows its common module and, in braces, the submodules it covers (ancestors
-    of another covered module left out); a kernel inside a delegate (no module of its own) shows
-    `in` the delegate's modules; `(model)` is the top-level module itself."""
-    module = module_path if isinstance(module_path, str) else ""
-    modules = covers.split(MODULES_SEPARATOR) if isinstance(covers, str) and covers else []
-    if not module and not modules:
-        return ""
-    prefix = ""
-    if not module:
-        module, prefix = _common_module(modules), "in "
-    leaves = [m for m in modules if not any(o.startswith(m + ".") for o in modules)]
-    inner = [m[len(module):].lstrip(".") for m in leaves if m != module and (not module or m.startswith(module + "."))]
-    return prefix + (module or "(model)") + ("{" + ",".join(dict.fromkeys(inner)) + "}" if inner else "")
-
-
-def _common_module(paths: Sequence[str]) -> str:
-    parts = [p.split(".") for p in paths]
-    common = parts[0]
-    for other in parts[1:]:
-        n = 0
-        while n < min(len(common), len(other)) and common[n] == other[n]:
-            n += 1
-        common = common[:n]
-    return ".".join(common)
-
-
 def _op_summary(op_types: Any) -> str:
     """'aten.addmm.default;aten.permute_copy.default' -> 'addmm,permute_copy'."""
-    if not isinstance(op_types, str) or not op_types:
-        return ""
-    ops = op_types.split(OP_TYPES_SEPARATOR)
-    short = list(dict.fromkeys(o.split(".")[1] if o.startswith("aten.") and o.count(".") >= 2 else o for o in ops))
+    short = short_op_types(op_types)
     return ",".join(short[:3]) + (f" +{len(short) - 3}" if len(short) > 3 else "")
