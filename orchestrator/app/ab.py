@@ -17,7 +17,7 @@ def run_ab_job(request: JobRequest, options: RunOptions, progress: Progress, con
     from orchestrator.app.record import record_job
     from orchestrator.artifacts.modelspec import parse_model_spec
     from orchestrator.config import load_inventory
-    from orchestrator.report.verdicts import verdict_table
+    from orchestrator.report.terminal.verdicts import verdict_table
     from orchestrator.verdicts.ab import run_ab
     from orchestrator.verdicts.statistics import VerdictSettings
 

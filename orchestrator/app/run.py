@@ -211,8 +211,8 @@ def finish(result: JobResult, request: JobRequest, console: Console) -> int:
 def print_summary(result: JobResult, report: Path | None, numerics: NumericsReport | None, console: Console) -> None:
     from orchestrator.errors import one_line
     from orchestrator.report import wall_clock_lines
-    from orchestrator.report.llm_text import llm_lines, phase_tables
-    from orchestrator.report.summary import summary
+    from orchestrator.report.terminal.llm import llm_lines, phase_tables
+    from orchestrator.report.terminal.summary import summary
 
     console.out(summary(result.rows))
     console.out("")

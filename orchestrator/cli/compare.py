@@ -75,7 +75,7 @@ def compare(
     Exit 0 no regression, 1 a regression (or wrong outputs in B), 2 usage error.
     """
     from orchestrator.report.output import check_target
-    from orchestrator.report.verdicts import verdict_table
+    from orchestrator.report.terminal.verdicts import verdict_table
     from orchestrator.verdicts.baseline import compare_refs
     from orchestrator.verdicts.statistics import VerdictSettings
 

@@ -54,7 +54,7 @@ def history(
     if as_json:
         typer.echo(json.dumps([_run_json(r) for r in runs], indent=2))
         return
-    from orchestrator.report.history_text import history_table
+    from orchestrator.report.terminal.history import history_table
 
     typer.echo(history_table(runs, device))
 
@@ -77,7 +77,7 @@ def show(
     if as_json:
         typer.echo(json.dumps(job.to_dict(), indent=2))
         return
-    from orchestrator.report.history_text import run_details
+    from orchestrator.report.terminal.history import run_details
 
     typer.echo(run_details(job, str(run_dir) if run_dir else None))
 
@@ -89,7 +89,7 @@ def _print_changes(runs: list[StoredRun], as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps([s.to_dict() for s in found], indent=2))
         return
-    from orchestrator.report.verdicts import changes_table
+    from orchestrator.report.terminal.verdicts import changes_table
 
     typer.echo(changes_table(found))
 

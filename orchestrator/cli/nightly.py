@@ -47,7 +47,7 @@ def nightly(
     jobs run on the Dask farm (see `etfarm run --scheduler`).
     """
     from orchestrator.progress import Progress
-    from orchestrator.report.verdicts import verdict_table
+    from orchestrator.report.terminal.verdicts import verdict_table
     from orchestrator.store import open_store
     from orchestrator.verdicts.nightly import run_nightly
     from orchestrator.verdicts.nightly_plan import load_plan

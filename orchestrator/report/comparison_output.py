@@ -20,7 +20,7 @@ from orchestrator.verdicts.compare import Comparison
 if TYPE_CHECKING:
     from orchestrator.profiles.stat_rows import StatRow
     from orchestrator.report.model import Chart, Report
-    from orchestrator.report.page import Page
+    from orchestrator.report.page.blocks import Page
     from orchestrator.verdicts.nightly import Confirmation
 
 LATEST_MD = "latest.md"
@@ -37,8 +37,8 @@ class RunInput:
 
 def run_reports(runs: Sequence[RunInput], store: Path | None, charts: bool) -> list[Report]:
     from orchestrator.profiles.stat_rows import read_stats_csv
-    from orchestrator.report.build import build_job_report
-    from orchestrator.report.history import history_points
+    from orchestrator.report.build.history import history_points
+    from orchestrator.report.build.report import build_job_report
     from orchestrator.run.rundir import STATS
 
     out = []
@@ -51,8 +51,8 @@ def run_reports(runs: Sequence[RunInput], store: Path | None, charts: bool) -> l
 
 def comparison_page_of(comparison: Comparison, reports: Sequence[Report], title: str, out_dir: Path,
                        confirmations: Sequence[Confirmation] = (), notes: Sequence[str] = ()) -> Page:
-    from orchestrator.report.comparison import comparison_view
-    from orchestrator.report.comparison_page import comparison_page
+    from orchestrator.report.build.comparison import comparison_view
+    from orchestrator.report.page.comparison import comparison_page
 
     return comparison_page(comparison_view(comparison, reports, title, out_dir, confirmations, notes))
 

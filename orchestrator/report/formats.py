@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from orchestrator.report.model import Interval
-from orchestrator.report.text import clip, fmt_ms
+from orchestrator.report.terminal.table import clip, fmt_ms
 
 __all__ = ["DEVICE_PALETTE", "KERNEL_RESOLUTION_MS", "below_resolution", "clip", "interval", "ms", "op_ms", "pct", "ratio",
            "signed_interval"]

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # numerics and stat rows import numpy; a type name must not c
     from orchestrator.numerics.model import NumericsReport
     from orchestrator.profiles.stat_rows import StatRow
     from orchestrator.report.model import Chart
-    from orchestrator.report.page import Page
+    from orchestrator.report.page.blocks import Page
 
 REPORT_HTML = "report.html"
 REPORT_FILES = frozenset(f"report.{ext}" for ext in ("html", "md", "json", "csv"))
@@ -53,7 +53,7 @@ def write_report(
 
     `output` as the user typed it: a trailing '/' means a directory even before it exists. `job` and
     `rows`: the job and its statistics when the caller has them (else read from `run_dir`)."""
-    from orchestrator.report.build import build_job_report
+    from orchestrator.report.build.report import build_job_report
 
     as_dir = output is not None and _is_dir(output)
     output = Path(output) if output is not None else None
@@ -72,15 +72,15 @@ def write_report(
     if target is not None:
         guard_output(target, [run_dir])
     if fmt in (ReportFormat.HTML, ReportFormat.MD):
-        from orchestrator.report.run_page import run_page
+        from orchestrator.report.page.run import run_page
 
         text = write_page(run_page(report), fmt, target, as_dir, report.charts)
     elif fmt is ReportFormat.JSON:
-        from orchestrator.report.export import render_json
+        from orchestrator.report.render.export import render_json
 
         text = render_json(report)
     else:
-        from orchestrator.report.export import render_csv
+        from orchestrator.report.render.export import render_csv
 
         text = render_csv(report)
     if target is None:
@@ -96,7 +96,7 @@ def write_run_report(run_dir: Path, warn: Callable[[str], None], store: Path | N
     """The `etfarm run` hook: DIR/report.html (history from `store`), or a warning. Never raises:
     the results are already safe in the run directory. `job`, `rows`: the job in memory."""
     try:
-        from orchestrator.report.history import history_points
+        from orchestrator.report.build.history import history_points
 
         if job is None:
             job = load_manifest(run_dir)
@@ -118,10 +118,10 @@ def _what_is_kept(job: Job | None) -> str:
 def write_page(page: Page, fmt: ReportFormat, target: Path | None, as_dir: bool, charts: Sequence[Chart]) -> str:
     """The page as HTML or Markdown; for Markdown into a directory, its charts as charts/<stem>.svg beside it."""
     if fmt is ReportFormat.HTML:
-        from orchestrator.report.html import render_html
+        from orchestrator.report.render.html import render_html
 
         return render_html(page)
-    from orchestrator.report.markdown import CHART_DIR, render_markdown
+    from orchestrator.report.render.markdown import CHART_DIR, render_markdown
 
     if as_dir and target is not None:
         folder = target.parent / CHART_DIR

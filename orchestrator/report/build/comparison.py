@@ -16,14 +16,13 @@ import os
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
-from orchestrator.report.model import Report, TrustNote
-from orchestrator.report.trust import trust_notes
+from orchestrator.report.build.trust import trust_notes
+from orchestrator.report.model import ComparisonView, PairStructure, Report, StructureChange, TrustNote
 from orchestrator.run.results import load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.verdicts.compare import Comparison, PairVerdict
@@ -34,45 +33,6 @@ if TYPE_CHECKING:  # nightly imports the job engine; a page of `compare` must no
 _INSTANCE = re.compile(r"\s*#\d+$")
 _NOT_OPS = frozenset({*FRAMEWORK_EVENTS, "OPERATOR_CALL", "DELEGATE_CALL"})
 MODULES_LISTED = 6
-
-
-@dataclass(frozen=True)
-class StructureChange:
-    """One op group whose count differs between A and B (0: absent on that side)."""
-
-    group: str
-    count_a: int
-    count_b: int
-
-
-@dataclass(frozen=True)
-class PairStructure:
-    device: str
-    model: str
-    changes: tuple[StructureChange, ...]
-    modules_a: int  # distinct module paths of the ops
-    modules_b: int
-    modules_added: tuple[str, ...]  # in B, not in A (the first MODULES_LISTED)
-    modules_removed: tuple[str, ...]
-    known: bool  # both sides had per-op statistics
-
-
-@dataclass(frozen=True)
-class ComparisonView:
-    comparison: Comparison
-    title: str
-    structure: tuple[PairStructure, ...]
-    baseline_links: tuple[tuple[str, str, str], ...]  # (device, model, href) where the baseline has a page
-    confirmations: tuple[Confirmation, ...]
-    trust: tuple[tuple[str, TrustNote], ...]  # (which run, note): B's runs and each pair's baseline
-    runs: tuple[Report, ...]  # B's run reports, in order
-    notes: tuple[str, ...] = ()
-
-    def href(self, device: str, model: str) -> str:
-        return next((h for d, m, h in self.baseline_links if (d, m) == (device, model)), "")
-
-    def confirmation(self, device: str, model: str) -> Confirmation | None:
-        return next((c for c in self.confirmations if (c.device, c.model) == (device, model)), None)
 
 
 def comparison_view(comparison: Comparison, runs: Sequence[Report], title: str, output_dir: Path | None,

@@ -12,64 +12,16 @@ slows as the KV cache fills shows as a slope.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
 from orchestrator.profiles.source import op_where
 from orchestrator.profiles.stat_rows import StatRow
-from orchestrator.report.cells import below_resolution
-from orchestrator.report.model import Chart
+from orchestrator.report.formats import below_resolution
+from orchestrator.report.model import LlmDevice, LlmSection, PhaseOp
 from orchestrator.run.llm_figures import llm_figures
 from orchestrator.run.results import Job
 
 PHASE_OPS = 8  # ops per device and phase
 EXECUTE = "Method::execute"
-
-
-@dataclass(frozen=True)
-class LlmDevice:
-    """One LLM on one device: its workload and figures (times ms, rates tokens/s, memory KiB)."""
-
-    device: str
-    prompt_len: int
-    gen_len: int
-    prefill_calls: int
-    generations: int
-    ttft_ms: float | None
-    prefill_tokens_per_s: float | None
-    decode_tokens_per_s: float | None
-    untraced_decode_tokens_per_s: float | None
-    rss_prefill_kb: int | None
-    pss_prefill_kb: int | None
-    rss_decode_kb: int | None
-    pss_decode_kb: int | None
-    peak_rss_kb: int | None  # the process's high-water mark after the generations
-    step_ms: tuple[float, ...]  # decode step i's median latency
-    verification: str
-
-
-@dataclass(frozen=True)
-class PhaseOp:
-    """One op's time per forward call in one phase on one device."""
-
-    device: str
-    phase: str  # "prefill" or "decode"
-    name: str
-    index: int
-    where: str  # module path, or what a delegate call covers
-    avg_ms: float
-    p50_ms: float | None
-    share: float | None  # of the phase's Method::execute time; None under the timer's resolution
-    below_resolution: bool = False  # a kernel under the timer's 1 us (another op: 0): shown as such, no share
-    delegated: bool = False
-
-
-@dataclass(frozen=True)
-class LlmSection:
-    model: str
-    devices: tuple[LlmDevice, ...]
-    phase_ops: tuple[PhaseOp, ...] = ()
-    chart: Chart | None = None
 
 
 def llm_sections(job: Job, rows: Sequence[StatRow], devices: Sequence[str], charts: bool = True,
@@ -97,7 +49,7 @@ def llm_sections(job: Job, rows: Sequence[StatRow], devices: Sequence[str], char
                                                                  r.device == d.device]))
             section = LlmSection(name, tuple(found), ops)
             if charts:
-                from orchestrator.report.llm_render import step_chart
+                from orchestrator.report.page.llm import step_chart
 
                 section = LlmSection(name, section.devices, ops, step_chart(section, colours or {}))
             sections.append(section)

@@ -23,10 +23,10 @@ from orchestrator.errors import UsageError
 from orchestrator.numerics.model import NumericsReport
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
-from orchestrator.report.cells import DEVICE_PALETTE, below_resolution
-from orchestrator.report.claims import CLAIM_MARGIN, speed_claim
-from orchestrator.report.device_facts import device_facts
-from orchestrator.report.history import HISTORY_RUNS
+from orchestrator.report.formats import DEVICE_PALETTE, below_resolution
+from orchestrator.report.build.claims import CLAIM_MARGIN, speed_claim
+from orchestrator.report.build.device_facts import device_facts
+from orchestrator.report.build.history import HISTORY_RUNS
 from orchestrator.report.model import (
     DeviceLatency,
     DeviceOps,
@@ -38,8 +38,8 @@ from orchestrator.report.model import (
     OpStat,
     Report,
 )
-from orchestrator.report.ratios import CI_LEVEL, MIN_RUNS_FOR_INTERVAL, RESAMPLES, SEED, p50, ratio_with_ci
-from orchestrator.report.trust import tracer_overhead, trust_notes
+from orchestrator.report.build.ratios import CI_LEVEL, MIN_RUNS_FOR_INTERVAL, RESAMPLES, SEED, p50, ratio_with_ci
+from orchestrator.report.build.trust import tracer_overhead, trust_notes
 from orchestrator.run.results import DeviceResult, Job, ModelResult, load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.stats import BETWEEN_RUNS_LIMIT, WITHIN_RUN_LIMIT, coefficient_of_variation, median, percentile
@@ -120,7 +120,7 @@ def build_job_report(
     sections = tuple(_model_section(job, devices, name, baseline, stats, history, history_runs) for name in names)
     colours = tuple((device, DEVICE_PALETTE[k % len(DEVICE_PALETTE)]) for k, device in enumerate(devices))
     if charts:
-        from orchestrator.report.charts import model_charts
+        from orchestrator.report.render.charts import model_charts
 
         sections = tuple(replace(s, charts=model_charts(s, dict(colours), baseline)) for s in sections)
     options = job.config.options
@@ -132,8 +132,8 @@ def build_job_report(
     numerics_error = None
     if options.numerics and numerics is None:
         numerics, numerics_error = _numerics(root)
-    from orchestrator.report.llm_section import llm_sections
-    from orchestrator.report.memory import memory_rows
+    from orchestrator.report.build.llm import llm_sections
+    from orchestrator.report.build.memory import memory_rows
 
     llm = llm_sections(job, rows, devices, charts, dict(colours))
     return Report(

@@ -15,8 +15,8 @@ from orchestrator.numerics.model import NumericsReport
 from orchestrator.store.history import HistoryPoint
 
 if TYPE_CHECKING:
-    from orchestrator.report.llm_section import LlmSection
-    from orchestrator.report.memory import MemoryRow
+    from orchestrator.report.model.llm import LlmSection
+    from orchestrator.report.model.memory import MemoryRow
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from orchestrator.report.cells import ms
+from orchestrator.report.formats import ms
 from orchestrator.report.model import ModelSection, Report
-from orchestrator.report.page import Block, Bullets, Paragraph, Section, Table, badge, code, muted, strong, text
+from orchestrator.report.page.blocks import Block, Bullets, Paragraph, Section, Table, badge, code, muted, strong, text
 
 
 def history_blocks(m: ModelSection) -> tuple[Block, ...]:

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchestrator.report.cells import interval, ms, ratio
-from orchestrator.report.comparison import ComparisonView, PairStructure
-from orchestrator.report.llm_render import rate
-from orchestrator.report.model import Interval
-from orchestrator.report.page import (
+from orchestrator.report.formats import interval, ms, ratio
+from orchestrator.report.model import ComparisonView, Interval, PairStructure
+from orchestrator.report.page.blocks import (
     Block,
     Bullets,
     Page,
@@ -34,9 +32,10 @@ from orchestrator.report.page import (
     strong,
     text,
 )
-from orchestrator.report.run_page import flag_badge, run_sections
-from orchestrator.report.run_sections import methods_section
-from orchestrator.report.verdicts import legend, statistic_name
+from orchestrator.report.page.closing import methods_section
+from orchestrator.report.page.llm import rate
+from orchestrator.report.page.run import flag_badge, run_sections
+from orchestrator.report.terminal.verdicts import legend, statistic_name
 from orchestrator.verdicts.compare import OpVerdict, PairVerdict
 from orchestrator.verdicts.llm_metrics import MetricVerdict
 from orchestrator.verdicts.statistics import Verdict

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from orchestrator.report.cells import DEVICE_PALETTE, clip, ms, op_ms, pct
-from orchestrator.report.llm_section import LlmDevice, LlmSection, PhaseOp
-from orchestrator.report.model import Chart, Report
-from orchestrator.report.page import Block, Figure, Paragraph, Section, Table, Text, anchor, badge, code, muted, text
-from orchestrator.report.text import format_bytes
+from orchestrator.report.formats import DEVICE_PALETTE, clip, ms, op_ms, pct
+from orchestrator.report.model import Chart, LlmDevice, LlmSection, PhaseOp, Report
+from orchestrator.report.page.blocks import Block, Figure, Paragraph, Section, Table, Text, anchor, badge, code, muted, text
+from orchestrator.report.terminal.table import format_bytes
 
 TITLE = "LLMs: time to first token, tokens per second, memory"
 HEADERS = ("device", "prompt", "generated", "gens", "TTFT p50 ms", "prefill tok/s", "decode tok/s",
@@ -70,7 +69,7 @@ def step_chart(section: LlmSection, colours: Mapping[str, str]) -> Chart | None:
     lines = [d for d in section.devices if d.step_ms]
     if not lines:
         return None
-    from orchestrator.report.charts import WIDTH_IN, _figure, _setup, _svg
+    from orchestrator.report.render.charts import WIDTH_IN, _figure, _setup, _svg
 
     _setup()
     stem = f"{section.model}-decode-steps"

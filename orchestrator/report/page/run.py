@@ -12,9 +12,9 @@ from the report data, once, for both formats.
 from __future__ import annotations
 
 from orchestrator.profiles.source import MODULES_SEPARATOR, short_op_types
-from orchestrator.report.cells import clip, interval, ms, op_ms, pct, ratio, signed_interval
+from orchestrator.report.formats import clip, interval, ms, op_ms, pct, ratio, signed_interval
 from orchestrator.report.model import DeviceLatency, DeviceOps, ModelSection, OpStat, Report, SpeedClaim
-from orchestrator.report.page import (
+from orchestrator.report.page.blocks import (
     Block,
     Bullets,
     Figure,
@@ -38,7 +38,7 @@ from orchestrator.report.page import (
 
 def run_page(report: Report) -> Page:
     """The whole page: the run's sections, then how the numbers were computed."""
-    from orchestrator.report.run_sections import methods_section
+    from orchestrator.report.page.closing import methods_section
 
     nav = (("summary", "#summary"), ("trust", "#trust"), *((m.name, "#" + anchor("model", m.name)) for m in report.models),
            *((("LLMs", "#llm"),) if report.llm else ()), *((("memory", "#memory"),) if report.memory else ()),
@@ -51,9 +51,9 @@ def run_page(report: Report) -> Page:
 def run_sections(report: Report, prefix: str = "", label: str = "") -> tuple[Section, ...]:
     """A run's sections, anchors prefixed and titles labelled when a page holds several runs (a night): the answer,
     what to trust, each model, an LLM's generation figures, memory, numerics, the devices."""
-    from orchestrator.report.llm_render import llm_page_sections
-    from orchestrator.report.memory import memory_section
-    from orchestrator.report.run_sections import facts_section, numerics_section
+    from orchestrator.report.page.closing import facts_section, numerics_section
+    from orchestrator.report.page.llm import llm_page_sections
+    from orchestrator.report.page.memory import memory_section
 
     return (summary_section(report, prefix, label), trust_section(report, prefix, label),
             *(model_section(report, m, prefix, label) for m in report.models), *llm_page_sections(report, prefix, label),
@@ -149,7 +149,7 @@ def model_section(report: Report, m: ModelSection, prefix: str = "", label: str 
     if len(m.latency) > 1 and m.op_ratios:
         blocks.append(Section(text(f"Ops across devices: p50 relative to {report.baseline or '-'}"), level=3,
                               blocks=(*_figure(charts, "op-heatmap"), op_ratio_table(m))))
-    from orchestrator.report.run_sections import history_blocks
+    from orchestrator.report.page.closing import history_blocks
 
     blocks.append(Section(text("Over time"), level=3, blocks=(*_figure(charts, "history"), *history_blocks(m))))
     return Section(text(f"Model {m.name} ", muted(f"({m.backend})"), label), anchor(f"{prefix}model", m.name),

@@ -17,10 +17,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from orchestrator.report.cells import DEVICE_PALETTE as PALETTE
-from orchestrator.report.cells import clip as _clip
-from orchestrator.report.cells import ms as _ms
-from orchestrator.report.cells import ratio as _ratio
+from orchestrator.report.formats import DEVICE_PALETTE as PALETTE
+from orchestrator.report.formats import clip as _clip
+from orchestrator.report.formats import ms as _ms
+from orchestrator.report.formats import ratio as _ratio
 from orchestrator.report.model import Chart, ModelSection
 
 # Op groups get colours of their own (ColorBrewer Set3), so no group is mistaken for a device.

@@ -8,7 +8,7 @@ text goes through `escape.html_text`; charts are our own SVG, inlined.
 from __future__ import annotations
 
 from orchestrator.report.escape import html_text
-from orchestrator.report.page import Block, Bullets, Figure, Grid, Page, Paragraph, Section, Span, Table, Text
+from orchestrator.report.page.blocks import Block, Bullets, Figure, Grid, Page, Paragraph, Section, Span, Table, Text
 
 CSS = """
 :root { --fg:#1d232a; --muted:#5f6b76; --line:#e3e7eb; --bg:#ffffff; --panel:#f6f8fa; --ok:#1f7a3d;

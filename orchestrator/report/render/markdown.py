@@ -10,7 +10,7 @@ begins a line); a badge is its label in bold, a muted span in italics.
 from __future__ import annotations
 
 from orchestrator.report.escape import html_text, md_line_start, md_text
-from orchestrator.report.page import Block, Bullets, Figure, Grid, Page, Paragraph, Section, Span, Table, Text
+from orchestrator.report.page.blocks import Block, Bullets, Figure, Grid, Page, Paragraph, Section, Span, Table, Text
 
 CHART_DIR = "charts"
 _BADGE_MARK = {"bad": "⛔ ", "warn": "⚠ "}

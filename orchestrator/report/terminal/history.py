@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from orchestrator.report.llm_history import llm_history_table
-from orchestrator.report.text import format_table
+from orchestrator.report.terminal.llm_history import llm_history_table
+from orchestrator.report.terminal.table import format_table
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.results import Job
 from orchestrator.stats import percentile
@@ -76,7 +76,7 @@ def run_details(job: Job, run_dir: str | None) -> str:
                                "tracer", "load p50 ms", "within-run", "run-to-run", "", "flagged"], rows,
                               "llllrrrrrrrll") if rows
                  else "no device produced results")
-    from orchestrator.report.llm_text import llm_lines
+    from orchestrator.report.terminal.llm import llm_lines
 
     return "\n".join([*lines, *llm_lines(job)])  # LLMs: TTFT, tokens/s, memory
 

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
 from orchestrator.profiles.source import op_where
 from orchestrator.profiles.stat_rows import StatRow
-from orchestrator.report.cells import below_resolution, op_ms
 from orchestrator.report.escape import terminal_text
-from orchestrator.report.text import clip, fmt_ms, fmt_percent, format_bytes, format_table
+from orchestrator.report.formats import below_resolution, op_ms
+from orchestrator.report.terminal.table import clip, fmt_ms, fmt_percent, format_bytes, format_table
 from orchestrator.run.llm_figures import LlmFigures, llm_figures
 from orchestrator.run.results import Job
 from orchestrator.verdicts.compare import PairVerdict

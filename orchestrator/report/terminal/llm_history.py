@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchestrator.report.text import fmt_ms, format_table
+from orchestrator.report.terminal.table import fmt_ms, format_table
 from orchestrator.store import StoredRun
 
 

@@ -8,7 +8,7 @@ from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PR
 from orchestrator.profiles.source import op_where
 from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.escape import terminal_text
-from orchestrator.report.text import fmt_ms, fmt_percent, format_bytes, format_table
+from orchestrator.report.terminal.table import fmt_ms, fmt_percent, format_bytes, format_table
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.results import Job
 from orchestrator.stats import percentile

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from orchestrator.report.escape import terminal_text
-from orchestrator.report.llm_text import metric_rows
-from orchestrator.report.summary import format_table
+from orchestrator.report.terminal.llm import metric_rows
+from orchestrator.report.terminal.summary import format_table
 from orchestrator.verdicts.changes import SeriesChanges
 from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
 from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, WINDOW

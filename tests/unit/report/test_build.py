@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from orchestrator.errors import UsageError
-from orchestrator.report.build import build_report
-from orchestrator.report.ratios import _pooled_p50s, ratio_with_ci
+from orchestrator.report.build.ratios import _pooled_p50s, ratio_with_ci
+from orchestrator.report.build.report import build_report
 from orchestrator.store.history import HistoryPoint
 from tests.helpers.synthetic_run import make_run_dir
 
@@ -76,7 +76,7 @@ def test_claims_and_interval_rates_measured() -> None:
 def test_bootstrap_replicates_are_numpys_p50_of_the_drawn_runs() -> None:
     """Each replicate pools the drawn process runs' executions (a run drawn twice counts twice) and takes
     np.percentile(..., 50) of them, exactly."""
-    from orchestrator.report.ratios import RESAMPLES
+    from orchestrator.report.build.ratios import RESAMPLES
 
     rng = np.random.default_rng(1)
     runs = [rng.normal(1 + 0.1 * k, 0.05, 20 + k) for k in range(4)]
@@ -158,7 +158,7 @@ def test_charts_are_deterministic_svg(tmp_path: Path) -> None:
 
 def test_android_product_from_describe_facts(tmp_path: Path) -> None:
     from device_agents.base import parse_facts
-    from orchestrator.report.device_facts import device_facts
+    from orchestrator.report.build.device_facts import device_facts
     from orchestrator.run.results import DeviceResult
 
     facts = parse_facts("abi=aarch64\nandroid.product.model=Pixel 8\nandroid.product.manufacturer=Google\n"
@@ -178,7 +178,7 @@ def test_history_rows_put_devices_side_by_side_newest_first(tmp_path: Path) -> N
 
 
 def test_devices_a_thousand_times_apart_get_readable_charts_and_ratios(tmp_path: Path) -> None:
-    from orchestrator.report.cells import interval, ratio
+    from orchestrator.report.formats import interval, ratio
 
     run = make_run_dir(tmp_path / "run", devices=("board", "phone"), speed=(1000.0, 1.0))
     section = build_report(run).models[0]

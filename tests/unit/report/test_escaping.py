@@ -27,13 +27,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orchestrator.profiles.stat_rows import read_stats_csv
-from orchestrator.report.build import build_report
+from orchestrator.report.build.report import build_report
 from orchestrator.report.escape import visible
-from orchestrator.report.export import render_csv, render_json
-from orchestrator.report.html import render_html
-from orchestrator.report.markdown import render_markdown
-from orchestrator.report.run_page import run_page
-from orchestrator.report.summary import summary, wall_clock_lines
+from orchestrator.report.page.run import run_page
+from orchestrator.report.render.export import render_csv, render_json
+from orchestrator.report.render.html import render_html
+from orchestrator.report.render.markdown import render_markdown
+from orchestrator.report.terminal.summary import summary, wall_clock_lines
 from orchestrator.run.results import load_manifest
 from tests.helpers.synthetic_run import make_run_dir
 
@@ -155,8 +155,8 @@ def test_the_ab_page_shows_a_hostile_name_as_text(tmp_path: Path, name: str) -> 
     """The same for the A/B page (verdicts, structure diff, trust, B's report), HTML and Markdown."""
     from markdown_it import MarkdownIt
 
-    from orchestrator.report.comparison import comparison_view
-    from orchestrator.report.comparison_page import comparison_page
+    from orchestrator.report.build.comparison import comparison_view
+    from orchestrator.report.page.comparison import comparison_page
     from orchestrator.verdicts.compare import compare_jobs
 
     device, model = plain_name(name, "d_x_"), plain_name(name, "m_x_")

@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.profiles.stat_rows import StatRow
-from orchestrator.report.build import build_job_report
-from orchestrator.report.html import render_html
-from orchestrator.report.llm_section import llm_sections
-from orchestrator.report.llm_text import llm_lines, phase_tables
-from orchestrator.report.markdown import render_markdown
-from orchestrator.report.run_page import run_page
+from orchestrator.report.build.llm import llm_sections
+from orchestrator.report.build.report import build_job_report
+from orchestrator.report.page.blocks import plain
+from orchestrator.report.page.memory import memory_section
+from orchestrator.report.page.run import run_page
+from orchestrator.report.render.html import render_html
+from orchestrator.report.render.markdown import render_markdown
+from orchestrator.report.terminal.llm import llm_lines, phase_tables
 from orchestrator.run.results import load_manifest
 from tests.unit.store.test_llm_store import llm_run_dir
 
@@ -65,15 +67,17 @@ def test_the_memory_table_has_every_model_kind_with_pss(tmp_path: Path) -> None:
     report = build_job_report(job, tmp_path, phase_rows(), charts=False)
     rows = {r.device: r for r in report.memory}
     assert (rows["local"].pss_load_kb, rows["local"].pss_kb, rows["local"].peak_rss_kb) == (402, 602, 900)
-    assert rows["rpi5"].pss_kb is None and rows["rpi5"].cells()[4] == "-"  # a run recorded before PSS
+    assert rows["rpi5"].pss_kb is None  # a run recorded before PSS
+    (table, _) = memory_section(report)[0].blocks
+    assert [plain(c) for c in table.rows[-1]][1:5] == ["rpi5", "-", "-", "-"]
     html = render_html(run_page(report))
     assert '<section id="memory">' in html and "602.0 KiB" in html
     assert "### Memory" in render_markdown(run_page(report))
 
 
 def test_the_ab_page_gives_the_llm_metric_verdicts_in_words_and_in_a_table() -> None:
-    from orchestrator.report.comparison import comparison_view
-    from orchestrator.report.comparison_page import comparison_page
+    from orchestrator.report.build.comparison import comparison_view
+    from orchestrator.report.page.comparison import comparison_page
     from orchestrator.verdicts.compare import Comparison, Side, SideRun, compare_sides
     from orchestrator.verdicts.statistics import VerdictSettings
     from tests.unit.verdicts.test_llm_metrics import runs

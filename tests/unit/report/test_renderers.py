@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.report.build import build_report
-from orchestrator.report.export import CSV_COLUMNS, render_csv, render_json
-from orchestrator.report.html import render_html as html_of_page
-from orchestrator.report.markdown import render_markdown as markdown_of_page
+from orchestrator.report.build.report import build_report
 from orchestrator.report.model import Report
-from orchestrator.report.page import plain
-from orchestrator.report.run_page import run_page
+from orchestrator.report.page.blocks import plain
+from orchestrator.report.page.run import run_page
+from orchestrator.report.render.export import CSV_COLUMNS, render_csv, render_json
+from orchestrator.report.render.html import render_html as html_of_page
+from orchestrator.report.render.markdown import render_markdown as markdown_of_page
 from orchestrator.store.history import HistoryPoint
 from tests.helpers.synthetic_run import make_run_dir
 
@@ -123,7 +123,7 @@ def test_html_and_markdown_say_the_same(report: Report) -> None:
     html_text = unescape(re.sub(r"<[^>]+>", "", html_of_page(page)))
     rendered = MarkdownIt("commonmark").enable("table").render(markdown_of_page(page))
     md_text = unescape(re.sub(r"<[^>]+>", "", rendered)).replace("⛔ ", "").replace("⚠ ", "")  # a badge's tone, in words
-    from orchestrator.report.page import Bullets, Grid, Paragraph, Section, Table
+    from orchestrator.report.page.blocks import Bullets, Grid, Paragraph, Section, Table
 
     def texts(blocks: tuple) -> list[str]:
         out = []

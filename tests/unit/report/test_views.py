@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from orchestrator.errors import Blame, one_line
-from orchestrator.report.views import job_view, json_text
+from orchestrator.report.terminal.views import job_view, json_text
 from orchestrator.run.results import (
     DeviceResult,
     DeviceStatus,

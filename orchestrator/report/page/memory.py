@@ -1,0 +1,29 @@
+"""The run page's memory section (report/build/memory.py computes the rows)."""
+
+from __future__ import annotations
+
+from orchestrator.report.model import MemoryRow, Report
+from orchestrator.report.page.blocks import Paragraph, Section, Table, muted, text
+from orchestrator.report.terminal.table import format_bytes
+
+HEADERS = ("model", "device", "peak RSS", "PSS after load", "PSS", "planned", "program")
+
+
+def memory_section(report: Report, prefix: str = "", label: str = "") -> tuple[Section, ...]:
+    """The page's memory section (anchor `memory`, prefixed like the run's other sections); () without rows."""
+    if not report.memory:
+        return ()
+    note = text(muted("Highest over the process runs: peak resident memory (VmHWM), PSS after the method load and "
+                      "after the measured executions, the method's planned buffers, the program's size."))
+    table = Table(HEADERS, tuple(tuple(text(c) for c in _cells(row)) for row in report.memory),
+                  (False, False, *([True] * 5)))
+    return (Section(text("Memory" + label), f"{prefix}memory", (table, Paragraph(note))),)
+
+
+def _cells(row: MemoryRow) -> list[str]:
+    def kb(value: int | None) -> str:
+        return "-" if value is None else format_bytes(value * 1024)
+
+    return [row.model, row.device, kb(row.peak_rss_kb), kb(row.pss_load_kb), kb(row.pss_kb),
+            "-" if row.planned_bytes is None else format_bytes(row.planned_bytes),
+            "-" if row.program_bytes is None else format_bytes(row.program_bytes)]
