@@ -24,8 +24,7 @@ from orchestrator.store.history import HistoryPoint
 if TYPE_CHECKING:  # numerics and stat rows import numpy; a type name must not cost that
     from orchestrator.numerics.model import NumericsReport
     from orchestrator.profiles.stat_rows import StatRow
-    from orchestrator.report.model import Chart
-    from orchestrator.report.page.blocks import Page
+    from orchestrator.report.page.blocks import Chart, Page
 
 REPORT_HTML = "report.html"
 REPORT_FILES = frozenset(f"report.{ext}" for ext in ("html", "md", "json", "csv"))
@@ -64,8 +63,7 @@ def write_report(
         from orchestrator.run.rundir import STATS
 
         rows = read_stats_csv(run_dir / STATS)
-    report = build_job_report(job, run_dir, rows, baseline=baseline, history=history,
-                              charts=fmt in (ReportFormat.HTML, ReportFormat.MD), numerics=numerics)
+    report = build_job_report(job, run_dir, rows, baseline=baseline, history=history, numerics=numerics)
     if output is None and fmt is ReportFormat.HTML:
         output = run_dir / REPORT_HTML
     target = _target(output, fmt, as_dir) if output is not None else None
@@ -73,8 +71,10 @@ def write_report(
         guard_output(target, [run_dir])
     if fmt in (ReportFormat.HTML, ReportFormat.MD):
         from orchestrator.report.page.run import run_page
+        from orchestrator.report.render.charts import report_charts
 
-        text = write_page(run_page(report), fmt, target, as_dir, report.charts)
+        charts = report_charts(report)
+        text = write_page(run_page(report, charts), fmt, target, as_dir, charts.all)
     elif fmt is ReportFormat.JSON:
         from orchestrator.report.render.export import render_json
 

@@ -116,7 +116,7 @@ def test_busy_loop_on_the_pinned_core_is_flagged(tmp_path: Path) -> None:
     from orchestrator.report.page.run import run_page
     from orchestrator.report.render.markdown import render_markdown
 
-    page = render_markdown(run_page(build_report(tmp_path / "out", charts=False)))
+    page = render_markdown(run_page(build_report(tmp_path / "out")))
     trust = page[page.index("### What to trust"):page.index("### Model")]
     assert "run-2 interfered (calibration +" in trust and "run-3 interfered (calibration +" in trust
     assert "run-1 interfered" not in trust and "unstable" in trust

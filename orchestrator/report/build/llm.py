@@ -1,17 +1,17 @@
-"""The report's LLM section: TTFT, prefill and decode tokens/s and memory per device, the ops of each phase,
-and a per-step decode latency chart (docs/architecture.md, "LLMs").
+"""The report's LLM part: TTFT, prefill and decode tokens/s and memory per device, the ops of each phase, and
+each decode step's latency (docs/architecture.md, "LLMs").
 
-Computed here once, as frozen data, from the results model (each process run's generations:
-run/llm_figures.py) and the statistics' phase columns (profiles/phases.py); report/llm_render.py
-turns it into page sections (page.py), which the HTML and Markdown renderers write out. One
-`LlmSection` per model that generated on some device, its devices in the report's order. The chart
-has one line per device: step i's median latency over every measured generation, so a decode that
-slows as the KV cache fills shows as a slope.
+Computed here once, as frozen data (report/model/llm.py), from the results model (each process run's
+generations: run/llm_figures.py) and the statistics' phase columns (profiles/phases.py);
+report/page/llm.py turns it into page sections, which the HTML and Markdown renderers write out, and
+report/render/charts.py draws its per-step decode chart. One `LlmSection` per model that generated on
+some device, its devices in the report's order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
 from orchestrator.profiles.source import op_where
 from orchestrator.profiles.stat_rows import StatRow
@@ -24,10 +24,8 @@ PHASE_OPS = 8  # ops per device and phase
 EXECUTE = "Method::execute"
 
 
-def llm_sections(job: Job, rows: Sequence[StatRow], devices: Sequence[str], charts: bool = True,
-                 colours: Mapping[str, str] | None = None) -> tuple[LlmSection, ...]:
-    """A section per model that generated somewhere, in the job's model order. `colours`: one per device
-    (report.colours), the same as in the report's other charts."""
+def llm_sections(job: Job, rows: Sequence[StatRow], devices: Sequence[str]) -> tuple[LlmSection, ...]:
+    """A section per model that generated somewhere, in the job's model order."""
     sections = []
     for name in dict.fromkeys(m.name for _, m in job.results()):
         found = []
@@ -47,12 +45,7 @@ def llm_sections(job: Job, rows: Sequence[StatRow], devices: Sequence[str], char
         if found:
             ops = tuple(op for d in found for op in _phase_ops([r for r in rows if r.model == name and
                                                                  r.device == d.device]))
-            section = LlmSection(name, tuple(found), ops)
-            if charts:
-                from orchestrator.report.page.llm import step_chart
-
-                section = LlmSection(name, section.devices, ops, step_chart(section, colours or {}))
-            sections.append(section)
+            sections.append(LlmSection(name, tuple(found), ops))
     return tuple(sections)
 
 

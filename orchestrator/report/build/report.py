@@ -3,8 +3,8 @@
 Inputs: the results model (`load_manifest`, never manifest.json by dict paths), the run's
 stats.csv (per-event statistics as `StatRow`s, read by profiles/stat_rows.py: no pandas, so
 `etfarm report` stays fast) and, optionally, the store's history points. Output: a frozen `model.Report`
-that the page builders (run_page.py, comparison_page.py) turn into a page. Charts are drawn when
-asked (HTML and Markdown need them, JSON and CSV do not).
+that the pages (report/page/) and the JSON and CSV export show; the formats that show charts draw
+them from it (report/render/charts.py): a builder never draws.
 
 One statistic per claim (`METHODS`, stated on every page): latency is the p50 of every measured
 execution of the traced process runs; every ratio is a ratio of those p50s with a cluster
@@ -84,14 +84,13 @@ def build_report(
     run_dir: str | Path,
     baseline: str | None = None,
     history: Sequence[HistoryPoint] = (),
-    charts: bool = True,
     history_runs: int = HISTORY_RUNS,
     numerics: NumericsReport | None = None,
 ) -> Report:
     """The report of one run directory: its manifest and stats.csv, read from disk (`etfarm report DIR`)."""
     root = Path(run_dir)
-    return build_job_report(load_manifest(root), root, read_stats_csv(root / STATS), baseline, history, charts,
-                            history_runs, numerics)
+    return build_job_report(load_manifest(root), root, read_stats_csv(root / STATS), baseline, history, history_runs,
+                            numerics)
 
 
 def build_job_report(
@@ -100,7 +99,6 @@ def build_job_report(
     rows: Sequence[StatRow],
     baseline: str | None = None,
     history: Sequence[HistoryPoint] = (),
-    charts: bool = True,
     history_runs: int = HISTORY_RUNS,
     numerics: NumericsReport | None = None,
 ) -> Report:
@@ -119,10 +117,6 @@ def build_job_report(
     names = _model_names(job)
     sections = tuple(_model_section(job, devices, name, baseline, stats, history, history_runs) for name in names)
     colours = tuple((device, DEVICE_PALETTE[k % len(DEVICE_PALETTE)]) for k, device in enumerate(devices))
-    if charts:
-        from orchestrator.report.render.charts import model_charts
-
-        sections = tuple(replace(s, charts=model_charts(s, dict(colours), baseline)) for s in sections)
     options = job.config.options
     settings = (
         f"{options.runs} runs x {options.iterations} iterations, {options.warmup} warmup, "
@@ -135,7 +129,7 @@ def build_job_report(
     from orchestrator.report.build.llm import llm_sections
     from orchestrator.report.build.memory import memory_rows
 
-    llm = llm_sections(job, rows, devices, charts, dict(colours))
+    llm = llm_sections(job, rows, devices)
     return Report(
         llm=llm,
         memory=memory_rows(job, devices),

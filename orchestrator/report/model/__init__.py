@@ -14,7 +14,6 @@ from orchestrator.report.model.comparison import ComparisonView, PairStructure, 
 from orchestrator.report.model.llm import LlmDevice, LlmSection, PhaseOp
 from orchestrator.report.model.memory import MemoryRow
 from orchestrator.report.model.report import (
-    Chart,
     DeviceFacts,
     DeviceLatency,
     DeviceOps,
@@ -33,7 +32,7 @@ from orchestrator.report.model.report import (
 )
 
 __all__ = [
-    "Chart", "ComparisonView", "DeviceFacts", "DeviceLatency", "DeviceOps", "Flag", "FlaggedRun", "HistoryRow",
+    "ComparisonView", "DeviceFacts", "DeviceLatency", "DeviceOps", "Flag", "FlaggedRun", "HistoryRow",
     "Interval", "LlmDevice", "LlmSection", "MemoryRow", "ModelSection", "OpRatioRow", "OpStat", "PairStructure",
     "PhaseOp", "Report", "SpeedClaim", "StructureChange", "TracerOverhead", "TrustNote", "Versus",
 ]

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.report.model.report import Chart
-
 
 @dataclass(frozen=True)
 class LlmDevice:
@@ -54,4 +52,3 @@ class LlmSection:
     model: str
     devices: tuple[LlmDevice, ...]
     phase_ops: tuple[PhaseOp, ...] = ()
-    chart: Chart | None = None

@@ -1,22 +1,21 @@
-"""The report model: everything a comparison report says, computed once, as frozen data.
+"""The report model: everything a run's report says, computed once, as frozen data.
 
-`build.build_report` fills it from a run directory (the results model, stats.csv) and the
-store's history; the renderers (`html`, `markdown`, `export`) only format it. Keeping every
-number, verdict and flag here means the HTML page, the CI summary and the JSON say the same
-thing, and a renderer can never disagree with another about what is unstable or how fast.
+`build/report.py` fills it from a run directory (the results model, stats.csv) or the job in
+memory, and the store's history; the pages (report/page/), the charts and the JSON and CSV export
+(report/render/) only format it. Keeping every number, verdict and flag here means the HTML page,
+the CI summary and the JSON say the same thing, and a renderer can never disagree with another
+about what is unstable or how fast. Charts are not data: they are drawn from it for the formats
+that show them (report/render/charts.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from orchestrator.numerics.model import NumericsReport
+from orchestrator.report.model.llm import LlmSection
+from orchestrator.report.model.memory import MemoryRow
 from orchestrator.store.history import HistoryPoint
-
-if TYPE_CHECKING:
-    from orchestrator.report.model.llm import LlmSection
-    from orchestrator.report.model.memory import MemoryRow
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ class Versus:
 
 @dataclass(frozen=True)
 class SpeedClaim:
-    """What the report may claim about which device is fastest for a model (report/claims.py)."""
+    """What the report may claim about which device is fastest for a model (report/build/claims.py)."""
 
     fastest: str | None  # claimed only when every comparison is clear
     leader: str | None  # the lowest p50, claimed or not
@@ -154,15 +153,6 @@ class OpRatioRow:
 
 
 @dataclass(frozen=True)
-class Chart:
-    """A rendered chart: inline SVG text plus a file stem for formats that write it beside."""
-
-    stem: str  # "tiny_cnn-latency": file name without extension
-    title: str
-    svg: str
-
-
-@dataclass(frozen=True)
 class HistoryRow:
     """One earlier run of a model: its end-to-end p50 per device (None: failed or not on that run)."""
 
@@ -182,7 +172,6 @@ class ModelSection:
     op_ratios: tuple[OpRatioRow, ...]
     history: tuple[HistoryPoint, ...]  # oldest first
     history_rows: tuple[HistoryRow, ...] = ()  # the same, a row per run, newest first
-    charts: tuple[Chart, ...] = ()
     claim: SpeedClaim | None = None
 
     @property
@@ -226,13 +215,8 @@ class Report:
     numerics_error: str | None = None  # why the numerics section is missing from such a run
     trust: tuple[TrustNote, ...] = ()  # runs flagged or left out, the tracer's cost: why to (not) believe it
     colours: tuple[tuple[str, str], ...] = ()  # (device, colour): one colour per device in every chart
-    llm: tuple[LlmSection, ...] = ()  # models that generated: TTFT, tokens/s, memory, phases (report/llm_section.py)
-    memory: tuple[MemoryRow, ...] = ()  # per model and device: peak RSS, PSS, planned, program (report/memory.py)
-
-    @property
-    def charts(self) -> tuple[Chart, ...]:
-        """Every chart of the report: the models', then the LLMs' per-step decode latency."""
-        return (*(c for m in self.models for c in m.charts), *(s.chart for s in self.llm if s.chart is not None))
+    llm: tuple[LlmSection, ...] = ()  # models that generated: TTFT, tokens/s, memory, phases (report/build/llm.py)
+    memory: tuple[MemoryRow, ...] = ()  # per model and device: peak RSS, PSS, planned, program (report/build/memory.py)
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,15 @@
 """The one view model every page is made of: sections of paragraphs, lists, tables and charts.
 
 A page (a run's report, an A/B comparison, a night) is built once as a `Page` from the report
-data (model.py, comparison.py); `html.render_html` and `markdown.render_markdown` only write
-it out, each with its own escaping rule (escape.py). So the HTML page and the Markdown summary
-say the same thing, sentence for sentence, and neither computes anything.
+data (report/model/); `render/html.py` and `render/markdown.py` only write it out, each with its
+own escaping rule (escape.py). So the HTML page and the Markdown summary say the same thing,
+sentence for sentence, and neither computes anything.
 
 Text is a tuple of `Span`s: plain, or `strong` / `code` / `muted`, a `badge` (a short verdict
 or flag with a tone, its `title` the reason, shown on hover in HTML and in words in Markdown),
-or a link (`href`: "#anchor" or a relative file). A run's sections (run_page.run_sections) include
-an LLM's generation figures (llm_render.py) and memory (memory.py) as page blocks like any other.
+or a link (`href`: "#anchor" or a relative file). A run's sections (page/sections.py) include
+an LLM's generation figures (page/llm.py) and memory (page/memory.py) as page blocks like any other.
+A `Figure` shows a `Chart` that render/charts.py drew for the page (`Charts`: none for formats without).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-from orchestrator.report.model import Chart
 
 
 @dataclass(frozen=True)
@@ -113,6 +112,33 @@ class Table:
     rows: tuple[tuple[Text, ...], ...]
     numeric: tuple[bool, ...] = ()  # right-aligned columns
     caption: Text = ()  # a line above the table (a device's name, ...)
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A rendered chart: inline SVG text plus a file stem for formats that write it beside."""
+
+    stem: str  # "tiny_cnn-latency": file name without extension
+    title: str
+    svg: str
+
+
+@dataclass(frozen=True)
+class Charts:
+    """A report's charts, drawn by render/charts.py for the page formats that show them (empty otherwise):
+    (model, kind, chart) in drawing order, kinds "latency", "op-groups", "op-heatmap", "history", "decode-steps"."""
+
+    drawn: tuple[tuple[str, str, Chart], ...] = ()
+
+    def of(self, model: str, kind: str) -> Chart | None:
+        return next((chart for m, k, chart in self.drawn if (m, k) == (model, kind)), None)
+
+    @property
+    def all(self) -> tuple[Chart, ...]:
+        return tuple(chart for _, _, chart in self.drawn)
+
+
+NO_CHARTS = Charts()  # a page without figures (and the formats that draw none)
 
 
 @dataclass(frozen=True)

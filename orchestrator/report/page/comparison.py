@@ -10,13 +10,15 @@ both runs; then B's run reports (a night's jobs, the confirmation folded in).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from orchestrator.report.formats import interval, ms, ratio
 from orchestrator.report.model import ComparisonView, Interval, PairStructure
 from orchestrator.report.page.blocks import (
+    NO_CHARTS,
     Block,
     Bullets,
+    Charts,
     Page,
     Paragraph,
     Section,
@@ -55,7 +57,8 @@ VERDICT_METHODS = (
 )
 
 
-def comparison_page(view: ComparisonView) -> Page:
+def comparison_page(view: ComparisonView, charts: Mapping[str, Charts] | None = None) -> Page:
+    """The A/B page; `charts`: each of B's runs' charts by run id (render/charts.py), none for a page without."""
     c = view.comparison
     s = c.settings
     meta = text("B ", code(c.b), " against A ", code(c.a), f" · center {s.center} · thresholds {s.threshold:.0%} end "
@@ -63,7 +66,8 @@ def comparison_page(view: ComparisonView) -> Page:
                                                           else f" · noise floor {s.noise_floor:.0%}" if s.noise_floor
                                                           else ""))
     runs = tuple(section for report in view.runs
-                 for section in run_sections(report, prefix=anchor("run", report.run_id) + "-",
+                 for section in run_sections(report, (charts or {}).get(report.run_id, NO_CHARTS),
+                                             prefix=anchor("run", report.run_id) + "-",
                                              label=f" · run {report.run_id}"))
     methods = (*VERDICT_METHODS, *(view.runs[0].methods if view.runs else ()))
     versions = view.runs[0].versions if view.runs else ()

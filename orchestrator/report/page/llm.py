@@ -1,20 +1,31 @@
-"""The LLM section of a run's page (HTML and Markdown alike), and its per-step decode latency chart.
+"""The LLM section of a run's page (HTML and Markdown alike).
 
-Per model that generated (report/llm_section.py): one table with the devices side by side (prompt
+Per model that generated (report/build/llm.py): one table with the devices side by side (prompt
 and generated tokens, time to first token, prefill and decode tokens/s, decode tokens/s without
 the event tracer, memory after prefill and after decode, the tokens' verification), the per-step
-decode latency chart, and per device the ops that take the most time per forward call in each
-phase. Built as page blocks (page.py), so each renderer escapes every name by its one rule
-(escape.py); the chart follows charts.py (deterministic SVG, text as text, one colour per device).
+decode latency chart (drawn by render/charts.py), and per device the ops that take the most time
+per forward call in each phase. Built as page blocks (blocks.py), so each renderer escapes every
+name by its one rule (escape.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from orchestrator.report.formats import DEVICE_PALETTE, clip, ms, op_ms, pct
-from orchestrator.report.model import Chart, LlmDevice, LlmSection, PhaseOp, Report
-from orchestrator.report.page.blocks import Block, Figure, Paragraph, Section, Table, Text, anchor, badge, code, muted, text
+from orchestrator.report.formats import clip, ms, op_ms, pct
+from orchestrator.report.model import LlmDevice, LlmSection, PhaseOp, Report
+from orchestrator.report.page.blocks import (
+    Block,
+    Charts,
+    Figure,
+    Paragraph,
+    Section,
+    Table,
+    Text,
+    anchor,
+    badge,
+    code,
+    muted,
+    text,
+)
 from orchestrator.report.terminal.table import format_bytes
 
 TITLE = "LLMs: time to first token, tokens per second, memory"
@@ -23,7 +34,7 @@ HEADERS = ("device", "prompt", "generated", "gens", "TTFT p50 ms", "prefill tok/
 OP_HEADERS = ("device", "phase", "event", "#", "avg ms per call", "p50 ms", "share of phase", "module")
 
 
-def llm_page_sections(report: Report, prefix: str = "", label: str = "") -> tuple[Section, ...]:
+def llm_page_sections(report: Report, charts: Charts, prefix: str = "", label: str = "") -> tuple[Section, ...]:
     """The page's LLM section (anchor `llm`, prefixed like the run's other sections); () when no model generated."""
     if not report.llm:
         return ()
@@ -31,15 +42,16 @@ def llm_page_sections(report: Report, prefix: str = "", label: str = "") -> tupl
                                 "the untraced runs'): time to first token covers the prefill call(s) and the first "
                                 "token; decode tokens/s is generated tokens over decode time; RSS and PSS are the "
                                 "runner's after each phase.")))
-    models = tuple(model_section(s, prefix) for s in report.llm)
+    models = tuple(model_section(s, charts, prefix) for s in report.llm)
     return (Section(text(TITLE + label), f"{prefix}llm", (note, *models)),)
 
 
-def model_section(s: LlmSection, prefix: str = "") -> Section:
+def model_section(s: LlmSection, charts: Charts, prefix: str = "") -> Section:
     blocks: list[Block] = [Table(HEADERS, tuple(device_row(d) for d in s.devices),
                                  (False, True, True, True, True, True, True, True, True, True, False))]
-    if s.chart is not None:
-        blocks.append(Figure(s.chart))
+    chart = charts.of(s.model, "decode-steps")
+    if chart is not None:
+        blocks.append(Figure(chart))
     if s.phase_ops:
         blocks += [Paragraph(text("Where each phase spends its time: per device, the ops with the most time per "
                                   "forward call in prefill and in decode (sorted by, and showing first, the mean).")),
@@ -62,32 +74,6 @@ def phase_row(o: PhaseOp) -> tuple[Text, ...]:
             text(op_ms(o.avg_ms, o.below_resolution, o.delegated)), text(op_ms(o.p50_ms, o.below_resolution, o.delegated)),
             text(pct(o.share)),
             text(code(clip(o.where, 60))) if o.where else text(muted("-")))
-
-
-def step_chart(section: LlmSection, colours: Mapping[str, str]) -> Chart | None:
-    """Decode step latency by step, one line per device (median over the generations), in the device's colour."""
-    lines = [d for d in section.devices if d.step_ms]
-    if not lines:
-        return None
-    from orchestrator.report.render.charts import WIDTH_IN, _figure, _setup, _svg
-
-    _setup()
-    stem = f"{section.model}-decode-steps"
-    fig, ax = _figure(WIDTH_IN, 2.2, ["00.0000 + ylabel"], bottom_in=0.6)
-    titles = {}
-    for i, d in enumerate(lines):
-        line = ax.plot(range(2, len(d.step_ms) + 2), d.step_ms, marker=".",
-                       color=colours.get(d.device, DEVICE_PALETTE[i % len(DEVICE_PALETTE)]), label=d.device)[0]
-        line.set_gid(f"steps-{i}")
-        titles[f"steps-{i}"] = (f"{d.device}: decode {rate(d.decode_tokens_per_s)} tokens/s; step p50 from "
-                                f"{ms(d.step_ms[0])} to {ms(d.step_ms[-1])} ms")
-    ax.set_xlabel("generated token (token 1 comes from the prefill)")
-    ax.set_ylabel("decode step p50 ms")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend(frameon=False, fontsize=8)
-    ax.set_title(f"{section.model}: latency of each decode step")
-    return Chart(stem, f"{section.model}: per-step decode latency", _svg(fig, stem, titles))
 
 
 def rate(value: float | None) -> str:

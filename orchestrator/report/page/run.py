@@ -15,8 +15,10 @@ from orchestrator.profiles.source import MODULES_SEPARATOR, short_op_types
 from orchestrator.report.formats import clip, interval, ms, op_ms, pct, ratio, signed_interval
 from orchestrator.report.model import DeviceLatency, DeviceOps, ModelSection, OpStat, Report, SpeedClaim
 from orchestrator.report.page.blocks import (
+    NO_CHARTS,
     Block,
     Bullets,
+    Charts,
     Figure,
     Grid,
     Page,
@@ -36,19 +38,20 @@ from orchestrator.report.page.blocks import (
 )
 
 
-def run_page(report: Report) -> Page:
-    """The whole page: the run's sections, then how the numbers were computed."""
+def run_page(report: Report, charts: Charts = NO_CHARTS) -> Page:
+    """The whole page: the run's sections, then how the numbers were computed. `charts`: what render/charts.py
+    drew for the format (none for a page without figures)."""
     from orchestrator.report.page.closing import methods_section
 
     nav = (("summary", "#summary"), ("trust", "#trust"), *((m.name, "#" + anchor("model", m.name)) for m in report.models),
            *((("LLMs", "#llm"),) if report.llm else ()), *((("memory", "#memory"),) if report.memory else ()),
            ("devices", "#devices"), ("method", "#methods"))
     return Page(title=f"etfarm report: {_count(len(report.models), 'model')} on {_count(len(report.devices), 'device')}",
-                meta=run_meta(report), sections=(*run_sections(report), methods_section(report.methods, report.versions)),
+                meta=run_meta(report), sections=(*run_sections(report, charts), methods_section(report.methods, report.versions)),
                 nav=nav)
 
 
-def run_sections(report: Report, prefix: str = "", label: str = "") -> tuple[Section, ...]:
+def run_sections(report: Report, charts: Charts, prefix: str = "", label: str = "") -> tuple[Section, ...]:
     """A run's sections, anchors prefixed and titles labelled when a page holds several runs (a night): the answer,
     what to trust, each model, an LLM's generation figures, memory, numerics, the devices."""
     from orchestrator.report.page.closing import facts_section, numerics_section
@@ -56,7 +59,8 @@ def run_sections(report: Report, prefix: str = "", label: str = "") -> tuple[Sec
     from orchestrator.report.page.memory import memory_section
 
     return (summary_section(report, prefix, label), trust_section(report, prefix, label),
-            *(model_section(report, m, prefix, label) for m in report.models), *llm_page_sections(report, prefix, label),
+            *(model_section(report, m, charts, prefix, label) for m in report.models),
+            *llm_page_sections(report, charts, prefix, label),
             *memory_section(report, prefix, label), *numerics_section(report, prefix), facts_section(report, prefix, label))
 
 
@@ -139,26 +143,24 @@ def trust_section(report: Report, prefix: str = "", label: str = "") -> Section:
 # ---- per model -------------------------------------------------------------------------------
 
 
-def model_section(report: Report, m: ModelSection, prefix: str = "", label: str = "") -> Section:
-    charts = {c.stem[len(m.name) + 1:]: c for c in m.charts}  # "latency", "op-groups", ...
+def model_section(report: Report, m: ModelSection, charts: Charts, prefix: str = "", label: str = "") -> Section:
+    def figure(kind: str) -> tuple[Block, ...]:
+        chart = charts.of(m.name, kind)
+        return (Figure(chart),) if chart is not None else ()
+
     blocks: list[Block] = [Section(text("End-to-end latency, devices side by side"), level=3,
-                                   blocks=(latency_table(report, m), *_flag_reasons(m), *_figure(charts, "latency")))]
-    where: list[Block] = [*_figure(charts, "op-groups"), Grid(tuple(top_ops_table(o) for o in m.ops))] if m.ops else [
+                                   blocks=(latency_table(report, m), *_flag_reasons(m), *figure("latency")))]
+    where: list[Block] = [*figure("op-groups"), Grid(tuple(top_ops_table(o) for o in m.ops))] if m.ops else [
         Paragraph(text(muted("no per-op statistics (no device produced an ETDump)")))]
     blocks.append(Section(text("Where each device spends its time"), level=3, blocks=tuple(where)))
     if len(m.latency) > 1 and m.op_ratios:
         blocks.append(Section(text(f"Ops across devices: p50 relative to {report.baseline or '-'}"), level=3,
-                              blocks=(*_figure(charts, "op-heatmap"), op_ratio_table(m))))
+                              blocks=(*figure("op-heatmap"), op_ratio_table(m))))
     from orchestrator.report.page.closing import history_blocks
 
-    blocks.append(Section(text("Over time"), level=3, blocks=(*_figure(charts, "history"), *history_blocks(m))))
+    blocks.append(Section(text("Over time"), level=3, blocks=(*figure("history"), *history_blocks(m))))
     return Section(text(f"Model {m.name} ", muted(f"({m.backend})"), label), anchor(f"{prefix}model", m.name),
                    tuple(blocks))
-
-
-def _figure(charts: dict, key: str) -> tuple[Block, ...]:
-    chart = charts.get(key)
-    return (Figure(chart),) if chart is not None else ()
 
 
 LATENCY_HEADERS = ("device", "runs", "p50 ms", "p90 ms", "spread in a run", "between runs", "untraced p50",

@@ -1,4 +1,9 @@
-"""Charts of one model's report section, drawn with matplotlib (Agg) to inline SVG text.
+"""A report's charts, drawn with matplotlib (Agg) to inline SVG text for the pages that show them.
+
+Per model: latency distribution, time per op group, op x device heatmap, history trend; per LLM:
+decode latency by step. Charts are rendering: the report's data (report/model/) is built without
+them, and `report_charts` draws them only for HTML and Markdown; the page places them by model and
+kind (page/blocks.py `Charts`).
 
 Deterministic: `svg.hashsalt` is fixed per chart (ids are stable and unique across the charts
 of one page), no date or creator in the metadata, jitter from a seeded generator; the same
@@ -21,7 +26,9 @@ from orchestrator.report.formats import DEVICE_PALETTE as PALETTE
 from orchestrator.report.formats import clip as _clip
 from orchestrator.report.formats import ms as _ms
 from orchestrator.report.formats import ratio as _ratio
-from orchestrator.report.model import Chart, ModelSection
+from orchestrator.report.model import LlmSection, ModelSection, Report
+from orchestrator.report.page.blocks import Chart, Charts
+from orchestrator.report.page.llm import rate
 
 # Op groups get colours of their own (ColorBrewer Set3), so no group is mistaken for a device.
 GROUP_PALETTE = ("#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#bc80bd", "#ccebc5")
@@ -31,15 +38,24 @@ WIDTH_IN = 8.5  # plot area
 CHAR_IN = 0.068
 
 
-def model_charts(section: ModelSection, colours: Mapping[str, str], baseline: str | None) -> tuple[Chart, ...]:
-    """Latency distribution, time per op group, op x device heatmap, history trend (when there is data).
-    `colours`: one colour per device (report.colours), the same in every chart of the report."""
+def report_charts(report: Report) -> Charts:
+    """Every chart of the report: each model's, then each LLM's decode steps, in the device colours the report
+    chose (report.colours), the same in every chart."""
+    colours = dict(report.colours)
+    drawn = [(m.name, kind, chart) for m in report.models for kind, chart in model_charts(m, colours, report.baseline)]
+    drawn += [(s.model, "decode-steps", chart) for s in report.llm if (chart := _decode_steps(s, colours)) is not None]
+    return Charts(tuple(drawn))
+
+
+def model_charts(section: ModelSection, colours: Mapping[str, str], baseline: str | None) -> tuple[tuple[str, Chart], ...]:
+    """(kind, chart): latency distribution, time per op group, op x device heatmap, history trend (when there is
+    data). `colours`: one colour per device (report.colours), the same in every chart of the report."""
     _setup()
     charts = []
-    for make in (_latency, _groups, _heatmap, _history):
+    for kind, make in (("latency", _latency), ("op-groups", _groups), ("op-heatmap", _heatmap), ("history", _history)):
         chart = make(section, baseline, colours)
         if chart is not None:
-            charts.append(chart)
+            charts.append((kind, chart))
     return tuple(charts)
 
 
@@ -287,3 +303,27 @@ def _history(section: ModelSection, baseline: str | None, colours: Mapping[str, 
     ax.legend(frameon=False, fontsize=8)
     ax.set_title(f"{section.name}: end-to-end p50 over the last {len(runs)} runs")
     return Chart(f"{section.name}-history", f"{section.name}: history trend", _svg(fig, f"{section.name}-history", titles))
+
+
+def _decode_steps(section: LlmSection, colours: Mapping[str, str]) -> Chart | None:
+    """Decode step latency by step, one line per device (median over the generations), in the device's colour."""
+    lines = [d for d in section.devices if d.step_ms]
+    if not lines:
+        return None
+    _setup()
+    stem = f"{section.model}-decode-steps"
+    fig, ax = _figure(WIDTH_IN, 2.2, ["00.0000 + ylabel"], bottom_in=0.6)
+    titles = {}
+    for i, d in enumerate(lines):
+        line = ax.plot(range(2, len(d.step_ms) + 2), d.step_ms, marker=".",
+                       color=colours.get(d.device, PALETTE[i % len(PALETTE)]), label=d.device)[0]
+        line.set_gid(f"steps-{i}")
+        titles[f"steps-{i}"] = (f"{d.device}: decode {rate(d.decode_tokens_per_s)} tokens/s; step p50 from "
+                                f"{_ms(d.step_ms[0])} to {_ms(d.step_ms[-1])} ms")
+    ax.set_xlabel("generated token (token 1 comes from the prefill)")
+    ax.set_ylabel("decode step p50 ms")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False, fontsize=8)
+    ax.set_title(f"{section.model}: latency of each decode step")
+    return Chart(stem, f"{section.model}: per-step decode latency", _svg(fig, stem, titles))

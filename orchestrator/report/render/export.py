@@ -1,6 +1,6 @@
 """JSON and CSV forms of the report, for scripts. Format only; every figure comes from the model.
 
-JSON: the whole `model.Report` (dataclasses as objects, tuples as lists) without the chart SVG,
+JSON: the whole `model.Report` (dataclasses as objects, tuples as lists), no charts,
 plus `"format": "etfarm-report/1"`. CSV: one row per (model, device), the latency table; the
 per-op numbers are already in the run's stats.csv; new columns are appended. Names are written by
 the `json` and `csv` modules: their own escaping, and every name reads back exactly.
@@ -44,10 +44,11 @@ CSV_COLUMNS = (
 
 def render_json(report: Report) -> str:
     data: dict[str, Any] = {"format": FORMAT_ID, **asdict(report)}
-    for model in data["models"]:
-        model["charts"] = [{"stem": c["stem"], "title": c["title"]} for c in model["charts"]]
-    for section in data["llm"]:
-        section["chart"] = section["chart"] and {"stem": section["chart"]["stem"], "title": section["chart"]["title"]}
+    # etfarm-report/1 has a `charts` list per model (before its `claim`) and a `chart` per LLM section: charts are
+    # drawn for the pages only (render/charts.py), so the JSON, as always, has none.
+    data["models"] = [{**{k: v for k, v in m.items() if k != "claim"}, "charts": [], "claim": m["claim"]}
+                      for m in data["models"]]
+    data["llm"] = [{**section, "chart": None} for section in data["llm"]]
     return json.dumps(data, indent=1, allow_nan=False, default=str) + "\n"
 
 

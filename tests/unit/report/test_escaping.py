@@ -116,7 +116,7 @@ def flat(text: str) -> str:
 @given(name=NAMES)
 def test_every_format_shows_a_hostile_name_as_text(tmp_path: Path, name: str) -> None:
     run = run_with(tmp_path, name)
-    report = build_report(run, charts=False)
+    report = build_report(run)
     page = run_page(report)
     shown = flat(visible(name))
 
@@ -165,7 +165,7 @@ def test_the_ab_page_shows_a_hostile_name_as_text(tmp_path: Path, name: str) -> 
     b = make_run_dir(tmp_path / f"b-{abs(hash(name))}", devices=(device,), models=(model,), module=name + "2", op=name,
                      runs=3, iterations=5, run_id="20261122-000001-bbbb", seed=1)
     comparison = compare_jobs(a, b, per_op=False)
-    page = comparison_page(comparison_view(comparison, [build_report(b, charts=False)], f"A/B {name}", tmp_path))
+    page = comparison_page(comparison_view(comparison, [build_report(b)], f"A/B {name}", tmp_path))
     shown = flat(visible(name))
     html = parsed(render_html(page))
     assert {tag for tag, _ in html.tags} <= HTML_TAGS and shown in flat("".join(html.text))

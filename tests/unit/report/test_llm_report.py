@@ -11,6 +11,7 @@ from orchestrator.report.build.report import build_job_report
 from orchestrator.report.page.blocks import plain
 from orchestrator.report.page.memory import memory_section
 from orchestrator.report.page.run import run_page
+from orchestrator.report.render.charts import report_charts
 from orchestrator.report.render.html import render_html
 from orchestrator.report.render.markdown import render_markdown
 from orchestrator.report.terminal.llm import llm_lines, phase_tables
@@ -36,16 +37,18 @@ def test_the_section_puts_devices_side_by_side_with_the_phases_and_a_step_chart(
     assert local.pss_decode_kb == 650 and local.verification == "pass"
     ops = {(o.phase, o.index): o for o in section.phase_ops}
     assert ops[("prefill", 3)].share == 0.75 and ops[("decode", 3)].share == 0.2
-    assert section.chart is not None and "<svg" in section.chart.svg
 
-    report = build_job_report(job, tmp_path, phase_rows(), charts=True)
-    assert report.charts[-1] is report.llm[0].chart  # written beside the Markdown with the models' charts
-    html = render_html(run_page(report))
+    report = build_job_report(job, tmp_path, phase_rows())
+    charts = report_charts(report)
+    chart = charts.of("mlp", "decode-steps")
+    assert chart is not None and "<svg" in chart.svg
+    assert charts.all[-1] is chart  # written beside the Markdown with the models' charts
+    html = render_html(run_page(report, charts))
     assert '<section id="llm">' in html and '<a href="#llm">LLMs</a>' in html and "2000" in html
     assert html.index('id="llm"') < html.index('id="memory"') < html.index('id="devices"')
     assert "<script>alert" not in html and "&lt;script&gt;alert" in html  # names are escaped
     assert "LLMs (run/llm_figures.py)" in html  # how the figures were computed
-    markdown = render_markdown(run_page(report), "charts")
+    markdown = render_markdown(run_page(report, charts), "charts")
     markdown = markdown[markdown.index("### LLMs"):markdown.index("### Memory")]  # the page's one escaping rule
     assert "#### Model `mlp`" in markdown and "![mlp: per-step decode latency](charts/mlp-decode-steps.svg)" in markdown
     assert "<script>" not in markdown and r"\<script\>" in markdown and r"layers.0\|x" in markdown
@@ -64,7 +67,7 @@ def test_the_printed_summary(tmp_path: Path) -> None:
 
 def test_the_memory_table_has_every_model_kind_with_pss(tmp_path: Path) -> None:
     job = load_manifest(llm_run_dir(tmp_path))
-    report = build_job_report(job, tmp_path, phase_rows(), charts=False)
+    report = build_job_report(job, tmp_path, phase_rows())
     rows = {r.device: r for r in report.memory}
     assert (rows["local"].pss_load_kb, rows["local"].pss_kb, rows["local"].peak_rss_kb) == (402, 602, 900)
     assert rows["rpi5"].pss_kb is None  # a run recorded before PSS
