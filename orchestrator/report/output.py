@@ -70,7 +70,7 @@ def write_report(
     if target is not None:
         guard_output(target, [run_dir])
     if fmt in (ReportFormat.HTML, ReportFormat.MD):
-        from orchestrator.report.page.run import run_page
+        from orchestrator.report.page.sections import run_page
         from orchestrator.report.render.charts import report_charts
 
         charts = report_charts(report)

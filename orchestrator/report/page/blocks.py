@@ -17,7 +17,9 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from orchestrator.report.model import Report
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,7 @@ class Section:
     blocks: tuple[Block, ...] = ()
     level: int = 2  # 2: a page section, 3: within one
     collapsed: bool = False  # Markdown <details>, HTML <details>: the methods, versions
+    nav: str = ""  # the label the page's navigation lists it under ("": not listed)
 
 
 Block = Paragraph | Bullets | Table | Figure | Grid | Section
@@ -170,4 +173,20 @@ class Page:
     title: str
     meta: Text  # run ids, status, settings: the line under the title
     sections: tuple[Section, ...] = ()
-    nav: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (label, "#anchor")
+
+    @property
+    def nav(self) -> tuple[tuple[str, str], ...]:
+        """(label, "#anchor") of every section that names a `nav` label, in page order: read from the sections
+        themselves, so the navigation lists exactly what the page shows."""
+        return tuple((s.nav, "#" + s.anchor) for s in self.sections if s.nav)
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One run as a page shows it: its report and the charts drawn for it; on a page of several runs (an A/B
+    page, a night), the anchor prefix and title label that keep its sections apart (page/sections.py)."""
+
+    report: Report
+    charts: Charts = NO_CHARTS
+    prefix: str = ""  # "run-<id>-": every anchor of the run's sections starts with it
+    label: str = ""  # " · run <id>": added to its sections' titles

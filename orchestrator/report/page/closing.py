@@ -1,25 +1,12 @@
-"""The run page's closing sections: history rows, numerics, what the devices were, how the numbers were computed."""
+"""The run page's closing sections: numerics, what the devices were, how the numbers were computed."""
 
 from __future__ import annotations
 
-from orchestrator.report.formats import ms
-from orchestrator.report.model import ModelSection, Report
-from orchestrator.report.page.blocks import Block, Bullets, Paragraph, Section, Table, badge, code, muted, strong, text
+from orchestrator.report.page.blocks import Bullets, Paragraph, RunView, Section, Table, badge, muted, strong, text
 
 
-def history_blocks(m: ModelSection) -> tuple[Block, ...]:
-    if not m.history:
-        return (Paragraph(text(muted("no history: this model has no earlier runs in the results store"))),)
-    devices = [d.device for d in m.latency]
-    rows = tuple((text(code(r.run_id)), text(r.started), text(code((r.git_commit or "-")[:10])),
-                  *(text(ms(p)) if p is not None else text(muted(st or "not run"))
-                    for p, st in zip(r.p50_ms, r.status, strict=False)))
-                 for r in m.history_rows)
-    return (Table(("run", "started", "model commit", *(f"{d} p50 ms" for d in devices)), rows,
-                  (False, False, False, *([True] * len(devices)))),)
-
-
-def facts_section(report: Report, prefix: str = "", label: str = "") -> Section:
+def facts_section(view: RunView) -> tuple[Section, ...]:
+    report = view.report
     rows = tuple((text(strong(f.device), *((" ", badge("error", "bad", f.error), " ", f.error) if f.error else ())),
                   text(f.transport), text(f.target), text(f.status), text(f.abi), text(f.cores), text(f.frequencies),
                   text(f.governor), text(f.temperatures), text(f.load), text(f.product)) for f in report.facts)
@@ -27,22 +14,25 @@ def facts_section(report: Report, prefix: str = "", label: str = "") -> Section:
                "load (1/5/15 min)", "product")
     note = text(muted('Facts at the start of the job; temperatures over the readings taken before every process run. '
                       '"-": the device does not expose it.'))
-    return Section(text("What the devices were" + label), f"{prefix}devices", (Table(headers, rows), Paragraph(note)))
+    return (Section(text("What the devices were" + view.label), f"{view.prefix}devices", (Table(headers, rows), Paragraph(note)),
+                    nav="devices"),)
 
 
 def methods_section(methods: tuple[str, ...], versions: tuple[tuple[str, str], ...]) -> Section:
     listed = ", ".join(f"{k} {v}" for k, v in versions)
     return Section(text("How these numbers were computed"), "methods",
-                   (Bullets(tuple(text(m) for m in methods)), Paragraph(text(f"Versions: {listed}"))), collapsed=True)
+                   (Bullets(tuple(text(m) for m in methods)), Paragraph(text(f"Versions: {listed}"))), collapsed=True,
+                   nav="method")
 
 
-def numerics_section(report: Report, prefix: str = "") -> tuple[Section, ...]:
+def numerics_section(view: RunView) -> tuple[Section, ...]:
     """Which devices diverge, on which ops, where divergence starts; empty for runs made without --numerics."""
+    report, prefix = view.report, view.prefix
     if report.numerics is None:
         if report.numerics_error is None:
             return ()
         return (Section(text("Numerics"), f"{prefix}numerics",
-                        (Paragraph(text(muted(f"not available: {report.numerics_error}"))),)),)
+                        (Paragraph(text(muted(f"not available: {report.numerics_error}"))),), nav="numerics"),)
     n = report.numerics
     verdict = text(strong(", ".join(n.diverging_devices)), " diverge") if n.diverges else text("no op crosses the threshold")
     rows = []
@@ -60,4 +50,5 @@ def numerics_section(report: Report, prefix: str = "") -> tuple[Section, ...]:
     return (Section(text("Numerics: which op diverges, on which device"), f"{prefix}numerics", (
         Paragraph(text(f"{n.metric.value.upper()} of each op's intermediate outputs, threshold {n.threshold:g}: ",
                        verdict, ".")),
-        Table(("device", "model", "against", "ops", "divergence starts at", "outputs verified"), tuple(rows)))),)
+        Table(("device", "model", "against", "ops", "divergence starts at", "outputs verified"), tuple(rows))),
+                    nav="numerics"),)

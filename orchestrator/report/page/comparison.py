@@ -11,9 +11,10 @@ both runs; then B's run reports (a night's jobs, the confirmation folded in).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from orchestrator.report.formats import interval, ms, ratio
-from orchestrator.report.model import ComparisonView, Interval, PairStructure
+from orchestrator.report.model import ComparisonView, Interval, PairStructure, Report
 from orchestrator.report.page.blocks import (
     NO_CHARTS,
     Block,
@@ -21,6 +22,7 @@ from orchestrator.report.page.blocks import (
     Charts,
     Page,
     Paragraph,
+    RunView,
     Section,
     Span,
     Table,
@@ -36,7 +38,8 @@ from orchestrator.report.page.blocks import (
 )
 from orchestrator.report.page.closing import methods_section
 from orchestrator.report.page.llm import rate
-from orchestrator.report.page.run import flag_badge, run_sections
+from orchestrator.report.page.run import flag_badge
+from orchestrator.report.page.sections import run_sections
 from orchestrator.report.terminal.verdicts import legend, statistic_name
 from orchestrator.verdicts.compare import OpVerdict, PairVerdict
 from orchestrator.verdicts.llm_metrics import MetricVerdict
@@ -66,16 +69,20 @@ def comparison_page(view: ComparisonView, charts: Mapping[str, Charts] | None = 
                                                           else f" · noise floor {s.noise_floor:.0%}" if s.noise_floor
                                                           else ""))
     runs = tuple(section for report in view.runs
-                 for section in run_sections(report, (charts or {}).get(report.run_id, NO_CHARTS),
-                                             prefix=anchor("run", report.run_id) + "-",
-                                             label=f" · run {report.run_id}"))
+                 for section in _run_sections(report, (charts or {}).get(report.run_id, NO_CHARTS)))
     methods = (*VERDICT_METHODS, *(view.runs[0].methods if view.runs else ()))
     versions = view.runs[0].versions if view.runs else ()
     sections = (verdicts_section(view), op_verdicts_section(view), structure_section(view), trust_section(view),
                 *runs, methods_section(methods, versions))
-    nav = (("verdicts", "#verdicts"), ("per op", "#op-verdicts"), ("structure", "#structure"), ("trust", "#trust"),
-           *((f"run {r.run_id}", "#" + anchor("run", r.run_id) + "-summary") for r in view.runs), ("method", "#methods"))
-    return Page(view.title, meta, sections, nav)
+    return Page(view.title, meta, sections)
+
+
+def _run_sections(report: Report, charts: Charts) -> tuple[Section, ...]:
+    """One of B's runs, its sections under anchors and titles of their own; the navigation lists the run once,
+    at its answer (the first section)."""
+    sections = run_sections(RunView(report, charts, prefix=anchor("run", report.run_id) + "-",
+                                    label=f" · run {report.run_id}"))
+    return tuple(replace(s, nav=f"run {report.run_id}" if k == 0 else "") for k, s in enumerate(sections))
 
 
 def verdicts_section(view: ComparisonView) -> Section:
@@ -92,7 +99,7 @@ def verdicts_section(view: ComparisonView) -> Section:
     ]
     if view.notes:
         blocks.append(Bullets(tuple(text(n) for n in view.notes)))
-    return Section(text("Verdicts"), "verdicts", tuple(blocks))
+    return Section(text("Verdicts"), "verdicts", tuple(blocks), nav="verdicts")
 
 
 def pair_sentence(view: ComparisonView, pair: PairVerdict) -> Text:
@@ -177,7 +184,7 @@ def op_verdicts_section(view: ComparisonView) -> Section:
     if not notable:
         return Section(text("Per-op verdicts"), "op-verdicts", (Paragraph(text(
             f"No op regressed or improved beyond the per-op threshold ({c.settings.op_threshold:.0%}; {compared} ops "
-            f"compared, {skipped} skipped: unmatched, or too fast for the timer).")),))
+            f"compared, {skipped} skipped: unmatched, or too fast for the timer).")),), nav="per op")
     rows = tuple((text(p.device), text(p.model), text(o.event_name), _where(o),
                   text(badge(o.verdict.value, TONE[o.verdict.value])), text(f"{o.estimate.ratio:.3f}x"),
                   text(f"[{o.estimate.ci_low:.3f}, {o.estimate.ci_high:.3f}]"), text(f"{o.p_adjusted:.3g}"))
@@ -187,7 +194,7 @@ def op_verdicts_section(view: ComparisonView) -> Section:
               (False, False, False, False, False, True, True, True)),
         Paragraph(text(muted(f"{len(notable)} of {compared} ops regressed or improved (or settings differ); "
                              f"{skipped} skipped."))),
-    ))
+    ), nav="per op")
 
 
 def _where(op: OpVerdict) -> Text:
@@ -215,7 +222,7 @@ def structure_section(view: ComparisonView) -> Section:
         blocks.append(Bullets(tuple(lines)))
     if unknown:
         blocks.append(Paragraph(text(muted(f"No per-op statistics to compare for {', '.join(unknown)}."))))
-    return Section(text("What changed in the model"), "structure", tuple(blocks))
+    return Section(text("What changed in the model"), "structure", tuple(blocks), nav="structure")
 
 
 def _change(a: int, b: int) -> str:
@@ -241,4 +248,4 @@ def trust_section(view: ComparisonView) -> Section:
     if not any(n.kind in ("interfered", "throttled", "unstable", "partial") for _, n in view.trust):
         items = (text("No process run of either side was flagged interfered or throttled, and no result is "
                       "unstable."), *items)
-    return Section(text("What to trust"), "trust", (Bullets(items, tone="flags"),))
+    return Section(text("What to trust"), "trust", (Bullets(items, tone="flags"),), nav="trust")

@@ -11,12 +11,13 @@ name by its one rule (escape.py).
 from __future__ import annotations
 
 from orchestrator.report.formats import clip, ms, op_ms, pct
-from orchestrator.report.model import LlmDevice, LlmSection, PhaseOp, Report
+from orchestrator.report.model import LlmDevice, LlmSection, PhaseOp
 from orchestrator.report.page.blocks import (
     Block,
     Charts,
     Figure,
     Paragraph,
+    RunView,
     Section,
     Table,
     Text,
@@ -34,16 +35,17 @@ HEADERS = ("device", "prompt", "generated", "gens", "TTFT p50 ms", "prefill tok/
 OP_HEADERS = ("device", "phase", "event", "#", "avg ms per call", "p50 ms", "share of phase", "module")
 
 
-def llm_page_sections(report: Report, charts: Charts, prefix: str = "", label: str = "") -> tuple[Section, ...]:
+def llm_sections(view: RunView) -> tuple[Section, ...]:
     """The page's LLM section (anchor `llm`, prefixed like the run's other sections); () when no model generated."""
+    report = view.report
     if not report.llm:
         return ()
     note = Paragraph(text(muted("Medians over every measured generation of the traced process runs (\"no ETDump\": "
                                 "the untraced runs'): time to first token covers the prefill call(s) and the first "
                                 "token; decode tokens/s is generated tokens over decode time; RSS and PSS are the "
                                 "runner's after each phase.")))
-    models = tuple(model_section(s, charts, prefix) for s in report.llm)
-    return (Section(text(TITLE + label), f"{prefix}llm", (note, *models)),)
+    models = tuple(model_section(s, view.charts, view.prefix) for s in report.llm)
+    return (Section(text(TITLE + view.label), f"{view.prefix}llm", (note, *models), nav="LLMs"),)
 
 
 def model_section(s: LlmSection, charts: Charts, prefix: str = "") -> Section:

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from orchestrator.report.model import MemoryRow, Report
-from orchestrator.report.page.blocks import Paragraph, Section, Table, muted, text
+from orchestrator.report.model import MemoryRow
+from orchestrator.report.page.blocks import Paragraph, RunView, Section, Table, muted, text
 from orchestrator.report.terminal.table import format_bytes
 
 HEADERS = ("model", "device", "peak RSS", "PSS after load", "PSS", "planned", "program")
 
 
-def memory_section(report: Report, prefix: str = "", label: str = "") -> tuple[Section, ...]:
+def memory_section(view: RunView) -> tuple[Section, ...]:
     """The page's memory section (anchor `memory`, prefixed like the run's other sections); () without rows."""
+    report = view.report
     if not report.memory:
         return ()
     note = text(muted("Highest over the process runs: peak resident memory (VmHWM), PSS after the method load and "
                       "after the measured executions, the method's planned buffers, the program's size."))
     table = Table(HEADERS, tuple(tuple(text(c) for c in _cells(row)) for row in report.memory),
                   (False, False, *([True] * 5)))
-    return (Section(text("Memory" + label), f"{prefix}memory", (table, Paragraph(note))),)
+    return (Section(text("Memory" + view.label), f"{view.prefix}memory", (table, Paragraph(note)), nav="memory"),)
 
 
 def _cells(row: MemoryRow) -> list[str]:

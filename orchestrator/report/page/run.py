@@ -1,12 +1,10 @@
-"""A run's report as a page: the sections both renderers write out (HTML for people, Markdown for CI).
+"""A run's own sections: which device is fast enough, what to trust, and per model its latency, ops and history.
 
-Order answers the questions in the order people ask them: which device is fast enough (the
-claim, only as strong as the statistics allow: claims.py), what to trust (flagged and
-excluded runs, the tracer's cost: trust.py), per model the latency side by side, where each
-device spends its time, how ops compare across devices, how that changed over time; for a
-model that generated (an LLM) its time to first token, tokens/s and phases (llm_render.py);
-memory (memory.py); then what the devices were and how the numbers were computed. Every sentence is composed here
-from the report data, once, for both formats.
+Which device is fast enough answers first (the claim, only as strong as the statistics allow:
+build/claims.py), then what to trust (flagged and excluded runs, the tracer's cost: build/trust.py),
+then per model the latency side by side, where each device spends its time, how ops compare across
+devices, how that changed over time. Every sentence is composed here from the report data, once,
+for both formats; page/sections.py puts these sections in the page's order.
 """
 
 from __future__ import annotations
@@ -15,14 +13,12 @@ from orchestrator.profiles.source import MODULES_SEPARATOR, short_op_types
 from orchestrator.report.formats import clip, interval, ms, op_ms, pct, ratio, signed_interval
 from orchestrator.report.model import DeviceLatency, DeviceOps, ModelSection, OpStat, Report, SpeedClaim
 from orchestrator.report.page.blocks import (
-    NO_CHARTS,
     Block,
     Bullets,
-    Charts,
     Figure,
     Grid,
-    Page,
     Paragraph,
+    RunView,
     Section,
     Span,
     Table,
@@ -36,42 +32,6 @@ from orchestrator.report.page.blocks import (
     strong,
     text,
 )
-
-
-def run_page(report: Report, charts: Charts = NO_CHARTS) -> Page:
-    """The whole page: the run's sections, then how the numbers were computed. `charts`: what render/charts.py
-    drew for the format (none for a page without figures)."""
-    from orchestrator.report.page.closing import methods_section
-
-    nav = (("summary", "#summary"), ("trust", "#trust"), *((m.name, "#" + anchor("model", m.name)) for m in report.models),
-           *((("LLMs", "#llm"),) if report.llm else ()), *((("memory", "#memory"),) if report.memory else ()),
-           ("devices", "#devices"), ("method", "#methods"))
-    return Page(title=f"etfarm report: {_count(len(report.models), 'model')} on {_count(len(report.devices), 'device')}",
-                meta=run_meta(report), sections=(*run_sections(report, charts), methods_section(report.methods, report.versions)),
-                nav=nav)
-
-
-def run_sections(report: Report, charts: Charts, prefix: str = "", label: str = "") -> tuple[Section, ...]:
-    """A run's sections, anchors prefixed and titles labelled when a page holds several runs (a night): the answer,
-    what to trust, each model, an LLM's generation figures, memory, numerics, the devices."""
-    from orchestrator.report.page.closing import facts_section, numerics_section
-    from orchestrator.report.page.llm import llm_page_sections
-    from orchestrator.report.page.memory import memory_section
-
-    return (summary_section(report, prefix, label), trust_section(report, prefix, label),
-            *(model_section(report, m, charts, prefix, label) for m in report.models),
-            *llm_page_sections(report, charts, prefix, label),
-            *memory_section(report, prefix, label), *numerics_section(report, prefix), facts_section(report, prefix, label))
-
-
-def run_meta(report: Report) -> Text:
-    return text("run ", code(report.run_id), " · status ", strong(report.status), f" · started {report.started} · "
-                f"{report.settings} · baseline ", strong(report.baseline or "-"))
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
 
 # ---- which device is fast enough -------------------------------------------------------------
 
@@ -93,7 +53,8 @@ def claim_text(model: ModelSection) -> Text:
                 f" has the lowest p50 ({ms(claim.leader_p50_ms)} ms): ", versus, f"; {claim.reason}.")
 
 
-def summary_section(report: Report, prefix: str = "", label: str = "") -> Section:
+def summary_section(view: RunView) -> tuple[Section, ...]:
+    report, prefix = view.report, view.prefix
     headers = ("model", *report.devices)
     rows = []
     for m in report.models:
@@ -102,10 +63,10 @@ def summary_section(report: Report, prefix: str = "", label: str = "") -> Sectio
                      *(_summary_cell(by_device.get(dev), report.baseline) for dev in report.devices)))
     note = text(muted(f"End-to-end p50 per execution, ratio of p50s to {report.baseline or '-'} with its 95 % interval "
                       "over process runs; badges say why a number should not be taken at face value."))
-    return Section(text("Which device is fast enough?" + label), f"{prefix}summary", (
+    return (Section(text("Which device is fast enough?" + view.label), f"{prefix}summary", (
         Paragraph(joined([claim_text(m) for m in report.models], " "), tone="answer"),
         Table(headers, tuple(rows), (False, *([True] * len(report.devices)))),
-        Paragraph(note)))
+        Paragraph(note)), nav="summary"),)
 
 
 def _summary_cell(d: DeviceLatency | None, baseline: str | None) -> Text:
@@ -132,20 +93,29 @@ def flag_badge(kind: str, reason: str) -> Span:
 # ---- what to trust ---------------------------------------------------------------------------
 
 
-def trust_section(report: Report, prefix: str = "", label: str = "") -> Section:
+def trust_section(view: RunView) -> tuple[Section, ...]:
+    notes = view.report.trust
     items = [text(strong(n.device), (" " + n.model) if n.model else "", ": ", flag_badge(n.kind, "") if n.kind in (
-        "interfered", "throttled", "unstable", "partial") else muted(n.kind), " ", n.text) for n in report.trust]
-    if not any(n.kind in ("interfered", "throttled", "unstable", "partial") for n in report.trust):
+        "interfered", "throttled", "unstable", "partial") else muted(n.kind), " ", n.text) for n in notes]
+    if not any(n.kind in ("interfered", "throttled", "unstable", "partial") for n in notes):
         items.insert(0, text("No process run was flagged interfered or throttled, and no result is unstable."))
-    return Section(text("What to trust" + label), f"{prefix}trust", (Bullets(tuple(items), tone="flags"),))
+    return (Section(text("What to trust" + view.label), f"{view.prefix}trust", (Bullets(tuple(items), tone="flags"),),
+                    nav="trust"),)
 
 
 # ---- per model -------------------------------------------------------------------------------
 
 
-def model_section(report: Report, m: ModelSection, charts: Charts, prefix: str = "", label: str = "") -> Section:
+def model_sections(view: RunView) -> tuple[Section, ...]:
+    """A section per model, listed in the navigation by the model's name."""
+    return tuple(model_section(view, m) for m in view.report.models)
+
+
+def model_section(view: RunView, m: ModelSection) -> Section:
+    report = view.report
+
     def figure(kind: str) -> tuple[Block, ...]:
-        chart = charts.of(m.name, kind)
+        chart = view.charts.of(m.name, kind)
         return (Figure(chart),) if chart is not None else ()
 
     blocks: list[Block] = [Section(text("End-to-end latency, devices side by side"), level=3,
@@ -156,11 +126,9 @@ def model_section(report: Report, m: ModelSection, charts: Charts, prefix: str =
     if len(m.latency) > 1 and m.op_ratios:
         blocks.append(Section(text(f"Ops across devices: p50 relative to {report.baseline or '-'}"), level=3,
                               blocks=(*figure("op-heatmap"), op_ratio_table(m))))
-    from orchestrator.report.page.closing import history_blocks
-
     blocks.append(Section(text("Over time"), level=3, blocks=(*figure("history"), *history_blocks(m))))
-    return Section(text(f"Model {m.name} ", muted(f"({m.backend})"), label), anchor(f"{prefix}model", m.name),
-                   tuple(blocks))
+    return Section(text(f"Model {m.name} ", muted(f"({m.backend})"), view.label), anchor(f"{view.prefix}model", m.name),
+                   tuple(blocks), nav=m.name)
 
 
 LATENCY_HEADERS = ("device", "runs", "p50 ms", "p90 ms", "spread in a run", "between runs", "untraced p50",
@@ -239,3 +207,15 @@ def op_ratio_table(m: ModelSection) -> Table:
         rows.append((text(clip(r.name, 40)), text(code(r.module_path)) if r.module_path else text("-"), *cells))
     return Table(("event", "module", *(f"{d} p50 ms" for d in devices)), tuple(rows),
                  (False, False, *([True] * len(devices))))
+
+
+def history_blocks(m: ModelSection) -> tuple[Block, ...]:
+    if not m.history:
+        return (Paragraph(text(muted("no history: this model has no earlier runs in the results store"))),)
+    devices = [d.device for d in m.latency]
+    rows = tuple((text(code(r.run_id)), text(r.started), text(code((r.git_commit or "-")[:10])),
+                  *(text(ms(p)) if p is not None else text(muted(st or "not run"))
+                    for p, st in zip(r.p50_ms, r.status, strict=False)))
+                 for r in m.history_rows)
+    return (Table(("run", "started", "model commit", *(f"{d} p50 ms" for d in devices)), rows,
+                  (False, False, False, *([True] * len(devices)))),)

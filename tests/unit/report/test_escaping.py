@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from orchestrator.profiles.stat_rows import read_stats_csv
 from orchestrator.report.build.report import build_report
 from orchestrator.report.escape import visible
-from orchestrator.report.page.run import run_page
+from orchestrator.report.page.sections import run_page
 from orchestrator.report.render.export import render_csv, render_json
 from orchestrator.report.render.html import render_html
 from orchestrator.report.render.markdown import render_markdown

@@ -8,9 +8,9 @@ from pathlib import Path
 from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.build.llm import llm_sections
 from orchestrator.report.build.report import build_job_report
-from orchestrator.report.page.blocks import plain
+from orchestrator.report.page.blocks import RunView, plain
 from orchestrator.report.page.memory import memory_section
-from orchestrator.report.page.run import run_page
+from orchestrator.report.page.sections import run_page
 from orchestrator.report.render.charts import report_charts
 from orchestrator.report.render.html import render_html
 from orchestrator.report.render.markdown import render_markdown
@@ -71,7 +71,7 @@ def test_the_memory_table_has_every_model_kind_with_pss(tmp_path: Path) -> None:
     rows = {r.device: r for r in report.memory}
     assert (rows["local"].pss_load_kb, rows["local"].pss_kb, rows["local"].peak_rss_kb) == (402, 602, 900)
     assert rows["rpi5"].pss_kb is None  # a run recorded before PSS
-    (table, _) = memory_section(report)[0].blocks
+    (table, _) = memory_section(RunView(report))[0].blocks
     assert [plain(c) for c in table.rows[-1]][1:5] == ["rpi5", "-", "-", "-"]
     html = render_html(run_page(report))
     assert '<section id="memory">' in html and "602.0 KiB" in html

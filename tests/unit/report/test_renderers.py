@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from orchestrator.report.build.report import build_report
 from orchestrator.report.model import Report
 from orchestrator.report.page.blocks import NO_CHARTS, plain
-from orchestrator.report.page.run import run_page
+from orchestrator.report.page.sections import run_page
 from orchestrator.report.render.charts import report_charts
 from orchestrator.report.render.export import CSV_COLUMNS, render_csv, render_json
 from orchestrator.report.render.html import render_html as html_of_page
@@ -72,6 +73,13 @@ def test_html_shows_history_when_the_store_has_some(tmp_path: Path) -> None:
     page = render_html(build_report(run, history=points))
     assert "no history" not in page and "run-3" in page and "abc1234" in page
     assert 'data-chart="m0-history"' in page
+
+
+def test_the_navigation_lists_every_section_of_the_page(report: Report) -> None:
+    page = run_page(replace(report, numerics_error="no numerics.json in the run directory"))
+    assert [href for _, href in page.nav] == ["#" + s.anchor for s in page.sections]  # one list, read by both
+    assert ("numerics", "#numerics") in page.nav and ("method", "#methods") in page.nav
+    assert '<a href="#numerics">numerics</a>' in html_of_page(page)
 
 
 def test_markdown_fits_a_job_summary(report: Report) -> None:
