@@ -45,7 +45,7 @@ def report(
     ] = None,
 ) -> None:
     """Which device is fast enough, where each spends its time, and how that changed over time."""
-    from orchestrator.report.build.history import history_points
+    from orchestrator.report.builders.history import history_points
     from orchestrator.report.output import write_report
     from orchestrator.run.results import load_manifest
     from orchestrator.store import resolve_run

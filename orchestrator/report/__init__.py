@@ -3,7 +3,7 @@
 A report flows through four stages, one sub-package each, each importing only the ones before it
 (the `report:` contract in pyproject.toml; docs/architecture.md, "Reports"):
     model/     the data: a `Report` (and an A/B page's `ComparisonView`), frozen, every number decided
-    build/     the builders: a job, its stats.csv rows and the store's history -> a Report (ratios.py: the one
+    builders/  a job, its stats.csv rows and the store's history -> a Report (ratios.py: the one
                statistic; claims.py: what may be called fastest; trust.py: what to believe)
     page/      the page model (blocks.py) and what a page says, built once for HTML and Markdown alike;
                sections.py is the one list of a run's sections, which the page and its navigation both read
@@ -28,8 +28,8 @@ from orchestrator.lazy import lazy_api
 
 _API = {
     "format_table": "terminal.table",
-    "fmt_ms": "terminal.table",
-    "fmt_percent": "terminal.table",
+    "fmt_ms": "formats",
+    "fmt_percent": "formats",
     "format_report": "terminal.events",
     "wall_clock_lines": "terminal.summary",
     "job_view": "terminal.views",

@@ -37,8 +37,8 @@ class RunInput:
 
 def run_reports(runs: Sequence[RunInput], store: Path | None) -> list[Report]:
     from orchestrator.profiles.stat_rows import read_stats_csv
-    from orchestrator.report.build.history import history_points
-    from orchestrator.report.build.report import build_job_report
+    from orchestrator.report.builders.history import history_points
+    from orchestrator.report.builders.report import build_job_report
     from orchestrator.run.rundir import STATS
 
     out = []
@@ -51,7 +51,7 @@ def run_reports(runs: Sequence[RunInput], store: Path | None) -> list[Report]:
 
 def comparison_page_of(comparison: Comparison, reports: Sequence[Report], charts: Mapping[str, Charts], title: str,
                        out_dir: Path, confirmations: Sequence[Confirmation] = (), notes: Sequence[str] = ()) -> Page:
-    from orchestrator.report.build.comparison import comparison_view
+    from orchestrator.report.builders.comparison import comparison_view
     from orchestrator.report.page.comparison import comparison_page
 
     return comparison_page(comparison_view(comparison, reports, title, out_dir, confirmations, notes), charts)

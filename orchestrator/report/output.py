@@ -52,7 +52,7 @@ def write_report(
 
     `output` as the user typed it: a trailing '/' means a directory even before it exists. `job` and
     `rows`: the job and its statistics when the caller has them (else read from `run_dir`)."""
-    from orchestrator.report.build.report import build_job_report
+    from orchestrator.report.builders.report import build_job_report
 
     as_dir = output is not None and _is_dir(output)
     output = Path(output) if output is not None else None
@@ -96,7 +96,7 @@ def write_run_report(run_dir: Path, warn: Callable[[str], None], store: Path | N
     """The `etfarm run` hook: DIR/report.html (history from `store`), or a warning. Never raises:
     the results are already safe in the run directory. `job`, `rows`: the job in memory."""
     try:
-        from orchestrator.report.build.history import history_points
+        from orchestrator.report.builders.history import history_points
 
         if job is None:
             job = load_manifest(run_dir)

@@ -1,6 +1,6 @@
-"""The report's data model: everything a report says, as frozen data, computed once by report/build/.
+"""The report's data model: everything a report says, as frozen data, computed once by report/builders/.
 
-The first stage of a report's flow (docs/architecture.md, "Reports"): model -> build -> page -> render.
+The first stage of a report's flow (docs/architecture.md, "Reports"): model -> builders -> page -> render.
 Pages, terminal text and the JSON export read these types and compute nothing:
     report: Report and its parts (ModelSection, DeviceLatency, OpStat, SpeedClaim, TrustNote, DeviceFacts, ...)
     llm: LlmSection, LlmDevice, PhaseOp               a model that generated: TTFT, tokens/s, phases

@@ -1,6 +1,6 @@
 """What an A/B page says around the verdicts: each pair's structure diff, baseline links, confirmations, trust notes.
 
-Filled by report/build/comparison.py; the page (report/page/comparison.py) shows it.
+Filled by report/builders/comparison.py; the page (report/page/comparison.py) shows it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """An LLM's part of a report: per model that generated, its devices' generation figures and each phase's ops.
 
-Filled by report/build/llm.py from the results model and the statistics' phase columns; the page
+Filled by report/builders/llm.py from the results model and the statistics' phase columns; the page
 (report/page/llm.py) and the JSON export show it (docs/architecture.md, "LLMs").
 """
 

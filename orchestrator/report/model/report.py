@@ -1,6 +1,6 @@
 """The report model: everything a run's report says, computed once, as frozen data.
 
-`build/report.py` fills it from a run directory (the results model, stats.csv) or the job in
+`builders/report.py` fills it from a run directory (the results model, stats.csv) or the job in
 memory, and the store's history; the pages (report/page/), the charts and the JSON and CSV export
 (report/render/) only format it. Keeping every number, verdict and flag here means the HTML page,
 the CI summary and the JSON say the same thing, and a renderer can never disagree with another
@@ -69,7 +69,7 @@ class Versus:
 
 @dataclass(frozen=True)
 class SpeedClaim:
-    """What the report may claim about which device is fastest for a model (report/build/claims.py)."""
+    """What the report may claim about which device is fastest for a model (report/builders/claims.py)."""
 
     fastest: str | None  # claimed only when every comparison is clear
     leader: str | None  # the lowest p50, claimed or not
@@ -215,8 +215,8 @@ class Report:
     numerics_error: str | None = None  # why the numerics section is missing from such a run
     trust: tuple[TrustNote, ...] = ()  # runs flagged or left out, the tracer's cost: why to (not) believe it
     colours: tuple[tuple[str, str], ...] = ()  # (device, colour): one colour per device in every chart
-    llm: tuple[LlmSection, ...] = ()  # models that generated: TTFT, tokens/s, memory, phases (report/build/llm.py)
-    memory: tuple[MemoryRow, ...] = ()  # per model and device: peak RSS, PSS, planned, program (report/build/memory.py)
+    llm: tuple[LlmSection, ...] = ()  # models that generated: TTFT, tokens/s, memory, phases (report/builders/llm.py)
+    memory: tuple[MemoryRow, ...] = ()  # per model and device: peak RSS, PSS, planned, program (report/builders/memory.py)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from orchestrator.report.formats import interval, ms, ratio
+from orchestrator.report.formats import fmt_ms, fmt_rate, interval, ratio
 from orchestrator.report.model import ComparisonView, Interval, PairStructure, Report
 from orchestrator.report.page.blocks import (
     NO_CHARTS,
@@ -37,7 +37,6 @@ from orchestrator.report.page.blocks import (
     text,
 )
 from orchestrator.report.page.closing import methods_section
-from orchestrator.report.page.llm import rate
 from orchestrator.report.page.run import flag_badge
 from orchestrator.report.page.sections import run_sections
 from orchestrator.report.terminal.verdicts import legend, statistic_name
@@ -120,7 +119,8 @@ def pair_sentence(view: ComparisonView, pair: PairVerdict) -> Text:
         confirmed = text("; ", strong("confirmed") if confirmation.confirmed else strong("NOT confirmed"),
                          " by run ", code(confirmation.confirm_run))
     return text(name, ": ", verdict, " ", size, "baseline ", _baseline(view, pair), f" {interval(ci)} ({stat} "
-                f"{ms(est.median_a_ms)} -> {ms(est.median_b_ms)} ms, p {est.p_value:.3g}, {est.runs_a}/{est.runs_b} runs)",
+                f"{fmt_ms(est.median_a_ms)} -> {fmt_ms(est.median_b_ms)} ms, p {est.p_value:.3g}, "
+                f"{est.runs_a}/{est.runs_b} runs)",
                 *(text("; ", metric_clause(m, ci.level)) for m in pair.metrics), confirmed, _unlike_clause(pair), ".")
 
 
@@ -133,7 +133,7 @@ def _unlike_clause(pair: PairVerdict) -> Text:
 
 def metric_clause(m: MetricVerdict, level: float) -> Text:
     """An LLM metric's verdict in words: "decode tokens/s regressed: 0.52x the baseline's [0.49, 0.55] (812 -> 420)"."""
-    a, b = (rate(m.value_a), rate(m.value_b)) if m.higher_is_better else (ms(m.value_a), ms(m.value_b))
+    a, b = (fmt_rate(m.value_a), fmt_rate(m.value_b)) if m.higher_is_better else (fmt_ms(m.value_a), fmt_ms(m.value_b))
     return text(m.label, " ", badge(m.verdict.value, TONE.get(m.verdict.value, "info")),
                 f": {ratio(m.ratio)} the baseline's {interval(Interval(m.ci_low, m.ci_high, level))} ({a} -> {b} {m.unit})")
 
@@ -144,8 +144,8 @@ def metrics_table(pairs: Sequence[PairVerdict]) -> tuple[Block, ...]:
                                                       "better)"),
                   text(badge(m.verdict.value, TONE.get(m.verdict.value, "info"))), text(f"{m.ratio:.3f}x"),
                   text(f"[{m.ci_low:.3f}, {m.ci_high:.3f}]"),
-                  text(rate(m.value_a) if m.higher_is_better else ms(m.value_a)),
-                  text(rate(m.value_b) if m.higher_is_better else ms(m.value_b)), text(m.unit),
+                  text(fmt_rate(m.value_a) if m.higher_is_better else fmt_ms(m.value_a)),
+                  text(fmt_rate(m.value_b) if m.higher_is_better else fmt_ms(m.value_b)), text(m.unit),
                   text(f"{m.estimate.p_value:.3g}"), text(f"{m.estimate.runs_a}/{m.estimate.runs_b}"))
                  for p in pairs for m in p.metrics)
     if not rows:
@@ -170,8 +170,8 @@ def _verdict_row(view: ComparisonView, pair: PairVerdict) -> tuple[Text, ...]:
                    " (outputs WRONG)" if pair.verification_failed else "")
     figures: tuple[Text, ...] = (text("-"),) * 6
     if est is not None:
-        figures = (text(f"{est.ratio:.3f}x"), text(f"[{est.ci_low:.3f}, {est.ci_high:.3f}]"), text(ms(est.median_a_ms)),
-                   text(ms(est.median_b_ms)), text(f"{est.p_value:.3g}"), text(f"{est.runs_a}/{est.runs_b}"))
+        figures = (text(f"{est.ratio:.3f}x"), text(f"[{est.ci_low:.3f}, {est.ci_high:.3f}]"), text(fmt_ms(est.median_a_ms)),
+                   text(fmt_ms(est.median_b_ms)), text(f"{est.p_value:.3g}"), text(f"{est.runs_a}/{est.runs_b}"))
     return (text(pair.device), text(pair.model), verdict, *figures,
             text(pair.noise.describe() if pair.noise else "-"), text(_baseline(view, pair)), confirmed)
 

@@ -1,6 +1,6 @@
 """The LLM section of a run's page (HTML and Markdown alike).
 
-Per model that generated (report/build/llm.py): one table with the devices side by side (prompt
+Per model that generated (report/builders/llm.py): one table with the devices side by side (prompt
 and generated tokens, time to first token, prefill and decode tokens/s, decode tokens/s without
 the event tracer, memory after prefill and after decode, the tokens' verification), the per-step
 decode latency chart (drawn by render/charts.py), and per device the ops that take the most time
@@ -10,7 +10,7 @@ name by its one rule (escape.py).
 
 from __future__ import annotations
 
-from orchestrator.report.formats import clip, ms, op_ms, pct
+from orchestrator.report.formats import clip, fmt_kib, fmt_ms, fmt_percent, fmt_rate, op_ms
 from orchestrator.report.model import LlmDevice, LlmSection, PhaseOp
 from orchestrator.report.page.blocks import (
     Block,
@@ -27,7 +27,6 @@ from orchestrator.report.page.blocks import (
     muted,
     text,
 )
-from orchestrator.report.terminal.table import format_bytes
 
 TITLE = "LLMs: time to first token, tokens per second, memory"
 HEADERS = ("device", "prompt", "generated", "gens", "TTFT p50 ms", "prefill tok/s", "decode tok/s",
@@ -66,24 +65,13 @@ def device_row(d: LlmDevice) -> tuple[Text, ...]:
     calls = f"{d.prefill_calls} call{'s' if d.prefill_calls != 1 else ''}"
     tone = {"pass": "good", "fail": "bad"}.get(d.verification, "info")
     return (text(d.device), text(f"{d.prompt_len} ({calls})"), text(str(d.gen_len)), text(str(d.generations)),
-            text(ms(d.ttft_ms)), text(rate(d.prefill_tokens_per_s)), text(rate(d.decode_tokens_per_s)),
-            text(rate(d.untraced_decode_tokens_per_s)), text(f"{kib(d.rss_prefill_kb)} / {kib(d.pss_prefill_kb)}"),
-            text(f"{kib(d.rss_decode_kb)} / {kib(d.pss_decode_kb)}"), text(badge(d.verification, tone)))
+            text(fmt_ms(d.ttft_ms)), text(fmt_rate(d.prefill_tokens_per_s)), text(fmt_rate(d.decode_tokens_per_s)),
+            text(fmt_rate(d.untraced_decode_tokens_per_s)), text(f"{fmt_kib(d.rss_prefill_kb)} / {fmt_kib(d.pss_prefill_kb)}"),
+            text(f"{fmt_kib(d.rss_decode_kb)} / {fmt_kib(d.pss_decode_kb)}"), text(badge(d.verification, tone)))
 
 
 def phase_row(o: PhaseOp) -> tuple[Text, ...]:
     return (text(o.device), text(o.phase), text(clip(o.name, 48)), text(str(o.index)),
             text(op_ms(o.avg_ms, o.below_resolution, o.delegated)), text(op_ms(o.p50_ms, o.below_resolution, o.delegated)),
-            text(pct(o.share)),
+            text(fmt_percent(o.share)),
             text(code(clip(o.where, 60))) if o.where else text(muted("-")))
-
-
-def rate(value: float | None) -> str:
-    """Tokens per second: whole numbers from 100 up, 2 decimals below."""
-    if value is None:
-        return "-"
-    return f"{value:.0f}" if value >= 100 else f"{value:.2f}"
-
-
-def kib(value: int | None) -> str:
-    return "-" if value is None else format_bytes(value * 1024)

@@ -1,10 +1,10 @@
-"""The run page's memory section (report/build/memory.py computes the rows)."""
+"""The run page's memory section (report/builders/memory.py computes the rows)."""
 
 from __future__ import annotations
 
+from orchestrator.report.formats import fmt_kib, format_bytes
 from orchestrator.report.model import MemoryRow
 from orchestrator.report.page.blocks import Paragraph, RunView, Section, Table, muted, text
-from orchestrator.report.terminal.table import format_bytes
 
 HEADERS = ("model", "device", "peak RSS", "PSS after load", "PSS", "planned", "program")
 
@@ -22,9 +22,6 @@ def memory_section(view: RunView) -> tuple[Section, ...]:
 
 
 def _cells(row: MemoryRow) -> list[str]:
-    def kb(value: int | None) -> str:
-        return "-" if value is None else format_bytes(value * 1024)
-
-    return [row.model, row.device, kb(row.peak_rss_kb), kb(row.pss_load_kb), kb(row.pss_kb),
+    return [row.model, row.device, fmt_kib(row.peak_rss_kb), fmt_kib(row.pss_load_kb), fmt_kib(row.pss_kb),
             "-" if row.planned_bytes is None else format_bytes(row.planned_bytes),
             "-" if row.program_bytes is None else format_bytes(row.program_bytes)]

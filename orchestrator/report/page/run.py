@@ -1,7 +1,7 @@
 """A run's own sections: which device is fast enough, what to trust, and per model its latency, ops and history.
 
 Which device is fast enough answers first (the claim, only as strong as the statistics allow:
-build/claims.py), then what to trust (flagged and excluded runs, the tracer's cost: build/trust.py),
+builders/claims.py), then what to trust (flagged and excluded runs, the tracer's cost: builders/trust.py),
 then per model the latency side by side, where each device spends its time, how ops compare across
 devices, how that changed over time. Every sentence is composed here from the report data, once,
 for both formats; page/sections.py puts these sections in the page's order.
@@ -10,7 +10,7 @@ for both formats; page/sections.py puts these sections in the page's order.
 from __future__ import annotations
 
 from orchestrator.profiles.source import MODULES_SEPARATOR, short_op_types
-from orchestrator.report.formats import clip, interval, ms, op_ms, pct, ratio, signed_interval
+from orchestrator.report.formats import clip, fmt_ms, fmt_percent, interval, op_ms, ratio, signed_interval
 from orchestrator.report.model import DeviceLatency, DeviceOps, ModelSection, OpStat, Report, SpeedClaim
 from orchestrator.report.page.blocks import (
     Block,
@@ -45,12 +45,12 @@ def claim_text(model: ModelSection) -> Text:
     versus = joined([text(f"{ratio(v.speedup)} faster than ", strong(v.other), f" {interval(v.interval)}")
                      for v in claim.versus], "; ")
     if claim.fastest is not None:
-        return text(name, ": ", badge("fastest", "good"), " ", strong(claim.leader), f" at {ms(claim.leader_p50_ms)} "
+        return text(name, ": ", badge("fastest", "good"), " ", strong(claim.leader), f" at {fmt_ms(claim.leader_p50_ms)} "
                     "ms p50, ", versus, ".")
     if not claim.versus:
-        return text(name, ": ", strong(claim.leader), f" at {ms(claim.leader_p50_ms)} ms p50 ({claim.reason}).")
+        return text(name, ": ", strong(claim.leader), f" at {fmt_ms(claim.leader_p50_ms)} ms p50 ({claim.reason}).")
     return text(name, ": ", badge("no clear difference", "info", claim.reason), " ", strong(claim.leader),
-                f" has the lowest p50 ({ms(claim.leader_p50_ms)} ms): ", versus, f"; {claim.reason}.")
+                f" has the lowest p50 ({fmt_ms(claim.leader_p50_ms)} ms): ", versus, f"; {claim.reason}.")
 
 
 def summary_section(view: RunView) -> tuple[Section, ...]:
@@ -74,7 +74,7 @@ def _summary_cell(d: DeviceLatency | None, baseline: str | None) -> Text:
         return text(muted("not run"))
     if d.p50_ms is None:
         return text(badge("failed", "bad", d.error or ""))
-    parts: list[str | Span] = [strong(f"{ms(d.p50_ms)} ms")]
+    parts: list[str | Span] = [strong(f"{fmt_ms(d.p50_ms)} ms")]
     if d.device == baseline:
         parts += [" ", badge("baseline", "info")]
     elif d.ratio is not None:
@@ -140,12 +140,12 @@ def latency_table(report: Report, m: ModelSection) -> Table:
     for d in m.latency:
         tracer = d.tracer
         overhead = "-" if tracer is None or tracer.overhead is None else (
-            f"{pct(tracer.overhead, signed=True)} {signed_interval(tracer.interval)}" if tracer.reliable
-            else f"{pct(tracer.overhead, signed=True)} (unreliable)")
-        load = ms(d.load_p50_ms) + (f" (cold {ms(d.cold_load_ms)})" if d.cold_load_ms is not None else "")
+            f"{fmt_percent(tracer.overhead, signed=True)} {signed_interval(tracer.interval)}" if tracer.reliable
+            else f"{fmt_percent(tracer.overhead, signed=True)} (unreliable)")
+        load = fmt_ms(d.load_p50_ms) + (f" (cold {fmt_ms(d.cold_load_ms)})" if d.cold_load_ms is not None else "")
         rows.append((
-            text(strong(d.device) if d.fastest else d.device), text(str(d.runs)), text(ms(d.p50_ms)), text(ms(d.p90_ms)),
-            text(pct(d.within_spread)), text(pct(d.between_spread)), text(ms(d.untraced_p50_ms)),
+            text(strong(d.device) if d.fastest else d.device), text(str(d.runs)), text(fmt_ms(d.p50_ms)), text(fmt_ms(d.p90_ms)),
+            text(fmt_percent(d.within_spread)), text(fmt_percent(d.between_spread)), text(fmt_ms(d.untraced_p50_ms)),
             text(Span(overhead, title=tracer.note if tracer else "")), text(load),
             text(badge(d.verification, {"pass": "good", "fail": "bad"}.get(d.verification, "info"),
                        d.verification_detail)),
@@ -168,7 +168,7 @@ def _flag_reasons(m: ModelSection) -> tuple[Block, ...]:
 
 def top_ops_table(ops: DeviceOps) -> Table:
     rows = tuple((text(clip(op.name, 48)), text(op_ms(op.avg_ms, op.below_resolution, op.delegated)),
-                  text(pct(op.share)), what(op), text(op.backend if op.delegated else "no")) for op in ops.top)
+                  text(fmt_percent(op.share)), what(op), text(op.backend if op.delegated else "no")) for op in ops.top)
     return Table(("event", "mean ms", "share", "in your model", "delegated"), rows, (False, True, True, False, False),
                  caption=text(strong(ops.device), f": top {len(ops.top)} events by mean time"))
 
@@ -214,7 +214,7 @@ def history_blocks(m: ModelSection) -> tuple[Block, ...]:
         return (Paragraph(text(muted("no history: this model has no earlier runs in the results store"))),)
     devices = [d.device for d in m.latency]
     rows = tuple((text(code(r.run_id)), text(r.started), text(code((r.git_commit or "-")[:10])),
-                  *(text(ms(p)) if p is not None else text(muted(st or "not run"))
+                  *(text(fmt_ms(p)) if p is not None else text(muted(st or "not run"))
                     for p, st in zip(r.p50_ms, r.status, strict=False)))
                  for r in m.history_rows)
     return (Table(("run", "started", "model commit", *(f"{d} p50 ms" for d in devices)), rows,

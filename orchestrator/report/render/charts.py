@@ -22,13 +22,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from orchestrator.report.formats import DEVICE_PALETTE as PALETTE
+from orchestrator.report.builders.report import DEVICE_PALETTE as PALETTE
 from orchestrator.report.formats import clip as _clip
-from orchestrator.report.formats import ms as _ms
+from orchestrator.report.formats import fmt_ms, fmt_rate
 from orchestrator.report.formats import ratio as _ratio
 from orchestrator.report.model import LlmSection, ModelSection, Report
 from orchestrator.report.page.blocks import Chart, Charts
-from orchestrator.report.page.llm import rate
 
 # Op groups get colours of their own (ColorBrewer Set3), so no group is mistaken for a device.
 GROUP_PALETTE = ("#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#bc80bd", "#ccebc5")
@@ -138,8 +137,8 @@ def _latency(section: ModelSection, baseline: str | None, colours: Mapping[str, 
         )
         points.set_gid(f"lat-{i}")
         titles[f"lat-{i}"] = (
-            f"{d.device}: p50 {_ms(d.p50_ms)} ms, p90 {_ms(d.p90_ms)} ms over {len(d.samples)} "
-            f"executions; run medians " + ", ".join(_ms(m) for m in d.run_medians)
+            f"{d.device}: p50 {fmt_ms(d.p50_ms)} ms, p90 {fmt_ms(d.p90_ms)} ms over {len(d.samples)} "
+            f"executions; run medians " + ", ".join(fmt_ms(m) for m in d.run_medians)
         )
     if _wide([d.p50_ms for d in rows if d.p50_ms]):
         ax.set_xscale("log")
@@ -198,7 +197,7 @@ def _groups(section: ModelSection, baseline: str | None, colours: Mapping[str, s
             )
             gid = f"grp-{row}-{col}"
             bar.patches[0].set_gid(gid)
-            titles[gid] = f"{ops.device}: {group}: {_ms(ms)} ms per execution ({ms / total:.0%})"
+            titles[gid] = f"{ops.device}: {group}: {fmt_ms(ms)} ms per execution ({ms / total:.0%})"
             left += width
     ax.set_yticks(range(len(section.ops)), [o.device for o in section.ops])
     ax.invert_yaxis()
@@ -252,7 +251,7 @@ def _heatmap(section: ModelSection, baseline: str | None, colours: Mapping[str, 
             cell = ax.add_patch(Rectangle((j, i), 1, 1, facecolor=colour, edgecolor="white", linewidth=1))
             gid = f"cell-{i}-{j}"
             cell.set_gid(gid)
-            titles[gid] = f"{r.name} on {device}: p50 {_ms(r.p50_ms[j])} ms" + (
+            titles[gid] = f"{r.name} on {device}: p50 {fmt_ms(r.p50_ms[j])} ms" + (
                 f", {_ratio(value)} {baseline}" if value is not None else ""
             )
     ax.set_xlim(0, len(devices))
@@ -294,7 +293,7 @@ def _history(section: ModelSection, baseline: str | None, colours: Mapping[str, 
             label=device,
         )[0]
         line.set_gid(f"hist-{i}")
-        titles[f"hist-{i}"] = f"{device}: " + ", ".join(f"{p.run_id} {_ms(p.e2e_p50_ms)} ms" for p in mine[-5:])
+        titles[f"hist-{i}"] = f"{device}: " + ", ".join(f"{p.run_id} {fmt_ms(p.e2e_p50_ms)} ms" for p in mine[-5:])
     labels = {p.run_id: p.started[5:16].replace("T", " ") for p in points}  # "11-22 08:51"
     ax.set_xticks(range(len(runs)), [labels[r] for r in runs], rotation=30, ha="right")
     ax.set_ylabel("e2e p50 ms")
@@ -318,8 +317,8 @@ def _decode_steps(section: LlmSection, colours: Mapping[str, str]) -> Chart | No
         line = ax.plot(range(2, len(d.step_ms) + 2), d.step_ms, marker=".",
                        color=colours.get(d.device, PALETTE[i % len(PALETTE)]), label=d.device)[0]
         line.set_gid(f"steps-{i}")
-        titles[f"steps-{i}"] = (f"{d.device}: decode {rate(d.decode_tokens_per_s)} tokens/s; step p50 from "
-                                f"{_ms(d.step_ms[0])} to {_ms(d.step_ms[-1])} ms")
+        titles[f"steps-{i}"] = (f"{d.device}: decode {fmt_rate(d.decode_tokens_per_s)} tokens/s; step p50 from "
+                                f"{fmt_ms(d.step_ms[0])} to {fmt_ms(d.step_ms[-1])} ms")
     ax.set_xlabel("generated token (token 1 comes from the prefill)")
     ax.set_ylabel("decode step p50 ms")
     ax.set_ylim(bottom=0)

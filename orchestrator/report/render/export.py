@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from orchestrator.cache import finite_json
 from orchestrator.report.model import Report
 
 FORMAT_ID = "etfarm-report/1"
@@ -49,7 +50,7 @@ def render_json(report: Report) -> str:
     data["models"] = [{**{k: v for k, v in m.items() if k != "claim"}, "charts": [], "claim": m["claim"]}
                       for m in data["models"]]
     data["llm"] = [{**section, "chart": None} for section in data["llm"]]
-    return json.dumps(data, indent=1, allow_nan=False, default=str) + "\n"
+    return json.dumps(finite_json(data), indent=1, allow_nan=False, default=str) + "\n"  # a NaN or infinity as null
 
 
 def render_csv(report: Report) -> str:

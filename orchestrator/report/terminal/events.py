@@ -7,7 +7,8 @@ from typing import Any
 
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
 from orchestrator.profiles.source import op_where, short_op_types
-from orchestrator.report.terminal.table import clip, fmt_ms, fmt_percent, format_table
+from orchestrator.report.formats import clip, fmt_ms, fmt_percent
+from orchestrator.report.terminal.table import format_table
 from orchestrator.stats import UNSTABLE_CV, is_unstable
 
 _RIGHT_ALIGNED = {"#", "samples", "avg", "p50", "p90", "cv"}

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
 from orchestrator.profiles.source import op_where
 from orchestrator.profiles.stat_rows import StatRow
+from orchestrator.report.builders.ops import below_resolution
 from orchestrator.report.escape import terminal_text
-from orchestrator.report.formats import below_resolution, op_ms
-from orchestrator.report.terminal.table import clip, fmt_ms, fmt_percent, format_bytes, format_table
+from orchestrator.report.formats import clip, fmt_kib, fmt_ms, fmt_percent, fmt_rate, op_ms
+from orchestrator.report.terminal.table import format_table
 from orchestrator.run.llm_figures import LlmFigures, llm_figures
 from orchestrator.run.results import Job
 from orchestrator.verdicts.compare import PairVerdict
@@ -42,13 +43,13 @@ def llm_sentence(f: LlmFigures) -> str:
     steps = f.step_ms
     text = (f"LLM, {f.prompt_len}-token prompt ({f.prefill_calls} prefill call{'s' if f.prefill_calls != 1 else ''}), "
             f"{f.gen_len} tokens generated, {len(f.generations)} generations: time to first token p50 "
-            f"{fmt_ms(f.ttft_ms)} ms, prefill {_rate(f.prefill_tokens_per_s)} tokens/s, decode "
-            f"{_rate(f.decode_tokens_per_s)} tokens/s")
+            f"{fmt_ms(f.ttft_ms)} ms, prefill {fmt_rate(f.prefill_tokens_per_s)} tokens/s, decode "
+            f"{fmt_rate(f.decode_tokens_per_s)} tokens/s")
     if untraced is not None:
-        text += f" (without ETDump {_rate(untraced)} tokens/s)"
+        text += f" (without ETDump {fmt_rate(untraced)} tokens/s)"
     if steps:
         text += f", decode step p50 {fmt_ms(sorted(steps)[len(steps) // 2])} ms"
-    memory = [f"{label} RSS {_kb(f.memory_kb(f'rss_{phase}_kb'))} / PSS {_kb(f.memory_kb(f'pss_{phase}_kb'))}"
+    memory = [f"{label} RSS {fmt_kib(f.memory_kb(f'rss_{phase}_kb'))} / PSS {fmt_kib(f.memory_kb(f'pss_{phase}_kb'))}"
               for label, phase in (("after prefill", "prefill"), ("after decode", "decode"))]
     return text + "; " + ", ".join(memory)
 
@@ -88,16 +89,6 @@ def _phase_table(rows: list[StatRow], phase: str, top: int) -> str:
     return format_table(["event", "#", "n", "avg ms", "p50 ms", "share", "module"], table, "lrrrrrl")
 
 
-def _rate(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.0f}" if value >= 100 else f"{value:.2f}"
-
-
-def _kb(value: int | None) -> str:
-    return "-" if value is None else format_bytes(value * 1024)
-
-
 def metric_rows(pair: PairVerdict) -> list[list[object]]:
     """Rows of the verdict table (report/verdicts.py HEADERS) for a pair's LLM metrics; a rate's A and B are
     tokens/s and its ratio is B's rate over A's (below 1: B is slower)."""
@@ -105,7 +96,7 @@ def metric_rows(pair: PairVerdict) -> list[list[object]]:
     for m in pair.metrics:
         verdict = m.verdict.value.upper() if m.verdict is Verdict.REGRESSED else m.verdict.value
         what = f"{m.label} ({'higher' if m.higher_is_better else 'lower'} is better)"
-        a, b = (f"{_rate(m.value_a)}/s", f"{_rate(m.value_b)}/s") if m.higher_is_better else (m.value_a, m.value_b)
+        a, b = (f"{fmt_rate(m.value_a)}/s", f"{fmt_rate(m.value_b)}/s") if m.higher_is_better else (m.value_a, m.value_b)
         rows.append(["", "", what, verdict, a, b, f"{m.ratio:.3f}x", f"[{m.ci_low:.3f}, {m.ci_high:.3f}]",
                      f"{m.estimate.p_value:.3g}", f"{m.estimate.runs_a}/{m.estimate.runs_b}", None])
     return rows

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchestrator.report.terminal.table import fmt_ms, format_table
+from orchestrator.report.formats import fmt_ms, fmt_rate
+from orchestrator.report.terminal.table import format_table
 from orchestrator.store import StoredRun
 
 
@@ -19,15 +20,9 @@ def llm_history_table(runs: Sequence[StoredRun], devices: Sequence[str]) -> str:
         for model in run.models:
             points = {p.device: p for p in run.points if p.model == model and p.ttft_ms is not None}
             if points:
-                rows.append([run.run_id, model, *(f"{fmt_ms(p.ttft_ms)} / {_rate(p.decode_tokens_per_s)}"
+                rows.append([run.run_id, model, *(f"{fmt_ms(p.ttft_ms)} / {fmt_rate(p.decode_tokens_per_s)}"
                                                   if (p := points.get(d)) else "" for d in devices)])
     if not rows:
         return ""
     headers = ["run", "model", *(f"{d} TTFT ms / decode tokens/s" for d in devices)]
     return "LLMs (medians over the generations)\n" + format_table(headers, rows, "ll" + "r" * len(devices))
-
-
-def _rate(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.0f}" if value >= 100 else f"{value:.2f}"

@@ -8,7 +8,8 @@ from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PR
 from orchestrator.profiles.source import op_where
 from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.escape import terminal_text
-from orchestrator.report.terminal.table import fmt_ms, fmt_percent, format_bytes, format_table
+from orchestrator.report.formats import clip, fmt_ms, fmt_percent, format_bytes
+from orchestrator.report.terminal.table import format_table
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.results import Job
 from orchestrator.stats import percentile
@@ -56,7 +57,7 @@ def _where(row: StatRow, wanted: list[str]) -> list[str]:
     if not wanted:
         return []
     text = op_where(row.module_path, row.delegate_covers)
-    return [text if len(text) <= 56 else text[:55] + "…", row.source_line or ""]
+    return [clip(text, 56), row.source_line or ""]
 
 
 def wall_clock_lines(job: Job) -> list[str]:

@@ -1,8 +1,4 @@
-"""The one text-table formatter and the number formats every printed table uses.
-
-Renderers compute nothing: they receive the numbers and format them here, so a millisecond
-or a percentage looks the same in `run`, `analyze`, `devices` and later reports.
-"""
+"""The one text-table formatter: fixed-width columns, every cell in the number formats of report/formats.py."""
 
 from __future__ import annotations
 
@@ -10,28 +6,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-MISSING = "-"
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def fmt_ms(value: Any) -> str:
-    """Milliseconds, for printed tables and reports alike: 4 decimals under 10 ms (XNNPACK kernels are
-    microseconds), 2 from 10 ms (10 µs resolution is plenty there); '-' when missing."""
-    if not is_number(value):
-        return MISSING
-    return f"{value:.4f}" if abs(value) < 10 else f"{value:.2f}"
-
-
-def fmt_percent(value: Any) -> str:
-    """A fraction as a percentage with one decimal: 0.052 -> '5.2%'; '-' when missing."""
-    return f"{value:.1%}" if is_number(value) else MISSING
-
-
-def clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+from orchestrator.report.escape import terminal_text
+from orchestrator.report.formats import MISSING, fmt_ms, is_number
 
 
 def cell(value: Any) -> str:
@@ -41,8 +17,6 @@ def cell(value: Any) -> str:
         return MISSING
     if isinstance(value, float):
         return fmt_ms(value)
-    from orchestrator.report.escape import terminal_text
-
     return terminal_text(str(value))
 
 
@@ -57,11 +31,3 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: s
         return "  ".join(v.rjust(w) if a == "r" else v.ljust(w) for v, w, a in zip(values, widths, align, strict=True)).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
-
-def format_bytes(value: float) -> str:
-    """1536 -> '1.5 KiB'; binary units, as VmHWM and buffer sizes are."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"

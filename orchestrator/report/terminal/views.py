@@ -9,10 +9,10 @@ serialises any view with NaN/inf as null, so the output is strict JSON.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
+from orchestrator.cache import finite_json
 from orchestrator.errors import one_line
 from orchestrator.run.llm_figures import llm_summary
 from orchestrator.run.results import DeviceResult, Job, ModelResult
@@ -65,15 +65,5 @@ def _model_view(model: ModelResult) -> dict[str, Any]:
 
 
 def json_text(view: Any) -> str:
-    """`view` as indented strict JSON: NaN and infinities become null."""
-    return json.dumps(_finite(view), indent=2, default=str)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
+    """`view` as indented strict JSON: NaN and infinities become null (cache.finite_json, as every file etfarm writes)."""
+    return json.dumps(finite_json(view), indent=2, default=str)

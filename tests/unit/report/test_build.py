@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from orchestrator.errors import UsageError
-from orchestrator.report.build.ratios import _pooled_p50s, ratio_with_ci
-from orchestrator.report.build.report import build_report
+from orchestrator.report.builders.ratios import _pooled_p50s, ratio_with_ci
+from orchestrator.report.builders.report import build_report
 from orchestrator.report.render.charts import report_charts
 from orchestrator.store.history import HistoryPoint
 from tests.helpers.synthetic_run import make_run_dir
@@ -79,7 +79,7 @@ def test_claims_and_interval_rates_measured() -> None:
 def test_bootstrap_replicates_are_numpys_p50_of_the_drawn_runs() -> None:
     """Each replicate pools the drawn process runs' executions (a run drawn twice counts twice) and takes
     np.percentile(..., 50) of them, exactly."""
-    from orchestrator.report.build.ratios import RESAMPLES
+    from orchestrator.report.builders.ratios import RESAMPLES
 
     rng = np.random.default_rng(1)
     runs = [rng.normal(1 + 0.1 * k, 0.05, 20 + k) for k in range(4)]
@@ -162,7 +162,7 @@ def test_charts_are_deterministic_svg(tmp_path: Path) -> None:
 def test_building_a_report_draws_nothing(tmp_path: Path) -> None:
     """Charts are rendering: the report's data is built without matplotlib, for JSON and CSV as for the pages."""
     run = make_run_dir(tmp_path / "run", devices=("a", "b"))
-    probe = ("import sys\nfrom orchestrator.report.build.report import build_report\n"
+    probe = ("import sys\nfrom orchestrator.report.builders.report import build_report\n"
              f"report = build_report({str(run)!r}, history=())\n"
              "print(len(report.models), sorted(m for m in sys.modules if m.startswith('matplotlib'))[:1])")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
@@ -172,7 +172,7 @@ def test_building_a_report_draws_nothing(tmp_path: Path) -> None:
 
 def test_android_product_from_describe_facts(tmp_path: Path) -> None:
     from device_agents.base import parse_facts
-    from orchestrator.report.build.device_facts import device_facts
+    from orchestrator.report.builders.device_facts import device_facts
     from orchestrator.run.results import DeviceResult
 
     facts = parse_facts("abi=aarch64\nandroid.product.model=Pixel 8\nandroid.product.manufacturer=Google\n"

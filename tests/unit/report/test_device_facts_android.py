@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from device_agents.base import parse_facts
-from orchestrator.report.build.device_facts import device_facts
+from orchestrator.report.builders.device_facts import device_facts
 from orchestrator.run.results import DeviceResult, ModelResult, ModelStatus, ProcessRun
 
 PHONE = parse_facts("""abi=aarch64

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orchestrator.profiles.stat_rows import read_stats_csv
-from orchestrator.report.build.report import build_report
+from orchestrator.report.builders.report import build_report
 from orchestrator.report.escape import visible
 from orchestrator.report.page.sections import run_page
 from orchestrator.report.render.export import render_csv, render_json
@@ -155,7 +155,7 @@ def test_the_ab_page_shows_a_hostile_name_as_text(tmp_path: Path, name: str) -> 
     """The same for the A/B page (verdicts, structure diff, trust, B's report), HTML and Markdown."""
     from markdown_it import MarkdownIt
 
-    from orchestrator.report.build.comparison import comparison_view
+    from orchestrator.report.builders.comparison import comparison_view
     from orchestrator.report.page.comparison import comparison_page
     from orchestrator.verdicts.compare import compare_jobs
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.profiles.stat_rows import StatRow
-from orchestrator.report.build.llm import llm_sections
-from orchestrator.report.build.report import build_job_report
+from orchestrator.report.builders.llm import llm_sections
+from orchestrator.report.builders.report import build_job_report
 from orchestrator.report.page.blocks import RunView, plain
 from orchestrator.report.page.memory import memory_section
 from orchestrator.report.page.sections import run_page
@@ -79,7 +79,7 @@ def test_the_memory_table_has_every_model_kind_with_pss(tmp_path: Path) -> None:
 
 
 def test_the_ab_page_gives_the_llm_metric_verdicts_in_words_and_in_a_table() -> None:
-    from orchestrator.report.build.comparison import comparison_view
+    from orchestrator.report.builders.comparison import comparison_view
     from orchestrator.report.page.comparison import comparison_page
     from orchestrator.verdicts.compare import Comparison, Side, SideRun, compare_sides
     from orchestrator.verdicts.statistics import VerdictSettings

@@ -5,13 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from orchestrator.report.build.report import build_report
+from orchestrator.report.builders.report import build_report
 from orchestrator.report.model import Report
 from orchestrator.report.page.blocks import NO_CHARTS, plain
 from orchestrator.report.page.sections import run_page
@@ -102,6 +103,13 @@ def test_json_has_the_numbers_and_no_svg(report: Report) -> None:
     assert rpi5["ratio"] == model_rpi5.ratio and rpi5["ratio_ci"]["low"] == model_rpi5.ratio_ci.low
     assert cnn["charts"] == [] and data["llm"] == []  # etfarm-report/1's keys: charts are drawn for pages only
     assert "<svg" not in json.dumps(data)
+
+
+def test_json_writes_a_number_that_is_not_finite_as_null(report: Report) -> None:
+    cnn = report.models[0]  # a numerics metric or a spread can be infinite; JSON has no inf
+    odd = replace(cnn, latency=(replace(cnn.latency[0], cv=math.inf, p90_over_p50=math.nan), *cnn.latency[1:]))
+    first = json.loads(render_json(replace(report, models=(odd, *report.models[1:]))))["models"][0]["latency"][0]
+    assert first["cv"] is None and first["p90_over_p50"] is None and first["p50_ms"] == cnn.latency[0].p50_ms
 
 
 def test_csv_is_one_row_per_model_and_device(report: Report) -> None:

@@ -14,43 +14,34 @@ bootstrap interval over process runs (ratios.py); "fastest" only where those int
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.errors import UsageError
 from orchestrator.numerics.model import NumericsReport
-from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
-from orchestrator.report.formats import DEVICE_PALETTE, below_resolution
-from orchestrator.report.build.claims import CLAIM_MARGIN, speed_claim
-from orchestrator.report.build.device_facts import device_facts
-from orchestrator.report.build.history import HISTORY_RUNS
+from orchestrator.report.builders.claims import CLAIM_MARGIN, speed_claim
+from orchestrator.report.builders.device_facts import device_facts
+from orchestrator.report.builders.history import HISTORY_RUNS
+from orchestrator.report.builders.ops import device_ops, op_ratios, op_stats
+from orchestrator.report.builders.ratios import CI_LEVEL, MIN_RUNS_FOR_INTERVAL, RESAMPLES, SEED, p50, ratio_with_ci
+from orchestrator.report.builders.trust import tracer_overhead, trust_notes
 from orchestrator.report.model import (
     DeviceLatency,
-    DeviceOps,
     Flag,
     FlaggedRun,
     HistoryRow,
     ModelSection,
-    OpRatioRow,
-    OpStat,
     Report,
 )
-from orchestrator.report.build.ratios import CI_LEVEL, MIN_RUNS_FOR_INTERVAL, RESAMPLES, SEED, p50, ratio_with_ci
-from orchestrator.report.build.trust import tracer_overhead, trust_notes
 from orchestrator.run.results import DeviceResult, Job, ModelResult, load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.stats import BETWEEN_RUNS_LIMIT, WITHIN_RUN_LIMIT, coefficient_of_variation, median, percentile
 from orchestrator.store.history import HistoryPoint
 
-TOP_OPS = 10  # slowest events listed per device
-RATIO_ROWS = 15  # events in the op x device ratio table
-GROUPS_SHOWN = 8  # op groups in the stacked chart; the rest joins "other"
-NOT_OPS = frozenset({*FRAMEWORK_EVENTS, "OPERATOR_CALL"})
-DELEGATE_CALL = "DELEGATE_CALL"
-_INSTANCE = re.compile(r"\s*#\d+$")
+# One colour per device, in the report's device order, in every chart of a report (render/charts.py).
+DEVICE_PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974")
 
 METHODS = (
     "p50: numpy's linear median of every measured execution of the traced process runs (wall clock per execution, "
@@ -126,8 +117,8 @@ def build_job_report(
     numerics_error = None
     if options.numerics and numerics is None:
         numerics, numerics_error = _numerics(root)
-    from orchestrator.report.build.llm import llm_sections
-    from orchestrator.report.build.memory import memory_rows
+    from orchestrator.report.builders.llm import llm_sections
+    from orchestrator.report.builders.memory import memory_rows
 
     llm = llm_sections(job, rows, devices)
     return Report(
@@ -162,54 +153,6 @@ def _numerics(root: Path) -> tuple[NumericsReport | None, str | None]:
         return None, str(exc)
 
 
-# ---- stats.csv ------------------------------------------------------------------------------
-
-
-def _ops(rows: Sequence[StatRow]) -> tuple[list[OpStat], float | None]:
-    """The operator events of one device and model, and the method's mean execute time."""
-    execute = next((r.avg_ms for r in rows if r.event_name == "Method::execute"), None)
-    kernels_listed = any(r.is_delegated_op for r in rows)
-    ops = []
-    for r in rows:
-        name = r.event_name
-        if name in NOT_OPS or (name == DELEGATE_CALL and kernels_listed):
-            continue
-        avg, p50_ms = r.avg_ms or 0.0, r.p50_ms or 0.0
-        below = below_resolution(avg, bool(r.is_delegated_op))
-        ops.append(
-            OpStat(
-                block=r.event_block,
-                index=r.event_index,
-                name=name,
-                group=_INSTANCE.sub("", name),
-                p50_ms=p50_ms,
-                avg_ms=avg,
-                share=avg / execute if execute and not below else None,
-                module_path=r.module_path or "",
-                op_types=r.op_types or "",
-                delegated=bool(r.is_delegated_op),
-                backend=r.delegate_backend_name or "",
-                source_line=r.source_line or "",
-                covers=r.delegate_covers or "",
-                kernel=r.kernel_mapping or "",
-                kernel_note=r.kernel_note or "",
-                below_resolution=below,
-            )
-        )
-    return ops, execute
-
-
-def _groups(ops: list[OpStat], execute: float | None) -> tuple[tuple[str, float], ...]:
-    totals: dict[str, float] = {}
-    for op in ops:
-        totals[op.group] = totals.get(op.group, 0.0) + op.avg_ms
-    ranked = sorted(totals.items(), key=lambda kv: -kv[1])
-    shown, rest = ranked[:GROUPS_SHOWN], sum(v for _, v in ranked[GROUPS_SHOWN:])
-    if execute is not None:
-        rest += max(execute - sum(totals.values()), 0.0)  # framework and dispatch time
-    return tuple(shown) + ((("other", rest),) if rest > 0 else ())
-
-
 # ---- per model ------------------------------------------------------------------------------
 
 
@@ -238,20 +181,15 @@ def _model_section(
     claim = speed_claim([(d.name, x.p50_ms, _runs(m)) for (d, m), x in zip(present, latency, strict=True)
                          if x.p50_ms is not None and x.status != "failed"])
     latency = [replace(x, fastest=x.device == claim.fastest) for x in latency]
-    per_device = {d.name: _ops(stats.get((d.name, name), ())) for d, _ in present}
-    ops = tuple(
-        DeviceOps(device=dev, top=tuple(sorted(o, key=lambda op: -op.avg_ms)[:TOP_OPS]), groups=_groups(o, ex))
-        for dev, (o, ex) in per_device.items()
-        if o
-    )
+    per_device = {d.name: op_stats(stats.get((d.name, name), ())) for d, _ in present}
     artifacts = job.model_artifacts(name)
     history_points = _history(history, name, {d.name for d, _ in present}, history_runs)
     return ModelSection(
         name=name,
         backend=artifacts.backend if artifacts else job.config.backend,
         latency=tuple(latency),
-        ops=ops,
-        op_ratios=_op_ratios([d.name for d, _ in present], baseline, per_device),
+        ops=device_ops(per_device),
+        op_ratios=op_ratios([d.name for d, _ in present], baseline, per_device),
         history=history_points,
         history_rows=_history_rows(history_points, [d.name for d, _ in present]),
         claim=claim,
@@ -321,36 +259,6 @@ def _flags(model: ModelResult, flagged: tuple[FlaggedRun, ...]) -> tuple[Flag, .
     if verification is not None and verification.status.value == "fail":
         flags.append(Flag("verification", f"outputs differ from the reference: {verification.detail}"))
     return tuple(flags)
-
-
-def _op_ratios(
-    devices: list[str], baseline: str | None, per_device: dict[str, tuple[list[OpStat], float | None]]
-) -> tuple[OpRatioRow, ...]:
-    """The slowest events by p50 (their largest p50 on any device), p50 per device, ratio to the baseline's:
-    the table sorts by and shows the same statistic."""
-    keyed = {dev: {(op.block, op.index, op.name): op for op in ops} for dev, (ops, _) in per_device.items()}
-    weight: dict[tuple[str, int, str], float] = {}
-    for ops in keyed.values():
-        for key, op in ops.items():
-            weight[key] = max(weight.get(key, 0.0), op.p50_ms)
-    chosen = sorted(weight, key=lambda k: -weight[k])[:RATIO_ROWS]
-    base = keyed.get(baseline or "", {})
-    rows = []
-    for key in chosen:
-        ops = [keyed.get(dev, {}).get(key) for dev in devices]
-        ref = base.get(key)
-        below = tuple(bool(op and _p50_below(op)) for op in ops)
-        ratio = tuple(op.p50_ms / ref.p50_ms if op and ref and not _p50_below(op) and not _p50_below(ref) else None
-                      for op in ops)
-        module = next((op.module_path for op in ops if op and op.module_path), "")
-        rows.append(OpRatioRow(block=key[0], index=key[1], name=key[2], module_path=module,
-                               p50_ms=tuple(op.p50_ms if op else None for op in ops), ratio=ratio,
-                               below_resolution=below))
-    return tuple(rows)
-
-
-def _p50_below(op: OpStat) -> bool:
-    return below_resolution(op.p50_ms, op.delegated)
 
 
 def _history(points: Sequence[HistoryPoint], model: str, devices: set[str], runs: int) -> tuple[HistoryPoint, ...]:

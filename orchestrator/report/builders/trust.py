@@ -14,8 +14,8 @@ Per device and model of a job:
 
 from __future__ import annotations
 
+from orchestrator.report.builders.ratios import MIN_RUNS_FOR_INTERVAL, ratio_with_ci
 from orchestrator.report.model import Interval, TracerOverhead, TrustNote
-from orchestrator.report.build.ratios import MIN_RUNS_FOR_INTERVAL, ratio_with_ci
 from orchestrator.run.results import DeviceResult, Job, ModelResult
 
 

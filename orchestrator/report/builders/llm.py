@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
 from orchestrator.profiles.source import op_where
 from orchestrator.profiles.stat_rows import StatRow
-from orchestrator.report.formats import below_resolution
+from orchestrator.report.builders.ops import below_resolution
 from orchestrator.report.model import LlmDevice, LlmSection, PhaseOp
 from orchestrator.run.llm_figures import llm_figures
 from orchestrator.run.results import Job

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from orchestrator.report.builders.ratios import MIN_RUNS_FOR_INTERVAL, ratio_with_ci
 from orchestrator.report.model import SpeedClaim, Versus
-from orchestrator.report.build.ratios import MIN_RUNS_FOR_INTERVAL, ratio_with_ci
 from orchestrator.verdicts.statistics import DEFAULT_THRESHOLD
 
 CLAIM_MARGIN = DEFAULT_THRESHOLD  # 5 %, as `regressed` / `improved` need

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
-from orchestrator.report.build.trust import trust_notes
+from orchestrator.report.builders.ops import op_group
+from orchestrator.report.builders.trust import trust_notes
 from orchestrator.report.model import ComparisonView, PairStructure, Report, StructureChange, TrustNote
 from orchestrator.run.results import load_manifest
 from orchestrator.run.rundir import STATS
@@ -30,7 +30,6 @@ from orchestrator.verdicts.compare import Comparison, PairVerdict
 if TYPE_CHECKING:  # nightly imports the job engine; a page of `compare` must not pay for it
     from orchestrator.verdicts.nightly import Confirmation
 
-_INSTANCE = re.compile(r"\s*#\d+$")
 _NOT_OPS = frozenset({*FRAMEWORK_EVENTS, "OPERATOR_CALL", "DELEGATE_CALL"})
 MODULES_LISTED = 6
 
@@ -68,7 +67,7 @@ def pair_structure(device: str, model: str, rows_a: Sequence[StatRow] | None,
 
 
 def _groups(rows: Sequence[StatRow]) -> Counter[str]:
-    return Counter(_INSTANCE.sub("", r.event_name) for r in rows if r.event_name not in _NOT_OPS)
+    return Counter(op_group(r.event_name) for r in rows if r.event_name not in _NOT_OPS)
 
 
 def _modules(rows: Sequence[StatRow]) -> list[str]:
