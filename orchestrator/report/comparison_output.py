@@ -1,8 +1,9 @@
 """Writing the A/B page: `compare A B --html FILE`, `report B --against A`, and a night's one HTML and Markdown.
 
-All three build the same `ComparisonView` (comparison.py) and page (comparison_page.py) from a
-`Comparison` and B's run(s), so `compare A B --html F` and `report B --against A --output F`
-write the same file, and a night's HTML and Markdown say the same thing.
+All three build the same `ComparisonView` (builders/comparison.py) and page (page/comparison.py) from
+a `Comparison` and B's run(s), with each run's charts drawn (render/charts.py), so `compare A B --html F`
+and `report B --against A --output F` write the same file, and a night's HTML and Markdown say the
+same thing.
 """
 
 from __future__ import annotations
@@ -13,8 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.report.output import ReportFormat, check_target, guard_output, write_page, write_text
+from orchestrator.cache import write_json_atomic
+from orchestrator.profiles.stat_rows import read_stats_csv
+from orchestrator.report.builders.comparison import comparison_view
+from orchestrator.report.builders.history import history_points
+from orchestrator.report.builders.report import build_job_report
+from orchestrator.report.destination import ReportFormat, check_target, guard_output, write_text
+from orchestrator.report.output import write_page
+from orchestrator.report.page.comparison import comparison_page
+from orchestrator.report.render.charts import report_charts
 from orchestrator.run.results import Job, load_manifest
+from orchestrator.run.rundir import STATS
 from orchestrator.verdicts.compare import Comparison
 
 if TYPE_CHECKING:
@@ -36,11 +46,6 @@ class RunInput:
 
 
 def run_reports(runs: Sequence[RunInput], store: Path | None) -> list[Report]:
-    from orchestrator.profiles.stat_rows import read_stats_csv
-    from orchestrator.report.builders.history import history_points
-    from orchestrator.report.builders.report import build_job_report
-    from orchestrator.run.rundir import STATS
-
     out = []
     for run in runs:
         job = run.job or load_manifest(run.root)
@@ -51,16 +56,12 @@ def run_reports(runs: Sequence[RunInput], store: Path | None) -> list[Report]:
 
 def comparison_page_of(comparison: Comparison, reports: Sequence[Report], charts: Mapping[str, Charts], title: str,
                        out_dir: Path, confirmations: Sequence[Confirmation] = (), notes: Sequence[str] = ()) -> Page:
-    from orchestrator.report.builders.comparison import comparison_view
-    from orchestrator.report.page.comparison import comparison_page
 
     return comparison_page(comparison_view(comparison, reports, title, out_dir, confirmations, notes), charts)
 
 
 def _charts(reports: Sequence[Report]) -> dict[str, Charts]:
     """Each of B's runs' charts, by run id (the models' and the LLMs')."""
-    from orchestrator.report.render.charts import report_charts
-
     return {r.run_id: report_charts(r) for r in reports}
 
 
@@ -87,8 +88,6 @@ def write_night(comparison: Comparison, runs: Sequence[RunInput], directory: Pat
                 store: Path | None, confirmations: Sequence[Confirmation], notes: Sequence[str]) -> list[Path]:
     """A night's one HTML (`<name>.html`), the same page in Markdown (`<name>.md` and `latest.md`, charts in
     charts/) and the verdicts as JSON (`<name>.json`, with the confirmations)."""
-    from orchestrator.cache import write_json_atomic
-
     directory.mkdir(parents=True, exist_ok=True)
     write_json_atomic(directory / f"{name}.json", {**json.loads(json.dumps(comparison.to_dict())),
                                                    "confirmations": [c.to_dict() for c in confirmations],

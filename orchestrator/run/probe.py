@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from device_agents import DeviceSpec, create_agent
+from device_agents.adb.discover import adb_device_spec, default_server, seen_devices
 from device_agents.spec import AdbListing
 from orchestrator.config import ADB_NAME_PREFIX, adb_spec
 from orchestrator.errors import EtfarmError
@@ -88,8 +89,6 @@ def probe_all(specs: list[DeviceSpec], policy: RetryPolicy = DEFAULT_POLICY) -> 
 def unnamed_adb_devices(specs: Sequence[DeviceSpec]) -> list[SeenDevice]:
     """The adb devices that adb's default server and every server the inventory names see, and that the
     inventory does not name (by server and serial), in the servers' order."""
-    from device_agents.adb.discover import default_server, seen_devices
-
     named = {(p.server, p.serial) for spec in specs if isinstance(p := spec.settings.presence, AdbListing)}
     servers = dict.fromkeys([default_server(), *(server for server, _ in sorted(named))])
     return [seen for server in servers for seen in seen_devices(server) if (server, seen.serial) not in named]
@@ -98,8 +97,6 @@ def unnamed_adb_devices(specs: Sequence[DeviceSpec]) -> list[SeenDevice]:
 def unnamed_entry(seen: SeenDevice, checked: bool, policy: RetryPolicy = DEFAULT_POLICY) -> dict[str, Any]:
     """An adb device the inventory does not name, as `etfarm devices` lists it: `adb:SERIAL`, its target from its
     ABI, probed like an inventory device when it is ready and `checked`."""
-    from device_agents.adb.discover import adb_device_spec
-
     spec = adb_device_spec(seen.serial, "", seen.server)
     if seen.state != "device":
         entry = listing(spec, checked=True)

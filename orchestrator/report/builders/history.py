@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 
 from orchestrator.run.results import Job
+from orchestrator.store import open_store, store_path
 from orchestrator.store.history import HistoryPoint
 
 log = logging.getLogger(__name__)
@@ -19,8 +20,6 @@ HISTORY_RUNS = 10  # the last N runs of each model
 
 def history_points(job: Job, store: Path | None, runs: int = HISTORY_RUNS) -> tuple[HistoryPoint, ...]:
     """Every stored point of this job's models on its devices, in each model's last `runs` runs."""
-    from orchestrator.store import open_store, store_path
-
     location = store_path(store)
     if not location.is_file():
         return ()

@@ -18,12 +18,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from orchestrator.errors import UsageError
+from orchestrator.errors import EtfarmError, UsageError
+from orchestrator.numerics import analyze_run
 from orchestrator.numerics.model import NumericsReport
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
 from orchestrator.report.builders.claims import CLAIM_MARGIN, speed_claim
 from orchestrator.report.builders.device_facts import device_facts
 from orchestrator.report.builders.history import HISTORY_RUNS
+from orchestrator.report.builders.llm import llm_sections
+from orchestrator.report.builders.memory import memory_rows
 from orchestrator.report.builders.ops import device_ops, op_ratios, op_stats
 from orchestrator.report.builders.ratios import CI_LEVEL, MIN_RUNS_FOR_INTERVAL, RESAMPLES, SEED, p50, ratio_with_ci
 from orchestrator.report.builders.trust import tracer_overhead, trust_notes
@@ -35,6 +38,7 @@ from orchestrator.report.model import (
     ModelSection,
     Report,
 )
+from orchestrator.run.calibration import flag_text
 from orchestrator.run.results import DeviceResult, Job, ModelResult, load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.stats import BETWEEN_RUNS_LIMIT, WITHIN_RUN_LIMIT, coefficient_of_variation, median, percentile
@@ -117,8 +121,6 @@ def build_job_report(
     numerics_error = None
     if options.numerics and numerics is None:
         numerics, numerics_error = _numerics(root)
-    from orchestrator.report.builders.llm import llm_sections
-    from orchestrator.report.builders.memory import memory_rows
 
     llm = llm_sections(job, rows, devices)
     return Report(
@@ -144,9 +146,6 @@ def build_job_report(
 
 def _numerics(root: Path) -> tuple[NumericsReport | None, str | None]:
     """The run's numerics (default metric and threshold, as `etfarm numerics RUN`), or why not."""
-    from orchestrator.errors import EtfarmError
-    from orchestrator.numerics import analyze_run
-
     try:
         return analyze_run(root), None
     except EtfarmError as exc:
@@ -211,7 +210,6 @@ def _latency(device: DeviceResult, model: ModelResult, baseline: str | None,
         ratio, ci = ratio_with_ci(runs, base_runs)
     verification = model.verification
     stability = model.stability
-    from orchestrator.run.calibration import flag_text
 
     flagged = tuple(FlaggedRun(r.label, str(r.flag), r.slowdown, flag_text(r)) for r in model.flagged_runs)
     return DeviceLatency(

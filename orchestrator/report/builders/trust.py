@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from orchestrator.report.builders.ratios import MIN_RUNS_FOR_INTERVAL, ratio_with_ci
 from orchestrator.report.model import Interval, TracerOverhead, TrustNote
+from orchestrator.run.calibration import flag_text
 from orchestrator.run.results import DeviceResult, Job, ModelResult
 
 
@@ -51,8 +52,6 @@ def trust_notes(job: Job, models: list[str]) -> tuple[TrustNote, ...]:
 
 
 def _model_notes(device: DeviceResult, model: ModelResult, planned: int) -> list[TrustNote]:
-    from orchestrator.run.calibration import flag_text
-
     notes = []
     for kind in ("throttled", "interfered"):
         runs = [flag_text(r) for r in model.flagged_runs if r.flag == kind]

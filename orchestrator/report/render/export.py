@@ -13,6 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 from orchestrator.cache import finite_json
+from orchestrator.profiles.stat_rows import csv_line
 from orchestrator.report.model import Report
 
 FORMAT_ID = "etfarm-report/1"
@@ -54,8 +55,6 @@ def render_json(report: Report) -> str:
 
 
 def render_csv(report: Report) -> str:
-    from orchestrator.profiles.stat_rows import csv_line
-
     lines = [csv_line(CSV_COLUMNS)]
     for model in report.models:
         for d in model.latency:

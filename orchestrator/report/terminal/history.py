@@ -76,6 +76,7 @@ def run_details(job: Job, run_dir: str | None) -> str:
                                "tracer", "load p50 ms", "within-run", "run-to-run", "", "flagged"], rows,
                               "llllrrrrrrrll") if rows
                  else "no device produced results")
+    # numpy (the LLM figures' statistics): `etfarm history` lists runs without it
     from orchestrator.report.terminal.llm import llm_lines
 
     return "\n".join([*lines, *llm_lines(job)])  # LLMs: TTFT, tokens/s, memory

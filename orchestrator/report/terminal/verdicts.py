@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchestrator.report.escape import terminal_text
+from orchestrator.report.escape import md_text, terminal_text
 from orchestrator.report.terminal.llm import metric_rows
 from orchestrator.report.terminal.summary import format_table
 from orchestrator.verdicts.changes import SeriesChanges
 from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
 from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, WINDOW
-from orchestrator.verdicts.statistics import Verdict, runs_for_significance
+from orchestrator.verdicts.statistics import Verdict, rank_p_values, runs_for_significance
 
 _NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.SETTINGS_DIFFER)
 
@@ -141,8 +141,6 @@ def _too_few_runs(comparison: Comparison) -> str:
 def can_reach_significance(runs_a: int, runs_b: int, center: str, alpha: float) -> bool:
     """Whether ANY outcome of these run counts could give p < alpha: the p-value of complete separation (every
     run of B slower than every run of A) by the verdicts' own rank test."""
-    from orchestrator.verdicts.statistics import rank_p_values
-
     best = rank_p_values([([float(k) for k in range(runs_a)], [float(runs_a + k) for k in range(runs_b)])], center)[0]
     return best < alpha
 
@@ -158,8 +156,6 @@ def _auto_legend(auto: bool) -> str:
 
 def verdict_markdown(comparison: Comparison, title: str | None = None, notes: Sequence[str] = ()) -> str:
     """A Markdown table (GitHub flavoured) of the same rows, with the legend and any notes."""
-    from orchestrator.report.escape import md_text
-
     rows = verdict_rows(comparison)
     columns = headers(comparison)
 
