@@ -2,7 +2,7 @@
 
 The verdicts' ratio estimates (docs/architecture.md, "Measurement"): `estimate` and
 `estimate_many` share one bootstrap (bootstrap.py); a report's ratios between devices are
-report/ratios.py's (p50 over every execution, the same process-run resampling).
+report/builders/ratios.py's (p50 over every execution, the same process-run resampling).
 orchestrator/stats.py keeps the light descriptive statistics
 (median, percentile, CV, the instability rule).
 

@@ -1,6 +1,6 @@
 """Which device is fastest, claimed only when the statistics support it.
 
-The leader is the device with the lowest p50 (report/ratios.py: the report's one statistic). It
+The leader is the device with the lowest p50 (builders/ratios.py: the report's one statistic). It
 is called fastest only when, against EVERY other device, the interval of other p50 / leader p50
 (process runs resampled) lies wholly above 1 + CLAIM_MARGIN: faster beyond the end-to-end
 verdict threshold, not by a hair the next job could reverse. Otherwise the page says "no clear

@@ -1,7 +1,7 @@
 """The HTML renderer: one self-contained page (inline CSS and SVG, no script, no network).
 
-Writes out a `page.Page` and computes nothing: the page was built from the report data
-(run_page.py, comparison_page.py) and says what the Markdown summary says. Every piece of
+Writes out a `page.blocks.Page` and computes nothing: the page was built from the report data
+(page/sections.py, page/comparison.py) and says what the Markdown summary says. Every piece of
 text goes through `escape.html_text`; charts are our own SVG, inlined.
 """
 

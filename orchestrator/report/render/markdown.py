@@ -1,4 +1,4 @@
-"""The Markdown renderer: fits a CI job summary ($GITHUB_STEP_SUMMARY). Writes out a `page.Page`; computes nothing.
+"""The Markdown renderer: fits a CI job summary ($GITHUB_STEP_SUMMARY). Writes out a `page.blocks.Page`; computes nothing.
 
 The same page as the HTML, block for block: tables and verdicts always; charts only as image
 links (`charts/<stem>.svg`), written beside the Markdown file by `write_report` when `--output`

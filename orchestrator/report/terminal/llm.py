@@ -90,7 +90,7 @@ def _phase_table(rows: list[StatRow], phase: str, top: int) -> str:
 
 
 def metric_rows(pair: PairVerdict) -> list[list[object]]:
-    """Rows of the verdict table (report/verdicts.py HEADERS) for a pair's LLM metrics; a rate's A and B are
+    """Rows of the verdict table (terminal/verdicts.py HEADERS) for a pair's LLM metrics; a rate's A and B are
     tokens/s and its ratio is B's rate over A's (below 1: B is slower)."""
     rows: list[list[object]] = []
     for m in pair.metrics:

@@ -1,5 +1,5 @@
-"""The LLM section of the reports (report/llm_section.py, its page sections llm_render.py) and the printed summary
-(llm_text.py)."""
+"""The LLM section of the reports (report/builders/llm.py, its page section page/llm.py, its chart render/charts.py)
+and the printed summary (terminal/llm.py)."""
 
 from __future__ import annotations
 
