@@ -25,6 +25,7 @@ from typing import Any
 from orchestrator import cache
 from orchestrator.artifacts.generation import Workload
 from orchestrator.artifacts.llm import LlmRecipe
+from orchestrator.artifacts.llm_export import export_llm_into
 from orchestrator.artifacts.model_sources import local_sources
 from orchestrator.artifacts.modelspec import ModelSpec, call_factory, check_factory_result, user_code
 from orchestrator.errors import ExportError, ModelSpecError, UsageError
@@ -184,8 +185,6 @@ def _lower_into(spec: ModelSpec, backend: str, out: Path, log: Callable[[str], N
     """Export into `out`; returns notes for meta.json (what could not be made, and why)."""
     result = call_factory(spec)
     if isinstance(result, LlmRecipe):
-        from orchestrator.artifacts.llm_export import export_llm_into
-
         llm_error = export_llm_into(result, backend, out / PTE_NAME, quiet=_quiet_export_noise)
         if llm_error:
             log(f"{spec.name}: no eager reference ({llm_error}); generated tokens will not be verified")
@@ -225,6 +224,7 @@ def _lower_module(spec: ModelSpec, factory_result: tuple[Any, tuple[Any, ...]], 
     write_tensors(out / INPUTS_NAME, [t.detach().contiguous().numpy() for t in inputs])
     write_tensors(out / REFERENCE_NAME, [t.detach().contiguous().numpy() for t in _flatten_outputs(reference)])
     try:  # optional: a model Inspector cannot replay still profiles; numerics then compares devices only
+        # numpy: every command imports this module, `etfarm --help` included
         from orchestrator.artifacts.numerics_reference import write_numerics_reference
 
         write_numerics_reference(out / ETRECORD_NAME, out / NUMERICS_REFERENCE_NAME)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from orchestrator.errors import UsageError
+from orchestrator.report.destination import ReportFormat, check_target
 
 if TYPE_CHECKING:
     from orchestrator.verdicts.compare import Comparison
@@ -74,8 +75,8 @@ def compare(
     regression, and an interrupted or partial side is named `incomplete` (table, legend, JSON).
     Exit 0 no regression, 1 a regression (or wrong outputs in B), 2 usage error.
     """
-    from orchestrator.report.output import check_target
-    from orchestrator.report.verdicts import verdict_table
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.report.terminal.verdicts import verdict_table
     from orchestrator.verdicts.baseline import compare_refs
     from orchestrator.verdicts.statistics import VerdictSettings
 
@@ -101,8 +102,8 @@ def write_ab_page(comparison: Comparison, target: Path, store: Path | None, fmt:
                   option: str = "--output") -> Path:
     """The A/B page of a comparison whose B is one run directory (what `compare --html` and `report --against`
     write); `option` is the flag that named `target`."""
+    # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.report.comparison_output import RunInput, write_comparison
-    from orchestrator.report.output import ReportFormat
 
     roots = list(dict.fromkeys(p.dir_b for p in comparison.pairs if p.dir_b is not None))
     if len(roots) != 1:

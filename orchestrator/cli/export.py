@@ -7,7 +7,10 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.artifacts import copy_artifacts, export_model, parse_model_spec
 from orchestrator.cli.options import Backend, JsonOption
+from orchestrator.progress import Progress
+from orchestrator.report import json_text
 
 
 def register(app: typer.Typer) -> None:
@@ -23,10 +26,6 @@ def export(
     as_json: JsonOption = False,
 ) -> None:
     """Lower MODEL to ExecuTorch (cached by content hash) and print where the artifacts are."""
-    from orchestrator.artifacts import copy_artifacts, export_model, parse_model_spec
-    from orchestrator.progress import Progress
-    from orchestrator.report import json_text
-
     exported = export_model(parse_model_spec(model, name), backend.value, force=force, log=Progress())
     produced = (exported.pte, exported.etrecord, exported.inputs, exported.reference_outputs, exported.numerics_reference)
     paths = copy_artifacts(exported, out) if out else [p for p in produced if p]

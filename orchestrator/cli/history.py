@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from orchestrator.errors import UsageError
+from orchestrator.store import open_store, store_path
+
 if TYPE_CHECKING:
     from orchestrator.store import StoredRun
 
@@ -39,7 +42,6 @@ def history(
     """List stored runs, newest first: per device end-to-end p50 (ms) or its status."""
     if ctx.invoked_subcommand is not None:
         return
-    from orchestrator.store import open_store, store_path
 
     if not store_path(store).exists():  # reading never creates a store
         typer.echo("[]" if as_json else f"no stored runs: {store_path(store)} does not exist yet (`etfarm run` creates it)")
@@ -54,7 +56,8 @@ def history(
     if as_json:
         typer.echo(json.dumps([_run_json(r) for r in runs], indent=2))
         return
-    from orchestrator.report.history_text import history_table
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.report.terminal.history import history_table
 
     typer.echo(history_table(runs, device))
 
@@ -66,9 +69,6 @@ def show(
     store: StoreOption = None,
 ) -> None:
     """One stored run: devices, models, verification, end-to-end p50s, device facts."""
-    from orchestrator.errors import UsageError
-    from orchestrator.store import open_store, store_path
-
     if not store_path(store).exists():
         raise UsageError(f"{run_id}: no store at {store_path(store)} (`etfarm run` creates it)")
     with open_store(store) as opened:
@@ -77,19 +77,22 @@ def show(
     if as_json:
         typer.echo(json.dumps(job.to_dict(), indent=2))
         return
-    from orchestrator.report.history_text import run_details
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.report.terminal.history import run_details
 
     typer.echo(run_details(job, str(run_dir) if run_dir else None))
 
 
 def _print_changes(runs: list[StoredRun], as_json: bool) -> None:
+    # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.verdicts.changes import find_changes
 
     found = find_changes([p for r in runs for p in r.points])
     if as_json:
         typer.echo(json.dumps([s.to_dict() for s in found], indent=2))
         return
-    from orchestrator.report.verdicts import changes_table
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.report.terminal.verdicts import changes_table
 
     typer.echo(changes_table(found))
 

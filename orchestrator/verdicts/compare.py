@@ -21,7 +21,7 @@ warmup, threads: likeness.py) are compared and the differences named, but their 
 `settings-differ`, never regressed or improved; a side that is not whole (an interrupted job, a
 partial model) is named beside its pair. Per-op verdicts carry where the op is in the user's model
 (module path and source line from B's stats.csv, with XNNPACK kernels mapped). Renderers only
-print these objects (report/verdicts.py, report/comparison_page.py).
+print these objects (report/terminal/verdicts.py, report/page/comparison.py).
 """
 
 from __future__ import annotations

@@ -25,6 +25,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from orchestrator.artifacts.lowering import export_model
+from orchestrator.artifacts.modelspec import parse_model_spec, parse_model_specs
+from orchestrator.artifacts.pte_info import check_program
+from orchestrator.config import load_inventory
 from orchestrator.errors import (
     EXIT_INTERRUPTED,
     Blame,
@@ -37,7 +41,9 @@ from orchestrator.errors import (
 )
 from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult, run_job
+from orchestrator.run.rundir import new_run_id
 from orchestrator.store import Store
+from orchestrator.store.ingest import job_record
 from orchestrator.verdicts.baseline import (
     LAST_GOOD,
     history_noise_finder,
@@ -174,9 +180,6 @@ def _exportable(specs: Sequence[Any], backend: str, own_runtimes: bool, progress
     """The specs whose model exports and whose program loads, and the failures of the others, each exported on
     its own (the job exports them again: a cache hit). `own_runtimes`: every device runs the user's own
     ExecuTorch, which may have the llama:: custom ops (run/job.own_runtimes)."""
-    from orchestrator.artifacts.lowering import export_model
-    from orchestrator.artifacts.pte_info import check_program
-
     good, failed = [], []
     for spec in specs:
         try:
@@ -190,16 +193,12 @@ def _exportable(specs: Sequence[Any], backend: str, own_runtimes: bool, progress
 
 
 def _night_id(jobs: Sequence[JobResult]) -> str:
-    from orchestrator.run.rundir import new_run_id
-
     return jobs[0].job.run_id if jobs else new_run_id()
 
 
 def _plan_specs(plan: NightlyPlan) -> dict[str, list[Any]]:
     """The plan's model specs per backend (a job each), resolved and named before anything runs, by
     `run`'s rule: the same model listed twice, or two models of one name, is a usage error."""
-    from orchestrator.artifacts.modelspec import parse_model_specs
-
     jobs = {}
     for backend in dict.fromkeys(m.backend for m in plan.models):
         models = [m for m in plan.models if m.backend == backend]
@@ -233,8 +232,6 @@ def _compare(plan: NightlyPlan, store: Store, result: JobResult) -> Comparison:
 def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult, regressed: Sequence[Any],
              progress: Progress) -> JobResult:
     """The regressed pairs' models on their devices, once more, as a job of its own (recorded in the store)."""
-    from orchestrator.artifacts.modelspec import parse_model_spec
-
     models = {p.model for p in regressed}
     devices = list(dict.fromkeys(p.device for p in regressed))
     specs = [parse_model_spec(m.spec, m.name) for m in result.job.models if m.name in models]
@@ -247,8 +244,6 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
 
 def _record(store: Store, result: JobResult) -> None:
     """The job into the store from memory: its statistics and samples, no ETDump read again."""
-    from orchestrator.store.ingest import job_record
-
     store.record_run(job_record(result.recorded, result.rundir.root, result.stats))
 
 
@@ -257,8 +252,6 @@ JobRunner = Callable[[list[Any], str, Path, str, list[str]], JobResult]  # (spec
 
 def _host_runner(plan: NightlyPlan, config: Path | None, progress: Progress) -> tuple[JobRunner, bool]:
     """The runner of the night's jobs on this host, and whether every device runs the user's own runtime."""
-    from orchestrator.config import load_inventory
-
     inventory = load_inventory(plan.config or config)
     devices = inventory.select(list(plan.devices))  # every device of the plan is known before anything runs
     def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str]) -> JobResult:
@@ -271,7 +264,7 @@ def _host_runner(plan: NightlyPlan, config: Path | None, progress: Progress) -> 
 def _farm_runner(plan: NightlyPlan, farm: Any, progress: Progress) -> tuple[JobRunner, bool]:
     """The runner of the night's jobs on the farm; its workers' runtimes are not known until the job runs, so
     a program needing the llama:: custom ops is left to the job to refuse."""
-    from orchestrator.farm.client import run_distributed
+    from orchestrator.farm.client import run_distributed  # a night on this host never imports the farm's package
 
     def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str]) -> JobResult:
         return run_distributed(names, specs, backend=backend, options=plan.options(), out=out, progress=progress,
@@ -282,8 +275,6 @@ def _farm_runner(plan: NightlyPlan, farm: Any, progress: Progress) -> tuple[JobR
 
 def _new_dir(root: Path) -> tuple[Path, str]:
     """A fresh run directory under `root` named by the job's run id (and that id)."""
-    from orchestrator.run.rundir import new_run_id
-
     for _ in range(10):
         run_id = new_run_id()
         if not (root / run_id).exists():

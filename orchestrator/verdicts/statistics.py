@@ -2,7 +2,7 @@
 
 The verdicts' ratio estimates (docs/architecture.md, "Measurement"): `estimate` and
 `estimate_many` share one bootstrap (bootstrap.py); a report's ratios between devices are
-report/ratios.py's (p50 over every execution, the same process-run resampling).
+report/builders/ratios.py's (p50 over every execution, the same process-run resampling).
 orchestrator/stats.py keeps the light descriptive statistics
 (median, percentile, CV, the instability rule).
 
@@ -46,6 +46,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from orchestrator.verdicts.bootstrap import draw_resamples, resampled_centers
+from orchestrator.verdicts.ranks import benjamini_hochberg, mannwhitneyu_two_sided
 
 DEFAULT_THRESHOLD = 0.05  # end to end: 5 %
 DEFAULT_OP_THRESHOLD = 0.10  # per op: 10 %
@@ -206,8 +209,6 @@ def _intervals(a: list[_Side], b: list[_Side], confidence: float, resamples: int
     """The bootstrap percentile interval of B/A for sides whose runs have the same lengths."""
     import numpy as np
 
-    from orchestrator.verdicts.bootstrap import draw_resamples, resampled_centers
-
     rng = np.random.default_rng(seed)
     draws_b = draw_resamples(b[0].lengths, rng, resamples)  # B first (bootstrap.py)
     draws_a = draw_resamples(a[0].lengths, rng, resamples)
@@ -278,7 +279,6 @@ def rank_p_values(medians: Sequence[tuple[Sequence[float], Sequence[float]]], ce
         ties = len(set(med_a) | set(med_b)) < len(med_a) + len(med_b)
         method = "asymptotic" if (len(med_a) > 8 and len(med_b) > 8) or ties else "exact"
         shapes.setdefault((len(med_a), len(med_b), method), []).append((k, med_a, med_b))
-    from orchestrator.verdicts.ranks import mannwhitneyu_two_sided
 
     for (_, _, method), rows in shapes.items():
         p = mannwhitneyu_two_sided(np.array([r[2] for r in rows]), np.array([r[1] for r in rows]), method)
@@ -301,8 +301,6 @@ def runs_for_significance(center: str = Center.MEAN, alpha: float = DEFAULT_ALPH
 
 def adjust_p_values(p_values: Sequence[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values (false discovery rate), in the same order."""
-    from orchestrator.verdicts.ranks import benjamini_hochberg
-
     return benjamini_hochberg(list(p_values))
 
 

@@ -15,7 +15,7 @@ from orchestrator.cache import write_json_atomic
 from orchestrator.cli import main
 from orchestrator.cli.compare import parse_noise_floor
 from orchestrator.errors import UsageError
-from orchestrator.report.verdicts import verdict_markdown, verdict_table
+from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.run.results import load_manifest
 from orchestrator.store import open_store
 from orchestrator.verdicts.baseline import VERDICTS_JSON, good_history, history_noise_finder
