@@ -2,7 +2,7 @@
 
 A `DeviceSpec` holds the keys every device has (target, workdir, exec_prefix, threads, cpus, runtime),
 typed, and its transport's own keys as that transport's `TransportSettings`: a frozen dataclass
-defined next to the transport's agent (`LocalSettings`, `SshSettings`, `AdbSettings`), parsed once
+defined next to the transport's agent (`SshSettings`, `AdbSettings`; `LocalSettings`, the default, here), parsed once
 from the YAML mapping, and the one place that knows the transport's defaults, how its address
 reads, and how a worker can tell that such a device is there. Code outside device_agents/ asks
 the settings, never the transport's name (docs/architecture.md, "Device inventory").

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from device_agents.adb.settings import AdbSettings
-from device_agents.local import LocalSettings
+from device_agents.spec import LocalSettings
 from device_agents.ssh.settings import SshSettings
 from orchestrator.config import default_config_path, load_inventory
 from orchestrator.errors import ConfigError, UsageError
