@@ -24,7 +24,7 @@ _NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.SETTINGS_DIFFER)
 
 def statistic_name(center: str) -> str:
     """The verdicts' per-side statistic, as columns and sentences name it."""
-    return "fastest run median" if center == "fast" else "mean run median"
+    return {"fast": "fastest run median", "fast-state": "fast-state level"}.get(center, "mean run median")
 
 
 def headers(comparison: Comparison) -> list[str]:
@@ -48,7 +48,9 @@ def _pair_row(pair: PairVerdict) -> list[object]:
         verdict += " (outputs WRONG)"
     unlike = [", ".join(d.setting for d in pair.differences)] if pair.differences else []
     unlike += [f"{' and '.join(i.side for i in pair.incomplete)} incomplete"] if pair.incomplete else []
-    if unlike:  # what is not compared like with like (the legend says more)
+    unlike += ["states may differ"] if pair.estimate is not None and pair.estimate.state_note else []
+    unlike += [f"{pair.below.direction}, below threshold"] if pair.below else []
+    if unlike:  # what is not compared like with like, and a change under the threshold (the legend says more)
         verdict += f" ({'; '.join(unlike)})"
     est = pair.estimate
     floor = pair.noise.describe() if pair.noise else None
@@ -91,15 +93,31 @@ def legend(comparison: Comparison) -> str:
     s = comparison.settings
     ops = sum(len(p.ops) for p in comparison.pairs)
     skipped = sum(p.ops_skipped for p in comparison.pairs)
-    statistic = "fastest per-run median" if s.center == "fast" else "mean of per-run medians"
-    tested = "the faster half of the per-run medians" if s.center == "fast" else "per-run medians"
     # (the columns say the same: statistic_name)
-    return (f"B = {comparison.b} against A = {comparison.a}; ratio B/A of the {statistic}, {s.confidence:.0%} CI by "
-            f"hierarchical bootstrap over process runs, p from Mann-Whitney U on {tested} "
+    return (f"B = {comparison.b} against A = {comparison.a}; {_method(s.center, s.confidence)} "
             f"(Benjamini-Hochberg across {ops} ops; {skipped} skipped: unmatched or too fast to time); "
             f"thresholds {s.threshold:.0%} end to end, {s.op_threshold:.0%} per op"
             + (f", noise floor {s.noise_floor:.0%}" if s.noise_floor else "") + _auto_legend(s.auto_noise_floor)
-            + _too_few_runs(comparison) + _unlike(comparison))
+            + _too_few_runs(comparison) + _unlike(comparison) + _seen(comparison))
+
+
+def _method(center: str, confidence: float) -> str:
+    if center == "fast-state":
+        return (f"ratio B/A of the fast state's level (each process run's median assigned to a speed state), "
+                f"{confidence:.0%} CI and p from Student's t on the spread within states")
+    statistic = "fastest per-run median" if center == "fast" else "mean of per-run medians"
+    tested = "the faster half of the per-run medians" if center == "fast" else "per-run medians"
+    return (f"ratio B/A of the {statistic}, {confidence:.0%} CI by hierarchical bootstrap over process runs, p from "
+            f"Mann-Whitney U on {tested}")
+
+
+def _seen(comparison: Comparison) -> str:
+    """Changes measured with confidence under the threshold, and sides that may have missed the fast state."""
+    below = [f"{p.device} {p.model} {p.below.describe()}" for p in comparison.pairs if p.below]
+    states = [f"{p.device} {p.model}: {p.estimate.state_note}" for p in comparison.pairs
+              if p.estimate is not None and p.estimate.state_note]
+    return ((f"; BELOW THE THRESHOLD (not a regression; counts toward the series' drift): {'; '.join(below)}"
+             if below else "") + (f"; STATES MAY DIFFER: {'; '.join(states)}" if states else ""))
 
 
 def _unlike(comparison: Comparison) -> str:

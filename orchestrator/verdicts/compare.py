@@ -56,10 +56,12 @@ from orchestrator.verdicts.locate import located, ops_where
 from orchestrator.verdicts.noise import NoiseFinder, NoiseFloor
 from orchestrator.verdicts.op_samples import OpKey, OpSamples, read_op_samples
 from orchestrator.verdicts.statistics import (
+    BelowThreshold,
     Estimate,
     Verdict,
     VerdictSettings,
     adjust_p_values,
+    below_threshold,
     decide,
     estimate,
     estimate_many,
@@ -182,6 +184,7 @@ class PairVerdict:
     metrics: tuple[MetricVerdict, ...] = ()  # an LLM's TTFT and decode tokens/s (llm_metrics.py)
     differences: tuple[SettingDifference, ...] = ()  # settings A and B ran with differently: verdict settings-differ
     incomplete: tuple[IncompleteSide, ...] = ()  # sides that are not whole (interrupted, partial)
+    below: BelowThreshold | None = None  # a confident change end to end under the threshold (not a regression)
 
     @property
     def model(self) -> str:
@@ -206,7 +209,8 @@ class PairVerdict:
                 "source_b": self.source_b, "noise_floor": self.noise.to_dict() if self.noise else None,
                 "metrics": [m.to_dict() for m in self.metrics],
                 "settings_differ": [d.to_dict() for d in self.differences],
-                "incomplete": [i.to_dict() for i in self.incomplete], "ops": [o.to_dict() for o in self.ops]}
+                "incomplete": [i.to_dict() for i in self.incomplete],
+                "below_threshold": self.below.to_dict() if self.below else None, "ops": [o.to_dict() for o in self.ops]}
 
 
 @dataclass(frozen=True)
@@ -290,7 +294,8 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
         verdict = Verdict.SETTINGS_DIFFER
         ops = tuple(replace(o, verdict=unjudged(o.verdict)) for o in ops)
         metrics = tuple(replace(m, verdict=unjudged(m.verdict)) for m in metrics)
-    return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, metrics=metrics, **base)
+    below = below_threshold(est, est.p_value, verdict, threshold, settings.alpha)
+    return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, metrics=metrics, below=below, **base)
 
 
 def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) -> tuple[tuple[OpVerdict, ...], int]:

@@ -8,7 +8,7 @@ The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly 
     iterations: 50
     warmup: 5
     threshold: 5%                           # end to end; `op_threshold` (default 10%) per op
-    center: mean                            # or fast: see statistics.Center
+    center: fast-state                      # default; or mean, fast: see statistics.Center
     noise_floor: auto                       # default; or a percentage (0% = none): see noise.py
     baseline: last-good                     # or a run id / run directory
     report: reports/                        # Markdown + JSON verdicts written here
@@ -39,7 +39,13 @@ from orchestrator.errors import ConfigError
 from orchestrator.run.limits import LIMITS
 from orchestrator.run.results import RunOptions
 from orchestrator.verdicts.baseline import LAST_GOOD
-from orchestrator.verdicts.statistics import DEFAULT_OP_THRESHOLD, DEFAULT_THRESHOLD, VerdictSettings
+from orchestrator.verdicts.statistics import (
+    DEFAULT_CENTER,
+    DEFAULT_OP_THRESHOLD,
+    DEFAULT_THRESHOLD,
+    Center,
+    VerdictSettings,
+)
 from orchestrator.yamlfile import load_yaml, shorten
 
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
@@ -69,7 +75,7 @@ class NightlyPlan:
     op_threshold: float = DEFAULT_OP_THRESHOLD
     baseline: str = LAST_GOOD
     config: Path | None = None
-    center: str = "mean"
+    center: str = DEFAULT_CENTER
     noise_floor: float | None = None  # None: auto (per device and model from stored history), else relative
     scheduler: str | None = None  # the Dask farm's scheduler: the devices are its workers'
     confirm: bool = True  # a regressed (device, model) is run again; only a regression that reproduces fails
@@ -113,7 +119,7 @@ def load_plan(path: Path) -> NightlyPlan:
         op_threshold=_percent(path, data, "op_threshold", DEFAULT_OP_THRESHOLD),
         baseline=_text(path, "baseline", data.get("baseline", LAST_GOOD)),
         config=Path(_text(path, "config", data["config"])).expanduser() if data.get("config") else None,
-        center=_center(path, data.get("center", "mean")), noise_floor=_noise_floor(path, data.get("noise_floor", "auto")),
+        center=_center(path, data.get("center", DEFAULT_CENTER)), noise_floor=_noise_floor(path, data.get("noise_floor", "auto")),
         scheduler=_text(path, "scheduler", data["scheduler"]) if data.get("scheduler") is not None else None,
         confirm=_flag(path, data, "confirm", True), threads=_ints(path, data, "threads", 0, LIMITS["cpu_threads"][1]),
         prompt_lens=_ints(path, data, "prompt_len", 1, _SWEEP_MOST), gen_lens=_ints(path, data, "gen_len", 1, _SWEEP_MOST))
@@ -140,8 +146,8 @@ def _noise_floor(path: Path, value: Any) -> float | None:
 
 
 def _center(path: Path, value: Any) -> str:
-    if value not in ("mean", "fast"):
-        raise ConfigError(path, "center", f"expected mean or fast, got {value!r}")
+    if value not in {c.value for c in Center}:
+        raise ConfigError(path, "center", f"expected {', '.join(c.value for c in Center)}, got {value!r}")
     return str(value)
 
 
