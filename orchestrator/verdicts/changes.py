@@ -100,20 +100,29 @@ def noise_sigma(values: Sequence[float]) -> float:
     return max(mad / 0.6745 / np.sqrt(2.0), MIN_SIGMA)
 
 
+def segments(values: Sequence[float], min_size: int = 2) -> tuple[list[int], float, float]:
+    """Where a series of log values changes level (PELT, the penalty above): the segment bounds
+    [0, ..., len(values)], the noise sigma and the penalty."""
+    import numpy as np
+
+    logs = np.asarray(values, dtype=float)
+    sigma = noise_sigma(list(logs))
+    penalty = PENALTY_FACTOR * sigma**2 * float(np.log(max(len(logs), 2)))
+    if len(logs) < 2 * min_size:
+        return [0, len(logs)], sigma, penalty
+    import ruptures
+
+    ends = ruptures.Pelt(model="l2", min_size=min_size, jump=1).fit(logs.reshape(-1, 1)).predict(pen=penalty)
+    return [0, *ends], sigma, penalty
+
+
 def _one_series(device: str, model: str, pts: list[HistoryPoint], min_size: int, min_shift: float) -> SeriesChanges:
     import numpy as np
 
     if not pts:
         return SeriesChanges(device, model, 0, MIN_SIGMA, 0.0, ())
     values = np.log(np.array([p.e2e_p50_ms for p in pts], dtype=float))
-    sigma = noise_sigma(list(values))
-    penalty = PENALTY_FACTOR * sigma**2 * float(np.log(max(len(values), 2)))
-    if len(values) < 2 * min_size:
-        return SeriesChanges(device, model, len(values), sigma, penalty, ())
-    import ruptures
-
-    ends = ruptures.Pelt(model="l2", min_size=min_size, jump=1).fit(values.reshape(-1, 1)).predict(pen=penalty)
-    bounds = [0, *ends]
+    bounds, sigma, penalty = segments(list(values), min_size)
     changes = []
     for k in range(1, len(bounds) - 1):
         before = float(np.exp(np.median(values[bounds[k - 1]:bounds[k]])))

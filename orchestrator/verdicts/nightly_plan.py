@@ -11,6 +11,8 @@ The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly 
     center: fast-state                      # default; or mean, fast: see statistics.Center
     noise_floor: auto                       # default; or a percentage (0% = none): see noise.py
     baseline: last-good                     # or a run id / run directory
+    reference: 20261101-120000-ab12         # optional: pin the series reference to a run (a release's); default:
+                                            # the level before the night's drift (series.py)
     report: reports/                        # Markdown + JSON verdicts written here
     out: reports/runs                       # optional: where run directories go (default REPORT/runs)
     config: configs/devices.yaml            # optional device inventory (default: --config, $ETFARM_CONFIG)
@@ -49,7 +51,8 @@ from orchestrator.verdicts.statistics import (
 from orchestrator.yamlfile import load_yaml, shorten
 
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
-         "config", "backend", "center", "noise_floor", "scheduler", "confirm", "threads", "prompt_len", "gen_len"}
+         "config", "backend", "center", "noise_floor", "scheduler", "confirm", "threads", "prompt_len", "gen_len",
+         "reference"}
 _SWEEP_MOST = 1 << 16  # as the command line's lists: beyond it a value is a typo
 _MODEL_KEYS = {"spec", "backend", "name"}
 
@@ -74,6 +77,7 @@ class NightlyPlan:
     threshold: float = DEFAULT_THRESHOLD
     op_threshold: float = DEFAULT_OP_THRESHOLD
     baseline: str = LAST_GOOD
+    reference: str | None = None  # a pinned series reference (a release's run); None: the series' own (series.py)
     config: Path | None = None
     center: str = DEFAULT_CENTER
     noise_floor: float | None = None  # None: auto (per device and model from stored history), else relative
@@ -118,6 +122,7 @@ def load_plan(path: Path) -> NightlyPlan:
         threshold=_percent(path, data, "threshold", DEFAULT_THRESHOLD),
         op_threshold=_percent(path, data, "op_threshold", DEFAULT_OP_THRESHOLD),
         baseline=_text(path, "baseline", data.get("baseline", LAST_GOOD)),
+        reference=_text(path, "reference", data["reference"]) if data.get("reference") is not None else None,
         config=Path(_text(path, "config", data["config"])).expanduser() if data.get("config") else None,
         center=_center(path, data.get("center", DEFAULT_CENTER)), noise_floor=_noise_floor(path, data.get("noise_floor", "auto")),
         scheduler=_text(path, "scheduler", data["scheduler"]) if data.get("scheduler") is not None else None,
