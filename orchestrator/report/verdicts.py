@@ -37,6 +37,7 @@ def verdict_rows(comparison: Comparison) -> list[list[object]]:
     rows: list[list[object]] = []
     for pair in comparison.pairs:
         rows.append(_pair_row(pair))
+        rows += [_series_row(pair)] if pair.series is not None else []  # the night against its series' reference
         rows += metric_rows(pair)  # an LLM's TTFT and decode tokens/s
         rows += [_op_row(pair, op) for op in pair.ops if op.verdict in _NOTABLE]
     return rows
@@ -58,6 +59,18 @@ def _pair_row(pair: PairVerdict) -> list[object]:
         return [pair.device, pair.model, "end to end", verdict, None, None, None, pair.reason or "-", None, None, floor]
     return [pair.device, pair.model, "end to end", verdict, est.median_a_ms, est.median_b_ms, _ratio(est.ratio),
             _ci(est.ci_low, est.ci_high), _p(est.p_value), f"{est.runs_a}/{est.runs_b}", floor]
+
+
+def _series_row(pair: PairVerdict) -> list[object]:
+    series = pair.series
+    shown = series.sustained if series.sustained is not None and series.sustained.regressed else series.night
+    est = shown.estimate
+    verdict = series.verdict.value.upper() if series.regressed else series.verdict.value
+    what = "series (since the drift began)" if shown is series.sustained else "series"
+    if est is None:
+        return ["", "", what, verdict, None, None, None, series.reference, None, None, None]
+    return ["", "", what, verdict, est.median_a_ms, est.median_b_ms, _ratio(est.ratio), _ci(est.ci_low, est.ci_high),
+            _p(est.p_value), f"{est.runs_a}/{est.runs_b}", None]
 
 
 def _op_row(pair: PairVerdict, op: OpVerdict) -> list[object]:
@@ -116,8 +129,11 @@ def _seen(comparison: Comparison) -> str:
     below = [f"{p.device} {p.model} {p.below.describe()}" for p in comparison.pairs if p.below]
     states = [f"{p.device} {p.model}: {p.estimate.state_note}" for p in comparison.pairs
               if p.estimate is not None and p.estimate.state_note]
+    series = [f"{p.device} {p.model} {p.series.describe()}" for p in comparison.pairs if p.series is not None]
     return ((f"; BELOW THE THRESHOLD (not a regression; counts toward the series' drift): {'; '.join(below)}"
-             if below else "") + (f"; STATES MAY DIFFER: {'; '.join(states)}" if states else ""))
+             if below else "") + (f"; STATES MAY DIFFER: {'; '.join(states)}" if states else "")
+            + (f"; SERIES (the night against a reference passing nights cannot move: the level before the last "
+               f"drift, or a pinned run): {'; '.join(series)}" if series else ""))
 
 
 def _unlike(comparison: Comparison) -> str:

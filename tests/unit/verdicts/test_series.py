@@ -76,3 +76,23 @@ def test_nights_alternating_between_two_models_do_not_raise_the_floor_above_iden
     assert alt.floor <= aa.floor * 1.2, (aa, alt)
     consecutive = estimate_floor([float(np.exp(v)) for v in levels(alternating, "fast-state")])  # the old method
     assert consecutive.floor is not None and consecutive.floor > 2 * alt.floor
+
+
+def test_the_series_verdict_is_in_the_table_the_legend_the_page_words_and_the_json() -> None:
+    from dataclasses import replace
+
+    from orchestrator.report.comparison_page import _unlike_clause
+    from orchestrator.report.verdicts import verdict_table
+    from orchestrator.verdicts.compare import Comparison, compare_sides
+
+    good = history()
+    night = point(20, jobs("base")[11], 1.08, "h8")
+    found = judge(good, night, SETTINGS)
+    pair = replace(compare_sides(good[-1].side, night.side, SETTINGS, per_op=False), series=found)
+    assert found is not None and found.regressed and pair.regressed
+    table = verdict_table(Comparison("last-good", "night-20", SETTINGS, (pair,)))
+    row = next(line for line in table.splitlines() if "series" in line and "REGRESSED" in line)
+    assert f"{found.night.estimate.ratio:.3f}x" in row
+    assert f"SERIES (the night against a reference passing nights cannot move" in table and found.describe() in table
+    assert pair.to_dict()["series"]["regressed"] is True and pair.to_dict()["series"]["reference_runs"][0] == "night-00"
+    assert f"series: {found.describe()}" in "".join(map(str, _unlike_clause(pair)))
