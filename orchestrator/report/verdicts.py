@@ -188,8 +188,9 @@ def _auto_legend(auto: bool) -> str:
         return ""
     return (f"; noise floor per device and model from stored history (raises the bar for regressed/improved, not for "
             f"unchanged): the {COVERAGE:.0%} "
-            f"bound of the ratio between consecutive good stored runs (MAD of log steps, newest {WINDOW}, "
-            f"none below {MIN_JOBS})")
+            f"bound of the ratio between two replicate good stored runs (the same model content between change "
+            f"points of the series: MAD of the deviations within those groups, newest {WINDOW}, none below "
+            f"{MIN_JOBS - 1} degrees of freedom)")
 
 
 def verdict_markdown(comparison: Comparison, title: str | None = None, notes: Sequence[str] = ()) -> str:
