@@ -18,7 +18,6 @@ in the fast state gives the least, ~1.49); below 1 it needs every base run in a 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
