@@ -6,6 +6,13 @@ is unreachable exits 3 (no regression found, something not measured). Each night
 page (the confirmation job folded in), checked in headless Chromium: the regressed night opens
 with `regressed`, the ratio, the baseline run and `confirmed`; the repeat names no winner. The
 same A/B page comes from `compare A B --html` and `report B --against A`.
+
+Verdicts asserted on one real job each, with the default `fast-state` statistic (verdicts/states.py): the
+repeat is not regressed (0 of 780 pairs of recorded identical jobs were, tests/unit/verdicts/test_states.py;
+a job wholly in the slow state is `inconclusive`, with the reason), and twice the depth is regressed and
+confirmed (72 of 72 recorded pairs, interval above 1.8; it would need every run of the last good night in a
+state twice the fast one, which 5 % of runs reach: under 1e-7 for 6 runs). The rates themselves are the
+benchmarks' (benchmarks/bench_verdicts.py, bench_series.py).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import pytest
 from tests.helpers.inventory import write_inventory
 from tests.integration.verdicts.pinned import page_text
 
+RUNS = 6
 SCREENSHOT_KEEP = "ETFARM_NIGHTLY_SCREENSHOT"  # copy the regressed night's screenshot there, to look at it
 
 REPO = Path(__file__).resolve().parents[3]
@@ -34,8 +42,8 @@ def etfarm(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 
 def write_plan(path: Path, devices: list[str], model: Path, report: Path, inventory: Path) -> Path:
-    path.write_text(json.dumps({"devices": devices, "models": [f"{model}:build"], "runs": 8, "iterations": 20,
-                                "warmup": 3, "threshold": "5%", "center": "fast", "baseline": "last-good", "report": str(report),
+    path.write_text(json.dumps({"devices": devices, "models": [f"{model}:build"], "runs": RUNS, "iterations": 10,
+                                "warmup": 3, "threshold": "5%", "baseline": "last-good", "report": str(report),
                                 "config": str(inventory)}))
     return path
 
@@ -66,11 +74,13 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     assert repeat.returncode == 0, repeat.stdout + repeat.stderr[-3000:]
     verdicts = json.loads(max(report.glob("nightly-*.json")).read_text())
     assert verdicts["pairs"][0]["verdict"] in {"unchanged", "inconclusive", "improved"}
-    assert verdicts["pairs"][0]["estimate"]["runs_a"] == 8
+    assert verdicts["pairs"][0]["estimate"]["runs_a"] == RUNS
+    assert verdicts["pairs"][0]["series"]["reference_runs"] == [verdicts["pairs"][0]["source_a"]]
     # noise_floor defaults to auto: one good stored night is too short a history, and the report says so
     assert verdicts["settings"]["auto_noise_floor"] is True and verdicts["pairs"][0]["threshold"] == 0.05
     assert verdicts["pairs"][0]["noise_floor"] == {"floor": None, "source": "auto", "stored_runs": 1,
-                                                   "min_stored_runs": 6, "coverage": 0.95}
+                                                   "min_stored_runs": 6, "coverage": 0.95, "method": "replicates",
+                                                   "replicate_groups": 0}
     assert "none (1 of 6 runs)" in (report / "latest.md").read_text()
     repeat_id = verdicts["pairs"][0]["source_b"]  # the night's job (or its confirmation, had it been flagged)
     night_page = report / f"nightly-{verdicts['b'].split('+')[0]}.html"
