@@ -17,14 +17,15 @@ Method, on the log of each side's per-run medians:
   counts, whichever state it is in; df = runs - states; the spread is floored at MIN_SPREAD so that
   timer-quantised ops with identical medians are not infinitely precise); the p-value is the same t test;
 - states that may not match: a side's fastest state is only comparable with the other's if both reached
-  it. When one side's fastest runs are clearly slower than the other's fastest (beyond STATE_GAP) yet not
-  clearly slower than one of its slower states (of at least two runs), and the side does not repeat the
-  other's step from its fast state to the next, it may have had no run in the fast state: that reading
-  is a second hypothesis, the interval is the union of the hypotheses' intervals and the p-value their
-  largest. A job wholly in the slow state against a mixed one is then about [1.0, 1.4] -- `inconclusive`,
-  with the reason in `note` -- while a change under STATE_GAP is never ambiguous, a 2x model's runs are
-  beyond any slower state of the baseline, and a large regression that shows the baseline's step from
-  fast to slow is read as what it is.
+  it. When one side's fastest runs are clearly slower than the other's fastest (beyond STATE_GAP) and at the
+  speed of the other's state k, "its fastest state is that state k" is a further reading wherever it explains
+  how the side's runs share
+  its states about as well as the plain reading does (a multinomial likelihood with the other side's shares,
+  within a ratio of PLAUSIBLE); the interval is then the union of the readings' intervals and the p-value
+  their largest. A job wholly in the slow state (most runs on its first rung, few above) against a mixed one
+  is then about [1.0, 1.4] -- `inconclusive`, with the reason in `note` -- while a change under STATE_GAP is
+  never ambiguous, and a slower model whose runs share the states as usual is read as what it is (a 1.4x
+  or 2x regression stays `regressed`).
 Two one-state sides in different states cannot be told from a regression by any statistic of one job a
 side; the nightly's confirmation job and its series reference (series.py: many jobs, every state) catch it.
 numpy and scipy.special only (no scipy.stats import).
@@ -38,7 +39,8 @@ from dataclasses import dataclass
 
 STATE_GAP = math.log(1.08)  # neighbouring per-run medians further apart than 8 % are different states
 MIN_SPREAD = 0.005  # log units: the within-state spread is taken as at least 0.5 %
-MIN_STATE_RUNS = 2  # a slower state counts for matching when it holds this many runs (the fastest always counts)
+PLAUSIBLE = 20.0  # a reading of the states is kept while it explains the runs within this likelihood ratio
+OFF_LADDER = 0.05  # the chance of a run's state lying on no state of the other side
 
 
 @dataclass(frozen=True)
@@ -124,18 +126,30 @@ def _readings(a: States, b: States) -> list[tuple[int, int]]:
 
 
 def _may_lack_fast(side: States, other: States) -> list[int]:
-    """The slower states k of `other` in which all of `side`'s fastest runs may lie instead of its fast state:
-    `side`'s fastest level is clearly slower than `other`'s fastest (by more than STATE_GAP), not clearly slower
-    than `other`'s state k (a state of at least MIN_STATE_RUNS runs), and `side` does not repeat `other`'s
-    spacing from the fast state to its next state (a side that shows the step from fast to slow as the other
-    does was in its fast state: a large regression, not a missed state)."""
-    fastest = side.levels[0]
-    if fastest <= other.levels[0] + STATE_GAP:
+    """The slower states k of `other` that `side`'s fastest state may be (all of `side`'s runs then missed the fast
+    state): only when `side`'s fastest level is clearly slower than `other`'s fastest (beyond STATE_GAP) and at
+    the speed of `other`'s state k (within STATE_GAP), and the reading explains `side`'s runs about as well as
+    the plain one (`_fit`: within a likelihood ratio of PLAUSIBLE). On the testbed the states form a ladder (1, 1.4, 2x), so a job wholly in the slow state looks like
+    the whole ladder one rung up, a 1.4x regression; what tells them apart is how the runs share the rungs: a
+    job that missed the fast state has most runs on its first rung and few above, a slower model the usual share."""
+    if side.levels[0] <= other.levels[0] + STATE_GAP:
         return []
-    counted = [k for k in range(1, len(other.levels)) if other.counts[k] >= MIN_STATE_RUNS]
-    if counted:
-        step = other.levels[counted[0]] - other.levels[0]
-        if any(abs(side.levels[j] - fastest - step) < STATE_GAP for j in range(1, len(side.levels))
-               if side.counts[j] >= MIN_STATE_RUNS):
-            return []
-    return [k for k in counted if fastest <= other.levels[k] + STATE_GAP]
+    plain = _fit(side, other, 0)
+    return [k for k in range(1, len(other.levels)) if abs(side.levels[0] - other.levels[k]) < STATE_GAP
+            and _fit(side, other, k) >= plain - math.log(PLAUSIBLE)]
+
+
+def _fit(side: States, other: States, rung: int) -> float:
+    """Log-likelihood of `side`'s runs per state under the reading "its fastest state is `other`'s state `rung`":
+    `side` shifted so its fastest level lies on that rung, each of its states falls on the rung of `other` within
+    STATE_GAP (else on none: probability OFF_LADDER), rungs drawn with `other`'s shares (smoothed by half a run)
+    among the rungs from `rung` up."""
+    shift = side.levels[0] - other.levels[rung]
+    shares = [c + 0.5 for c in other.counts[rung:]]
+    total = sum(shares)
+    out = 0.0
+    for level, count in zip(side.levels, side.counts, strict=True):
+        near = [j for j, at in enumerate(other.levels[rung:]) if abs(level - shift - at) < STATE_GAP]
+        share = shares[near[0]] / total * (1 - OFF_LADDER) if near else OFF_LADDER
+        out += count * math.log(share)
+    return out
