@@ -127,15 +127,15 @@ def history_noise_finder(store: Store, job_b: Job, center: str, window: int = WI
     return find
 
 
-def named_finder(store: Store | None, ref: str) -> BaselineFinder:
-    """One baseline run for every pair: a run directory, or a stored run id."""
+def named_finder(store: Store | None, ref: str, what: str = "baseline") -> BaselineFinder:
+    """One baseline run for every pair: a run directory, or a stored run id (`what` names it in errors)."""
     path = Path(ref).expanduser()
     if not (path / "manifest.json").is_file():
         if store is None or not store.has_run(ref):
-            raise UsageError(f"baseline {ref!r}: neither a run directory nor a stored run id")
+            raise UsageError(f"{what} {ref!r}: neither a run directory nor a stored run id")
         found = store.run_dir(ref)
         if found is None or not (found / "manifest.json").is_file():
-            raise UsageError(f"baseline {ref!r}: its run directory is gone")
+            raise UsageError(f"{what} {ref!r}: its run directory is gone")
         path = found
     job = load_manifest(path)
     return lambda device, model: (path, job)

@@ -129,7 +129,7 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     if plan.baseline != LAST_GOOD:
         named_finder(store, plan.baseline)  # a baseline that names nothing is refused before any job runs
     if plan.reference:
-        named_finder(store, plan.reference)  # so is a pinned reference
+        named_finder(store, plan.reference, "reference")  # so is a pinned reference
     run, own_runtimes = _farm_runner(plan, farm, progress) if farm is not None else _host_runner(plan, config, progress)
     jobs: list[JobResult] = []
     failures: list[ModelFailure] = []
@@ -262,7 +262,7 @@ def _judge_series(plan: NightlyPlan, store: Store, result: JobResult, histories:
 
 
 def _pinned(store: Store, ref: str, device: str, model: str) -> SeriesPoint | None:
-    run_dir, job = named_finder(store, ref)(device, model)
+    run_dir, job = named_finder(store, ref, "reference")(device, model)
     dev = job.device(device)
     return series_point(run_dir, job, device, model) if dev is not None and dev.model(model) is not None else None
 

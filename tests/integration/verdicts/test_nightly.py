@@ -41,10 +41,10 @@ def etfarm(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
                           timeout=600, env=env, check=False)
 
 
-def write_plan(path: Path, devices: list[str], model: Path, report: Path, inventory: Path) -> Path:
+def write_plan(path: Path, devices: list[str], model: Path, report: Path, inventory: Path, **extra: str) -> Path:
     path.write_text(json.dumps({"devices": devices, "models": [f"{model}:build"], "runs": RUNS, "iterations": 10,
                                 "warmup": 3, "threshold": "5%", "baseline": "last-good", "report": str(report),
-                                "config": str(inventory)}))
+                                "config": str(inventory), **extra}))
     return path
 
 
@@ -99,9 +99,17 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     _the_regressed_page_in_chromium(report, tmp_path, repeat_id)
     _the_ab_page_is_one_page(report, tmp_path, repeat_id, env)
 
+    # A pinned series reference that names no run is refused before anything runs.
+    write_plan(plan, ["pinned"], model, report, inventory, reference="no-such-run")
+    refused = etfarm("nightly", "--plan", str(plan), "-q", env=env)
+    assert refused.returncode == 2 and "reference 'no-such-run': neither a run directory nor a stored run id" in \
+        refused.stderr, refused.stderr
+
     # The fix lands: the regressed night is never a baseline, so pinned is compared with the last good
-    # one again; the device `gone` cannot be reached: nothing regressed, something not measured.
-    write_plan(plan, ["pinned", "gone"], model, report, inventory)
+    # one again, and with the series reference the plan pins (the first night); the device `gone` cannot be
+    # reached: nothing regressed, something not measured.
+    first_id = json.loads(min(report.glob("nightly-*.json")).read_text())["b"].split("+")[0]
+    write_plan(plan, ["pinned", "gone"], model, report, inventory, reference=first_id)
     model.write_text(MODEL.read_text())
     unreachable = etfarm("nightly", "--plan", str(plan), "-q", env=env)
     assert unreachable.returncode == 3, unreachable.stdout + unreachable.stderr[-3000:]
@@ -112,6 +120,7 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     last = json.loads(max(report.glob("nightly-*.json")).read_text())
     pinned = next(p for p in last["pairs"] if p["device"] == "pinned")
     assert pinned["source_a"] == repeat_id  # the last good night, not the regressed one
+    assert pinned["series"]["reference_runs"] == [first_id] and "the pinned run" in pinned["series"]["reference"]
 
 
 def _the_regressed_page_in_chromium(report: Path, work: Path, baseline: str) -> None:
