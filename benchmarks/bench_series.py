@@ -85,29 +85,29 @@ def first_regressed(nights: list[dict[str, Any]]) -> int | None:
     return next((n["night"] for n in nights if n["regressed"]), None)
 
 
-def scenarios(trials: int, history: int, seed: int) -> dict[str, Any]:
+def scenarios(trials: int, history: int, seed: int, thresholds: tuple[float, ...] = (0.05, 0.03)) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
-    plain = VerdictSettings()
     out: dict[str, Any] = {}
-    aa = [run_nights(rng, lambda n: 1.0, 20, history, plain, 10) for _ in range(trials)]
-    out["aa"] = {"trials": trials, "nights": 20 * trials,
-                 "trials_with_a_regression": sum(any(n["regressed"] for n in t) for t in aa) / trials,
-                 "regressed_nights": sum(n["regressed"] for t in aa for n in t) / (20 * trials)}
-    creep = [run_nights(rng, lambda n: 1.025**n, 10, history, plain, 10) for _ in range(trials)]
-    firsts = [first_regressed(t) for t in creep]
-    named = [bool(t[f - 1]["steps"]) and all(s.startswith("n") and int(s[1:]) >= 1 for s in t[f - 1]["steps"])
-             for t, f in zip(creep, firsts, strict=True) if f is not None]
-    out["creep"] = {"trials": trials, "first_regressed_night": _counts(firsts),
-                    "by_night_4": sum(f is not None and f <= 4 for f in firsts) / trials,
-                    "names_a_step_in_the_creep": sum(named) / max(len(named), 1)}
-    for size in (0.05, 0.02):
-        for threshold, runs in ((0.05, 10), (0.03, 10), (0.05, 20), (0.03, 20)):
-            settings = VerdictSettings(threshold=threshold)
-            step = [first_regressed(run_nights(rng, lambda n, s=size: 1.0 + s, 5, history, settings, runs))
-                    for _ in range(trials)]
-            out[f"step{round(size * 100)}_threshold{round(threshold * 100)}_runs{runs}"] = {
-                f"by_night_{k}": sum(f is not None and f <= k for f in step) / trials for k in (1, 2, 3, 5)}
-    out["alternate"] = alternate(rng, trials, plain)
+    for threshold in thresholds:
+        settings, tag = VerdictSettings(threshold=threshold), f"threshold{round(threshold * 100)}"
+        aa = [run_nights(rng, lambda n: 1.0, 20, history, settings, 10) for _ in range(trials)]
+        out[f"aa_{tag}"] = {"trials": trials, "nights": 20 * trials,
+                            "trials_with_a_regression": sum(any(n["regressed"] for n in t) for t in aa) / trials,
+                            "regressed_nights": sum(n["regressed"] for t in aa for n in t) / (20 * trials)}
+        creep = [run_nights(rng, lambda n: 1.025**n, 10, history, settings, 10) for _ in range(trials)]
+        firsts = [first_regressed(t) for t in creep]
+        named = [bool(t[f - 1]["steps"]) and all(int(s[1:]) >= 1 for s in t[f - 1]["steps"])
+                 for t, f in zip(creep, firsts, strict=True) if f is not None]
+        out[f"creep_{tag}"] = {"trials": trials, "first_regressed_night": _counts(firsts),
+                               "by_night_4": sum(f is not None and f <= 4 for f in firsts) / trials,
+                               "names_a_step_in_the_creep": sum(named) / max(len(named), 1)}
+        for size in (0.05, 0.02):
+            for runs in (10, 20):
+                step = [first_regressed(run_nights(rng, lambda n, s=size: 1.0 + s, 5, history, settings, runs))
+                        for _ in range(trials)]
+                out[f"step{round(size * 100)}_{tag}_runs{runs}"] = {
+                    f"by_night_{k}": sum(f is not None and f <= k for f in step) / trials for k in (1, 2, 3, 5)}
+        out[f"alternate_{tag}"] = alternate(rng, trials, settings)
     return out
 
 
@@ -190,9 +190,11 @@ def main() -> int:
               "elapsed_s": None}
     result["elapsed_s"] = round(time.perf_counter() - started, 1)
     print(json.dumps(result, indent=2))
-    aa, creep = result["scenarios"]["aa"], result["scenarios"]["creep"]
-    ok = aa["regressed_nights"] <= 0.01 and creep["by_night_4"] >= 0.9
-    print("targets met" if ok else "TARGET MISSED: A/A nights regressed <= 1 % and the creep by night 4 in 90 %")
+    found = result["scenarios"]
+    ok = all(found[f"aa_threshold{t}"]["trials_with_a_regression"] <= 0.05 and found[f"creep_threshold{t}"]["by_night_4"]
+             >= 0.9 for t in (5, 3))
+    print("targets met" if ok else "TARGET MISSED: 20 A/A nights with a regression in <= 5 % of trials, the creep by night 4 "
+          "in >= 90 %")
     return 0 if ok else 1
 
 

@@ -216,6 +216,9 @@ def changes_table(found: Sequence[SeriesChanges]) -> str:
     rows = [[c.device, c.model, c.run_id, c.started, c.git_commit or "-", c.before_ms, c.after_ms, _ratio(c.ratio)]
             for s in found for c in s.changes]
     quiet = [f"{s.device} {s.model} ({s.points} runs)" for s in found if not s.changes]
+    if len({(s.device, s.model) for s in found}) < len(found):  # a (device, model) ran with several settings
+        out_settings = [f"{s.device} {s.model}: {', '.join(f'{k} {v}' for k, v in s.settings)}" for s in found]
+        quiet.append("(series by settings: " + "; ".join(out_settings) + ")")
     out = [format_table(["device", "model", "first run", "started", "commit", "before ms", "after ms", "ratio"], rows,
                         "lllllrrr")] if rows else ["no change points found"]
     if quiet:

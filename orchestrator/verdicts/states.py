@@ -129,9 +129,10 @@ def _may_lack_fast(side: States, other: States) -> list[int]:
     """The slower states k of `other` that `side`'s fastest state may be (all of `side`'s runs then missed the fast
     state): only when `side`'s fastest level is clearly slower than `other`'s fastest (beyond STATE_GAP) and at
     the speed of `other`'s state k (within STATE_GAP), and the reading explains `side`'s runs about as well as
-    the plain one (`_fit`: within a likelihood ratio of PLAUSIBLE). On the testbed the states form a ladder (1, 1.4, 2x), so a job wholly in the slow state looks like
-    the whole ladder one rung up, a 1.4x regression; what tells them apart is how the runs share the rungs: a
-    job that missed the fast state has most runs on its first rung and few above, a slower model the usual share."""
+    the plain one (`_fit`: within a likelihood ratio of PLAUSIBLE). On the testbed the states form a ladder
+    (1, 1.4, 2x), so a job wholly in the slow state looks like the whole ladder one rung up, a 1.4x regression;
+    what tells them apart is how the runs share the rungs: a job that missed the fast state has most runs on
+    its first rung and few above, a slower model the usual share."""
     if side.levels[0] <= other.levels[0] + STATE_GAP:
         return []
     plain = _fit(side, other, 0)
