@@ -102,8 +102,9 @@ def estimate_replicate_floor(job_statistics: Sequence[float], groups: Sequence[o
                              min_jobs: int = MIN_JOBS) -> NoiseFloor:
     """The noise floor from jobs that are replicates of one another (issue 32): `groups[i]` names job i's group
     (series.py: the same model content between two change points), so a real change, accepted or not, is a
-    difference BETWEEN groups and never widens the floor. Each job's log statistic minus its group's mean, scaled
-    by sqrt(n / (n - 1)) so small groups are not shrunk, pooled; sigma = the MAD of those deviations scaled to a
+    difference BETWEEN groups and never widens the floor. Each job's log statistic minus its group's median (one
+    outlier job, a whole job in a slow state, does not drag a small group's centre), scaled by sqrt(n / (n - 1))
+    so small groups are not shrunk, pooled; sigma = the MAD of those deviations scaled to a
     normal sigma; the floor bounds the ratio of two replicate jobs: exp(z sqrt(2) sigma) - 1. Needs `min_jobs - 1`
     degrees of freedom (jobs minus groups), else no floor."""
     import numpy as np
@@ -114,7 +115,7 @@ def estimate_replicate_floor(job_statistics: Sequence[float], groups: Sequence[o
         if math.isfinite(value) and value > 0:
             by_group.setdefault(group, []).append(math.log(value))
     used = sum(len(v) for v in by_group.values())
-    deviations = [(x - float(np.mean(v))) * math.sqrt(len(v) / (len(v) - 1))
+    deviations = [(x - float(np.median(v))) * math.sqrt(len(v) / (len(v) - 1))
                   for v in by_group.values() if len(v) > 1 for x in v]
     replicated = sum(1 for v in by_group.values() if len(v) > 1)
     if len(deviations) - replicated < max(min_jobs - 1, 1):
