@@ -189,7 +189,7 @@ def _auto_legend(auto: bool) -> str:
     return (f"; noise floor per device and model from stored history (raises the bar for regressed/improved, not for "
             f"unchanged): the {COVERAGE:.0%} "
             f"bound of the ratio between two replicate good stored runs (the same model content between change "
-            f"points of the series: MAD of the deviations within those groups, newest {WINDOW}, none below "
+            f"points of the series: MAD of the deviations from each group's median, newest {WINDOW}, none below "
             f"{MIN_JOBS - 1} degrees of freedom)")
 
 
