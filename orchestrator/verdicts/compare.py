@@ -42,6 +42,7 @@ from orchestrator.run.results import (
     load_manifest,
 )
 from orchestrator.run.runner_contract import ETDUMP_NAME
+from orchestrator.verdicts.below import BelowThreshold, below_threshold
 from orchestrator.verdicts.likeness import (
     IncompleteSide,
     SettingDifference,
@@ -56,12 +57,10 @@ from orchestrator.verdicts.locate import located, ops_where
 from orchestrator.verdicts.noise import NoiseFinder, NoiseFloor
 from orchestrator.verdicts.op_samples import OpKey, OpSamples, read_op_samples
 from orchestrator.verdicts.statistics import (
-    BelowThreshold,
     Estimate,
     Verdict,
     VerdictSettings,
     adjust_p_values,
-    below_threshold,
     decide,
     estimate,
     estimate_many,
