@@ -190,11 +190,14 @@ def main() -> int:
               "elapsed_s": None}
     result["elapsed_s"] = round(time.perf_counter() - started, 1)
     print(json.dumps(result, indent=2))
-    found = result["scenarios"]
-    ok = all(found[f"aa_threshold{t}"]["trials_with_a_regression"] <= 0.05 and found[f"creep_threshold{t}"]["by_night_4"]
-             >= 0.9 for t in (5, 3))
-    print("targets met" if ok else "TARGET MISSED: 20 A/A nights with a regression in <= 5 % of trials, the creep by night 4 "
-          "in >= 90 %")
+    found = result["scenarios"]  # issue 32's targets, at the example plan's threshold (configs/nightly.yaml: 3 %)
+    ok = (found["aa_threshold3"]["trials_with_a_regression"] <= 0.05 and found["creep_threshold3"]["by_night_4"] >= 0.9
+          and found["step5_threshold3_runs10"]["by_night_5"] >= 0.9
+          and found["alternate_threshold3"]["floor_alternating_median"] <= 1.1 * found["alternate_threshold3"][
+              "floor_identical_median"])
+    print("targets met" if ok else "TARGET MISSED (threshold 3 %): 20 A/A nights with a regression in <= 5 % of trials, "
+          "the creep by night 4 and a 5 % step by night 5 in >= 90 %, alternating models' floor within 10 % of "
+          "identical nights'")
     return 0 if ok else 1
 
 
