@@ -20,8 +20,10 @@ Scenarios (each `trials` times, example plan defaults: 10 runs, threshold 5 %, c
   nights and against the old consecutive-jobs method, and any regressed night.
 Statistics (item 6): on single comparisons (what `compare` and `run --ab` do) of synthetic jobs, each center's
 A/A false-alarm rate, its power at +5 %, +10 % and 2x, and its interval's coverage; with `--recorded DIR`, the same
-on every pair of the real jobs there (run directories named `NNN-<kind>`, kinds base, p5, p10, x2, as
-/work/testcache's record script left them).
+on every pair of the real jobs there (run directories `DIR/runs/NNN-<kind>`, kinds base, p5, p10, x2: 40, 42, 44
+and 80 layers of configs/models/deep_mlp.py). `--record DIR` makes such jobs on this host first (`local` pinned to
+core 1, 10 process runs x 50 iterations, 5 warmup: the example plan's shape; 16 then 48 jobs in a shuffled order,
+as the figures in benchmarks/README.md were made), then scores them.
 """
 
 from __future__ import annotations
@@ -152,6 +154,42 @@ def statistics(trials: int, seed: int, recorded: list[Path]) -> dict[str, Any]:
     return out
 
 
+RECORD_ORDERS = (["base", "base", "p5", "base", "x2", "base", "p10", "base", "base", "p5", "base", "x2", "base", "p10",
+                  "base", "base"], ["base"] * 30 + ["p5"] * 8 + ["p10"] * 6 + ["x2"] * 4)
+DEPTHS = {"base": 40, "p5": 42, "p10": 44, "x2": 80}
+
+
+def record(root: Path) -> list[Path]:
+    """Real jobs of the deep MLP variants under root/jobs1 and root/jobs2 (jobs already there are kept)."""
+    import random
+
+    from device_agents import DeviceSpec
+    from orchestrator.artifacts.modelspec import parse_model_spec
+    from orchestrator.progress import Progress
+    from orchestrator.run.job import run_job
+    from orchestrator.run.results import RunOptions
+
+    text = (ROOT / "configs" / "models" / "deep_mlp.py").read_text()
+    orders = [RECORD_ORDERS[0], list(RECORD_ORDERS[1])]
+    random.Random(1).shuffle(orders[1])
+    out = []
+    for k, order in enumerate(orders, start=1):
+        base = root / f"jobs{k}"
+        specs = {}
+        for kind, depth in DEPTHS.items():
+            (base / "models" / kind).mkdir(parents=True, exist_ok=True)
+            (base / "models" / kind / "mlp.py").write_text(text.replace("DEPTH = 40", f"DEPTH = {depth}"))
+            specs[kind] = parse_model_spec(f"{base / 'models' / kind / 'mlp.py'}:build", "mlp")
+        device = DeviceSpec("pinned", "local", "host", str(base / "work"), ("taskset", "-c", "1"))
+        options = RunOptions(runs=10, iterations=50, warmup=5, untraced_runs=0)
+        for i, kind in enumerate(order):
+            target = base / "runs" / f"{i:03d}-{kind}"
+            if not (target / "manifest.json").is_file():
+                run_job([device], [specs[kind]], backend="xnnpack", options=options, out=target, progress=Progress(quiet=True))
+        out.append(base)
+    return out
+
+
 def _recorded(roots: list[Path]) -> dict[str, list[list[list[float]]]]:
     from orchestrator.run.results import load_manifest
 
@@ -182,8 +220,11 @@ def main() -> int:
     parser.add_argument("--history", type=int, default=10)
     parser.add_argument("--seed", type=int, default=32)
     parser.add_argument("--recorded", type=Path, nargs="*", default=[], help="directories of recorded real jobs")
+    parser.add_argument("--record", type=Path, help="record the real jobs under this directory first, then score them")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.record is not None:
+        args.recorded = [*args.recorded, *record(args.record)]
     started = time.perf_counter()
     result = {"scenarios": scenarios(args.trials, args.history, args.seed),
               "statistics": statistics(args.trials * 2, args.seed, args.recorded),

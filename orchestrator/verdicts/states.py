@@ -28,7 +28,7 @@ Method, on the log of each side's per-run medians:
   as usual is read as what it is (a 2x model's job wholly in its slow state spans [2.0, 2.8]: still
   `regressed`, and the interval holds the true 2.0). PLAUSIBLE = 10 was chosen by measurement: 0 of 780
   recorded identical pairs regressed at 20, 10 and 5; 10 % more layers found in 85, 92, 92 of 96; synthetic
-  coverage 94-96 % at each (benchmarks/README.md "Verdicts: the statistics").
+  coverage 94-96 % at each (benchmarks/README.md "Verdicts: the statistics and the nights").
 Two one-state sides in different states cannot be told from a regression by any statistic of one job a
 side; the nightly's confirmation job and its series reference (series.py: many jobs, every state) catch it.
 numpy and scipy.special only (no scipy.stats import).
