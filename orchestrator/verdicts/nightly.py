@@ -258,7 +258,12 @@ def _judge_series(plan: NightlyPlan, store: Store, result: JobResult, histories:
     night = series_point(result.rundir.root, result.job, pair.device, pair.model_b)
     pinned = _pinned(store, plan.reference, pair.device, pair.model_b) if plan.reference else None
     found = judge(histories(pair.device, pair.model_b), night, plan.settings, pair.noise, pinned)
-    return replace(pair, series=found) if found is not None else pair
+    if found is None:
+        return pair
+    if found.regressed and pair.verdict is not Verdict.REGRESSED:  # the night's verdict is the series' then
+        return replace(pair, series=found, verdict=Verdict.REGRESSED,
+                       reason=f"regressed against its series; against the last good run alone: {pair.verdict.value}")
+    return replace(pair, series=found)
 
 
 def _pinned(store: Store, ref: str, device: str, model: str) -> SeriesPoint | None:

@@ -133,9 +133,10 @@ def _may_lack_fast(side: States, other: States) -> list[int]:
     """The slower states k of `other` that `side`'s fastest state may be (all of `side`'s runs then missed the fast
     state): only when `side`'s fastest level is clearly slower than `other`'s fastest (beyond STATE_GAP), and the
     reading explains `side`'s runs about as well as the plain one (`_fit`: within a likelihood ratio of
-    PLAUSIBLE), weighed by MISSED_FAST for each rarer event it needs: a side at the speed of state k (within
-    STATE_GAP) missed the states below it, the first miss free (the job mode the readings are for), each other
-    one rare; a side at another speed changed besides, so every miss counts. On the testbed the states form a ladder
+    PLAUSIBLE), weighed by MISSED_FAST for each rarer event it needs: a side at the speed of the first slower
+    state (within STATE_GAP) that missed only the fast one is the job mode the readings are for (free); each
+    state missed counts when it missed more, or changed speed besides (a 2x model in its fast state runs at the
+    speed of the baseline's 2x state: that reading needs two misses). On the testbed the states form a ladder
     (1, 1.4, 2x), so a job wholly in the slow state looks like the whole ladder one rung up, a 1.4x regression;
     what tells them apart is how the runs share the rungs: a job that missed the fast state has most runs on
     its first rung and few above, a slower model the usual share."""
@@ -144,9 +145,10 @@ def _may_lack_fast(side: States, other: States) -> list[int]:
     plain = _fit(side, other, 0)
     out = []
     for k in range(1, len(other.levels)):
-        # a side at the speed of state k missed the states below it; the first miss is the job mode the readings are
-        # for (no prior), each further one (or a change of speed besides) as rare as a whole job missing a state
-        rare = k - 1 if abs(side.levels[0] - other.levels[k]) < STATE_GAP else k
+        # a side at the speed of the first slower state missed the fast one: the job mode the readings are for (no
+        # prior); missing more states, or a change of speed besides, is as rare as a whole job missing a state, each
+        missed = sum(1 for j in range(k) if j == 0 or other.counts[j] >= 2)  # a lone run between states is no state
+        rare = 0 if missed == 1 and abs(side.levels[0] - other.levels[k]) < STATE_GAP else missed
         if _fit(side, other, k) + rare * math.log(MISSED_FAST) >= plain - math.log(PLAUSIBLE):
             out.append(k)
     return out
