@@ -150,6 +150,8 @@ def statistics(trials: int, seed: int, recorded: list[Path]) -> dict[str, Any]:
                 row[f"recorded_{kind}_pairs"] = len(found)
                 row[f"recorded_{kind}_regressed"] = sum(decide(e, e.p_value, 0.05).value == "regressed"
                                                         for e in found) / max(len(found), 1)
+                if kind == "base":  # identical jobs: the true ratio is 1
+                    row["recorded_base_coverage"] = sum(e.ci_low <= 1.0 <= e.ci_high for e in found) / max(len(found), 1)
         out[center] = row
     return out
 
