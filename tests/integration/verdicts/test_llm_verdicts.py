@@ -4,7 +4,7 @@ JSON, Markdown and HTML, and the exit code follows them.
 The device is `local` pinned to one core (verdicts/pinned.py), the runner on one thread; the model
 configs/models/tiny_llama.py (`build`, 2 layers) against `build_deep` (4 layers, decode about 1.5-1.9x slower
 per token here). Only what cannot flip by chance is asserted: which rows and fields are there, that the exit
-code is 1 exactly when a verdict says regressed, and that the deeper model decodes slower (a rate ratio below
+code is 1 exactly when a verdict says regressed (end to end, a metric or an op), and that the deeper model decodes slower (a rate ratio below
 1: the per-token time ratio of twice the layers is 1.5-1.9x in the fast state, and a process state moves both
 sides by at most 1.4x). Whether such a slowdown is always flagged is a rate: the statistic's power is measured
 on recorded jobs (tests/unit/verdicts/test_states.py) and in benchmarks/bench_verdicts.py; per-op verdicts of
@@ -50,7 +50,8 @@ def test_ab_gives_ttft_and_decode_verdicts_and_the_deeper_model_decodes_slower(t
     rows = _rows(result.stdout)
     assert set(rows) == {"end to end", "time to first token (lower is better)", "decode tokens/s (higher is better)"}, \
         result.stdout[:3000] + result.stderr[-3000:]
-    assert result.returncode == (1 if "REGRESSED" in rows.values() else 0), result.stdout[-3000:]
+    # exit 1 exactly when the table says REGRESSED somewhere (end to end, a metric or an op)
+    assert result.returncode == (1 if "REGRESSED" in result.stdout else 0), result.stdout[-3000:]
     decode = next(line for line in result.stdout.splitlines() if "decode tokens/s (higher is better)" in line)
     ratio = float(decode.split("x  [")[0].split()[-1])
     assert ratio < 1.0, decode  # B decodes fewer tokens per second: a rate's ratio below 1
