@@ -4,9 +4,10 @@ JSON, Markdown and HTML, and the exit code follows them.
 The device is `local` pinned to one core (verdicts/pinned.py), the runner on one thread; the model
 configs/models/tiny_llama.py (`build`, 2 layers) against `build_deep` (4 layers, decode about 1.5-1.9x slower
 per token here). Only what cannot flip by chance is asserted: which rows and fields are there, that the exit
-code is 1 exactly when a verdict says regressed (end to end, a metric or an op), and that the deeper model decodes slower (a rate ratio below
-1: the per-token time ratio of twice the layers is 1.5-1.9x in the fast state, and a process state moves both
-sides by at most 1.4x). Whether such a slowdown is always flagged is a rate: the statistic's power is measured
+code is 1 exactly when a verdict says regressed (end to end, a metric or an op), and that each ratio lies in its
+interval. Not even that the deeper model decodes slower: a clean-clone round had the 2-layer night wholly in a
+slow state and the 4-layer one in the fast state, a decode rate ratio of 1.13 (its interval [0.71, 1.23],
+`inconclusive`, as it should be). Whether such a slowdown is always flagged is a rate: the statistic's power is measured
 on recorded jobs (tests/unit/verdicts/test_states.py) and in benchmarks/bench_verdicts.py; per-op verdicts of
 sub-microsecond ops are not the subject here.
 """
@@ -43,7 +44,7 @@ def _rows(stdout: str) -> dict[str, str]:
     return rows
 
 
-def test_ab_gives_ttft_and_decode_verdicts_and_the_deeper_model_decodes_slower(tmp_path: Path) -> None:
+def test_ab_gives_ttft_and_decode_verdicts_and_an_exit_code_that_follows_them(tmp_path: Path) -> None:
     inventory = pinned_inventory(tmp_path)
     result = etfarm("run", "--config", str(inventory), "-d", "pinned", "--ab", f"{LLAMA}:build", f"{LLAMA}:build_deep",
                     *AB, "--out", str(tmp_path / "ab"))
@@ -54,7 +55,8 @@ def test_ab_gives_ttft_and_decode_verdicts_and_the_deeper_model_decodes_slower(t
     assert result.returncode == (1 if "REGRESSED" in result.stdout else 0), result.stdout[-3000:]
     decode = next(line for line in result.stdout.splitlines() if "decode tokens/s (higher is better)" in line)
     ratio = float(decode.split("x  [")[0].split()[-1])
-    assert ratio < 1.0, decode  # B decodes fewer tokens per second: a rate's ratio below 1
+    low, high = (float(x) for x in decode.split("x  [")[1].split("]")[0].split(","))
+    assert low <= ratio <= high, decode
 
 
 def test_nightly_llm_metrics_reach_the_json_and_pages_and_the_exit_code_follows_them(tmp_path: Path) -> None:
@@ -90,7 +92,8 @@ def test_nightly_llm_metrics_reach_the_json_and_pages_and_the_exit_code_follows_
     _, deep = night("build_deep")  # the same name, twice the layers
     latest = (report / "latest.md").read_text()
     decode = next(m for m in deep["pairs"][0]["metrics"] if m["metric"] == "decode_tokens_per_s")
-    assert decode["ratio"] < 1.0 and "| decode tokens/s (higher is better) | **" in latest, latest
+    assert decode["ci_low"] <= decode["ratio"] <= decode["ci_high"]
+    assert "| decode tokens/s (higher is better) | **" in latest, latest
     page = max(report.glob("nightly-*.html")).read_text()  # the one HTML of the night says the same
     assert "decode tokens/s (higher is better)" in page
     assert "LLMs: time to first token, tokens per second, memory · run " in page  # B's runs, their LLM sections
