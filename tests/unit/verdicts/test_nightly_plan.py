@@ -20,7 +20,7 @@ def plan(tmp_path: Path, text: str) -> Path:
 
 def test_the_example_plan_reads() -> None:
     loaded = load_plan(REPO / "configs" / "nightly.yaml")
-    assert loaded.devices == ("local",) and loaded.runs == 10 and loaded.threshold == pytest.approx(0.03)
+    assert loaded.devices == ("local",) and loaded.runs == 20 and loaded.threshold == pytest.approx(0.03)
     assert loaded.models[1] == PlanModel("configs/models/tiny_mlp.py:build", "portable", "tiny-mlp-portable")
     assert loaded.baseline == "last-good" and loaded.out == loaded.report / "runs"
     assert loaded.settings.auto_noise_floor and loaded.noise_floor is None
