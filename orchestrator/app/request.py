@@ -14,6 +14,7 @@ from orchestrator.errors import UsageError
 from orchestrator.run.codec import FieldError
 from orchestrator.run.results import RunOptions
 from orchestrator.run.schedule import RunOrder
+from orchestrator.verdicts.statistics import DEFAULT_CENTER, check_center
 
 if TYPE_CHECKING:
     from orchestrator.farm.client import FarmOptions
@@ -62,7 +63,7 @@ class JobRequest:
     ab: tuple[str, str] | None = None
     threshold: float = 5.0
     op_threshold: float = 10.0
-    center: str = "mean"
+    center: str = DEFAULT_CENTER
     until_confident: bool = False
     max_runs: int = 40
     store: Path | None = None
@@ -111,8 +112,7 @@ class JobRequest:
         if self.ab is not None:
             if self.model:
                 raise UsageError("--ab SPEC_A SPEC_B replaces --model; give one or the other")
-            if self.center not in ("mean", "fast"):
-                raise UsageError(f"--center: {self.center!r}; choose mean or fast")
+            check_center(self.center)
             if "," in f"{self.threads}{self.prompt_len or ''}{self.gen_len or ''}":
                 raise UsageError("--ab compares two models at one point: give --threads, --prompt-len and --gen-len "
                                  "one value each")

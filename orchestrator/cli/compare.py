@@ -10,6 +10,7 @@ import typer
 
 from orchestrator.errors import UsageError
 from orchestrator.report.destination import ReportFormat, check_target
+from orchestrator.verdicts.statistics import CENTER_HELP, DEFAULT_CENTER, check_center
 
 if TYPE_CHECKING:
     from orchestrator.verdicts.compare import Comparison
@@ -46,13 +47,7 @@ def compare(
             "settings (needs the store and at least 6 such runs; the table's 'noise floor' column says which).",
         ),
     ] = "0",
-    center: Annotated[
-        str,
-        typer.Option(
-            help="A side's statistic over its per-run medians: 'mean', or 'fast' (their minimum: the uncontended "
-            "speed; more power on devices whose processes land in slower states)."
-        ),
-    ] = "mean",
+    center: Annotated[str, typer.Option(help=CENTER_HELP)] = DEFAULT_CENTER,
     no_ops: Annotated[bool, typer.Option("--no-ops", help="End-to-end verdicts only (skip reading ETDumps).")] = False,
     store: Annotated[
         Path | None, typer.Option("--store", help="Results store (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")
@@ -80,8 +75,7 @@ def compare(
     from orchestrator.verdicts.baseline import compare_refs
     from orchestrator.verdicts.statistics import VerdictSettings
 
-    if center not in ("mean", "fast"):
-        raise UsageError(f"--center: {center!r}; choose mean or fast")
+    check_center(center)
     if html is not None:
         check_target(html, "--html")  # before the comparison: a page that cannot be written is said at once
     auto, floor = parse_noise_floor(noise_floor)

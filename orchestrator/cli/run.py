@@ -48,6 +48,7 @@ from orchestrator.cli.options import (
     UntracedRunsOption,
     WarmupOption,
 )
+from orchestrator.verdicts.statistics import DEFAULT_CENTER
 
 
 def register(app: typer.Typer) -> None:
@@ -82,7 +83,7 @@ def run(  # one parameter per option; their help is in cli/options.py
     ab: AbOption = None,
     threshold: ThresholdOption = 5.0,
     op_threshold: OpThresholdOption = 10.0,
-    center: CenterOption = "mean",
+    center: CenterOption = DEFAULT_CENTER,
     until_confident: UntilConfidentOption = False,
     max_runs: MaxRunsOption = 40,
     store: RunStoreOption = None,

@@ -42,6 +42,7 @@ from orchestrator.run.results import (
     load_manifest,
 )
 from orchestrator.run.runner_contract import ETDUMP_NAME
+from orchestrator.verdicts.below import BelowThreshold, below_threshold
 from orchestrator.verdicts.likeness import (
     IncompleteSide,
     SettingDifference,
@@ -113,7 +114,7 @@ def side_from_job(root: str | Path, job: Job, device: str, model: str, labels: S
     runs = tuple(_side_run(root, r.label, r.execute_ms, r.artifacts, r.llm) for r in result.traced_runs
                  if labels is None or r.label in labels)
     return Side(job.run_id, device, model, runs, verification=_verification(result),
-                settings=model_settings(job, model), incomplete=side_gap(job, device, model))
+                settings=model_settings(job, model, device), incomplete=side_gap(job, device, model))
 
 
 def _side_run(root: Path, label: str, execute_ms: tuple[float, ...], artifacts: Sequence[str],
@@ -182,6 +183,8 @@ class PairVerdict:
     metrics: tuple[MetricVerdict, ...] = ()  # an LLM's TTFT and decode tokens/s (llm_metrics.py)
     differences: tuple[SettingDifference, ...] = ()  # settings A and B ran with differently: verdict settings-differ
     incomplete: tuple[IncompleteSide, ...] = ()  # sides that are not whole (interrupted, partial)
+    below: BelowThreshold | None = None  # a confident change end to end under the threshold (not a regression)
+    series: Any = None  # series.SeriesVerdict: the night against its series' reference (nightly only)
 
     @property
     def model(self) -> str:
@@ -195,7 +198,8 @@ class PairVerdict:
     def regressed(self) -> bool:
         """A regression end to end, in any op or in an LLM metric (never for a pair without data)."""
         return (self.verdict is Verdict.REGRESSED or bool(self.regressed_ops)
-                or any(m.verdict is Verdict.REGRESSED for m in self.metrics))
+                or any(m.verdict is Verdict.REGRESSED for m in self.metrics)
+                or (self.series is not None and self.series.regressed))
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "model_a": self.model_a, "model_b": self.model_b, "verdict": self.verdict.value,
@@ -206,7 +210,9 @@ class PairVerdict:
                 "source_b": self.source_b, "noise_floor": self.noise.to_dict() if self.noise else None,
                 "metrics": [m.to_dict() for m in self.metrics],
                 "settings_differ": [d.to_dict() for d in self.differences],
-                "incomplete": [i.to_dict() for i in self.incomplete], "ops": [o.to_dict() for o in self.ops]}
+                "incomplete": [i.to_dict() for i in self.incomplete],
+                "below_threshold": self.below.to_dict() if self.below else None,
+                "series": self.series.to_dict() if self.series is not None else None, "ops": [o.to_dict() for o in self.ops]}
 
 
 @dataclass(frozen=True)
@@ -290,7 +296,8 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
         verdict = Verdict.SETTINGS_DIFFER
         ops = tuple(replace(o, verdict=unjudged(o.verdict)) for o in ops)
         metrics = tuple(replace(m, verdict=unjudged(m.verdict)) for m in metrics)
-    return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, metrics=metrics, **base)
+    below = below_threshold(est, est.p_value, verdict, threshold, settings.alpha)
+    return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, metrics=metrics, below=below, **base)
 
 
 def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) -> tuple[tuple[OpVerdict, ...], int]:

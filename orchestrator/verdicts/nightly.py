@@ -46,13 +46,15 @@ from orchestrator.store import Store
 from orchestrator.store.ingest import job_record
 from orchestrator.verdicts.baseline import (
     LAST_GOOD,
-    history_noise_finder,
     last_good_finder,
     named_finder,
     record_verdicts,
+    series_history,
+    series_point,
 )
 from orchestrator.verdicts.compare import Comparison, PairVerdict, compare_against
 from orchestrator.verdicts.nightly_plan import NightlyPlan
+from orchestrator.verdicts.series import SeriesPoint, judge, replicate_floor
 from orchestrator.verdicts.statistics import Verdict
 
 EXIT_NIGHTLY_UNMEASURED = 3
@@ -132,6 +134,8 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     for them. A false alarm then needs two outlier jobs in a row; a real regression shows twice."""
     if plan.baseline != LAST_GOOD:
         named_finder(store, plan.baseline)  # a baseline that names nothing is refused before any job runs
+    if plan.reference:
+        named_finder(store, plan.reference, "reference")  # so is a pinned reference
     run, own_runtimes = _farm_runner(plan, farm, progress) if farm is not None else _host_runner(plan, config, progress)
     jobs: list[JobResult] = []
     failures: list[ModelFailure] = []
@@ -223,10 +227,48 @@ def _compare(plan: NightlyPlan, store: Store, result: JobResult) -> Comparison:
     """A night's job against its baselines; its verdicts are recorded beside it (a regressed job is never
     a later baseline, confirmed or not: an outlier job is no baseline either)."""
     finder = last_good_finder(store, result.job) if plan.baseline == LAST_GOOD else named_finder(store, plan.baseline)
-    noise = history_noise_finder(store, result.job, plan.center) if plan.noise_floor is None else None
+    histories = _Histories(store, result.job)
+    noise = (lambda d, m: replicate_floor(histories(d, m), plan.center)) if plan.noise_floor is None else None
     part = compare_against(result.rundir.root, finder, plan.settings, a_label=plan.baseline, noise=noise)
+    part = replace(part, pairs=tuple(_judge_series(plan, store, result, histories, pair) for pair in part.pairs))
     record_verdicts(result.rundir.root, part)
     return part
+
+
+class _Histories:
+    """Each (device, model)'s series history for one job, read from the store once."""
+
+    def __init__(self, store: Store, job: Any) -> None:
+        self.store, self.job = store, job
+        self.found: dict[tuple[str, str], list[SeriesPoint]] = {}
+
+    def __call__(self, device: str, model: str) -> list[SeriesPoint]:
+        if (device, model) not in self.found:
+            self.found[(device, model)] = series_history(self.store, self.job, device, model)
+        return self.found[(device, model)]
+
+
+def _judge_series(plan: NightlyPlan, store: Store, result: JobResult, histories: _Histories,
+                  pair: PairVerdict) -> PairVerdict:
+    """The pair with its series verdict (series.py): the night against the series' reference, or the plan's
+    pinned one. Pairs without a measurement or whose sides ran with other settings are left as they are."""
+    if pair.estimate is None or pair.verdict in (Verdict.NO_DATA, Verdict.NEW, Verdict.SETTINGS_DIFFER):
+        return pair
+    night = series_point(result.rundir.root, result.job, pair.device, pair.model_b)
+    pinned = _pinned(store, plan.reference, pair.device, pair.model_b) if plan.reference else None
+    found = judge(histories(pair.device, pair.model_b), night, plan.settings, pair.noise, pinned)
+    if found is None:
+        return pair
+    if found.regressed and pair.verdict is not Verdict.REGRESSED:  # the night's verdict is the series' then
+        return replace(pair, series=found, verdict=Verdict.REGRESSED,
+                       reason=f"regressed against its series; against the last good run alone: {pair.verdict.value}")
+    return replace(pair, series=found)
+
+
+def _pinned(store: Store, ref: str, device: str, model: str) -> SeriesPoint | None:
+    run_dir, job = named_finder(store, ref, "reference")(device, model)
+    dev = job.device(device)
+    return series_point(run_dir, job, device, model) if dev is not None and dev.model(model) is not None else None
 
 
 def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult, regressed: Sequence[Any],

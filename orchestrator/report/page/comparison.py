@@ -128,6 +128,9 @@ def _unlike_clause(pair: PairVerdict) -> Text:
     """What this pair does not compare like with like, in words ('' when nothing)."""
     parts = ([f"settings differ: {', '.join(d.describe() for d in pair.differences)}"] if pair.differences else [])
     parts += [f"incomplete {i.describe()}" for i in pair.incomplete]
+    parts += [pair.below.describe()] if pair.below else []
+    parts += [f"states may differ: {pair.estimate.state_note}"] if pair.estimate and pair.estimate.state_note else []
+    parts += [f"series: {pair.series.describe()}"] if pair.series is not None else []
     return text(*(f"; {part}" for part in parts))
 
 

@@ -17,14 +17,14 @@ from orchestrator.report.terminal.summary import format_table
 from orchestrator.verdicts.changes import SeriesChanges
 from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
 from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, WINDOW
-from orchestrator.verdicts.statistics import Verdict, rank_p_values, runs_for_significance
+from orchestrator.verdicts.statistics import Center, Verdict, rank_p_values, runs_for_significance
 
 _NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.SETTINGS_DIFFER)
 
 
 def statistic_name(center: str) -> str:
     """The verdicts' per-side statistic, as columns and sentences name it."""
-    return "fastest run median" if center == "fast" else "mean run median"
+    return {"fast": "fastest run median", "fast-state": "fast-state level"}.get(center, "mean run median")
 
 
 def headers(comparison: Comparison) -> list[str]:
@@ -37,6 +37,7 @@ def verdict_rows(comparison: Comparison) -> list[list[object]]:
     rows: list[list[object]] = []
     for pair in comparison.pairs:
         rows.append(_pair_row(pair))
+        rows += [_series_row(pair)] if pair.series is not None else []  # the night against its series' reference
         rows += metric_rows(pair)  # an LLM's TTFT and decode tokens/s
         rows += [_op_row(pair, op) for op in pair.ops if op.verdict in _NOTABLE]
     return rows
@@ -48,7 +49,9 @@ def _pair_row(pair: PairVerdict) -> list[object]:
         verdict += " (outputs WRONG)"
     unlike = [", ".join(d.setting for d in pair.differences)] if pair.differences else []
     unlike += [f"{' and '.join(i.side for i in pair.incomplete)} incomplete"] if pair.incomplete else []
-    if unlike:  # what is not compared like with like (the legend says more)
+    unlike += ["states may differ"] if pair.estimate is not None and pair.estimate.state_note else []
+    unlike += [f"{pair.below.direction}, below threshold"] if pair.below else []
+    if unlike:  # what is not compared like with like, and a change under the threshold (the legend says more)
         verdict += f" ({'; '.join(unlike)})"
     est = pair.estimate
     floor = pair.noise.describe() if pair.noise else None
@@ -56,6 +59,18 @@ def _pair_row(pair: PairVerdict) -> list[object]:
         return [pair.device, pair.model, "end to end", verdict, None, None, None, pair.reason or "-", None, None, floor]
     return [pair.device, pair.model, "end to end", verdict, est.median_a_ms, est.median_b_ms, _ratio(est.ratio),
             _ci(est.ci_low, est.ci_high), _p(est.p_value), f"{est.runs_a}/{est.runs_b}", floor]
+
+
+def _series_row(pair: PairVerdict) -> list[object]:
+    series = pair.series
+    shown = series.sustained if series.sustained is not None and series.sustained.regressed else series.night
+    est = shown.estimate
+    verdict = series.verdict.value.upper() if series.regressed else series.verdict.value
+    what = "series (since the drift began)" if shown is series.sustained else "series"
+    if est is None:
+        return ["", "", what, verdict, None, None, None, series.reference, None, None, None]
+    return ["", "", what, verdict, est.median_a_ms, est.median_b_ms, _ratio(est.ratio), _ci(est.ci_low, est.ci_high),
+            _p(est.p_value), f"{est.runs_a}/{est.runs_b}", None]
 
 
 def _op_row(pair: PairVerdict, op: OpVerdict) -> list[object]:
@@ -91,15 +106,34 @@ def legend(comparison: Comparison) -> str:
     s = comparison.settings
     ops = sum(len(p.ops) for p in comparison.pairs)
     skipped = sum(p.ops_skipped for p in comparison.pairs)
-    statistic = "fastest per-run median" if s.center == "fast" else "mean of per-run medians"
-    tested = "the faster half of the per-run medians" if s.center == "fast" else "per-run medians"
     # (the columns say the same: statistic_name)
-    return (f"B = {comparison.b} against A = {comparison.a}; ratio B/A of the {statistic}, {s.confidence:.0%} CI by "
-            f"hierarchical bootstrap over process runs, p from Mann-Whitney U on {tested} "
+    return (f"B = {comparison.b} against A = {comparison.a}; {_method(s.center, s.confidence)} "
             f"(Benjamini-Hochberg across {ops} ops; {skipped} skipped: unmatched or too fast to time); "
             f"thresholds {s.threshold:.0%} end to end, {s.op_threshold:.0%} per op"
             + (f", noise floor {s.noise_floor:.0%}" if s.noise_floor else "") + _auto_legend(s.auto_noise_floor)
-            + _too_few_runs(comparison) + _unlike(comparison))
+            + _too_few_runs(comparison) + _unlike(comparison) + _seen(comparison))
+
+
+def _method(center: str, confidence: float) -> str:
+    if center == "fast-state":
+        return (f"ratio B/A of the fast state's level (each process run's median assigned to a speed state), "
+                f"{confidence:.0%} CI and p from Student's t on the spread within states")
+    statistic = "fastest per-run median" if center == "fast" else "mean of per-run medians"
+    tested = "the faster half of the per-run medians" if center == "fast" else "per-run medians"
+    return (f"ratio B/A of the {statistic}, {confidence:.0%} CI by hierarchical bootstrap over process runs, p from "
+            f"Mann-Whitney U on {tested}")
+
+
+def _seen(comparison: Comparison) -> str:
+    """Changes measured with confidence under the threshold, and sides that may have missed the fast state."""
+    below = [f"{p.device} {p.model} {p.below.describe()}" for p in comparison.pairs if p.below]
+    states = [f"{p.device} {p.model}: {p.estimate.state_note}" for p in comparison.pairs
+              if p.estimate is not None and p.estimate.state_note]
+    series = [f"{p.device} {p.model} {p.series.describe()}" for p in comparison.pairs if p.series is not None]
+    return ((f"; BELOW THE THRESHOLD (not a regression; counts toward the series' drift): {'; '.join(below)}"
+             if below else "") + (f"; STATES MAY DIFFER: {'; '.join(states)}" if states else "")
+            + (f"; SERIES (the night against a reference passing nights cannot move: the level before the last "
+               f"drift, or a pinned run): {'; '.join(series)}" if series else ""))
 
 
 def _unlike(comparison: Comparison) -> str:
@@ -141,6 +175,8 @@ def _too_few_runs(comparison: Comparison) -> str:
 def can_reach_significance(runs_a: int, runs_b: int, center: str, alpha: float) -> bool:
     """Whether ANY outcome of these run counts could give p < alpha: the p-value of complete separation (every
     run of B slower than every run of A) by the verdicts' own rank test."""
+    if center == Center.FAST_STATE:  # a t test on the spread within states: one degree of freedom suffices
+        return runs_a >= 1 and runs_b >= 1 and runs_a + runs_b >= 3
     best = rank_p_values([([float(k) for k in range(runs_a)], [float(runs_a + k) for k in range(runs_b)])], center)[0]
     return best < alpha
 
@@ -150,8 +186,9 @@ def _auto_legend(auto: bool) -> str:
         return ""
     return (f"; noise floor per device and model from stored history (raises the bar for regressed/improved, not for "
             f"unchanged): the {COVERAGE:.0%} "
-            f"bound of the ratio between consecutive good stored runs (MAD of log steps, newest {WINDOW}, "
-            f"none below {MIN_JOBS})")
+            f"bound of the ratio between two replicate good stored runs (the same model content between change "
+            f"points of the series: MAD of the deviations from each group's median, newest {WINDOW}, none below "
+            f"{MIN_JOBS - 1} degrees of freedom)")
 
 
 def verdict_markdown(comparison: Comparison, title: str | None = None, notes: Sequence[str] = ()) -> str:
@@ -175,6 +212,9 @@ def changes_table(found: Sequence[SeriesChanges]) -> str:
     rows = [[c.device, c.model, c.run_id, c.started, c.git_commit or "-", c.before_ms, c.after_ms, _ratio(c.ratio)]
             for s in found for c in s.changes]
     quiet = [f"{s.device} {s.model} ({s.points} runs)" for s in found if not s.changes]
+    if len({(s.device, s.model) for s in found}) < len(found):  # a (device, model) ran with several settings
+        out_settings = [f"{s.device} {s.model}: {', '.join(f'{k} {v}' for k, v in s.settings)}" for s in found]
+        quiet.append("(series by settings: " + "; ".join(out_settings) + ")")
     out = [format_table(["device", "model", "first run", "started", "commit", "before ms", "after ms", "ratio"], rows,
                         "lllllrrr")] if rows else ["no change points found"]
     if quiet:
