@@ -27,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from orchestrator.report.output import ReportFormat, write_report
+from orchestrator.report.destination import ReportFormat
+from orchestrator.report.output import write_report
 from orchestrator.store.history import HistoryPoint
 from tests.helpers.synthetic_run import make_run_dir
 

@@ -197,7 +197,7 @@ def main() -> None:
     if args.json:
         print(json.dumps({"rows": rows, "jobs": [f.__dict__ for f in found]}, indent=1))
         return
-    from orchestrator.report.text import format_table
+    from orchestrator.report.terminal.table import format_table
 
     headers = ["device", "model", "condition", "jobs", "within-run IQR/median", "between runs IQR/median", "CV (old)",
                "unstable", "CV > 10 %", "flagged jobs", "load"]

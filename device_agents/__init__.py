@@ -27,7 +27,7 @@ class Transport:
 
 
 TRANSPORTS: dict[str, Transport] = {
-    "local": Transport("device_agents.local:LocalSettings", "device_agents.local:LocalAgent"),
+    "local": Transport("device_agents.spec:LocalSettings", "device_agents.local:LocalAgent"),
     "ssh": Transport("device_agents.ssh.settings:SshSettings", "device_agents.ssh.agent:SSHAgent",
                      trust="device_agents.ssh.trust:trust_host_key"),
     "adb": Transport("device_agents.adb.settings:AdbSettings", "device_agents.adb.agent:AdbAgent"),

@@ -3,43 +3,11 @@
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 from device_agents.base import DeviceAgent, RawExecResult
-from device_agents.keys import InventoryEntry
-from device_agents.presence import AlwaysPresent, Presence
-from device_agents.spec import TransportSettings
 from orchestrator import procs
-from orchestrator.cache import cache_dir
 from orchestrator.errors import DeviceError
-
-
-@dataclass(frozen=True)
-class LocalSettings(TransportSettings):
-    """`transport: local` has no keys of its own; its workdir defaults to the cache."""
-
-    TRANSPORT: ClassVar[str] = "local"
-    DEFAULT_TARGET: ClassVar[str | None] = "host"
-
-    @classmethod
-    def parse(cls, entry: InventoryEntry) -> LocalSettings:
-        return cls()
-
-    @property
-    def address(self) -> str:
-        return "this host"
-
-    @property
-    def presence(self) -> Presence:
-        return AlwaysPresent()
-
-    def default_workdir(self, device: str) -> str:
-        return str(cache_dir("devices") / device)
-
-    def workdir(self, given: str) -> str:
-        return str(Path(given).expanduser())
 
 
 class LocalAgent(DeviceAgent):

@@ -2,7 +2,7 @@
 
 A `DeviceSpec` holds the keys every device has (target, workdir, exec_prefix, threads, cpus, runtime),
 typed, and its transport's own keys as that transport's `TransportSettings`: a frozen dataclass
-defined next to the transport's agent (`LocalSettings`, `SshSettings`, `AdbSettings`), parsed once
+defined next to the transport's agent (`SshSettings`, `AdbSettings`; `LocalSettings`, the default, here), parsed once
 from the YAML mapping, and the one place that knows the transport's defaults, how its address
 reads, and how a worker can tell that such a device is there. Code outside device_agents/ asks
 the settings, never the transport's name (docs/architecture.md, "Device inventory").
@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from device_agents.presence import AlwaysPresent, Presence
+from orchestrator.cache import cache_dir
 
 if TYPE_CHECKING:
     from typing import Self
 
     from device_agents.keys import InventoryEntry
-    from device_agents.presence import Presence
 
 
 class TransportSettings(ABC):
@@ -66,10 +69,31 @@ class TransportSettings(ABC):
                 if getattr(self, f.name) is not None}
 
 
-def _no_transport_keys() -> TransportSettings:
-    from device_agents.local import LocalSettings  # the local agent's module imports this one
+@dataclass(frozen=True)
+class LocalSettings(TransportSettings):
+    """`transport: local` has no keys of its own; its workdir defaults to the cache. Defined here, not beside
+    the local agent, because it is also what a spec has when nothing names a transport (DeviceSpec's default)."""
 
-    return LocalSettings()
+    TRANSPORT: ClassVar[str] = "local"
+    DEFAULT_TARGET: ClassVar[str | None] = "host"
+
+    @classmethod
+    def parse(cls, entry: InventoryEntry) -> LocalSettings:
+        return cls()
+
+    @property
+    def address(self) -> str:
+        return "this host"
+
+    @property
+    def presence(self) -> Presence:
+        return AlwaysPresent()
+
+    def default_workdir(self, device: str) -> str:
+        return str(cache_dir("devices") / device)
+
+    def workdir(self, given: str) -> str:
+        return str(Path(given).expanduser())
 
 
 @dataclass(frozen=True)
@@ -80,7 +104,7 @@ class DeviceSpec:
     target: str
     workdir: str
     exec_prefix: tuple[str, ...] = ()
-    settings: TransportSettings = field(default_factory=_no_transport_keys)
+    settings: TransportSettings = field(default_factory=lambda: LocalSettings())
     source: str = "<built-in>"  # the inventory file, or where a built-in spec came from
     threads: int = 0  # runner CPU threads; 0: the runner's default
     # The runner's CPU affinity: taskset's list syntax ("4-7", "0,2"), or `big` / `prime` (the fastest

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from device_agents import TRANSPORTS, DeviceSpec, settings_type
+from device_agents.adb.discover import adb_device_spec, default_server, device_abi
 from device_agents.keys import InventoryEntry, describe
-from orchestrator.artifacts.targets import TARGETS
+from orchestrator.artifacts.targets import ANDROID_ABI_TARGETS, TARGETS, target_for_abi
 from orchestrator.cache import cache_dir
 from orchestrator.errors import ConfigError, UsageError
 from orchestrator.yamlfile import load_yaml, shorten
@@ -71,9 +72,6 @@ class Inventory:
 def adb_spec(name: str, server: tuple[str, int] | None = None) -> DeviceSpec:
     """`adb:SERIAL`: a phone the adb server (adb's default one unless given) sees, with the target its ABI runs;
     UsageError (one line) when the server does not see it ready, or no etfarm target runs that ABI."""
-    from device_agents.adb.discover import adb_device_spec, default_server, device_abi
-    from orchestrator.artifacts.targets import ANDROID_ABI_TARGETS, target_for_abi
-
     serial = name[len(ADB_NAME_PREFIX):]
     if not serial:
         raise UsageError(f"--devices {name}: give the device's serial after {ADB_NAME_PREFIX} (see `adb devices`)")

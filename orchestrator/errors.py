@@ -40,6 +40,15 @@ def one_line(message: str) -> str:
     return " | ".join(line.strip() for line in message.splitlines() if line.strip())
 
 
+def said(exc: BaseException) -> str:
+    """What an exception says, never nothing: a timeout or an EOF often carries no message at all (and an
+    exception object is always true, so `exc or name` would print an empty string)."""
+    text = one_line(str(exc))
+    if text:
+        return text
+    return "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
+
+
 def blame_of(exc: BaseException) -> Blame:
     """Who is to blame for `exc`: its own class says so; anything unexpected is a bug."""
     return exc.blame if isinstance(exc, EtfarmError) else Blame.BUG

@@ -15,6 +15,7 @@ import paramiko
 
 from device_agents.base import RawExecResult
 from device_agents.ssh.link import SshLink
+from orchestrator.errors import said
 
 # Stderr is kept to its last bytes: that is where errors are.
 STDERR_KEEP_BYTES = 1 << 20
@@ -47,7 +48,7 @@ def exec_command(link: SshLink, command: str, timeout_s: float, max_bytes: int) 
                 err += b"\n[etfarm] ssh channel closed without an exit status (connection lost?)"
     except (OSError, EOFError, paramiko.SSHException) as exc:
         exit_code, timed_out = None, False
-        err += f"\n[etfarm] ssh transport failed: {exc or type(exc).__name__}".encode()
+        err += f"\n[etfarm] ssh transport failed: {said(exc)}".encode()
     return RawExecResult(command, exit_code, bytes(out), bytes(err), time.monotonic() - started, timed_out=timed_out)
 
 

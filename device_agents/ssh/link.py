@@ -71,11 +71,15 @@ class SshLink:
         if thread.is_alive():
             self.abandon()
             thread.join(5.0)
-            raise DeviceError(self.device, f"{what} got no answer from sshd within {timeout_s:g} s "
-                                           "(device frozen, link down or a wedged ssh server); connection closed")
+            raise self.no_answer(what, timeout_s)
         if "error" in box:
             raise box["error"]
         return box["value"]
+
+    def no_answer(self, what: str, timeout_s: float) -> DeviceError:
+        """The error of a request sshd never answered; the connection is given up."""
+        return DeviceError(self.device, f"{what} got no answer from sshd within {timeout_s:g} s "
+                                        "(device frozen, link down or a wedged ssh server); connection closed")
 
     def abandon(self) -> None:
         """Close the connection without waiting for a device that does not answer."""

@@ -16,7 +16,7 @@ import paramiko
 from device_agents.ssh.connect import WINDOW_BYTES
 from device_agents.ssh.link import SshLink
 from orchestrator.cleanup import close_quietly
-from orchestrator.errors import DeviceError, DeviceRefused
+from orchestrator.errors import DeviceError, DeviceRefused, said
 
 SFTP_SAFE_REQUEST_BYTES = 32 * 1024
 SFTP_MAX_REQUEST_BYTES = 255 * 1024
@@ -52,12 +52,15 @@ class SftpSession:
         if self._sftp is None or self.link.closed:
             self._sftp = None
             transport = self.link.transport()
+            what = "opening an sftp session"
             try:
-                sftp = self.link.bounded("opening an sftp session", self.link.request_timeout_s,
-                                         lambda: _open_sftp(transport, self.link))
+                sftp = self.link.bounded(what, self.link.request_timeout_s, lambda: _open_sftp(transport, self.link))
                 self._write_bytes, self._read_bytes = _sftp_limits(sftp)  # the channel's stall timeout bounds it
+            except TimeoutError:  # the version handshake's own stall timeout fired before the bound above
+                self.link.abandon()
+                raise self.link.no_answer(what, self.link.stall_timeout_s) from None
             except _FAULTS as exc:
-                raise DeviceError(self.device, f"cannot open an sftp session: {exc or type(exc).__name__}") from None
+                raise DeviceError(self.device, f"cannot open an sftp session: {said(exc)}") from None
             self._sftp = sftp
             self.link.log.debug("sftp request sizes: write %d, read %d", self._write_bytes, self._read_bytes)
         return self._sftp
@@ -73,7 +76,7 @@ class SftpSession:
                     dst.write(chunk)
             got = sftp.stat(remote_path).st_size
         except _FAULTS as exc:
-            raise DeviceError(self.device, f"sftp push of {local} to {remote_path} failed: {exc or type(exc).__name__}") from None
+            raise DeviceError(self.device, f"sftp push of {local} to {remote_path} failed: {said(exc)}") from None
         if got != size:
             raise DeviceError(self.device, f"sftp push of {local}: {got} of {size} bytes arrived at {remote_path}")
 
@@ -93,7 +96,7 @@ class SftpSession:
                         raise DeviceRefused(self.device, f"{remote_path} grew over the {max_bytes}-byte cap while pulling")
                     dst.write(chunk)
         except _FAULTS as exc:
-            raise DeviceError(self.device, f"sftp pull of {remote_path} failed: {exc or type(exc).__name__}") from None
+            raise DeviceError(self.device, f"sftp pull of {remote_path} failed: {said(exc)}") from None
 
     def close(self) -> None:
         sftp, self._sftp = self._sftp, None

@@ -18,6 +18,7 @@ from device_agents.base import RawExecResult
 from device_agents.ssh.commands import RECV_BYTES, keep_stderr
 from device_agents.ssh.link import SshLink
 from orchestrator.cleanup import close_quietly
+from orchestrator.errors import said
 
 
 class PersistentShell:
@@ -61,7 +62,7 @@ class PersistentShell:
                     break
                 out += data
         except (OSError, EOFError, paramiko.SSHException, ValueError) as exc:
-            failure = f"ssh shell failed: {exc or type(exc).__name__}"
+            failure = f"ssh shell failed: {said(exc)}"
         self.drop()
         err += f"\n[etfarm] {failure}".encode()
         return RawExecResult(command, None, bytes(out), bytes(err), time.monotonic() - started)

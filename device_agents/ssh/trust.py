@@ -12,7 +12,7 @@ from device_agents.ssh.connect import host_key_fingerprint
 from device_agents.ssh.known_hosts import load_known_hosts
 from device_agents.ssh.settings import SshSettings, ssh_settings
 from orchestrator.cache import write_text_atomic
-from orchestrator.errors import DeviceError, DeviceRefused
+from orchestrator.errors import DeviceError, DeviceRefused, said
 
 
 def trust_host_key(spec: DeviceSpec) -> TrustedKey:
@@ -48,7 +48,7 @@ def _fetch_host_key(device: str, cfg: SshSettings) -> paramiko.PKey:
         transport.start_client(timeout=timeout_s)
         return transport.get_remote_server_key()
     except (OSError, EOFError, paramiko.SSHException) as exc:
-        raise DeviceError(device, f"ssh handshake with {cfg.host}:{cfg.port} failed: {exc or type(exc).__name__}") from None
+        raise DeviceError(device, f"ssh handshake with {cfg.host}:{cfg.port} failed: {said(exc)}") from None
     finally:
         transport.close()
 

@@ -6,7 +6,8 @@ numerics, the report and the printed summary (docs/architecture.md, "The applica
 
 Public API, imported lazily on first use (PEP 562) so that importing the package stays light:
     console: Console                    where a command's lines go (stdout, stderr)
-    run: JobRequest, run_command        `etfarm run`
+    request: JobRequest                 `etfarm run`'s options, checked
+    run: run_command                    `etfarm run`
     record: record_job                  a finished job into the results store (a warning when it cannot)
 """
 
@@ -16,7 +17,7 @@ from orchestrator.lazy import lazy_api
 
 _API = {
     "Console": "console",
-    "JobRequest": "run",
+    "JobRequest": "request",
     "run_command": "run",
     "record_job": "record",
 }

@@ -7,20 +7,19 @@ store from memory, as `etfarm run` records its job.
 from __future__ import annotations
 
 from orchestrator.app.console import Console
-from orchestrator.app.run import JobRequest
+from orchestrator.app.record import record_job
+from orchestrator.app.request import JobRequest
+from orchestrator.artifacts.modelspec import parse_model_spec
+from orchestrator.config import load_inventory
 from orchestrator.progress import Progress
+from orchestrator.report.terminal.verdicts import verdict_table
 from orchestrator.run.results import RunOptions
+from orchestrator.verdicts.ab import run_ab
+from orchestrator.verdicts.statistics import VerdictSettings
 
 
 def run_ab_job(request: JobRequest, options: RunOptions, progress: Progress, console: Console) -> int:
     """Run, print the verdict table and each job's directory, record the jobs; returns the exit code."""
-    from orchestrator.app.record import record_job
-    from orchestrator.artifacts.modelspec import parse_model_spec
-    from orchestrator.config import load_inventory
-    from orchestrator.report.verdicts import verdict_table
-    from orchestrator.verdicts.ab import run_ab
-    from orchestrator.verdicts.statistics import VerdictSettings
-
     assert request.ab is not None
     inventory = load_inventory(request.config)
     devices = inventory.select(request.devices)

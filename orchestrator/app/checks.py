@@ -11,6 +11,7 @@ from pathlib import Path
 
 from orchestrator.cache import cannot_write_in
 from orchestrator.errors import UsageError
+from orchestrator.store.location import check_place, store_path
 
 
 def check_writable_dir(path: Path, what: str) -> None:
@@ -27,7 +28,5 @@ def check_writable_dir(path: Path, what: str) -> None:
 
 def check_store_place(store: Path | None) -> None:
     """The results store a job will record into can be made where it is named (before the job runs)."""
-    from orchestrator.store.location import check_place, store_path
-
     check_place(store_path(store))
 

@@ -11,13 +11,12 @@ from pathlib import Path
 
 from orchestrator.app.console import Console
 from orchestrator.run.job import JobResult
+from orchestrator.store import open_store, store_path
+from orchestrator.store.ingest import job_record
 
 
 def record_job(result: JobResult, store: Path | None, console: Console, quiet: bool = False) -> None:
     """Record the job; says where on stderr (stdout stays one JSON document under --json)."""
-    from orchestrator.store import open_store, store_path
-    from orchestrator.store.ingest import job_record
-
     run_dir = result.rundir.root
     try:
         with open_store(store) as opened:

@@ -15,30 +15,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.app.checks import check_writable_dir
+from orchestrator.app.request import OPTIONS, JobRequest
+from orchestrator.artifacts import parse_model_specs
+from orchestrator.config import load_inventory
 from orchestrator.errors import UsageError
 from orchestrator.progress import Progress
+from orchestrator.run import MANIFEST, load_manifest, resume_job
 from orchestrator.run.results import RunOptions
 
 if TYPE_CHECKING:
-    from orchestrator.app.run import JobRequest
     from orchestrator.run.job import JobResult
-
-# RunOptions field -> (the option, the command line's parameter)
-_OPTIONS = {"runs": ("--runs", "runs"), "iterations": ("--iterations", "iterations"), "warmup": ("--warmup", "warmup"),
-            "run_timeout_s": ("--timeout", "timeout"), "cpu_threads": ("--threads", "threads"),
-            "untraced_runs": ("--untraced-runs", "untraced_runs"), "cooldown_s": ("--cooldown", "cooldown"),
-            "max_temp_c": ("--max-temp", "max_temp"), "order": ("--order", "order"), "seed": ("--seed", "seed"),
-            "intermediate_outputs": ("--intermediate-outputs", "intermediate_outputs"),
-            "numerics": ("--numerics", "numerics"), "wait_for_lock": ("--no-wait", "no_wait"),
-            "lock_timeout_s": ("--lock-timeout", "lock_timeout"), "thread_counts": ("--threads", "threads"),
-            "prompt_lens": ("--prompt-len", "prompt_len"), "gen_lens": ("--gen-len", "gen_len"),
-            "recipes": ("--recipe", "recipe")}
-
 
 def resume_recorded_job(request: JobRequest, options: RunOptions, progress: Progress) -> JobResult:
     """Check the command line against DIR's manifest, then run what DIR is missing (one resume at a time)."""
-    from orchestrator.run import MANIFEST
-
     root = request.resume
     assert root is not None
     if not (root / MANIFEST).is_file():
@@ -48,9 +37,6 @@ def resume_recorded_job(request: JobRequest, options: RunOptions, progress: Prog
 
 
 def _resume(root: Path, request: JobRequest, options: RunOptions, progress: Progress) -> JobResult:
-    from orchestrator.artifacts import parse_model_specs
-    from orchestrator.run import load_manifest
-
     job = load_manifest(root)
     recorded = job.config
     checks: dict[str, tuple[str, Any, Any]] = {
@@ -60,10 +46,10 @@ def _resume(root: Path, request: JobRequest, options: RunOptions, progress: Prog
         "backend": ("--backend", str(request.backend), recorded.backend),
         "out": ("--out", request.out.resolve() if request.out else None, root.resolve()),
     }
-    for field, (flag, _) in _OPTIONS.items():
+    for field, (flag, _) in OPTIONS.items():
         checks[field] = (flag, getattr(options, field), getattr(recorded.options, field))
     for key, (flag, value, want) in checks.items():
-        param = _OPTIONS[key][1] if key in _OPTIONS else key
+        param = OPTIONS[key][1] if key in OPTIONS else key
         if param in request.given and value != want:
             raise UsageError(f"--resume {root}: {flag} {_show(value)} differs from the recorded {_show(want)}; "
                              "resume with the recorded settings (leave the option out) or start a new run")
@@ -75,25 +61,15 @@ def _resume(root: Path, request: JobRequest, options: RunOptions, progress: Prog
         texts = [m.spec for m in job.models] or list(recorded.models)
         specs = parse_model_specs(texts, [m.name for m in job.models] if job.models else ())
     if recorded.scheduler is not None:
+        # only a farm's commands load the farm's package (a single-host run never does)
         from orchestrator.farm.client import resume_distributed
 
         return resume_distributed(root, specs, progress=progress,
                                   farm=request.farm(request.scheduler or recorded.scheduler))
-    from orchestrator.config import load_inventory
-    from orchestrator.run import resume_job
 
     config_file = request.config or (Path(recorded.config_file) if recorded.config_file else None)
     selected = load_inventory(config_file).select(list(recorded.devices))
     return resume_job(root, selected, specs, progress=progress)
-
-
-def option_of(problem: ValueError) -> str:
-    """A RunOptions problem (`max_temp_c: nan is outside ...`) said with the option's name (`--max-temp: ...`)."""
-    from orchestrator.run.codec import FieldError
-
-    if isinstance(problem, FieldError) and problem.path and problem.path[0] in _OPTIONS:
-        return f"{_OPTIONS[problem.path[0]][0]}: {problem.problem}"
-    return str(problem)
 
 
 def _show(value: Any) -> str:

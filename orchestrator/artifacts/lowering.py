@@ -11,12 +11,10 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import logging
 import os
 import shutil
 import sys
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +22,28 @@ from typing import Any
 
 from orchestrator import cache
 from orchestrator.artifacts.calibration import CalibratedModel
+from orchestrator.artifacts.export_entry import (
+    EAGER_OUTPUTS_NAME,
+    EAGER_REFERENCE_NAME,
+    ETRECORD_NAME,
+    INPUTS_NAME,
+    LLM_REFERENCE_NAME,
+    META_NAME,
+    NUMERICS_REFERENCE_NAME,
+    PTE_NAME,
+    RECIPE_NAME,
+    REFERENCE_NAME,
+    quiet_export_noise,
+    run_eager,
+    save_program,
+    write_numerics,
+)
 from orchestrator.artifacts.generation import Workload
 from orchestrator.artifacts.llm import LlmRecipe
+from orchestrator.artifacts.llm_export import export_llm_into
 from orchestrator.artifacts.model_sources import local_sources
 from orchestrator.artifacts.modelspec import ModelSpec, call_factory, check_factory_result, user_code
+from orchestrator.artifacts.recipe_export import export_recipe_into
 from orchestrator.artifacts.recipes import RecipeInfo, RecipeSpec
 from orchestrator.errors import ExportError, ModelSpecError, UsageError
 from orchestrator.versions import tool_versions
@@ -36,16 +52,6 @@ BACKENDS = ("xnnpack", "portable")
 # Bump when the export recipe or the artifact layout changes: old cache entries are then ignored.
 EXPORT_FORMAT = "etfarm-export-2"  # 2: numerics_reference.npz (AOT intermediate outputs)
 
-PTE_NAME = "model.pte"
-ETRECORD_NAME = "etrecord.bin"
-INPUTS_NAME = "inputs.etft"
-REFERENCE_NAME = "reference_outputs.etft"
-META_NAME = "meta.json"
-NUMERICS_REFERENCE_NAME = "numerics_reference.npz"
-LLM_REFERENCE_NAME = "llm_reference.json"  # an LLM's eager greedy tokens (llm.LlmReference)
-RECIPE_NAME = "recipe.json"  # a recipe export: which recipe, quantized or not, calibration batches (recipe_export.py)
-EAGER_OUTPUTS_NAME = "eager_outputs.etft"  # a recipe export: the fp32 eager model's outputs (accuracy)
-EAGER_REFERENCE_NAME = "eager_reference.npz"  # a recipe export: the fp32 eager model's intermediate outputs
 
 
 @dataclass(frozen=True)
@@ -212,15 +218,11 @@ def _lower_into(spec: ModelSpec, backend: str, out: Path, log: Callable[[str], N
                              "with export_llama's own options in LlmRecipe.export_args (e.g. -qmode 8da4w -G 32, "
                              "or --pt2e_quantize xnnpack_dynamic)")
     if recipe is not None:
-        from orchestrator.artifacts.recipe_export import export_recipe_into
-
         return export_recipe_into(spec, result, recipe, out, log)
     if isinstance(result, CalibratedModel):  # calibration is for a recipe's quantization; the pair is the model
         result = (result.module, result.example_inputs)
     if isinstance(result, LlmRecipe):
-        from orchestrator.artifacts.llm_export import export_llm_into
-
-        llm_error = export_llm_into(result, backend, out / PTE_NAME, quiet=_quiet_export_noise)
+        llm_error = export_llm_into(result, backend, out / PTE_NAME, quiet=quiet_export_noise)
         if llm_error:
             log(f"{spec.name}: no eager reference ({llm_error}); generated tokens will not be verified")
         return {"kind": "llm", "llm_reference_error": llm_error}
@@ -243,43 +245,6 @@ def _lower_module(spec: ModelSpec, factory_result: tuple[Any, tuple[Any, ...]], 
         raise ExportError(f"exporting {spec.text!r} with {backend} failed: {type(exc).__name__}: {first_line}") from None
     save_program(program, inputs, reference, out)
     return write_numerics(out)
-
-
-def run_eager(spec: ModelSpec, model: Any, inputs: tuple[Any, ...]) -> Any:
-    """The eager model's outputs on its example inputs (a ModelSpecError naming the spec if it raises)."""
-    import torch
-
-    _quiet_export_noise()  # after importing torch: its logging setup resets levels on import
-    try:
-        with torch.no_grad():
-            return model(*inputs)
-    except Exception as exc:
-        raise ModelSpecError(
-            f"model spec {spec.text!r}: running the model on its example inputs raised {type(exc).__name__}: {exc}") from None
-
-
-def save_program(program: Any, inputs: tuple[Any, ...], reference: Any, out: Path) -> None:
-    """The program, its ETRecord (with the inputs as representative inputs), the inputs and the reference outputs."""
-    from orchestrator.artifacts.tensorfile import write_tensors
-
-    program.save(str(out / PTE_NAME))
-    etrecord = program.get_etrecord()
-    etrecord.update_representative_inputs(inputs)
-    etrecord.save(str(out / ETRECORD_NAME))
-    write_tensors(out / INPUTS_NAME, [t.detach().contiguous().numpy() for t in inputs])
-    write_tensors(out / REFERENCE_NAME, [t.detach().contiguous().numpy() for t in flatten_outputs(reference)])
-
-
-def write_numerics(out: Path) -> str | None:
-    """The AOT intermediate outputs of the ETRecord in `out`; returns why they could not be made (None: they were)."""
-    try:  # optional: a model Inspector cannot replay still profiles; numerics then compares devices only
-        from orchestrator.artifacts.numerics_reference import write_numerics_reference
-
-        write_numerics_reference(out / ETRECORD_NAME, out / NUMERICS_REFERENCE_NAME)
-    except Exception as exc:  # noqa: BLE001  (any failure of the replay is reported, not fatal)
-        (out / NUMERICS_REFERENCE_NAME).unlink(missing_ok=True)
-        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-    return None
 
 
 def _lower(model: Any, inputs: tuple[Any, ...], backend: str) -> Any:
@@ -321,22 +286,3 @@ def _without_partial_graph() -> Iterator[None]:
         sys.stderr.write(held.getvalue().replace(f"{graph}\n", "") if graph else held.getvalue())
         raise
     sys.stderr.write(held.getvalue())
-
-
-def flatten_outputs(value: Any) -> list[Any]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for item in value for t in flatten_outputs(item)]
-    if isinstance(value, dict):
-        return [t for item in value.values() for t in flatten_outputs(item)]
-    raise ExportError(f"model output of type {type(value).__name__} is not supported; return tensors (or tuples of them)")
-
-
-def _quiet_export_noise() -> None:
-    """torch/torchao/executorch log and warn a lot on import and export; keep the CLI readable."""
-    for name in ("torch", "torchao", "executorch"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    warnings.filterwarnings("ignore")

@@ -20,7 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.artifacts.calibration import CalibratedModel, calibration_batches
+from orchestrator.artifacts.export_entry import (
+    EAGER_OUTPUTS_NAME,
+    EAGER_REFERENCE_NAME,
+    RECIPE_NAME,
+    flatten_outputs,
+    run_eager,
+    save_program,
+    write_numerics,
+)
 from orchestrator.artifacts.modelspec import ModelSpec, check_factory_result
+from orchestrator.artifacts.recipe_lowering import host_outputs, lower_with_recipe
 from orchestrator.artifacts.recipes import RecipeInfo, RecipeSpec
 from orchestrator.cache import write_json_atomic
 
@@ -28,16 +38,7 @@ from orchestrator.cache import write_json_atomic
 def export_recipe_into(spec: ModelSpec, result: Any, recipe: RecipeSpec, out: Path,
                        log: Callable[[str], None]) -> dict[str, Any]:
     """Lower the factory's `result` with `recipe` into `out`; returns notes for meta.json."""
-    from orchestrator.artifacts.lowering import (
-        EAGER_OUTPUTS_NAME,
-        EAGER_REFERENCE_NAME,
-        RECIPE_NAME,
-        flatten_outputs,
-        run_eager,
-        save_program,
-        write_numerics,
-    )
-    from orchestrator.artifacts.recipe_lowering import host_outputs, lower_with_recipe
+    # numpy: every command imports this module (through lowering.py), `etfarm --help` included
     from orchestrator.artifacts.tensorfile import write_tensors
 
     given = None
@@ -73,7 +74,7 @@ def _calibration_source(batches: int | None, given: list[Any] | None, own: bool)
 
 def _eager_reference(model: Any, inputs: tuple[Any, ...], path: Path) -> str | None:
     """The eager model's intermediate outputs; why not (None: written). Optional: accuracy per model still holds."""
-    from orchestrator.artifacts.numerics_reference import write_eager_reference
+    from orchestrator.artifacts.numerics_reference import write_eager_reference  # numpy: as write_tensors above
 
     try:
         write_eager_reference(model, inputs, path)

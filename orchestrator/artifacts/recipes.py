@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
+import json
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -184,8 +185,6 @@ class RecipeInfo:
 
     @classmethod
     def load(cls, path: Path) -> RecipeInfo:
-        import json
-
         data = json.loads(path.read_text())
         return cls(str(data["text"]), str(data["label"]), str(data["name"]), bool(data["quantized"]),
                    data.get("calibration_batches"), str(data.get("calibration", "")))

@@ -25,6 +25,23 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from orchestrator.cli import (
+    analyze,
+    build,
+    compare,
+    devices,
+    export,
+    farm,
+    history,
+    nightly,
+    numerics,
+    report,
+    run,
+    store,
+    trace,
+    worker,
+)
+from orchestrator.cli.logs import log_to_stderr, record_crash
 from orchestrator.errors import (
     EXIT_DEVICE_FAILED,
     EXIT_INTERRUPTED,
@@ -33,6 +50,7 @@ from orchestrator.errors import (
     environment_problem,
     one_line,
 )
+from orchestrator.versions import version_line
 
 __all__ = ["app", "main", "program"]
 
@@ -65,8 +83,6 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from orchestrator.versions import version_line
-
         typer.echo(version_line())
         raise typer.Exit(0)
 
@@ -78,29 +94,11 @@ def _root(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log device commands and other details on stderr.")] = False,
 ) -> None:
     if verbose:
-        from orchestrator.cli.logs import log_to_stderr
-
         log_to_stderr()
 
 
 def _register_commands() -> None:
     # Each module adds its commands to `app`; module imports must stay light.
-    from orchestrator.cli import (
-        analyze,
-        build,
-        compare,
-        devices,
-        export,
-        farm,
-        history,
-        nightly,
-        numerics,
-        report,
-        run,
-        store,
-        trace,
-        worker,
-    )
 
     for module in (run, export, build, analyze, trace, report, devices, history, store, compare, nightly, numerics, worker,
                    farm):
@@ -141,7 +139,6 @@ def _run(argv: list[str] | None) -> int:
         if problem is not None:  # the host's files or disk, not etfarm: one line naming the path
             print(f"error: {one_line(problem)}", file=sys.stderr)
             return EXIT_USAGE
-        from orchestrator.cli.logs import record_crash
 
         details = record_crash(exc)
         print(f"error: internal error (bug): {type(exc).__name__}: {one_line(str(exc))}; {details}", file=sys.stderr)

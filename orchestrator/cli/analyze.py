@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from orchestrator.cli.options import JsonOption
+from orchestrator.errors import AnalysisError
 
 
 def register(app: typer.Typer) -> None:
@@ -27,7 +28,8 @@ def analyze(
     """Print per-op latency (samples, avg, p50, p90, CV) over ETDUMPS; --out writes stats CSV.
 
     An ETRecord (or .pte) that is not of the ETDumps' program is refused (exit 2)."""
-    # numpy-only path on purpose: importing pandas would double this command's run time.
+    # numpy-only path on purpose: importing pandas would double this command's run time; loaded when the command
+    # runs, as cli/__init__ imports every command module to register it
     from orchestrator.profiles import collect_samples, record_columns, summary_records
     from orchestrator.report import format_report, json_text
 
@@ -62,7 +64,7 @@ def default_pte(etrecord: Path) -> Path | None:
 
 def _write_csv(out: Path, records: list[dict[str, Any]], linked: bool) -> None:
     """stats.csv's columns without `device, model`, through the one stats.csv writer."""
-    from orchestrator.errors import AnalysisError
+    # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.profiles.stat_rows import StatRow, write_stats_csv
 
     try:

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from orchestrator.cli.options import JsonOption, Target
+from orchestrator.progress import Progress
+from orchestrator.report import json_text
 
 if TYPE_CHECKING:
     from orchestrator.artifacts.build import RunnerBuild
@@ -30,9 +32,8 @@ def build(
 
     android-arm64-v8a without ANDROID_NDK is the linux-aarch64 runner plus the glibc it needs,
     bundled from Debian's aarch64 cross packages and started through its own loader."""
+    # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.artifacts import build_runner
-    from orchestrator.progress import Progress
-    from orchestrator.report import json_text
 
     result = build_runner(target.value, force=force, log=Progress(), runtime=runtime)
     if as_json:

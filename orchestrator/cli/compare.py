@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from orchestrator.errors import UsageError
+from orchestrator.report.destination import ReportFormat, check_target
+from orchestrator.verdicts.statistics import CENTER_HELP, DEFAULT_CENTER, check_center
 
 if TYPE_CHECKING:
     from orchestrator.verdicts.compare import Comparison
@@ -45,13 +47,7 @@ def compare(
             "settings (needs the store and at least 6 such runs; the table's 'noise floor' column says which).",
         ),
     ] = "0",
-    center: Annotated[
-        str,
-        typer.Option(
-            help="A side's statistic over its per-run medians: 'mean', or 'fast' (their minimum: the uncontended "
-            "speed; more power on devices whose processes land in slower states)."
-        ),
-    ] = "mean",
+    center: Annotated[str, typer.Option(help=CENTER_HELP)] = DEFAULT_CENTER,
     no_ops: Annotated[bool, typer.Option("--no-ops", help="End-to-end verdicts only (skip reading ETDumps).")] = False,
     store: Annotated[
         Path | None, typer.Option("--store", help="Results store (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")
@@ -74,13 +70,12 @@ def compare(
     regression, and an interrupted or partial side is named `incomplete` (table, legend, JSON).
     Exit 0 no regression, 1 a regression (or wrong outputs in B), 2 usage error.
     """
-    from orchestrator.report.output import check_target
-    from orchestrator.report.verdicts import verdict_table
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.report.terminal.verdicts import verdict_table
     from orchestrator.verdicts.baseline import compare_refs
     from orchestrator.verdicts.statistics import VerdictSettings
 
-    if center not in ("mean", "fast"):
-        raise UsageError(f"--center: {center!r}; choose mean or fast")
+    check_center(center)
     if html is not None:
         check_target(html, "--html")  # before the comparison: a page that cannot be written is said at once
     auto, floor = parse_noise_floor(noise_floor)
@@ -101,8 +96,8 @@ def write_ab_page(comparison: Comparison, target: Path, store: Path | None, fmt:
                   option: str = "--output") -> Path:
     """The A/B page of a comparison whose B is one run directory (what `compare --html` and `report --against`
     write); `option` is the flag that named `target`."""
+    # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.report.comparison_output import RunInput, write_comparison
-    from orchestrator.report.output import ReportFormat
 
     roots = list(dict.fromkeys(p.dir_b for p in comparison.pairs if p.dir_b is not None))
     if len(roots) != 1:

@@ -6,9 +6,12 @@ from typing import Annotated, Any
 
 import typer
 
+from device_agents import trust_host_key
 from device_agents.facts import AndroidFacts, DeviceFacts, shown
 from orchestrator.cli.options import ConfigOption, JsonOption
+from orchestrator.config import load_inventory
 from orchestrator.errors import EXIT_DEVICE_FAILED, one_line
+from orchestrator.report import format_table, json_text
 
 devices_app = typer.Typer(
     help="List, check and trust devices of the inventory. Health: ok (answered at once), degraded (answered "
@@ -35,9 +38,8 @@ def devices(
     an adb server sees and the inventory does not name are listed too, as `adb:SERIAL` (what --devices takes)."""
     if ctx.invoked_subcommand is not None:
         return
+    # loaded when the command runs: cli/__init__ imports every command module to register it
     from device_agents.adb.discover import unnamed_devices
-    from orchestrator.config import load_inventory
-    from orchestrator.report import format_table, json_text
     from orchestrator.run.probe import entry_json, listing, probe_all, unnamed_entry
 
     inventory = load_inventory(config)
@@ -68,8 +70,7 @@ def devices(
 @devices_app.command("check")
 def check(name: Annotated[str, typer.Argument(help="Device name")], config: ConfigOption = None) -> None:
     """Connect to NAME, describe it, and report; exit 1 when unreachable."""
-    from orchestrator.config import load_inventory
-    from orchestrator.report import json_text
+    # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.run.probe import entry_json, probe
 
     entry = probe(load_inventory(config).select(name)[0])
@@ -81,9 +82,6 @@ def check(name: Annotated[str, typer.Argument(help="Device name")], config: Conf
 @devices_app.command("trust")
 def trust(name: Annotated[str, typer.Argument(help="SSH device name")], config: ConfigOption = None) -> None:
     """Record NAME's current SSH host key in its known_hosts file, on purpose."""
-    from device_agents import trust_host_key
-    from orchestrator.config import load_inventory
-
     trusted = trust_host_key(load_inventory(config).select(name)[0])
     typer.echo(f"trusted {name}: {trusted.fingerprint} -> {trusted.known_hosts}")
 

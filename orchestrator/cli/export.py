@@ -8,7 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from orchestrator.artifacts import copy_artifacts, export_model, parse_model_spec
+from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes
 from orchestrator.cli.options import Backend, JsonOption, RecipeOption
+from orchestrator.progress import Progress
+from orchestrator.report import json_text
 
 if TYPE_CHECKING:
     from orchestrator.artifacts import ExportedModel
@@ -28,11 +32,6 @@ def export(
     as_json: JsonOption = False,
 ) -> None:
     """Lower MODEL to ExecuTorch (cached by content hash) and print where the artifacts are."""
-    from orchestrator.artifacts import copy_artifacts, export_model, parse_model_spec
-    from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes
-    from orchestrator.progress import Progress
-    from orchestrator.report import json_text
-
     recipes = parse_recipes(recipe)
     check_recipe_backend(backend.value, recipes)
     spec = parse_model_spec(model, name)

@@ -6,6 +6,7 @@ import json
 
 import typer
 
+from orchestrator.cleanup import close_quietly
 from orchestrator.cli.options import JsonOption, SchedulerOption, TlsCaOption, TlsCertOption, TlsKeyOption
 from orchestrator.errors import UsageError
 
@@ -25,7 +26,7 @@ def status(
     tls_key: TlsKeyOption = None,
 ) -> None:
     """Workers of the scheduler, their devices (online/offline) and the tasks each is running."""
-    from orchestrator.cleanup import close_quietly
+    # only a farm's commands load the farm's package (a single-host run never does)
     from orchestrator.farm.client import connect
     from orchestrator.farm.security import make_security
     from orchestrator.farm.status import farm_status, status_lines

@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from orchestrator.errors import UsageError
+from orchestrator.store import open_store, store_path
+
 if TYPE_CHECKING:
     from orchestrator.store import StoredRun
 
@@ -33,13 +36,13 @@ def history(
     as_json: JsonOption = False,
     store: StoreOption = None,
     changes: Annotated[bool, typer.Option(
-        "--changes", help="Find where each device and model's end-to-end p50 shifted over the listed runs (ruptures PELT, "
-                          "penalty from the series' noise) and name the run and git commit where each shift began.")] = False,
+        "--changes", help="Find where each series (device, model and settings) shifted its end-to-end p50 over the listed "
+                          "runs (ruptures PELT, penalty from the series' noise) and name the run and git commit where "
+                          "each shift began.")] = False,
 ) -> None:
     """List stored runs, newest first: per device end-to-end p50 (ms) or its status."""
     if ctx.invoked_subcommand is not None:
         return
-    from orchestrator.store import open_store, store_path
 
     if not store_path(store).exists():  # reading never creates a store
         typer.echo("[]" if as_json else f"no stored runs: {store_path(store)} does not exist yet (`etfarm run` creates it)")
@@ -49,12 +52,13 @@ def history(
     if model is not None or device is not None:
         runs = [_only(r, model, device) for r in runs]
     if changes:
-        _print_changes(runs, as_json)
+        _print_changes(runs, as_json, store)
         return
     if as_json:
         typer.echo(json.dumps([_run_json(r) for r in runs], indent=2))
         return
-    from orchestrator.report.history_text import history_table
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.report.terminal.history import history_table
 
     typer.echo(history_table(runs, device))
 
@@ -66,9 +70,6 @@ def show(
     store: StoreOption = None,
 ) -> None:
     """One stored run: devices, models, verification, end-to-end p50s, device facts."""
-    from orchestrator.errors import UsageError
-    from orchestrator.store import open_store, store_path
-
     if not store_path(store).exists():
         raise UsageError(f"{run_id}: no store at {store_path(store)} (`etfarm run` creates it)")
     with open_store(store) as opened:
@@ -77,19 +78,31 @@ def show(
     if as_json:
         typer.echo(json.dumps(job.to_dict(), indent=2))
         return
-    from orchestrator.report.history_text import run_details
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.report.terminal.history import run_details
 
     typer.echo(run_details(job, str(run_dir) if run_dir else None))
 
 
-def _print_changes(runs: list[StoredRun], as_json: bool) -> None:
+def _print_changes(runs: list[StoredRun], as_json: bool, store: Path | None) -> None:
+    """Change points per series: (device, model) and the settings it ran with (likeness.SeriesKey), read from each
+    stored run, so a series never mixes configurations (other iterations, threads, backends, runtimes)."""
+    # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.verdicts.changes import find_changes
+    from orchestrator.verdicts.likeness import SeriesKey
 
-    found = find_changes([p for r in runs for p in r.points])
+    keys = {}
+    with open_store(store) as opened:
+        for run in runs:
+            job = opened.job(run.run_id)
+            keys.update({(run.run_id, p.device, p.model): SeriesKey.of(job, p.device, p.model).settings
+                         for p in run.points})
+    found = find_changes([p for r in runs for p in r.points], settings_of=lambda p: keys[(p.run_id, p.device, p.model)])
     if as_json:
         typer.echo(json.dumps([s.to_dict() for s in found], indent=2))
         return
-    from orchestrator.report.verdicts import changes_table
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.report.terminal.verdicts import changes_table
 
     typer.echo(changes_table(found))
 

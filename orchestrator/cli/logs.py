@@ -12,6 +12,7 @@ import sys
 import time
 import traceback
 
+from orchestrator.cache import cache_dir, write_text_atomic
 from orchestrator.progress import PROGRESS_LOGGER
 
 ROOT_LOGGER = "etfarm"
@@ -41,8 +42,6 @@ def log_to_stderr() -> None:
 def record_crash(exc: BaseException) -> str:
     """Write `exc`'s traceback to a file under the cache; says where, for the `error:` line (a cache on a
     full or read-only disk gets no file, and the one line still comes, with no traceback of its own)."""
-    from orchestrator.cache import cache_dir, write_text_atomic
-
     try:
         path = cache_dir("crashes") / f"{time.strftime('%Y%m%d-%H%M%S')}-{type(exc).__name__}.txt"
         write_text_atomic(path, "".join(traceback.format_exception(exc)))

@@ -8,6 +8,8 @@ from typing import Annotated, Any
 import typer
 
 from orchestrator.cli.options import SchedulerOption, TlsCaOption, TlsCertOption, TlsKeyOption
+from orchestrator.progress import Progress
+from orchestrator.store import open_store
 
 
 def register(app: typer.Typer) -> None:
@@ -46,15 +48,15 @@ def nightly(
     (verdict `new`) and becomes the baseline. With `--scheduler` (or the plan's `scheduler:`) the
     jobs run on the Dask farm (see `etfarm run --scheduler`).
     """
-    from orchestrator.progress import Progress
-    from orchestrator.report.verdicts import verdict_table
-    from orchestrator.store import open_store
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.report.terminal.verdicts import verdict_table
     from orchestrator.verdicts.nightly import run_nightly
     from orchestrator.verdicts.nightly_plan import load_plan
 
     loaded = load_plan(plan)
     farm = None
     if scheduler or loaded.scheduler:
+        # only a farm's commands load the farm's package (a single-host run never does)
         from orchestrator.farm.client import FarmOptions
         from orchestrator.farm.security import make_security
 
@@ -86,6 +88,7 @@ def _night_pages(outcome: Any, store: Path | None, notes: list[str]) -> list[Pat
     """The night's one page, HTML and Markdown (verdicts first, its jobs' reports after, the confirmation folded
     in), and its verdicts as JSON, in the plan's report directory. A page that cannot be written is a warning:
     the verdicts and the exit code stand."""
+    # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.report.comparison_output import RunInput, write_night
 
     comparison = outcome.comparison

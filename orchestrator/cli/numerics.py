@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.app.checks import check_writable_dir
 from orchestrator.errors import UsageError
 
 METRICS = ("mse", "l1", "snr")
@@ -31,6 +32,7 @@ def numerics(
     Writes DIR/<device>/<model>/numerics.csv and DIR/numerics.json. Exit codes: 0 nothing diverges, 1 an op
     crosses the threshold, 2 usage error, 3 nothing diverges but something could not be compared.
     """
+    # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.numerics import (
         Metric,
         analyze_run,
@@ -43,7 +45,6 @@ def numerics(
         raise UsageError(f"--metric: unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
     if not run.is_dir():
         raise UsageError(f"{run}: not a run directory")
-    from orchestrator.app.checks import check_writable_dir
 
     check_writable_dir(run, "etfarm numerics")  # it writes numerics.json and numerics.csv there
     report = analyze_run(run, Metric(metric.lower()), threshold, reference_device)

@@ -17,6 +17,7 @@ from orchestrator.artifacts.lowering import BACKENDS
 from orchestrator.artifacts.recipes import recipe_help
 from orchestrator.artifacts.targets import TARGETS
 from orchestrator.run.limits import DEVICE_DEADLINE_S, LIMITS, MAX_RUNS_PER_SIDE
+from orchestrator.verdicts.statistics import CENTER_HELP
 
 
 # Every count and duration is bounded (run/limits.py): `--timeout inf` or `--runs 1e12` is a usage error.
@@ -91,8 +92,7 @@ ThresholdOption = Annotated[float, typer.Option(
     min=0, max=100, help="With --ab: practical size of an end-to-end regression, in percent.")]
 OpThresholdOption = Annotated[float, typer.Option(
     min=0, max=100, help="With --ab: practical size of a per-op regression, in percent.")]
-CenterOption = Annotated[str, typer.Option(
-    help="With --ab: a side's statistic over its per-run medians, 'mean' or 'fast' (their minimum).")]
+CenterOption = Annotated[str, typer.Option(help=f"With --ab: {CENTER_HELP}")]
 UntilConfidentOption = Annotated[bool, typer.Option(
     "--until-confident", help="With --ab: while a device's verdict is inconclusive, run --runs more process runs "
                               "per side (a further job, pooled) until decided or --max-runs is reached.")]

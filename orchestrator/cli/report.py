@@ -7,7 +7,12 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.report.output import ReportFormat
+from orchestrator.cli.compare import write_ab_page
+from orchestrator.errors import UsageError
+from orchestrator.report.builders.history import history_points
+from orchestrator.report.destination import AB_PREFIX, ReportFormat
+from orchestrator.run.results import load_manifest
+from orchestrator.store import resolve_run
 
 
 def register(app: typer.Typer) -> None:
@@ -45,10 +50,8 @@ def report(
     ] = None,
 ) -> None:
     """Which device is fast enough, where each spends its time, and how that changed over time."""
-    from orchestrator.report.history import history_points
+    # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.report.output import write_report
-    from orchestrator.run.results import load_manifest
-    from orchestrator.store import resolve_run
 
     if against is not None:
         _against(run, against, format, output, store)
@@ -61,10 +64,7 @@ def report(
 
 
 def _against(run: str, against: str, fmt: ReportFormat, output: str | None, store: Path | None) -> None:
-    from orchestrator.cli.compare import write_ab_page
-    from orchestrator.errors import UsageError
-    from orchestrator.report.output import AB_PREFIX
-    from orchestrator.store import resolve_run
+    # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.verdicts.baseline import compare_refs
     from orchestrator.verdicts.statistics import VerdictSettings
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from orchestrator.cli.logs import log_to_stderr
 from orchestrator.cli.options import (
     AbOption,
     Backend,
@@ -48,6 +49,7 @@ from orchestrator.cli.options import (
     UntracedRunsOption,
     WarmupOption,
 )
+from orchestrator.verdicts.statistics import DEFAULT_CENTER
 
 
 def register(app: typer.Typer) -> None:
@@ -83,7 +85,7 @@ def run(  # one parameter per option; their help is in cli/options.py
     ab: AbOption = None,
     threshold: ThresholdOption = 5.0,
     op_threshold: OpThresholdOption = 10.0,
-    center: CenterOption = "mean",
+    center: CenterOption = DEFAULT_CENTER,
     until_confident: UntilConfidentOption = False,
     max_runs: MaxRunsOption = 40,
     store: RunStoreOption = None,
@@ -102,11 +104,10 @@ def run(  # one parameter per option; their help is in cli/options.py
 
     Ctrl-C or SIGTERM stops every runner (host and devices), keeps what finished (manifest status
     `interrupted`, exit 130); `--resume DIR` then completes the run."""
+    # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.app import Console, JobRequest, run_command
 
     if verbose:
-        from orchestrator.cli.logs import log_to_stderr
-
         log_to_stderr()
     sources = {name: getattr(ctx.get_parameter_source(name), "name", "") for name in ctx.params}  # typer vendors click
     given = frozenset(n for n, value in ctx.params.items() if value is not None

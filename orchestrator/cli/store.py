@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli.history import StoreOption
+from orchestrator.run.results import load_manifest
+from orchestrator.store import open_store
 
 store_app = typer.Typer(help="The results store (SQLite) that history, report and compare read.", no_args_is_help=True)
 
@@ -22,8 +24,6 @@ def import_runs(
     store: StoreOption = None,
 ) -> None:
     """Record run directories in the store; a run already there is replaced, never duplicated."""
-    from orchestrator.store import open_store
-
     with open_store(store) as opened:
         for run_dir in run_dirs:
             already = _run_id_of(run_dir)
@@ -34,6 +34,4 @@ def import_runs(
 
 
 def _run_id_of(run_dir: Path) -> str:
-    from orchestrator.run.results import load_manifest
-
     return load_manifest(run_dir).run_id

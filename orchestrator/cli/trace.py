@@ -19,6 +19,7 @@ def trace(
     etrecord: Annotated[Path | None, typer.Option(help="ETRecord: adds op types to each slice.")] = None,
 ) -> None:
     """Write ETDUMP as a trace for ui.perfetto.dev or chrome://tracing."""
+    # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.profiles.trace import write_trace
 
     count = write_trace(etdump, out, run_block, etrecord)

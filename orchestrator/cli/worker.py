@@ -8,7 +8,9 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli.options import ConfigOption, SchedulerOption, TlsCaOption, TlsCertOption, TlsKeyOption
+from orchestrator.config import load_inventory
 from orchestrator.errors import UsageError
+from orchestrator.progress import Progress
 
 
 def register(app: typer.Typer) -> None:
@@ -33,10 +35,9 @@ def worker(
     probed (banner) and the inventory file is re-read every --probe-interval seconds, when the adb server's
     list is also checked once. Workers execute what the scheduler sends: use TLS and a firewall (README).
     """
-    from orchestrator.config import load_inventory
+    # only a farm's commands load the farm's package (a single-host run never does)
     from orchestrator.farm.security import make_security
     from orchestrator.farm.worker import WorkerOptions, serve
-    from orchestrator.progress import Progress
 
     if not scheduler:
         raise UsageError("--scheduler: required (or set ETFARM_SCHEDULER)")

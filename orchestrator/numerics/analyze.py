@@ -31,7 +31,7 @@ from orchestrator.numerics.mapping import (
     map_runtime_aot_intermediate_outputs,
     unwrap,
 )
-from orchestrator.numerics.metrics import Gap, Metric, compare, crosses, worst
+from orchestrator.numerics.metrics import DEFAULT_THRESHOLDS, Gap, Metric, compare, crosses, worst
 from orchestrator.numerics.model import (
     AGAINST_AOT,
     Comparison,
@@ -112,8 +112,6 @@ def analyze_run(run_dir: str | Path, metric: Metric = Metric.MSE, threshold: flo
 def analyze_job(job: Job, root: Path, metric: Metric = Metric.MSE, threshold: float | None = None,
                 reference_device: str | None = None) -> NumericsReport:
     """The numerics report of a job whose results model is in memory (`etfarm run --numerics`), files in `root`."""
-    from orchestrator.numerics.metrics import DEFAULT_THRESHOLDS
-
     threshold = DEFAULT_THRESHOLDS[metric] if threshold is None else threshold
     present = {d.name for d in job.devices}
     devices = [name for name in job.config.devices if name in present] + sorted(present - set(job.config.devices))

@@ -21,18 +21,16 @@ from orchestrator.profiles.analysis_core import (
     FRAMEWORK_EVENTS,
     KERNEL_COLUMNS,
     LINK_COLUMNS,
-    OP_TYPES_SEPARATOR,
     SPREAD_COLUMNS,
     STATS_COLUMNS,
     PathLike,
     SampleSet,
     collect_samples,
     group_stats,
-    module_path,
     record_columns,
-    source_line,
     summary_records,
 )
+from orchestrator.profiles.source import OP_TYPES_SEPARATOR, module_path, source_line
 
 __all__ = [
     "STATS_COLUMNS",

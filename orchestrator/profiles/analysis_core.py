@@ -18,21 +18,20 @@ or why not) say which. op_types stay Inspector's. `strict=True` (a user naming a
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from orchestrator.errors import AnalysisError
+from orchestrator.profiles.belongs import check_belongs
 from orchestrator.profiles.etdump import read_etdump
 from orchestrator.profiles.etdump_events import EventInfo, block_key, durations_ms, group_blocks
 from orchestrator.profiles.etrecord import EventLink, load_etrecord
-
-if TYPE_CHECKING:
-    from orchestrator.profiles.kernel_map import KernelLink
+from orchestrator.profiles.kernel_map import KernelLink, load_kernel_program
+from orchestrator.profiles.source import MODULES_SEPARATOR, OP_TYPES_SEPARATOR, module_path, source_line
 
 PathLike = str | os.PathLike[str]
 
@@ -58,11 +57,6 @@ LINK_COLUMNS = ["op_types", "delegate_backend_name", "module_path", "source_line
 KERNEL_COLUMNS = ["kernel_mapping", "kernel_note"]
 MAPPED, UNMAPPED = "mapped", "unmapped"
 NO_PTE = "no .pte given: the ETRecord does not hold the delegate's serialized graph, so kernels are not mapped"
-OP_TYPES_SEPARATOR = ";"  # op_types is a list in Inspector; a joined string keeps CSVs flat
-MODULES_SEPARATOR = ";"  # delegate_covers: module paths
-# Frames of a stack trace that are not the user's code: Python's own library and installed packages.
-_LIBRARY_FRAME = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d[\d.]*/|^<)")
-_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 # The one list of framework events: the runtime's own bookkeeping, each a method-level measure.
 FRAMEWORK_EVENTS = {"Method::execute": "execute", "Method::init": "init", "Program::load_method": "load_method"}
 HIDDEN_WHEN_PRINTING = frozenset({"OPERATOR_CALL"})  # as Inspector: it is op + dispatch overhead, not an op
@@ -172,8 +166,6 @@ def collect_samples(
         )
         kernels, kernel_error = _kernels(block_events, etrecord, pte)
         if strict:
-            from orchestrator.profiles.belongs import check_belongs
-
             check_belongs(record, block_events, kernels, paths, pte)
     labels = tuple(run_labels) if run_labels is not None else tuple(range(len(paths)))
     return SampleSet(*columns, run_labels=labels, block_keys=tuple(keys), block_events=tuple(block_events), block_links=links,
@@ -187,43 +179,11 @@ def _kernels(block_events: Sequence[tuple[EventInfo, ...]], etrecord: PathLike |
         return None, None
     if pte is None or etrecord is None:
         return None, NO_PTE
-    from orchestrator.profiles.kernel_map import load_kernel_program
-
     try:
         program = load_kernel_program(pte, etrecord)
         return tuple(program.link_block(events) for events in block_events), None
     except AnalysisError as exc:
         return None, f"kernels not mapped: {exc}"
-
-
-def module_path(hierarchy: dict[str, Any]) -> str:
-    """Deepest module shared by all ops of an event ('' when none): where in the model it is."""
-    common: list[str] | None = None
-    for stack in hierarchy.values():
-        paths = [str(entry[0]) for entry in stack.values()] if stack else []
-        if common is None:
-            common = paths
-        else:
-            n = 0
-            while n < min(len(common), len(paths)) and common[n] == paths[n]:
-                n += 1
-            common = common[:n]
-    return common[-1] if common else ""
-
-
-def source_line(stack_traces: dict[str, str | None]) -> str:
-    """`file.py:line` of the user's code for the event's first op with a stack trace ('' when none).
-
-    The innermost frame outside Python's library and installed packages (torch, executorch): the
-    line of the user's model that made the op, e.g. `model.py:26` for `q = self.query(x)`."""
-    for trace in stack_traces.values():
-        if not trace:
-            continue
-        user = [(path, line) for path, line in _FRAME.findall(trace) if not _LIBRARY_FRAME.search(path)]
-        if user:
-            path, line = user[-1]
-            return f"{os.path.basename(path)}:{line}"
-    return ""
 
 
 def group_stats(values: np.ndarray, gid: np.ndarray, ngroups: int) -> dict[str, np.ndarray]:

@@ -30,11 +30,12 @@ from orchestrator.errors import AnalysisError
 from orchestrator.profiles.edge_flow import EdgeFlow, load_edge_flow
 from orchestrator.profiles.edge_flow import clear_cache as clear_edge_flows
 from orchestrator.profiles.etdump_events import EventInfo
-from orchestrator.profiles.etrecord import FORWARD, ETRecordInfo, OpNode, innermost_module, load_etrecord
+from orchestrator.profiles.etrecord import FORWARD, ETRecordInfo, innermost_module, load_etrecord
 from orchestrator.profiles.file_memo import FileMemo, file_key
 from orchestrator.profiles.kernel_align import ALWAYS_RUN, AlignmentTooLarge, align
 from orchestrator.profiles.kernel_attribution import PLUMBING, ROLE_FUSED, ROLE_SERVES, Attribution, attribute
 from orchestrator.profiles.pte_program import DelegateCall, read_delegate_calls
+from orchestrator.profiles.source import deepest_module, source_line
 from orchestrator.profiles.xnnpack_graph import INSERTED_HANDLE, XnnGraph, is_xnnpack_backend, parse_xnnpack_payload
 
 PathLike = str | os.PathLike[str]
@@ -183,8 +184,8 @@ class KernelProgram:
         note = "; ".join(x for x in (found.notes[index], "fused: " + ", ".join(dict.fromkeys(fused)) if fused else "") if x)
         return KernelLink(
             name, instruction_id, index, xnodes=found.xnodes[index], nodes=nodes,
-            module_path=_common_module([[str(e[0]) for e in (op.nn_module_stack or {}).values()] for _, op in named]),
-            source_line=_source_line([op for _, op in named]),
+            module_path=deepest_module([str(e[0]) for e in (op.nn_module_stack or {}).values()] for _, op in named),
+            source_line=source_line({op.name: op.stack_trace for _, op in named}),
             covers=tuple(dict.fromkeys(n.module_path for n in nodes if n.module_path)),
             note=note,
         )
@@ -192,25 +193,6 @@ class KernelProgram:
 
 def _plumbing(op: str) -> bool:
     return any(p in op for p in PLUMBING)
-
-
-def _common_module(stacks: list[list[str]]) -> str:
-    """The deepest module path shared by every stack (as analysis_core.module_path)."""
-    if not stacks:
-        return ""
-    common = stacks[0]
-    for other in stacks[1:]:
-        n = 0
-        while n < min(len(common), len(other)) and common[n] == other[n]:
-            n += 1
-        common = common[:n]
-    return common[-1] if common else ""
-
-
-def _source_line(ops: list[OpNode]) -> str:
-    from orchestrator.profiles.analysis_core import source_line  # function level: analysis_core will import us
-
-    return source_line({op.name: op.stack_trace for op in ops})
 
 
 def _delegate_handles(record: ETRecordInfo, instruction_id: int) -> tuple[int, ...]:

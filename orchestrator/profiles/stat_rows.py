@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from orchestrator.cache import write_text_atomic
 from orchestrator.errors import DataError
@@ -38,10 +38,11 @@ from orchestrator.profiles.analysis_core import (
     SPREAD_COLUMNS,
     STATS_COLUMNS,
     UNMAPPED,
+    PathLike,
+    SampleSet,
+    collect_samples,
+    summary_records,
 )
-
-if TYPE_CHECKING:  # numpy loads only where samples are collected
-    from orchestrator.profiles.analysis_core import PathLike, SampleSet
 
 ID_COLUMNS = ("device", "model")
 BASE_COLUMNS = (*ID_COLUMNS, *STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS)
@@ -149,8 +150,6 @@ class ModelStats:
 
 def rows_of(samples: SampleSet, device: str = "", model: str = "") -> tuple[StatRow, ...]:
     """The statistics of a SampleSet, one row per event with samples, in block then Inspector order."""
-    from orchestrator.profiles.analysis_core import summary_records
-
     return tuple(StatRow.from_record(device, model, r) for r in summary_records(samples))
 
 
@@ -158,8 +157,6 @@ def model_stats(device: str, model: str, etdumps: Sequence[PathLike], etrecord: 
                 pte: PathLike | None = None) -> ModelStats:
     """Read a (device, model)'s ETDumps (one per process run directory, named after it) ONCE and summarise them;
     with the program's .pte, its XNNPACK kernels are named in the user's model."""
-    from orchestrator.profiles.analysis_core import collect_samples
-
     labels = [os.path.basename(os.path.dirname(os.fspath(p))) for p in etdumps]
     samples = collect_samples(etdumps, etrecord=etrecord, run_labels=labels, pte=pte)
     return ModelStats(device, model, rows_of(samples, device, model), samples)

@@ -1,26 +1,36 @@
 """Writing the A/B page: `compare A B --html FILE`, `report B --against A`, and a night's one HTML and Markdown.
 
-All three build the same `ComparisonView` (comparison.py) and page (comparison_page.py) from a
-`Comparison` and B's run(s), so `compare A B --html F` and `report B --against A --output F`
-write the same file, and a night's HTML and Markdown say the same thing.
+All three build the same `ComparisonView` (builders/comparison.py) and page (page/comparison.py) from
+a `Comparison` and B's run(s), with each run's charts drawn (render/charts.py), so `compare A B --html F`
+and `report B --against A --output F` write the same file, and a night's HTML and Markdown say the
+same thing.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.report.output import ReportFormat, check_target, guard_output, write_page, write_text
+from orchestrator.cache import write_json_atomic
+from orchestrator.profiles.stat_rows import read_stats_csv
+from orchestrator.report.builders.comparison import comparison_view
+from orchestrator.report.builders.history import history_points
+from orchestrator.report.builders.report import build_job_report
+from orchestrator.report.destination import ReportFormat, check_target, guard_output, write_text
+from orchestrator.report.output import write_page
+from orchestrator.report.page.comparison import comparison_page
+from orchestrator.report.render.charts import report_charts
 from orchestrator.run.results import Job, load_manifest
+from orchestrator.run.rundir import STATS
 from orchestrator.verdicts.compare import Comparison
 
 if TYPE_CHECKING:
     from orchestrator.profiles.stat_rows import StatRow
-    from orchestrator.report.model import Chart, Report
-    from orchestrator.report.page import Page
+    from orchestrator.report.model import Report
+    from orchestrator.report.page.blocks import Chart, Charts, Page
     from orchestrator.verdicts.nightly import Confirmation
 
 LATEST_MD = "latest.md"
@@ -35,26 +45,28 @@ class RunInput:
     rows: Sequence[StatRow] | None = None
 
 
-def run_reports(runs: Sequence[RunInput], store: Path | None, charts: bool) -> list[Report]:
-    from orchestrator.profiles.stat_rows import read_stats_csv
-    from orchestrator.report.build import build_job_report
-    from orchestrator.report.history import history_points
-    from orchestrator.run.rundir import STATS
-
+def run_reports(runs: Sequence[RunInput], store: Path | None) -> list[Report]:
     out = []
     for run in runs:
         job = run.job or load_manifest(run.root)
         rows = run.rows if run.rows is not None else read_stats_csv(run.root / STATS)
-        out.append(build_job_report(job, run.root, rows, history=history_points(job, store), charts=charts))
+        out.append(build_job_report(job, run.root, rows, history=history_points(job, store)))
     return out
 
 
-def comparison_page_of(comparison: Comparison, reports: Sequence[Report], title: str, out_dir: Path,
-                       confirmations: Sequence[Confirmation] = (), notes: Sequence[str] = ()) -> Page:
-    from orchestrator.report.comparison import comparison_view
-    from orchestrator.report.comparison_page import comparison_page
+def comparison_page_of(comparison: Comparison, reports: Sequence[Report], charts: Mapping[str, Charts], title: str,
+                       out_dir: Path, confirmations: Sequence[Confirmation] = (), notes: Sequence[str] = ()) -> Page:
 
-    return comparison_page(comparison_view(comparison, reports, title, out_dir, confirmations, notes))
+    return comparison_page(comparison_view(comparison, reports, title, out_dir, confirmations, notes), charts)
+
+
+def _charts(reports: Sequence[Report]) -> dict[str, Charts]:
+    """Each of B's runs' charts, by run id (the models' and the LLMs')."""
+    return {r.run_id: report_charts(r) for r in reports}
+
+
+def _all(charts: Mapping[str, Charts]) -> list[Chart]:
+    return [c for drawn in charts.values() for c in drawn.all]
 
 
 def write_comparison(comparison: Comparison, runs: Sequence[RunInput], fmt: ReportFormat, target: Path, title: str,
@@ -65,9 +77,10 @@ def write_comparison(comparison: Comparison, runs: Sequence[RunInput], fmt: Repo
         raise ValueError(f"an A/B page is HTML or Markdown, not {fmt}")
     check_target(target, option)
     guard_output(target, [*run_dirs, *(r.root for r in runs)], option)
-    reports = run_reports(runs, store, charts=True)
-    page = comparison_page_of(comparison, reports, title, target.parent)
-    write_text(target, write_page(page, fmt, target, False, _charts(reports)), option)
+    reports = run_reports(runs, store)
+    charts = _charts(reports)
+    page = comparison_page_of(comparison, reports, charts, title, target.parent)
+    write_text(target, write_page(page, fmt, target, False, _all(charts)), option)
     return target
 
 
@@ -75,21 +88,16 @@ def write_night(comparison: Comparison, runs: Sequence[RunInput], directory: Pat
                 store: Path | None, confirmations: Sequence[Confirmation], notes: Sequence[str]) -> list[Path]:
     """A night's one HTML (`<name>.html`), the same page in Markdown (`<name>.md` and `latest.md`, charts in
     charts/) and the verdicts as JSON (`<name>.json`, with the confirmations)."""
-    from orchestrator.cache import write_json_atomic
-
     directory.mkdir(parents=True, exist_ok=True)
     write_json_atomic(directory / f"{name}.json", {**json.loads(json.dumps(comparison.to_dict())),
                                                    "confirmations": [c.to_dict() for c in confirmations],
                                                    "notes": list(notes)})
-    reports = run_reports(runs, store, charts=True)
-    page = comparison_page_of(comparison, reports, title, directory, confirmations, notes)
+    reports = run_reports(runs, store)
+    charts = _charts(reports)
+    page = comparison_page_of(comparison, reports, charts, title, directory, confirmations, notes)
     html, markdown = directory / f"{name}.html", directory / f"{name}.md"
-    write_text(html, write_page(page, ReportFormat.HTML, html, False, _charts(reports)))
-    text = write_page(page, ReportFormat.MD, markdown, True, _charts(reports))
+    write_text(html, write_page(page, ReportFormat.HTML, html, False, _all(charts)))
+    text = write_page(page, ReportFormat.MD, markdown, True, _all(charts))
     for target in (markdown, directory / LATEST_MD):
         write_text(target, text)
     return [html, markdown, directory / LATEST_MD, directory / f"{name}.json"]
-
-
-def _charts(reports: Sequence[Report]) -> list[Chart]:
-    return [c for r in reports for c in r.charts]  # the models' and the LLMs' (Report.charts)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from device_agents import DeviceSpec
+from orchestrator.artifacts.build import build_runner, runner_slot
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.artifacts.provenance import model_provenance
@@ -240,8 +241,6 @@ def model_artifacts(model: ExportedModel, spec: ModelSpec) -> ModelArtifacts:
 def build_targets(slots: list[tuple[str, str | None]], progress: Progress) -> tuple[dict[str, RunnerBuild], dict[str, str]]:
     """Build (or find cached) a runner per (target, the user's runtime prefix or None), keyed by `runner_slot`;
     one that cannot build fails only its devices."""
-    from orchestrator.artifacts.build import build_runner, runner_slot
-
     builds: dict[str, RunnerBuild] = {}
     errors: dict[str, str] = {}
     for target, runtime in slots:

@@ -16,12 +16,15 @@ from collections.abc import Sequence
 from typing import Protocol, Self
 
 from device_agents import DeviceSpec
+from device_agents.base import HOST_DEADLINE_GRACE_SEC, STALL_TIMEOUT_SEC
+from device_agents.step import STEP_OVERHEAD_SEC
 from orchestrator import procs
 from orchestrator.errors import Blame, UsageError
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.executor import JobContext
 from orchestrator.run.heartbeat import Heartbeat
 from orchestrator.run.results import DeviceResult, DeviceStatus, RunOptions
+from orchestrator.run.session import DeviceSession
 
 WAIT_POLL_SEC = 0.5  # the main thread's longest sleep while devices run (Ctrl-C and the watchdog act within it)
 WATCHDOG_GRACE_SEC = 30.0  # on top of a step's own deadlines before a silent device thread is given up
@@ -61,8 +64,6 @@ class LocalExecutor:
         return [self._specs[n] for n in names]
 
     def execute(self, context: JobContext) -> None:
-        from orchestrator.run.session import DeviceSession
-
         self._context = context
         sessions = [DeviceSession(spec, context) for spec in self.devices(context.plan.devices)]
         self._threads = DeviceThreads(sessions, watchdog_limit_s(context.options))
@@ -129,8 +130,5 @@ class DeviceThreads:
 
 def watchdog_limit_s(options: RunOptions) -> float:
     """The longest a device session may go without progress: one process run's whole step, plus grace."""
-    from device_agents.base import HOST_DEADLINE_GRACE_SEC, STALL_TIMEOUT_SEC
-    from device_agents.step import STEP_OVERHEAD_SEC
-
     step = max(options.run_timeout_s + STEP_OVERHEAD_SEC, STALL_TIMEOUT_SEC)
     return step + HOST_DEADLINE_GRACE_SEC + WATCHDOG_GRACE_SEC

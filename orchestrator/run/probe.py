@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from device_agents import DeviceSpec, create_agent
+from device_agents.adb.discover import adb_device_spec
 from device_agents.facts import DeviceFacts
 from orchestrator.config import ADB_NAME_PREFIX, adb_spec
 from orchestrator.errors import EtfarmError
@@ -92,8 +93,6 @@ def probe_all(specs: list[DeviceSpec], policy: RetryPolicy = DEFAULT_POLICY) -> 
 def unnamed_entry(seen: SeenDevice, checked: bool, policy: RetryPolicy = DEFAULT_POLICY) -> dict[str, Any]:
     """An adb device the inventory does not name, as `etfarm devices` lists it: `adb:SERIAL`, its target from its
     ABI, probed like an inventory device when it is ready and `checked`."""
-    from device_agents.adb.discover import adb_device_spec
-
     spec = adb_device_spec(seen.serial, "", seen.server)
     if seen.state != "device":
         entry = listing(spec, checked=True)

@@ -23,6 +23,7 @@ from device_agents.keyvalues import parse_key_values
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import write_json_atomic
 from orchestrator.errors import DataError, EtfarmError
+from orchestrator.profiles.debug_buffer import debug_buffer_size
 from orchestrator.run.calibration import flag_news
 from orchestrator.run.controls import restore_commands, setup_commands
 from orchestrator.run.device_record import DeviceRecord
@@ -149,6 +150,5 @@ class ProcessRunLoop:
         if model.etrecord is None:
             raise DataError(f"{model.name}: intermediate outputs need the model's ETRecord to size the debug buffer "
                             "(put <stem>.etrecord beside the .pte)")
-        from orchestrator.profiles.debug_buffer import debug_buffer_size
 
         return debug_buffer_size(model.etrecord, self.options.iterations)

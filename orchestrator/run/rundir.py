@@ -45,6 +45,7 @@ from orchestrator.run.results import (
     ModelArtifacts,
     load_manifest,
 )
+from orchestrator.versions import tool_versions
 
 log = logging.getLogger(__name__)
 
@@ -243,6 +244,4 @@ class RunDirectory:
 
 
 def _versions() -> dict[str, str]:
-    from orchestrator.versions import tool_versions
-
     return {"etfarm": __version__, **tool_versions()}

@@ -90,6 +90,7 @@ class Store:
 
     def record(self, run_dir: Path) -> str:
         """Record (or re-record) the run directory; returns its run id."""
+        # numpy (ETDumps) only when recording: `etfarm history` opens the store without it
         from orchestrator.store.ingest import read_run
 
         return self.record_run(read_run(Path(run_dir)))

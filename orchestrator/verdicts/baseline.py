@@ -14,8 +14,9 @@
 
 Runs are found through the results store (orchestrator.store); a stored run whose directory is
 gone is skipped (its per-run samples are needed, and its verdicts.json says whether it regressed).
-The same good runs, the newest `noise.WINDOW` of them, give the automatic noise floor
-(`history_noise_finder`, method in noise.py). `compare_refs` is `etfarm compare [A] [B]`'s policy:
+The same good runs are the (device, model, settings) series (`series_history`, likeness.SeriesKey): the
+nightly judges the night against it (series.py), and its replicate jobs give the automatic noise floor
+(`history_noise_finder`, methods in noise.py and series.py). `compare_refs` is `etfarm compare [A] [B]`'s policy:
 which runs the references name, and what B is compared with.
 """
 
@@ -30,10 +31,19 @@ from orchestrator.cache import write_json_atomic
 from orchestrator.errors import UsageError
 from orchestrator.run.results import DeviceStatus, Job, JobStatus, ModelStatus, VerificationStatus, load_manifest
 from orchestrator.store import Store, open_store, resolve_run, store_path
-from orchestrator.verdicts.compare import Baseline, BaselineFinder, Comparison, compare_against, compare_jobs
-from orchestrator.verdicts.likeness import model_settings
-from orchestrator.verdicts.noise import MIN_JOBS, WINDOW, NoiseFinder, NoiseFloor, estimate_floor
-from orchestrator.verdicts.statistics import VerdictSettings, run_median
+from orchestrator.verdicts.compare import (
+    Baseline,
+    BaselineFinder,
+    Comparison,
+    compare_against,
+    compare_jobs,
+    side_from_job,
+)
+from orchestrator.verdicts.likeness import SeriesKey
+from orchestrator.verdicts.noise import WINDOW, NoiseFinder, NoiseFloor
+from orchestrator.verdicts.series import WINDOW as SERIES_WINDOW
+from orchestrator.verdicts.series import SeriesPoint, replicate_floor
+from orchestrator.verdicts.statistics import VerdictSettings
 
 VERDICTS_JSON = "verdicts.json"
 LAST_GOOD = "last-good"
@@ -76,14 +86,14 @@ def good_history(store: Store, job_b: Job, device: str, model: str) -> Iterator[
 
     `last-good` is the first of them; the noise floor (noise.py) is estimated from the first
     `noise.WINDOW`."""
-    wanted = model_settings(job_b, model)
+    wanted = SeriesKey.of(job_b, device, model)
     for run in store.runs(model=model, device=device, limit=_SCAN_LIMIT):
         if run.run_id == job_b.run_id or run.started > job_b.started or run.run_dir is None:
             continue
         if not (run.run_dir / "manifest.json").is_file():
             continue
         job = load_manifest(run.run_dir)
-        if model_settings(job, model) == wanted and _good(run.run_dir, job, device, model):
+        if wanted.matches(SeriesKey.of(job, device, model)) and _good(run.run_dir, job, device, model):
             yield run.run_dir, job
 
 
@@ -95,31 +105,37 @@ def last_good_finder(store: Store, job_b: Job) -> BaselineFinder:
     return find
 
 
-def history_noise_finder(store: Store, job_b: Job, center: str, window: int = WINDOW,
-                         min_jobs: int = MIN_JOBS) -> NoiseFinder:
-    """The automatic noise floor of each (device, model) of `job_b`: `noise.estimate_floor` over
-    the per-job statistic (`center`) of its newest `window` good stored runs (the same runs
-    `last-good` chooses from)."""
+def series_history(store: Store, job_b: Job, device: str, model: str, window: int = SERIES_WINDOW) -> list[SeriesPoint]:
+    """The newest `window` good stored jobs of the series of (device, model) in `job_b`, oldest first
+    (series.py judges them with the night; their replicates give the noise floor)."""
+    history = list(itertools.islice(good_history(store, job_b, device, model), window))
+    return [series_point(run_dir, job, device, model) for run_dir, job in reversed(history)]
+
+
+def series_point(run_dir: Path, job: Job, device: str, model: str) -> SeriesPoint:
+    artifacts = job.model_artifacts(model)
+    return SeriesPoint(job.run_id, job.started, artifacts.git_commit if artifacts else None,
+                       artifacts.content_hash if artifacts else None, side_from_job(run_dir, job, device, model))
+
+
+def history_noise_finder(store: Store, job_b: Job, center: str, window: int = WINDOW) -> NoiseFinder:
+    """The automatic noise floor of each (device, model) of `job_b`: the spread between replicate jobs among the
+    newest `window` good stored runs of its series (series.replicate_floor, noise.estimate_replicate_floor)."""
     def find(device: str, model: str) -> NoiseFloor:
-        history = list(itertools.islice(good_history(store, job_b, device, model), window))
-        statistics = []
-        for _, job in reversed(history):  # oldest first
-            result = job.device(device).model(model)  # type: ignore[union-attr]  # _good checked both
-            statistics.append(run_median([r.execute_ms for r in result.traced_runs], center))  # type: ignore[union-attr]
-        return estimate_floor(statistics, min_jobs=min_jobs)
+        return replicate_floor(series_history(store, job_b, device, model, window), center)
 
     return find
 
 
-def named_finder(store: Store | None, ref: str) -> BaselineFinder:
-    """One baseline run for every pair: a run directory, or a stored run id."""
+def named_finder(store: Store | None, ref: str, what: str = "baseline") -> BaselineFinder:
+    """One baseline run for every pair: a run directory, or a stored run id (`what` names it in errors)."""
     path = Path(ref).expanduser()
     if not (path / "manifest.json").is_file():
         if store is None or not store.has_run(ref):
-            raise UsageError(f"baseline {ref!r}: neither a run directory nor a stored run id")
+            raise UsageError(f"{what} {ref!r}: neither a run directory nor a stored run id")
         found = store.run_dir(ref)
         if found is None or not (found / "manifest.json").is_file():
-            raise UsageError(f"baseline {ref!r}: its run directory is gone")
+            raise UsageError(f"{what} {ref!r}: its run directory is gone")
         path = found
     job = load_manifest(path)
     return lambda device, model: (path, job)

@@ -22,7 +22,7 @@ how many it left out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -63,30 +63,36 @@ class SeriesChanges:
     penalty: float
     changes: tuple[ChangePoint, ...]
     left_out: tuple[str, ...] = ()  # run ids left out: a process run was flagged interfered or throttled
+    settings: tuple[tuple[str, str], ...] = ()  # the series' settings (likeness.SeriesKey), () when not known
 
     def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "model": self.model, "points": self.points, "sigma": self.sigma,
-                "penalty": self.penalty, "changes": [c.to_dict() for c in self.changes],
+        return {"device": self.device, "model": self.model, "settings": dict(self.settings), "points": self.points,
+                "sigma": self.sigma, "penalty": self.penalty, "changes": [c.to_dict() for c in self.changes],
                 "left_out_flagged": list(self.left_out)}
 
 
-def find_changes(points: Sequence[HistoryPoint], min_size: int = 2,
-                 min_shift: float = DEFAULT_THRESHOLD) -> list[SeriesChanges]:
-    """Change points per (device, model) series of `points` (any order; sorted oldest first here)."""
-    series: dict[tuple[str, str], list[HistoryPoint]] = {}
-    flagged: dict[tuple[str, str], list[str]] = {}
+SeriesOf = Callable[[HistoryPoint], tuple[tuple[str, str], ...]]  # a point -> its series' settings
+
+
+def find_changes(points: Sequence[HistoryPoint], min_size: int = 2, min_shift: float = DEFAULT_THRESHOLD,
+                 settings_of: SeriesOf | None = None) -> list[SeriesChanges]:
+    """Change points per series of `points` (any order; sorted oldest first here): per (device, model), and per
+    settings when `settings_of` tells each point's (likeness.SeriesKey: a series never mixes configurations)."""
+    series: dict[tuple[str, str, tuple[tuple[str, str], ...]], list[HistoryPoint]] = {}
+    flagged: dict[tuple[str, str, tuple[tuple[str, str], ...]], list[str]] = {}
     for point in points:
         if point.e2e_p50_ms is None or point.e2e_p50_ms <= 0:
             continue
+        key = (point.device, point.model, settings_of(point) if settings_of is not None else ())
         if point.flagged:
-            flagged.setdefault((point.device, point.model), []).append(point.run_id)
+            flagged.setdefault(key, []).append(point.run_id)
             continue
-        series.setdefault((point.device, point.model), []).append(point)
+        series.setdefault(key, []).append(point)
     for key in flagged:
         series.setdefault(key, [])
     return [replace(_one_series(device, model, sorted(pts, key=lambda p: (p.started, p.run_id)), min_size, min_shift),
-                    left_out=tuple(flagged.get((device, model), ())))
-            for (device, model), pts in series.items()]
+                    left_out=tuple(flagged.get((device, model, settings), ())), settings=settings)
+            for (device, model, settings), pts in series.items()]
 
 
 def noise_sigma(values: Sequence[float]) -> float:
@@ -100,20 +106,29 @@ def noise_sigma(values: Sequence[float]) -> float:
     return max(mad / 0.6745 / np.sqrt(2.0), MIN_SIGMA)
 
 
+def segments(values: Sequence[float], min_size: int = 2) -> tuple[list[int], float, float]:
+    """Where a series of log values changes level (PELT, the penalty above): the segment bounds
+    [0, ..., len(values)], the noise sigma and the penalty."""
+    import numpy as np
+
+    logs = np.asarray(values, dtype=float)
+    sigma = noise_sigma(list(logs))
+    penalty = PENALTY_FACTOR * sigma**2 * float(np.log(max(len(logs), 2)))
+    if len(logs) < 2 * min_size:
+        return [0, len(logs)], sigma, penalty
+    import ruptures
+
+    ends = ruptures.Pelt(model="l2", min_size=min_size, jump=1).fit(logs.reshape(-1, 1)).predict(pen=penalty)
+    return [0, *ends], sigma, penalty
+
+
 def _one_series(device: str, model: str, pts: list[HistoryPoint], min_size: int, min_shift: float) -> SeriesChanges:
     import numpy as np
 
     if not pts:
         return SeriesChanges(device, model, 0, MIN_SIGMA, 0.0, ())
     values = np.log(np.array([p.e2e_p50_ms for p in pts], dtype=float))
-    sigma = noise_sigma(list(values))
-    penalty = PENALTY_FACTOR * sigma**2 * float(np.log(max(len(values), 2)))
-    if len(values) < 2 * min_size:
-        return SeriesChanges(device, model, len(values), sigma, penalty, ())
-    import ruptures
-
-    ends = ruptures.Pelt(model="l2", min_size=min_size, jump=1).fit(values.reshape(-1, 1)).predict(pen=penalty)
-    bounds = [0, *ends]
+    bounds, sigma, penalty = segments(list(values), min_size)
     changes = []
     for k in range(1, len(bounds) - 1):
         before = float(np.exp(np.median(values[bounds[k - 1]:bounds[k]])))

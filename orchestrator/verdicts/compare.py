@@ -21,7 +21,7 @@ warmup, threads: likeness.py) are compared and the differences named, but their 
 `settings-differ`, never regressed or improved; a side that is not whole (an interrupted job, a
 partial model) is named beside its pair. Per-op verdicts carry where the op is in the user's model
 (module path and source line from B's stats.csv, with XNNPACK kernels mapped). Renderers only
-print these objects (report/verdicts.py, report/comparison_page.py).
+print these objects (report/terminal/verdicts.py, report/page/comparison.py).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from orchestrator.run.results import (
 )
 from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.verdicts.accuracy import AccuracyVerdict, accuracy_verdict
+from orchestrator.verdicts.below import BelowThreshold, below_threshold
 from orchestrator.verdicts.likeness import (
     IncompleteSide,
     SettingDifference,
@@ -116,7 +117,8 @@ def side_from_job(root: str | Path, job: Job, device: str, model: str, labels: S
     runs = tuple(_side_run(root, r.label, r.execute_ms, r.artifacts, r.llm) for r in result.traced_runs
                  if labels is None or r.label in labels)
     return Side(job.run_id, device, model, runs, verification=_verification(result),
-                settings=model_settings(job, model), incomplete=side_gap(job, device, model), accuracy=result.accuracy)
+                settings=model_settings(job, model, device), incomplete=side_gap(job, device, model),
+                accuracy=result.accuracy)
 
 
 def _side_run(root: Path, label: str, execute_ms: tuple[float, ...], artifacts: Sequence[str],
@@ -185,6 +187,8 @@ class PairVerdict:
     metrics: tuple[MetricVerdict, ...] = ()  # an LLM's TTFT and decode tokens/s (llm_metrics.py)
     differences: tuple[SettingDifference, ...] = ()  # settings A and B ran with differently: verdict settings-differ
     incomplete: tuple[IncompleteSide, ...] = ()  # sides that are not whole (interrupted, partial)
+    below: BelowThreshold | None = None  # a confident change end to end under the threshold (not a regression)
+    series: Any = None  # series.SeriesVerdict: the night against its series' reference (nightly only)
     accuracy: AccuracyVerdict | None = None  # B's accuracy against A's (a recipe's), judged on its own
 
     @property
@@ -203,7 +207,8 @@ class PairVerdict:
     def regressed(self) -> bool:
         """A regression end to end, in any op or in an LLM metric (never for a pair without data)."""
         return (self.verdict is Verdict.REGRESSED or bool(self.regressed_ops)
-                or any(m.verdict is Verdict.REGRESSED for m in self.metrics))
+                or any(m.verdict is Verdict.REGRESSED for m in self.metrics)
+                or (self.series is not None and self.series.regressed))
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "model_a": self.model_a, "model_b": self.model_b, "verdict": self.verdict.value,
@@ -214,7 +219,9 @@ class PairVerdict:
                 "source_b": self.source_b, "noise_floor": self.noise.to_dict() if self.noise else None,
                 "metrics": [m.to_dict() for m in self.metrics],
                 "settings_differ": [d.to_dict() for d in self.differences],
-                "incomplete": [i.to_dict() for i in self.incomplete], "ops": [o.to_dict() for o in self.ops],
+                "incomplete": [i.to_dict() for i in self.incomplete],
+                "below_threshold": self.below.to_dict() if self.below else None,
+                "series": self.series.to_dict() if self.series is not None else None, "ops": [o.to_dict() for o in self.ops],
                 "accuracy": self.accuracy.to_dict() if self.accuracy else None, "accuracy_dropped": self.accuracy_dropped}
 
 
@@ -306,8 +313,9 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
         ops = tuple(replace(o, verdict=unjudged(o.verdict)) for o in ops)
         metrics = tuple(replace(m, verdict=unjudged(m.verdict)) for m in metrics)
         accuracy = None  # another recipe's accuracy is the recipe's, not a drop
-    return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, metrics=metrics, accuracy=accuracy,
-                       **base)
+    below = below_threshold(est, est.p_value, verdict, threshold, settings.alpha)
+    return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, metrics=metrics, below=below,
+                       accuracy=accuracy, **base)
 
 
 def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) -> tuple[tuple[OpVerdict, ...], int]:

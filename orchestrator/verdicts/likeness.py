@@ -1,9 +1,13 @@
 """What a comparison compares: the settings two runs of a model must share, and whether a side is whole.
 
 ONE home for "comparable". `SETTINGS` names what two runs of a model must share for B's time against A's
-to say anything about a regression: the backend, the export recipe, iterations, warmup, CPU threads and an LLM's generation
-(prompt and generation length). `last-good` (baseline.py) only picks a baseline that matches every one;
-a comparison whose sides differ in one (`compare` of an xnnpack run against a portable one, a named
+to say anything about a regression: the backend, the export recipe, iterations, warmup, CPU threads, an
+LLM's generation (prompt and generation length), intermediate outputs on or off (numerics) and the
+runner's runtime route.
+The same settings make a series of the store (`SeriesKey`: device, model name, settings), which history,
+change points and the nightly's baselines and series verdicts never mix (a setting a job did not record,
+`?`, matches any value). `last-good` (baseline.py) only picks a baseline that matches every one; a
+comparison whose sides differ in one (`compare` of an xnnpack run against a portable one, a named
 baseline of other iterations) lists each difference (`SettingDifference`) in its pair's JSON and the
 table's legend, and that pair's verdicts are `settings-differ`, never regressed or improved (`unjudged`):
 a 15x ratio between two backends is the backends', not a regression. Adding a setting (a recipe) is one
@@ -45,20 +49,62 @@ def _generation(job: Job, model: str) -> str:
     return f"prompt {'file' if prompt is None else prompt}, seed {seed}, {gen_len} tokens"
 
 
-# setting -> its value for (job, model). What must match for two runs of a model to be compared.
-SETTINGS: dict[str, Callable[[Job, str], object]] = {
-    "backend": _backend,
-    "recipe": _recipe,
-    "iterations": lambda job, model: job.config.options.iterations,
-    "warmup": lambda job, model: job.config.options.warmup,
-    "threads": lambda job, model: job.config.options.cpu_threads or "default",
-    "generation": _generation,
+def _runtime(job: Job, model: str, device: str | None) -> str:
+    """The runtime route the device's runner took (wheel, bundled-glibc, ndk, user: artifacts/runner_info.py);
+    UNKNOWN when the job did not record it (older manifests) or no device is named."""
+    dev = job.device(device) if device is not None else None
+    runner = dev.facts.get("runner") if dev is not None and isinstance(dev.facts, dict) else None
+    value = runner.get("runtime") if isinstance(runner, dict) else None
+    return str(value) if value else UNKNOWN
+
+
+UNKNOWN = "?"  # a setting the job did not record: matches any value (older manifests)
+
+# setting -> its value for (job, model, device). What must match for two runs of a model to be compared, and
+# what a series is (`SeriesKey`): the store's history, change points and nightly baselines never mix them.
+SETTINGS: dict[str, Callable[[Job, str, str | None], object]] = {
+    "backend": lambda job, model, device: _backend(job, model),
+    "recipe": lambda job, model, device: _recipe(job, model),
+    "iterations": lambda job, model, device: job.config.options.iterations,
+    "warmup": lambda job, model, device: job.config.options.warmup,
+    "threads": lambda job, model, device: job.config.options.cpu_threads or "default",
+    "generation": lambda job, model, device: _generation(job, model),
+    # intermediate outputs (`--numerics`, `--intermediate-outputs`) copy every op's output: slower, not a regression
+    "numerics": lambda job, model, device: "on" if job.config.options.numerics or job.config.options.intermediate_outputs
+    else "off",
+    "runtime": _runtime,
 }
 
 
-def model_settings(job: Job, model: str) -> Settings:
-    """The settings `model` ran with in `job`, by name."""
-    return tuple((name, str(read(job, model))) for name, read in SETTINGS.items())
+def model_settings(job: Job, model: str, device: str | None = None) -> Settings:
+    """The settings `model` ran with in `job` (on `device`: its runtime route), by name."""
+    return tuple((name, str(read(job, model, device))) for name, read in SETTINGS.items())
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    """A series of the store: one device, one model name, one set of settings (SETTINGS). The model's content
+    hash is not part of it: editing the model file is exactly the change a series must show (last-good matches by
+    name for the same reason); each point carries its content hash instead (series.py)."""
+
+    device: str
+    model: str
+    settings: Settings
+
+    @classmethod
+    def of(cls, job: Job, device: str, model: str) -> SeriesKey:
+        return cls(device, model, model_settings(job, model, device))
+
+    def matches(self, other: SeriesKey) -> bool:
+        """The same series: same device and model, no setting set differently (an unknown one matches)."""
+        return (self.device, self.model) == (other.device, other.model) and not setting_differences(
+            self.settings, other.settings)
+
+    def describe(self) -> str:
+        return f"{self.device} {self.model} ({', '.join(f'{k} {v}' for k, v in self.settings)})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "model": self.model, "settings": dict(self.settings)}
 
 
 @dataclass(frozen=True)
@@ -80,7 +126,7 @@ def setting_differences(a: Settings, b: Settings) -> tuple[SettingDifference, ..
     """The settings both sides know and set differently (a side built without its job knows none)."""
     known = dict(a)
     return tuple(SettingDifference(name, known[name], value) for name, value in b
-                 if name in known and known[name] != value)
+                 if name in known and known[name] != value and UNKNOWN not in (known[name], value))
 
 
 @dataclass(frozen=True)

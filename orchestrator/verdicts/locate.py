@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import DataError
+from orchestrator.profiles.stat_rows import read_stats_csv
+from orchestrator.run.rundir import STATS
 
 if TYPE_CHECKING:
     from orchestrator.verdicts.compare import OpVerdict
@@ -18,9 +20,6 @@ if TYPE_CHECKING:
 
 def ops_where(run_dir: Path) -> dict[tuple[str, str], dict[tuple[str, int], tuple[str, str]]]:
     """(device, model) -> (event_block, event_index) -> (module path, source line), from the run's stats.csv."""
-    from orchestrator.profiles.stat_rows import read_stats_csv
-    from orchestrator.run.rundir import STATS
-
     try:
         rows = read_stats_csv(run_dir / STATS)
     except DataError:

@@ -10,12 +10,16 @@ specs that resolve to files, unique names, backends, devices, a named baseline):
 (exit 2). What only running a model's code can show (its import or factory raises, its lowering fails, its
 program cannot be loaded) is that model's failure: each model is exported and its program checked on its
 own before its job, and one that fails is left out of the job, its (device, model) pairs `no-data` with the
-exporter's reason in one line (`ModelFailure`); the other models run and are judged.
+exporter's reason in one line (`ModelFailure`); the other models run and are judged. With export recipes
+(`recipe:`), each recipe of a model is a configuration of its own: a recipe that cannot export the model is
+that configuration's `ModelFailure` (the job leaves it out too, run/sweep.py `NotExported`), its other
+configurations run.
 
 Exit code (`NightlyOutcome.exit_code`): 130 when Ctrl-C or SIGTERM stopped a job (what finished is
 recorded as `interrupted`, which is never a baseline, and no verdict is computed from it); else 1 a
-regression or wrong outputs; else 3 when some device or model could not be measured (no-data: a device
-that failed, a model that could not be exported); else 0.
+regression, wrong outputs or an accuracy drop (verdicts/accuracy.py); else 3 when some device or model
+could not be measured (no-data: a device that failed, a model or configuration that could not be
+exported); else 0.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from orchestrator.artifacts.modelspec import parse_model_spec, parse_model_specs
+from orchestrator.artifacts.pte_info import check_program
+from orchestrator.config import load_inventory
 from orchestrator.errors import (
     EXIT_INTERRUPTED,
     Blame,
@@ -39,16 +46,21 @@ from orchestrator.errors import (
 from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult, run_job
 from orchestrator.run.results import RunOptions
+from orchestrator.run.rundir import new_run_id
+from orchestrator.run.sweep import NotExported, export_configurations
 from orchestrator.store import Store
+from orchestrator.store.ingest import job_record
 from orchestrator.verdicts.baseline import (
     LAST_GOOD,
-    history_noise_finder,
     last_good_finder,
     named_finder,
     record_verdicts,
+    series_history,
+    series_point,
 )
 from orchestrator.verdicts.compare import Comparison, PairVerdict, compare_against
 from orchestrator.verdicts.nightly_plan import NightlyPlan
+from orchestrator.verdicts.series import SeriesPoint, judge, replicate_floor
 from orchestrator.verdicts.statistics import Verdict
 
 EXIT_NIGHTLY_UNMEASURED = 3
@@ -56,21 +68,32 @@ EXIT_NIGHTLY_UNMEASURED = 3
 
 @dataclass(frozen=True)
 class ModelFailure:
-    """A plan model that could not be exported or loaded: that model's failure, not the night's."""
+    """A plan model, or one configuration of it (an export recipe), that could not be exported or loaded: that
+    model's failure, not the night's."""
 
-    model: str
+    model: str  # the model's name, or the configuration's (tiny_cnn-int8da-int4w)
     spec: str
     backend: str
     reason: str  # the exporter's error, one line
     blame: Blame
+    recipe: str | None = None  # the configuration's export recipe; None: the model itself failed
+
+    @classmethod
+    def of_configuration(cls, lost: NotExported, backend: str) -> ModelFailure:
+        """A configuration the job leaves out too (run/sweep.py), as the night's failure of that configuration."""
+        return cls(lost.name, lost.spec, backend, lost.reason, ExportError.blame, lost.recipe)
+
+    @property
+    def lowering(self) -> str:
+        return self.backend + (f", recipe {self.recipe}" if self.recipe else "")
 
     @property
     def note(self) -> str:
-        return f"model {self.model} ({self.spec}, {self.backend}) NOT MEASURED: {self.reason}"
+        return f"model {self.model} ({self.spec}, {self.lowering}) NOT MEASURED: {self.reason}"
 
     def pairs(self, devices: Sequence[str]) -> tuple[PairVerdict, ...]:
         """Its (device, model) pairs: no data, never a regression (the night exits 3 for them)."""
-        why = f"not exported ({self.backend}): {self.reason}"
+        why = f"not exported ({self.lowering}): {self.reason}"
         return tuple(PairVerdict(d, self.model, self.model, Verdict.NO_DATA, reason=why, blame=self.blame)
                      for d in devices)
 
@@ -128,6 +151,8 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     for them. A false alarm then needs two outlier jobs in a row; a real regression shows twice."""
     if plan.baseline != LAST_GOOD:
         named_finder(store, plan.baseline)  # a baseline that names nothing is refused before any job runs
+    if plan.reference:
+        named_finder(store, plan.reference, "reference")  # so is a pinned reference
     run, own_runtimes = _farm_runner(plan, farm, progress) if farm is not None else _host_runner(plan, config, progress)
     jobs: list[JobResult] = []
     failures: list[ModelFailure] = []
@@ -172,40 +197,34 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
 
 
 def _exportable(specs: Sequence[Any], backend: str, own_runtimes: bool, progress: Progress,
-                options: RunOptions | None = None) -> tuple[list[Any], list[ModelFailure]]:
+                options: RunOptions) -> tuple[list[Any], list[ModelFailure]]:
     """The specs whose model exports and whose program loads, and the failures of the others, each exported on
     its own (the job exports them again: a cache hit). `own_runtimes`: every device runs the user's own
-    ExecuTorch, which may have the llama:: custom ops (run/job.own_runtimes). With export recipes, each recipe
-    is a configuration: one that cannot export is that configuration's failure (the job leaves it out too)."""
-    from orchestrator.artifacts.pte_info import check_program
-    from orchestrator.run.sweep import export_configurations
-
+    ExecuTorch, which may have the llama:: custom ops (run/job.own_runtimes). With export recipes each recipe is
+    a configuration (run/sweep.py): one that cannot export is that configuration's failure, and the job leaves
+    it out too."""
     good, failed = [], []
     for spec in specs:
         try:
-            models, _, lost = export_configurations([spec], backend, options or RunOptions(), progress)
+            models, _, lost = export_configurations([spec], backend, options, progress)
             for model in models:
                 check_program(model.pte, custom_ops=own_runtimes)
         except EtfarmError as exc:  # the model's own failure; a KeyboardInterrupt still stops the night
             failed.append(ModelFailure(spec.name, spec.text, backend, one_line(str(exc)), blame_of(exc)))
             progress(f"{failed[-1].note}; the other models run")
             continue
-        failed += [ModelFailure(n.name, spec.text, f"recipe {n.recipe}", n.reason, ExportError.blame) for n in lost]
+        failed += [ModelFailure.of_configuration(lost_one, backend) for lost_one in lost]
         good.append(spec)
     return good, failed
 
 
 def _night_id(jobs: Sequence[JobResult]) -> str:
-    from orchestrator.run.rundir import new_run_id
-
     return jobs[0].job.run_id if jobs else new_run_id()
 
 
 def _plan_specs(plan: NightlyPlan) -> dict[str, list[Any]]:
     """The plan's model specs per backend (a job each), resolved and named before anything runs, by
     `run`'s rule: the same model listed twice, or two models of one name, is a usage error."""
-    from orchestrator.artifacts.modelspec import parse_model_specs
-
     jobs = {}
     for backend in dict.fromkeys(m.backend for m in plan.models):
         models = [m for m in plan.models if m.backend == backend]
@@ -230,17 +249,53 @@ def _compare(plan: NightlyPlan, store: Store, result: JobResult) -> Comparison:
     """A night's job against its baselines; its verdicts are recorded beside it (a regressed job is never
     a later baseline, confirmed or not: an outlier job is no baseline either)."""
     finder = last_good_finder(store, result.job) if plan.baseline == LAST_GOOD else named_finder(store, plan.baseline)
-    noise = history_noise_finder(store, result.job, plan.center) if plan.noise_floor is None else None
+    histories = _Histories(store, result.job)
+    noise = (lambda d, m: replicate_floor(histories(d, m), plan.center)) if plan.noise_floor is None else None
     part = compare_against(result.rundir.root, finder, plan.settings, a_label=plan.baseline, noise=noise)
+    part = replace(part, pairs=tuple(_judge_series(plan, store, result, histories, pair) for pair in part.pairs))
     record_verdicts(result.rundir.root, part)
     return part
+
+
+class _Histories:
+    """Each (device, model)'s series history for one job, read from the store once."""
+
+    def __init__(self, store: Store, job: Any) -> None:
+        self.store, self.job = store, job
+        self.found: dict[tuple[str, str], list[SeriesPoint]] = {}
+
+    def __call__(self, device: str, model: str) -> list[SeriesPoint]:
+        if (device, model) not in self.found:
+            self.found[(device, model)] = series_history(self.store, self.job, device, model)
+        return self.found[(device, model)]
+
+
+def _judge_series(plan: NightlyPlan, store: Store, result: JobResult, histories: _Histories,
+                  pair: PairVerdict) -> PairVerdict:
+    """The pair with its series verdict (series.py): the night against the series' reference, or the plan's
+    pinned one. Pairs without a measurement or whose sides ran with other settings are left as they are."""
+    if pair.estimate is None or pair.verdict in (Verdict.NO_DATA, Verdict.NEW, Verdict.SETTINGS_DIFFER):
+        return pair
+    night = series_point(result.rundir.root, result.job, pair.device, pair.model_b)
+    pinned = _pinned(store, plan.reference, pair.device, pair.model_b) if plan.reference else None
+    found = judge(histories(pair.device, pair.model_b), night, plan.settings, pair.noise, pinned)
+    if found is None:
+        return pair
+    if found.regressed and pair.verdict is not Verdict.REGRESSED:  # the night's verdict is the series' then
+        return replace(pair, series=found, verdict=Verdict.REGRESSED,
+                       reason=f"regressed against its series; against the last good run alone: {pair.verdict.value}")
+    return replace(pair, series=found)
+
+
+def _pinned(store: Store, ref: str, device: str, model: str) -> SeriesPoint | None:
+    run_dir, job = named_finder(store, ref, "reference")(device, model)
+    dev = job.device(device)
+    return series_point(run_dir, job, device, model) if dev is not None and dev.model(model) is not None else None
 
 
 def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult, regressed: Sequence[Any],
              progress: Progress) -> JobResult:
     """The regressed pairs' models on their devices, once more, as a job of its own (recorded in the store)."""
-    from orchestrator.artifacts.modelspec import parse_model_spec
-
     models = {p.model for p in regressed}
     devices = list(dict.fromkeys(p.device for p in regressed))
     config = result.job.config
@@ -257,8 +312,6 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
 
 def _record(store: Store, result: JobResult) -> None:
     """The job into the store from memory: its statistics and samples, no ETDump read again."""
-    from orchestrator.store.ingest import job_record
-
     store.record_run(job_record(result.recorded, result.rundir.root, result.stats))
 
 
@@ -267,8 +320,6 @@ JobRunner = Callable[[list[Any], str, Path, str, list[str]], JobResult]  # (spec
 
 def _host_runner(plan: NightlyPlan, config: Path | None, progress: Progress) -> tuple[JobRunner, bool]:
     """The runner of the night's jobs on this host, and whether every device runs the user's own runtime."""
-    from orchestrator.config import load_inventory
-
     inventory = load_inventory(plan.config or config)
     devices = inventory.select(list(plan.devices))  # every device of the plan is known before anything runs
     def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str]) -> JobResult:
@@ -281,7 +332,7 @@ def _host_runner(plan: NightlyPlan, config: Path | None, progress: Progress) -> 
 def _farm_runner(plan: NightlyPlan, farm: Any, progress: Progress) -> tuple[JobRunner, bool]:
     """The runner of the night's jobs on the farm; its workers' runtimes are not known until the job runs, so
     a program needing the llama:: custom ops is left to the job to refuse."""
-    from orchestrator.farm.client import run_distributed
+    from orchestrator.farm.client import run_distributed  # a night on this host never imports the farm's package
 
     def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str]) -> JobResult:
         return run_distributed(names, specs, backend=backend, options=plan.options(), out=out, progress=progress,
@@ -292,8 +343,6 @@ def _farm_runner(plan: NightlyPlan, farm: Any, progress: Progress) -> tuple[JobR
 
 def _new_dir(root: Path) -> tuple[Path, str]:
     """A fresh run directory under `root` named by the job's run id (and that id)."""
-    from orchestrator.run.rundir import new_run_id
-
     for _ in range(10):
         run_id = new_run_id()
         if not (root / run_id).exists():

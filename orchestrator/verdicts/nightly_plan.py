@@ -8,9 +8,11 @@ The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly 
     iterations: 50
     warmup: 5
     threshold: 5%                           # end to end; `op_threshold` (default 10%) per op
-    center: mean                            # or fast: see statistics.Center
+    center: fast-state                      # default; or mean, fast: see statistics.Center
     noise_floor: auto                       # default; or a percentage (0% = none): see noise.py
     baseline: last-good                     # or a run id / run directory
+    reference: 20261101-120000-ab12         # optional: pin the series reference to a run (a release's); default:
+                                            # the level before the night's drift (series.py)
     report: reports/                        # Markdown + JSON verdicts written here
     out: reports/runs                       # optional: where run directories go (default REPORT/runs)
     config: configs/devices.yaml            # optional device inventory (default: --config, $ETFARM_CONFIG)
@@ -41,12 +43,18 @@ from orchestrator.errors import ConfigError, UsageError
 from orchestrator.run.limits import LIMITS
 from orchestrator.run.results import RunOptions
 from orchestrator.verdicts.baseline import LAST_GOOD
-from orchestrator.verdicts.statistics import DEFAULT_OP_THRESHOLD, DEFAULT_THRESHOLD, VerdictSettings
+from orchestrator.verdicts.statistics import (
+    DEFAULT_CENTER,
+    DEFAULT_OP_THRESHOLD,
+    DEFAULT_THRESHOLD,
+    Center,
+    VerdictSettings,
+)
 from orchestrator.yamlfile import load_yaml, shorten
 
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
          "config", "backend", "center", "noise_floor", "scheduler", "confirm", "threads", "prompt_len", "gen_len",
-         "recipe"}
+         "reference", "recipe"}
 _SWEEP_MOST = 1 << 16  # as the command line's lists: beyond it a value is a typo
 _MODEL_KEYS = {"spec", "backend", "name"}
 
@@ -71,8 +79,9 @@ class NightlyPlan:
     threshold: float = DEFAULT_THRESHOLD
     op_threshold: float = DEFAULT_OP_THRESHOLD
     baseline: str = LAST_GOOD
+    reference: str | None = None  # a pinned series reference (a release's run); None: the series' own (series.py)
     config: Path | None = None
-    center: str = "mean"
+    center: str = DEFAULT_CENTER
     noise_floor: float | None = None  # None: auto (per device and model from stored history), else relative
     scheduler: str | None = None  # the Dask farm's scheduler: the devices are its workers'
     confirm: bool = True  # a regressed (device, model) is run again; only a regression that reproduces fails
@@ -118,8 +127,9 @@ def load_plan(path: Path) -> NightlyPlan:
         threshold=_percent(path, data, "threshold", DEFAULT_THRESHOLD),
         op_threshold=_percent(path, data, "op_threshold", DEFAULT_OP_THRESHOLD),
         baseline=_text(path, "baseline", data.get("baseline", LAST_GOOD)),
+        reference=_text(path, "reference", data["reference"]) if data.get("reference") is not None else None,
         config=Path(_text(path, "config", data["config"])).expanduser() if data.get("config") else None,
-        center=_center(path, data.get("center", "mean")), noise_floor=_noise_floor(path, data.get("noise_floor", "auto")),
+        center=_center(path, data.get("center", DEFAULT_CENTER)), noise_floor=_noise_floor(path, data.get("noise_floor", "auto")),
         scheduler=_text(path, "scheduler", data["scheduler"]) if data.get("scheduler") is not None else None,
         confirm=_flag(path, data, "confirm", True), threads=_ints(path, data, "threads", 0, LIMITS["cpu_threads"][1]),
         prompt_lens=_ints(path, data, "prompt_len", 1, _SWEEP_MOST), gen_lens=_ints(path, data, "gen_len", 1, _SWEEP_MOST))
@@ -146,8 +156,8 @@ def _noise_floor(path: Path, value: Any) -> float | None:
 
 
 def _center(path: Path, value: Any) -> str:
-    if value not in ("mean", "fast"):
-        raise ConfigError(path, "center", f"expected mean or fast, got {value!r}")
+    if value not in {c.value for c in Center}:
+        raise ConfigError(path, "center", f"expected {', '.join(c.value for c in Center)}, got {value!r}")
     return str(value)
 
 

@@ -26,6 +26,12 @@ any floor that still lets a 2x slowdown through; a single job cannot tell them f
 Which stored jobs count (same model name, device, backend, iterations, warmup, threads; the
 model succeeded with right outputs; not marked regressed; older than the run under test) is the
 baseline finder's rule, in baseline.py (`good_history`, `history_noise_finder`): one home.
+
+The nightly's automatic floor (`estimate_replicate_floor`, issue 32) no longer takes consecutive jobs:
+nights alternating between two models raised that one from 1.5 % to 12.5 % in eight nights. It pools
+the spread WITHIN groups of replicate jobs (the same model content between two change points of the
+series: series.py), so real changes, accepted or not, never widen it. `estimate_floor` stays for
+callers that have no such groups.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ class NoiseFloor:
     jobs: int = 0  # stored good jobs it was estimated from (auto)
     auto: bool = True  # False: set by hand (--noise-floor PCT / plan `noise_floor: 3%`)
     min_jobs: int = MIN_JOBS
+    method: str = "consecutive"  # "replicates": from groups of jobs that are replicates of each other
+    groups: int = 0  # replicates: the groups (same model content, between change points) it pooled
 
     @property
     def value(self) -> float:
@@ -59,11 +67,14 @@ class NoiseFloor:
             return f"{self.value:.1%} (set)"
         if self.floor is None:
             return f"none ({self.jobs} of {self.min_jobs} runs)"
+        if self.method == "replicates":
+            return f"{self.floor:.1%} ({self.jobs} runs, {self.groups} replicate groups)"
         return f"{self.floor:.1%} ({self.jobs} runs)"
 
     def to_dict(self) -> dict[str, Any]:
         return {"floor": self.floor, "source": "auto" if self.auto else "set", "stored_runs": self.jobs,
-                "min_stored_runs": self.min_jobs, "coverage": COVERAGE if self.auto else None}
+                "min_stored_runs": self.min_jobs, "coverage": COVERAGE if self.auto else None,
+                "method": self.method if self.auto else None, "replicate_groups": self.groups if self.auto else None}
 
 
 NoiseFinder = Callable[[str, str], NoiseFloor]  # (device, model) -> the floor for that pair
@@ -85,3 +96,31 @@ def estimate_floor(job_statistics: Sequence[float], coverage: float = COVERAGE,
     sigma = float(median_abs_deviation(steps, scale="normal"))
     z = float(norm.ppf(0.5 + coverage / 2.0))
     return NoiseFloor(math.expm1(z * sigma), int(values.size), min_jobs=min_jobs)
+
+
+def estimate_replicate_floor(job_statistics: Sequence[float], groups: Sequence[object], coverage: float = COVERAGE,
+                             min_jobs: int = MIN_JOBS) -> NoiseFloor:
+    """The noise floor from jobs that are replicates of one another (issue 32): `groups[i]` names job i's group
+    (series.py: the same model content between two change points), so a real change, accepted or not, is a
+    difference BETWEEN groups and never widens the floor. Each job's log statistic minus its group's median (one
+    outlier job, a whole job in a slow state, does not drag a small group's centre), scaled by sqrt(n / (n - 1))
+    so small groups are not shrunk, pooled; sigma = the MAD of those deviations scaled to a
+    normal sigma; the floor bounds the ratio of two replicate jobs: exp(z sqrt(2) sigma) - 1. Needs `min_jobs - 1`
+    degrees of freedom (jobs minus groups), else no floor."""
+    import numpy as np
+    from scipy.special import ndtri
+
+    by_group: dict[object, list[float]] = {}
+    for value, group in zip(job_statistics, groups, strict=True):
+        if math.isfinite(value) and value > 0:
+            by_group.setdefault(group, []).append(math.log(value))
+    used = sum(len(v) for v in by_group.values())
+    deviations = [(x - float(np.median(v))) * math.sqrt(len(v) / (len(v) - 1))
+                  for v in by_group.values() if len(v) > 1 for x in v]
+    replicated = sum(1 for v in by_group.values() if len(v) > 1)
+    if len(deviations) - replicated < max(min_jobs - 1, 1):
+        return NoiseFloor(None, used, min_jobs=min_jobs, method="replicates", groups=replicated)
+    sigma = 1.4826 * float(np.median(np.abs(deviations)))
+    z = float(ndtri(0.5 + coverage / 2.0))
+    return NoiseFloor(math.expm1(z * math.sqrt(2.0) * sigma), used, min_jobs=min_jobs, method="replicates",
+                      groups=replicated)

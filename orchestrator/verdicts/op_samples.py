@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.profiles.analysis_core import collect_samples
+
 if TYPE_CHECKING:
     from orchestrator.profiles.analysis_core import SampleSet
 
@@ -28,8 +30,6 @@ class OpSamples:
 
 def read_op_samples(etdumps: Sequence[Path]) -> OpSamples:
     """The per-op samples of process runs from their ETDumps, one run per file, in order."""
-    from orchestrator.profiles.analysis_core import collect_samples
-
     return op_samples_of(collect_samples(etdumps, run_labels=list(range(len(etdumps)))))
 
 

@@ -102,12 +102,13 @@ def test_accuracy_against_the_fp32_eager_model_per_device(job: tuple[Path, subpr
 
 
 def test_the_report_joins_layers_across_recipes_and_devices(job: tuple[Path, object]) -> None:
-    from orchestrator.report.build import build_report
-    from orchestrator.report.markdown import render_markdown
-    from orchestrator.report.run_page import run_page
+    from orchestrator.report.builders.report import build_report
+    from orchestrator.report.page.sections import run_page
+    from orchestrator.report.render.charts import report_charts
+    from orchestrator.report.render.markdown import render_markdown
 
     out, _ = job
-    report = build_report(out, charts=False)
+    report = build_report(out)
     (group,) = report.quantized
     assert group.name == "tiny_cnn" and group.recipes == ("fp32", "int8-static") and group.baseline == "fp32"
     assert [d.device for d in group.devices] == list(DEVICES)
@@ -128,7 +129,13 @@ def test_the_report_joins_layers_across_recipes_and_devices(job: tuple[Path, obj
     assert {layer.key.layer for layer in layer_accuracy.layers} >= set(convolutions)
     worst = layer_accuracy.worst
     assert worst is not None and worst.added_error == max(layer.added_error for layer in layer_accuracy.layers)
-    page = render_markdown(run_page(report))
+    charts = report_charts(report)
+    chart = charts.of("tiny_cnn", "latency-accuracy")  # latency against SNR: a point per device and recipe
+    assert chart is not None and all(f"{device} int8-static: p50 " in chart.svg for device in DEVICES)
+    whole = run_page(report, charts)
+    assert ("quantized", "#quantized") in whole.nav  # the section registry names its navigation label
+    page = render_markdown(whole, chart_dir="charts")
+    assert f"![tiny_cnn: latency against accuracy per device](charts/{chart.stem}.svg)" in page
     assert f"The layer that loses most: **{worst.key.describe()}**" in page
     snr = rows[("rpi5", "int8-static")].accuracy.snr_db
     assert "On **rpi5**: `int8-static` runs" in page and f"outputs **{snr:.1f} dB SNR**" in page

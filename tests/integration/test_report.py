@@ -11,7 +11,7 @@ import pytest
 from testbed.chromium import PAGE, visit
 
 from device_agents import DeviceSpec
-from orchestrator.report.output import REPORT_HTML
+from orchestrator.report.destination import REPORT_HTML
 from tests.helpers.inventory import write_inventory
 
 REPO = Path(__file__).resolve().parents[2]

@@ -112,11 +112,11 @@ def test_busy_loop_on_the_pinned_core_is_flagged(tmp_path: Path) -> None:
         assert run.flag is RunFlag.INTERFERED, (run.label, run.slowdown, run.calibration_before_ms, run.calibration_after_ms)
         assert run.slowdown is not None and run.slowdown > max(SLOWDOWN_THRESHOLD, first.slowdown)
     assert model.unstable and any("IQR / median" in reason for reason in model.stability.reasons)
-    from orchestrator.report.build import build_report
-    from orchestrator.report.markdown import render_markdown
-    from orchestrator.report.run_page import run_page
+    from orchestrator.report.builders.report import build_report
+    from orchestrator.report.page.sections import run_page
+    from orchestrator.report.render.markdown import render_markdown
 
-    page = render_markdown(run_page(build_report(tmp_path / "out", charts=False)))
+    page = render_markdown(run_page(build_report(tmp_path / "out")))
     trust = page[page.index("### What to trust"):page.index("### Model")]
     assert "run-2 interfered (calibration +" in trust and "run-3 interfered (calibration +" in trust
     assert "run-1 interfered" not in trust and "unstable" in trust

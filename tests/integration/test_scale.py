@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -28,6 +29,7 @@ from testbed.sshd import SshTestHost  # noqa: E402
 
 from device_agents import DeviceSpec  # noqa: E402
 from orchestrator.artifacts.tensorfile import read_tensors, write_tensors  # noqa: E402
+from orchestrator.farm.status import farm_status  # noqa: E402
 from orchestrator.run import DeviceStatus, JobStatus, ModelStatus, load_manifest  # noqa: E402
 from tests.helpers.inspector_stats import assert_stats_equal_inspector  # noqa: E402
 from tests.helpers.inventory import write_inventory  # noqa: E402
@@ -64,6 +66,7 @@ class Farm:
         self.address = f"{'tls' if tls else 'tcp'}://127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen[bytes]] = []
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
+        self.client: Any = None  # a Dask client of this process, made on the first `status()`
         protocol = ("--protocol", "tls") if tls else ()
         self.scheduler = _start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
                                  "--port", str(self.port), "--no-dashboard", *protocol, *tls], root / "scheduler.log")
@@ -79,10 +82,23 @@ class Farm:
         self.workers[name] = proc
         return proc
 
-    def status(self) -> dict:
+    def cli_status(self) -> dict:
+        """`etfarm farm status --json`, as a user runs it."""
         result = etfarm("farm", "status", "--scheduler", self.address, "--json", *self.tls, timeout=60)
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
+
+    def status(self) -> dict:
+        """What `etfarm farm status --json` says, through the same `farm_status` in this process: the tests poll
+        it while workers start, and a new `etfarm` process per poll cost a second of CPU each (a TLS farm still
+        asks the command, which holds the certificates)."""
+        if self.tls:
+            return self.cli_status()
+        if self.client is None:
+            from distributed import Client
+
+            self.client = Client(self.address, timeout=STARTUP_SEC, set_as_default=False)
+        return {"scheduler": self.address, "workers": [row.to_dict() for row in farm_status(self.client)]}
 
     def wait_online(self, device: str, timeout_s: float = STARTUP_SEC) -> dict:
         deadline = time.monotonic() + timeout_s
@@ -97,6 +113,8 @@ class Farm:
         return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted(self.root.glob("*.log")))
 
     def stop(self) -> None:
+        if self.client is not None:
+            self.client.close(timeout=10)
         for proc in reversed(self.procs):
             _kill(proc)
 
@@ -136,7 +154,8 @@ def test_one_run_across_two_workers_writes_what_a_local_run_writes(
     farm.worker("wa", write_inventory(tmp_path / "a.yaml", [a]))
     farm.worker("wb", write_inventory(tmp_path / "b.yaml", [b]))
     farm.wait_online("host-a")
-    status = farm.wait_online("host-b")
+    farm.wait_online("host-b")
+    status = farm.cli_status()
     assert {w["name"]: w["devices"] for w in status["workers"]} == {"wa": {"host-a": True}, "wb": {"host-b": True}}
     store = tmp_path / "results.db"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from device_agents.adb.settings import AdbSettings
-from device_agents.local import LocalSettings
+from device_agents.spec import LocalSettings
 from device_agents.ssh.settings import SshSettings
 from orchestrator.config import default_config_path, load_inventory
 from orchestrator.errors import ConfigError, UsageError
@@ -177,10 +177,10 @@ def test_runtime_is_a_prefix_path_relative_to_the_file(tmp_path: Path) -> None:
 
 
 def test_adb_serial_is_a_device_without_an_entry(monkeypatch: pytest.MonkeyPatch) -> None:
-    from device_agents.adb import discover
+    from orchestrator import config
 
     monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", "5999")
-    monkeypatch.setattr(discover, "device_abi", lambda server, serial: {"R58M": "arm64-v8a", "OLD": "armeabi-v7a"}[serial])
+    monkeypatch.setattr(config, "device_abi", lambda server, serial: {"R58M": "arm64-v8a", "OLD": "armeabi-v7a"}[serial])
     inventory = load_inventory(None)
     phone, local = inventory.select("adb:R58M,local")
     assert (phone.name, phone.transport, phone.target, phone.workdir) == ("adb:R58M", "adb", "android-arm64-v8a",

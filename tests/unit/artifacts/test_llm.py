@@ -117,8 +117,6 @@ def broken():
 
 
 def test_a_recipe_factory_exports_through_export_llama(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from orchestrator.artifacts import llm_export
-
     calls: list[tuple[LlmRecipe, str, Path]] = []
 
     def fake_export(recipe: LlmRecipe, backend: str, pte: Path, quiet: Any = None) -> str | None:
@@ -128,7 +126,7 @@ def test_a_recipe_factory_exports_through_export_llama(tmp_path: Path, monkeypat
         (pte.parent / lowering.LLM_REFERENCE_NAME).write_text(json.dumps(_reference().to_json()))
         return None
 
-    monkeypatch.setattr(llm_export, "export_llm_into", fake_export)
+    monkeypatch.setattr(lowering, "export_llm_into", fake_export)  # where export_model calls it
     monkeypatch.setenv("ETFARM_CACHE_DIR", str(tmp_path / "cache"))
     source = tmp_path / "tiny_lm.py"
     source.write_text(LLM_MODEL)

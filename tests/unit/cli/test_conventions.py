@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import config
+from orchestrator.cli import devices as devices_command
 from orchestrator.cli import main
 from orchestrator.errors import CommandFailed, ModelSpecError
 
@@ -24,7 +24,7 @@ def test_multi_line_errors_print_exactly_one_line(monkeypatch: pytest.MonkeyPatc
     def failing(path: object = None) -> None:
         raise CommandFailed("rpi5", "cat /proc/cpuinfo", 1, "line one of the output\nline two\n\nline four")
 
-    monkeypatch.setattr(config, "load_inventory", failing)
+    monkeypatch.setattr(devices_command, "load_inventory", failing)
     assert main(["devices", "--no-check"]) == 1  # an infrastructure error
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: [rpi5] command exited 1: cat /proc/cpuinfo | line one")
@@ -35,7 +35,7 @@ def test_multi_line_usage_error_is_one_line_exit_2(monkeypatch: pytest.MonkeyPat
     def failing(path: object = None) -> None:
         raise ModelSpecError("factory build() raised RuntimeError: first\nsecond\nthird")
 
-    monkeypatch.setattr(config, "load_inventory", failing)
+    monkeypatch.setattr(devices_command, "load_inventory", failing)
     assert main(["devices"]) == 2
     assert capsys.readouterr().err.splitlines() == ["error: factory build() raised RuntimeError: first | second | third"]
 
@@ -45,7 +45,7 @@ def test_unexpected_exception_is_one_line_bug_with_details_file(monkeypatch: pyt
     def failing(path: object = None) -> None:
         raise ValueError("oops\nmore")
 
-    monkeypatch.setattr(config, "load_inventory", failing)
+    monkeypatch.setattr(devices_command, "load_inventory", failing)
     assert main(["devices"]) == 1
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("error: internal error (bug): ValueError: oops | more; details in ")
@@ -57,7 +57,7 @@ def test_ctrl_c_exits_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
     def interrupted(path: object = None) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(config, "load_inventory", interrupted)
+    monkeypatch.setattr(devices_command, "load_inventory", interrupted)
     assert main(["devices"]) == 130
     assert "interrupted" in capsys.readouterr().err
 

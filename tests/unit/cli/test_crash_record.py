@@ -17,7 +17,7 @@ def test_an_internal_error_with_an_unwritable_cache_is_still_one_line(tmp_path: 
     def broken() -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("orchestrator.versions.version_line", broken)
+    monkeypatch.setattr("orchestrator.cli.version_line", broken)  # where --version calls it
     assert main(["--version"]) == 1
     err = capsys.readouterr().err
     assert err.splitlines() == ["error: internal error (bug): RuntimeError: a bug; traceback not saved (the cache: "

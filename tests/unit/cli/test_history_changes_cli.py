@@ -71,3 +71,23 @@ def test_runs_flagged_interfered_are_left_out_of_changes_and_marked(tmp_path: Pa
     assert listing.splitlines()[0].split()[:5] == ["run", "started", "status", "model", "backend"]
     r06 = next(line for line in listing.splitlines() if line.startswith("r06"))
     assert "xnnpack" in r06 and "*" in r06 and "flagged interfered or throttled" in listing
+
+
+def test_a_series_never_mixes_settings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Runs of the same model with other iterations are another series (likeness.SeriesKey): their level is not a
+    shift of the first series, however different."""
+    paths = []
+    for i in range(12):
+        path = run_at(tmp_path / "runs", i, 1.0 if i < 6 else 1.3)
+        if i >= 6:  # the slower runs ran 99 iterations: another configuration, not a change
+            job = load_manifest(path)
+            write_json_atomic(path / "manifest.json", replace(job, config=replace(
+                job.config, options=replace(job.config.options, iterations=99))).to_dict())
+        paths.append(path)
+    db = str(tmp_path / "s.db")
+    assert main(["store", "import", *map(str, paths), "--store", db]) == 0
+    capsys.readouterr()
+    assert main(["history", "--changes", "--model", "mlp", "--store", db, "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert sorted((s["settings"]["iterations"], s["points"], len(s["changes"])) for s in found) == [("3", 6, 0),
+                                                                                                   ("99", 6, 0)]

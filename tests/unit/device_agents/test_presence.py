@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from device_agents.local import LocalSettings
+from device_agents.spec import LocalSettings
 from device_agents.ssh.settings import SshSettings
 from tests.helpers.fake_adb import serve_once
 

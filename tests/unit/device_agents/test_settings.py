@@ -23,8 +23,8 @@ import yaml
 from device_agents import TRANSPORTS, DeviceSpec, settings_type, trust_host_key
 from device_agents.adb.settings import AdbSettings
 from device_agents.adb.track import AdbListing
-from device_agents.local import LocalSettings
 from device_agents.presence import AlwaysPresent, ServerBanner
+from device_agents.spec import LocalSettings
 from device_agents.ssh.settings import SshSettings
 from orchestrator.config import load_inventory
 from orchestrator.errors import ConfigError, DeviceRefused, UsageError

@@ -31,7 +31,7 @@ from orchestrator.profiles.analysis_core import (
     summary_records,
 )
 from orchestrator.profiles.stat_rows import StatRow, write_stats_csv
-from orchestrator.report.tables import format_report
+from orchestrator.report.terminal.events import format_report
 from tests.helpers.etdumps import Profile, Run, build_etdump, typical_runs
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.profiles.analysis_core import source_line
 from orchestrator.profiles.etrecord import load_etrecord
-from orchestrator.report.tables import op_where
+from orchestrator.profiles.source import common_prefix, deepest_module, module_path, op_where, short_op_types, source_line
 from tests.unit.profiles.test_etrecord import EDGE, node, write_etrecord
 
 TRACE = (
@@ -52,3 +51,18 @@ def test_module_cell() -> None:
     assert op_where("enc", "enc.ff.up;enc.ff;enc.ff.down;enc") == "enc{ff.up,ff.down}"  # ancestors left out
     assert op_where(None, None) == ""
     assert op_where("", "") == ""
+
+
+def test_an_event_and_a_kernel_sit_in_the_deepest_module_their_ops_share() -> None:
+    # one rule for the event columns (module_path) and the XNNPACK kernels' own (deepest_module)
+    assert deepest_module([["enc", "enc.att", "enc.att.q"], ["enc", "enc.att", "enc.att.k"]]) == "enc.att"
+    assert deepest_module([["enc"], ["dec"]]) == "" and deepest_module([]) == ""
+    hierarchy = {"q_": {"a": ("enc", "E"), "b": ("enc.att", "A")}, "v_": {"a": ("enc", "E")}}
+    assert module_path(hierarchy) == "enc" and module_path({}) == ""
+    assert common_prefix([["enc", "att"], ["enc", "ff"]]) == ["enc"] and common_prefix([]) == []
+
+
+def test_op_types_are_named_short_once_each() -> None:
+    assert short_op_types("aten.addmm.default;aten.permute_copy.default;aten.addmm.default;my.op") == [
+        "addmm", "permute_copy", "my.op"]
+    assert short_op_types("") == [] and short_op_types(None) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from device_agents.facts import DeviceFacts
-from orchestrator.report.device_facts import device_facts
+from orchestrator.report.builders.device_facts import device_facts
 from orchestrator.run.conditions import DeviceState
 from orchestrator.run.results import DeviceResult, ModelResult, ModelStatus, ProcessRun
 

@@ -27,13 +27,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orchestrator.profiles.stat_rows import read_stats_csv
-from orchestrator.report.build import build_report
+from orchestrator.report.builders.report import build_report
 from orchestrator.report.escape import visible
-from orchestrator.report.export import render_csv, render_json
-from orchestrator.report.html import render_html
-from orchestrator.report.markdown import render_markdown
-from orchestrator.report.run_page import run_page
-from orchestrator.report.summary import summary, wall_clock_lines
+from orchestrator.report.page.sections import run_page
+from orchestrator.report.render.export import render_csv, render_json
+from orchestrator.report.render.html import render_html
+from orchestrator.report.render.markdown import render_markdown
+from orchestrator.report.terminal.summary import summary, wall_clock_lines
 from orchestrator.run.results import load_manifest
 from tests.helpers.synthetic_run import make_run_dir
 
@@ -116,7 +116,7 @@ def flat(text: str) -> str:
 @given(name=NAMES)
 def test_every_format_shows_a_hostile_name_as_text(tmp_path: Path, name: str) -> None:
     run = run_with(tmp_path, name)
-    report = build_report(run, charts=False)
+    report = build_report(run)
     page = run_page(report)
     shown = flat(visible(name))
 
@@ -155,8 +155,8 @@ def test_the_ab_page_shows_a_hostile_name_as_text(tmp_path: Path, name: str) -> 
     """The same for the A/B page (verdicts, structure diff, trust, B's report), HTML and Markdown."""
     from markdown_it import MarkdownIt
 
-    from orchestrator.report.comparison import comparison_view
-    from orchestrator.report.comparison_page import comparison_page
+    from orchestrator.report.builders.comparison import comparison_view
+    from orchestrator.report.page.comparison import comparison_page
     from orchestrator.verdicts.compare import compare_jobs
 
     device, model = plain_name(name, "d_x_"), plain_name(name, "m_x_")
@@ -165,7 +165,7 @@ def test_the_ab_page_shows_a_hostile_name_as_text(tmp_path: Path, name: str) -> 
     b = make_run_dir(tmp_path / f"b-{abs(hash(name))}", devices=(device,), models=(model,), module=name + "2", op=name,
                      runs=3, iterations=5, run_id="20261122-000001-bbbb", seed=1)
     comparison = compare_jobs(a, b, per_op=False)
-    page = comparison_page(comparison_view(comparison, [build_report(b, charts=False)], f"A/B {name}", tmp_path))
+    page = comparison_page(comparison_view(comparison, [build_report(b)], f"A/B {name}", tmp_path))
     shown = flat(visible(name))
     html = parsed(render_html(page))
     assert {tag for tag, _ in html.tags} <= HTML_TAGS and shown in flat("".join(html.text))

@@ -1,17 +1,20 @@
-"""The LLM section of the reports (report/llm_section.py, its page sections llm_render.py) and the printed summary
-(llm_text.py)."""
+"""The LLM section of the reports (report/builders/llm.py, its page section page/llm.py, its chart render/charts.py)
+and the printed summary (terminal/llm.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from orchestrator.profiles.stat_rows import StatRow
-from orchestrator.report.build import build_job_report
-from orchestrator.report.html import render_html
-from orchestrator.report.llm_section import llm_sections
-from orchestrator.report.llm_text import llm_lines, phase_tables
-from orchestrator.report.markdown import render_markdown
-from orchestrator.report.run_page import run_page
+from orchestrator.report.builders.llm import llm_sections
+from orchestrator.report.builders.report import build_job_report
+from orchestrator.report.page.blocks import RunView, plain
+from orchestrator.report.page.memory import memory_section
+from orchestrator.report.page.sections import run_page
+from orchestrator.report.render.charts import report_charts
+from orchestrator.report.render.html import render_html
+from orchestrator.report.render.markdown import render_markdown
+from orchestrator.report.terminal.llm import llm_lines, phase_tables
 from orchestrator.run.results import load_manifest
 from tests.unit.store.test_llm_store import llm_run_dir
 
@@ -34,16 +37,18 @@ def test_the_section_puts_devices_side_by_side_with_the_phases_and_a_step_chart(
     assert local.pss_decode_kb == 650 and local.verification == "pass"
     ops = {(o.phase, o.index): o for o in section.phase_ops}
     assert ops[("prefill", 3)].share == 0.75 and ops[("decode", 3)].share == 0.2
-    assert section.chart is not None and "<svg" in section.chart.svg
 
-    report = build_job_report(job, tmp_path, phase_rows(), charts=True)
-    assert report.charts[-1] is report.llm[0].chart  # written beside the Markdown with the models' charts
-    html = render_html(run_page(report))
+    report = build_job_report(job, tmp_path, phase_rows())
+    charts = report_charts(report)
+    chart = charts.of("mlp", "decode-steps")
+    assert chart is not None and "<svg" in chart.svg
+    assert charts.all[-1] is chart  # written beside the Markdown with the models' charts
+    html = render_html(run_page(report, charts))
     assert '<section id="llm">' in html and '<a href="#llm">LLMs</a>' in html and "2000" in html
     assert html.index('id="llm"') < html.index('id="memory"') < html.index('id="devices"')
     assert "<script>alert" not in html and "&lt;script&gt;alert" in html  # names are escaped
     assert "LLMs (run/llm_figures.py)" in html  # how the figures were computed
-    markdown = render_markdown(run_page(report), "charts")
+    markdown = render_markdown(run_page(report, charts), "charts")
     markdown = markdown[markdown.index("### LLMs"):markdown.index("### Memory")]  # the page's one escaping rule
     assert "#### Model `mlp`" in markdown and "![mlp: per-step decode latency](charts/mlp-decode-steps.svg)" in markdown
     assert "<script>" not in markdown and r"\<script\>" in markdown and r"layers.0\|x" in markdown
@@ -62,18 +67,20 @@ def test_the_printed_summary(tmp_path: Path) -> None:
 
 def test_the_memory_table_has_every_model_kind_with_pss(tmp_path: Path) -> None:
     job = load_manifest(llm_run_dir(tmp_path))
-    report = build_job_report(job, tmp_path, phase_rows(), charts=False)
+    report = build_job_report(job, tmp_path, phase_rows())
     rows = {r.device: r for r in report.memory}
     assert (rows["local"].pss_load_kb, rows["local"].pss_kb, rows["local"].peak_rss_kb) == (402, 602, 900)
-    assert rows["rpi5"].pss_kb is None and rows["rpi5"].cells()[4] == "-"  # a run recorded before PSS
+    assert rows["rpi5"].pss_kb is None  # a run recorded before PSS
+    (table, _) = memory_section(RunView(report))[0].blocks
+    assert [plain(c) for c in table.rows[-1]][1:5] == ["rpi5", "-", "-", "-"]
     html = render_html(run_page(report))
     assert '<section id="memory">' in html and "602.0 KiB" in html
     assert "### Memory" in render_markdown(run_page(report))
 
 
 def test_the_ab_page_gives_the_llm_metric_verdicts_in_words_and_in_a_table() -> None:
-    from orchestrator.report.comparison import comparison_view
-    from orchestrator.report.comparison_page import comparison_page
+    from orchestrator.report.builders.comparison import comparison_view
+    from orchestrator.report.page.comparison import comparison_page
     from orchestrator.verdicts.compare import Comparison, Side, SideRun, compare_sides
     from orchestrator.verdicts.statistics import VerdictSettings
     from tests.unit.verdicts.test_llm_metrics import runs

@@ -5,28 +5,31 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from orchestrator.report.build import build_report
-from orchestrator.report.export import CSV_COLUMNS, render_csv, render_json
-from orchestrator.report.html import render_html as html_of_page
-from orchestrator.report.markdown import render_markdown as markdown_of_page
+from orchestrator.report.builders.report import build_report
 from orchestrator.report.model import Report
-from orchestrator.report.page import plain
-from orchestrator.report.run_page import run_page
+from orchestrator.report.page.blocks import NO_CHARTS, plain
+from orchestrator.report.page.sections import run_page
+from orchestrator.report.render.charts import report_charts
+from orchestrator.report.render.export import CSV_COLUMNS, render_csv, render_json
+from orchestrator.report.render.html import render_html as html_of_page
+from orchestrator.report.render.markdown import render_markdown as markdown_of_page
 from orchestrator.store.history import HistoryPoint
 from tests.helpers.synthetic_run import make_run_dir
 
 
-def render_html(report: Report) -> str:
-    return html_of_page(run_page(report))
+def render_html(report: Report, charts: bool = True) -> str:
+    return html_of_page(run_page(report, report_charts(report) if charts else NO_CHARTS))
 
 
 def render_markdown(report: Report, chart_dir: str | None = None) -> str:
-    return markdown_of_page(run_page(report), chart_dir)
+    return markdown_of_page(run_page(report, report_charts(report)), chart_dir)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +63,7 @@ def test_html_escapes_what_it_shows(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("a", "b"), models=("m",), failed=("b",))
     manifest = run / "manifest.json"
     manifest.write_text(manifest.read_text().replace('"device unreachable"', '"<b>evil</b>"'))
-    page = render_html(build_report(run, charts=False))
+    page = render_html(build_report(run), charts=False)
     assert "<b>evil</b>" not in page and "&lt;b&gt;evil&lt;/b&gt;" in page
 
 
@@ -71,6 +74,13 @@ def test_html_shows_history_when_the_store_has_some(tmp_path: Path) -> None:
     page = render_html(build_report(run, history=points))
     assert "no history" not in page and "run-3" in page and "abc1234" in page
     assert 'data-chart="m0-history"' in page
+
+
+def test_the_navigation_lists_every_section_of_the_page(report: Report) -> None:
+    page = run_page(replace(report, numerics_error="no numerics.json in the run directory"))
+    assert [href for _, href in page.nav] == ["#" + s.anchor for s in page.sections]  # one list, read by both
+    assert ("numerics", "#numerics") in page.nav and ("method", "#methods") in page.nav
+    assert '<a href="#numerics">numerics</a>' in html_of_page(page)
 
 
 def test_markdown_fits_a_job_summary(report: Report) -> None:
@@ -91,8 +101,15 @@ def test_json_has_the_numbers_and_no_svg(report: Report) -> None:
     rpi5 = next(d for d in cnn["latency"] if d["device"] == "rpi5")
     model_rpi5 = next(d for d in report.models[0].latency if d.device == "rpi5")
     assert rpi5["ratio"] == model_rpi5.ratio and rpi5["ratio_ci"]["low"] == model_rpi5.ratio_ci.low
-    assert cnn["charts"][0] == {"stem": "cnn-latency", "title": "cnn: latency distribution per device"}
+    assert cnn["charts"] == [] and data["llm"] == []  # etfarm-report/1's keys: charts are drawn for pages only
     assert "<svg" not in json.dumps(data)
+
+
+def test_json_writes_a_number_that_is_not_finite_as_null(report: Report) -> None:
+    cnn = report.models[0]  # a numerics metric or a spread can be infinite; JSON has no inf
+    odd = replace(cnn, latency=(replace(cnn.latency[0], cv=math.inf, p90_over_p50=math.nan), *cnn.latency[1:]))
+    first = json.loads(render_json(replace(report, models=(odd, *report.models[1:]))))["models"][0]["latency"][0]
+    assert first["cv"] is None and first["p90_over_p50"] is None and first["p50_ms"] == cnn.latency[0].p50_ms
 
 
 def test_csv_is_one_row_per_model_and_device(report: Report) -> None:
@@ -123,7 +140,7 @@ def test_html_and_markdown_say_the_same(report: Report) -> None:
     html_text = unescape(re.sub(r"<[^>]+>", "", html_of_page(page)))
     rendered = MarkdownIt("commonmark").enable("table").render(markdown_of_page(page))
     md_text = unescape(re.sub(r"<[^>]+>", "", rendered)).replace("⛔ ", "").replace("⚠ ", "")  # a badge's tone, in words
-    from orchestrator.report.page import Bullets, Grid, Paragraph, Section, Table
+    from orchestrator.report.page.blocks import Bullets, Grid, Paragraph, Section, Table
 
     def texts(blocks: tuple) -> list[str]:
         out = []

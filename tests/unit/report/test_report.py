@@ -1,5 +1,5 @@
 from orchestrator.profiles.stat_rows import StatRow
-from orchestrator.report.summary import format_table, summary, wall_clock_lines
+from orchestrator.report.terminal.summary import format_table, summary, wall_clock_lines
 from orchestrator.run.results import (
     DeviceResult,
     DeviceStatus,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.report.trust import trust_notes
+from orchestrator.report.builders.trust import trust_notes
 from orchestrator.run.job_config import JobConfig
 from orchestrator.run.results import Attempt, DeviceResult, DeviceStatus, Job, JobStatus
 

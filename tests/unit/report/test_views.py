@@ -1,13 +1,15 @@
-"""report.views: the `run --json` document, derived from the results model."""
+"""report/terminal/views.py: the `run --json` document, derived from the results model's one JSON form (run/codec.py)."""
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
+from device_agents.facts import DeviceFacts
 from orchestrator.errors import Blame, one_line
-from orchestrator.report.views import job_view, json_text
+from orchestrator.report.terminal.views import job_view, json_text
 from orchestrator.run.results import (
     DeviceResult,
     DeviceStatus,
@@ -38,6 +40,25 @@ def test_job_view_names_every_device_and_model() -> None:
     assert model["e2e_p50_ms"] == 2.0 and model["e2e_samples"] == 3  # traced runs only, as the printed summary
     assert (b["status"], b["blame"], b["error"]) == ("failed", "infrastructure", "command exited 1: x | tail line")
     assert b["models"] == []
+
+
+@dataclass(frozen=True)
+class MeasuredModel(ModelResult):
+    """A results model with a field `--json` has never heard of."""
+
+    energy_mj: float | None = None
+
+
+def test_a_new_field_of_the_results_model_reaches_the_view_by_itself() -> None:
+    model = MeasuredModel("m", ModelStatus.OK, (ProcessRun("run-1", True, (1.0, 3.0)),), energy_mj=12.5)
+    job = Job("r", JobStatus.OK, "t0", JobConfig(("a",), ("m.py:build",), "xnnpack"),
+              devices=(DeviceResult("a", "local", "host", DeviceStatus.OK, facts=DeviceFacts.from_json({"abi": "x86_64"}), models=(model,)),))
+    view = json.loads(json_text(job_view(job, Path("/runs/r"), 0)))
+    (device,) = view["devices"]
+    (shown,) = device["models"]
+    assert shown["energy_mj"] == 12.5 and device["facts"] == {"abi": "x86_64"}  # as the manifest holds them
+    assert shown["e2e_p50_ms"] == 2.0 and shown["runs"] == 1  # the derived figures, beside the fields
+    assert "wall_execute_ms" not in shown and "execute_ms" not in json.dumps(view)  # raw samples stay in the manifest
 
 
 def test_json_text_is_strict_json() -> None:

@@ -49,7 +49,7 @@ def test_progress_lines_and_the_summary_come_from_one_rule() -> None:
     """The issue's case: run 1 disturbed, runs 2 and 3 flagged against it as they came, then a faster calibration
     (the untraced run) moves the reference. The news after each run, replayed, ends in exactly what the summary
     says: every flagged run with its final figure, run 1 included."""
-    from orchestrator.report.summary import wall_clock_lines
+    from orchestrator.report.terminal.summary import wall_clock_lines
     from orchestrator.run.calibration import flag_news, flag_text
     from orchestrator.run.results import DeviceResult, DeviceStatus, Job, JobConfig, JobStatus, ModelResult, ModelStatus
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from device_agents.adb.settings import AdbSettings
 from device_agents.base import DeviceSpec
-from device_agents.local import LocalAgent, LocalSettings
+from device_agents.local import LocalAgent
+from device_agents.spec import LocalSettings
 from device_agents.ssh.settings import SshSettings
 from orchestrator.run.controls import affinity_prefix, restore_commands, setup_commands
 

@@ -39,7 +39,7 @@ from orchestrator.farm.task import TaskReply, TaskRequest
 from orchestrator.profiles.stat_rows import ModelStats, StatRow
 from orchestrator.progress import Progress
 from orchestrator.run import job as engine
-from orchestrator.run import job_stats, session
+from orchestrator.run import job_stats, local_executor
 from orchestrator.run.executor import JobContext
 from orchestrator.run.heartbeat import Heartbeat
 from orchestrator.run.job import JobResult, run_job_on
@@ -180,9 +180,9 @@ def stubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[bool],
     runner.write_bytes(b"runner")
     monkeypatch.setattr("orchestrator.run.sweep.export_model", lambda spec, backend, recipe, log: ExportedModel(
         MODEL, spec.text, backend, "k" * 16, pte, None, None, None, cached=True))
-    monkeypatch.setattr("orchestrator.artifacts.build.build_runner", lambda target, log, runtime=None: RunnerBuild(
+    monkeypatch.setattr(engine, "build_runner", lambda target, log, runtime=None: RunnerBuild(
         target, "runner-key", runner.parent.parent, runner, (), cached=True))
-    monkeypatch.setattr(session, "DeviceSession", FakeSession)
+    monkeypatch.setattr(local_executor, "DeviceSession", FakeSession)
     monkeypatch.setattr(farm_task, "DeviceSession", FakeSession)  # a real farm's tasks run in this process
     FakeSession.started = collections.Counter()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.app.run import JobRequest, int_list
+from orchestrator.app.request import JobRequest, int_list
 from orchestrator.artifacts.generation import GenerationArgs, Workload
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.errors import DataError, UsageError

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.cache import write_json_atomic
-from orchestrator.report.history_text import history_table, run_details
+from orchestrator.report.terminal.history import history_table, run_details
 from orchestrator.run.results import load_manifest
 from orchestrator.store import open_store
 from tests.helpers.llm_figures import llm_run

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from orchestrator.report.verdicts import verdict_markdown, verdict_table
+from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.verdicts.compare import compare_jobs
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 from tests.helpers.synthetic_run import make_run_dir

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from orchestrator.report.verdicts import verdict_markdown, verdict_table
+from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.run.results import load_manifest
 from orchestrator.verdicts.compare import compare_jobs
 from orchestrator.verdicts.likeness import SETTINGS, SettingDifference, model_settings, side_gap
@@ -36,7 +36,10 @@ def portable(manifest: dict[str, Any]) -> None:
 def test_every_setting_is_named_and_read_from_the_job(tmp_path: Path) -> None:
     job = load_manifest(run_dir(tmp_path / "a", 1.0, iterations=20))
     settings = dict(model_settings(job, "m0"))
-    assert list(settings) == list(SETTINGS) == ["backend", "recipe", "iterations", "warmup", "threads", "generation"]
+    assert list(settings) == list(SETTINGS) == ["backend", "recipe", "iterations", "warmup", "threads", "generation",
+                                                "numerics", "runtime"]
+    assert settings["numerics"] == "off" and settings["runtime"] == "?"  # no device named: its runtime is unknown
+    assert settings["recipe"] == "-"  # lowered without an export recipe
     assert settings["backend"] == "xnnpack" and settings["iterations"] == "20" and settings["threads"] == "default"
 
 

@@ -20,10 +20,18 @@ def plan(tmp_path: Path, text: str) -> Path:
 
 def test_the_example_plan_reads() -> None:
     loaded = load_plan(REPO / "configs" / "nightly.yaml")
-    assert loaded.devices == ("local",) and loaded.runs == 10 and loaded.threshold == pytest.approx(0.05)
+    assert loaded.devices == ("local",) and loaded.runs == 20 and loaded.threshold == pytest.approx(0.03)
     assert loaded.models[1] == PlanModel("configs/models/tiny_mlp.py:build", "portable", "tiny-mlp-portable")
     assert loaded.baseline == "last-good" and loaded.out == loaded.report / "runs"
     assert loaded.settings.auto_noise_floor and loaded.noise_floor is None
+    assert loaded.center == "fast-state" and loaded.settings.center == "fast-state" and loaded.reference is None
+
+
+def test_a_pinned_reference_and_the_centers(tmp_path: Path) -> None:
+    base = "devices: [a]\nmodels: [m.py:build]\nreport: r\n"
+    assert load_plan(plan(tmp_path, base)).center == "fast-state"  # the default
+    loaded = load_plan(plan(tmp_path, base + "reference: 20261101-120000-ab12\ncenter: mean\n"))
+    assert loaded.reference == "20261101-120000-ab12" and loaded.center == "mean"
 
 
 def test_defaults_and_forms(tmp_path: Path) -> None:
@@ -63,6 +71,8 @@ def test_noise_floor_is_auto_by_default_or_a_percentage(tmp_path: Path) -> None:
     ("devices: [a]\nmodels: [m.py:build]\nreport: r\nrecipe: [3]\n", "recipe: expected a recipe name or a list"),
     ("devices: [a]\nmodels: [{spec: m.py:build, backend: portable}]\nreport: r\nrecipe: int8-static\n",
      "models[0].backend: recipe int8-static lowers to xnnpack"),
+    ("devices: [a]\nmodels: [m.py:build]\nreport: r\nreference: [x]\n", "reference: expected a non-empty string"),
+    ("devices: [a]\nmodels: [m.py:build]\nreport: r\ncenter: median\n", "center: expected mean, fast, fast-state"),
 ])
 def test_bad_plans_name_file_and_key(tmp_path: Path, text: str, where: str) -> None:
     path = plan(tmp_path, text)

@@ -15,12 +15,12 @@ from orchestrator.cache import write_json_atomic
 from orchestrator.cli import main
 from orchestrator.cli.compare import parse_noise_floor
 from orchestrator.errors import UsageError
-from orchestrator.report.verdicts import verdict_markdown, verdict_table
+from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.run.results import load_manifest
 from orchestrator.store import open_store
 from orchestrator.verdicts.baseline import VERDICTS_JSON, good_history, history_noise_finder
 from orchestrator.verdicts.compare import Comparison, Side, SideRun, compare_sides
-from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, NoiseFloor, estimate_floor
+from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, NoiseFloor, estimate_floor, estimate_replicate_floor
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 from tests.unit.store.rundirs import make_run_dir
 
@@ -122,7 +122,10 @@ def test_history_floor_reads_the_good_stored_runs_before_b(history: tuple[Path, 
     with open_store(db) as store:
         found = history_noise_finder(store, job_b, "mean")("local", "mlp")
         assert found.jobs == len(FACTORS) and found.auto
-        assert found.floor == pytest.approx(estimate_floor([statistic(d) for d in dirs[:-1]]).floor)
+        # one model content, no change point: every stored job is a replicate of the others
+        stats = [statistic(d) for d in dirs[:-1]]
+        assert found.method == "replicates" and found.groups == 1
+        assert found.floor == pytest.approx(estimate_replicate_floor(stats, [None] * len(stats)).floor)
         assert found.floor > 0.05  # these jobs shift by up to 12 %
         assert [d.name for d, _ in good_history(store, job_b, "local", "mlp")] == [d.name for d in dirs[-2::-1]]
         assert history_noise_finder(store, job_b, "mean", window=3)("local", "mlp").floor is None  # 3 < 6
@@ -137,7 +140,8 @@ def test_regressed_and_other_settings_runs_are_not_history(history: tuple[Path, 
         found = history_noise_finder(store, load_manifest(dirs[-1]), "mean")("local", "mlp")
         assert found.jobs == len(FACTORS) - 2
         kept = [d for k, d in enumerate(dirs[:-1]) if k not in (5, 6)]
-        assert found.floor == pytest.approx(estimate_floor([statistic(d) for d in kept]).floor)
+        stats = [statistic(d) for d in kept]
+        assert found.floor == pytest.approx(estimate_replicate_floor(stats, [None] * len(stats)).floor)
         # ...and too few good runs left: no floor, and the verdict table says so
         write_json_atomic(dirs[4] / VERDICTS_JSON, {"pairs": [{"device": "local", "model_b": "mlp", "regressed": True}]})
         assert history_noise_finder(store, load_manifest(dirs[-1]), "mean")("local", "mlp").floor is None
@@ -170,7 +174,8 @@ def test_a_floor_widens_both_thresholds_and_is_shown() -> None:
     data = json.loads(json.dumps(comparison.to_dict()))
     assert data["settings"]["auto_noise_floor"] is True
     assert data["pairs"][0]["noise_floor"] == {"floor": 0.12, "source": "auto", "stored_runs": 14,
-                                               "min_stored_runs": MIN_JOBS, "coverage": COVERAGE}
+                                               "min_stored_runs": MIN_JOBS, "coverage": COVERAGE,
+                                               "method": "consecutive", "replicate_groups": 0}
     assert data["pairs"][1]["noise_floor"]["floor"] is None and data["pairs"][1]["threshold"] == 0.05
 
 

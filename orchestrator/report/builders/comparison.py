@@ -1,0 +1,108 @@
+"""What an A/B page says (a night against its baselines, `compare A B --html`, `report B --against A`), computed once.
+
+The verdicts themselves are verdicts/compare.py's; this adds what the page needs around them:
+- the structure diff of each pair: per op group (an event's name without its `#k`), how many
+  events A and B ran, and the modules B's ops sit in that A's did not (or the reverse), from both
+  runs' stats.csv: a model that doubled its layers says so;
+- each pair's baseline run and a link to its page when one exists beside the output;
+- a night's confirmations (verdicts/nightly.py), and the runs' trust notes, A's and B's;
+- B's run reports (for a night, every job of it, the confirmation folded in).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS
+from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
+from orchestrator.report.builders.ops import op_group
+from orchestrator.report.builders.trust import trust_notes
+from orchestrator.report.model import ComparisonView, PairStructure, Report, StructureChange, TrustNote
+from orchestrator.run.results import load_manifest
+from orchestrator.run.rundir import STATS
+from orchestrator.verdicts.compare import Comparison, PairVerdict
+
+if TYPE_CHECKING:  # nightly imports the job engine; a page of `compare` must not pay for it
+    from orchestrator.verdicts.nightly import Confirmation
+
+_NOT_OPS = frozenset({*FRAMEWORK_EVENTS, "OPERATOR_CALL", "DELEGATE_CALL"})
+MODULES_LISTED = 6
+
+
+def comparison_view(comparison: Comparison, runs: Sequence[Report], title: str, output_dir: Path | None,
+                    confirmations: Sequence[Confirmation] = (), notes: Sequence[str] = ()) -> ComparisonView:
+    cache: dict[Path, dict[tuple[str, str], tuple[StatRow, ...]]] = {}
+
+    def rows(run_dir: Path | None, device: str, model: str) -> tuple[StatRow, ...] | None:
+        if run_dir is None:
+            return None
+        if run_dir not in cache:
+            cache[run_dir] = group_rows(read_stats_csv(run_dir / STATS))
+        return cache[run_dir].get((device, model))
+
+    structure = tuple(pair_structure(p.device, p.model, rows(p.dir_a, p.device, p.model_a),
+                                     rows(p.dir_b, p.device, p.model_b)) for p in comparison.pairs)
+    links = tuple((p.device, p.model, href) for p in comparison.pairs
+                  if (href := _baseline_href(p, output_dir)))
+    return ComparisonView(comparison, title, structure, links, tuple(confirmations), _trust(comparison), tuple(runs),
+                          tuple(notes))
+
+
+def pair_structure(device: str, model: str, rows_a: Sequence[StatRow] | None,
+                   rows_b: Sequence[StatRow] | None) -> PairStructure:
+    if not rows_a or not rows_b:
+        return PairStructure(device, model, (), 0, 0, (), (), False)
+    count_a, count_b = _groups(rows_a), _groups(rows_b)
+    changes = tuple(StructureChange(g, count_a.get(g, 0), count_b.get(g, 0))
+                    for g in dict.fromkeys([*count_a, *count_b]) if count_a.get(g, 0) != count_b.get(g, 0))
+    mods_a, mods_b = _modules(rows_a), _modules(rows_b)
+    return PairStructure(device, model, changes, len(mods_a), len(mods_b),
+                         tuple(m for m in mods_b if m not in mods_a)[:MODULES_LISTED],
+                         tuple(m for m in mods_a if m not in mods_b)[:MODULES_LISTED], True)
+
+
+def _groups(rows: Sequence[StatRow]) -> Counter[str]:
+    return Counter(op_group(r.event_name) for r in rows if r.event_name not in _NOT_OPS)
+
+
+def _modules(rows: Sequence[StatRow]) -> list[str]:
+    return list(dict.fromkeys(r.module_path for r in rows if r.event_name not in _NOT_OPS and r.module_path))
+
+
+def _baseline_href(pair: PairVerdict, output_dir: Path | None) -> str:
+    """A relative link to the baseline run's page: a nightly page beside the output naming that run, else the
+    run directory's report.html; '' when there is none."""
+    if output_dir is None or not pair.source_a or pair.dir_a is None:
+        return ""
+    for page in sorted(output_dir.glob("nightly-*.json")):
+        try:
+            ids = str(json.loads(page.read_text(encoding="utf-8")).get("b", "")).split("+")
+        except (OSError, ValueError, AttributeError):
+            continue
+        html = page.with_suffix(".html")
+        if pair.source_a in ids and html.is_file():
+            return html.name
+    report = pair.dir_a / "report.html"
+    if report.is_file():
+        return os.path.relpath(report, output_dir)
+    return ""
+
+
+def _trust(comparison: Comparison) -> tuple[tuple[str, TrustNote], ...]:
+    """B's and each baseline's trust notes for the compared (device, model) pairs, each run read once."""
+    out: list[tuple[str, TrustNote]] = []
+    seen: set[tuple[Path, str, str]] = set()
+    for pair in comparison.pairs:
+        for label, run_dir, model in (("baseline", pair.dir_a, pair.model_a), ("this run", pair.dir_b, pair.model_b)):
+            if run_dir is None or (run_dir, pair.device, model) in seen or not (run_dir / "manifest.json").is_file():
+                continue
+            seen.add((run_dir, pair.device, model))
+            job = load_manifest(run_dir)
+            out += [(f"{label} {job.run_id}", n) for n in trust_notes(job, [model])
+                    if n.device == pair.device and n.kind in ("interfered", "throttled", "partial", "unstable", "tracer")]
+    return tuple(out)

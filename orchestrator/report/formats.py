@@ -1,0 +1,86 @@
+"""How etfarm writes a number, in one place for the terminal, the pages and the charts' labels.
+
+Renderers compute nothing: they receive the numbers and format them here, so a millisecond, a
+percentage, a rate or a size looks the same in `run`, `analyze`, `history`, the HTML page and the
+Markdown summary. Missing values (None, NaN, infinities) are '-'.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # a type name only: `devices` prints tables without loading the report's model (numerics, store)
+    from orchestrator.report.model import Interval
+
+MISSING = "-"
+BELOW_RESOLUTION = "< 1 us"
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def fmt_ms(value: Any) -> str:
+    """Milliseconds, for printed tables and reports alike: 4 decimals under 10 ms (XNNPACK kernels are
+    microseconds), 2 from 10 ms (10 µs resolution is plenty there); '-' when missing."""
+    if not is_number(value):
+        return MISSING
+    return f"{value:.4f}" if abs(value) < 10 else f"{value:.2f}"
+
+
+def fmt_percent(value: Any, signed: bool = False) -> str:
+    """A fraction as a percentage with one decimal: 0.052 -> '5.2%' (signed: '+5.2%'); '-' when missing."""
+    if not is_number(value):
+        return MISSING
+    return f"{value:+.1%}" if signed else f"{value:.1%}"
+
+
+def fmt_rate(value: float | None) -> str:
+    """Tokens per second: whole numbers from 100 up, 2 decimals below; '-' when missing."""
+    if value is None:
+        return MISSING
+    return f"{value:.0f}" if value >= 100 else f"{value:.2f}"
+
+
+def format_bytes(value: float) -> str:
+    """1536 -> '1.5 KiB'; binary units, as VmHWM and buffer sizes are."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def fmt_kib(value: int | None) -> str:
+    """A size the device reports in KiB (RSS, PSS) in binary units; '-' when it could not tell."""
+    return MISSING if value is None else format_bytes(value * 1024)
+
+
+def clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def ratio(value: float | None) -> str:
+    return MISSING if value is None or math.isnan(value) else f"{_ratio_digits(value)}x"
+
+
+def interval(ci: Interval | None) -> str:
+    return MISSING if ci is None else f"[{_ratio_digits(ci.low)}, {_ratio_digits(ci.high)}]"
+
+
+def signed_interval(ci: Interval | None) -> str:
+    """An interval of a relative change: [+2.0%, +8.3%]."""
+    return MISSING if ci is None else f"[{ci.low:+.1%}, {ci.high:+.1%}]"
+
+
+def op_ms(value: float | None, below_resolution: bool, delegated: bool = True) -> str:
+    """An op's time: `< 1 us` under the kernel timer's resolution (builders/ops.py), never 0.0000."""
+    if below_resolution:
+        return BELOW_RESOLUTION if delegated else "0"
+    return fmt_ms(value)
+
+
+def _ratio_digits(value: float) -> str:
+    """2 decimals from 0.1 up (1.02, 15.37); 3 significant digits below, so 1000x faster is not 0.00."""
+    return f"{value:.2f}" if abs(value) >= 0.1 or value == 0 else f"{value:.3g}"

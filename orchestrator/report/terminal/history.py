@@ -1,0 +1,92 @@
+"""Text of `etfarm history` and `etfarm history show`: formatting only, the store computes.
+
+The listing is one row per (run, model), newest first, with the model's backend (an xnnpack and a
+portable run of one name are different numbers) and a column per device holding its end-to-end p50
+(ms, traced runs, all samples) or, when the device did not finish, its status; `*` marks a p50 with
+a process run the calibration flagged interfered or throttled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from device_agents.facts import DeviceFacts
+from orchestrator.report.terminal.llm_history import llm_history_table
+from orchestrator.report.terminal.table import format_table
+from orchestrator.run.calibration import flag_text
+from orchestrator.run.results import Job
+from orchestrator.stats import percentile
+from orchestrator.store import StoredRun
+
+
+def history_table(runs: Sequence[StoredRun], device: str | None = None) -> str:
+    if not runs:
+        return "no stored runs match (record one with `etfarm run` or `etfarm store import DIR`)"
+    devices = list(dict.fromkeys(p.device for r in runs for p in r.points if device is None or p.device == device))
+    rows = []
+    for run in runs:
+        for model in run.models:
+            mine = [p for p in run.points if p.model == model]
+            cells: dict[str, Any] = {p.device: _point_cell(p.status, p.e2e_p50_ms) + ("*" if p.flagged else "")
+                                     for p in mine}
+            commit = next((p.git_commit for p in mine if p.git_commit), None)
+            backend = next((p.backend for p in mine if p.backend), "-")
+            rows.append([run.run_id, run.started, run.status, model, backend, *(cells.get(d, "") for d in devices),
+                         (commit or "-")[:12]])
+    headers = ["run", "started", "status", "model", "backend", *(f"{d} p50 ms" for d in devices), "commit"]
+    table = format_table(headers, rows, "lllll" + "r" * len(devices) + "l")
+    if any(p.flagged for r in runs for p in r.points):
+        table += "\n* a process run was flagged interfered or throttled (`etfarm history show RUN`)"
+    llm = llm_history_table(runs, devices)  # LLMs: TTFT and decode tokens/s per device
+    return table + (f"\n\n{llm}" if llm else "")
+
+
+def _point_cell(status: str, p50: float | None) -> str:
+    if status == "ok" and p50 is not None:
+        return f"{p50:.4f}"
+    return status if p50 is None else f"{p50:.4f} ({status})"
+
+
+def run_details(job: Job, run_dir: str | None) -> str:
+    """`history show`: what ran where, how it ended, per device and model."""
+    lines = [f"run {job.run_id}: {job.status.value}", f"started {job.started}, finished {job.finished or '-'}",
+             f"run directory: {run_dir or '(gone; the store keeps its results)'}",
+             "versions: " + ", ".join(f"{k} {v}" for k, v in job.versions.items()),
+             "host: " + ", ".join(f"{k} {v}" for k, v in job.host.items()),
+             (f"settings: backend {job.config.backend}, {job.config.options.runs} runs x "
+              f"{job.config.options.iterations} iterations, warmup {job.config.options.warmup}"), ""]
+    model_rows = [[m.name, m.backend, m.spec, (m.content_hash or "-")[:12], (m.git_commit or "-")[:12]]
+                  for m in job.models]
+    lines += [format_table(["model", "backend", "spec", "content", "commit"], model_rows, "lllll"), ""]
+    device_rows = [[d.name, d.transport, d.target, d.status.value, (d.runner_key or "-")[:12], _facts(d.facts),
+                    d.error or ""] for d in job.devices]
+    lines += [format_table(["device", "transport", "target", "status", "runner", "facts", "error"], device_rows,
+                           "lllllll"), ""]
+    rows = []
+    for device, model in job.results():
+        wall = model.wall_execute_ms
+        overhead = model.tracer_overhead
+        rows.append([device.name, model.name, model.status.value,
+                     model.verification.status.value if model.verification else "-", percentile(wall, 50),
+                     percentile(wall, 90), percentile(model.untraced_execute_ms, 50),
+                     f"{overhead * 100:+.1f}%" if overhead is not None else "-", percentile(model.load_ms, 50),
+                     _spread(model.stability.within), _spread(model.stability.between),
+                     "UNSTABLE" if model.unstable else "", ", ".join(flag_text(r) for r in model.flagged_runs)])
+    lines.append(format_table(["device", "model", "status", "verified", "e2e p50 ms", "e2e p90 ms", "untraced p50 ms",
+                               "tracer", "load p50 ms", "within-run", "run-to-run", "", "flagged"], rows,
+                              "llllrrrrrrrll") if rows
+                 else "no device produced results")
+    # numpy (the LLM figures' statistics): `etfarm history` lists runs without it
+    from orchestrator.report.terminal.llm import llm_lines
+
+    return "\n".join([*lines, *llm_lines(job)])  # LLMs: TTFT, tokens/s, memory
+
+
+def _spread(value: float | None) -> str:
+    return f"{value * 100:.1f}%" if value is not None else "-"
+
+
+def _facts(facts: DeviceFacts) -> str:
+    named = (("abi", facts.abi), ("cores", facts.cores), ("kernel", facts.kernel))
+    return ", ".join(f"{name} {value}" for name, value in named if value not in (None, ""))[:72]

@@ -1,0 +1,34 @@
+"""A change measured with confidence under the threshold is said, in the table, the page's words and the JSON
+(issue 32, item 4), on recorded real jobs (fixtures/two_state_jobs.npz, see test_states.py)."""
+
+from __future__ import annotations
+
+from orchestrator.report.escape import md_text
+from orchestrator.report.page.comparison import _unlike_clause
+from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
+from orchestrator.verdicts.compare import Comparison, Side, SideRun, compare_sides
+from orchestrator.verdicts.statistics import Verdict, VerdictSettings
+from tests.unit.verdicts.test_states import jobs
+
+
+def side(runs: list, source: str) -> Side:
+    return Side(source, "pinned", "mlp", tuple(SideRun(f"run-{k}", tuple(map(float, r)), None) for k, r in enumerate(runs)))
+
+
+def test_five_percent_more_layers_is_reported_slower_below_the_threshold() -> None:
+    settings = VerdictSettings()
+    pair = compare_sides(side(jobs("base")[3], "base"), side(jobs("p5")[0], "p5"), settings, per_op=False)
+    assert pair.verdict is Verdict.INCONCLUSIVE and not pair.regressed
+    assert pair.below is not None and pair.below.direction == "slower" and pair.below.ci_low > 1.0
+    words = pair.below.describe()
+    assert words.startswith(f"{(pair.estimate.ratio - 1) * 100:.1f} % slower [") and "the 5% threshold" in words
+    assert pair.to_dict()["below_threshold"]["text"] == words
+    comparison = Comparison("base", "p5", settings, (pair,))
+    table = verdict_table(comparison)
+    assert "inconclusive (slower, below threshold)" in table and "BELOW THE THRESHOLD" in table and words in table
+    assert md_text(words) in verdict_markdown(comparison) and words in "".join(map(str, _unlike_clause(pair)))
+
+
+def test_the_same_model_has_nothing_below_the_threshold_to_report() -> None:
+    pair = compare_sides(side(jobs("base")[3], "a"), side(jobs("base")[4], "b"), VerdictSettings(), per_op=False)
+    assert pair.below is None and pair.to_dict()["below_threshold"] is None
