@@ -163,7 +163,9 @@ def test_tiny_llama_on_local_ssh_rpi5_and_adb(tiny_llama: ExportedModel, ssh_dev
             assert run.llm is not None and len(run.llm.generations) == 2
             _check_generations(run.llm)
             assert run.pss_kb is not None and run.pss_load_kb is not None, (name, run)  # every testbed device has /proc
-            assert 0 < run.pss_load_kb <= run.pss_kb <= (run.peak_rss_kb or 0), (name, run)  # PSS: 0 < PSS <= peak RSS
+            # PSS <= RSS <= peak RSS at every instant. PSS at load and at the end are not ordered: pages shared
+            # with the suite's other qemu and runner processes are split among however many map them then.
+            assert 0 < run.pss_load_kb <= (run.peak_rss_kb or 0) and 0 < run.pss_kb <= (run.peak_rss_kb or 0), (name, run)
     assert "qemu-aarch64" in (out / "rpi5" / "tiny_llama" / "run-1" / "runner.log").read_text().splitlines()[0]
     stats = pd.read_csv(out / "stats.csv")
     assert set(stats["device"]) == set(devices)

@@ -81,9 +81,11 @@ def _pinned_realtime(tmp_path: Path, name: str) -> DeviceSpec:
 
 def test_busy_loop_on_the_pinned_core_is_flagged(tmp_path: Path) -> None:
     """Runs 2 and 3 share the runner's core with a real-time loop that takes 9 ms of every 10: their calibration
-    is flagged interfered, by far more than anything run 1 saw, their executions are unstable, and the report
-    names the interfered runs. Deterministic on a loaded machine: the runner is real-time too, so the host's
-    other work cannot slow run 1 (the reference) nor stand in for the loop."""
+    is flagged interfered, by far more than anything run 1 saw, and the report names the interfered runs.
+    Deterministic on a loaded machine: the runner is real-time too, so the host's other work cannot slow run 1 (the
+    reference) nor stand in for the loop. Whether the executions also spread (`unstable`) depends on where the
+    loop's 1 ms gaps fall against each execution, so it is not asserted here; the IQR rule is tested on samples
+    (tests/unit/report/test_build.py)."""
     spec = _pinned_realtime(tmp_path, "pinned")
     busy: list[subprocess.Popen[bytes]] = []
 
@@ -111,7 +113,6 @@ def test_busy_loop_on_the_pinned_core_is_flagged(tmp_path: Path) -> None:
     for run in later:
         assert run.flag is RunFlag.INTERFERED, (run.label, run.slowdown, run.calibration_before_ms, run.calibration_after_ms)
         assert run.slowdown is not None and run.slowdown > max(SLOWDOWN_THRESHOLD, first.slowdown)
-    assert model.unstable and any("IQR / median" in reason for reason in model.stability.reasons)
     from orchestrator.report.builders.report import build_report
     from orchestrator.report.page.sections import run_page
     from orchestrator.report.render.markdown import render_markdown
@@ -119,7 +120,7 @@ def test_busy_loop_on_the_pinned_core_is_flagged(tmp_path: Path) -> None:
     page = render_markdown(run_page(build_report(tmp_path / "out")))
     trust = page[page.index("### What to trust"):page.index("### Model")]
     assert "run-2 interfered (calibration +" in trust and "run-3 interfered (calibration +" in trust
-    assert "run-1 interfered" not in trust and "unstable" in trust
+    assert "run-1 interfered" not in trust
 
 
 def test_a_quiet_pinned_device_is_not_unstable(tmp_path: Path) -> None:
