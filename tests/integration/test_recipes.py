@@ -105,6 +105,7 @@ def test_the_report_joins_layers_across_recipes_and_devices(job: tuple[Path, obj
     from orchestrator.report.builders.report import build_report
     from orchestrator.report.page.sections import run_page
     from orchestrator.report.render.charts import report_charts
+    from orchestrator.report.escape import md_text
     from orchestrator.report.render.markdown import render_markdown
 
     out, _ = job
@@ -135,7 +136,8 @@ def test_the_report_joins_layers_across_recipes_and_devices(job: tuple[Path, obj
     whole = run_page(report, charts)
     assert ("quantized", "#quantized") in whole.nav  # the section registry names its navigation label
     page = render_markdown(whole, chart_dir="charts")
-    assert f"![tiny_cnn: latency against accuracy per device](charts/{chart.stem}.svg)" in page
+    assert f"![{md_text(chart.title)}](charts/{chart.stem}.svg)" in page  # the chart, placed in its section
+    assert chart.title == "tiny_cnn: latency against accuracy per device"
     assert f"The layer that loses most: **{worst.key.describe()}**" in page
     snr = rows[("rpi5", "int8-static")].accuracy.snr_db
     assert "On **rpi5**: `int8-static` runs" in page and f"outputs **{snr:.1f} dB SNR**" in page
