@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes, recipe_words
 from orchestrator.errors import UsageError
 from orchestrator.run.codec import FieldError
 from orchestrator.run.results import RunOptions
@@ -29,7 +30,8 @@ OPTIONS = {"runs": ("--runs", "runs"), "iterations": ("--iterations", "iteration
             "intermediate_outputs": ("--intermediate-outputs", "intermediate_outputs"),
             "numerics": ("--numerics", "numerics"), "wait_for_lock": ("--no-wait", "no_wait"),
             "lock_timeout_s": ("--lock-timeout", "lock_timeout"), "thread_counts": ("--threads", "threads"),
-            "prompt_lens": ("--prompt-len", "prompt_len"), "gen_lens": ("--gen-len", "gen_len")}
+            "prompt_lens": ("--prompt-len", "prompt_len"), "gen_lens": ("--gen-len", "gen_len"),
+            "recipes": ("--recipe", "recipe")}
 
 
 
@@ -40,6 +42,7 @@ class JobRequest:
     model: list[str] | None = None
     devices: str = "local"
     backend: str = "xnnpack"
+    recipe: str | None = None  # "fp32,int8-static": export recipes, a sweep
     runs: int = 5
     iterations: int = 20
     warmup: int = 3
@@ -85,6 +88,8 @@ class JobRequest:
         if self.order not in choices:
             raise UsageError(f"--order: expected {' or '.join(choices)}, got {self.order!r}")
         threads = int_list("--threads", self.threads, least=0)
+        recipes = parse_recipes(self.recipe)
+        check_recipe_backend(str(self.backend), recipes)
         try:
             return RunOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup,
                               run_timeout_s=self.timeout, wait_for_lock=not self.no_wait,
@@ -94,7 +99,7 @@ class JobRequest:
                               untraced_runs=self.untraced_runs, cooldown_s=self.cooldown, max_temp_c=self.max_temp,
                               order=RunOrder(self.order), seed=self.seed, thread_counts=threads if len(threads) > 1 else (),
                               prompt_lens=int_list("--prompt-len", self.prompt_len, least=1),
-                              gen_lens=int_list("--gen-len", self.gen_len, least=1))
+                              gen_lens=int_list("--gen-len", self.gen_len, least=1), recipes=recipe_words(recipes))
         except ValueError as exc:  # out of bounds (run/limits.py): name the option, not the field
             raise UsageError(option_of(exc)) from None
 
@@ -113,9 +118,9 @@ class JobRequest:
             if self.model:
                 raise UsageError("--ab SPEC_A SPEC_B replaces --model; give one or the other")
             check_center(self.center)
-            if "," in f"{self.threads}{self.prompt_len or ''}{self.gen_len or ''}":
-                raise UsageError("--ab compares two models at one point: give --threads, --prompt-len and --gen-len "
-                                 "one value each")
+            if "," in f"{self.threads}{self.prompt_len or ''}{self.gen_len or ''}{self.recipe or ''}":
+                raise UsageError("--ab compares two models at one point: give --threads, --prompt-len, --gen-len "
+                                 "and --recipe one value each")
             if self.scheduler or self.resume is not None:
                 from_env = self.scheduler_from == "ENVIRONMENT"
                 raise UsageError("--ab runs a new job on one host; drop --scheduler and --resume"

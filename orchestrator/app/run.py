@@ -109,6 +109,8 @@ def print_summary(result: JobResult, report: Path | None, numerics: NumericsRepo
         else:
             console.out(f"{device.name}: FAILED: {one_line(device.error or '')}"
                         + (f" (kept: {verdicts})" if verdicts else ""))
+    for skipped in result.not_exported:  # an export recipe that could not lower a model: the others ran
+        console.out(skipped.note)
     if numerics is not None:
         console.out(render_text(numerics))
     if report is not None:

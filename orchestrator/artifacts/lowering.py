@@ -11,23 +11,40 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import logging
 import os
 import shutil
 import sys
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orchestrator import cache
+from orchestrator.artifacts.calibration import CalibratedModel
+from orchestrator.artifacts.export_entry import (
+    EAGER_OUTPUTS_NAME,
+    EAGER_REFERENCE_NAME,
+    ETRECORD_NAME,
+    INPUTS_NAME,
+    LLM_REFERENCE_NAME,
+    META_NAME,
+    NUMERICS_REFERENCE_NAME,
+    PTE_NAME,
+    RECIPE_NAME,
+    REFERENCE_NAME,
+    quiet_export_noise,
+    run_eager,
+    save_program,
+    write_numerics,
+)
 from orchestrator.artifacts.generation import Workload
 from orchestrator.artifacts.llm import LlmRecipe
 from orchestrator.artifacts.llm_export import export_llm_into
 from orchestrator.artifacts.model_sources import local_sources
 from orchestrator.artifacts.modelspec import ModelSpec, call_factory, check_factory_result, user_code
+from orchestrator.artifacts.recipe_export import export_recipe_into
+from orchestrator.artifacts.recipes import RecipeInfo, RecipeSpec
 from orchestrator.errors import ExportError, ModelSpecError, UsageError
 from orchestrator.versions import tool_versions
 
@@ -35,13 +52,6 @@ BACKENDS = ("xnnpack", "portable")
 # Bump when the export recipe or the artifact layout changes: old cache entries are then ignored.
 EXPORT_FORMAT = "etfarm-export-2"  # 2: numerics_reference.npz (AOT intermediate outputs)
 
-PTE_NAME = "model.pte"
-ETRECORD_NAME = "etrecord.bin"
-INPUTS_NAME = "inputs.etft"
-REFERENCE_NAME = "reference_outputs.etft"
-META_NAME = "meta.json"
-NUMERICS_REFERENCE_NAME = "numerics_reference.npz"
-LLM_REFERENCE_NAME = "llm_reference.json"  # an LLM's eager greedy tokens (llm.LlmReference)
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,9 @@ class ExportedModel:
     llm_reference: Path | None = None  # an LLM's eager greedy tokens (see llm.py); no inputs/reference_outputs then
     workload: Workload = Workload()  # what its process runs ask of the runner: a job's sweep point (run/sweep.py)
     given: bool = False  # a .pte the user gave, its other files found beside it: checked to be of it (run/belonging.py)
+    recipe: RecipeInfo | None = None  # lowered with an export recipe (--recipe): which, and how it was quantized
+    eager_outputs: Path | None = None  # a recipe export: the fp32 eager model's outputs on the inputs (accuracy)
+    eager_reference: Path | None = None  # a recipe export: the fp32 eager model's intermediate outputs (per layer)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -74,17 +87,20 @@ class ExportedModel:
             "reference_outputs": str(self.reference_outputs) if self.reference_outputs else None,
             "numerics_reference": str(self.numerics_reference) if self.numerics_reference else None,
             "llm_reference": str(self.llm_reference) if self.llm_reference else None,
+            **({"recipe": self.recipe.to_dict()} if self.recipe else {}),
         }
 
 
-def export_key(spec: ModelSpec, backend: str) -> str:
+def export_key(spec: ModelSpec, backend: str, recipe: RecipeSpec | None = None) -> str:
     """Content hash of everything the export depends on: the model file and the local modules it
-    imports (a .pte is its own content), the factory, the backend and the tool versions."""
+    imports (a .pte is its own content), the factory, the backend, the tool versions and the export
+    recipe, if any (its name, or its factory's sources)."""
     versions = tool_versions()
     sources = [spec.source] if spec.kind == "pte" else local_sources(spec.source)
     contents = [part for path in sources for part in (os.path.relpath(path, spec.source.parent), path.read_bytes())]
     return cache.sha256_parts(
-        [EXPORT_FORMAT, *contents, spec.factory or "", backend, versions["torch"], versions["executorch"]]
+        [EXPORT_FORMAT, *contents, spec.factory or "", backend, versions["torch"], versions["executorch"],
+         *(recipe.key_parts() if recipe is not None else [])]
     )
 
 
@@ -92,29 +108,34 @@ def export_model(
     spec: ModelSpec,
     backend: str = "xnnpack",
     *,
+    recipe: RecipeSpec | None = None,
     force: bool = False,
     log: Callable[[str], None] = lambda message: None,
 ) -> ExportedModel:
-    """Return the lowered artifacts of `spec`, exporting only on a cache miss."""
+    """Return the lowered artifacts of `spec` (with `recipe`, through ExecuTorch's export API), exporting only
+    on a cache miss."""
     if backend not in BACKENDS:
         raise UsageError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if spec.kind == "pte":
+        if recipe is not None:
+            raise UsageError(f"--recipe {recipe.text}: {spec.text} is a program already lowered; a recipe applies to "
+                             "a model factory (file.py:factory)")
         return _existing_pte(spec, backend)
-    key = export_key(spec, backend)
-    entry = cache.cache_dir("exports") / f"{spec.name}-{key[:16]}"
+    key = export_key(spec, backend, recipe)
+    entry = cache.cache_dir("exports") / "-".join([spec.name, *([recipe.label] if recipe else []), key[:16]])
     if not force:
         entry = _same_export(entry, key)
     if (entry / META_NAME).is_file() and not force:
-        log(f"export cached: {spec.name} ({backend}) {entry}")
+        log(f"export cached: {spec.name} ({_how(backend, recipe)}) {entry}")
         return _from_entry(spec, backend, key, entry, cached=True)
     if force and entry.exists():
         shutil.rmtree(entry)
-    log(f"exporting {spec.name} with {backend} (imports torch, takes a few seconds)")
+    log(f"exporting {spec.name} with {_how(backend, recipe)} (imports torch, takes a few seconds)")
     staging = cache.staging_dir("exports")
     try:
         started = time.monotonic()
         with user_code(spec):  # the model's forward may print or exit while it is traced
-            notes = _lower_into(spec, backend, staging, log)
+            notes = _lower_into(spec, backend, staging, log, recipe)
         cache.write_json_atomic(
             staging / META_NAME,
             {"name": spec.name, "spec": spec.text, "backend": backend, "key": key, "versions": tool_versions(),
@@ -126,6 +147,10 @@ def export_model(
             shutil.rmtree(staging, ignore_errors=True)
     log(f"exported {spec.name} in {time.monotonic() - started:.1f}s -> {entry}")
     return _from_entry(spec, backend, key, entry, cached=False)
+
+
+def _how(backend: str, recipe: RecipeSpec | None) -> str:
+    return f"recipe {recipe.label}" if recipe is not None else backend
 
 
 def _same_export(entry: Path, key: str) -> Path:
@@ -147,7 +172,7 @@ def copy_artifacts(model: ExportedModel, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     copied = []
     for path in (model.pte, model.etrecord, model.inputs, model.reference_outputs, model.numerics_reference,
-                 model.llm_reference):
+                 model.llm_reference, model.eager_outputs, model.eager_reference):
         if path is not None:
             copied.append(Path(shutil.copy2(path, out_dir / path.name)))
     return copied
@@ -157,10 +182,13 @@ def _from_entry(spec: ModelSpec, backend: str, key: str, entry: Path, cached: bo
     def present(name: str) -> Path | None:
         return entry / name if (entry / name).is_file() else None
 
+    recipe = present(RECIPE_NAME)
     return ExportedModel(
         name=spec.name, spec=spec.text, backend=backend, key=key, pte=entry / PTE_NAME,
         etrecord=present(ETRECORD_NAME), inputs=present(INPUTS_NAME), reference_outputs=present(REFERENCE_NAME),
         cached=cached, numerics_reference=present(NUMERICS_REFERENCE_NAME), llm_reference=present(LLM_REFERENCE_NAME),
+        recipe=RecipeInfo.load(recipe) if recipe else None, eager_outputs=present(EAGER_OUTPUTS_NAME),
+        eager_reference=present(EAGER_REFERENCE_NAME),
     )
 
 
@@ -181,11 +209,20 @@ def _existing_pte(spec: ModelSpec, backend: str) -> ExportedModel:
     )
 
 
-def _lower_into(spec: ModelSpec, backend: str, out: Path, log: Callable[[str], None]) -> dict[str, Any]:
+def _lower_into(spec: ModelSpec, backend: str, out: Path, log: Callable[[str], None],
+                recipe: RecipeSpec | None = None) -> dict[str, Any]:
     """Export into `out`; returns notes for meta.json (what could not be made, and why)."""
     result = call_factory(spec)
+    if isinstance(result, LlmRecipe) and recipe is not None:
+        raise ModelSpecError(f"model spec {spec.text!r} is an LlmRecipe: --recipe does not apply to LLMs; quantize "
+                             "with export_llama's own options in LlmRecipe.export_args (e.g. -qmode 8da4w -G 32, "
+                             "or --pt2e_quantize xnnpack_dynamic)")
+    if recipe is not None:
+        return export_recipe_into(spec, result, recipe, out, log)
+    if isinstance(result, CalibratedModel):  # calibration is for a recipe's quantization; the pair is the model
+        result = (result.module, result.example_inputs)
     if isinstance(result, LlmRecipe):
-        llm_error = export_llm_into(result, backend, out / PTE_NAME, quiet=_quiet_export_noise)
+        llm_error = export_llm_into(result, backend, out / PTE_NAME, quiet=quiet_export_noise)
         if llm_error:
             log(f"{spec.name}: no eager reference ({llm_error}); generated tokens will not be verified")
         return {"kind": "llm", "llm_reference_error": llm_error}
@@ -197,41 +234,17 @@ def _lower_into(spec: ModelSpec, backend: str, out: Path, log: Callable[[str], N
 
 def _lower_module(spec: ModelSpec, factory_result: tuple[Any, tuple[Any, ...]], backend: str, out: Path) -> str | None:
     """Export (module, inputs) into `out`; returns why the numerics reference could not be made (None: it was)."""
-    import torch
-
-    from orchestrator.artifacts.tensorfile import write_tensors
-
-    _quiet_export_noise()  # after importing torch: its logging setup resets levels on import
-
     model, inputs = factory_result
-    try:
-        with torch.no_grad():
-            reference = model(*inputs)
-    except Exception as exc:
-        raise ModelSpecError(
-            f"model spec {spec.text!r}: running the model on its example inputs raised {type(exc).__name__}: {exc}") from None
+    reference = run_eager(spec, model, inputs)
     try:
         program = _lower(model, inputs, backend)
-        program.save(str(out / PTE_NAME))
-        etrecord = program.get_etrecord()
-        etrecord.update_representative_inputs(inputs)
-        etrecord.save(str(out / ETRECORD_NAME))
     except ModelSpecError:
         raise
     except Exception as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise ExportError(f"exporting {spec.text!r} with {backend} failed: {type(exc).__name__}: {first_line}") from None
-    write_tensors(out / INPUTS_NAME, [t.detach().contiguous().numpy() for t in inputs])
-    write_tensors(out / REFERENCE_NAME, [t.detach().contiguous().numpy() for t in _flatten_outputs(reference)])
-    try:  # optional: a model Inspector cannot replay still profiles; numerics then compares devices only
-        # numpy: every command imports this module, `etfarm --help` included
-        from orchestrator.artifacts.numerics_reference import write_numerics_reference
-
-        write_numerics_reference(out / ETRECORD_NAME, out / NUMERICS_REFERENCE_NAME)
-    except Exception as exc:  # noqa: BLE001  (any failure of the replay is reported, not fatal)
-        (out / NUMERICS_REFERENCE_NAME).unlink(missing_ok=True)
-        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-    return None
+    save_program(program, inputs, reference, out)
+    return write_numerics(out)
 
 
 def _lower(model: Any, inputs: tuple[Any, ...], backend: str) -> Any:
@@ -273,22 +286,3 @@ def _without_partial_graph() -> Iterator[None]:
         sys.stderr.write(held.getvalue().replace(f"{graph}\n", "") if graph else held.getvalue())
         raise
     sys.stderr.write(held.getvalue())
-
-
-def _flatten_outputs(value: Any) -> list[Any]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for item in value for t in _flatten_outputs(item)]
-    if isinstance(value, dict):
-        return [t for item in value.values() for t in _flatten_outputs(item)]
-    raise ExportError(f"model output of type {type(value).__name__} is not supported; return tensors (or tuples of them)")
-
-
-def _quiet_export_noise() -> None:
-    """torch/torchao/executorch log and warn a lot on import and export; keep the CLI readable."""
-    for name in ("torch", "torchao", "executorch"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    warnings.filterwarnings("ignore")

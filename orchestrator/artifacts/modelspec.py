@@ -31,6 +31,7 @@ _MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 SPEC_FORMS = "'path/to/file.py:factory', 'package.module:factory' or 'path/to/model.pte'"
 # Names become directory and file names (run directories, the export cache, the store): bounded.
 NAME_MAX = 100
+LOADED_PREFIX = "etfarm_model_"  # a model file is imported as etfarm_model_<hash>: its classes' module names say so
 
 
 @dataclass(frozen=True)
@@ -225,15 +226,21 @@ def _import_spec_module(spec: ModelSpec) -> Any:
     try:
         if spec.kind == "module":
             return importlib.import_module(spec.module or "")
-        unique = f"etfarm_model_{abs(hash(str(spec.source)))}"
+        unique = f"{LOADED_PREFIX}{abs(hash(str(spec.source)))}"
         loader_spec = importlib.util.spec_from_file_location(unique, spec.source)
         if loader_spec is None or loader_spec.loader is None:
             raise ModelSpecError(f"model spec {spec.text!r}: cannot load {spec.source}")
         module = importlib.util.module_from_spec(loader_spec)
+        # Known by its name, as importlib's own recipe does: torch.export's strict tracing (an export recipe's)
+        # looks the model's class up by its module's name.
+        sys.modules[unique] = module
         # Let the model file import its siblings (models/common.py and the like).
         sys.path.insert(0, str(spec.source.parent))
         try:
             loader_spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(unique, None)
+            raise
         finally:
             sys.path.remove(str(spec.source.parent))
         return module

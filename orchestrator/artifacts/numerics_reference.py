@@ -34,14 +34,7 @@ INDEX_KEY = "index"
 def write_numerics_reference(etrecord_path: Path, out: Path) -> None:
     """Capture the reference intermediate outputs of the ETRecord at `etrecord_path` into `out` (npz)."""
     from executorch.devtools import parse_etrecord
-    from executorch.devtools.inspector._inspector_utils import (
-        NodeFilter,
-        get_aot_debug_handle_to_op_name_mapping,
-        propagate_back_debug_handle,
-    )
-    from executorch.devtools.inspector._intermediate_output_capturer import (
-        IntermediateOutputCapturer,
-    )
+    from executorch.devtools.inspector._inspector_utils import propagate_back_debug_handle
 
     etrecord = parse_etrecord(str(etrecord_path))
     if etrecord.exported_program and propagate_back_debug_handle(
@@ -50,9 +43,28 @@ def write_numerics_reference(etrecord_path: Path, out: Path) -> None:
         graph_name, program = "exported_program", etrecord.exported_program
     else:
         graph_name, program = "edge_dialect_exported_program", etrecord.edge_dialect_program
-    module = program.module()
+    _write_capture(program.module(), (etrecord._representative_inputs,), graph_name, out)  # as Inspector runs it
+
+
+def write_eager_reference(model: Any, inputs: tuple[Any, ...], out: Path) -> None:
+    """The fp32 eager model's intermediate outputs on `inputs`, in the same file format (graph `eager`): its ATen
+    graph as torch.export gives it, with debug handles numbered as ExecuTorch numbers missing ones. What a
+    quantized program's layers are compared with (numerics/layer_accuracy.py)."""
+    import torch
+    from executorch.exir.passes.debug_handle_generator_pass import generate_missing_debug_handles
+
+    program = torch.export.export(model, inputs)
+    generate_missing_debug_handles(program)
+    _write_capture(program.module(), inputs, "eager", out)
+
+
+def _write_capture(module: Any, run_args: tuple[Any, ...], graph_name: str, out: Path) -> None:
+    """Run `module(*run_args)`, capturing every debug-handled op's output, into `out`."""
+    from executorch.devtools.inspector._inspector_utils import NodeFilter, get_aot_debug_handle_to_op_name_mapping
+    from executorch.devtools.inspector._intermediate_output_capturer import IntermediateOutputCapturer
+
     op_names = get_aot_debug_handle_to_op_name_mapping(module)
-    outputs = IntermediateOutputCapturer(module).run_and_capture(etrecord._representative_inputs)
+    outputs = IntermediateOutputCapturer(module).run_and_capture(*run_args)
 
     node_filter = NodeFilter("debug_handle", "call_function", exclude_ops=["getitem"])
     stack_traces: dict[tuple[int, ...], dict[str, str | None]] = {}

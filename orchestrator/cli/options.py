@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.artifacts.lowering import BACKENDS
+from orchestrator.artifacts.recipes import recipe_help
 from orchestrator.artifacts.targets import TARGETS
 from orchestrator.run.limits import DEVICE_DEADLINE_S, LIMITS, MAX_RUNS_PER_SIDE
 from orchestrator.verdicts.statistics import CENTER_HELP
@@ -46,6 +47,7 @@ ModelsOption = Annotated[list[str] | None, typer.Option(
                           "required unless --resume.")]
 DevicesOption = Annotated[str, typer.Option("--devices", "-d", help="Comma-separated device names from the inventory.")]
 BackendOption = Annotated[Backend, typer.Option(help="Lowering backend.")]
+RecipeOption = Annotated[str | None, typer.Option("--recipe", metavar="NAME[,NAME...]", help=recipe_help())]
 RunsOption = Annotated[int, typer.Option(min=1, max=_most("runs"), help="Separate process runs per device and model.")]
 IterationsOption = Annotated[int, typer.Option(min=1, max=_most("iterations"), help="Measured executions per process run.")]
 WarmupOption = Annotated[int, typer.Option(min=0, max=_most("warmup"), help="Executions before measuring, not recorded.")]

@@ -21,6 +21,7 @@ from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.errors import Blame, EtfarmError
 from orchestrator.profiles.phases import RunCalls, with_phases
 from orchestrator.profiles.stat_rows import model_stats
+from orchestrator.run.accuracy import output_accuracy
 from orchestrator.run.calibration import flag_runs
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.job_stats import JobStats
@@ -74,10 +75,12 @@ class ModelFinisher:
         local_dir = self.rundir.model_dir(self.record.name, model.name)
         traced_dirs = [local_dir / r.label for r in runs if r.traced]
         outputs = [d / OUTPUTS_NAME for d in traced_dirs if (d / OUTPUTS_NAME).is_file()]
+        accuracy = None
         if model.workload.generation is not None:  # an LLM: its tokens against the eager model's
             verification = verify_generations(model.llm_reference, runs)
         else:
             verification = verify_outputs(model.reference_outputs, outputs)
+            accuracy = output_accuracy(model.eager_outputs, outputs)  # a recipe's: against the fp32 eager model
         self.say(f"{model.name}: verification {verification.status}: {verification.detail}"
                  + (f" ({status}: {len(runs)} run(s) kept)" if status is not ModelStatus.OK else ""))
         if traced_dirs:
@@ -86,7 +89,7 @@ class ModelFinisher:
             stats = with_phases(stats, run_calls(runs))  # an LLM's ops split by prefill and decode
             if not self.record.closed:  # given up by the watchdog: its statistics were taken without these
                 self.stats.add(stats)
-        self.record.model(ModelResult(model.name, status, tuple(runs), verification, error, blame))
+        self.record.model(ModelResult(model.name, status, tuple(runs), verification, error, blame, accuracy))
 
 
 def run_calls(runs: Sequence[ProcessRun]) -> dict[str, RunCalls]:

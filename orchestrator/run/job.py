@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from device_agents import DeviceSpec
 from orchestrator.artifacts.build import build_runner, runner_slot
-from orchestrator.artifacts.lowering import ExportedModel, export_model
+from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.artifacts.provenance import model_provenance
 from orchestrator.errors import EtfarmError, UsageError
@@ -48,7 +48,7 @@ from orchestrator.run.results import (
 )
 from orchestrator.run.rundir import LOG, RunDirectory, as_recorded, check_out
 from orchestrator.run.status import exit_code, job_status
-from orchestrator.run.sweep import sweep_models
+from orchestrator.run.sweep import NotExported, export_configurations, sweep_models
 
 if TYPE_CHECKING:
     from orchestrator.artifacts.build import RunnerBuild
@@ -64,7 +64,8 @@ class JobResult:
     devices: tuple[DeviceResult, ...]  # in job order
     stats: tuple[ModelStats, ...] = ()  # per (device, model), in job order
     interrupted: bool = False  # Ctrl-C or SIGTERM: what finished is recorded, the job is `interrupted`
-    problem: str | None = None  # a job-level failure after the devices ran (host disk full writing stats)
+    problem: str | None = None  # a job-level failure (host disk full writing stats; a configuration not exported)
+    not_exported: tuple[NotExported, ...] = ()  # configurations whose export recipe failed: left out, said
 
     @functools.cached_property
     def recorded(self) -> Job:
@@ -110,8 +111,8 @@ def run_job_on(executor: Executor, device_names: Sequence[str], specs: Sequence[
                                scheduler=executor.scheduler, names=tuple(s.name for s in specs))
             # Export and check before the run directory exists: a bad model is a usage or data error and leaves
             # nothing behind; each program is checked, an LLM recognised, a sweep expanded (run/sweep.py).
-            points = sweep_models([export_model(spec, backend, log=progress) for spec in specs], options,
-                                  custom_ops=own_runtimes(devices))
+            exported, spec_of, not_exported = export_configurations(specs, backend, options, progress)
+            points = sweep_models(exported, options, custom_ops=own_runtimes(devices), spec_of=spec_of)
             models = [model for model, _ in points]
             rundir = RunDirectory.create(out, config, tuple(model_artifacts(m, specs[k]) for m, k in points),
                                          run_id=run_id)
@@ -119,7 +120,8 @@ def run_job_on(executor: Executor, device_names: Sequence[str], specs: Sequence[
             where = f" on {executor.scheduler}" if executor.scheduler else ""
             progress(f"run {rundir.run_id}: {len(devices)} device(s), {len(specs)} model(s){where} -> {rundir.root}")
             stats = JobStats(rundir.root, config.devices, [m.name for m in models])
-            return _execute(executor, devices, rundir, JobPlan.fresh(config.devices), models, options, stats, progress)
+            return _execute(executor, devices, rundir, JobPlan.fresh(config.devices), models, options, stats, progress,
+                            not_exported)
 
 
 def resume_job_on(executor: Executor, root: Path, specs: Sequence[ModelSpec], *, progress: Progress) -> JobResult:
@@ -162,7 +164,8 @@ def finished_result(root: Path, recorded: Job, progress: Progress) -> JobResult:
 
 
 def _execute(executor: Executor, devices: Sequence[DeviceRef], rundir: RunDirectory, plan: JobPlan,
-             models: Sequence[ExportedModel], options: RunOptions, stats: JobStats, progress: Progress) -> JobResult:
+             models: Sequence[ExportedModel], options: RunOptions, stats: JobStats, progress: Progress,
+             not_exported: Sequence[NotExported] = ()) -> JobResult:
     """Build, let the executor run the plan's devices, write stats.csv, judge; Ctrl-C/SIGTERM stop it all."""
     interrupted = False
     with terminate_as_interrupt():
@@ -175,10 +178,11 @@ def _execute(executor: Executor, devices: Sequence[DeviceRef], rundir: RunDirect
         except KeyboardInterrupt:
             interrupted = True
             executor.stop()
-    problem = stats.write(progress)
+    problem = stats.write(progress) or "; ".join(n.note for n in not_exported) or None
     results = tuple(d for name in rundir.job.config.devices if (d := rundir.job.device(name)) is not None)
     job = rundir.finish(job_status(results, interrupted=interrupted, problem=problem))
-    return JobResult(rundir, job, results, stats.all(), interrupted=interrupted, problem=problem)
+    return JobResult(rundir, job, results, stats.all(), interrupted=interrupted, problem=problem,
+                     not_exported=tuple(not_exported))
 
 
 def own_runtimes(devices: Sequence[DeviceRef]) -> bool:
@@ -191,8 +195,9 @@ def resume_models(root: Path, recorded: Job, specs: Sequence[ModelSpec], progres
                   custom_ops: bool = False) -> list[ExportedModel]:
     """The recorded job's models exported again (a cache hit when unchanged); a changed model is refused,
     because runs of two different programs under one run id would be one meaningless table."""
-    exported = [export_model(spec, recorded.config.backend, log=progress) for spec in specs]
-    models = [model for model, _ in sweep_models(exported, recorded.config.options, custom_ops=custom_ops)]
+    exported, spec_of, _ = export_configurations(specs, recorded.config.backend, recorded.config.options, progress)
+    models = [model for model, _ in sweep_models(exported, recorded.config.options, custom_ops=custom_ops,
+                                                 spec_of=spec_of)]
     for model in models:
         artifacts = recorded.model_artifacts(model.name)
         if artifacts is None or artifacts.key != model.key:
@@ -228,7 +233,9 @@ def model_artifacts(model: ExportedModel, spec: ModelSpec) -> ModelArtifacts:
     return ModelArtifacts(name=model.name, spec=model.spec, backend=model.backend, key=model.key, pte=str(model.pte),
                           etrecord=text(model.etrecord), inputs=text(model.inputs),
                           reference_outputs=text(model.reference_outputs), content_hash=origin.content_hash,
-                          git_commit=origin.git_commit, numerics_reference=text(model.numerics_reference))
+                          git_commit=origin.git_commit, numerics_reference=text(model.numerics_reference),
+                          recipe=model.recipe, eager_outputs=text(model.eager_outputs),
+                          eager_reference=text(model.eager_reference))
 
 
 def build_targets(slots: list[tuple[str, str | None]], progress: Progress) -> tuple[dict[str, RunnerBuild], dict[str, str]]:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from orchestrator.artifacts.recipes import RecipeInfo
 from orchestrator.run.codec import FLAT, decode, encode
 from orchestrator.run.limits import check_bounds
 from orchestrator.run.schedule import RunOrder
@@ -31,6 +32,9 @@ class ModelArtifacts:
     content_hash: str | None = None  # sha256 of the model's source file (.py or .pte), at run time
     git_commit: str | None = None  # the user's commit of that file, when it is in a git repository
     numerics_reference: str | None = None  # AOT intermediate outputs for `etfarm numerics`
+    recipe: RecipeInfo | None = None  # lowered with an export recipe (--recipe): which, quantized, calibration
+    eager_outputs: str | None = None  # a recipe export: the fp32 eager model's outputs (accuracy per device)
+    eager_reference: str | None = None  # a recipe export: its intermediate outputs (accuracy per layer)
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)
@@ -63,6 +67,7 @@ class RunOptions:
     thread_counts: tuple[int, ...] = ()  # --threads 1,2,4 (a single --threads N is cpu_threads)
     prompt_lens: tuple[int, ...] = ()  # LLMs: prompt tokens per generation (empty: the default)
     gen_lens: tuple[int, ...] = ()  # LLMs: generated tokens per generation (empty: the eager reference's, else 32)
+    recipes: tuple[str, ...] = ()  # --recipe: export recipes, as written; several sweep ("-fp32", "-int8-static")
 
     def __post_init__(self) -> None:
         # Every count and duration bounded, whatever built it (command line, plan, manifest): run/limits.py.

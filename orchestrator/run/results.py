@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from device_agents.facts import DeviceFacts
 from orchestrator.artifacts.generation import LlmRunFigures
 from orchestrator.errors import Blame, DataError
+from orchestrator.run.accuracy import Accuracy
 from orchestrator.run.codec import KEYED, FieldError, Layout, decode, encode
 from orchestrator.run.conditions import DeviceState
 from orchestrator.run.job_config import JobConfig, ModelArtifacts, RunOptions
@@ -173,6 +174,7 @@ class ModelResult:
     verification: Verification | None = None
     error: str | None = None
     blame: Blame | None = None
+    accuracy: Accuracy | None = None  # a recipe's outputs against the fp32 eager model's (run/accuracy.py)
 
     @property
     def traced_runs(self) -> tuple[ProcessRun, ...]:
@@ -357,9 +359,7 @@ class Job:
 
     def with_device(self, result: DeviceResult) -> Job:
         devices = [result if d.name == result.name else d for d in self.devices]
-        if self.device(result.name) is None:
-            devices.append(result)
-        return replace(self, devices=tuple(devices))
+        return replace(self, devices=tuple(devices if self.device(result.name) else [*devices, result]))
 
     def results(self) -> Iterable[tuple[DeviceResult, ModelResult]]:
         """Every (device, model) pair that has a result, in job order."""

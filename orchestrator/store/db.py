@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Self
 from device_agents.facts import DeviceFacts
 from orchestrator.cache import finite_json
 from orchestrator.errors import Blame, UsageError
+from orchestrator.run.accuracy import Accuracy
+from orchestrator.run.codec import decode, encode
 from orchestrator.run.conditions import DeviceState
 from orchestrator.run.results import (
     DeviceResult,
@@ -121,10 +123,11 @@ class Store:
             raise UsageError(f"{self.path}: no stored run {run_id!r} (see `etfarm history`)")
         started, finished, status, schema_version, config, versions, host = run
         models = tuple(
+            ModelArtifacts.from_dict(json.loads(r[11])) if r[11] is not None else
             ModelArtifacts(name=r[0], spec=r[1], backend=r[2], key=r[3], content_hash=r[4], git_commit=r[5], pte=r[6],
                            etrecord=r[7], inputs=r[8], reference_outputs=r[9], numerics_reference=r[10])
             for r in conn.execute("SELECT name, spec, backend, export_key, content_hash, git_commit, pte, etrecord, "
-                                  "inputs, reference_outputs, numerics_reference FROM models WHERE run_id = ? "
+                                  "inputs, reference_outputs, numerics_reference, model_json FROM models WHERE run_id = ? "
                                   "ORDER BY ordinal", (run_id,)))
         devices = tuple(
             DeviceResult(name=name, transport=transport, target=target, status=DeviceStatus(dstatus), error=error,
@@ -139,9 +142,9 @@ class Store:
 
     def _model_results(self, run_id: str, device: str) -> tuple[ModelResult, ...]:
         out = []
-        for model, status, error, blame, vstatus, vdetail, vdiff, vruns in self._conn.execute(
+        for model, status, error, blame, vstatus, vdetail, vdiff, vruns, accuracy in self._conn.execute(
                 "SELECT model, status, error, blame, verification, verification_detail, verification_max_abs_diff, "
-                "verification_runs_checked FROM results WHERE run_id = ? AND device = ? ORDER BY ordinal",
+                "verification_runs_checked, accuracy_json FROM results WHERE run_id = ? AND device = ? ORDER BY ordinal",
                 (run_id, device)):
             verification = (Verification(VerificationStatus(vstatus), vdetail or "", vdiff, int(vruns or 0))
                             if vstatus is not None else None)
@@ -156,7 +159,8 @@ class Store:
                     "runner_json, run_json FROM process_runs WHERE run_id = ? AND device = ? AND model = ? ORDER BY ordinal",
                     (run_id, device, model)))
             out.append(ModelResult(name=model, status=ModelStatus(status), runs=runs, verification=verification,
-                                   error=error, blame=_blame(blame)))
+                                   error=error, blame=_blame(blame),
+                                   accuracy=decode(Accuracy, json.loads(accuracy)) if accuracy else None))
         return tuple(out)
 
     def run_dir(self, run_id: str) -> Path | None:
@@ -294,9 +298,11 @@ def _write_run(conn: sqlite3.Connection, record: RunRecord) -> None:
              _json(job.config.to_dict()), _json(job.versions), _json(job.host)))
         conn.executemany(
             "INSERT INTO models (run_id, ordinal, name, spec, backend, export_key, content_hash, git_commit, pte, "
-            "etrecord, inputs, reference_outputs, numerics_reference) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "etrecord, inputs, reference_outputs, numerics_reference, recipe, model_json) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [(job.run_id, k, m.name, m.spec, m.backend, m.key, m.content_hash, m.git_commit, m.pte, m.etrecord,
-              m.inputs, m.reference_outputs, m.numerics_reference) for k, m in enumerate(job.models)])
+              m.inputs, m.reference_outputs, m.numerics_reference, m.recipe.text if m.recipe else None,
+              _json(m.to_dict())) for k, m in enumerate(job.models)])
         for k, device in enumerate(job.devices):
             _insert_device(conn, job.run_id, k, device, record)
         conn.executemany(
@@ -324,12 +330,13 @@ def _insert_device(conn: sqlite3.Connection, run_id: str, ordinal: int, device: 
         v = model.verification
         p90 = percentile(model.wall_execute_ms, 90)
         conn.execute(
-            "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (run_id, device.name, k, model.name, model.status.value, model.error, _enum(model.blame),
              v.status.value if v else None, v.detail if v else None, v.max_abs_diff if v else None,
              v.runs_checked if v else None, median(model.wall_execute_ms), p90,
              median(model.untraced_execute_ms), median(model.load_ms),
-             _json(list(record.sample_runs.get((device.name, model.name), ())))))
+             _json(list(record.sample_runs.get((device.name, model.name), ()))),
+             _json(encode(model.accuracy)) if model.accuracy else None))
         conn.executemany(
             "INSERT INTO process_runs (run_id, device, model, ordinal, label, traced, execute_ms, load_ms, "
             "program_load_ms, device_state_json, artifacts_json, runner_json, run_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",

@@ -154,7 +154,16 @@ ALTER TABLE events ADD COLUMN kernel_mapping TEXT;
 ALTER TABLE events ADD COLUMN kernel_note TEXT;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+# v5: export recipes (README "Quantized models"): a model's recipe (queried: a series' configuration) and the
+# model whole as the results model writes it (calibration, eager references; later fields round-trip, as
+# v3's run_json), and the accuracy a (device, model) paid against the fp32 eager model. NULL in older rows.
+_V5 = """
+ALTER TABLE models ADD COLUMN recipe TEXT;
+ALTER TABLE models ADD COLUMN model_json TEXT;
+ALTER TABLE results ADD COLUMN accuracy_json TEXT;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from orchestrator.artifacts.generation import LlmRunFigures
 from orchestrator.errors import EXIT_OK, Blame, DataError, one_line
+from orchestrator.run.accuracy import Accuracy
 from orchestrator.run.results import (
     Job,
     ModelResult,
@@ -42,6 +43,7 @@ from orchestrator.run.results import (
     load_manifest,
 )
 from orchestrator.run.runner_contract import ETDUMP_NAME
+from orchestrator.verdicts.accuracy import AccuracyVerdict, accuracy_verdict
 from orchestrator.verdicts.below import BelowThreshold, below_threshold
 from orchestrator.verdicts.likeness import (
     IncompleteSide,
@@ -94,6 +96,7 @@ class Side:
     op_samples: OpSamples | None = None  # per-op samples in memory; None: read from the runs' ETDumps
     settings: Settings = ()  # what it ran with (likeness.py); () unknown: compared with anything
     incomplete: str | None = None  # why the side is not whole (an interrupted job, a partial model), if it is not
+    accuracy: Accuracy | None = None  # a recipe's outputs against the fp32 eager model (verdicts/accuracy.py)
 
     @property
     def e2e(self) -> list[tuple[float, ...]]:
@@ -114,7 +117,8 @@ def side_from_job(root: str | Path, job: Job, device: str, model: str, labels: S
     runs = tuple(_side_run(root, r.label, r.execute_ms, r.artifacts, r.llm) for r in result.traced_runs
                  if labels is None or r.label in labels)
     return Side(job.run_id, device, model, runs, verification=_verification(result),
-                settings=model_settings(job, model, device), incomplete=side_gap(job, device, model))
+                settings=model_settings(job, model, device), incomplete=side_gap(job, device, model),
+                accuracy=result.accuracy)
 
 
 def _side_run(root: Path, label: str, execute_ms: tuple[float, ...], artifacts: Sequence[str],
@@ -139,7 +143,7 @@ def pool(sides: Iterable[Side]) -> Side:
     return Side("+".join(s.source for s in sides), first.device, first.model,
                 tuple(r for s in with_data for r in s.runs),
                 verification=VerificationStatus.FAIL if fail else with_data[-1].verification,
-                settings=with_data[0].settings, incomplete="; ".join(gaps) or None)
+                settings=with_data[0].settings, incomplete="; ".join(gaps) or None, accuracy=with_data[-1].accuracy)
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,11 @@ class PairVerdict:
     incomplete: tuple[IncompleteSide, ...] = ()  # sides that are not whole (interrupted, partial)
     below: BelowThreshold | None = None  # a confident change end to end under the threshold (not a regression)
     series: Any = None  # series.SeriesVerdict: the night against its series' reference (nightly only)
+    accuracy: AccuracyVerdict | None = None  # B's accuracy against A's (a recipe's), judged on its own
+
+    @property
+    def accuracy_dropped(self) -> bool:
+        return self.accuracy is not None and self.accuracy.dropped
 
     @property
     def model(self) -> str:
@@ -212,7 +221,8 @@ class PairVerdict:
                 "settings_differ": [d.to_dict() for d in self.differences],
                 "incomplete": [i.to_dict() for i in self.incomplete],
                 "below_threshold": self.below.to_dict() if self.below else None,
-                "series": self.series.to_dict() if self.series is not None else None, "ops": [o.to_dict() for o in self.ops]}
+                "series": self.series.to_dict() if self.series is not None else None, "ops": [o.to_dict() for o in self.ops],
+                "accuracy": self.accuracy.to_dict() if self.accuracy else None, "accuracy_dropped": self.accuracy_dropped}
 
 
 @dataclass(frozen=True)
@@ -233,6 +243,10 @@ class Comparison:
         return any(p.verification_failed for p in self.pairs)
 
     @property
+    def accuracy_dropped(self) -> bool:
+        return any(p.accuracy_dropped for p in self.pairs)
+
+    @property
     def no_data(self) -> tuple[PairVerdict, ...]:
         return tuple(p for p in self.pairs if p.verdict is Verdict.NO_DATA)
 
@@ -247,12 +261,13 @@ class Comparison:
 
     @property
     def exit_code(self) -> int:
-        """0 no regression, 1 a regression (or B's outputs wrong)."""
-        return EXIT_REGRESSION if self.regressed or self.verification_failed else EXIT_OK
+        """0 no regression, 1 a regression (or B's outputs wrong, or its accuracy dropped)."""
+        return EXIT_REGRESSION if self.regressed or self.verification_failed or self.accuracy_dropped else EXIT_OK
 
     def to_dict(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "settings": self.settings.to_dict(), "regressed": self.regressed,
-                "exit_code": self.exit_code, "pairs": [p.to_dict() for p in self.pairs]}
+                "accuracy_dropped": self.accuracy_dropped, "exit_code": self.exit_code,
+                "pairs": [p.to_dict() for p in self.pairs]}
 
 
 def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS, per_op: bool = True,
@@ -292,12 +307,15 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
         return PairVerdict(verdict=Verdict.NO_DATA, reason=f"per-op samples unreadable: {one_line(str(exc))}",
                            blame=Blame.DATA, **base)
     metrics = metric_verdicts([r.llm for r in a.runs], [r.llm for r in b.runs], settings, threshold)
+    accuracy = accuracy_verdict(a.accuracy, b.accuracy)
     if base["differences"]:
         verdict = Verdict.SETTINGS_DIFFER
         ops = tuple(replace(o, verdict=unjudged(o.verdict)) for o in ops)
         metrics = tuple(replace(m, verdict=unjudged(m.verdict)) for m in metrics)
+        accuracy = None  # another recipe's accuracy is the recipe's, not a drop
     below = below_threshold(est, est.p_value, verdict, threshold, settings.alpha)
-    return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, metrics=metrics, below=below, **base)
+    return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, metrics=metrics, below=below,
+                       accuracy=accuracy, **base)
 
 
 def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) -> tuple[tuple[OpVerdict, ...], int]:

@@ -1,8 +1,9 @@
 """What a comparison compares: the settings two runs of a model must share, and whether a side is whole.
 
 ONE home for "comparable". `SETTINGS` names what two runs of a model must share for B's time against A's
-to say anything about a regression: the backend, iterations, warmup, CPU threads, an LLM's generation
-(prompt and generation length), intermediate outputs on or off (numerics) and the runner's runtime route.
+to say anything about a regression: the backend, the export recipe, iterations, warmup, CPU threads, an
+LLM's generation (prompt and generation length), intermediate outputs on or off (numerics) and the
+runner's runtime route.
 The same settings make a series of the store (`SeriesKey`: device, model name, settings), which history,
 change points and the nightly's baselines and series verdicts never mix (a setting a job did not record,
 `?`, matches any value). `last-good` (baseline.py) only picks a baseline that matches every one; a
@@ -35,6 +36,11 @@ def _backend(job: Job, model: str) -> str:
     return artifacts.backend if artifacts else job.config.backend
 
 
+def _recipe(job: Job, model: str) -> str:
+    artifacts = job.model_artifacts(model)
+    return artifacts.recipe.text if artifacts is not None and artifacts.recipe is not None else "-"
+
+
 def _generation(job: Job, model: str) -> str:
     key = generation_key(job, model)
     if key is None:
@@ -58,6 +64,7 @@ UNKNOWN = "?"  # a setting the job did not record: matches any value (older mani
 # what a series is (`SeriesKey`): the store's history, change points and nightly baselines never mix them.
 SETTINGS: dict[str, Callable[[Job, str, str | None], object]] = {
     "backend": lambda job, model, device: _backend(job, model),
+    "recipe": lambda job, model, device: _recipe(job, model),
     "iterations": lambda job, model, device: job.config.options.iterations,
     "warmup": lambda job, model, device: job.config.options.warmup,
     "threads": lambda job, model, device: job.config.options.cpu_threads or "default",

@@ -10,12 +10,16 @@ specs that resolve to files, unique names, backends, devices, a named baseline):
 (exit 2). What only running a model's code can show (its import or factory raises, its lowering fails, its
 program cannot be loaded) is that model's failure: each model is exported and its program checked on its
 own before its job, and one that fails is left out of the job, its (device, model) pairs `no-data` with the
-exporter's reason in one line (`ModelFailure`); the other models run and are judged.
+exporter's reason in one line (`ModelFailure`); the other models run and are judged. With export recipes
+(`recipe:`), each recipe of a model is a configuration of its own: a recipe that cannot export the model is
+that configuration's `ModelFailure` (the job leaves it out too, run/sweep.py `NotExported`), its other
+configurations run.
 
 Exit code (`NightlyOutcome.exit_code`): 130 when Ctrl-C or SIGTERM stopped a job (what finished is
 recorded as `interrupted`, which is never a baseline, and no verdict is computed from it); else 1 a
-regression or wrong outputs; else 3 when some device or model could not be measured (no-data: a device
-that failed, a model that could not be exported); else 0.
+regression, wrong outputs or an accuracy drop (verdicts/accuracy.py); else 3 when some device or model
+could not be measured (no-data: a device that failed, a model or configuration that could not be
+exported); else 0.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.artifacts.lowering import export_model
 from orchestrator.artifacts.modelspec import parse_model_spec, parse_model_specs
 from orchestrator.artifacts.pte_info import check_program
 from orchestrator.config import load_inventory
@@ -34,6 +37,7 @@ from orchestrator.errors import (
     Blame,
     ConfigError,
     EtfarmError,
+    ExportError,
     ModelSpecError,
     UsageError,
     blame_of,
@@ -41,7 +45,9 @@ from orchestrator.errors import (
 )
 from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult, run_job
+from orchestrator.run.results import RunOptions
 from orchestrator.run.rundir import new_run_id
+from orchestrator.run.sweep import NotExported, export_configurations
 from orchestrator.store import Store
 from orchestrator.store.ingest import job_record
 from orchestrator.verdicts.baseline import (
@@ -62,21 +68,32 @@ EXIT_NIGHTLY_UNMEASURED = 3
 
 @dataclass(frozen=True)
 class ModelFailure:
-    """A plan model that could not be exported or loaded: that model's failure, not the night's."""
+    """A plan model, or one configuration of it (an export recipe), that could not be exported or loaded: that
+    model's failure, not the night's."""
 
-    model: str
+    model: str  # the model's name, or the configuration's (tiny_cnn-int8da-int4w)
     spec: str
     backend: str
     reason: str  # the exporter's error, one line
     blame: Blame
+    recipe: str | None = None  # the configuration's export recipe; None: the model itself failed
+
+    @classmethod
+    def of_configuration(cls, lost: NotExported, backend: str) -> ModelFailure:
+        """A configuration the job leaves out too (run/sweep.py), as the night's failure of that configuration."""
+        return cls(lost.name, lost.spec, backend, lost.reason, ExportError.blame, lost.recipe)
+
+    @property
+    def lowering(self) -> str:
+        return self.backend + (f", recipe {self.recipe}" if self.recipe else "")
 
     @property
     def note(self) -> str:
-        return f"model {self.model} ({self.spec}, {self.backend}) NOT MEASURED: {self.reason}"
+        return f"model {self.model} ({self.spec}, {self.lowering}) NOT MEASURED: {self.reason}"
 
     def pairs(self, devices: Sequence[str]) -> tuple[PairVerdict, ...]:
         """Its (device, model) pairs: no data, never a regression (the night exits 3 for them)."""
-        why = f"not exported ({self.backend}): {self.reason}"
+        why = f"not exported ({self.lowering}): {self.reason}"
         return tuple(PairVerdict(d, self.model, self.model, Verdict.NO_DATA, reason=why, blame=self.blame)
                      for d in devices)
 
@@ -117,7 +134,7 @@ class NightlyOutcome:
     def exit_code(self) -> int:
         if self.interrupted:
             return EXIT_INTERRUPTED
-        if self.comparison.regressed or self.comparison.verification_failed:
+        if self.comparison.regressed or self.comparison.verification_failed or self.comparison.accuracy_dropped:
             return 1
         return EXIT_NIGHTLY_UNMEASURED if self.comparison.no_data else 0
 
@@ -140,7 +157,7 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     jobs: list[JobResult] = []
     failures: list[ModelFailure] = []
     for backend, planned in _plan_specs(plan).items():
-        specs, lost = _exportable(planned, backend, own_runtimes, progress)
+        specs, lost = _exportable(planned, backend, own_runtimes, progress, plan.options())
         failures += lost
         if not specs:
             continue
@@ -179,20 +196,25 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
                           tuple(confirmations), failures=tuple(failures))
 
 
-def _exportable(specs: Sequence[Any], backend: str, own_runtimes: bool, progress: Progress) -> tuple[list[Any],
-                                                                                                    list[ModelFailure]]:
+def _exportable(specs: Sequence[Any], backend: str, own_runtimes: bool, progress: Progress,
+                options: RunOptions) -> tuple[list[Any], list[ModelFailure]]:
     """The specs whose model exports and whose program loads, and the failures of the others, each exported on
     its own (the job exports them again: a cache hit). `own_runtimes`: every device runs the user's own
-    ExecuTorch, which may have the llama:: custom ops (run/job.own_runtimes)."""
+    ExecuTorch, which may have the llama:: custom ops (run/job.own_runtimes). With export recipes each recipe is
+    a configuration (run/sweep.py): one that cannot export is that configuration's failure, and the job leaves
+    it out too."""
     good, failed = [], []
     for spec in specs:
         try:
-            check_program(export_model(spec, backend, log=progress).pte, custom_ops=own_runtimes)
+            models, _, lost = export_configurations([spec], backend, options, progress)
+            for model in models:
+                check_program(model.pte, custom_ops=own_runtimes)
         except EtfarmError as exc:  # the model's own failure; a KeyboardInterrupt still stops the night
             failed.append(ModelFailure(spec.name, spec.text, backend, one_line(str(exc)), blame_of(exc)))
             progress(f"{failed[-1].note}; the other models run")
-        else:
-            good.append(spec)
+            continue
+        failed += [ModelFailure.of_configuration(lost_one, backend) for lost_one in lost]
+        good.append(spec)
     return good, failed
 
 
@@ -276,7 +298,11 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
     """The regressed pairs' models on their devices, once more, as a job of its own (recorded in the store)."""
     models = {p.model for p in regressed}
     devices = list(dict.fromkeys(p.device for p in regressed))
-    specs = [parse_model_spec(m.spec, m.name) for m in result.job.models if m.name in models]
+    config = result.job.config
+    named = dict(zip(config.models, config.names, strict=False))  # a sweep's models are named after their spec's
+    regressed_specs = dict.fromkeys(m.spec for m in result.job.models if m.name in models)
+    specs = [parse_model_spec(spec, named.get(spec) or next(m.name for m in result.job.models if m.spec == spec))
+             for spec in regressed_specs]
     progress(f"regression in run {result.job.run_id} ({', '.join(sorted(f'{p.device} {p.model}' for p in regressed))}): "
              "running it again to confirm (a whole job in a slow state is not a regression)")
     again = run(specs, result.job.config.backend, *_new_dir(plan.out), devices)

@@ -22,6 +22,7 @@ The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly 
     threads: [1, 4]                         # optional, as run's --threads: a number or a list (a sweep)
     prompt_len: 32                          # optional, LLMs: run's --prompt-len / --gen-len
     gen_len: [32, 128]
+    recipe: [fp32, int8-static]             # optional, as run's --recipe: export recipes, a list sweeps
 
 Relative paths are taken from the current directory, as on the command line. A bad plan is a
 ConfigError naming the file and the key (exit 2), before anything runs: unknown keys, bad values, an
@@ -37,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.artifacts.lowering import BACKENDS
-from orchestrator.errors import ConfigError
+from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes, recipe_words
+from orchestrator.errors import ConfigError, UsageError
 from orchestrator.run.limits import LIMITS
 from orchestrator.run.results import RunOptions
 from orchestrator.verdicts.baseline import LAST_GOOD
@@ -52,7 +54,7 @@ from orchestrator.yamlfile import load_yaml, shorten
 
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
          "config", "backend", "center", "noise_floor", "scheduler", "confirm", "threads", "prompt_len", "gen_len",
-         "reference"}
+         "reference", "recipe"}
 _SWEEP_MOST = 1 << 16  # as the command line's lists: beyond it a value is a typo
 _MODEL_KEYS = {"spec", "backend", "name"}
 
@@ -87,6 +89,7 @@ class NightlyPlan:
     threads: tuple[int, ...] = ()
     prompt_lens: tuple[int, ...] = ()
     gen_lens: tuple[int, ...] = ()
+    recipes: tuple[str, ...] = ()  # as run's --recipe: export recipes (a list sweeps: a series per recipe)
 
     @property
     def settings(self) -> VerdictSettings:
@@ -97,7 +100,7 @@ class NightlyPlan:
         return RunOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup,
                           cpu_threads=self.threads[0] if len(self.threads) == 1 else 0,
                           thread_counts=self.threads if len(self.threads) > 1 else (),
-                          prompt_lens=self.prompt_lens, gen_lens=self.gen_lens)
+                          prompt_lens=self.prompt_lens, gen_lens=self.gen_lens, recipes=self.recipes)
 
 
 def load_plan(path: Path) -> NightlyPlan:
@@ -114,8 +117,10 @@ def load_plan(path: Path) -> NightlyPlan:
             raise ConfigError(path, key, "required")
     backend = _backend(path, "backend", data.get("backend", "xnnpack"))
     report = _folder(path, "report", data["report"])
+    models = _models(path, data["models"], backend)
+    recipes = _recipes(path, data.get("recipe"), models)
     return NightlyPlan(
-        path=Path(path), devices=_devices(path, data["devices"]), models=_models(path, data["models"], backend),
+        path=Path(path), devices=_devices(path, data["devices"]), models=models, recipes=recipes,
         report=report, out=_folder(path, "out", data["out"]) if data.get("out") else report / "runs",
         runs=_count(path, data, "runs", 10), iterations=_count(path, data, "iterations", 50),
         warmup=_count(path, data, "warmup", 5),
@@ -196,6 +201,26 @@ def _models(path: Path, value: Any, backend: str) -> tuple[PlanModel, ...]:
                              _backend(path, f"{where}.backend", item.get("backend", backend)),
                              _text(path, f"{where}.name", item["name"]) if item.get("name") is not None else None))
     return tuple(out)
+
+
+def _recipes(path: Path, value: Any, models: tuple[PlanModel, ...]) -> tuple[str, ...]:
+    """`recipe: int8-static` or `recipe: [fp32, int8-static]`: names this ExecuTorch offers, or factories; each
+    model's backend must be the one the named recipes lower to."""
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(v, str) and v.strip() and "," not in v for v in items):
+        raise ConfigError(path, "recipe", f"expected a recipe name or a list of them, got {shorten(repr(value))}")
+    try:
+        recipes = parse_recipes(",".join(items), where="recipe")
+    except UsageError as exc:
+        raise ConfigError(path, "recipe", str(exc).removeprefix("recipe: ")) from None
+    for i, model in enumerate(models):
+        try:
+            check_recipe_backend(model.backend, recipes, where="backend")
+        except UsageError as exc:
+            raise ConfigError(path, f"models[{i}].backend", str(exc).removeprefix(f"backend {model.backend}: ")) from None
+    return recipe_words(recipes)
 
 
 def _count(path: Path, data: dict[str, Any], key: str, default: int) -> int:

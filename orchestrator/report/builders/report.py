@@ -28,6 +28,7 @@ from orchestrator.report.builders.history import HISTORY_RUNS
 from orchestrator.report.builders.llm import llm_sections
 from orchestrator.report.builders.memory import memory_rows
 from orchestrator.report.builders.ops import device_ops, op_ratios, op_stats
+from orchestrator.report.builders.quantized import recipe_groups
 from orchestrator.report.builders.ratios import CI_LEVEL, MIN_RUNS_FOR_INTERVAL, RESAMPLES, SEED, p50, ratio_with_ci
 from orchestrator.report.builders.trust import tracer_overhead, trust_notes
 from orchestrator.report.model import (
@@ -126,6 +127,7 @@ def build_job_report(
     return Report(
         llm=llm,
         memory=memory_rows(job, devices),
+        quantized=recipe_groups(job, rows, devices),
         numerics=numerics,
         numerics_error=numerics_error,
         run_id=job.run_id,

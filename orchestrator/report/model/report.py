@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from orchestrator.numerics.model import NumericsReport
 from orchestrator.report.model.llm import LlmSection
 from orchestrator.report.model.memory import MemoryRow
+from orchestrator.report.model.quantized import RecipeGroup
 from orchestrator.store.history import HistoryPoint
 
 
@@ -217,6 +218,7 @@ class Report:
     colours: tuple[tuple[str, str], ...] = ()  # (device, colour): one colour per device in every chart
     llm: tuple[LlmSection, ...] = ()  # models that generated: TTFT, tokens/s, memory, phases (report/builders/llm.py)
     memory: tuple[MemoryRow, ...] = ()  # per model and device: peak RSS, PSS, planned, program (report/builders/memory.py)
+    quantized: tuple[RecipeGroup, ...] = ()  # models under export recipes, side by side (report/builders/quantized.py)
 
 
 @dataclass(frozen=True)

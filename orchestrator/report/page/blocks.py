@@ -128,7 +128,8 @@ class Chart:
 @dataclass(frozen=True)
 class Charts:
     """A report's charts, drawn by render/charts.py for the page formats that show them (empty otherwise):
-    (model, kind, chart) in drawing order, kinds "latency", "op-groups", "op-heatmap", "history", "decode-steps"."""
+    (model, kind, chart) in drawing order, kinds "latency", "op-groups", "op-heatmap", "history", "decode-steps",
+    "latency-accuracy" (a model under export recipes)."""
 
     drawn: tuple[tuple[str, str, Chart], ...] = ()
 

@@ -121,7 +121,17 @@ def pair_sentence(view: ComparisonView, pair: PairVerdict) -> Text:
     return text(name, ": ", verdict, " ", size, "baseline ", _baseline(view, pair), f" {interval(ci)} ({stat} "
                 f"{fmt_ms(est.median_a_ms)} -> {fmt_ms(est.median_b_ms)} ms, p {est.p_value:.3g}, "
                 f"{est.runs_a}/{est.runs_b} runs)",
-                *(text("; ", metric_clause(m, ci.level)) for m in pair.metrics), confirmed, _unlike_clause(pair), ".")
+                *(text("; ", metric_clause(m, ci.level)) for m in pair.metrics), confirmed, _unlike_clause(pair),
+                _accuracy_clause(pair), ".")
+
+
+def _accuracy_clause(pair: PairVerdict) -> Text:
+    """A quantized configuration's accuracy against the baseline's (verdicts/accuracy.py), judged on its own."""
+    if pair.accuracy is None:
+        return text()
+    if pair.accuracy.dropped:
+        return text("; ", badge("accuracy dropped", "bad", pair.accuracy.reason), f": {pair.accuracy.reason}")
+    return text(f"; {pair.accuracy.reason}")
 
 
 def _unlike_clause(pair: PairVerdict) -> Text:
@@ -170,7 +180,8 @@ def _verdict_row(view: ComparisonView, pair: PairVerdict) -> tuple[Text, ...]:
     confirmed = text("-") if confirmation is None else text(Span(
         "confirmed" if confirmation.confirmed else "NOT confirmed", title=f"by run {confirmation.confirm_run}"))
     verdict = text(badge(pair.verdict.value, TONE.get(pair.verdict.value, "info"), pair.reason or ""),
-                   " (outputs WRONG)" if pair.verification_failed else "")
+                   " (outputs WRONG)" if pair.verification_failed else "",
+                   *((" ", badge("accuracy dropped", "bad", pair.accuracy.reason)) if pair.accuracy_dropped else ()))
     figures: tuple[Text, ...] = (text("-"),) * 6
     if est is not None:
         figures = (text(f"{est.ratio:.3f}x"), text(f"[{est.ci_low:.3f}, {est.ci_high:.3f}]"), text(fmt_ms(est.median_a_ms)),

@@ -4,8 +4,9 @@ Each entry builds its sections from a `RunView` (the run's report and charts, an
 several runs its anchor prefix and title label) and names each section's navigation label
 (`Section.nav`); `Page.nav` lists exactly the sections the page holds, so adding a section is
 adding its builder here. The order answers the questions in the order people ask them: which
-device is fast enough, what to trust, each model, an LLM's generation figures, memory,
-numerics, what the devices were; the page then closes with how the numbers were computed.
+device is fast enough, what to trust, each model, what quantizing it paid, an LLM's generation
+figures, memory, numerics, what the devices were; the page then closes with how the numbers were
+computed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from orchestrator.report.page.blocks import NO_CHARTS, Charts, Page, RunView, Se
 from orchestrator.report.page.closing import facts_section, methods_section, numerics_section
 from orchestrator.report.page.llm import llm_sections
 from orchestrator.report.page.memory import memory_section
+from orchestrator.report.page.quantized import quantized_section
 from orchestrator.report.page.run import model_sections, summary_section, trust_section
 
 RunSection = Callable[[RunView], tuple[Section, ...]]
@@ -25,6 +27,7 @@ RUN_SECTIONS: tuple[RunSection, ...] = (
     summary_section,  # which device is fast enough
     trust_section,  # what to trust
     model_sections,  # per model: latency, where the time goes, ops across devices, over time
+    quantized_section,  # models under export recipes: speed-up, size and accuracy paid against fp32
     llm_sections,  # models that generated: TTFT, tokens/s, memory, phases
     memory_section,
     numerics_section,  # runs made with --numerics

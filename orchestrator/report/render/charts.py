@@ -1,9 +1,9 @@
 """A report's charts, drawn with matplotlib (Agg) to inline SVG text for the pages that show them.
 
 Per model: latency distribution, time per op group, op x device heatmap, history trend; per LLM:
-decode latency by step. Charts are rendering: the report's data (report/model/) is built without
-them, and `report_charts` draws them only for HTML and Markdown; the page places them by model and
-kind (page/blocks.py `Charts`).
+decode latency by step; per model under export recipes: latency against accuracy per device. Charts
+are rendering: the report's data (report/model/) is built without them, and `report_charts` draws
+them only for HTML and Markdown; the page places them by model and kind (page/blocks.py `Charts`).
 
 Deterministic: `svg.hashsalt` is fixed per chart (ids are stable and unique across the charts
 of one page), no date or creator in the metadata, jitter from a seeded generator; the same
@@ -26,8 +26,9 @@ from orchestrator.report.builders.report import DEVICE_PALETTE as PALETTE
 from orchestrator.report.formats import clip as _clip
 from orchestrator.report.formats import fmt_ms, fmt_rate
 from orchestrator.report.formats import ratio as _ratio
-from orchestrator.report.model import LlmSection, ModelSection, Report
+from orchestrator.report.model import LlmSection, ModelSection, RecipeGroup, Report
 from orchestrator.report.page.blocks import Chart, Charts
+from orchestrator.report.page.quantized import CHART_KIND as LATENCY_ACCURACY
 
 # Op groups get colours of their own (ColorBrewer Set3), so no group is mistaken for a device.
 GROUP_PALETTE = ("#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#bc80bd", "#ccebc5")
@@ -38,10 +39,12 @@ CHAR_IN = 0.068
 
 
 def report_charts(report: Report) -> Charts:
-    """Every chart of the report: each model's, then each LLM's decode steps, in the device colours the report
-    chose (report.colours), the same in every chart."""
+    """Every chart of the report: each model's, each quantized model's latency against accuracy, then each LLM's
+    decode steps, in the device colours the report chose (report.colours), the same in every chart."""
     colours = dict(report.colours)
     drawn = [(m.name, kind, chart) for m in report.models for kind, chart in model_charts(m, colours, report.baseline)]
+    drawn += [(g.name, LATENCY_ACCURACY, chart) for g in report.quantized
+              if (chart := _latency_accuracy(g, colours)) is not None]
     drawn += [(s.model, "decode-steps", chart) for s in report.llm if (chart := _decode_steps(s, colours)) is not None]
     return Charts(tuple(drawn))
 
@@ -326,3 +329,30 @@ def _decode_steps(section: LlmSection, colours: Mapping[str, str]) -> Chart | No
     ax.legend(frameon=False, fontsize=8)
     ax.set_title(f"{section.model}: latency of each decode step")
     return Chart(stem, f"{section.model}: per-step decode latency", _svg(fig, stem, titles))
+
+
+def _latency_accuracy(group: RecipeGroup, colours: Mapping[str, str]) -> Chart | None:
+    """Each recipe of a model a point per device (README "Quantized models"): x the SNR of its outputs against the
+    fp32 eager model (dB, higher is closer), y its end-to-end p50. A recipe whose outputs equal eager exactly has
+    no SNR and is left out of the plot (its row in the table says so)."""
+    points = [(d.device, r.recipe, r.accuracy.snr_db, r.p50_ms) for d in group.devices for r in d.rows
+              if r.accuracy is not None and r.accuracy.snr_db is not None and r.p50_ms is not None]
+    if not points:
+        return None
+    _setup()
+    fig, ax = _figure(WIDTH_IN * 0.7, 2.6, ["0.000"], bottom_in=0.6)
+    titles = {}
+    for k, (device, recipe, snr, p50) in enumerate(points):
+        dot = ax.scatter([snr], [p50], s=36, color=colours.get(device, PALETTE[k % len(PALETTE)]), zorder=3,
+                         edgecolors="white", linewidths=0.5, label=device)
+        dot.set_gid(f"rq-{k}")
+        titles[f"rq-{k}"] = f"{device} {recipe}: p50 {fmt_ms(p50)} ms, SNR {snr:.1f} dB against fp32 eager"
+        ax.annotate(recipe, (snr, p50), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    handles = {h.get_label(): h for h in ax.collections}  # one legend entry per device
+    ax.legend(handles.values(), handles.keys(), fontsize=8, frameon=False, loc="best")
+    ax.set_xlabel("SNR of the outputs against the fp32 eager model (dB, higher is closer)")
+    ax.set_ylabel("p50 ms per execution")
+    ax.set_title(f"{group.name}: latency against accuracy per device")
+    ax.grid(alpha=0.3)
+    stem = f"{group.name}-recipes"
+    return Chart(stem, f"{group.name}: latency against accuracy per device", _svg(fig, stem, titles))

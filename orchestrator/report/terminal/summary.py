@@ -88,6 +88,12 @@ def wall_clock_lines(job: Job) -> list[str]:
         flagged = model.flagged_runs
         if flagged:
             line += "; FLAGGED: " + ", ".join(flag_text(r) for r in flagged)
+        accuracy = model.accuracy
+        if accuracy is not None and accuracy.max_abs_error is not None:  # a recipe's outputs against fp32 eager
+            line += ("; outputs against fp32 eager: SNR " + ("exact" if accuracy.snr_db is None else
+                                                             f"{accuracy.snr_db:.1f} dB")
+                     + f", max abs error {accuracy.max_abs_error:.3g}"
+                     + ("" if accuracy.top1_agreement is None else f", top-1 agrees {accuracy.top1_agreement:.0%}"))
         lines.append(terminal_text(line))
     return lines
 

@@ -39,6 +39,7 @@ def verdict_rows(comparison: Comparison) -> list[list[object]]:
         rows.append(_pair_row(pair))
         rows += [_series_row(pair)] if pair.series is not None else []  # the night against its series' reference
         rows += metric_rows(pair)  # an LLM's TTFT and decode tokens/s
+        rows += _accuracy_row(pair)  # a quantized configuration's accuracy, judged on its own
         rows += [_op_row(pair, op) for op in pair.ops if op.verdict in _NOTABLE]
     return rows
 
@@ -71,6 +72,14 @@ def _series_row(pair: PairVerdict) -> list[object]:
         return ["", "", what, verdict, None, None, None, series.reference, None, None, None]
     return ["", "", what, verdict, est.median_a_ms, est.median_b_ms, _ratio(est.ratio), _ci(est.ci_low, est.ci_high),
             _p(est.p_value), f"{est.runs_a}/{est.runs_b}", None]
+
+
+def _accuracy_row(pair: PairVerdict) -> list[list[object]]:
+    found = pair.accuracy
+    if found is None:
+        return []
+    verdict = "ACCURACY-DROPPED" if found.dropped else "accuracy held"
+    return [["", "", "accuracy vs fp32 eager", verdict, None, None, None, found.reason, None, None, None]]
 
 
 def _op_row(pair: PairVerdict, op: OpVerdict) -> list[object]:

@@ -89,3 +89,20 @@ def test_remaining_name_clash_is_a_usage_error(tmp_path: Path) -> None:
         parse_model_specs([f"{models}:a", f"{models}:a"], ["same", "same"])
     with pytest.raises(UsageError, match="'models' (.*models.py:a listed 2 times)"):  # the same spec twice
         parse_model_specs([f"{models}:a", f"{models}:a"])
+
+
+def test_a_model_files_classes_are_found_by_their_modules_name(tmp_path: Path) -> None:
+    """torch.export's strict tracing (an export recipe's) looks a model's class up by its module's name."""
+    import sys
+
+    from orchestrator.artifacts.modelspec import call_factory
+
+    source = tmp_path / "net.py"
+    source.write_text("class Net:\n    pass\n\ndef build():\n    return Net()\n")
+    made = call_factory(parse_model_spec(f"{source}:build"))
+    assert sys.modules[type(made).__module__].Net is type(made)
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('no')\n")
+    with pytest.raises(ModelSpecError, match="importing broken.py raised RuntimeError: no"):
+        call_factory(parse_model_spec(f"{broken}:build"))
+    assert not [name for name, module in sys.modules.items() if getattr(module, "__file__", None) == str(broken)]

@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from device_agents.facts import DeviceFacts
+from orchestrator.artifacts.recipes import RecipeInfo
 from orchestrator.errors import Blame
+from orchestrator.run.accuracy import Accuracy
 from orchestrator.run.conditions import DeviceState
 from orchestrator.run.results import (
     Attempt,
@@ -41,17 +43,18 @@ def rich_job() -> Job:
         ProcessRun("e2e-1", False, (1.0, 1.25)),
     )
     model = ModelResult("m", ModelStatus.PARTIAL, runs, Verification(VerificationStatus.FAIL, "max diff 0.5", 0.5, 2),
-                        "runner crashed", Blame.INFRASTRUCTURE)
+                        "runner crashed", Blame.INFRASTRUCTURE, Accuracy(41.5, 0.01, 0.999, 1.0, 1, 2))
     device = DeviceResult("d", "ssh", "linux-aarch64", DeviceStatus.WRONG_RESULTS, "wrong results", Blame.DATA,
                           facts=DeviceFacts(abi="aarch64", cores=4), models=(model, ModelResult("n", ModelStatus.FAILED)),
                           runner_key="rk", controls={"fixed_performance_mode": "on"},
                           attempts=(Attempt("connect", "refused", "2026-11-22T00:00:00Z", retried=True),))
     options = RunOptions(runs=3, iterations=7, warmup=2, run_timeout_s=60.0, wait_for_lock=False, lock_timeout_s=5.0,
                          intermediate_outputs=True, debug_buffer_size=0, numerics=True, cpu_threads=2, untraced_runs=2,
-                         cooldown_s=1.5, max_temp_c=60.0, order=RunOrder.ABBA, seed=7)
+                         cooldown_s=1.5, max_temp_c=60.0, order=RunOrder.ABBA, seed=7, recipes=("fp32", "int8-static"))
     config = JobConfig(("d", "e"), ("m.py:build", "n.pte"), "portable", options, "devices.yaml", "tcp://h:8786")
     artifacts = ModelArtifacts("m", "m.py:build", "portable", "key", "m.pte", "m.etrecord", "in.etft", "ref.etft",
-                               "sha", "abc123", "num.etft")
+                               "sha", "abc123", "num.etft", RecipeInfo("int8-static", "int8-static", "xnnpack_int8", True, 1,
+                                                                       "example inputs"), "eager.etft", "eager.npz")
     return Job("20261122-000000-abcd", JobStatus.PARTIAL, "2026-11-22T00:00:00Z", config, "2026-11-22T00:01:00Z",
                {"etfarm": "0.3"}, {"hostname": "h"}, (artifacts,), (device, DeviceResult("e", "local", "host")))
 

@@ -178,7 +178,7 @@ def stubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[bool],
     runner = tmp_path / "runner" / "bin" / "etfarm_runner"
     runner.parent.mkdir(parents=True)
     runner.write_bytes(b"runner")
-    monkeypatch.setattr(engine, "export_model", lambda spec, backend, log: ExportedModel(
+    monkeypatch.setattr("orchestrator.run.sweep.export_model", lambda spec, backend, recipe, log: ExportedModel(
         MODEL, spec.text, backend, "k" * 16, pte, None, None, None, cached=True))
     monkeypatch.setattr(engine, "build_runner", lambda target, log, runtime=None: RunnerBuild(
         target, "runner-key", runner.parent.parent, runner, (), cached=True))

@@ -65,6 +65,12 @@ def test_noise_floor_is_auto_by_default_or_a_percentage(tmp_path: Path) -> None:
     ("devices: [a]\nmodels: [m.py:build]\nreport: r\nnoise_floor: lots\n", "noise_floor: expected auto or a percentage"),
     ("devices: [a]\nmodels: [m.py:build]\nreport: r\nnoise_floor: -2%\n", "noise_floor: expected auto or a percentage"),
     ("devices: [a]\nmodels: [m.py:build]\nreport: r\nnoise_floor: true\n", "noise_floor: expected auto or a percentage"),
+    ("devices: [a]\nmodels: [m.py:build]\nreport: r\nrecipe: int9\n", "recipe: unknown recipe 'int9'; this ExecuTorch "
+                                                                       "offers fp32, int8-dynamic, int8-static"),
+    ("devices: [a]\nmodels: [m.py:build]\nreport: r\nrecipe: [fp32, fp32]\n", "recipe: recipe 'fp32' given twice"),
+    ("devices: [a]\nmodels: [m.py:build]\nreport: r\nrecipe: [3]\n", "recipe: expected a recipe name or a list"),
+    ("devices: [a]\nmodels: [{spec: m.py:build, backend: portable}]\nreport: r\nrecipe: int8-static\n",
+     "models[0].backend: recipe int8-static lowers to xnnpack"),
     ("devices: [a]\nmodels: [m.py:build]\nreport: r\nreference: [x]\n", "reference: expected a non-empty string"),
     ("devices: [a]\nmodels: [m.py:build]\nreport: r\ncenter: median\n", "center: expected mean, fast, fast-state"),
 ])
@@ -74,3 +80,10 @@ def test_bad_plans_name_file_and_key(tmp_path: Path, text: str, where: str) -> N
         load_plan(path)
     assert str(err.value).startswith(str(path)) and where in str(err.value)
     assert err.value.exit_code == 2
+
+
+def test_recipes_sweep_as_run_does(tmp_path: Path) -> None:
+    loaded = load_plan(plan(tmp_path, "devices: [a]\nmodels: [m.py:build]\nreport: r\nrecipe: [fp32, int8-static]\n"))
+    assert loaded.recipes == ("fp32", "int8-static") and loaded.options().recipes == ("fp32", "int8-static")
+    one = load_plan(plan(tmp_path, "devices: [a]\nmodels: [m.py:build]\nreport: r\nrecipe: int8-dynamic\n"))
+    assert one.options().recipes == ("int8-dynamic",)

@@ -1,0 +1,111 @@
+"""Lower a model through ExecuTorch's export API with an export recipe (README "Quantized models").
+
+`executorch.export.export(model, [example_inputs], recipe, generate_etrecord=True)`: the recipe quantizes
+(PT2E or torchao) and lowers. A static recipe calibrates on data: the model file's calibration batches
+(artifacts/calibration.py) when it gives some, else its example inputs, one batch; a factory's recipe that
+brings its own `calibration_inputs_fn` keeps it. The batches actually fed are counted, and recorded.
+
+Imports torch and executorch (function level): called only when an export must happen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.artifacts.modelspec import call_factory
+from orchestrator.artifacts.recipes import RECIPE_BACKEND, RecipeSpec, available_recipes
+from orchestrator.errors import ExportError, ModelSpecError, UsageError, one_line
+
+
+@dataclass(frozen=True)
+class RecipeProgram:
+    """What the recipe made: the program manager, and how it was quantized."""
+
+    program: Any  # executorch's ExecutorchProgramManager
+    session: Any  # the ExportSession (runs the program on the host)
+    quantized: bool  # the recipe quantizes (its outputs are then compared with the fp32 eager model's)
+    calibration_batches: int | None  # batches fed to PT2E calibration; None: the recipe does not calibrate
+    name: str  # the recipe's own name (ExportRecipe.name), e.g. xnnpack_pt2e_int8_static_per_channel
+    own_calibration: bool = False  # the recipe brought its own calibration_inputs_fn (a factory's)
+
+
+def lower_with_recipe(spec_text: str, recipe: RecipeSpec, model: Any, inputs: tuple[Any, ...],
+                      calibration: Sequence[tuple[Any, ...]] | None) -> RecipeProgram:
+    """Export `model` with `recipe`; an ExportError with the exporter's own reason in one line if it fails."""
+    from executorch.export import export
+
+    export_recipe = build_recipe(recipe)
+    quantization = export_recipe.quantization_recipe
+    own = quantization is not None and quantization.calibration_inputs_fn is not None
+    export_recipe, fed = _with_calibration(export_recipe, calibration or [inputs])
+    quantized = quantization is not None and bool(quantization.quantizers or quantization.ao_quantization_configs)
+    try:
+        with _root_log_quiet():  # the export API logs through the root logger ("Disabled validating the partitioner")
+            session = export(model, [inputs], export_recipe=export_recipe, generate_etrecord=True)
+        program = session.get_executorch_program_manager()
+    except Exception as exc:  # noqa: BLE001  (the exporter's reason, whatever it raised)
+        raise ExportError(f"exporting {spec_text!r} with recipe {recipe.label} failed: {type(exc).__name__}: "
+                          f"{one_line(str(exc).strip().splitlines()[0] if str(exc).strip() else '')}") from None
+    return RecipeProgram(program, session, quantized, len(fed) if fed is not None else None,
+                         str(export_recipe.name or recipe.label), own)
+
+
+@contextlib.contextmanager
+def _root_log_quiet() -> Iterator[None]:
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+
+
+def build_recipe(recipe: RecipeSpec) -> Any:
+    """The `ExportRecipe` a recipe names: the installed ExecuTorch's recipe type, or what the factory returns."""
+    from executorch.export import ExportRecipe
+
+    if recipe.factory is not None:
+        made = call_factory(recipe.factory)
+        if not isinstance(made, ExportRecipe):
+            raise ModelSpecError(f"recipe {recipe.text!r}: {recipe.factory.factory}() returned {type(made).__name__}, "
+                                 "not an executorch.export.ExportRecipe")
+        return made
+    import executorch.backends.xnnpack.recipes  # noqa: F401  (registers the XNNPACK recipe provider)
+    from executorch.backends.xnnpack.recipes.xnnpack_recipe_types import XNNPackRecipeType
+    from executorch.export import recipe_registry
+
+    registered = {t.name for t in recipe_registry.get_supported_recipes(RECIPE_BACKEND)}
+    if recipe.member not in registered:  # named from the source, yet not registered: say what is
+        offered = [name for name, member in available_recipes().items() if member in registered]
+        raise UsageError(f"--recipe: {recipe.text!r} is not registered by this ExecuTorch's {RECIPE_BACKEND} provider; "
+                         f"it offers {', '.join(offered)}")
+    return ExportRecipe.get_recipe(XNNPackRecipeType[recipe.member or ""])
+
+
+def _with_calibration(export_recipe: Any, batches: Sequence[tuple[Any, ...]]) -> tuple[Any, list[int] | None]:
+    """The recipe with a calibration that counts what it feeds (the model's batches unless the recipe brings its
+    own), and the counter; None when the recipe has no post-training calibration."""
+    quantization = export_recipe.quantization_recipe
+    if quantization is None or not quantization.quantizers or quantization.is_qat:
+        return export_recipe, None
+    fed: list[int] = []
+    source: Callable[[], Iterable[Any]] = quantization.calibration_inputs_fn or (lambda: batches)
+
+    def counted() -> Iterator[Any]:
+        for batch in source():
+            fed.append(1)
+            yield batch
+
+    calibrated = dataclasses.replace(quantization, calibration_inputs_fn=counted)
+    return dataclasses.replace(export_recipe, quantization_recipe=calibrated), fed
+
+
+def host_outputs(made: RecipeProgram, inputs: tuple[Any, ...]) -> list[Any]:
+    """The program's own outputs on this host (ExecuTorch's Python runtime): what a device must compute."""
+    return list(made.session.run_method("forward", inputs))
