@@ -8,7 +8,7 @@
 - where that device and model succeeded (every process run: a `partial` model is not a baseline, nor
   is a job that was interrupted or is still running) and its outputs were not wrong,
 - and that no verdict marked as regressed. Verdicts are recorded beside the run, in
-  `DIR/verdicts.json` (`record_verdicts`), by `nightly`: a night that regressed is never
+  `DIR/verdicts.json` (recorded.py `record_verdicts`), by `nightly`: a night that regressed is never
   the next night's baseline, so a regression keeps failing until it is fixed or accepted
   (by naming a baseline run id).
 
@@ -23,11 +23,9 @@ which runs the references name, and what B is compared with.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from orchestrator.cache import write_json_atomic
 from orchestrator.errors import UsageError
 from orchestrator.run.results import DeviceStatus, Job, JobStatus, ModelStatus, VerificationStatus, load_manifest
 from orchestrator.store import Store, open_store, resolve_run, store_path
@@ -41,31 +39,13 @@ from orchestrator.verdicts.compare import (
 )
 from orchestrator.verdicts.likeness import SeriesKey
 from orchestrator.verdicts.noise import WINDOW, NoiseFinder, NoiseFloor
+from orchestrator.verdicts.recorded import marked_regressed
 from orchestrator.verdicts.series import WINDOW as SERIES_WINDOW
 from orchestrator.verdicts.series import SeriesPoint, replicate_floor
 from orchestrator.verdicts.statistics import VerdictSettings
 
-VERDICTS_JSON = "verdicts.json"
 LAST_GOOD = "last-good"
 _SCAN_LIMIT = 200  # stored runs looked at per (device, model), newest first
-
-
-def record_verdicts(run_dir: Path, comparison: Comparison) -> Path:
-    """Write the comparison beside the run (DIR/verdicts.json), for `last-good` and people."""
-    path = Path(run_dir) / VERDICTS_JSON
-    write_json_atomic(path, comparison.to_dict())
-    return path
-
-
-def marked_regressed(run_dir: Path, device: str, model: str) -> bool:
-    path = Path(run_dir) / VERDICTS_JSON
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return False
-    return any(p.get("device") == device and p.get("model_b") == model and (p.get("regressed") or
-                                                                         p.get("verification_failed"))
-               for p in data.get("pairs", ()))
 
 
 def _good(run_dir: Path, job: Job, device: str, model: str) -> bool:

@@ -162,6 +162,7 @@ class HistoryRow:
     git_commit: str | None
     p50_ms: tuple[float | None, ...]  # in ModelSection.latency's device order
     status: tuple[str, ...]  # per device, "" when the device was not in that run
+    configuration: str = ""  # its series' configuration in a few words (run/configuration.py configuration_label)
 
 
 @dataclass(frozen=True)

@@ -213,9 +213,10 @@ def history_blocks(m: ModelSection) -> tuple[Block, ...]:
     if not m.history:
         return (Paragraph(text(muted("no history: this model has no earlier runs in the results store"))),)
     devices = [d.device for d in m.latency]
-    rows = tuple((text(code(r.run_id)), text(r.started), text(code((r.git_commit or "-")[:10])),
+    rows = tuple((text(code(r.run_id)), text(r.started), text(r.configuration or "-"),
+                  text(code((r.git_commit or "-")[:10])),
                   *(text(fmt_ms(p)) if p is not None else text(muted(st or "not run"))
                     for p, st in zip(r.p50_ms, r.status, strict=False)))
                  for r in m.history_rows)
-    return (Table(("run", "started", "model commit", *(f"{d} p50 ms" for d in devices)), rows,
-                  (False, False, False, *([True] * len(devices)))),)
+    return (Table(("run", "started", "configuration", "model commit", *(f"{d} p50 ms" for d in devices)), rows,
+                  (False, False, False, False, *([True] * len(devices)))),)

@@ -29,6 +29,7 @@ from orchestrator.report.formats import ratio as _ratio
 from orchestrator.report.model import LlmSection, ModelSection, RecipeGroup, Report
 from orchestrator.report.page.blocks import Chart, Charts
 from orchestrator.report.page.quantized import CHART_KIND as LATENCY_ACCURACY
+from orchestrator.run.configuration import configuration_label, varying_settings
 
 # Op groups get colours of their own (ColorBrewer Set3), so no group is mistaken for a device.
 GROUP_PALETTE = ("#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#bc80bd", "#ccebc5")
@@ -280,23 +281,30 @@ def _heatmap(section: ModelSection, baseline: str | None, colours: Mapping[str, 
 
 
 def _history(section: ModelSection, baseline: str | None, colours: Mapping[str, str]) -> Chart | None:
+    """End-to-end p50 per run, a line per series (device and configuration: an xnnpack, a portable and a --numerics
+    run of one model are three lines, never one through all), dashed for each further configuration of a device."""
     points = [p for p in section.history if p.e2e_p50_ms is not None]
     if not points:
         return None
     runs = list(dict.fromkeys(p.run_id for p in points))
+    shown = varying_settings(p.settings for p in points)
     fig, ax = _figure(WIDTH_IN, 1.8, ["00.0000 + ylabel"], bottom_in=1.0)
     titles = {}
-    for i, device in enumerate(dict.fromkeys(p.device for p in points)):
-        mine = [p for p in points if p.device == device]
+    series = list(dict.fromkeys((p.device, p.settings) for p in points))
+    for i, (device, settings) in enumerate(series):
+        mine = [p for p in points if (p.device, p.settings) == (device, settings)]
+        name = f"{device} ({configuration_label(settings, shown)})" if shown else device
+        nth = [s for d, s in series if d == device].index(settings)  # a device's further configurations: dashed
         line = ax.plot(
             [runs.index(p.run_id) for p in mine],
             [p.e2e_p50_ms for p in mine],
             marker="o",
+            linestyle=("-", "--", ":", "-.")[nth % 4],
             color=colours.get(device, PALETTE[i % len(PALETTE)]),
-            label=device,
+            label=name,
         )[0]
         line.set_gid(f"hist-{i}")
-        titles[f"hist-{i}"] = f"{device}: " + ", ".join(f"{p.run_id} {fmt_ms(p.e2e_p50_ms)} ms" for p in mine[-5:])
+        titles[f"hist-{i}"] = f"{name}: " + ", ".join(f"{p.run_id} {fmt_ms(p.e2e_p50_ms)} ms" for p in mine[-5:])
     labels = {p.run_id: p.started[5:16].replace("T", " ") for p in points}  # "11-22 08:51"
     ax.set_xticks(range(len(runs)), [labels[r] for r in runs], rotation=30, ha="right")
     ax.set_ylabel("e2e p50 ms")
