@@ -33,6 +33,7 @@ from orchestrator.verdicts.compare import (
     Baseline,
     BaselineFinder,
     Comparison,
+    check_common,
     compare_against,
     compare_jobs,
     side_from_job,
@@ -136,6 +137,7 @@ def compare_refs(a: str | None, b: str | None, settings: VerdictSettings, *, bas
     with open_store(store) as opened:
         if a is not None and b is not None:
             a_dir, b_dir = _resolve(a, store, "A"), _resolve(b, store, "B")
+            check_common(a_dir, load_manifest(a_dir), b_dir, load_manifest(b_dir))
             finder, label = named_finder(opened, str(a_dir)), load_manifest(a_dir).run_id
         else:
             b_dir = _resolve(a, store, "B") if a is not None else _newest(opened)
