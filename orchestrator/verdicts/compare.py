@@ -374,7 +374,8 @@ def compare_against(b_dir: str | Path, baseline: BaselineFinder, settings: Verdi
             if side_b.missing is None and (found is None or not _holds(found[1], device.name, model)):
                 pairs.append(PairVerdict(device.name, model, model, Verdict.NEW, source_b=job_b.run_id,
                                          reason="no baseline yet: this run becomes it",
-                                         verification_failed=side_b.verification is VerificationStatus.FAIL))
+                                         verification_failed=side_b.verification is VerificationStatus.FAIL,
+                                         dir_b=Path(b_dir)))  # its page's trust notes come from B's run
                 continue
             side_a = (side_from_job(found[0], found[1], device.name, model) if found is not None
                       else Side(a_label, device.name, model, missing="no baseline", blame=Blame.USAGE))

@@ -56,6 +56,9 @@ class TracerOverhead:
     untraced_runs: int
     reliable: bool
     note: str  # "" when reliable; else why not ("1 untraced run: ...")
+    # the figure cannot be told from noise: the interval holds 0, or (no interval) it is negative (a tracer only
+    # adds work) or within the run-to-run spread of the traced runs; pages then say "within noise", not -13.6 %
+    within_noise: bool = False
 
 
 @dataclass(frozen=True)

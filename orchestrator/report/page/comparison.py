@@ -14,6 +14,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from orchestrator.profiles.source import telling_source_lines
+from orchestrator.report.builders.trust import WORRYING, trust_summary
 from orchestrator.report.formats import clip, fmt_ms, fmt_rate, interval, ratio
 from orchestrator.report.model import ComparisonView, Interval, PairStructure, Report
 from orchestrator.report.page.blocks import (
@@ -205,15 +207,22 @@ def op_verdicts_section(view: ComparisonView) -> Section:
     if not ops:
         return Section(text("Per-op verdicts"), "op-verdicts", (Paragraph(text(
             f"No op compared ({skipped} skipped: unmatched, or too fast for the timer).")),), nav="per op")
+    if not telling_source_lines(o.source_line for _, o in ops):  # one line for every op tells no layer apart
+        ops = [(p, replace(o, source_line="")) for p, o in ops]
     rows = tuple((text(p.device), text(p.model), text(Span(clip(o.event_name, 48), title=o.event_name)), _where(o),
                   text(badge(o.verdict.value, TONE[o.verdict.value])), text(f"{o.estimate.ratio:.3f}x"),
-                  text(f"[{o.estimate.ci_low:.3f}, {o.estimate.ci_high:.3f}]"), text(f"{o.p_adjusted:.3g}"))
+                  text(_ci_text(o.estimate.ci_low, o.estimate.ci_high)), text(f"{o.p_adjusted:.3g}"))
                  for p, o in ops)
     return Section(text("Per-op verdicts"), "op-verdicts", (
         Paragraph(text(summary)),
         Table(("device", "model", "op", "in your model", "verdict", "ratio B/A", "95% CI", "p (adjusted)"), rows,
               (False, False, False, False, False, True, True, True)),
     ), nav="per op")
+
+
+def _ci_text(low: float, high: float) -> str:
+    """An op's interval, "-" when it has none (too few distinct samples to resample: NaN)."""
+    return f"[{low:.3f}, {high:.3f}]" if math.isfinite(low) and math.isfinite(high) else "-"
 
 
 def _where(op: OpVerdict) -> Text:
@@ -262,9 +271,9 @@ def _module_lines(s: PairStructure) -> list[Text]:
 
 
 def trust_section(view: ComparisonView) -> Section:
-    items = tuple(text(muted(f"({run}) "), strong(n.device), f" {n.model}: ", flag_badge(n.kind, "") if n.kind in (
-        "interfered", "throttled", "unstable", "partial") else muted(n.kind), " ", n.text) for run, n in view.trust)
-    if not any(n.kind in ("interfered", "throttled", "unstable", "partial") for _, n in view.trust):
-        items = (text("No process run of either side was flagged interfered or throttled, and no result is "
-                      "unstable."), *items)
+    items = tuple(text(muted(f"({run}) "), strong(n.device), f" {n.model}: ", flag_badge(n.kind, "") if n.kind in
+                       WORRYING else muted(n.kind), " ", n.text) for run, n in view.trust)
+    summary = trust_summary([n for _, n in view.trust], "process run of either side")
+    if summary is not None:
+        items = (text(summary), *items)
     return Section(text("What to trust"), "trust", (Bullets(items, tone="flags"),), nav="trust")

@@ -10,8 +10,9 @@ for both formats; page/sections.py puts these sections in the page's order.
 from __future__ import annotations
 
 from orchestrator.profiles.source import MODULES_SEPARATOR, short_op_types
-from orchestrator.report.formats import clip, fmt_ms, fmt_percent, interval, op_ms, ratio, signed_interval
-from orchestrator.report.model import DeviceLatency, DeviceOps, ModelSection, OpStat, Report, SpeedClaim
+from orchestrator.report.builders.trust import WORRYING, trust_summary
+from orchestrator.report.formats import clip, fmt_ms, fmt_percent, interval, op_ms, ratio, tracer_cost
+from orchestrator.report.model import DeviceLatency, DeviceOps, ModelSection, OpStat, Report, SpeedClaim, TracerOverhead
 from orchestrator.report.page.blocks import (
     Block,
     Bullets,
@@ -95,10 +96,11 @@ def flag_badge(kind: str, reason: str) -> Span:
 
 def trust_section(view: RunView) -> tuple[Section, ...]:
     notes = view.report.trust
-    items = [text(strong(n.device), (" " + n.model) if n.model else "", ": ", flag_badge(n.kind, "") if n.kind in (
-        "interfered", "throttled", "unstable", "partial") else muted(n.kind), " ", n.text) for n in notes]
-    if not any(n.kind in ("interfered", "throttled", "unstable", "partial") for n in notes):
-        items.insert(0, text("No process run was flagged interfered or throttled, and no result is unstable."))
+    items = [text(strong(n.device), (" " + n.model) if n.model else "", ": ", flag_badge(n.kind, "") if n.kind in
+                  WORRYING else muted(n.kind), " ", n.text) for n in notes]
+    summary = trust_summary(notes)
+    if summary is not None:
+        items.insert(0, text(summary))
     return (Section(text("What to trust" + view.label), f"{view.prefix}trust", (Bullets(tuple(items), tone="flags"),),
                     nav="trust"),)
 
@@ -135,18 +137,24 @@ LATENCY_HEADERS = ("device", "runs", "p50 ms", "p90 ms", "spread in a run", "bet
                    "tracer cost", "load p50 ms", "verified")
 
 
+def _tracer_title(tracer: TracerOverhead | None) -> str:
+    """On hover: the measured figure behind "within noise", and why a figure is unreliable."""
+    if tracer is None or tracer.overhead is None:
+        return ""
+    measured = f"measured {fmt_percent(tracer.overhead, signed=True)}" if tracer.within_noise else ""
+    return "; ".join(t for t in (measured, tracer.note) if t)
+
+
 def latency_table(report: Report, m: ModelSection) -> Table:
     rows = []
     for d in m.latency:
         tracer = d.tracer
-        overhead = "-" if tracer is None or tracer.overhead is None else (
-            f"{fmt_percent(tracer.overhead, signed=True)} {signed_interval(tracer.interval)}" if tracer.reliable
-            else f"{fmt_percent(tracer.overhead, signed=True)} (unreliable)")
+        overhead = tracer_cost(tracer)
         load = fmt_ms(d.load_p50_ms) + (f" (cold {fmt_ms(d.cold_load_ms)})" if d.cold_load_ms is not None else "")
         rows.append((
             text(strong(d.device) if d.fastest else d.device), text(str(d.runs)), text(fmt_ms(d.p50_ms)), text(fmt_ms(d.p90_ms)),
             text(fmt_percent(d.within_spread)), text(fmt_percent(d.between_spread)), text(fmt_ms(d.untraced_p50_ms)),
-            text(Span(overhead, title=tracer.note if tracer else "")), text(load),
+            text(Span(overhead, title=_tracer_title(tracer))), text(load),
             text(badge(d.verification, {"pass": "good", "fail": "bad"}.get(d.verification, "info"),
                        d.verification_detail)),
             text("baseline" if d.device == report.baseline else ratio(d.ratio)), text(interval(d.ratio_ci)),

@@ -307,8 +307,13 @@ def _history(section: ModelSection, baseline: str | None, colours: Mapping[str, 
         titles[f"hist-{i}"] = f"{name}: " + ", ".join(f"{p.run_id} {fmt_ms(p.e2e_p50_ms)} ms" for p in mine[-5:])
     labels = {p.run_id: p.started[5:16].replace("T", " ") for p in points}  # "11-22 08:51"
     ax.set_xticks(range(len(runs)), [labels[r] for r in runs], rotation=30, ha="right")
-    ax.set_ylabel("e2e p50 ms")
-    ax.set_ylim(bottom=0)
+    values = [p.e2e_p50_ms for p in points if p.e2e_p50_ms > 0]
+    if _wide(values):  # configurations apart by orders of magnitude (portable against xnnpack): each stays readable
+        ax.set_yscale("log")
+        ax.set_ylabel("e2e p50 ms (log)")
+    else:
+        ax.set_ylabel("e2e p50 ms")
+        ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(frameon=False, fontsize=8)
     ax.set_title(f"{section.name}: end-to-end p50 over the last {len(runs)} runs")

@@ -70,6 +70,10 @@ def _point_cell(status: str, p50: float | None) -> str:
 
 def run_details(job: Job, run_dir: str | None) -> str:
     """`history show`: what ran where, how it ended, per device and model."""
+    # numpy (the tracer's interval): `etfarm history` lists runs without it
+    from orchestrator.report.builders.trust import tracer_overhead
+    from orchestrator.report.formats import tracer_cost
+
     lines = [f"run {job.run_id}: {job.status.value}", f"started {job.started}, finished {job.finished or '-'}",
              f"run directory: {run_dir or '(gone; the store keeps its results)'}",
              "versions: " + ", ".join(f"{k} {v}" for k, v in job.versions.items()),
@@ -86,11 +90,11 @@ def run_details(job: Job, run_dir: str | None) -> str:
     rows = []
     for device, model in job.results():
         wall = model.wall_execute_ms
-        overhead = model.tracer_overhead
+        tracer = tracer_overhead(model)
         rows.append([device.name, model.name, model.status.value,
                      model.verification.status.value if model.verification else "-", percentile(wall, 50),
                      percentile(wall, 90), percentile(model.untraced_execute_ms, 50),
-                     f"{overhead * 100:+.1f}%" if overhead is not None else "-", percentile(model.load_ms, 50),
+                     tracer_cost(tracer), percentile(model.load_ms, 50),
                      _spread(model.stability.within), _spread(model.stability.between),
                      "UNSTABLE" if model.unstable else "", ", ".join(flag_text(r) for r in model.flagged_runs)])
     lines.append(format_table(["device", "model", "status", "verified", "e2e p50 ms", "e2e p90 ms", "untraced p50 ms",
