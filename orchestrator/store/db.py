@@ -340,7 +340,7 @@ def _insert_device(conn: sqlite3.Connection, run_id: str, ordinal: int, device: 
             (run_id, device.name, k, model.name, model.status.value, model.error, _enum(model.blame),
              v.status.value if v else None, v.detail if v else None, v.max_abs_diff if v else None,
              v.runs_checked if v else None, median(model.wall_execute_ms), p90,
-             median(model.untraced_execute_ms), median(model.load_ms),
+             median(model.untraced_execute_ms), median(model.warm_load_ms),  # the report's load p50: warm runs
              _json(list(record.sample_runs.get((device.name, model.name), ()))),
              _json(encode(model.accuracy)) if model.accuracy else None))
         conn.executemany(

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from device_agents.facts import DeviceFacts
+from orchestrator.report.formats import fmt_ms
 from orchestrator.report.terminal.llm_history import llm_history_table
 from orchestrator.report.terminal.table import format_table
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.configuration import Settings, configuration_label, varying_settings
-from orchestrator.run.results import Job
+from orchestrator.run.results import Job, ModelResult
 from orchestrator.stats import percentile
 from orchestrator.store import HistoryPoint, StoredRun
 from orchestrator.verdicts.recorded import WRONG_OUTPUTS
@@ -94,7 +95,7 @@ def run_details(job: Job, run_dir: str | None) -> str:
         rows.append([device.name, model.name, model.status.value,
                      model.verification.status.value if model.verification else "-", percentile(wall, 50),
                      percentile(wall, 90), percentile(model.untraced_execute_ms, 50),
-                     tracer_cost(tracer), percentile(model.load_ms, 50),
+                     tracer_cost(tracer), _load(model),
                      _spread(model.stability.within), _spread(model.stability.between),
                      "UNSTABLE" if model.unstable else "", ", ".join(flag_text(r) for r in model.flagged_runs)])
     lines.append(format_table(["device", "model", "status", "verified", "e2e p50 ms", "e2e p90 ms", "untraced p50 ms",
@@ -105,6 +106,13 @@ def run_details(job: Job, run_dir: str | None) -> str:
     from orchestrator.report.terminal.llm import llm_lines
 
     return "\n".join([*lines, *llm_lines(job)])  # LLMs: TTFT, tokens/s, memory
+
+
+def _load(model: ModelResult) -> str:
+    """The method load as the report gives it: p50 of the warm loads (every run but the cold first), the cold one
+    apart."""
+    return fmt_ms(percentile(model.warm_load_ms, 50)) + (
+        f" (cold {fmt_ms(model.cold_load_ms)})" if model.cold_load_ms is not None else "")
 
 
 def _spread(value: float | None) -> str:

@@ -7,16 +7,21 @@ import csv
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from orchestrator.cache import write_json_atomic
+from orchestrator.cli import main
 from orchestrator.profiles.stat_rows import read_stats_csv
 from orchestrator.report.builders.comparison import comparison_view
 from orchestrator.report.builders.report import build_report
 from orchestrator.report.builders.trust import tracer_overhead
+from orchestrator.report.formats import fmt_ms
 from orchestrator.report.page.comparison import comparison_page
 from orchestrator.report.page.sections import run_page
 from orchestrator.report.render.html import render_html
 from orchestrator.report.terminal.summary import summary
 from orchestrator.run.results import RunFlag, load_manifest
+from orchestrator.store import open_store
 from orchestrator.verdicts.compare import compare_against
 from tests.helpers.synthetic_run import make_run_dir
 
@@ -70,3 +75,21 @@ def test_a_first_nights_trust_summary_never_contradicts_its_flags(tmp_path: Path
     trust = html[html.index('id="trust"'):]
     trust = trust[:trust.index("</section>")]
     assert "interfered" in trust and "No process run" not in trust
+
+
+def test_load_p50_is_one_number_in_the_report_the_store_and_history_show(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    run = make_run_dir(tmp_path / "run", devices=("local",), kernels=4)
+    # run-1 loaded cold (first after staging), the untraced run warm at a level of its own
+    _rewrite_runs(run, lambda r: dataclasses.replace(r, cold=True, load_ms=9.0) if r.label == "run-1" else
+                  dataclasses.replace(r, load_ms=1.0) if not r.traced else
+                  dataclasses.replace(r, load_ms=2.0 + int(r.label[-1]) / 10))
+    load = build_report(run).models[0].latency[0].load_p50_ms
+    db = tmp_path / "results.db"
+    with open_store(db) as store:
+        run_id = store.record(run)
+        stored = store._conn.execute("SELECT load_p50_ms FROM results").fetchone()[0]  # noqa: SLF001
+    assert stored == pytest.approx(load)
+    assert main(["history", "show", run_id, "--store", str(db)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.split()[:2] == ["local", "m0"])
+    assert f"{fmt_ms(load)} (cold {fmt_ms(9.0)})" in row
