@@ -37,8 +37,8 @@ def summary(rows: Sequence[StatRow], top: int = 12) -> str:
 
 def _model_table(rows: list[StatRow], devices: list[str], top: int, where: list[str]) -> str:
     first = {r.key: r for r in rows if r.device == devices[0]}
-    if where and not telling_source_lines(r.source_line for r in rows):  # one line for every op tells nothing
-        where = where[:1]
+    if where and not telling_source_lines(r.source_line for r in rows if r.event_name not in NOT_OPERATORS):
+        where = where[:1]  # one line for every op (an nn.Sequential call site) tells no layer apart
     # Sorted by the statistic the table shows: the mean with one device (its avg column), p50 with several.
     shown = "avg_ms" if len(devices) == 1 else "p50_ms"
     ops = sorted((r for r in first.values() if r.event_name not in NOT_OPERATORS),
