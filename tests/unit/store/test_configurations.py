@@ -71,6 +71,11 @@ def test_history_changes_never_mix_configurations(store_of_three: tuple[Path, li
     assert main(["history", "--store", str(db), "--changes", "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert len(found) == 3 and all(s["points"] == 4 and s["changes"] == [] for s in found)
+    assert main(["history", "--store", str(db), "--changes"]) == 0
+    out = capsys.readouterr().out
+    assert "no change points found" in out
+    for label in ("xnnpack", "portable", "xnnpack, numerics on"):  # each series named by what tells it apart
+        assert f"local mlp ({label}): 4 runs" in out
 
 
 def test_over_time_chart_draws_each_configuration(store_of_three: tuple[Path, list[Path]]) -> None:
