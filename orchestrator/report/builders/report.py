@@ -41,6 +41,7 @@ from orchestrator.report.model import (
 )
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.configuration import Settings, configuration_label, varying_settings
+from orchestrator.run.llm_figures import generation_key
 from orchestrator.run.results import DeviceResult, Job, ModelResult, load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.stats import BETWEEN_RUNS_LIMIT, WITHIN_RUN_LIMIT, coefficient_of_variation, median, percentile
@@ -195,6 +196,7 @@ def _model_section(
         history=history_points,
         history_rows=_history_rows(history_points, [d.name for d, _ in present]),
         claim=claim,
+        unit="generation" if generation_key(job, name) is not None else "execution",
     )
 
 

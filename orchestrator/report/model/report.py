@@ -178,6 +178,13 @@ class ModelSection:
     history: tuple[HistoryPoint, ...]  # oldest first
     history_rows: tuple[HistoryRow, ...] = ()  # the same, a row per run, newest first
     claim: SpeedClaim | None = None
+    # what one "execution" is: a forward call, or an LLM's whole generation (prefill and every decode step), so each
+    # unit says what it counts; an LLM's ops are per forward call (`op_unit`)
+    unit: str = "execution"
+
+    @property
+    def op_unit(self) -> str:
+        return "execution" if self.unit == "execution" else "forward call"
 
     @property
     def fastest(self) -> DeviceLatency | None:

@@ -62,8 +62,10 @@ def summary_section(view: RunView) -> tuple[Section, ...]:
         by_device = {d.device: d for d in m.latency}
         rows.append((text(link(m.name, "#" + anchor(f"{prefix}model", m.name))),
                      *(_summary_cell(by_device.get(dev), report.baseline) for dev in report.devices)))
-    note = text(muted(f"End-to-end p50 per execution, ratio of p50s to {report.baseline or '-'} with its 95 % interval "
-                      "over process runs; badges say why a number should not be taken at face value."))
+    llm = " (an LLM's execution: one whole generation, prefill and every decode step; its time to first token and " \
+          "tokens/s follow)" if any(m.unit == "generation" for m in report.models) else ""
+    note = text(muted(f"End-to-end p50 per execution{llm}, ratio of p50s to {report.baseline or '-'} with its 95 % "
+                      "interval over process runs; badges say why a number should not be taken at face value."))
     return (Section(text("Which device is fast enough?" + view.label), f"{prefix}summary", (
         Paragraph(joined([claim_text(m) for m in report.models], " "), tone="answer"),
         Table(headers, tuple(rows), (False, *([True] * len(report.devices)))),

@@ -142,16 +142,16 @@ def _latency(section: ModelSection, baseline: str | None, colours: Mapping[str, 
         points.set_gid(f"lat-{i}")
         titles[f"lat-{i}"] = (
             f"{d.device}: p50 {fmt_ms(d.p50_ms)} ms, p90 {fmt_ms(d.p90_ms)} ms over {len(d.samples)} "
-            f"executions; run medians " + ", ".join(fmt_ms(m) for m in d.run_medians)
+            f"{section.unit}s; run medians " + ", ".join(fmt_ms(m) for m in d.run_medians)
         )
     if _wide([d.p50_ms for d in rows if d.p50_ms]):
         ax.set_xscale("log")
     ax.set_yticks(range(1, len(rows) + 1), [d.device for d in rows])
     ax.invert_yaxis()
     ax.set_xlabel(
-        "ms per execution"
+        f"ms per {section.unit}"
         + (" (log scale)" if ax.get_xscale() == "log" else "")
-        + ": box = all executions (whiskers 1.5 IQR), dots = process-run medians"
+        + f": box = all {section.unit}s (whiskers 1.5 IQR), dots = process-run medians"
     )
     ax.set_title(f"{section.name}: latency per device")
     ax.grid(axis="x", alpha=0.3)
@@ -201,11 +201,12 @@ def _groups(section: ModelSection, baseline: str | None, colours: Mapping[str, s
             )
             gid = f"grp-{row}-{col}"
             bar.patches[0].set_gid(gid)
-            titles[gid] = f"{ops.device}: {group}: {fmt_ms(ms)} ms per execution ({ms / total:.0%})"
+            titles[gid] = f"{ops.device}: {group}: {fmt_ms(ms)} ms per {section.op_unit} ({ms / total:.0%})"
             left += width
     ax.set_yticks(range(len(section.ops)), [o.device for o in section.ops])
     ax.invert_yaxis()
-    ax.set_xlabel("% of each device's mean time per execution (devices over 20x apart)" if shares else "mean ms per execution")
+    ax.set_xlabel(f"% of each device's mean time per {section.op_unit} (devices over 20x apart)" if shares
+                  else f"mean ms per {section.op_unit}")
     ax.set_title(f"{section.name}: where the time goes, by op group")
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=False))
@@ -310,9 +311,9 @@ def _history(section: ModelSection, baseline: str | None, colours: Mapping[str, 
     values = [p.e2e_p50_ms for p in points if p.e2e_p50_ms > 0]
     if _wide(values):  # configurations apart by orders of magnitude (portable against xnnpack): each stays readable
         ax.set_yscale("log")
-        ax.set_ylabel("e2e p50 ms (log)")
+        ax.set_ylabel(f"e2e p50 ms per {section.unit} (log)")
     else:
-        ax.set_ylabel("e2e p50 ms")
+        ax.set_ylabel(f"e2e p50 ms per {section.unit}")
         ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(frameon=False, fontsize=8)
