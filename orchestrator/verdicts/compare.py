@@ -66,6 +66,7 @@ from orchestrator.verdicts.statistics import (
     decide,
     estimate,
     estimate_many,
+    statistic_name,
 )
 
 EXIT_REGRESSION = 1
@@ -265,7 +266,9 @@ class Comparison:
         return EXIT_REGRESSION if self.regressed or self.verification_failed or self.accuracy_dropped else EXIT_OK
 
     def to_dict(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "settings": self.settings.to_dict(), "regressed": self.regressed,
+        return {"a": self.a, "b": self.b, "settings": self.settings.to_dict(),
+                # what each estimate's median_a_ms / median_b_ms is (not a report's p50: an estimator of its own)
+                "statistic": statistic_name(self.settings.center), "regressed": self.regressed,
                 "accuracy_dropped": self.accuracy_dropped, "exit_code": self.exit_code,
                 "pairs": [p.to_dict() for p in self.pairs]}
 

@@ -42,10 +42,10 @@ from orchestrator.report.page.blocks import (
 from orchestrator.report.page.closing import methods_section
 from orchestrator.report.page.run import flag_badge
 from orchestrator.report.page.sections import run_sections
-from orchestrator.report.terminal.verdicts import legend, statistic_name
+from orchestrator.report.terminal.verdicts import legend
 from orchestrator.verdicts.compare import OpVerdict, PairVerdict
 from orchestrator.verdicts.llm_metrics import MetricVerdict
-from orchestrator.verdicts.statistics import Verdict
+from orchestrator.verdicts.statistics import Verdict, statistic_name
 
 TONE = {"regressed": "bad", "improved": "good", "unchanged": "good", "inconclusive": "warn", "no-data": "bad",
         "new": "info", "settings-differ": "warn"}

@@ -18,14 +18,9 @@ from orchestrator.run.configuration import configuration_label, varying_settings
 from orchestrator.verdicts.changes import SeriesChanges
 from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
 from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, WINDOW
-from orchestrator.verdicts.statistics import Center, Verdict, rank_p_values, runs_for_significance
+from orchestrator.verdicts.statistics import Center, Verdict, rank_p_values, runs_for_significance, statistic_name
 
 _NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.SETTINGS_DIFFER)
-
-
-def statistic_name(center: str) -> str:
-    """The verdicts' per-side statistic, as columns and sentences name it."""
-    return {"fast": "fastest run median", "fast-state": "fast-state level"}.get(center, "mean run median")
 
 
 def headers(comparison: Comparison) -> list[str]:
