@@ -110,6 +110,12 @@ def history_noise_finder(store: Store, job_b: Job, center: str, window: int = WI
 
 def named_finder(store: Store | None, ref: str, what: str = "baseline") -> BaselineFinder:
     """One baseline run for every pair: a run directory, or a stored run id (`what` names it in errors)."""
+    found = named_run(store, ref, what)
+    return lambda device, model: found
+
+
+def named_run(store: Store | None, ref: str, what: str = "baseline") -> Baseline:
+    """The run a reference names: a run directory, or a stored run id whose directory is still there."""
     path = Path(ref).expanduser()
     if not (path / "manifest.json").is_file():
         if store is None or not store.has_run(ref):
@@ -118,8 +124,7 @@ def named_finder(store: Store | None, ref: str, what: str = "baseline") -> Basel
         if found is None or not (found / "manifest.json").is_file():
             raise UsageError(f"{what} {ref!r}: its run directory is gone")
         path = found
-    job = load_manifest(path)
-    return lambda device, model: (path, job)
+    return path, load_manifest(path)
 
 
 def compare_refs(a: str | None, b: str | None, settings: VerdictSettings, *, baseline: str = LAST_GOOD,
@@ -139,12 +144,17 @@ def compare_refs(a: str | None, b: str | None, settings: VerdictSettings, *, bas
             a_dir, b_dir = _resolve(a, store, "A"), _resolve(b, store, "B")
             check_common(a_dir, load_manifest(a_dir), b_dir, load_manifest(b_dir))
             finder, label = named_finder(opened, str(a_dir)), load_manifest(a_dir).run_id
+            job_b = load_manifest(b_dir)
         else:
             b_dir = _resolve(a, store, "B") if a is not None else _newest(opened)
             label = baseline
-        job_b = load_manifest(b_dir)
-        if a is None or b is None:
-            finder = last_good_finder(opened, job_b) if baseline == LAST_GOOD else named_finder(opened, baseline)
+            job_b = load_manifest(b_dir)
+            if baseline == LAST_GOOD:
+                finder = last_good_finder(opened, job_b)
+            else:  # a baseline the user names must share some (device, model) with B
+                named = named_run(opened, baseline)
+                check_common(named[0], named[1], b_dir, job_b)
+                finder = named_finder(opened, baseline)
         noise = history_noise_finder(opened, job_b, settings.center) if auto else None
         return compare_against(b_dir, finder, settings, per_op=per_op, a_label=label, noise=noise)
 

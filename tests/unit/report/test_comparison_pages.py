@@ -12,6 +12,7 @@ from orchestrator.cli import main
 from orchestrator.report.builders.comparison import comparison_view
 from orchestrator.report.page.comparison import comparison_page
 from orchestrator.report.render.html import render_html
+from orchestrator.store import open_store
 from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
 from orchestrator.verdicts.statistics import Estimate, Verdict, VerdictSettings
 from tests.unit.store.rundirs import make_run_dir
@@ -54,3 +55,9 @@ def test_compare_of_runs_with_nothing_in_common_is_one_line_exit_2(tmp_path: Pat
     assert main(["compare", str(a), str(c)]) == 2  # the same model on another device: nothing to compare either
     assert main(["compare", str(a), str(make_run_dir(tmp_path, "run-d", "2026-01-04T00:00:00+0000",
                                                      devices=("local", "rpi5"), models=("mlp", "cnn")))]) != 2
+    db = tmp_path / "results.db"  # B given alone against a --baseline the user names: the same rule
+    with open_store(db) as store:
+        store.record(a)
+        store.record(b)
+    assert main(["compare", str(b), "--baseline", "run-a", "--store", str(db)]) == 2
+    assert "no (device, model) in common" in capsys.readouterr().err
