@@ -1,7 +1,8 @@
 """`etfarm run --ab SPEC_A SPEC_B`: one A/B job (ABBA order), B's verdict against A per device and op.
 
 The jobs (the first, and with --until-confident the further ones) are recorded in the results
-store from memory, as `etfarm run` records its job.
+store from memory, as `etfarm run` records its job; then the A/B page (the page `compare --html`
+writes: verdicts first, every op) goes into the first job's directory as report-ab.html.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from orchestrator.app.request import JobRequest
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.config import load_inventory
 from orchestrator.progress import Progress
+from orchestrator.report.comparison_output import RunInput, write_ab_page
+from orchestrator.report.destination import AB_PAGE
 from orchestrator.report.terminal.verdicts import verdict_table
 from orchestrator.run.results import RunOptions
 from orchestrator.verdicts.ab import run_ab
@@ -37,4 +40,8 @@ def run_ab_job(request: JobRequest, options: RunOptions, progress: Progress, con
         console.out(f"run directory: {job.rundir.root}")
         if not request.no_store:
             record_job(job, request.store, console)
+    # after recording: a page that cannot be written loses nothing measured
+    page = write_ab_page(outcome.comparison, outcome.jobs[0].rundir.root / AB_PAGE, request.store,
+                         runs=[RunInput(j.rundir.root, j.job) for j in outcome.jobs])
+    console.out(f"A/B page: {page}")
     return outcome.exit_code

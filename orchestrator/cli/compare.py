@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from orchestrator.errors import UsageError
-from orchestrator.report.destination import ReportFormat, check_target
+from orchestrator.report.destination import check_target
 from orchestrator.verdicts.statistics import CENTER_HELP, DEFAULT_CENTER, check_center
-
-if TYPE_CHECKING:
-    from orchestrator.verdicts.compare import Comparison
 
 
 def register(app: typer.Typer) -> None:
@@ -71,6 +68,7 @@ def compare(
     Exit 0 no regression, 1 a regression (or wrong outputs in B), 2 usage error.
     """
     # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.report.comparison_output import write_ab_page
     from orchestrator.report.terminal.verdicts import verdict_table
     from orchestrator.verdicts.baseline import compare_refs
     from orchestrator.verdicts.statistics import VerdictSettings
@@ -90,22 +88,6 @@ def compare(
         if not as_json:
             typer.echo(f"report: {written}")
     raise typer.Exit(comparison.exit_code)
-
-
-def write_ab_page(comparison: Comparison, target: Path, store: Path | None, fmt: str = "html",
-                  option: str = "--output") -> Path:
-    """The A/B page of a comparison whose B is one run directory (what `compare --html` and `report --against`
-    write); `option` is the flag that named `target`."""
-    # loaded when the command runs: cli/__init__ imports every command module to register it
-    from orchestrator.report.comparison_output import RunInput, write_comparison
-
-    roots = list(dict.fromkeys(p.dir_b for p in comparison.pairs if p.dir_b is not None))
-    if len(roots) != 1:
-        raise UsageError(f"{option}: the comparison has no single run B to report on")
-    bases = [p.dir_a for p in comparison.pairs if p.dir_a is not None]
-    return write_comparison(comparison, [RunInput(roots[0])], ReportFormat(fmt), target,
-                            f"etfarm comparison: {comparison.b} against {comparison.a}", store, run_dirs=bases,
-                            option=option)
 
 
 def parse_noise_floor(value: str, option: str = "--noise-floor") -> tuple[bool, float]:

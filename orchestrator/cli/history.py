@@ -51,8 +51,9 @@ def history(
         runs = opened.runs(model=model, device=device, since=since, limit=limit)
     if model is not None or device is not None:
         runs = [_only(r, model, device) for r in runs]
+    runs = [_with_verdicts(r) for r in runs]
     if changes:
-        _print_changes(runs, as_json, store)
+        _print_changes(runs, as_json)
         return
     if as_json:
         typer.echo(json.dumps([_run_json(r) for r in runs], indent=2))
@@ -84,20 +85,13 @@ def show(
     typer.echo(run_details(job, str(run_dir) if run_dir else None))
 
 
-def _print_changes(runs: list[StoredRun], as_json: bool, store: Path | None) -> None:
-    """Change points per series: (device, model) and the settings it ran with (likeness.SeriesKey), read from each
-    stored run, so a series never mixes configurations (other iterations, threads, backends, runtimes)."""
+def _print_changes(runs: list[StoredRun], as_json: bool) -> None:
+    """Change points per series: (device, model) and the configuration it ran with (each point's settings, as the
+    store read them), so a series never mixes configurations (backends, threads, numerics, runtimes, ...)."""
     # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.verdicts.changes import find_changes
-    from orchestrator.verdicts.likeness import SeriesKey
 
-    keys = {}
-    with open_store(store) as opened:
-        for run in runs:
-            job = opened.job(run.run_id)
-            keys.update({(run.run_id, p.device, p.model): SeriesKey.of(job, p.device, p.model).settings
-                         for p in run.points})
-    found = find_changes([p for r in runs for p in r.points], settings_of=lambda p: keys[(p.run_id, p.device, p.model)])
+    found = find_changes([p for r in runs for p in r.points])
     if as_json:
         typer.echo(json.dumps([s.to_dict() for s in found], indent=2))
         return
@@ -113,7 +107,21 @@ def _only(run: StoredRun, model: str | None, device: str | None) -> StoredRun:
     return replace(run, points=points, models=models)
 
 
+def _with_verdicts(run: StoredRun) -> StoredRun:
+    """The run with the verdicts a nightly recorded beside it (DIR/verdicts.json): a regressed night lists as
+    regressed, not by its job's status alone."""
+    if run.run_dir is None:
+        return run
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.verdicts.recorded import recorded_verdicts
+
+    verdicts = recorded_verdicts(run.run_dir)
+    return replace(run, points=tuple(replace(p, verdict=verdicts.get((p.device, p.model))) for p in run.points))
+
+
 def _run_json(run: StoredRun) -> dict[str, Any]:
     data = asdict(run)
     data["run_dir"] = str(run.run_dir) if run.run_dir else None
+    for point, stored in zip(data["points"], run.points, strict=True):
+        point["settings"] = dict(stored.settings)
     return data

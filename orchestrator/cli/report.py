@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli.compare import write_ab_page
 from orchestrator.errors import UsageError
 from orchestrator.report.builders.history import history_points
 from orchestrator.report.destination import AB_PREFIX, ReportFormat
@@ -65,6 +64,7 @@ def report(
 
 def _against(run: str, against: str, fmt: ReportFormat, output: str | None, store: Path | None) -> None:
     # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.report.comparison_output import write_ab_page
     from orchestrator.verdicts.baseline import compare_refs
     from orchestrator.verdicts.statistics import VerdictSettings
 

@@ -89,3 +89,10 @@ def short_op_types(op_types: Any) -> list[str]:
         return []
     names = (t.split(".")[1] if t.startswith("aten.") and t.count(".") >= 2 else t for t in op_types.split(OP_TYPES_SEPARATOR))
     return list(dict.fromkeys(n for n in names if n))
+
+
+def telling_source_lines(lines: Iterable[str | None]) -> bool:
+    """Whether the source lines of a model's ops tell its layers apart: not one line for every op. A model built
+    as one `nn.Sequential(...)` gives every op the call's line (tiny_cnn.py:28 for all): a column repeating it says
+    nothing, so tables and pages show an op's line only where this holds (a line some ops lack tells them apart)."""
+    return len({line or "" for line in lines}) > 1

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.cache import write_json_atomic
+from orchestrator.errors import UsageError
 from orchestrator.profiles.stat_rows import read_stats_csv
 from orchestrator.report.builders.comparison import comparison_view
 from orchestrator.report.builders.history import history_points
@@ -82,6 +83,22 @@ def write_comparison(comparison: Comparison, runs: Sequence[RunInput], fmt: Repo
     page = comparison_page_of(comparison, reports, charts, title, target.parent)
     write_text(target, write_page(page, fmt, target, False, _all(charts)), option)
     return target
+
+
+def write_ab_page(comparison: Comparison, target: Path, store: Path | None, fmt: str = "html",
+                  option: str = "--output", runs: Sequence[RunInput] | None = None) -> Path:
+    """The A/B page of a comparison (what `compare --html`, `report --against` and `run --ab` write). B's runs are
+    `runs` (`run --ab`: its jobs, in memory), else the one run directory every pair's B came from; `option` is the
+    flag that named `target`."""
+    if runs is None:
+        roots = list(dict.fromkeys(p.dir_b for p in comparison.pairs if p.dir_b is not None))
+        if len(roots) != 1:
+            raise UsageError(f"{option}: the comparison has no single run B to report on")
+        runs = [RunInput(roots[0])]
+    bases = [p.dir_a for p in comparison.pairs if p.dir_a is not None]
+    return write_comparison(comparison, runs, ReportFormat(fmt), target,
+                            f"etfarm comparison: {comparison.b} against {comparison.a}", store, run_dirs=bases,
+                            option=option)
 
 
 def write_night(comparison: Comparison, runs: Sequence[RunInput], directory: Path, name: str, title: str,

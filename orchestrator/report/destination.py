@@ -19,8 +19,9 @@ from orchestrator.cache import write_text_atomic
 from orchestrator.errors import UsageError
 
 REPORT_HTML = "report.html"
-REPORT_FILES = frozenset(f"report.{ext}" for ext in ("html", "md", "json", "csv"))
 AB_PREFIX = "report-vs-"  # `report B --against A` writes B/report-vs-<A's run id>.<ext>
+AB_PAGE = "report-ab.html"  # `run --ab` writes its A/B page (B's model against A's) into its run directory
+REPORT_FILES = frozenset(f"report.{ext}" for ext in ("html", "md", "json", "csv")) | {AB_PAGE}
 
 
 class ReportFormat(StrEnum):

@@ -11,7 +11,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # a type name only: `devices` prints tables without loading the report's model (numerics, store)
-    from orchestrator.report.model import Interval
+    from orchestrator.report.model import Interval, TracerOverhead
 
 MISSING = "-"
 BELOW_RESOLUTION = "< 1 us"
@@ -84,3 +84,15 @@ def op_ms(value: float | None, below_resolution: bool, delegated: bool = True) -
 def _ratio_digits(value: float) -> str:
     """2 decimals from 0.1 up (1.02, 15.37); 3 significant digits below, so 1000x faster is not 0.00."""
     return f"{value:.2f}" if abs(value) >= 0.1 or value == 0 else f"{value:.3g}"
+
+
+def tracer_cost(tracer: TracerOverhead | None) -> str:
+    """The tracer's overhead as every page and table says it: "+5.2% [+2.0%, +8.3%]", "+73.3% (unreliable)", or
+    "within noise" when the figure cannot be told from noise (builders/trust.py `within_noise`): never a
+    negative cost as a fact."""
+    if tracer is None or tracer.overhead is None:
+        return MISSING
+    if tracer.within_noise:
+        return "within noise"
+    return (f"{fmt_percent(tracer.overhead, signed=True)} {signed_interval(tracer.interval)}" if tracer.reliable
+            else f"{fmt_percent(tracer.overhead, signed=True)} (unreliable)")

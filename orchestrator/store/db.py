@@ -24,6 +24,7 @@ from orchestrator.errors import Blame, UsageError
 from orchestrator.run.accuracy import Accuracy
 from orchestrator.run.codec import decode, encode
 from orchestrator.run.conditions import DeviceState
+from orchestrator.run.configuration import model_settings
 from orchestrator.run.results import (
     DeviceResult,
     DeviceStatus,
@@ -114,8 +115,9 @@ class Store:
     def has_run(self, run_id: str) -> bool:
         return self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
 
-    def job(self, run_id: str) -> Job:
-        """The stored run as the results model (equal to load_manifest of its run directory)."""
+    def job(self, run_id: str, samples: bool = True) -> Job:
+        """The stored run as the results model (equal to load_manifest of its run directory). Without `samples`
+        its process runs carry no execute samples: what a run's configuration needs, read without numpy."""
         conn = self._conn
         run = conn.execute("SELECT started, finished, status, schema_version, config_json, versions_json, host_json "
                            "FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -132,7 +134,8 @@ class Store:
         devices = tuple(
             DeviceResult(name=name, transport=transport, target=target, status=DeviceStatus(dstatus), error=error,
                          blame=_blame(blame), facts=DeviceFacts.from_json(json.loads(facts)), runner_key=runner_key,
-                         controls=json.loads(controls) if controls else {}, models=self._model_results(run_id, name))
+                         controls=json.loads(controls) if controls else {},
+                         models=self._model_results(run_id, name, samples))
             for name, transport, target, dstatus, error, blame, runner_key, facts, controls in conn.execute(
                 "SELECT name, transport, target, status, error, blame, runner_key, facts_json, controls_json FROM devices "
                 "WHERE run_id = ? ORDER BY ordinal", (run_id,)))
@@ -140,7 +143,7 @@ class Store:
                    config=JobConfig.from_dict(json.loads(config)), versions=json.loads(versions),
                    host=json.loads(host), models=models, devices=devices, schema_version=schema_version)
 
-    def _model_results(self, run_id: str, device: str) -> tuple[ModelResult, ...]:
+    def _model_results(self, run_id: str, device: str, samples: bool = True) -> tuple[ModelResult, ...]:
         out = []
         for model, status, error, blame, vstatus, vdetail, vdiff, vruns, accuracy in self._conn.execute(
                 "SELECT model, status, error, blame, verification, verification_detail, verification_max_abs_diff, "
@@ -149,8 +152,10 @@ class Store:
             verification = (Verification(VerificationStatus(vstatus), vdetail or "", vdiff, int(vruns or 0))
                             if vstatus is not None else None)
             runs = tuple(
-                ProcessRun.from_dict({**json.loads(whole), "execute_ms": _floats(blob).tolist()}) if whole is not None else
-                ProcessRun(label=label, traced=bool(traced), execute_ms=tuple(_floats(blob).tolist()), load_ms=load,
+                ProcessRun.from_dict({**json.loads(whole), "execute_ms": _floats(blob).tolist() if samples else []})
+                if whole is not None else
+                ProcessRun(label=label, traced=bool(traced), execute_ms=tuple(_floats(blob).tolist()) if samples else (),
+                           load_ms=load,
                            program_load_ms=pload, device_state=DeviceState.from_json(json.loads(state)),
                            artifacts=tuple(json.loads(arts)),
                            runner=json.loads(runner))
@@ -273,11 +278,12 @@ class Store:
             "LEFT JOIN results res ON res.run_id = r.run_id AND res.device = d.name AND res.model = m.name "
             "WHERE r.run_id = ? ORDER BY d.ordinal, m.ordinal", (run_id,))
         extra = memory_and_llm(self._conn, run_id)  # PSS, and an LLM's TTFT and decode rate
+        job = self.job(run_id, samples=False)  # its configuration per (device, model): a series never mixes them
         return tuple(
             HistoryPoint(run_id=run_id, started=started, device=device, model=model,
                          status=dstatus if dstatus != DeviceStatus.OK.value or mstatus is None else mstatus,
                          e2e_p50_ms=p50, e2e_p90_ms=p90, git_commit=commit, backend=backend or "", flagged=flagged,
-                         **extra.get((device, model), {}))
+                         settings=model_settings(job, model, device), **extra.get((device, model), {}))
             for started, device, model, dstatus, mstatus, p50, p90, commit, backend, flagged in rows)
 
 
@@ -334,7 +340,7 @@ def _insert_device(conn: sqlite3.Connection, run_id: str, ordinal: int, device: 
             (run_id, device.name, k, model.name, model.status.value, model.error, _enum(model.blame),
              v.status.value if v else None, v.detail if v else None, v.max_abs_diff if v else None,
              v.runs_checked if v else None, median(model.wall_execute_ms), p90,
-             median(model.untraced_execute_ms), median(model.load_ms),
+             median(model.untraced_execute_ms), median(model.warm_load_ms),  # the report's load p50: warm runs
              _json(list(record.sample_runs.get((device.name, model.name), ()))),
              _json(encode(model.accuracy)) if model.accuracy else None))
         conn.executemany(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from orchestrator.run.configuration import Settings
+
 
 @dataclass(frozen=True)
 class HistoryPoint:
@@ -22,3 +24,6 @@ class HistoryPoint:
     pss_kb: int | None = None  # the highest PSS of its process runs (KiB)
     ttft_ms: float | None = None  # an LLM: time to first token, median over the traced runs' generations
     decode_tokens_per_s: float | None = None  # an LLM: decode rate, median over the same
+    # the configuration it ran with (run/configuration.py): with device and model, the series it belongs to
+    settings: Settings = ()
+    verdict: str | None = None  # a nightly's verdict on it (regressed, improved, ...), None when none judged it

@@ -10,14 +10,14 @@
                                                       threads, ...) and whether a side is whole
     op_samples.read_op_samples(etdumps) -> OpSamples  a side's per-op samples
     baseline.compare_refs(A, B, settings)             `etfarm compare [A] [B]`: which runs, against what
-    baseline.last_good_finder(store, job) / named_finder / record_verdicts       which run is A
+    baseline.last_good_finder(store, job) / named_finder / recorded.record_verdicts      which run is A
     noise.estimate_replicate_floor(job statistics, groups) -> NoiseFloor; baseline.history_noise_finder(store,
                                                       job, center): the series' noise floor from replicate runs
     series.judge(history, night, settings) -> SeriesVerdict; baseline.series_history(store, job, device, model)
                                                       the night against its series' reference (change points)
     ab.run_ab(...) -> AbOutcome                       `run --ab`: ABBA in one job, --until-confident
     nightly_plan.load_plan, nightly.run_nightly -> NightlyOutcome  `nightly --plan`
-    changes.find_changes(points, settings_of) -> [SeriesChanges]   `history --changes` (ruptures PELT), per series
+    changes.find_changes(points) -> [SeriesChanges]   `history --changes` (ruptures PELT), per series (configuration)
     likeness.SeriesKey.of(job, device, model)         a series: device, model name, SETTINGS
 
 Nothing is imported here: numpy, scipy, pandas and ruptures load inside the functions that need them.

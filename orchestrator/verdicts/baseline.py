@@ -8,7 +8,7 @@
 - where that device and model succeeded (every process run: a `partial` model is not a baseline, nor
   is a job that was interrupted or is still running) and its outputs were not wrong,
 - and that no verdict marked as regressed. Verdicts are recorded beside the run, in
-  `DIR/verdicts.json` (`record_verdicts`), by `nightly`: a night that regressed is never
+  `DIR/verdicts.json` (recorded.py `record_verdicts`), by `nightly`: a night that regressed is never
   the next night's baseline, so a regression keeps failing until it is fixed or accepted
   (by naming a baseline run id).
 
@@ -23,11 +23,9 @@ which runs the references name, and what B is compared with.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from orchestrator.cache import write_json_atomic
 from orchestrator.errors import UsageError
 from orchestrator.run.results import DeviceStatus, Job, JobStatus, ModelStatus, VerificationStatus, load_manifest
 from orchestrator.store import Store, open_store, resolve_run, store_path
@@ -35,37 +33,20 @@ from orchestrator.verdicts.compare import (
     Baseline,
     BaselineFinder,
     Comparison,
+    check_common,
     compare_against,
     compare_jobs,
     side_from_job,
 )
 from orchestrator.verdicts.likeness import SeriesKey
 from orchestrator.verdicts.noise import WINDOW, NoiseFinder, NoiseFloor
+from orchestrator.verdicts.recorded import marked_regressed
 from orchestrator.verdicts.series import WINDOW as SERIES_WINDOW
 from orchestrator.verdicts.series import SeriesPoint, replicate_floor
 from orchestrator.verdicts.statistics import VerdictSettings
 
-VERDICTS_JSON = "verdicts.json"
 LAST_GOOD = "last-good"
 _SCAN_LIMIT = 200  # stored runs looked at per (device, model), newest first
-
-
-def record_verdicts(run_dir: Path, comparison: Comparison) -> Path:
-    """Write the comparison beside the run (DIR/verdicts.json), for `last-good` and people."""
-    path = Path(run_dir) / VERDICTS_JSON
-    write_json_atomic(path, comparison.to_dict())
-    return path
-
-
-def marked_regressed(run_dir: Path, device: str, model: str) -> bool:
-    path = Path(run_dir) / VERDICTS_JSON
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return False
-    return any(p.get("device") == device and p.get("model_b") == model and (p.get("regressed") or
-                                                                         p.get("verification_failed"))
-               for p in data.get("pairs", ()))
 
 
 def _good(run_dir: Path, job: Job, device: str, model: str) -> bool:
@@ -129,6 +110,12 @@ def history_noise_finder(store: Store, job_b: Job, center: str, window: int = WI
 
 def named_finder(store: Store | None, ref: str, what: str = "baseline") -> BaselineFinder:
     """One baseline run for every pair: a run directory, or a stored run id (`what` names it in errors)."""
+    found = named_run(store, ref, what)
+    return lambda device, model: found
+
+
+def named_run(store: Store | None, ref: str, what: str = "baseline") -> Baseline:
+    """The run a reference names: a run directory, or a stored run id whose directory is still there."""
     path = Path(ref).expanduser()
     if not (path / "manifest.json").is_file():
         if store is None or not store.has_run(ref):
@@ -137,8 +124,7 @@ def named_finder(store: Store | None, ref: str, what: str = "baseline") -> Basel
         if found is None or not (found / "manifest.json").is_file():
             raise UsageError(f"{what} {ref!r}: its run directory is gone")
         path = found
-    job = load_manifest(path)
-    return lambda device, model: (path, job)
+    return path, load_manifest(path)
 
 
 def compare_refs(a: str | None, b: str | None, settings: VerdictSettings, *, baseline: str = LAST_GOOD,
@@ -156,13 +142,19 @@ def compare_refs(a: str | None, b: str | None, settings: VerdictSettings, *, bas
     with open_store(store) as opened:
         if a is not None and b is not None:
             a_dir, b_dir = _resolve(a, store, "A"), _resolve(b, store, "B")
+            check_common(a_dir, load_manifest(a_dir), b_dir, load_manifest(b_dir))
             finder, label = named_finder(opened, str(a_dir)), load_manifest(a_dir).run_id
+            job_b = load_manifest(b_dir)
         else:
             b_dir = _resolve(a, store, "B") if a is not None else _newest(opened)
             label = baseline
-        job_b = load_manifest(b_dir)
-        if a is None or b is None:
-            finder = last_good_finder(opened, job_b) if baseline == LAST_GOOD else named_finder(opened, baseline)
+            job_b = load_manifest(b_dir)
+            if baseline == LAST_GOOD:
+                finder = last_good_finder(opened, job_b)
+            else:  # a baseline the user names must share some (device, model) with B
+                named = named_run(opened, baseline)
+                check_common(named[0], named[1], b_dir, job_b)
+                finder = named_finder(opened, baseline)
         noise = history_noise_finder(opened, job_b, settings.center) if auto else None
         return compare_against(b_dir, finder, settings, per_op=per_op, a_label=label, noise=noise)
 

@@ -1,4 +1,4 @@
-"""Change points over stored history: where a (device, model)'s end-to-end latency shifted.
+"""Change points over stored history: where a (device, model, configuration)'s end-to-end latency shifted.
 
 As Apache Otava and MongoDB do with E-Divisive means, but with `ruptures` (their packages pin
 numpy versions this environment cannot take): PELT over the series of per-run end-to-end p50s,
@@ -22,10 +22,11 @@ how many it left out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from orchestrator.run.configuration import Settings
 from orchestrator.store.history import HistoryPoint
 from orchestrator.verdicts.statistics import DEFAULT_THRESHOLD
 
@@ -63,7 +64,7 @@ class SeriesChanges:
     penalty: float
     changes: tuple[ChangePoint, ...]
     left_out: tuple[str, ...] = ()  # run ids left out: a process run was flagged interfered or throttled
-    settings: tuple[tuple[str, str], ...] = ()  # the series' settings (likeness.SeriesKey), () when not known
+    settings: Settings = ()  # the series' configuration (run/configuration.py), () when not known
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "model": self.model, "settings": dict(self.settings), "points": self.points,
@@ -71,19 +72,16 @@ class SeriesChanges:
                 "left_out_flagged": list(self.left_out)}
 
 
-SeriesOf = Callable[[HistoryPoint], tuple[tuple[str, str], ...]]  # a point -> its series' settings
-
-
 def find_changes(points: Sequence[HistoryPoint], min_size: int = 2, min_shift: float = DEFAULT_THRESHOLD,
-                 settings_of: SeriesOf | None = None) -> list[SeriesChanges]:
-    """Change points per series of `points` (any order; sorted oldest first here): per (device, model), and per
-    settings when `settings_of` tells each point's (likeness.SeriesKey: a series never mixes configurations)."""
-    series: dict[tuple[str, str, tuple[tuple[str, str], ...]], list[HistoryPoint]] = {}
-    flagged: dict[tuple[str, str, tuple[tuple[str, str], ...]], list[str]] = {}
+                 ) -> list[SeriesChanges]:
+    """Change points per series of `points` (any order; sorted oldest first here): per (device, model, configuration),
+    each point's settings as the store read them (run/configuration.py): a series never mixes configurations."""
+    series: dict[tuple[str, str, Settings], list[HistoryPoint]] = {}
+    flagged: dict[tuple[str, str, Settings], list[str]] = {}
     for point in points:
         if point.e2e_p50_ms is None or point.e2e_p50_ms <= 0:
             continue
-        key = (point.device, point.model, settings_of(point) if settings_of is not None else ())
+        key = (point.device, point.model, point.settings)
         if point.flagged:
             flagged.setdefault(key, []).append(point.run_id)
             continue

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.artifacts.generation import LlmRunFigures
-from orchestrator.errors import EXIT_OK, Blame, DataError, one_line
+from orchestrator.errors import EXIT_OK, Blame, DataError, UsageError, one_line
 from orchestrator.run.accuracy import Accuracy
 from orchestrator.run.results import (
     Job,
@@ -66,6 +66,7 @@ from orchestrator.verdicts.statistics import (
     decide,
     estimate,
     estimate_many,
+    statistic_name,
 )
 
 EXIT_REGRESSION = 1
@@ -265,7 +266,9 @@ class Comparison:
         return EXIT_REGRESSION if self.regressed or self.verification_failed or self.accuracy_dropped else EXIT_OK
 
     def to_dict(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "settings": self.settings.to_dict(), "regressed": self.regressed,
+        return {"a": self.a, "b": self.b, "settings": self.settings.to_dict(),
+                # what each estimate's median_a_ms / median_b_ms is (not a report's p50: an estimator of its own)
+                "statistic": statistic_name(self.settings.center), "regressed": self.regressed,
                 "accuracy_dropped": self.accuracy_dropped, "exit_code": self.exit_code,
                 "pairs": [p.to_dict() for p in self.pairs]}
 
@@ -351,8 +354,9 @@ BaselineFinder = Callable[[str, str], "Baseline | None"]  # (device, model) -> t
 
 def compare_jobs(a_dir: str | Path, b_dir: str | Path, settings: VerdictSettings = DEFAULT_SETTINGS,
                  per_op: bool = True) -> Comparison:
-    """Every (device, model) of B against the same (device, model) of A, matched by name."""
+    """Every (device, model) of B against the same (device, model) of A, matched by name (some must match)."""
     job_a = load_manifest(a_dir)
+    check_common(Path(a_dir), job_a, Path(b_dir), load_manifest(b_dir))
     return compare_against(b_dir, lambda device, model: (Path(a_dir), job_a), settings, per_op, a_label=job_a.run_id)
 
 
@@ -373,7 +377,8 @@ def compare_against(b_dir: str | Path, baseline: BaselineFinder, settings: Verdi
             if side_b.missing is None and (found is None or not _holds(found[1], device.name, model)):
                 pairs.append(PairVerdict(device.name, model, model, Verdict.NEW, source_b=job_b.run_id,
                                          reason="no baseline yet: this run becomes it",
-                                         verification_failed=side_b.verification is VerificationStatus.FAIL))
+                                         verification_failed=side_b.verification is VerificationStatus.FAIL,
+                                         dir_b=Path(b_dir)))  # its page's trust notes come from B's run
                 continue
             side_a = (side_from_job(found[0], found[1], device.name, model) if found is not None
                       else Side(a_label, device.name, model, missing="no baseline", blame=Blame.USAGE))
@@ -384,6 +389,19 @@ def compare_against(b_dir: str | Path, baseline: BaselineFinder, settings: Verdi
                                  ops=located(pair.ops, where.get((device.name, model), {}))))
     return Comparison(a_label, job_b.run_id, settings, tuple(pairs))
 
+
+
+def check_common(a_dir: Path, job_a: Job, b_dir: Path, job_b: Job) -> None:
+    """A named A and B must share some (device, model): else every pair would be `new` (exit 0), an answer to a
+    question nobody asked. A usage error naming both sides."""
+    wanted = [(d.name, m) for d in job_b.devices for m in [r.name for r in d.models] or list(_job_model_names(job_b))]
+    if wanted and not any(_holds(job_a, device, model) for device, model in wanted):
+        raise UsageError(f"A {job_a.run_id} ({_what(job_a)}, {a_dir}) and B {job_b.run_id} ({_what(job_b)}, {b_dir}) "
+                         "have no (device, model) in common: compare runs of one model on one device")
+
+
+def _what(job: Job) -> str:
+    return f"{', '.join(_job_model_names(job)) or 'no model'} on {', '.join(d.name for d in job.devices) or 'no device'}"
 
 
 def _holds(job: Job, device: str, model: str) -> bool:

@@ -54,12 +54,12 @@ from orchestrator.verdicts.baseline import (
     LAST_GOOD,
     last_good_finder,
     named_finder,
-    record_verdicts,
     series_history,
     series_point,
 )
 from orchestrator.verdicts.compare import Comparison, PairVerdict, compare_against
 from orchestrator.verdicts.nightly_plan import NightlyPlan
+from orchestrator.verdicts.recorded import record_verdicts
 from orchestrator.verdicts.series import SeriesPoint, judge, replicate_floor
 from orchestrator.verdicts.statistics import Verdict
 

@@ -59,6 +59,12 @@ DEFAULT_RESAMPLES = 2000
 RunSamples = Sequence[Sequence[float]]  # one sequence of samples per process run
 
 
+def statistic_name(center: str) -> str:
+    """A side's statistic under `center`, as columns, sentences and JSON name it: a different estimator from a
+    report's p50, so it never appears without its own name."""
+    return {"fast": "fastest run median", "fast-state": "fast-state level"}.get(center, "mean run median")
+
+
 class Center(StrEnum):
     """A side's location statistic over its per-run medians.
 

@@ -38,7 +38,7 @@ def run_dir(ssh_device: DeviceSpec, tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 def test_run_report_renders_in_chromium_offline(run_dir: Path, tmp_path: Path) -> None:
-    page = visit(run_dir / REPORT_HTML, tmp_path)
+    page = visit(run_dir / REPORT_HTML, tmp_path, window=(1400, 2400))
     keep = __import__("os").environ.get(SCREENSHOT_KEEP)
     if keep:
         shutil.copy(page.screenshot, keep)
@@ -54,7 +54,9 @@ def test_run_report_renders_in_chromium_offline(run_dir: Path, tmp_path: Path) -
                            "tiny_mlp-op-groups"}
     for chart in charts.values():
         assert chart["width"] > 200 and chart["height"] > 80 and chart["marks"] > 10, chart
-    assert page.probe["width"] <= 1280  # no sideways scrolling at a laptop's width
+    assert page.probe["width"] <= 1400  # no sideways scrolling in a 1400 px window ...
+    assert page.probe["wide_tables"] == []  # ... and no table scrolling sideways in its box either
+    assert page.probe["headings"][0] == "Which device is fast enough?"
     assert page.probe["tables"] >= 8
     assert page.screenshot.stat().st_size > 50_000  # a real picture, not a blank page
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
 from orchestrator.report.builders.ops import op_group
-from orchestrator.report.builders.trust import trust_notes
+from orchestrator.report.builders.trust import WORRYING, trust_notes
 from orchestrator.report.model import ComparisonView, PairStructure, Report, StructureChange, TrustNote
 from orchestrator.run.results import load_manifest
 from orchestrator.run.rundir import STATS
@@ -104,5 +104,5 @@ def _trust(comparison: Comparison) -> tuple[tuple[str, TrustNote], ...]:
             seen.add((run_dir, pair.device, model))
             job = load_manifest(run_dir)
             out += [(f"{label} {job.run_id}", n) for n in trust_notes(job, [model])
-                    if n.device == pair.device and n.kind in ("interfered", "throttled", "partial", "unstable", "tracer")]
+                    if n.device == pair.device and n.kind in (*WORRYING, "tracer")]
     return tuple(out)

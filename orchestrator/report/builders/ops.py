@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS
+from orchestrator.profiles.source import telling_source_lines
 from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.model import DeviceOps, OpRatioRow, OpStat
 
@@ -67,6 +69,8 @@ def op_stats(rows: Sequence[StatRow]) -> tuple[list[OpStat], float | None]:
                 below_resolution=below,
             )
         )
+    if not telling_source_lines(op.source_line for op in ops):  # one line for all: it tells no layer apart
+        ops = [replace(op, source_line="") for op in ops]
     return ops, execute
 
 

@@ -40,6 +40,8 @@ from orchestrator.report.model import (
     Report,
 )
 from orchestrator.run.calibration import flag_text
+from orchestrator.run.configuration import Settings, configuration_label, varying_settings
+from orchestrator.run.llm_figures import generation_key
 from orchestrator.run.results import DeviceResult, Job, ModelResult, load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.stats import BETWEEN_RUNS_LIMIT, WITHIN_RUN_LIMIT, coefficient_of_variation, median, percentile
@@ -194,6 +196,7 @@ def _model_section(
         history=history_points,
         history_rows=_history_rows(history_points, [d.name for d, _ in present]),
         claim=claim,
+        unit="generation" if generation_key(job, name) is not None else "execution",
     )
 
 
@@ -268,19 +271,22 @@ def _history(points: Sequence[HistoryPoint], model: str, devices: set[str], runs
 
 
 def _history_rows(points: tuple[HistoryPoint, ...], devices: list[str]) -> tuple[HistoryRow, ...]:
-    runs: dict[str, dict[str, HistoryPoint]] = {}
+    """A row per (run, configuration), newest first: a run's points of one series side by side per device."""
+    shown = varying_settings(p.settings for p in points)
+    rows: dict[tuple[str, Settings], dict[str, HistoryPoint]] = {}
     for point in points:
-        runs.setdefault(point.run_id, {})[point.device] = point
-    rows = []
-    for run_id, by_device in runs.items():
+        rows.setdefault((point.run_id, point.settings), {})[point.device] = point
+    out = []
+    for (run_id, settings), by_device in rows.items():
         first = next(iter(by_device.values()))
-        rows.append(
+        out.append(
             HistoryRow(
                 run_id=run_id,
                 started=first.started,
                 git_commit=next((p.git_commit for p in by_device.values() if p.git_commit), None),
                 p50_ms=tuple(by_device[d].e2e_p50_ms if d in by_device else None for d in devices),
                 status=tuple(by_device[d].status if d in by_device else "" for d in devices),
+                configuration=configuration_label(settings, shown) if settings else first.backend,
             )
         )
-    return tuple(reversed(rows))
+    return tuple(reversed(out))

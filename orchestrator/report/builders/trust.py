@@ -14,10 +14,22 @@ Per device and model of a job:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from orchestrator.report.builders.ratios import MIN_RUNS_FOR_INTERVAL, ratio_with_ci
 from orchestrator.report.model import Interval, TracerOverhead, TrustNote
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.results import Attempt, DeviceResult, Job, ModelResult
+
+WORRYING = ("interfered", "throttled", "unstable", "partial")  # the notes a "nothing flagged" summary must not contradict
+
+
+def trust_summary(notes: Iterable[TrustNote], what: str = "process run") -> str | None:
+    """The line over a list of trust notes when none of them is worrying, generated from the same notes the list
+    shows (so it never says "nothing was flagged" above a flagged run); None when some note is."""
+    if any(n.kind in WORRYING for n in notes):
+        return None
+    return f"No {what} was flagged interfered or throttled, and no result is unstable."
 
 
 def tracer_overhead(model: ModelResult) -> TracerOverhead | None:
@@ -31,10 +43,12 @@ def tracer_overhead(model: ModelResult) -> TracerOverhead | None:
         return None
     shifted = Interval(interval.low - 1.0, interval.high - 1.0, interval.level) if interval else None
     if shifted is not None:
-        return TracerOverhead(ratio - 1.0, shifted, len(untraced), True, "")
+        return TracerOverhead(ratio - 1.0, shifted, len(untraced), True, "", shifted.low <= 0.0 <= shifted.high)
     note = (f"from {len(untraced)} untraced run{'s' if len(untraced) != 1 else ''}: unreliable (an interval needs "
             f"{MIN_RUNS_FOR_INTERVAL} runs a side; use --untraced-runs {MIN_RUNS_FOR_INTERVAL})")
-    return TracerOverhead(ratio - 1.0, None, len(untraced), False, note)
+    spread = model.stability.between
+    noise = ratio - 1.0 <= 0.0 or (spread is not None and abs(ratio - 1.0) <= spread)
+    return TracerOverhead(ratio - 1.0, None, len(untraced), False, note, noise)
 
 
 def trust_notes(job: Job, models: list[str]) -> tuple[TrustNote, ...]:
@@ -84,7 +98,9 @@ def _model_notes(device: DeviceResult, model: ModelResult, planned: int) -> list
         figure = f"{tracer.overhead:+.1%}"
         if tracer.interval is not None:
             figure += f" [{tracer.interval.low:+.1%}, {tracer.interval.high:+.1%}]"
-        notes.append(TrustNote(device.name, model.name, "tracer", f"the ETDump tracer costs {figure} on the p50 "
-                               + (tracer.note or f"({tracer.untraced_runs} untraced runs)")))
+        cost = (f"the ETDump tracer's cost on the p50 is within the noise (measured {figure}) "
+                if tracer.within_noise else f"the ETDump tracer costs {figure} on the p50 ")
+        notes.append(TrustNote(device.name, model.name, "tracer",
+                               cost + (tracer.note or f"({tracer.untraced_runs} untraced runs)")))
     notes += [TrustNote(device.name, model.name, "unstable", reason) for reason in model.stability.reasons]
     return notes

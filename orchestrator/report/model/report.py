@@ -56,6 +56,9 @@ class TracerOverhead:
     untraced_runs: int
     reliable: bool
     note: str  # "" when reliable; else why not ("1 untraced run: ...")
+    # the figure cannot be told from noise: the interval holds 0, or (no interval) it is negative (a tracer only
+    # adds work) or within the run-to-run spread of the traced runs; pages then say "within noise", not -13.6 %
+    within_noise: bool = False
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,7 @@ class HistoryRow:
     git_commit: str | None
     p50_ms: tuple[float | None, ...]  # in ModelSection.latency's device order
     status: tuple[str, ...]  # per device, "" when the device was not in that run
+    configuration: str = ""  # its series' configuration in a few words (run/configuration.py configuration_label)
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,13 @@ class ModelSection:
     history: tuple[HistoryPoint, ...]  # oldest first
     history_rows: tuple[HistoryRow, ...] = ()  # the same, a row per run, newest first
     claim: SpeedClaim | None = None
+    # what one "execution" is: a forward call, or an LLM's whole generation (prefill and every decode step), so each
+    # unit says what it counts; an LLM's ops are per forward call (`op_unit`)
+    unit: str = "execution"
+
+    @property
+    def op_unit(self) -> str:
+        return "execution" if self.unit == "execution" else "forward call"
 
     @property
     def fastest(self) -> DeviceLatency | None:

@@ -10,10 +10,13 @@ both runs; then B's run reports (a night's jobs, the confirmation folded in).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from orchestrator.report.formats import fmt_ms, fmt_rate, interval, ratio
+from orchestrator.profiles.source import telling_source_lines
+from orchestrator.report.builders.trust import WORRYING, trust_summary
+from orchestrator.report.formats import clip, fmt_ms, fmt_rate, interval, ratio
 from orchestrator.report.model import ComparisonView, Interval, PairStructure, Report
 from orchestrator.report.page.blocks import (
     NO_CHARTS,
@@ -39,10 +42,10 @@ from orchestrator.report.page.blocks import (
 from orchestrator.report.page.closing import methods_section
 from orchestrator.report.page.run import flag_badge
 from orchestrator.report.page.sections import run_sections
-from orchestrator.report.terminal.verdicts import legend, statistic_name
+from orchestrator.report.terminal.verdicts import legend
 from orchestrator.verdicts.compare import OpVerdict, PairVerdict
 from orchestrator.verdicts.llm_metrics import MetricVerdict
-from orchestrator.verdicts.statistics import Verdict
+from orchestrator.verdicts.statistics import Verdict, statistic_name
 
 TONE = {"regressed": "bad", "improved": "good", "unchanged": "good", "inconclusive": "warn", "no-data": "bad",
         "new": "info", "settings-differ": "warn"}
@@ -191,24 +194,35 @@ def _verdict_row(view: ComparisonView, pair: PairVerdict) -> tuple[Text, ...]:
 
 
 def op_verdicts_section(view: ComparisonView) -> Section:
+    """Every compared op, each with its verdict, ratio and interval, the one that moved most first (inconclusive and
+    unchanged ones too: a page where every op moved 1.3x-2x but none beyond its threshold shows that)."""
     c = view.comparison
-    notable = [(p, o) for p in c.pairs for o in p.ops if o.verdict in _NOTABLE]
-    compared = sum(len(p.ops) for p in c.pairs)
+    ops = sorted(((p, o) for p in c.pairs for o in p.ops), key=lambda po: -abs(math.log(po[1].estimate.ratio))
+                 if po[1].estimate.ratio > 0 else 0.0)
+    notable = sum(o.verdict in _NOTABLE for _, o in ops)
     skipped = sum(p.ops_skipped for p in c.pairs)
-    if not notable:
+    summary = (f"{notable} of {len(ops)} ops regressed or improved beyond the per-op threshold "
+               f"({c.settings.op_threshold:.0%}) or ran with other settings; every op is listed, the one that moved "
+               f"most first; {skipped} skipped (unmatched, or too fast for the timer).")
+    if not ops:
         return Section(text("Per-op verdicts"), "op-verdicts", (Paragraph(text(
-            f"No op regressed or improved beyond the per-op threshold ({c.settings.op_threshold:.0%}; {compared} ops "
-            f"compared, {skipped} skipped: unmatched, or too fast for the timer).")),), nav="per op")
-    rows = tuple((text(p.device), text(p.model), text(o.event_name), _where(o),
+            f"No op compared ({skipped} skipped: unmatched, or too fast for the timer).")),), nav="per op")
+    if not telling_source_lines(o.source_line for _, o in ops):  # one line for every op tells no layer apart
+        ops = [(p, replace(o, source_line="")) for p, o in ops]
+    rows = tuple((text(p.device), text(p.model), text(Span(clip(o.event_name, 48), title=o.event_name)), _where(o),
                   text(badge(o.verdict.value, TONE[o.verdict.value])), text(f"{o.estimate.ratio:.3f}x"),
-                  text(f"[{o.estimate.ci_low:.3f}, {o.estimate.ci_high:.3f}]"), text(f"{o.p_adjusted:.3g}"))
-                 for p, o in notable)
+                  text(_ci_text(o.estimate.ci_low, o.estimate.ci_high)), text(f"{o.p_adjusted:.3g}"))
+                 for p, o in ops)
     return Section(text("Per-op verdicts"), "op-verdicts", (
+        Paragraph(text(summary)),
         Table(("device", "model", "op", "in your model", "verdict", "ratio B/A", "95% CI", "p (adjusted)"), rows,
               (False, False, False, False, False, True, True, True)),
-        Paragraph(text(muted(f"{len(notable)} of {compared} ops regressed or improved (or settings differ); "
-                             f"{skipped} skipped."))),
     ), nav="per op")
+
+
+def _ci_text(low: float, high: float) -> str:
+    """An op's interval, "-" when it has none (too few distinct samples to resample: NaN)."""
+    return f"[{low:.3f}, {high:.3f}]" if math.isfinite(low) and math.isfinite(high) else "-"
 
 
 def _where(op: OpVerdict) -> Text:
@@ -257,9 +271,9 @@ def _module_lines(s: PairStructure) -> list[Text]:
 
 
 def trust_section(view: ComparisonView) -> Section:
-    items = tuple(text(muted(f"({run}) "), strong(n.device), f" {n.model}: ", flag_badge(n.kind, "") if n.kind in (
-        "interfered", "throttled", "unstable", "partial") else muted(n.kind), " ", n.text) for run, n in view.trust)
-    if not any(n.kind in ("interfered", "throttled", "unstable", "partial") for _, n in view.trust):
-        items = (text("No process run of either side was flagged interfered or throttled, and no result is "
-                      "unstable."), *items)
+    items = tuple(text(muted(f"({run}) "), strong(n.device), f" {n.model}: ", flag_badge(n.kind, "") if n.kind in
+                       WORRYING else muted(n.kind), " ", n.text) for run, n in view.trust)
+    summary = trust_summary([n for _, n in view.trust], "process run of either side")
+    if summary is not None:
+        items = (text(summary), *items)
     return Section(text("What to trust"), "trust", (Bullets(items, tone="flags"),), nav="trust")

@@ -10,8 +10,9 @@ for both formats; page/sections.py puts these sections in the page's order.
 from __future__ import annotations
 
 from orchestrator.profiles.source import MODULES_SEPARATOR, short_op_types
-from orchestrator.report.formats import clip, fmt_ms, fmt_percent, interval, op_ms, ratio, signed_interval
-from orchestrator.report.model import DeviceLatency, DeviceOps, ModelSection, OpStat, Report, SpeedClaim
+from orchestrator.report.builders.trust import WORRYING, trust_summary
+from orchestrator.report.formats import clip, fmt_ms, fmt_percent, interval, op_ms, ratio, tracer_cost
+from orchestrator.report.model import DeviceLatency, DeviceOps, ModelSection, OpStat, Report, SpeedClaim, TracerOverhead
 from orchestrator.report.page.blocks import (
     Block,
     Bullets,
@@ -61,8 +62,10 @@ def summary_section(view: RunView) -> tuple[Section, ...]:
         by_device = {d.device: d for d in m.latency}
         rows.append((text(link(m.name, "#" + anchor(f"{prefix}model", m.name))),
                      *(_summary_cell(by_device.get(dev), report.baseline) for dev in report.devices)))
-    note = text(muted(f"End-to-end p50 per execution, ratio of p50s to {report.baseline or '-'} with its 95 % interval "
-                      "over process runs; badges say why a number should not be taken at face value."))
+    llm = " (an LLM's execution: one whole generation, prefill and every decode step; its time to first token and " \
+          "tokens/s follow)" if any(m.unit == "generation" for m in report.models) else ""
+    note = text(muted(f"End-to-end p50 per execution{llm}, ratio of p50s to {report.baseline or '-'} with its 95 % "
+                      "interval over process runs; badges say why a number should not be taken at face value."))
     return (Section(text("Which device is fast enough?" + view.label), f"{prefix}summary", (
         Paragraph(joined([claim_text(m) for m in report.models], " "), tone="answer"),
         Table(headers, tuple(rows), (False, *([True] * len(report.devices)))),
@@ -95,10 +98,11 @@ def flag_badge(kind: str, reason: str) -> Span:
 
 def trust_section(view: RunView) -> tuple[Section, ...]:
     notes = view.report.trust
-    items = [text(strong(n.device), (" " + n.model) if n.model else "", ": ", flag_badge(n.kind, "") if n.kind in (
-        "interfered", "throttled", "unstable", "partial") else muted(n.kind), " ", n.text) for n in notes]
-    if not any(n.kind in ("interfered", "throttled", "unstable", "partial") for n in notes):
-        items.insert(0, text("No process run was flagged interfered or throttled, and no result is unstable."))
+    items = [text(strong(n.device), (" " + n.model) if n.model else "", ": ", flag_badge(n.kind, "") if n.kind in
+                  WORRYING else muted(n.kind), " ", n.text) for n in notes]
+    summary = trust_summary(notes)
+    if summary is not None:
+        items.insert(0, text(summary))
     return (Section(text("What to trust" + view.label), f"{view.prefix}trust", (Bullets(tuple(items), tone="flags"),),
                     nav="trust"),)
 
@@ -135,18 +139,24 @@ LATENCY_HEADERS = ("device", "runs", "p50 ms", "p90 ms", "spread in a run", "bet
                    "tracer cost", "load p50 ms", "verified")
 
 
+def _tracer_title(tracer: TracerOverhead | None) -> str:
+    """On hover: the measured figure behind "within noise", and why a figure is unreliable."""
+    if tracer is None or tracer.overhead is None:
+        return ""
+    measured = f"measured {fmt_percent(tracer.overhead, signed=True)}" if tracer.within_noise else ""
+    return "; ".join(t for t in (measured, tracer.note) if t)
+
+
 def latency_table(report: Report, m: ModelSection) -> Table:
     rows = []
     for d in m.latency:
         tracer = d.tracer
-        overhead = "-" if tracer is None or tracer.overhead is None else (
-            f"{fmt_percent(tracer.overhead, signed=True)} {signed_interval(tracer.interval)}" if tracer.reliable
-            else f"{fmt_percent(tracer.overhead, signed=True)} (unreliable)")
+        overhead = tracer_cost(tracer)
         load = fmt_ms(d.load_p50_ms) + (f" (cold {fmt_ms(d.cold_load_ms)})" if d.cold_load_ms is not None else "")
         rows.append((
             text(strong(d.device) if d.fastest else d.device), text(str(d.runs)), text(fmt_ms(d.p50_ms)), text(fmt_ms(d.p90_ms)),
             text(fmt_percent(d.within_spread)), text(fmt_percent(d.between_spread)), text(fmt_ms(d.untraced_p50_ms)),
-            text(Span(overhead, title=tracer.note if tracer else "")), text(load),
+            text(Span(overhead, title=_tracer_title(tracer))), text(load),
             text(badge(d.verification, {"pass": "good", "fail": "bad"}.get(d.verification, "info"),
                        d.verification_detail)),
             text("baseline" if d.device == report.baseline else ratio(d.ratio)), text(interval(d.ratio_ci)),
@@ -213,9 +223,10 @@ def history_blocks(m: ModelSection) -> tuple[Block, ...]:
     if not m.history:
         return (Paragraph(text(muted("no history: this model has no earlier runs in the results store"))),)
     devices = [d.device for d in m.latency]
-    rows = tuple((text(code(r.run_id)), text(r.started), text(code((r.git_commit or "-")[:10])),
+    rows = tuple((text(code(r.run_id)), text(r.started), text(r.configuration or "-"),
+                  text(code((r.git_commit or "-")[:10])),
                   *(text(fmt_ms(p)) if p is not None else text(muted(st or "not run"))
                     for p, st in zip(r.p50_ms, r.status, strict=False)))
                  for r in m.history_rows)
-    return (Table(("run", "started", "model commit", *(f"{d} p50 ms" for d in devices)), rows,
-                  (False, False, False, *([True] * len(devices)))),)
+    return (Table(("run", "started", "configuration", "model commit", *(f"{d} p50 ms" for d in devices)), rows,
+                  (False, False, False, False, *([True] * len(devices)))),)

@@ -4,8 +4,8 @@ Each entry builds its sections from a `RunView` (the run's report and charts, an
 several runs its anchor prefix and title label) and names each section's navigation label
 (`Section.nav`); `Page.nav` lists exactly the sections the page holds, so adding a section is
 adding its builder here. The order answers the questions in the order people ask them: which
-device is fast enough, what to trust, each model, what quantizing it paid, an LLM's generation
-figures, memory, numerics, what the devices were; the page then closes with how the numbers were
+device is fast enough, an LLM's time to first token and tokens/s, what to trust, each model, what
+quantizing it paid, memory, numerics, what the devices were; the page then closes with how the numbers were
 computed.
 """
 
@@ -25,10 +25,10 @@ RunSection = Callable[[RunView], tuple[Section, ...]]
 
 RUN_SECTIONS: tuple[RunSection, ...] = (
     summary_section,  # which device is fast enough
+    llm_sections,  # models that generated: TTFT and tokens/s lead (what an LLM is judged by), memory, phases
     trust_section,  # what to trust
     model_sections,  # per model: latency, where the time goes, ops across devices, over time
     quantized_section,  # models under export recipes: speed-up, size and accuracy paid against fp32
-    llm_sections,  # models that generated: TTFT, tokens/s, memory, phases
     memory_section,
     numerics_section,  # runs made with --numerics
     facts_section,  # what the devices were

@@ -29,6 +29,7 @@ from orchestrator.report.formats import ratio as _ratio
 from orchestrator.report.model import LlmSection, ModelSection, RecipeGroup, Report
 from orchestrator.report.page.blocks import Chart, Charts
 from orchestrator.report.page.quantized import CHART_KIND as LATENCY_ACCURACY
+from orchestrator.run.configuration import configuration_label, varying_settings
 
 # Op groups get colours of their own (ColorBrewer Set3), so no group is mistaken for a device.
 GROUP_PALETTE = ("#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#bc80bd", "#ccebc5")
@@ -141,16 +142,16 @@ def _latency(section: ModelSection, baseline: str | None, colours: Mapping[str, 
         points.set_gid(f"lat-{i}")
         titles[f"lat-{i}"] = (
             f"{d.device}: p50 {fmt_ms(d.p50_ms)} ms, p90 {fmt_ms(d.p90_ms)} ms over {len(d.samples)} "
-            f"executions; run medians " + ", ".join(fmt_ms(m) for m in d.run_medians)
+            f"{section.unit}s; run medians " + ", ".join(fmt_ms(m) for m in d.run_medians)
         )
     if _wide([d.p50_ms for d in rows if d.p50_ms]):
         ax.set_xscale("log")
     ax.set_yticks(range(1, len(rows) + 1), [d.device for d in rows])
     ax.invert_yaxis()
     ax.set_xlabel(
-        "ms per execution"
+        f"ms per {section.unit}"
         + (" (log scale)" if ax.get_xscale() == "log" else "")
-        + ": box = all executions (whiskers 1.5 IQR), dots = process-run medians"
+        + f": box = all {section.unit}s (whiskers 1.5 IQR), dots = process-run medians"
     )
     ax.set_title(f"{section.name}: latency per device")
     ax.grid(axis="x", alpha=0.3)
@@ -200,11 +201,12 @@ def _groups(section: ModelSection, baseline: str | None, colours: Mapping[str, s
             )
             gid = f"grp-{row}-{col}"
             bar.patches[0].set_gid(gid)
-            titles[gid] = f"{ops.device}: {group}: {fmt_ms(ms)} ms per execution ({ms / total:.0%})"
+            titles[gid] = f"{ops.device}: {group}: {fmt_ms(ms)} ms per {section.op_unit} ({ms / total:.0%})"
             left += width
     ax.set_yticks(range(len(section.ops)), [o.device for o in section.ops])
     ax.invert_yaxis()
-    ax.set_xlabel("% of each device's mean time per execution (devices over 20x apart)" if shares else "mean ms per execution")
+    ax.set_xlabel(f"% of each device's mean time per {section.op_unit} (devices over 20x apart)" if shares
+                  else f"mean ms per {section.op_unit}")
     ax.set_title(f"{section.name}: where the time goes, by op group")
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=False))
@@ -280,27 +282,39 @@ def _heatmap(section: ModelSection, baseline: str | None, colours: Mapping[str, 
 
 
 def _history(section: ModelSection, baseline: str | None, colours: Mapping[str, str]) -> Chart | None:
+    """End-to-end p50 per run, a line per series (device and configuration: an xnnpack, a portable and a --numerics
+    run of one model are three lines, never one through all), dashed for each further configuration of a device."""
     points = [p for p in section.history if p.e2e_p50_ms is not None]
     if not points:
         return None
     runs = list(dict.fromkeys(p.run_id for p in points))
+    shown = varying_settings(p.settings for p in points)
     fig, ax = _figure(WIDTH_IN, 1.8, ["00.0000 + ylabel"], bottom_in=1.0)
     titles = {}
-    for i, device in enumerate(dict.fromkeys(p.device for p in points)):
-        mine = [p for p in points if p.device == device]
+    series = list(dict.fromkeys((p.device, p.settings) for p in points))
+    for i, (device, settings) in enumerate(series):
+        mine = [p for p in points if (p.device, p.settings) == (device, settings)]
+        name = f"{device} ({configuration_label(settings, shown)})" if shown else device
+        nth = [s for d, s in series if d == device].index(settings)  # a device's further configurations: dashed
         line = ax.plot(
             [runs.index(p.run_id) for p in mine],
             [p.e2e_p50_ms for p in mine],
             marker="o",
+            linestyle=("-", "--", ":", "-.")[nth % 4],
             color=colours.get(device, PALETTE[i % len(PALETTE)]),
-            label=device,
+            label=name,
         )[0]
         line.set_gid(f"hist-{i}")
-        titles[f"hist-{i}"] = f"{device}: " + ", ".join(f"{p.run_id} {fmt_ms(p.e2e_p50_ms)} ms" for p in mine[-5:])
+        titles[f"hist-{i}"] = f"{name}: " + ", ".join(f"{p.run_id} {fmt_ms(p.e2e_p50_ms)} ms" for p in mine[-5:])
     labels = {p.run_id: p.started[5:16].replace("T", " ") for p in points}  # "11-22 08:51"
     ax.set_xticks(range(len(runs)), [labels[r] for r in runs], rotation=30, ha="right")
-    ax.set_ylabel("e2e p50 ms")
-    ax.set_ylim(bottom=0)
+    values = [p.e2e_p50_ms for p in points if p.e2e_p50_ms > 0]
+    if _wide(values):  # configurations apart by orders of magnitude (portable against xnnpack): each stays readable
+        ax.set_yscale("log")
+        ax.set_ylabel(f"e2e p50 ms per {section.unit} (log)")
+    else:
+        ax.set_ylabel(f"e2e p50 ms per {section.unit}")
+        ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(frameon=False, fontsize=8)
     ax.set_title(f"{section.name}: end-to-end p50 over the last {len(runs)} runs")

@@ -16,14 +16,14 @@ CSS = """
 * { box-sizing: border-box; }
 body { margin:0; font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
        color:var(--fg); background:var(--bg); }
-main { max-width:1240px; margin:0 auto; padding:24px 28px 48px; }
+main { max-width:1360px; margin:0 auto; padding:24px 28px 48px; }
 header { border-bottom:3px solid var(--accent); margin-bottom:18px; padding-bottom:10px; }
 h1 { font-size:24px; margin:0 0 4px; } h2 { font-size:19px; margin:34px 0 10px; border-bottom:1px solid var(--line);
   padding-bottom:4px; } h3 { font-size:15px; margin:22px 0 8px; color:var(--accent); }
 .meta { color:var(--muted); font-size:13px; } .meta b { color:var(--fg); font-weight:600; }
 table { border-collapse:collapse; margin:6px 0 14px; font-size:13px; display:block; max-width:100%; overflow-x:auto; }
 th, td { padding:4px 8px; border-bottom:1px solid var(--line); text-align:left; vertical-align:top; }
-th { background:var(--panel); font-weight:600; white-space:nowrap; }
+th { background:var(--panel); font-weight:600; }  /* headers wrap: a table fits a 1400 px window */
 td.n { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
 tbody tr:nth-child(even) td { background:#fbfcfd; }
 .answer { background:var(--panel); border-left:4px solid var(--accent); padding:10px 16px; margin:10px 0 16px; }

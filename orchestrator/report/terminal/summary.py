@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
-from orchestrator.profiles.source import op_where
+from orchestrator.profiles.source import op_where, telling_source_lines
 from orchestrator.profiles.stat_rows import StatRow
+from orchestrator.report.builders.trust import tracer_overhead
 from orchestrator.report.escape import terminal_text
-from orchestrator.report.formats import clip, fmt_ms, fmt_percent, format_bytes
+from orchestrator.report.formats import clip, fmt_ms, fmt_percent, format_bytes, tracer_cost
 from orchestrator.report.terminal.table import format_table
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.results import Job
@@ -36,6 +37,8 @@ def summary(rows: Sequence[StatRow], top: int = 12) -> str:
 
 def _model_table(rows: list[StatRow], devices: list[str], top: int, where: list[str]) -> str:
     first = {r.key: r for r in rows if r.device == devices[0]}
+    if where and not telling_source_lines(r.source_line for r in rows if r.event_name not in NOT_OPERATORS):
+        where = where[:1]  # one line for every op (an nn.Sequential call site) tells no layer apart
     # Sorted by the statistic the table shows: the mean with one device (its avg column), p50 with several.
     shown = "avg_ms" if len(devices) == 1 else "p50_ms"
     ops = sorted((r for r in first.values() if r.event_name not in NOT_OPERATORS),
@@ -57,7 +60,7 @@ def _where(row: StatRow, wanted: list[str]) -> list[str]:
     if not wanted:
         return []
     text = op_where(row.module_path, row.delegate_covers)
-    return [clip(text, 56), row.source_line or ""]
+    return [clip(text, 56), row.source_line or ""][:len(wanted)]
 
 
 def wall_clock_lines(job: Job) -> list[str]:
@@ -79,10 +82,10 @@ def wall_clock_lines(job: Job) -> list[str]:
             ("planned", model.planned_memory_bytes), ("program", model.program_bytes)) if value is not None]
         if memory:
             line += "; " + ", ".join(memory)
-        overhead = model.tracer_overhead
-        if overhead is not None:
+        tracer = tracer_overhead(model)
+        if tracer is not None and tracer.overhead is not None:  # worded as the pages word it: formats.tracer_cost
             line += (f"; without ETDump p50 {fmt_ms(percentile(model.untraced_execute_ms, 50))} ms "
-                     f"(tracer overhead {overhead * 100:+.1f}%)")
+                     f"(tracer overhead {tracer_cost(tracer)})")
         if model.unstable:
             line += "; UNSTABLE: " + "; ".join(model.stability.reasons)
         flagged = model.flagged_runs

@@ -14,17 +14,13 @@ from collections.abc import Sequence
 from orchestrator.report.escape import md_text, terminal_text
 from orchestrator.report.terminal.llm import metric_rows
 from orchestrator.report.terminal.summary import format_table
+from orchestrator.run.configuration import configuration_label, varying_settings
 from orchestrator.verdicts.changes import SeriesChanges
 from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
 from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, WINDOW
-from orchestrator.verdicts.statistics import Center, Verdict, rank_p_values, runs_for_significance
+from orchestrator.verdicts.statistics import Center, Verdict, rank_p_values, runs_for_significance, statistic_name
 
 _NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.SETTINGS_DIFFER)
-
-
-def statistic_name(center: str) -> str:
-    """The verdicts' per-side statistic, as columns and sentences name it."""
-    return {"fast": "fastest run median", "fast-state": "fast-state level"}.get(center, "mean run median")
 
 
 def headers(comparison: Comparison) -> list[str]:
@@ -218,19 +214,22 @@ def verdict_markdown(comparison: Comparison, title: str | None = None, notes: Se
 
 def changes_table(found: Sequence[SeriesChanges]) -> str:
     """One row per change point: where a (device, model)'s end-to-end p50 shifted, and which run began it."""
-    rows = [[c.device, c.model, c.run_id, c.started, c.git_commit or "-", c.before_ms, c.after_ms, _ratio(c.ratio)]
+    shown = varying_settings(s.settings for s in found)  # what tells a (device, model)'s series apart
+
+    def series(s: SeriesChanges) -> str:
+        return f"{s.device} {s.model}" + (f" ({configuration_label(s.settings, shown)})" if shown and s.settings else "")
+
+    rows = [[series(s), c.run_id, c.started, c.git_commit or "-", c.before_ms, c.after_ms, _ratio(c.ratio)]
             for s in found for c in s.changes]
-    quiet = [f"{s.device} {s.model} ({s.points} runs)" for s in found if not s.changes]
-    if len({(s.device, s.model) for s in found}) < len(found):  # a (device, model) ran with several settings
-        out_settings = [f"{s.device} {s.model}: {', '.join(f'{k} {v}' for k, v in s.settings)}" for s in found]
-        quiet.append("(series by settings: " + "; ".join(out_settings) + ")")
-    out = [format_table(["device", "model", "first run", "started", "commit", "before ms", "after ms", "ratio"], rows,
-                        "lllllrrr")] if rows else ["no change points found"]
+    quiet = [f"{series(s)}: {s.points} runs" for s in found if not s.changes]
+    out = [format_table(["series", "first run", "started", "commit", "before ms", "after ms", "ratio"], rows,
+                        "llllrrr")] if rows else ["no change points found"]
     if quiet:
         out.append("no shift in: " + ", ".join(quiet))
-    left = [f"{s.device} {s.model}: {', '.join(s.left_out)}" for s in found if s.left_out]
+    left = [f"{series(s)}: {', '.join(s.left_out)}" for s in found if s.left_out]
     if left:
         out.append("left out (a process run flagged interfered or throttled): " + "; ".join(left))
-    out.append("method: ruptures PELT (l2 cost) on log end-to-end p50 per run, penalty 5 sigma^2 ln(n) from the "
+    out.append("series: one model on one device under one configuration (run/configuration.py); "
+               "method: ruptures PELT (l2 cost) on log end-to-end p50 per run, penalty 5 sigma^2 ln(n) from the "
                "series' noise; shifts under 5 % not reported")
     return "\n".join(out)

@@ -41,8 +41,18 @@ PROBE = """<script>
   var out = document.createElement("pre");
   out.id = "etfarm-probe";
   var fetched = performance.getEntriesByType("resource").map(function (e) { return e.name; });
+  // a table wider than its box (it scrolls sideways): its headers, how wide it wants to be and may be
+  var wide = Array.prototype.filter.call(document.querySelectorAll("table"), function (t) {
+    return t.scrollWidth > t.clientWidth + 1;
+  }).map(function (t) {
+    return {headers: Array.prototype.map.call(t.querySelectorAll("th"), function (h) { return h.textContent; }),
+            width: t.scrollWidth, box: t.clientWidth};
+  });
+  var headings = Array.prototype.map.call(document.querySelectorAll("main h2"), function (h) { return h.textContent; });
+  var answer = document.querySelector(".answer");
   out.textContent = JSON.stringify({charts: charts, tables: document.querySelectorAll("table").length, fetched: fetched,
-                                    width: document.documentElement.scrollWidth});
+                                    width: document.documentElement.scrollWidth, wide_tables: wide,
+                                    headings: headings, answer: answer ? answer.textContent : null});
   document.body.appendChild(out);
   console.log("etfarm-probe: ok");
 })();

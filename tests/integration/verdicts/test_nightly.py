@@ -136,11 +136,13 @@ def _the_regressed_page_in_chromium(report: Path, work: Path, baseline: str) -> 
     assert len(pages) == 3, pages
     night = json.loads(pages[-1].with_suffix(".json").read_text())
     assert night["confirmations"][0]["confirmed"] is True
-    page = visit(pages[-1], work / "chromium")
+    page = visit(pages[-1], work / "chromium", window=(1400, 2400))
     if os.environ.get(SCREENSHOT_KEEP):
         shutil.copy(page.screenshot, os.environ[SCREENSHOT_KEEP])
     assert page.probe["fetched"] == [] and page.console == [] and page.probe_logged
-    assert page.screenshot.stat().st_size > 50_000 and page.probe["width"] <= 1280
+    assert page.screenshot.stat().st_size > 50_000 and page.probe["width"] <= 1400
+    assert page.probe["wide_tables"] == []  # every table fits a 1400 px window: none scrolls sideways
+    assert page.probe["headings"][:2] == ["Verdicts", "Per-op verdicts"]
     text = page_text(pages[-1])
     opening = text[text.index("Verdicts"):text.index("Per-op verdicts")]
     found = re.search(r"pinned mlp: regressed (\d+\.\d+)x slower than baseline (\S+) \[(\d+\.\d+), (\d+\.\d+)\]", opening)

@@ -18,9 +18,11 @@ in the fast state gives the least, ~1.49); below 1 it needs every base run in a 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from orchestrator.report.destination import AB_PAGE
 from tests.integration.verdicts.pinned import etfarm, mlp_variants, pinned_inventory
 
 RUNS = 4
@@ -71,3 +73,19 @@ def test_ab_interleaves_abba_and_its_exit_code_follows_the_table(bench: dict) ->
     assert "fast state's level" in result.stdout  # the legend names the default statistic
     starts = [line.split("] ", 2)[-1].split(":")[0] for line in result.stderr.splitlines() if ": run " in line]
     assert starts[:8] == ["mlp-a", "mlp-b", "mlp-b", "mlp-a", "mlp-a", "mlp-b", "mlp-b", "mlp-a"]
+    _the_ab_page_opens_with_the_verdict(result.stdout, bench["root"] / "ab", bench["root"] / "chromium")
+
+
+def _the_ab_page_opens_with_the_verdict(stdout: str, run_dir: Path, work: Path) -> None:
+    """`run --ab` writes its A/B page into its run directory and says where; headless Chromium opens it at the
+    verdict (the one in the table), every table within a 1400 px window."""
+    from testbed.chromium import visit
+
+    page_file = run_dir / AB_PAGE
+    assert f"A/B page: {page_file}" in stdout.splitlines() and page_file.is_file()
+    verdict = next(line for line in stdout.splitlines() if line.startswith("pinned")).split()[7].lower()
+    page = visit(page_file, work, window=(1400, 2400))
+    assert page.probe["headings"][:2] == ["Verdicts", "Per-op verdicts"]
+    assert page.probe["answer"].startswith(f"pinned mlp-a -> mlp-b: {verdict} ")
+    assert page.probe["wide_tables"] == [] and page.probe["width"] <= 1400
+    assert page.screenshot.stat().st_size > 50_000

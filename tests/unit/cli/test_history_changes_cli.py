@@ -68,7 +68,7 @@ def test_runs_flagged_interfered_are_left_out_of_changes_and_marked(tmp_path: Pa
     assert "left out (a process run flagged interfered or throttled): local mlp: r06" in capsys.readouterr().out
     assert main(["history", "--store", db]) == 0
     listing = capsys.readouterr().out
-    assert listing.splitlines()[0].split()[:5] == ["run", "started", "status", "model", "backend"]
+    assert listing.splitlines()[0].split()[:5] == ["run", "started", "status", "model", "configuration"]
     r06 = next(line for line in listing.splitlines() if line.startswith("r06"))
     assert "xnnpack" in r06 and "*" in r06 and "flagged interfered or throttled" in listing
 

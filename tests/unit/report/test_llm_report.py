@@ -46,6 +46,14 @@ def test_the_section_puts_devices_side_by_side_with_the_phases_and_a_step_chart(
     html = render_html(run_page(report, charts))
     assert '<section id="llm">' in html and '<a href="#llm">LLMs</a>' in html and "2000" in html
     assert html.index('id="llm"') < html.index('id="memory"') < html.index('id="devices"')
+    # an LLM page leads with time to first token and tokens/s (right after the answer), and each unit says what it
+    # counts: a latency "execution" is one whole generation, an op's time is per forward call
+    assert html.index('id="summary"') < html.index('id="llm"') < html.index('id="trust"') < html.index('id="model-mlp"')
+    assert "an LLM&#x27;s execution: one whole generation" in html or "an LLM's execution: one whole generation" in html
+    latency = charts.of("mlp", "latency")
+    assert latency is not None and "ms per generation" in latency.svg
+    groups = charts.of("mlp", "op-groups")
+    assert groups is not None and "per forward call" in groups.svg and "per execution" not in groups.svg
     assert "<script>alert" not in html and "&lt;script&gt;alert" in html  # names are escaped
     assert "LLMs (run/llm_figures.py)" in html  # how the figures were computed
     markdown = render_markdown(run_page(report, charts), "charts")

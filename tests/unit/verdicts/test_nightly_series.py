@@ -10,10 +10,10 @@ from types import SimpleNamespace
 from orchestrator.report.terminal.verdicts import verdict_table
 from orchestrator.run.results import load_manifest
 from orchestrator.store import open_store
-from orchestrator.verdicts.baseline import marked_regressed
 from orchestrator.verdicts.compare import Comparison
 from orchestrator.verdicts.nightly import _compare
 from orchestrator.verdicts.nightly_plan import NightlyPlan
+from orchestrator.verdicts.recorded import marked_regressed
 from orchestrator.verdicts.statistics import Verdict
 from tests.unit.store.rundirs import make_run_dir
 from tests.unit.verdicts.test_noise import scaled

@@ -1,0 +1,45 @@
+"""Verdicts recorded beside a run (DIR/verdicts.json): written by `nightly`, read by `last-good` and `history`.
+
+Light on purpose (no numpy): `etfarm history` reads them to show a nightly's regressed run as regressed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchestrator.cache import write_json_atomic
+from orchestrator.verdicts.statistics import Verdict
+
+if TYPE_CHECKING:
+    from orchestrator.verdicts.compare import Comparison
+
+VERDICTS_JSON = "verdicts.json"
+WRONG_OUTPUTS = "wrong-outputs"  # a pair whose outputs failed verification, whatever its latency did
+
+
+def record_verdicts(run_dir: Path, comparison: Comparison) -> Path:
+    """Write the comparison beside the run (DIR/verdicts.json), for `last-good`, `history` and people."""
+    path = Path(run_dir) / VERDICTS_JSON
+    write_json_atomic(path, comparison.to_dict())
+    return path
+
+
+def recorded_verdicts(run_dir: Path) -> dict[tuple[str, str], str]:
+    """The verdict recorded beside the run per (device, model): `regressed` for a pair that regressed anywhere (end
+    to end, an op, a metric, its series), `wrong-outputs` for a failed verification, else the pair's verdict.
+    Empty when nothing judged the run or its file cannot be read."""
+    try:
+        data = json.loads((Path(run_dir) / VERDICTS_JSON).read_text(encoding="utf-8"))
+        pairs = [p for p in data.get("pairs", ()) if isinstance(p, dict)]
+    except (OSError, ValueError, RecursionError, AttributeError):
+        return {}
+    return {(str(p.get("device")), str(p.get("model_b"))):
+            WRONG_OUTPUTS if p.get("verification_failed") else
+            Verdict.REGRESSED.value if p.get("regressed") else str(p.get("verdict")) for p in pairs}
+
+
+def marked_regressed(run_dir: Path, device: str, model: str) -> bool:
+    """Whether the run's recorded verdicts say (device, model) regressed or gave wrong outputs: never a baseline."""
+    return recorded_verdicts(run_dir).get((device, model)) in (Verdict.REGRESSED.value, WRONG_OUTPUTS)
