@@ -33,8 +33,8 @@ def test_kill_running_ends_every_command_and_its_children(tmp_path: Path) -> Non
     assert len(procs.running_groups()) >= 1
     started = time.monotonic()
     procs.kill_running(grace_s=1.0)
-    worker.join(10)
-    assert not worker.is_alive() and time.monotonic() - started < 5
+    worker.join(30)  # the command would sleep 60 s: ending well before is the point (a loaded host is slow)
+    assert not worker.is_alive() and time.monotonic() - started < 30
     assert results and not results[0].ok
     assert not _alive(child)  # the command's own child went with its group
     assert procs.running_groups() == []
