@@ -32,13 +32,7 @@ from orchestrator.profiles.etdump import read_etdump
 from orchestrator.profiles.etdump_events import EventInfo, block_key, durations_ms, group_blocks
 from orchestrator.profiles.etrecord import EventLink, load_etrecord
 from orchestrator.profiles.kernel_map import KernelLink, load_kernel_program
-from orchestrator.profiles.op_identity import (
-    FRAMEWORK_EVENTS,
-    HIDDEN_WHEN_PRINTING,
-    OpIdentity,
-    block_identities,
-    handles_text,
-)
+from orchestrator.profiles.op_identity import OpIdentity, block_identities, handles_text
 from orchestrator.profiles.source import MODULES_SEPARATOR, OP_TYPES_SEPARATOR, module_path, source_line
 
 PathLike = str | os.PathLike[str]
@@ -293,4 +287,4 @@ def summary_records(samples: SampleSet) -> list[dict[str, Any]]:
 def record_columns(samples: SampleSet) -> list[str]:
     """Column order of summary records: STATS_COLUMNS, spread, then event metadata."""
     link = [*LINK_COLUMNS, *KERNEL_COLUMNS] if samples.block_links is not None else []
-    return [*STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS, *link, *IDENTITY_COLUMNS]
+    return [*STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS, *link]

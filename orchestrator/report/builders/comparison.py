@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS
+from orchestrator.profiles.op_identity import FRAMEWORK_EVENTS
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
 from orchestrator.report.builders.ops import op_group
 from orchestrator.report.builders.trust import trust_notes

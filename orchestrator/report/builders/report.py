@@ -27,7 +27,7 @@ from orchestrator.report.builders.device_facts import device_facts
 from orchestrator.report.builders.history import HISTORY_RUNS
 from orchestrator.report.builders.llm import llm_sections
 from orchestrator.report.builders.memory import memory_rows
-from orchestrator.report.builders.ops import device_ops, op_ratios, op_stats
+from orchestrator.report.builders.ops import device_op_runs, device_ops, op_ratios, op_stats
 from orchestrator.report.builders.quantized import recipe_groups
 from orchestrator.report.builders.ratios import CI_LEVEL, MIN_RUNS_FOR_INTERVAL, RESAMPLES, SEED, p50, ratio_with_ci
 from orchestrator.report.builders.trust import tracer_overhead, trust_notes
@@ -111,7 +111,7 @@ def build_job_report(
         baseline = (measured or list(devices) or [None])[0]
     stats = group_rows(rows)
     names = _model_names(job)
-    sections = tuple(_model_section(job, devices, name, baseline, stats, history, history_runs) for name in names)
+    sections = tuple(_model_section(job, root, devices, name, baseline, stats, history, history_runs) for name in names)
     colours = tuple((device, DEVICE_PALETTE[k % len(DEVICE_PALETTE)]) for k, device in enumerate(devices))
     options = job.config.options
     settings = (
@@ -167,6 +167,7 @@ def _model_names(job: Job) -> list[str]:
 
 def _model_section(
     job: Job,
+    root: Path,
     devices: tuple[str, ...],
     name: str,
     baseline: str | None,
@@ -190,11 +191,18 @@ def _model_section(
         backend=artifacts.backend if artifacts else job.config.backend,
         latency=tuple(latency),
         ops=device_ops(per_device),
-        op_ratios=op_ratios([d.name for d, _ in present], baseline, per_device),
+        op_ratios=op_ratios([d.name for d, _ in present], baseline, per_device,
+                            _op_runs(root, present, stats, name) if len(present) > 1 else None),
         history=history_points,
         history_rows=_history_rows(history_points, [d.name for d, _ in present]),
         claim=claim,
     )
+
+
+def _op_runs(root: Path, present: Sequence[tuple[DeviceResult, ModelResult]],
+             stats: Mapping[tuple[str, str], Sequence[StatRow]], name: str) -> dict[str, dict]:
+    """Per device, its ops' samples per process run (for the op x device ratios' intervals)."""
+    return {d.name: device_op_runs(root, m, stats.get((d.name, name), ())) for d, m in present}
 
 
 def _runs(model: ModelResult) -> list[tuple[float, ...]]:

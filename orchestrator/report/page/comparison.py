@@ -199,7 +199,7 @@ def op_verdicts_section(view: ComparisonView) -> Section:
         return Section(text("Per-op verdicts"), "op-verdicts", (Paragraph(text(
             f"No op regressed or improved beyond the per-op threshold ({c.settings.op_threshold:.0%}; {compared} ops "
             f"compared, {skipped} skipped: unmatched, or too fast for the timer).")),), nav="per op")
-    rows = tuple((text(p.device), text(p.model), text(o.event_name), _where(o),
+    rows = tuple((text(p.device), text(p.model), _op_name(o), _where(o),
                   text(badge(o.verdict.value, TONE[o.verdict.value])), text(f"{o.estimate.ratio:.3f}x"),
                   text(f"[{o.estimate.ci_low:.3f}, {o.estimate.ci_high:.3f}]"), text(f"{o.p_adjusted:.3g}"))
                  for p, o in notable)
@@ -209,6 +209,13 @@ def op_verdicts_section(view: ComparisonView) -> Section:
         Paragraph(text(muted(f"{len(notable)} of {compared} ops regressed or improved (or settings differ); "
                              f"{skipped} skipped."))),
     ), nav="per op")
+
+
+def _op_name(op: OpVerdict) -> Text:
+    """The op as your model knows it (what A and B were joined by), B's kernel name beside it."""
+    if not op.op or op.op == op.event_name:
+        return text(op.event_name)
+    return joined([text(op.op), text(muted(op.event_name))], " · ")
 
 
 def _where(op: OpVerdict) -> Text:
