@@ -34,7 +34,7 @@ def test_one_run_over_rpi5_adb_and_local(rpi5_device: DeviceSpec, adb_device: De
     out = tmp_path / "fleet"
 
     result = etfarm("run", "--config", str(config), "--devices", "rpi5,adbdev,local", "--model", TINY,
-                    "--runs", "2", "--iterations", "3", "--warmup", "1", "--out", str(out))
+                    "--runs", "3", "--iterations", "3", "--warmup", "1", "--out", str(out))  # 3 runs: ratio intervals
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
 
     manifest = json.loads((out / "manifest.json").read_text())
@@ -47,7 +47,7 @@ def test_one_run_over_rpi5_adb_and_local(rpi5_device: DeviceSpec, adb_device: De
         assert entry["status"] == "ok", entry
         assert entry["models"]["tiny_cnn"]["verification"]["status"] == "pass"
         etdumps = sorted((out / name / "tiny_cnn").glob("run-*/etdump.etdp"))
-        assert len(etdumps) == 2
+        assert len(etdumps) == 3
         own = stats[stats["device"] == name].drop(columns=["device", "model"])
         assert_stats_equal_inspector(own, etdumps, etrecord)
     # The rpi5 really ran the aarch64 runner under qemu.
@@ -55,8 +55,27 @@ def test_one_run_over_rpi5_adb_and_local(rpi5_device: DeviceSpec, adb_device: De
     assert "qemu-aarch64" in log.splitlines()[0]
     # Progress was reported per device, and the side-by-side table names all three.
     for name in ("rpi5", "adbdev", "local"):
-        assert f"[{name}] tiny_cnn: run 2/2" in result.stderr
+        assert f"[{name}] tiny_cnn: run 3/3" in result.stderr
     assert "p50 ms per device (rpi5, adbdev, local)" in result.stdout
+    _every_convolution_is_compared_across_devices(out)
+
+
+def _every_convolution_is_compared_across_devices(out: Path) -> None:
+    """x86 names tiny_cnn's convolutions `F32 IGEMM`, the emulated aarch64 boards may say `PF32`: joined by the op's
+    identity from the model, every convolution row has all three devices' p50, a ratio and its interval, so no
+    heatmap cell is empty; the page names the layers, not the kernels."""
+    from orchestrator.report.builders.report import build_report
+
+    (section,) = build_report(out).models
+    convolutions = [r for r in section.op_ratios if r.name.endswith(("convolution", "convolution #2"))]
+    assert len(convolutions) >= 2 and all(r.basis == "model" for r in convolutions), section.op_ratios
+    baseline = [d.device for d in section.latency].index("rpi5")
+    for row in convolutions:
+        assert None not in row.p50_ms and None not in row.ratio, row  # the heatmap draws every cell from these
+        assert all(ci is not None for k, ci in enumerate(row.ratio_ci) if k != baseline), row
+        assert row.module_path.startswith("features."), row
+    page = (out / "report.html").read_text()
+    assert all(f"{r.name}" in page for r in convolutions)
 
 
 @pytest.mark.slow
