@@ -21,6 +21,7 @@ from pathlib import Path
 from orchestrator.errors import EtfarmError, UsageError
 from orchestrator.numerics import analyze_run
 from orchestrator.numerics.model import NumericsReport
+from orchestrator.profiles.rollups import rollup
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
 from orchestrator.report.builders.claims import CLAIM_MARGIN, speed_claim
 from orchestrator.report.builders.device_facts import device_facts
@@ -67,6 +68,9 @@ METHODS = (
     "mean / Method::execute mean. DELEGATE_CALL is left out when its delegate's kernels are listed, so shares do "
     "not count twice. XNNPACK kernels are named in your model from the .pte's serialized graph and the ETRecord; "
     "kernels under the timer's 1 us resolution are shown as such, without a share.",
+    "Ops across devices are joined by their identity in your model (module path, ATen op, occurrence: the kernel's "
+    "name differs by CPU); each ratio's interval resamples process runs as above. Time by module (self: its own ops; "
+    "total: with its submodules) and by op type sum the ops' means per execution.",
 )
 
 LLM_METHOD = (
@@ -196,6 +200,7 @@ def _model_section(
         history=history_points,
         history_rows=_history_rows(history_points, [d.name for d, _ in present]),
         claim=claim,
+        rollups=tuple(rollup(d.name, name, rows) for d, _ in present if (rows := stats.get((d.name, name)))),
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from orchestrator.numerics.model import NumericsReport
 from orchestrator.profiles.op_identity import OpIdentity
+from orchestrator.profiles.rollups import Rollup
 from orchestrator.report.model.llm import LlmSection
 from orchestrator.report.model.memory import MemoryRow
 from orchestrator.report.model.quantized import RecipeGroup
@@ -181,6 +182,7 @@ class ModelSection:
     history: tuple[HistoryPoint, ...]  # oldest first
     history_rows: tuple[HistoryRow, ...] = ()  # the same, a row per run, newest first
     claim: SpeedClaim | None = None
+    rollups: tuple[Rollup, ...] = ()  # per device with op statistics: time by module subtree and by op type
 
     @property
     def fastest(self) -> DeviceLatency | None:

@@ -34,6 +34,7 @@ from orchestrator.report.page.blocks import (
     strong,
     text,
 )
+from orchestrator.report.page.rollups import rollup_section
 
 # ---- which device is fast enough -------------------------------------------------------------
 
@@ -125,6 +126,9 @@ def model_section(view: RunView, m: ModelSection) -> Section:
     where: list[Block] = [*figure("op-groups"), Grid(tuple(top_ops_table(o) for o in m.ops))] if m.ops else [
         Paragraph(text(muted("no per-op statistics (no device produced an ETDump)")))]
     blocks.append(Section(text("Where each device spends its time"), level=3, blocks=tuple(where)))
+    rolled = rollup_section(m)
+    if rolled is not None:
+        blocks.append(rolled)
     if len(m.latency) > 1 and m.op_ratios:
         blocks.append(Section(text(f"Ops across devices: p50 relative to {report.baseline or '-'}"), level=3,
                               blocks=(*figure("op-heatmap"), op_ratio_table(m))))
