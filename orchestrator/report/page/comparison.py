@@ -39,6 +39,7 @@ from orchestrator.report.page.blocks import (
 from orchestrator.report.page.closing import methods_section
 from orchestrator.report.page.run import flag_badge
 from orchestrator.report.page.sections import run_sections
+from orchestrator.report.page.structure import model_diff_lines
 from orchestrator.report.terminal.verdicts import legend, statistic_name
 from orchestrator.verdicts.compare import OpVerdict, PairVerdict
 from orchestrator.verdicts.llm_metrics import MetricVerdict
@@ -231,12 +232,14 @@ def structure_section(view: ComparisonView) -> Section:
     for s in view.structure:
         rows += [(text(s.device), text(s.model), text(ch.group), text(str(ch.count_a)), text(str(ch.count_b)),
                   text(_change(ch.count_a, ch.count_b))) for ch in s.changes]
-        lines += _module_lines(s)
+        lines += [*_module_lines(s), *model_diff_lines(s)]
     unknown = [f"{s.device} {s.model}" for s in view.structure if not s.known]
     blocks: list[Block] = []
     if rows:
         blocks.append(Table(("device", "model", "op group", "baseline", "this run", "change"), tuple(rows),
                             (False, False, False, True, True, True)))
+    elif any(s.model_diff is not None and not s.model_diff.same for s in view.structure):
+        blocks.append(Paragraph(text("The same op groups ran in both runs, but the model changed:")))
     else:
         blocks.append(Paragraph(text("Same ops in both runs: no op group was added, removed or changed its count.")))
     if lines:
