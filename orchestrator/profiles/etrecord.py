@@ -291,16 +291,20 @@ def _signature(program: dict[str, Any]) -> tuple[tuple[TensorMeta, ...] | None, 
         return None, None
 
     def meta(spec: dict[str, Any]) -> TensorMeta:
-        name = (spec.get("arg") or {}).get("as_tensor", {}).get("name")
-        value = tensors.get(name) if name is not None else None
-        if not isinstance(value, dict):
-            return TensorMeta(None)
-        sizes = tuple(s["as_int"] if isinstance(s, dict) and isinstance(s.get("as_int"), int) else None
-                      for s in value.get("sizes") or ())
-        return TensorMeta(SERDE_DTYPES.get(value.get("dtype")), sizes)
+        return tensor_meta(tensors, (spec.get("arg") or {}).get("as_tensor", {}).get("name"))
 
     return (tuple(meta(s["user_input"]) for s in specs.get("input_specs") or () if "user_input" in s),
             tuple(meta(s["user_output"]) for s in specs.get("output_specs") or () if "user_output" in s))
+
+
+def tensor_meta(tensors: dict[str, Any], name: str | None) -> TensorMeta:
+    """A tensor of the edge graph (its `tensor_values` entry `name`): dtype and sizes (None for a symbolic size)."""
+    value = tensors.get(name) if name is not None else None
+    if not isinstance(value, dict):
+        return TensorMeta(None)
+    sizes = tuple(s["as_int"] if isinstance(s, dict) and isinstance(s.get("as_int"), int) else None
+                  for s in value.get("sizes") or ())
+    return TensorMeta(SERDE_DTYPES.get(value.get("dtype")), sizes)
 
 
 def _fx_name(node: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.profiles.etrecord import SERDE_DTYPES, innermost_module, module_stack, op_name, read_edge_program
+from orchestrator.profiles.etrecord import innermost_module, module_stack, op_name, read_edge_program, tensor_meta
 from orchestrator.profiles.file_memo import FileMemo, file_key
 from orchestrator.profiles.op_identity import MODEL, OpIdentity, numbered
 
@@ -123,12 +123,8 @@ def _structure(program: dict[str, Any] | None) -> ModelStructure | None:
 
 
 def _tensor(tensors: dict[str, Any], name: str | None) -> tuple[Shape, str | None]:
-    value = tensors.get(name) if name else None
-    if not isinstance(value, dict):
-        return (), None
-    sizes = tuple(s["as_int"] if isinstance(s, dict) and isinstance(s.get("as_int"), int) else None
-                  for s in value.get("sizes") or ())
-    return sizes, SERDE_DTYPES.get(value.get("dtype"))
+    found = tensor_meta(tensors, name)
+    return found.sizes, found.dtype
 
 
 def structure_diff(a: ModelStructure, b: ModelStructure,

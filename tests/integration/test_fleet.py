@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -76,6 +77,12 @@ def _every_convolution_is_compared_across_devices(out: Path) -> None:
         assert row.module_path.startswith("features."), row
     page = (out / "report.html").read_text()
     assert all(f"{r.name}" in page for r in convolutions)
+    # The roll-ups beside stats.csv: every device's call tree, its root holding every op's time.
+    with open(out / "rollups.csv", newline="") as fh:
+        roots = [r for r in csv.DictReader(fh) if r["kind"] == "module" and r["depth"] == "0"]
+    assert sorted(r["device"] for r in roots) == ["adbdev", "local", "rpi5"] and all(float(r["total_ms"]) > 0
+                                                                                      for r in roots)
+    assert "Time by module and by op type" in page
 
 
 @pytest.mark.slow
