@@ -11,9 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.errors import DataError
+from orchestrator.errors import AnalysisError, DataError
+from orchestrator.profiles.file_memo import FileMemo, file_key
 from orchestrator.profiles.op_identity import OpIdentity
-from orchestrator.profiles.stat_rows import read_stats_csv
+from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
 from orchestrator.run.rundir import STATS
 
 if TYPE_CHECKING:
@@ -43,8 +44,13 @@ SideIdentities = tuple[tuple[tuple[str, int], OpIdentity], ...]  # ((event_block
 def side_identities(run_dir: Path, device: str, model: str) -> SideIdentities:
     """Each event's op identity for one (device, model) of a run (() when its stats.csv has none or is unreadable:
     the side's ops are then keyed by their names)."""
+    path = run_dir / STATS
     try:
-        rows = read_stats_csv(run_dir / STATS)
-    except DataError:
+        grouped = _GROUPED.get([file_key(path)], lambda: group_rows(read_stats_csv(path)))
+    except (DataError, AnalysisError):  # unreadable, or gone: keyed by names
         return ()
-    return tuple((row.key, row.identity) for row in rows if row.device == device and row.model == model)
+    return tuple((row.key, row.identity) for row in grouped.get((device, model), ()))
+
+
+# A run's stats.csv grouped, kept while the file is unchanged: a night reads one run's sides many times.
+_GROUPED: FileMemo[dict[tuple[str, str], tuple[StatRow, ...]]] = FileMemo()
