@@ -163,9 +163,11 @@ def _base(event: EventInfo, link: EventLink | None, kernel: KernelLink | None) -
         return "", event.name, FRAMEWORK, ()
     if bool(event.is_delegated_op) and isinstance(event.delegate_debug_identifier, str):  # a delegate's kernel
         if kernel is not None and kernel.mapped:
-            ran = [n for n in kernel.nodes if n.role == ROLE_RAN] or list(kernel.nodes)
+            # The ATen op of the node it ran; a kernel the lowering inserted (a layout transpose serving a
+            # convolution) ran none: its own family, in the module it serves.
+            ran = [n for n in kernel.nodes if n.role == ROLE_RAN]
             op = model_op([n.op for n in ran]) or operator_family(event.name)
-            return kernel.module_path, op, MODEL, tuple(dict.fromkeys(n.debug_handle for n in ran))
+            return kernel.module_path, op, MODEL, tuple(dict.fromkeys(n.debug_handle for n in ran or kernel.nodes))
         return "", operator_family(event.name), DELEGATE if link is not None else EVENT, ()
     if link is None:
         return _by_name(event.name, bool(event.is_delegated_op))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -76,7 +77,10 @@ def _every_convolution_is_compared_across_devices(out: Path) -> None:
         assert all(ci is not None for k, ci in enumerate(row.ratio_ci) if k != baseline), row
         assert row.module_path.startswith("features."), row
     page = (out / "report.html").read_text()
-    assert all(f"{r.name}" in page for r in convolutions)
+    for row in convolutions:  # every heatmap cell of a convolution is coloured by a ratio (its hover text says which)
+        for device in ("rpi5", "adbdev", "local"):
+            cell = rf"<title>{re.escape(row.name)} on {device}[^<]*: p50 [^<]* ms, [0-9.]+x rpi5</title>"
+            assert re.search(cell, page), (row.name, device)
     # The roll-ups beside stats.csv: every device's call tree, its root holding every op's time.
     with open(out / "rollups.csv", newline="") as fh:
         roots = [r for r in csv.DictReader(fh) if r["kind"] == "module" and r["depth"] == "0"]

@@ -99,3 +99,15 @@ def test_a_graph_handle_is_its_first_node_that_is_not_a_quantize_step() -> None:
     conv = graph_op(["conv2d_1"], ["f"])
     assert numbered([conv, None, conv]) == [OpIdentity("f", "conv2d"), None, OpIdentity("f", "conv2d", 1)]
     assert OpIdentity("f", "conv2d", 1).label == "f conv2d #2"
+
+
+def test_a_kernel_the_lowering_inserted_is_its_own_op_in_the_module_it_serves() -> None:
+    """A layout transpose serving features.0's convolution is no second convolution (op type summaries count it)."""
+    from orchestrator.profiles.kernel_attribution import ROLE_SERVES
+
+    events = [kernel(0, "Transpose (ND, X32) #1"), kernel(1, "Convolution (NHWC, F32) IGEMM #1")]
+    serves = KernelLink(events[0].name, 1, 0, nodes=(KernelNode(3, "conv_3", CONV, "features.0", ROLE_SERVES),),
+                        module_path="features.0")
+    found = block_identities(events, [EventLink()] * 2, [serves, mapped(events[1].name, "features.0", 3)])
+    assert found == (OpIdentity("features.0", "Transpose"), OpIdentity("features.0", CONV))
+    assert found[0].debug_handles == (3,) and found[0].label == "features.0 Transpose"
