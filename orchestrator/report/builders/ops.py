@@ -13,13 +13,12 @@ kernels are listed (shares would count twice); an event under the timer's resolu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import EtfarmError
-from orchestrator.profiles.op_identity import FRAMEWORK_EVENTS, OpIdentity
+from orchestrator.profiles.op_identity import DELEGATE_CALL, FRAMEWORK_NAMES, OpIdentity, event_group
 from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.builders.ratios import ratio_with_ci
 from orchestrator.report.model import DeviceOps, Interval, OpRatioRow, OpStat
@@ -30,9 +29,7 @@ from orchestrator.verdicts.op_samples import read_op_samples
 TOP_OPS = 10  # slowest events listed per device
 RATIO_ROWS = 15  # events in the op x device ratio table
 GROUPS_SHOWN = 8  # op groups in the stacked chart; the rest joins "other"
-NOT_OPS = frozenset({*FRAMEWORK_EVENTS, "OPERATOR_CALL"})
-DELEGATE_CALL = "DELEGATE_CALL"
-_INSTANCE = re.compile(r"\s*#\d+$")
+NOT_OPS = FRAMEWORK_NAMES
 KERNEL_RESOLUTION_MS = 0.001  # XNNPACK's kernel events are timed in whole microseconds
 
 PerDevice = Mapping[str, tuple[list[OpStat], float | None]]  # device -> (its op events, the method's mean execute ms)
@@ -40,9 +37,7 @@ OpKey = tuple[str, OpIdentity]  # (event block, the op's identity): the same on 
 OpRuns = Mapping[str, Mapping[OpKey, Sequence[Sequence[float]]]]  # device -> op -> its samples per process run
 
 
-def op_group(name: str) -> str:
-    """An event's op group: its name without its instance suffix (`Convolution (NHWC, F32) IGEMM #2` -> ... IGEMM)."""
-    return _INSTANCE.sub("", name)
+op_group = event_group  # an event's op group: its name without `#k` (profiles/op_identity.py)
 
 
 def below_resolution(value_ms: float, delegated: bool) -> bool:
