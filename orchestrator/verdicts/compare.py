@@ -54,7 +54,7 @@ from orchestrator.verdicts.likeness import (
 from orchestrator.verdicts.llm_metrics import MetricVerdict, metric_verdicts
 from orchestrator.verdicts.locate import SideIdentities, located, ops_where, side_identities
 from orchestrator.verdicts.noise import NoiseFinder, NoiseFloor
-from orchestrator.verdicts.op_samples import OpKey, OpSamples, read_op_samples
+from orchestrator.verdicts.op_samples import OpKey, OpSamples, joined, read_op_samples
 from orchestrator.verdicts.statistics import (
     Estimate,
     Verdict,
@@ -320,8 +320,8 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
 
 
 def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) -> tuple[tuple[OpVerdict, ...], int]:
-    a_ops, b_samples = _per_op_runs(a).ops, _per_op_runs(b)
-    b_ops: dict[OpKey, tuple[int, list[Any]]] = b_samples.ops
+    a_samples, b_samples = joined(_per_op_runs(a), _per_op_runs(b))
+    a_ops, b_ops = a_samples.ops, b_samples.ops
     keys = [k for k in b_ops if k in a_ops]
     skipped = len(set(a_ops) ^ set(b_ops))
     estimates: list[tuple[OpKey, Estimate]] = []

@@ -9,12 +9,13 @@ execute) are left out: they are the end-to-end verdict's.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.profiles.analysis_core import collect_samples
-from orchestrator.profiles.op_identity import OpIdentity
+from orchestrator.profiles.op_identity import EVENT, OpIdentity
 
 if TYPE_CHECKING:
     from orchestrator.profiles.analysis_core import SampleSet
@@ -35,6 +36,28 @@ class OpSamples:
 
     def name(self, key: OpKey) -> str:
         return self.names.get(key, key[1].label)
+
+    def by_name(self) -> OpSamples:
+        """The same ops keyed by block, event name and occurrence of that name (how runs were joined before
+        identities), for a side whose identities cannot line up with the other's."""
+        seen: Counter[tuple[str, str]] = Counter()
+        ops, names = {}, {}
+        for key, value in self.ops.items():
+            name = self.name(key)
+            renamed = (key[0], OpIdentity("", name, seen[(key[0], name)], EVENT))
+            seen[(key[0], name)] += 1
+            ops[renamed], names[renamed] = value, name
+        return OpSamples(ops, names)
+
+
+def joined(a: OpSamples, b: OpSamples) -> tuple[OpSamples, OpSamples]:
+    """Both sides keyed alike: by op identity, unless names join more of their ops (a side recorded before
+    identities has a kernel's XNNPACK family where a new one has its ATen op: one device, two etfarm versions)."""
+    by_identity = len(a.ops.keys() & b.ops.keys())
+    named_a, named_b = a.by_name(), b.by_name()
+    if len(named_a.ops.keys() & named_b.ops.keys()) > by_identity:
+        return named_a, named_b
+    return a, b
 
 
 def read_op_samples(etdumps: Sequence[Path], identities: Identities | None = None) -> OpSamples:

@@ -45,6 +45,7 @@ def _kernel_dump(path: Path, precision: str, slow: int, runs: int = 3) -> list[P
                 name = f"Convolution (NHWC, {precision}) IGEMM #{i + 1}"
                 events.append(Profile(name, instr=1, dd_str=name, start=t, end=t + 100 * (i + 1) * slow + it + k))
                 t += 1000
+        path.mkdir(parents=True, exist_ok=True)
         file = path / f"{precision}-{k}.etdp"
         file.write_bytes(build_etdump([Run("Execute", events)]))
         paths.append(file)
@@ -69,3 +70,19 @@ def test_one_layer_joins_across_cpus_by_its_identity(tmp_path: Path) -> None:
     assert pair.ops_skipped == 0 and all(o.estimate.ratio > 1.5 for o in pair.ops)
     by_name = compare_sides(*(Side(s.source, s.device, s.model, s.runs) for s in sides))  # no stats.csv: names only
     assert [o.op for o in by_name.ops] == ["Convolution", "Convolution #2"]  # the XNNPACK family still joins them
+
+
+def test_a_baseline_recorded_before_identities_still_joins_its_ops(tmp_path: Path) -> None:
+    """One device, the baseline's stats.csv from before identities (a kernel keyed by its XNNPACK family), the new
+    run's by ATen op: the identities cannot line up, the names do, so every op is still compared."""
+    from orchestrator.profiles.op_identity import EVENT, OpIdentity
+    from orchestrator.verdicts.compare import Side, SideRun, compare_sides
+
+    old = tuple((("Execute", k), OpIdentity(f"features.{3 * k}", "Convolution", 0, EVENT)) for k in range(2))
+    new = tuple((("Execute", k), OpIdentity(f"features.{3 * k}", "aten.convolution.default")) for k in range(2))
+    sides = [Side(label, "dev", "m", tuple(SideRun(f"run-{k}", (1.0, 1.1, 1.2), p)
+                                         for k, p in enumerate(_kernel_dump(tmp_path / label, "F32", 1))),
+                  identities=identities) for label, identities in (("a", old), ("b", new))]
+    pair = compare_sides(*sides)
+    assert [o.event_name for o in pair.ops] == ["Convolution (NHWC, F32) IGEMM #1", "Convolution (NHWC, F32) IGEMM #2"]
+    assert pair.ops_skipped == 0
