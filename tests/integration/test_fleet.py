@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from testbed.chromium import visit
 
 from device_agents import DeviceSpec
+from orchestrator.report.destination import REPORT_HTML
 from orchestrator.run.locks import device_lock
 from tests.helpers.inspector_stats import assert_stats_equal_inspector
 from tests.helpers.inventory import with_workdir, write_inventory
@@ -59,10 +61,10 @@ def test_one_run_over_rpi5_adb_and_local(rpi5_device: DeviceSpec, adb_device: De
     for name in ("rpi5", "adbdev", "local"):
         assert f"[{name}] tiny_cnn: run 3/3" in result.stderr
     assert "p50 ms per device (rpi5, adbdev, local)" in result.stdout
-    _every_convolution_is_compared_across_devices(out)
+    _every_convolution_is_compared_across_devices(out, tmp_path)
 
 
-def _every_convolution_is_compared_across_devices(out: Path) -> None:
+def _every_convolution_is_compared_across_devices(out: Path, work: Path) -> None:
     """x86 names tiny_cnn's convolutions `F32 IGEMM`, the emulated aarch64 boards may say `PF32`: joined by the op's
     identity from the model, every convolution row has all three devices' p50, a ratio and its interval, so no
     heatmap cell is empty; the page names the layers, not the kernels."""
@@ -87,6 +89,11 @@ def _every_convolution_is_compared_across_devices(out: Path) -> None:
     assert sorted(r["device"] for r in roots) == ["adbdev", "local", "rpi5"] and all(float(r["total_ms"]) > 0
                                                                                       for r in roots)
     assert "Time by module and by op type" in page
+    # Headless Chromium draws the heatmap: a cell per (op, device) shown, and a real screenshot of the page.
+    drawn = visit(out / REPORT_HTML, work)
+    heatmap = next(c for c in drawn.probe["charts"] if c["chart"] == "tiny_cnn-op-heatmap")
+    assert heatmap["width"] > 200 and heatmap["marks"] >= 3 * len(section.op_ratios), heatmap
+    assert drawn.console == [] and drawn.screenshot.stat().st_size > 50_000
 
 
 @pytest.mark.slow
