@@ -155,7 +155,7 @@ def test_the_layer_that_loses_most_is_the_one_built_to(tmp_path: Path) -> None:
     (recipe,) = parse_recipes("int8-static")
     model = export_model(spec, "xnnpack", recipe=recipe)
     found = layer_accuracy(model.name, model.numerics_reference, model.eager_reference)
-    assert found.worst is not None and found.worst.key.describe() == "lossy conv2d"
+    assert found.worst is not None and found.worst.key.label == "lossy conv2d"
     before = [layer for layer in found.layers if layer.key.module_path in ("stem", "act")]
     assert before and all(layer.snr_db is not None and layer.snr_db > 30 for layer in before)
 
