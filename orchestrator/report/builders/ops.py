@@ -30,6 +30,8 @@ TOP_OPS = 10  # slowest events listed per device
 RATIO_ROWS = 15  # events in the op x device ratio table
 GROUPS_SHOWN = 8  # op groups in the stacked chart; the rest joins "other"
 NOT_OPS = FRAMEWORK_NAMES
+# ETDumps read again for the op ratios' intervals up to this much per device (an LLM's run more: no interval).
+OP_RUNS_MAX_BYTES = 256 << 20
 KERNEL_RESOLUTION_MS = 0.001  # XNNPACK's kernel events are timed in whole microseconds
 
 PerDevice = Mapping[str, tuple[list[OpStat], float | None]]  # device -> (its op events, the method's mean execute ms)
@@ -149,10 +151,10 @@ def _p50_below(op: OpStat) -> bool:
 
 def device_op_runs(root: Path, result: ModelResult, rows: Sequence[StatRow]) -> dict[OpKey, list[Any]]:
     """One device's per-op samples per traced process run, keyed as its rows' identities, from the runs' ETDumps
-    ({} when there are none, or they cannot be read: the ratios then have no interval)."""
+    ({} when there are none, more than OP_RUNS_MAX_BYTES, or unreadable: the ratios then have no interval)."""
     paths = [root / a for r in result.traced_runs for a in r.artifacts if Path(a).name == ETDUMP_NAME]
     paths = [p for p in paths if p.is_file()]
-    if not paths:
+    if not paths or sum(p.stat().st_size for p in paths) > OP_RUNS_MAX_BYTES:
         return {}
     try:
         found = read_op_samples(paths, {row.key: row.identity for row in rows})
