@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from orchestrator.profiles.op_identity import OpIdentity
 from orchestrator.verdicts.compare import Side, SideRun, compare_jobs, compare_sides, side_from_job
 from orchestrator.verdicts.op_samples import OpSamples
 from orchestrator.verdicts.statistics import VerdictSettings, decide, estimate
@@ -140,7 +141,7 @@ def nightly_pair(rng: np.random.Generator, scale: float) -> tuple[Side, Side]:
 
     def side(name: str, factor: float) -> Side:
         states = np.where(rng.random(RUNS) < 0.5, 1.0, 1.2) * factor
-        ops = {("forward", f"op{j % 7}", j // 7): (j, [base[j] * s * (1 + 0.02 * rng.standard_normal(ITERATIONS))
+        ops = {("forward", OpIdentity("", f"op{j % 7}", j // 7)): (j, [base[j] * s * (1 + 0.02 * rng.standard_normal(ITERATIONS))
                                                          for s in states]) for j in range(OPS)}
         e2e = [1.05 * base.sum() * s * (1 + 0.01 * rng.standard_normal(ITERATIONS)) for s in states]
         runs = tuple(SideRun(f"run-{k + 1}", tuple(e2e[k]), None) for k in range(RUNS))

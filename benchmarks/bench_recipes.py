@@ -76,7 +76,7 @@ def layer_seconds(program: str, eager: str, rounds: int) -> dict[str, float]:
     total = [timed(lambda: layer_accuracy("bench", program, eager)) for _ in range(5 * rounds)]
     load = [timed(lambda: (load_reference(program), load_reference(eager))) for _ in range(5 * rounds)]
     return {"layers": len(found.layers), "analysis_s": statistics.median(total), "load_s": statistics.median(load),
-            "worst": found.worst.key.describe() if found.worst else None}
+            "worst": found.worst.key.label if found.worst else None}
 
 
 def main() -> int:

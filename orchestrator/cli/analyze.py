@@ -30,28 +30,41 @@ def analyze(
     An ETRecord (or .pte) that is not of the ETDumps' program is refused (exit 2)."""
     # numpy-only path on purpose: importing pandas would double this command's run time; loaded when the command
     # runs, as cli/__init__ imports every command module to register it
+    from dataclasses import asdict
+
     from orchestrator.profiles import collect_samples, record_columns, summary_records
+    from orchestrator.profiles.analysis_core import IDENTITY_COLUMNS
+    from orchestrator.profiles.rollups import rollup
+    from orchestrator.profiles.stat_rows import StatRow
     from orchestrator.report import format_report, json_text
+    from orchestrator.report.terminal.rollups import format_rollup
 
     if pte is None and etrecord is not None:
         pte = default_pte(etrecord)
     samples = collect_samples(etdumps, etrecord, pte=pte, strict=True)
     records = summary_records(samples)
+    rows = [StatRow.from_record("", "", r) for r in records]
+    summed = rollup("", "", rows)
     if out is not None:
-        _write_csv(out, records, linked=samples.block_links is not None)
+        _write_csv(out, rows, linked=samples.block_links is not None)
+        _write_rollups(out.with_name(out.stem + ".rollups.csv"), summed)
     if as_json:
-        columns = record_columns(samples)
+        columns = [*record_columns(samples), *IDENTITY_COLUMNS]  # each event's op identity too
         typer.echo(json_text({"etdumps": [str(p) for p in etdumps], "etrecord": str(etrecord) if etrecord else None,
                               "pte": str(pte) if pte else None, "kernel_error": samples.kernel_error,
                               "samples": int(samples.duration_ms.size), "csv": str(out) if out else None,
-                              "events": [{c: r.get(c) for c in columns} for r in records]}))
+                              "events": [{c: r.get(c) for c in columns} for r in records],
+                              "modules": [asdict(m) for m in summed.modules],
+                              "op_types": [asdict(t) for t in summed.op_types]}))
         return
     typer.echo(f"{len(etdumps)} ETDump file(s), {samples.duration_ms.size} samples")
     if samples.kernel_error:
         typer.echo(f"XNNPACK kernels not named in your model: {samples.kernel_error} (--pte FILE)")
     typer.echo(format_report(records, top))
+    if summed.op_types:
+        typer.echo("\n" + format_rollup(summed))
     if out is not None:
-        typer.echo(f"wrote {out}")
+        typer.echo(f"wrote {out} and {out.with_name(out.stem + '.rollups.csv')}")
 
 
 def default_pte(etrecord: Path) -> Path | None:
@@ -62,12 +75,23 @@ def default_pte(etrecord: Path) -> Path | None:
     return None
 
 
-def _write_csv(out: Path, records: list[dict[str, Any]], linked: bool) -> None:
+def _write_csv(out: Path, rows: list[Any], linked: bool) -> None:
     """stats.csv's columns without `device, model`, through the one stats.csv writer."""
     # loaded when the command runs: cli/__init__ imports every command module to register it
-    from orchestrator.profiles.stat_rows import StatRow, write_stats_csv
+    from orchestrator.profiles.stat_rows import write_stats_csv
 
     try:
-        write_stats_csv(out, [StatRow.from_record("", "", r) for r in records], with_ids=False, linked=linked)
+        write_stats_csv(out, rows, with_ids=False, linked=linked)
+    except OSError as exc:
+        raise AnalysisError(f"{out}: cannot write CSV: {exc.strerror or exc}") from None
+
+
+def _write_rollups(out: Path, summed: Any) -> None:
+    """The roll-ups beside the statistics (`stats.rollups.csv` for `--out stats.csv`), in rollups.csv's columns."""
+    from orchestrator.cache import write_text_atomic
+    from orchestrator.profiles.rollups import rollups_csv
+
+    try:
+        write_text_atomic(out, rollups_csv([summed]))
     except OSError as exc:
         raise AnalysisError(f"{out}: cannot write CSV: {exc.strerror or exc}") from None

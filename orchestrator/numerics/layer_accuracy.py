@@ -4,7 +4,7 @@ For a model lowered with an export recipe that quantizes, every layer's output i
 (the ETRecord's graph, quantize and dequantize steps included, run on the reference inputs at export:
 `numerics_reference.npz`, the graph Inspector's numeric gap uses as the program's reference) is compared with
 the fp32 eager model's output at the same layer (`eager_reference.npz`), the two graphs joined by layer
-(profiles/layers.py: module path, op kind, occurrence): SNR in dB, max abs error, cosine. Why the graph and
+(profiles/op_identity.py: module path, op kind, occurrence): SNR in dB, max abs error, cosine. Why the graph and
 not the device: XNNPACK runs a whole delegated graph as one call and its runtime logs only the call's output,
 so a device shows no layer inside it; what each device's outputs lose is its model-level accuracy
 (run/accuracy.py), and `etfarm numerics` compares a device's logged outputs with this same graph.
@@ -27,7 +27,7 @@ from orchestrator.artifacts.modelspec import LOADED_PREFIX
 from orchestrator.errors import DataError
 from orchestrator.numerics.mapping import DebugHandle, unwrap
 from orchestrator.numerics.sources import AotReference, load_reference
-from orchestrator.profiles.layers import LayerKey, graph_op, layer_keys
+from orchestrator.profiles.op_identity import OpIdentity, graph_op, numbered
 from orchestrator.run.accuracy import cosine, snr_db
 
 _LOADED_AS = re.compile(rf"^{LOADED_PREFIX}\d+\.")
@@ -37,7 +37,7 @@ _LOADED_AS = re.compile(rf"^{LOADED_PREFIX}\d+\.")
 class LayerLoss:
     """One layer of a quantized program against the fp32 eager model."""
 
-    key: LayerKey
+    key: OpIdentity
     module_type: str  # e.g. torch.nn.modules.conv.Conv2d ('' when unknown)
     snr_db: float | None  # the program graph's output here vs eager (None: identical)
     max_abs_error: float
@@ -88,14 +88,14 @@ def layer_accuracy(model: str, program: str | Path | None, eager: str | Path | N
     return LayerAccuracy(model, tuple(layers))
 
 
-def _keys(reference: AotReference) -> dict[DebugHandle, LayerKey]:
+def _keys(reference: AotReference) -> dict[DebugHandle, OpIdentity]:
     """Each debug handle of a graph that is a layer op, with its key, in graph order."""
     handles = list(reference.outputs)
     ops = []
     for handle in handles:
         names = reference.op_names.get(handle, [])
         ops.append(graph_op(names, [_innermost(reference, name) for name in names]))
-    return {handle: key for handle, key in zip(handles, layer_keys(ops), strict=True) if key is not None}
+    return {handle: key for handle, key in zip(handles, numbered(ops), strict=True) if key is not None}
 
 
 def _innermost(reference: AotReference, op: str) -> str:

@@ -5,8 +5,8 @@ Public API, imported lazily on first use (PEP 562) so that importing the package
     etdump_events: block_key, group_blocks
     etrecord: load_etrecord
     kernel_map: KernelLink, KernelProgram, load_kernel_program (XNNPACK kernels named in the model)
-    analysis_core: FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING, STATS_COLUMNS, SampleSet, collect_samples,
-                   summary_records, record_columns
+    op_identity: FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING, OpIdentity (an op's one key across devices and runs)
+    analysis_core: STATS_COLUMNS, SampleSet, collect_samples, summary_records, record_columns
     analysis: analyze_files, summarize
     trace: build_trace, write_trace
 """
@@ -24,8 +24,9 @@ _API = {
     "KernelLink": "kernel_map",
     "KernelProgram": "kernel_map",
     "load_kernel_program": "kernel_map",
-    "FRAMEWORK_EVENTS": "analysis_core",
-    "HIDDEN_WHEN_PRINTING": "analysis_core",
+    "FRAMEWORK_EVENTS": "op_identity",
+    "HIDDEN_WHEN_PRINTING": "op_identity",
+    "OpIdentity": "op_identity",
     "STATS_COLUMNS": "analysis_core",
     "SampleSet": "analysis_core",
     "collect_samples": "analysis_core",

@@ -18,7 +18,6 @@ import pandas as pd
 
 from orchestrator.profiles.analysis_core import (
     EVENT_COLUMNS,
-    FRAMEWORK_EVENTS,
     KERNEL_COLUMNS,
     LINK_COLUMNS,
     SPREAD_COLUMNS,
@@ -30,6 +29,7 @@ from orchestrator.profiles.analysis_core import (
     record_columns,
     summary_records,
 )
+from orchestrator.profiles.op_identity import FRAMEWORK_EVENTS
 from orchestrator.profiles.source import OP_TYPES_SEPARATOR, module_path, source_line
 
 __all__ = [

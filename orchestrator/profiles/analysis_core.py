@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from orchestrator.profiles.etdump import read_etdump
 from orchestrator.profiles.etdump_events import EventInfo, block_key, durations_ms, group_blocks
 from orchestrator.profiles.etrecord import EventLink, load_etrecord
 from orchestrator.profiles.kernel_map import KernelLink, load_kernel_program
+from orchestrator.profiles.op_identity import OpIdentity, block_identities, handles_text
 from orchestrator.profiles.source import MODULES_SEPARATOR, OP_TYPES_SEPARATOR, module_path, source_line
 
 PathLike = str | os.PathLike[str]
@@ -56,10 +58,10 @@ LINK_COLUMNS = ["op_types", "delegate_backend_name", "module_path", "source_line
 # With an ETRecord, after LINK_COLUMNS: a delegate kernel's mapping to the user's model ('' for other events).
 KERNEL_COLUMNS = ["kernel_mapping", "kernel_note"]
 MAPPED, UNMAPPED = "mapped", "unmapped"
+# Every event, last: its OpIdentity (profiles/op_identity.py), the key that joins an op across devices, runs and
+# programs; debug_handles are the edge nodes it came from.
+IDENTITY_COLUMNS = ["op_module", "op_kind", "op_occurrence", "op_basis", "debug_handles"]
 NO_PTE = "no .pte given: the ETRecord does not hold the delegate's serialized graph, so kernels are not mapped"
-# The one list of framework events: the runtime's own bookkeeping, each a method-level measure.
-FRAMEWORK_EVENTS = {"Method::execute": "execute", "Method::init": "init", "Program::load_method": "load_method"}
-HIDDEN_WHEN_PRINTING = frozenset({"OPERATOR_CALL"})  # as Inspector: it is op + dispatch overhead, not an op
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,7 +99,21 @@ class SampleSet:
             row["source_line"] = source_line(link.stack_traces)
             row["delegate_covers"] = MODULES_SEPARATOR.join(link.delegate_covers)
             row.update(self._kernel_columns(block, index, info))
+        identity = self.identity(block, index)
+        row.update({"op_module": identity.module_path, "op_kind": identity.op, "op_occurrence": identity.occurrence,
+                    "op_basis": identity.basis, "debug_handles": handles_text(identity.debug_handles)})
         return row
+
+    def identity(self, block: int, index: int) -> OpIdentity:
+        """The event's op identity: from the model where the ETRecord (and for kernels the .pte) tell, else its name."""
+        return self.block_identities[block][index]
+
+    @cached_property
+    def block_identities(self) -> tuple[tuple[OpIdentity, ...], ...]:
+        links, kernels = self.block_links, self.block_kernels
+        return tuple(block_identities(events, links[b] if links is not None else None,
+                                      kernels[b] if kernels is not None else None)
+                     for b, events in enumerate(self.block_events))
 
     def _kernel_columns(self, block: int, index: int, info: EventInfo) -> dict[str, str]:
         """kernel_mapping, kernel_note and, for a mapped kernel, its own module path, source line and coverage."""

@@ -203,6 +203,20 @@ def _parse(path: Path, name: str) -> ETRecordInfo:
     )
 
 
+def read_edge_program(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The ETRecord's edge program, torch.export's JSON serde form (None when it holds none). Raises AnalysisError."""
+    name = str(path)
+    try:
+        with zipfile.ZipFile(path) as zf:
+            member = _edge_program_member(set(zf.namelist()))
+            program = _json_member(zf, member, name) if member else None
+    except zipfile.BadZipFile:
+        raise AnalysisError(f"{name}: not an ETRecord (not a zip file)") from None
+    except (OSError, EOFError, zipfile.LargeZipFile, NotImplementedError) as exc:
+        raise AnalysisError(f"{name}: cannot read ETRecord: {exc}") from None
+    return program if isinstance(program, dict) else None
+
+
 def read_member(zf: zipfile.ZipFile, member: str, name: str) -> bytes:
     """A member's bytes, refused past ETRECORD_MEMBER_MAX_BYTES: a zip bomb (a few KB that inflate
     to gigabytes) fails as an AnalysisError instead of exhausting memory. The declared size is
@@ -259,9 +273,9 @@ def _nodes_by_handle(program: dict[str, Any]) -> dict[int, tuple[OpNode, ...]]:
         handle = int(handle_text)
         op_node = OpNode(
             name=_fx_name(node) + "_",
-            op=_op_name(target),
+            op=op_name(target),
             stack_trace=meta.get("stack_trace") or None,
-            nn_module_stack=_module_stack(meta.get("nn_module_stack")),
+            nn_module_stack=module_stack(meta.get("nn_module_stack")),
         )
         out.setdefault(handle, []).append(op_node)
     return {h: tuple(v) for h, v in out.items()}
@@ -277,16 +291,20 @@ def _signature(program: dict[str, Any]) -> tuple[tuple[TensorMeta, ...] | None, 
         return None, None
 
     def meta(spec: dict[str, Any]) -> TensorMeta:
-        name = (spec.get("arg") or {}).get("as_tensor", {}).get("name")
-        value = tensors.get(name) if name is not None else None
-        if not isinstance(value, dict):
-            return TensorMeta(None)
-        sizes = tuple(s["as_int"] if isinstance(s, dict) and isinstance(s.get("as_int"), int) else None
-                      for s in value.get("sizes") or ())
-        return TensorMeta(SERDE_DTYPES.get(value.get("dtype")), sizes)
+        return tensor_meta(tensors, (spec.get("arg") or {}).get("as_tensor", {}).get("name"))
 
     return (tuple(meta(s["user_input"]) for s in specs.get("input_specs") or () if "user_input" in s),
             tuple(meta(s["user_output"]) for s in specs.get("output_specs") or () if "user_output" in s))
+
+
+def tensor_meta(tensors: dict[str, Any], name: str | None) -> TensorMeta:
+    """A tensor of the edge graph (its `tensor_values` entry `name`): dtype and sizes (None for a symbolic size)."""
+    value = tensors.get(name) if name is not None else None
+    if not isinstance(value, dict):
+        return TensorMeta(None)
+    sizes = tuple(s["as_int"] if isinstance(s, dict) and isinstance(s.get("as_int"), int) else None
+                  for s in value.get("sizes") or ())
+    return TensorMeta(SERDE_DTYPES.get(value.get("dtype")), sizes)
 
 
 def _fx_name(node: dict[str, Any]) -> str:
@@ -297,7 +315,7 @@ def _fx_name(node: dict[str, Any]) -> str:
     return str(node.get("name", ""))
 
 
-def _op_name(target: str) -> str:
+def op_name(target: str) -> str:
     """`node.target.__name__` of the deserialized target, from its serialized path."""
     for prefix in ("executorch.exir.dialects.edge.ops.", "executorch.exir.dialects.backend.ops.", "torch.ops.higher_order."):
         if target.startswith(prefix):
@@ -307,7 +325,7 @@ def _op_name(target: str) -> str:
     return target.rsplit(".", 1)[-1]
 
 
-def _module_stack(text: str | None) -> dict[str, tuple[str, str]] | None:
+def module_stack(text: str | None) -> dict[str, tuple[str, str]] | None:
     """torch.export's nn_module_stack deserialization: 'key,path,type;...'."""
     if not text:
         return None

@@ -24,7 +24,7 @@ import io
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from orchestrator.cache import write_text_atomic
 from orchestrator.errors import DataError
 from orchestrator.profiles.analysis_core import (
     EVENT_COLUMNS,
+    IDENTITY_COLUMNS,
     KERNEL_COLUMNS,
     LINK_COLUMNS,
     MAPPED,
@@ -43,13 +44,14 @@ from orchestrator.profiles.analysis_core import (
     collect_samples,
     summary_records,
 )
+from orchestrator.profiles.op_identity import OpIdentity, derived_identities, parse_handles
 
 ID_COLUMNS = ("device", "model")
 BASE_COLUMNS = (*ID_COLUMNS, *STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS)
 COLUMNS = (*BASE_COLUMNS, *LINK_COLUMNS, *KERNEL_COLUMNS)
 # An LLM's events per phase (profiles/phases.py); empty for other models and for the method-load block.
 PHASE_COLUMNS = ("prefill_samples", "prefill_p50_ms", "prefill_avg_ms", "decode_samples", "decode_p50_ms", "decode_avg_ms")
-ALL_COLUMNS = (*COLUMNS, *PHASE_COLUMNS)
+ALL_COLUMNS = (*COLUMNS, *PHASE_COLUMNS, *IDENTITY_COLUMNS)
 # What a file must have to be read as stats.csv (the report and the store need no more).
 REQUIRED_COLUMNS = ("device", "model", "event_block", "event_index", "event_name", "p50_ms", "avg_ms")
 _FLOATS = ("min_ms", "p10_ms", "p50_ms", "p90_ms", "avg_ms", "max_ms", "std_ms", "cv", "trimmed_mean_ms")
@@ -95,6 +97,23 @@ class StatRow:
     decode_samples: int | None = None
     decode_p50_ms: float | None = None
     decode_avg_ms: float | None = None
+    op_module: str | None = None  # IDENTITY_COLUMNS: the event's OpIdentity (profiles/op_identity.py)
+    op_kind: str | None = None
+    op_occurrence: int | None = None
+    op_basis: str | None = None
+    debug_handles: str | None = None
+
+    @property
+    def identity(self) -> OpIdentity:
+        """Which op of the user's model this row is: the key every join across devices, runs and programs uses
+        (read_stats_csv derives it for a file written before identities)."""
+        return OpIdentity(self.op_module or "", self.op_kind or self.event_name, self.op_occurrence or 0,
+                          self.op_basis or "event", parse_handles(self.debug_handles))
+
+    @property
+    def op_key(self) -> tuple[str, OpIdentity]:
+        """The op within its (device, model): its block and identity (the same on every device and program)."""
+        return self.event_block, self.identity
 
     @property
     def kernel_mapped(self) -> bool:
@@ -131,6 +150,9 @@ class StatRow:
             is_delegated_op=bool(record["is_delegated_op"]),
             delegate_debug_identifier=_text(record.get("delegate_debug_identifier")),
             **{name: (str(record.get(name) or "") if linked else None) for name in (*LINK_COLUMNS, *KERNEL_COLUMNS)},
+            op_module=str(record.get("op_module") or ""), op_kind=_text(record.get("op_kind")),
+            op_occurrence=int(record.get("op_occurrence") or 0), op_basis=_text(record.get("op_basis")),
+            debug_handles=str(record.get("debug_handles") or ""),
         )
 
 
@@ -172,7 +194,8 @@ def csv_text(rows: Iterable[StatRow], *, with_ids: bool = True, linked: bool | N
     if linked is None:
         linked = any(r.linked for r in rows)
     phased = PHASE_COLUMNS if any(r.phased for r in rows) else ()
-    columns = [c for c in (*(COLUMNS if linked else BASE_COLUMNS), *phased) if with_ids or c not in ID_COLUMNS]
+    columns = [c for c in (*(COLUMNS if linked else BASE_COLUMNS), *phased, *IDENTITY_COLUMNS)
+               if with_ids or c not in ID_COLUMNS]
     return csv_line(columns) + "".join(csv_line([_cell(getattr(row, c)) for c in columns]) for row in rows)
 
 
@@ -226,10 +249,28 @@ def read_stats_csv(path: str | os.PathLike[str]) -> tuple[StatRow, ...]:
         missing = [c for c in REQUIRED_COLUMNS if c not in header]
         if missing:
             raise DataError(f"{path}: not an etfarm stats.csv (missing columns {', '.join(sorted(missing))})")
-        return tuple(_parse(_fields(header, record, records.line_num, path), records.line_num, path)
+        rows = tuple(_parse(_fields(header, record, records.line_num, path), records.line_num, path)
                      for record in records)
     except csv.Error as exc:
         raise DataError(f"{path}: not a whole etfarm stats.csv: {exc}") from None
+    return rows if "op_kind" in header else with_derived_identities(rows)
+
+
+def with_derived_identities(rows: Sequence[StatRow]) -> tuple[StatRow, ...]:
+    """Rows of a stats.csv written before op identities, given one derived from their other columns (basis
+    `event`): per (device, model, block), in Inspector's order."""
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    for k, row in enumerate(rows):
+        groups.setdefault((row.device, row.model, row.event_block), []).append(k)
+    out = list(rows)
+    for members in groups.values():
+        ordered = sorted(members, key=lambda k: rows[k].event_index)
+        found = derived_identities([(rows[k].event_name, bool(rows[k].is_delegated_op), rows[k].module_path or "",
+                                     rows[k].op_types or "", rows[k].kernel_mapping or "") for k in ordered])
+        for k, identity in zip(ordered, found, strict=True):
+            out[k] = replace(rows[k], op_module=identity.module_path, op_kind=identity.op,
+                             op_occurrence=identity.occurrence, op_basis=identity.basis, debug_handles="")
+    return tuple(out)
 
 
 def _fields(header: Sequence[str], record: Sequence[str], line: int, path: Path) -> dict[str, str]:
@@ -267,7 +308,17 @@ def _parse(row: Mapping[str, str], line: int, path: Path) -> StatRow:
         delegate_debug_identifier=row.get("delegate_debug_identifier") or None,
         **{name: value(name, _whole) for name in _PHASE_COUNTS},
         **{name: value(name, _number) for name in _PHASE_FLOATS},
+        **_identity_fields(row, value),
     )
+
+
+def _identity_fields(row: Mapping[str, str], value: Callable[[str, Callable[[str], Any]], Any]) -> dict[str, Any]:
+    """IDENTITY_COLUMNS of a row: all None for a row written without an identity (op_kind empty)."""
+    if not row.get("op_kind"):
+        return dict.fromkeys(IDENTITY_COLUMNS)
+    return {"op_module": row.get("op_module") or "", "op_kind": row["op_kind"],
+            "op_occurrence": value("op_occurrence", _whole) or 0, "op_basis": row.get("op_basis") or None,
+            "debug_handles": row.get("debug_handles") or ""}
 
 
 def _boolean(text: str) -> bool | None:

@@ -13,9 +13,11 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from orchestrator.cache import write_text_atomic
 from orchestrator.errors import DISK_FULL_ERRNOS
+from orchestrator.profiles.rollups import rollup, rollups_csv
 from orchestrator.profiles.stat_rows import ModelStats, StatRow, group_rows, read_stats_csv, write_stats_csv
-from orchestrator.run.rundir import STATS
+from orchestrator.run.rundir import ROLLUPS, STATS
 
 
 class JobStats:
@@ -52,12 +54,16 @@ class JobStats:
             return tuple(self._stats[k] for k in keys)
 
     def write(self, say: Callable[[str], None]) -> str | None:
-        """stats.csv of everything so far (nothing when there is nothing); the problem when the disk is full."""
-        rows = [row for stats in self.all() for row in stats.rows]
+        """stats.csv of everything so far and its roll-ups, rollups.csv (nothing when there is nothing); the problem
+        when the disk is full."""
+        everything = self.all()
+        rows = [row for stats in everything for row in stats.rows]
         if not rows:
             return None
         try:
             write_stats_csv(self.path, rows)
+            write_text_atomic(self.path.with_name(ROLLUPS), rollups_csv([rollup(s.device, s.model, s.rows)
+                                                                         for s in everything]))
         except OSError as exc:
             if exc.errno not in DISK_FULL_ERRNOS:
                 raise

@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 
 MANIFEST = MANIFEST_NAME
 STATS = "stats.csv"
+ROLLUPS = "rollups.csv"  # time per module subtree and per op type, from stats.csv (profiles/rollups.py)
 LOG = "etfarm.log"
 DEVICE_JSON = "device.json"
 DEFAULT_ROOT = Path("etfarm-runs")

@@ -7,21 +7,18 @@ numpy only: op_samples.py) or given in memory (`OpSamples`). Sides come from run
 possibly pooled over several jobs (`pool`), so `compare A B`, `run --ab` (two models of one job)
 and `nightly` share one path. Every op of a pair is estimated in one batch (statistics.estimate_many).
 
-Per op, events are matched by block, name and occurrence of that name in the block (so the same
-layer lines up even when B has more layers than A; the index shown is B's); framework events
-(Method::init / load / execute) are left to the end-to-end verdict, and events whose median is
-zero on either side (below the timer's resolution) are skipped and counted. Per-op p-values are
-adjusted together (Benjamini-Hochberg) within one (device, model) pair.
+Per op, events are matched by block and op identity (profiles/op_identity.py, from each side's stats.csv: the
+same layer lines up even when B has more layers than A or B's CPU names its kernels otherwise; index and
+name shown are B's); framework events (Method::init / load / execute) are left to the end-to-end verdict,
+and events whose median is zero on either side (below the timer's resolution) are skipped and counted.
+Per-op p-values are adjusted together (Benjamini-Hochberg) within one (device, model) pair.
 
-A pair whose side has no data (the device failed, the model failed, no runs) gets the verdict
-`no-data` with the reason and who is to blame: an infrastructure failure is never a regression.
-So does a pair whose ETDumps cannot be read (corrupt, truncated, foreign): the other pairs of the
-comparison still get their verdicts. Sides that ran with different settings (backend, iterations,
-warmup, threads: likeness.py) are compared and the differences named, but their verdicts are
-`settings-differ`, never regressed or improved; a side that is not whole (an interrupted job, a
-partial model) is named beside its pair. Per-op verdicts carry where the op is in the user's model
-(module path and source line from B's stats.csv, with XNNPACK kernels mapped). Renderers only
-print these objects (report/terminal/verdicts.py, report/page/comparison.py).
+A pair whose side has no data (the device failed, the model failed, no runs; ETDumps that cannot be read)
+gets the verdict `no-data` with the reason and who is to blame, never a regression; other pairs still get
+theirs. Sides that ran with different settings (likeness.py) are compared and the differences named, but
+their verdicts are `settings-differ`, never regressed or improved; a side that is not whole (an interrupted
+job, a partial model) is named beside its pair. Per-op verdicts carry where the op is in the user's model (B's
+stats.csv). Renderers only print these objects (report/terminal/verdicts.py, report/page/comparison.py).
 """
 
 from __future__ import annotations
@@ -55,9 +52,9 @@ from orchestrator.verdicts.likeness import (
     unjudged,
 )
 from orchestrator.verdicts.llm_metrics import MetricVerdict, metric_verdicts
-from orchestrator.verdicts.locate import located, ops_where
+from orchestrator.verdicts.locate import SideIdentities, located, ops_where, side_identities
 from orchestrator.verdicts.noise import NoiseFinder, NoiseFloor
-from orchestrator.verdicts.op_samples import OpKey, OpSamples, read_op_samples
+from orchestrator.verdicts.op_samples import OpKey, OpSamples, joined, read_op_samples
 from orchestrator.verdicts.statistics import (
     Estimate,
     Verdict,
@@ -98,6 +95,7 @@ class Side:
     settings: Settings = ()  # what it ran with (likeness.py); () unknown: compared with anything
     incomplete: str | None = None  # why the side is not whole (an interrupted job, a partial model), if it is not
     accuracy: Accuracy | None = None  # a recipe's outputs against the fp32 eager model (verdicts/accuracy.py)
+    identities: SideIdentities = ()  # each event's op identity, from its run's stats.csv (op_samples.py keys)
 
     @property
     def e2e(self) -> list[tuple[float, ...]]:
@@ -119,7 +117,7 @@ def side_from_job(root: str | Path, job: Job, device: str, model: str, labels: S
                  if labels is None or r.label in labels)
     return Side(job.run_id, device, model, runs, verification=_verification(result),
                 settings=model_settings(job, model, device), incomplete=side_gap(job, device, model),
-                accuracy=result.accuracy)
+                accuracy=result.accuracy, identities=side_identities(root, device, model))
 
 
 def _side_run(root: Path, label: str, execute_ms: tuple[float, ...], artifacts: Sequence[str],
@@ -144,7 +142,8 @@ def pool(sides: Iterable[Side]) -> Side:
     return Side("+".join(s.source for s in sides), first.device, first.model,
                 tuple(r for s in with_data for r in s.runs),
                 verification=VerificationStatus.FAIL if fail else with_data[-1].verification,
-                settings=with_data[0].settings, incomplete="; ".join(gaps) or None, accuracy=with_data[-1].accuracy)
+                settings=with_data[0].settings, incomplete="; ".join(gaps) or None, accuracy=with_data[-1].accuracy,
+                identities=with_data[-1].identities)
 
 
 @dataclass(frozen=True)
@@ -157,11 +156,13 @@ class OpVerdict:
     p_adjusted: float
     module_path: str = ""  # where the op is in the user's model (B's stats.csv; '' when unknown or the model itself)
     source_line: str = ""
+    op: str = ""  # the op's identity, as people read it (`features.3 convolution`): what both sides were joined by
+    op_basis: str = ""  # how much the identity knows (op_identity.py: model, delegate, event)
 
     def to_dict(self) -> dict[str, Any]:
         return {"event_block": self.event_block, "event_index": self.event_index, "event_name": self.event_name,
-                "verdict": self.verdict.value, "p_adjusted": self.p_adjusted, "module_path": self.module_path,
-                "source_line": self.source_line, **self.estimate.to_dict()}
+                "op": self.op, "op_basis": self.op_basis, "verdict": self.verdict.value, "p_adjusted": self.p_adjusted,
+                "module_path": self.module_path, "source_line": self.source_line, **self.estimate.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -322,30 +323,33 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
 
 
 def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) -> tuple[tuple[OpVerdict, ...], int]:
-    a_ops, b_ops = _per_op_runs(a), _per_op_runs(b)
+    a_samples, b_samples = joined(_per_op_runs(a), _per_op_runs(b))
+    a_ops, b_ops = a_samples.ops, b_samples.ops
     keys = [k for k in b_ops if k in a_ops]
     skipped = len(set(a_ops) ^ set(b_ops))
-    estimates: list[tuple[tuple[str, int, str], Estimate]] = []
+    estimates: list[tuple[OpKey, Estimate]] = []
     found = estimate_many([(a_ops[key][1], b_ops[key][1]) for key in keys], confidence=settings.confidence,
                           resamples=settings.resamples, seed=settings.seed, center=settings.center)
     for key, est in zip(keys, found, strict=True):
         if est is None or est.median_b_ms <= 0:
             skipped += 1
             continue
-        estimates.append(((key[0], b_ops[key][0], key[1]), est))
+        estimates.append((key, est))
     adjusted = adjust_p_values([e.p_value for _, e in estimates])
-    ops = tuple(OpVerdict(key[0], key[1], key[2], decide(est, p, threshold, settings.alpha, settings.op_threshold), est, p)
+    ops = tuple(OpVerdict(key[0], b_ops[key][0], b_samples.name(key),
+                          decide(est, p, threshold, settings.alpha, settings.op_threshold), est, p,
+                          op=key[1].label, op_basis=key[1].basis)
                 for (key, est), p in zip(estimates, adjusted, strict=False))
     return ops, skipped
 
 
 @lru_cache(maxsize=128)  # a side is compared many times in benchmarks and --until-confident rounds
-def _per_op_runs(side: Side) -> dict[OpKey, tuple[int, list[Any]]]:
-    """(event_block, event_name, occurrence) -> (event_index, one array of samples per run), operators only."""
+def _per_op_runs(side: Side) -> OpSamples:
+    """(event_block, op identity) -> (event_index, one array of samples per run), operators only."""
     if side.op_samples is not None:
-        return side.op_samples.ops
+        return side.op_samples
     paths = [r.etdump for r in side.runs if r.etdump is not None]
-    return read_op_samples(paths).ops if paths else {}
+    return read_op_samples(paths, dict(side.identities)) if paths else OpSamples({})
 
 
 Baseline = tuple[Path, Job]  # a run directory and its results model

@@ -141,6 +141,11 @@ def test_analyze_refuses_an_etrecord_of_another_program(run: tuple[Path, Path]) 
     assert "Traceback" not in refused.stderr
     read = etfarm("analyze", str(dump), "--etrecord", own.etrecord, "--top", "3")
     assert read.returncode == 0 and "stem" in read.stdout, read.stderr
+    # The roll-ups (issue 28): the convolutions' modules in the call tree, convolution first among op types.
+    assert "time by module" in read.stdout and "time by op type" in read.stdout
+    by_type = read.stdout.split("time by op type", 1)[1].splitlines()
+    assert by_type[3].split()[0] == "convolution", by_type[:5]
+    assert any(line.strip().startswith("stem") for line in read.stdout.split("time by module", 1)[1].splitlines())
 
 
 def _md(text: str) -> str:

@@ -120,7 +120,7 @@ def test_the_report_joins_layers_across_recipes_and_devices(job: tuple[Path, obj
         for conv in convolutions:  # every convolution timed under both recipes, its speed-up from those times
             fp32_ms, int8_ms = layers[device][conv].p50_ms
             assert fp32_ms and int8_ms and layers[device][conv].speedup[1] == pytest.approx(fp32_ms / int8_ms)
-            assert "Convolution" in layers[device][conv].ops
+            assert "convolution" in layers[device][conv].ops  # the ATen op, by identity (op_identity.py)
     rows = {(d.device, r.recipe): r for d in group.devices for r in d.rows}
     for device in DEVICES:
         assert rows[(device, "int8-static")].accuracy is not None
@@ -138,7 +138,7 @@ def test_the_report_joins_layers_across_recipes_and_devices(job: tuple[Path, obj
     page = render_markdown(whole, chart_dir="charts")
     assert f"![{md_text(chart.title)}](charts/{chart.stem}.svg)" in page  # the chart, placed in its section
     assert chart.title == "tiny_cnn: latency against accuracy per device"
-    assert f"The layer that loses most: **{worst.key.describe()}**" in page
+    assert f"The layer that loses most: **{worst.key.label}**" in page
     snr = rows[("rpi5", "int8-static")].accuracy.snr_db
     assert "On **rpi5**: `int8-static` runs" in page and f"outputs **{snr:.1f} dB SNR**" in page
     assert "calibrated on 1 batch: the example inputs alone, a weak calibration" in page
@@ -155,7 +155,7 @@ def test_the_layer_that_loses_most_is_the_one_built_to(tmp_path: Path) -> None:
     (recipe,) = parse_recipes("int8-static")
     model = export_model(spec, "xnnpack", recipe=recipe)
     found = layer_accuracy(model.name, model.numerics_reference, model.eager_reference)
-    assert found.worst is not None and found.worst.key.describe() == "lossy conv2d"
+    assert found.worst is not None and found.worst.key.label == "lossy conv2d"
     before = [layer for layer in found.layers if layer.key.module_path in ("stem", "act")]
     assert before and all(layer.snr_db is not None and layer.snr_db > 30 for layer in before)
 

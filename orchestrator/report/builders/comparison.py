@@ -3,7 +3,9 @@
 The verdicts themselves are verdicts/compare.py's; this adds what the page needs around them:
 - the structure diff of each pair: per op group (an event's name without its `#k`), how many
   events A and B ran, and the modules B's ops sit in that A's did not (or the reverse), from both
-  runs' stats.csv: a model that doubled its layers says so;
+  runs' stats.csv: a model that doubled its layers says so; and from both ETRecords (model_structure.py)
+  the ops added or removed by identity, parameter and output shapes per layer, parameter counts, dtypes
+  and the programs' sizes: a model whose layers became 8x wider names them;
 - each pair's baseline run and a link to its page when one exists beside the output;
 - a night's confirmations (verdicts/nightly.py), and the runs' trust notes, A's and B's;
 - B's run reports (for a night, every job of it, the confirmation folded in).
@@ -15,10 +17,13 @@ import json
 import os
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS
+from orchestrator.errors import EtfarmError
+from orchestrator.profiles.model_structure import StructureDiff, read_structure, structure_diff
+from orchestrator.profiles.op_identity import FRAMEWORK_EVENTS
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
 from orchestrator.report.builders.ops import op_group
 from orchestrator.report.builders.trust import WORRYING, trust_notes
@@ -45,8 +50,9 @@ def comparison_view(comparison: Comparison, runs: Sequence[Report], title: str, 
             cache[run_dir] = group_rows(read_stats_csv(run_dir / STATS))
         return cache[run_dir].get((device, model))
 
-    structure = tuple(pair_structure(p.device, p.model, rows(p.dir_a, p.device, p.model_a),
-                                     rows(p.dir_b, p.device, p.model_b)) for p in comparison.pairs)
+    structure = tuple(replace(pair_structure(p.device, p.model, rows(p.dir_a, p.device, p.model_a),
+                                             rows(p.dir_b, p.device, p.model_b)), model_diff=_model_diff(p))
+                      for p in comparison.pairs)
     links = tuple((p.device, p.model, href) for p in comparison.pairs
                   if (href := _baseline_href(p, output_dir)))
     return ComparisonView(comparison, title, structure, links, tuple(confirmations), _trust(comparison), tuple(runs),
@@ -64,6 +70,29 @@ def pair_structure(device: str, model: str, rows_a: Sequence[StatRow] | None,
     return PairStructure(device, model, changes, len(mods_a), len(mods_b),
                          tuple(m for m in mods_b if m not in mods_a)[:MODULES_LISTED],
                          tuple(m for m in mods_a if m not in mods_b)[:MODULES_LISTED], True)
+
+
+def _model_diff(pair: PairVerdict) -> StructureDiff | None:
+    """A's model against B's from their ETRecords (shapes, parameters, dtypes) and the programs' sizes on the device;
+    None when a side's run directory, manifest or ETRecord is gone or unreadable."""
+    sides = []
+    for run_dir, model in ((pair.dir_a, pair.model_a), (pair.dir_b, pair.model_b)):
+        try:
+            job = load_manifest(run_dir) if run_dir is not None else None
+        except EtfarmError:
+            return None
+        artifacts = job.model_artifacts(model) if job is not None else None
+        if artifacts is None or not artifacts.etrecord or not Path(artifacts.etrecord).is_file():
+            return None
+        try:
+            found = read_structure(artifacts.etrecord)
+        except EtfarmError:
+            return None
+        device = job.device(pair.device)
+        result = device.model(model) if device is not None else None
+        sides.append((found, result.program_bytes if result is not None else None))
+    (a, bytes_a), (b, bytes_b) = sides
+    return structure_diff(a, b, (bytes_a, bytes_b)) if a is not None and b is not None else None
 
 
 def _groups(rows: Sequence[StatRow]) -> Counter[str]:

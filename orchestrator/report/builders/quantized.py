@@ -4,7 +4,7 @@ For each model of a job lowered with export recipes (`--recipe fp32,int8-static`
 per device, each recipe's end-to-end p50 and its speed-up against the fp32 recipe with the 95 % interval of
 the report's one statistic (ratios.py: process runs resampled), the program's size, peak memory, and the
 accuracy its outputs paid against the fp32 eager model (run/accuracy.py); per device the same layers under
-each recipe (profiles/layers.py: the kernels of a module summed, whatever XNNPACK calls them) and their
+each recipe (profiles/op_identity.py: the kernels of a module summed, whatever XNNPACK calls them) and their
 speed-ups; per quantized recipe, which layer loses accuracy (numerics/layer_accuracy.py). Computed once
 here into report/model/quantized.py's types; page/quantized.py lays it out and render/charts.py draws its
 latency-against-accuracy chart. Self-contained: the report's other builders do not know it.
@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from orchestrator.numerics.layer_accuracy import layer_accuracy
-from orchestrator.profiles.layers import layer_keys, row_op
+from orchestrator.profiles.op_identity import MODEL
 from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.builders.ops import below_resolution
 from orchestrator.report.builders.ratios import p50, ratio_with_ci
@@ -90,10 +90,11 @@ def _layers(members: list[ModelArtifacts], baseline: ModelArtifacts | None,
     for model_rows in rows:
         executed = sorted((r for r in model_rows if r.event_block == EXECUTE_BLOCK), key=lambda r: r.event_index)
         summed: dict[str, float] = defaultdict(float)
-        for row, key in zip(executed, layer_keys(row_op(r) for r in executed), strict=True):
-            if key is not None and row.p50_ms is not None:
+        for row in executed:
+            key = row.identity
+            if key.basis == MODEL and row.p50_ms is not None:  # a layer op of the model, whatever its kernel's name
                 summed[key.layer] += row.p50_ms
-                kinds[key.layer][key.op] = None
+                kinds[key.layer][key.op_name] = None
         times.append(summed)
     at = members.index(baseline) if baseline in members else None
     out = []

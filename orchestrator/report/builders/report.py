@@ -21,13 +21,14 @@ from pathlib import Path
 from orchestrator.errors import EtfarmError, UsageError
 from orchestrator.numerics import analyze_run
 from orchestrator.numerics.model import NumericsReport
+from orchestrator.profiles.rollups import rollup
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
 from orchestrator.report.builders.claims import CLAIM_MARGIN, speed_claim
 from orchestrator.report.builders.device_facts import device_facts
 from orchestrator.report.builders.history import HISTORY_RUNS
 from orchestrator.report.builders.llm import llm_sections
 from orchestrator.report.builders.memory import memory_rows
-from orchestrator.report.builders.ops import device_ops, op_ratios, op_stats
+from orchestrator.report.builders.ops import device_op_runs, device_ops, op_ratios, op_stats
 from orchestrator.report.builders.quantized import recipe_groups
 from orchestrator.report.builders.ratios import CI_LEVEL, MIN_RUNS_FOR_INTERVAL, RESAMPLES, SEED, p50, ratio_with_ci
 from orchestrator.report.builders.trust import tracer_overhead, trust_notes
@@ -69,6 +70,9 @@ METHODS = (
     "mean / Method::execute mean. DELEGATE_CALL is left out when its delegate's kernels are listed, so shares do "
     "not count twice. XNNPACK kernels are named in your model from the .pte's serialized graph and the ETRecord; "
     "kernels under the timer's 1 us resolution are shown as such, without a share.",
+    "Ops across devices are joined by their identity in your model (module path, ATen op, occurrence: the kernel's "
+    "name differs by CPU); each ratio's interval resamples process runs as above. Time by module (self: its own ops; "
+    "total: with its submodules) and by op type sum the ops' means per execution.",
 )
 
 LLM_METHOD = (
@@ -113,7 +117,7 @@ def build_job_report(
         baseline = (measured or list(devices) or [None])[0]
     stats = group_rows(rows)
     names = _model_names(job)
-    sections = tuple(_model_section(job, devices, name, baseline, stats, history, history_runs) for name in names)
+    sections = tuple(_model_section(job, root, devices, name, baseline, stats, history, history_runs) for name in names)
     colours = tuple((device, DEVICE_PALETTE[k % len(DEVICE_PALETTE)]) for k, device in enumerate(devices))
     options = job.config.options
     settings = (
@@ -169,6 +173,7 @@ def _model_names(job: Job) -> list[str]:
 
 def _model_section(
     job: Job,
+    root: Path,
     devices: tuple[str, ...],
     name: str,
     baseline: str | None,
@@ -192,12 +197,20 @@ def _model_section(
         backend=artifacts.backend if artifacts else job.config.backend,
         latency=tuple(latency),
         ops=device_ops(per_device),
-        op_ratios=op_ratios([d.name for d, _ in present], baseline, per_device),
+        op_ratios=op_ratios([d.name for d, _ in present], baseline, per_device,
+                            _op_runs(root, present, stats, name) if len(present) > 1 else None),
         history=history_points,
         history_rows=_history_rows(history_points, [d.name for d, _ in present]),
         claim=claim,
         unit="generation" if generation_key(job, name) is not None else "execution",
+        rollups=tuple(rollup(d.name, name, rows) for d, _ in present if (rows := stats.get((d.name, name)))),
     )
+
+
+def _op_runs(root: Path, present: Sequence[tuple[DeviceResult, ModelResult]],
+             stats: Mapping[tuple[str, str], Sequence[StatRow]], name: str) -> dict[str, dict]:
+    """Per device, its ops' samples per process run (for the op x device ratios' intervals)."""
+    return {d.name: device_op_runs(root, m, stats.get((d.name, name), ())) for d, m in present}
 
 
 def _runs(model: ModelResult) -> list[tuple[float, ...]]:

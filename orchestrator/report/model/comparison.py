@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from orchestrator.profiles.model_structure import StructureDiff
 from orchestrator.report.model.report import Report, TrustNote
 from orchestrator.verdicts.compare import Comparison
 
@@ -34,6 +35,7 @@ class PairStructure:
     modules_added: tuple[str, ...]  # in B, not in A (the first MODULES_LISTED)
     modules_removed: tuple[str, ...]
     known: bool  # both sides had per-op statistics
+    model_diff: StructureDiff | None = None  # ops, shapes, parameters, dtypes, program size (both ETRecords needed)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from orchestrator.numerics.model import NumericsReport
+from orchestrator.profiles.op_identity import OpIdentity
+from orchestrator.profiles.rollups import Rollup
 from orchestrator.report.model.llm import LlmSection
 from orchestrator.report.model.memory import MemoryRow
 from orchestrator.report.model.quantized import RecipeGroup
@@ -132,6 +134,8 @@ class OpStat:
     kernel: str = ""  # a delegate kernel: "mapped" (module_path is its own) or "unmapped"; "" otherwise
     kernel_note: str = ""  # how it maps (fused ops), or why it is not mapped
     below_resolution: bool = False  # mean and p50 under the timer's resolution: shown as such, no share
+    op: str = ""  # the op's identity as people read it (`features.3 convolution`: profiles/op_identity.py)
+    op_key: OpIdentity | None = None  # the key that joins this op across devices
 
 
 @dataclass(frozen=True)
@@ -145,15 +149,19 @@ class DeviceOps:
 
 @dataclass(frozen=True)
 class OpRatioRow:
-    """One event across devices: p50 per device and the ratio to the baseline's p50."""
+    """One op of the user's model across devices (joined by its identity, profiles/op_identity.py): p50 per device,
+    the ratio to the baseline's p50 with its interval, and each device's own name for the kernel that ran it."""
 
     block: str
-    index: int
-    name: str
+    index: int  # the first device's
+    name: str  # the op's identity, as people read it: `features.3 convolution`
     module_path: str
     p50_ms: tuple[float | None, ...]  # in ModelSection.latency's device order
     ratio: tuple[float | None, ...]
     below_resolution: tuple[bool, ...] = ()  # per device: its p50 is under the timer's resolution
+    ratio_ci: tuple[Interval | None, ...] = ()  # per device: the ratio's interval over process runs (ratios.py)
+    kernels: tuple[str, ...] = ()  # per device: its event's name (`Convolution (NHWC, PF32) IGEMM #2`), '' if none
+    basis: str = ""  # how much the identity knows: model, delegate (a delegate call only), event (names only)
 
 
 @dataclass(frozen=True)
@@ -178,6 +186,7 @@ class ModelSection:
     history: tuple[HistoryPoint, ...]  # oldest first
     history_rows: tuple[HistoryRow, ...] = ()  # the same, a row per run, newest first
     claim: SpeedClaim | None = None
+    rollups: tuple[Rollup, ...] = ()  # per device with op statistics: time by module subtree and by op type
     # what one "execution" is: a forward call, or an LLM's whole generation (prefill and every decode step), so each
     # unit says what it counts; an LLM's ops are per forward call (`op_unit`)
     unit: str = "execution"

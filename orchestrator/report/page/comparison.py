@@ -42,6 +42,7 @@ from orchestrator.report.page.blocks import (
 from orchestrator.report.page.closing import methods_section
 from orchestrator.report.page.run import flag_badge
 from orchestrator.report.page.sections import run_sections
+from orchestrator.report.page.structure import model_diff_lines
 from orchestrator.report.terminal.verdicts import legend
 from orchestrator.verdicts.compare import OpVerdict, PairVerdict
 from orchestrator.verdicts.llm_metrics import MetricVerdict
@@ -209,7 +210,7 @@ def op_verdicts_section(view: ComparisonView) -> Section:
             f"No op compared ({skipped} skipped: unmatched, or too fast for the timer).")),), nav="per op")
     if not telling_source_lines(o.source_line for _, o in ops):  # one line for every op tells no layer apart
         ops = [(p, replace(o, source_line="")) for p, o in ops]
-    rows = tuple((text(p.device), text(p.model), text(Span(clip(o.event_name, 48), title=o.event_name)), _where(o),
+    rows = tuple((text(p.device), text(p.model), _op_name(o), _where(o),
                   text(badge(o.verdict.value, TONE[o.verdict.value])), text(f"{o.estimate.ratio:.3f}x"),
                   text(_ci_text(o.estimate.ci_low, o.estimate.ci_high)), text(f"{o.p_adjusted:.3g}"))
                  for p, o in ops)
@@ -225,6 +226,13 @@ def _ci_text(low: float, high: float) -> str:
     return f"[{low:.3f}, {high:.3f}]" if math.isfinite(low) and math.isfinite(high) else "-"
 
 
+def _op_name(op: OpVerdict) -> Text:
+    """The op as your model knows it (what A and B were joined by), B's kernel name beside it."""
+    if not op.op or op.op == op.event_name:
+        return text(Span(clip(op.event_name, 48), title=op.event_name))
+    return joined([text(op.op), text(muted(op.event_name))], " · ")
+
+
 def _where(op: OpVerdict) -> Text:
     if not op.module_path and not op.source_line:
         return text(muted("-"))
@@ -238,12 +246,14 @@ def structure_section(view: ComparisonView) -> Section:
     for s in view.structure:
         rows += [(text(s.device), text(s.model), text(ch.group), text(str(ch.count_a)), text(str(ch.count_b)),
                   text(_change(ch.count_a, ch.count_b))) for ch in s.changes]
-        lines += _module_lines(s)
+        lines += [*_module_lines(s), *model_diff_lines(s)]
     unknown = [f"{s.device} {s.model}" for s in view.structure if not s.known]
     blocks: list[Block] = []
     if rows:
         blocks.append(Table(("device", "model", "op group", "baseline", "this run", "change"), tuple(rows),
                             (False, False, False, True, True, True)))
+    elif any(s.model_diff is not None and not s.model_diff.same for s in view.structure):
+        blocks.append(Paragraph(text("The same op groups ran in both runs, but the model changed:")))
     else:
         blocks.append(Paragraph(text("Same ops in both runs: no op group was added, removed or changed its count.")))
     if lines:

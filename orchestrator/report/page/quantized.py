@@ -134,7 +134,7 @@ def _layer_accuracy(found: LayerAccuracy) -> tuple[Block, ...]:
                   text(strong(f"{layer.added_error:.3g}")) if layer is worst else text(f"{layer.added_error:.3g}"))
                  for layer in found.layers)
     answer = () if worst is None else (Paragraph(text(
-        "The layer that loses most: ", strong(worst.key.describe()), f" ({worst.module_type.rsplit('.', 1)[-1]}) adds "
+        "The layer that loses most: ", strong(worst.key.label), f" ({worst.module_type.rsplit('.', 1)[-1]}) adds "
         f"{worst.added_error:.3g} of relative error power to the layer before it; its output is "
         + ("exact" if worst.snr_db is None else f"{worst.snr_db:.1f} dB SNR") + " against the fp32 eager model."),
         tone="answer"),)

@@ -9,6 +9,8 @@ for both formats; page/sections.py puts these sections in the page's order.
 
 from __future__ import annotations
 
+from orchestrator.profiles.kernel_align import operator_family
+from orchestrator.profiles.op_identity import DELEGATE, event_group
 from orchestrator.profiles.source import MODULES_SEPARATOR, short_op_types
 from orchestrator.report.builders.trust import WORRYING, trust_summary
 from orchestrator.report.formats import clip, fmt_ms, fmt_percent, interval, op_ms, ratio, tracer_cost
@@ -33,6 +35,7 @@ from orchestrator.report.page.blocks import (
     strong,
     text,
 )
+from orchestrator.report.page.rollups import rollup_section
 
 # ---- which device is fast enough -------------------------------------------------------------
 
@@ -127,6 +130,9 @@ def model_section(view: RunView, m: ModelSection) -> Section:
     where: list[Block] = [*figure("op-groups"), Grid(tuple(top_ops_table(o) for o in m.ops))] if m.ops else [
         Paragraph(text(muted("no per-op statistics (no device produced an ETDump)")))]
     blocks.append(Section(text("Where each device spends its time"), level=3, blocks=tuple(where)))
+    rolled = rollup_section(m)
+    if rolled is not None:
+        blocks.append(rolled)
     if len(m.latency) > 1 and m.op_ratios:
         blocks.append(Section(text(f"Ops across devices: p50 relative to {report.baseline or '-'}"), level=3,
                               blocks=(*figure("op-heatmap"), op_ratio_table(m))))
@@ -208,15 +214,32 @@ def what(op: OpStat) -> Text:
 
 
 def op_ratio_table(m: ModelSection) -> Table:
+    """One row per op of the user's model (joined by identity, not by kernel name): each device's p50, its ratio to
+    the baseline and the ratio's interval; under the op, each device's kernel where their names differ."""
     devices = [d.device for d in m.latency]
     rows = []
     for r in m.op_ratios:
         below = r.below_resolution or (False,) * len(devices)
-        cells = tuple(text(op_ms(p, b), " ", muted(ratio(x))) if p is not None else text("-")
-                      for p, x, b in zip(r.p50_ms, r.ratio, below, strict=False))
-        rows.append((text(clip(r.name, 40)), text(code(r.module_path)) if r.module_path else text("-"), *cells))
-    return Table(("event", "module", *(f"{d} p50 ms" for d in devices)), tuple(rows),
+        cis = r.ratio_ci or (None,) * len(devices)
+        cells = tuple(text(op_ms(p, b), " ", muted(ratio(x)), *((" ", muted(interval(ci))) if ci else ()))
+                      if p is not None else text("-")
+                      for p, x, b, ci in zip(r.p50_ms, r.ratio, below, cis, strict=False))
+        op = text(clip(r.name, 40), *((" ", muted("(delegate call)")) if r.basis == DELEGATE else ()))
+        kernels = kernel_label(r.kernels, devices)
+        rows.append((joined([op, text(muted(kernels))], " · ") if kernels else op,
+                     text(code(r.module_path)) if r.module_path else text("-"), *cells))
+    return Table(("op", "module", *(f"{d} p50 ms, ratio [95%]" for d in devices)), tuple(rows),
                  (False, False, *([True] * len(devices))))
+
+
+def kernel_label(kernels: tuple[str, ...], devices: list[str]) -> str:
+    """Each device's kernel for one op where their names differ: `(NHWC, F32) IGEMM on local, (NHWC, PF32) IGEMM on
+    rpi5` (the shared family and `#k` left out); '' when every device named it alike."""
+    groups = [event_group(k) for k in kernels]
+    if len({g for g in groups if g}) < 2:
+        return ""
+    return ", ".join(f"{g.removeprefix(operator_family(g)).strip() or g} on {d}"
+                     for g, d in zip(groups, devices, strict=False) if g)
 
 
 def history_blocks(m: ModelSection) -> tuple[Block, ...]:

@@ -256,7 +256,8 @@ def _heatmap(section: ModelSection, baseline: str | None, colours: Mapping[str, 
             cell = ax.add_patch(Rectangle((j, i), 1, 1, facecolor=colour, edgecolor="white", linewidth=1))
             gid = f"cell-{i}-{j}"
             cell.set_gid(gid)
-            titles[gid] = f"{r.name} on {device}: p50 {fmt_ms(r.p50_ms[j])} ms" + (
+            kernel = r.kernels[j] if j < len(r.kernels) and r.kernels[j] else ""
+            titles[gid] = f"{r.name} on {device}{f' ({kernel})' if kernel else ''}: p50 {fmt_ms(r.p50_ms[j])} ms" + (
                 f", {_ratio(value)} {baseline}" if value is not None else ""
             )
     ax.set_xlim(0, len(devices))
@@ -273,12 +274,17 @@ def _heatmap(section: ModelSection, baseline: str | None, colours: Mapping[str, 
     bar.solids.set_rasterized(False)  # matplotlib embeds a bitmap otherwise
     top = math.ceil(limit)
     ticks = list(range(-top, top + 1, max(1, math.ceil(top / 2))))  # at most 5 labels
-    bar.set_ticks(ticks, labels=[f"{2.0**t:g}x" for t in ticks])
+    bar.set_ticks(ticks, labels=[ratio_tick(t) for t in ticks])
     return Chart(
         f"{section.name}-op-heatmap",
         f"{section.name}: op x device ratio to {baseline}",
         _svg(fig, f"{section.name}-op-heatmap", titles),
     )
+
+
+def ratio_tick(power: int) -> str:
+    """A colour bar tick at 2^power, readable: `4x`, `1x`, `1/1024x` (never `0.000976562x`)."""
+    return f"{2 ** power}x" if power >= 0 else f"1/{2 ** -power}x"
 
 
 def _history(section: ModelSection, baseline: str | None, colours: Mapping[str, str]) -> Chart | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchestrator.profiles.analysis_core import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
+from orchestrator.profiles.op_identity import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
 from orchestrator.profiles.source import op_where, telling_source_lines
 from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.builders.trust import tracer_overhead
@@ -49,9 +49,10 @@ def _model_table(rows: list[StatRow], devices: list[str], top: int, where: list[
         table = [[r.event_name, r.event_block, r.samples, r.p50_ms, r.p90_ms, r.avg_ms, fmt_percent(r.cv),
                   *_where(r, where)] for r in chosen]
         return format_table(headers, table, "llrrrrr" + "l" * len(where))
-    # Rows follow the first device's slowest operators; another device lacking the event shows "-".
-    p50 = {device: {r.key: r.p50_ms for r in rows if r.device == device} for device in devices}
-    table = [[r.event_name, r.event_block, *(p50[device].get(r.key) for device in devices), *_where(r, where)]
+    # Rows follow the first device's slowest operators, joined by op identity (not kernel name: op_identity.py);
+    # another device lacking the op shows "-".
+    p50 = {device: {r.op_key: r.p50_ms for r in rows if r.device == device} for device in devices}
+    table = [[r.event_name, r.event_block, *(p50[device].get(r.op_key) for device in devices), *_where(r, where)]
              for r in chosen]
     return format_table(["event", "block", *devices, *where], table, "ll" + "r" * len(devices) + "l" * len(where))
 

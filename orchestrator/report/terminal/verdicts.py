@@ -82,7 +82,8 @@ def _op_row(pair: PairVerdict, op: OpVerdict) -> list[object]:
     est = op.estimate
     verdict = op.verdict.value.upper() if op.verdict is Verdict.REGRESSED else op.verdict.value
     where = f" in {op.module_path}" if op.module_path else ""
-    return ["", "", f"{op.event_name} [{op.event_block}#{op.event_index}]{where}", verdict, est.median_a_ms, est.median_b_ms,
+    name = f"{op.op} ({op.event_name})" if op.op and op.op != op.event_name else op.event_name
+    return ["", "", f"{name} [{op.event_block}#{op.event_index}]{where}", verdict, est.median_a_ms, est.median_b_ms,
             _ratio(est.ratio), _ci(est.ci_low, est.ci_high), _p(op.p_adjusted), f"{est.runs_a}/{est.runs_b}", None]
 
 

@@ -25,6 +25,7 @@ from orchestrator.profiles.analysis import (
     summarize,
 )
 from orchestrator.profiles.analysis_core import (
+    IDENTITY_COLUMNS,
     collect_samples,
     group_stats,
     record_columns,
@@ -169,6 +170,7 @@ def test_report_and_csv(tmp_path: Path) -> None:
     with open(out, newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0])[: len(STATS_COLUMNS)] == STATS_COLUMNS
-    assert list(rows[0]) == record_columns(samples)
+    assert list(rows[0]) == [*record_columns(samples), *IDENTITY_COLUMNS]  # the op identity, last
+    assert {r["op_basis"] for r in rows} == {"event", "framework"}  # no ETRecord: from the event names
     assert [float(r["p50_ms"]) for r in rows] == [r["p50_ms"] for r in records]  # exact round trip
     assert not list(tmp_path.glob(".tmp-*"))

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from orchestrator.errors import AnalysisError
-from orchestrator.profiles.etrecord import TensorMeta, _module_stack, _op_name, load_etrecord
+from orchestrator.profiles.etrecord import TensorMeta, load_etrecord, module_stack, op_name
 
 EDGE = "executorch.exir.dialects.edge.ops."
 STACK = "L__self__,,m.Model;L__self__layers.0,layers.0,torch.nn.modules.linear.Linear"
@@ -120,13 +120,13 @@ def test_delegated_event_without_delegate_entry_uses_handle_map(record_path: Pat
     ],
 )
 def test_op_names_match_target_dunder_name(target: str, expected: str) -> None:
-    assert _op_name(target) == expected
+    assert op_name(target) == expected
 
 
 def test_module_stack_split_respects_brackets() -> None:
-    assert _module_stack("L__self__,,M;L__self___b,b[0],(x, y)") == {"L__self__": ("", "M"), "L__self___b": ("b[0]", "(x, y)")}
-    assert _module_stack(None) is None
-    assert _module_stack("bad") is None
+    assert module_stack("L__self__,,M;L__self___b,b[0],(x, y)") == {"L__self__": ("", "M"), "L__self___b": ("b[0]", "(x, y)")}
+    assert module_stack(None) is None
+    assert module_stack("bad") is None
 
 
 def test_multi_output_nodes_keep_their_node_name(tmp_path: Path) -> None:

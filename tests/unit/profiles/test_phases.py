@@ -56,7 +56,8 @@ def test_each_call_of_a_generation_is_in_its_phase() -> None:
     assert rows["Method::execute"].decode_avg_ms == 1.5 and rows["Method::execute"].avg_ms == pytest.approx(3.75)
     assert not rows["Method::init"].phased
     header = csv_text(rows.values()).splitlines()[0]
-    assert header.endswith("prefill_samples,prefill_p50_ms,prefill_avg_ms,decode_samples,decode_p50_ms,decode_avg_ms")
+    assert header.endswith("prefill_samples,prefill_p50_ms,prefill_avg_ms,decode_samples,decode_p50_ms,decode_avg_ms,"
+                           "op_module,op_kind,op_occurrence,op_basis,debug_handles")  # identities last
 
 
 def test_blocks_that_are_not_one_instance_per_call_keep_no_phases() -> None:

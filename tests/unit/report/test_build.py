@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -205,3 +206,19 @@ def test_devices_a_thousand_times_apart_get_readable_charts_and_ratios(tmp_path:
     assert interval(phone.ratio_ci).startswith("[0.000")
     close = {c.stem: c.svg for c in report_charts(build_report(make_run_dir(tmp_path / "close", devices=("a", "b")))).all}
     assert "(log scale)" not in close["m0-latency"] and "mean ms per execution" in close["m0-op-groups"]
+
+
+def test_rollups_by_module_and_op_type_on_the_page_and_in_json(tmp_path: Path) -> None:
+    from orchestrator.report.page.rollups import rollup_section
+    from orchestrator.report.render.export import render_json
+
+    run = make_run_dir(tmp_path / "run", devices=("a", "b"), speed=(1.0, 3.0), kernels=8)
+    report = build_report(run)
+    section = report.models[0]
+    assert [r.device for r in section.rollups] == ["a", "b"]
+    a, b = section.rollups
+    assert a.modules[0].total_ms == pytest.approx(sum(t.total_ms for t in a.op_types))  # one time, two cuts
+    assert b.op_ms == pytest.approx(3.0 * a.op_ms, rel=1e-6)
+    assert rollup_section(section) is not None
+    data = json.loads(render_json(report))
+    assert data["models"][0]["rollups"][0]["op_types"][0]["op_type"] == a.op_types[0].op_type
