@@ -18,10 +18,10 @@ from device_agents import DeviceSpec
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.progress import Progress
 from orchestrator.run.job import run_job
-from orchestrator.run.results import RunOptions
+from orchestrator.run.results import JobOptions
 
 MODEL = str(Path(__file__).parent / "models" / "deep_mlp.py") + ":build"
-OPTIONS = RunOptions(runs=3, iterations=200, warmup=5, cpu_threads=1)
+OPTIONS = JobOptions(runs=3, iterations=200, warmup=5, cpu_threads=1)
 TARGET_RATIO = 1.25
 
 

@@ -169,7 +169,7 @@ def record(root: Path) -> list[Path]:
     from orchestrator.artifacts.modelspec import parse_model_spec
     from orchestrator.progress import Progress
     from orchestrator.run.job import run_job
-    from orchestrator.run.results import RunOptions
+    from orchestrator.run.results import JobOptions
 
     text = (ROOT / "configs" / "models" / "deep_mlp.py").read_text()
     orders = [RECORD_ORDERS[0], list(RECORD_ORDERS[1])]
@@ -183,7 +183,7 @@ def record(root: Path) -> list[Path]:
             (base / "models" / kind / "mlp.py").write_text(text.replace("DEPTH = 40", f"DEPTH = {depth}"))
             specs[kind] = parse_model_spec(f"{base / 'models' / kind / 'mlp.py'}:build", "mlp")
         device = DeviceSpec("pinned", "local", "host", str(base / "work"), ("taskset", "-c", "1"))
-        options = RunOptions(runs=10, iterations=50, warmup=5, untraced_runs=0)
+        options = JobOptions(runs=10, iterations=50, warmup=5, untraced_runs=0)
         for i, kind in enumerate(order):
             target = base / "runs" / f"{i:03d}-{kind}"
             if not (target / "manifest.json").is_file():

@@ -42,7 +42,7 @@ from device_agents import DeviceSpec  # noqa: E402
 from orchestrator.artifacts.modelspec import parse_model_spec  # noqa: E402
 from orchestrator.progress import Progress  # noqa: E402
 from orchestrator.run.job import run_job  # noqa: E402
-from orchestrator.run.results import ModelResult, RunOptions  # noqa: E402
+from orchestrator.run.results import JobOptions, ModelResult  # noqa: E402
 
 MODELS = {"tiny_cnn": ROOT / "configs" / "models" / "tiny_cnn.py", "deep_mlp": ROOT / "configs" / "models" / "deep_mlp.py"}
 CORE = "1"
@@ -106,7 +106,7 @@ class BusyFrom(Progress):
             self.busy.wait()
 
 
-def one_job(device: DeviceSpec, condition: str, model: str, options: RunOptions, out: Path) -> JobFigures:
+def one_job(device: DeviceSpec, condition: str, model: str, options: JobOptions, out: Path) -> JobFigures:
     progress = BusyFrom(condition == "busy-rt") if condition.startswith("busy") else Progress(quiet=True)
     try:
         result = run_job([device], [parse_model_spec(f"{MODELS[model]}:build")], backend="xnnpack", options=options,
@@ -182,7 +182,7 @@ def main() -> None:
     parser.add_argument("--conditions", default=",".join(CONDITIONS))
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    options = RunOptions(runs=args.runs, iterations=args.iterations, warmup=5, untraced_runs=0, cpu_threads=1)
+    options = JobOptions(runs=args.runs, iterations=args.iterations, warmup=5, untraced_runs=0, cpu_threads=1)
     found: list[JobFigures] = []
     with tempfile.TemporaryDirectory(prefix="etfarm-bench-stability-") as tmp:
         specs = devices(Path(tmp), args.transports.split(","), args.conditions.split(","))

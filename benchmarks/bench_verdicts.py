@@ -42,7 +42,7 @@ from device_agents import DeviceSpec
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.progress import Progress
 from orchestrator.run.job import run_job
-from orchestrator.run.results import RunOptions, load_manifest
+from orchestrator.run.results import JobOptions, load_manifest
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.compare import Side, compare_sides, pool, side_from_job
 from orchestrator.verdicts.noise import WINDOW, NoiseFloor, estimate_floor
@@ -59,7 +59,7 @@ def side(run_dir: Path, device: str) -> Side:
 
 def run_jobs(device: DeviceSpec, models: dict[str, Path], order: list[str], out: Path, runs: int,
              iterations: int) -> dict[str, list[Path]]:
-    options = RunOptions(runs=runs, iterations=iterations, warmup=3, untraced_runs=0)
+    options = JobOptions(runs=runs, iterations=iterations, warmup=3, untraced_runs=0)
     done: dict[str, list[Path]] = {k: [] for k in models}
     quiet = Progress(quiet=True)
     specs = {k: parse_model_spec(f"{p}:build", "mlp") for k, p in models.items()}
@@ -176,7 +176,7 @@ def measure_ab(transport: str, pairs: int, runs: int, iterations: int, pool_k: i
             files[kind] = tmpdir / kind / "mlp.py"
             files[kind].write_text(text.replace("DEPTH = 40", f"DEPTH = {depth}"))
         specs = {k: parse_model_spec(f"{p}:build", f"mlp-{k}") for k, p in files.items()}
-        options = RunOptions(runs=runs, iterations=iterations, warmup=3, untraced_runs=0, order=RunOrder.ABBA)
+        options = JobOptions(runs=runs, iterations=iterations, warmup=3, untraced_runs=0, order=RunOrder.ABBA)
         host = None
         if transport == "ssh":
             from testbed.sshd import start_sshd

@@ -20,8 +20,8 @@ modules=(
   tests/integration/test_interrupt_resume.py
   tests/integration/test_honest_exits.py
   tests/integration/test_device_lock.py
-  tests/integration/test_scale.py
-  tests/integration/test_scale_probes.py
+  tests/integration/test_farm.py
+  tests/integration/test_farm_probes.py
 )
 hog_count=${STRESS_HOGS:-$(nproc)}
 hogs=()

@@ -16,12 +16,12 @@ from orchestrator.progress import Progress
 from orchestrator.report.comparison_output import RunInput, write_ab_page
 from orchestrator.report.destination import AB_PAGE
 from orchestrator.report.terminal.verdicts import verdict_table
-from orchestrator.run.results import RunOptions
+from orchestrator.run.results import JobOptions
 from orchestrator.verdicts.ab import run_ab
 from orchestrator.verdicts.statistics import VerdictSettings
 
 
-def run_ab_job(request: JobRequest, options: RunOptions, progress: Progress, console: Console) -> int:
+def run_ab_job(request: JobRequest, options: JobOptions, progress: Progress, console: Console) -> int:
     """Run, print the verdict table and each job's directory, record the jobs; returns the exit code."""
     assert request.ab is not None
     inventory = load_inventory(request.config)

@@ -20,7 +20,7 @@ def record_job(result: JobResult, store: Path | None, console: Console, quiet: b
     run_dir = result.rundir.root
     try:
         with open_store(store) as opened:
-            run_id = opened.record_run(job_record(result.recorded, run_dir, result.stats))
+            run_id = opened.record_job(job_record(result.recorded, run_dir, result.stats))
         if not quiet:
             console.err(f"stored as {run_id} in {opened.path}")
     except Exception as exc:  # noqa: BLE001 - whatever broke, the run's results are safe in its directory

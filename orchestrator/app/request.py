@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes, recipe_words
 from orchestrator.errors import UsageError
 from orchestrator.run.codec import FieldError
-from orchestrator.run.results import RunOptions
+from orchestrator.run.results import JobOptions
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.statistics import DEFAULT_CENTER, check_center
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 MAX_SWEEP_VALUE = 1 << 16  # threads, prompt or generated tokens: beyond it a value is a typo
 
-# RunOptions field -> (the option, the command line's parameter)
+# JobOptions field -> (the option, the command line's parameter)
 OPTIONS = {"runs": ("--runs", "runs"), "iterations": ("--iterations", "iterations"), "warmup": ("--warmup", "warmup"),
             "run_timeout_s": ("--timeout", "timeout"), "cpu_threads": ("--threads", "threads"),
             "untraced_runs": ("--untraced-runs", "untraced_runs"), "cooldown_s": ("--cooldown", "cooldown"),
@@ -83,7 +83,7 @@ class JobRequest:
     given: frozenset[str] = frozenset()  # options given on the command line or by the environment
     scheduler_from: str = "DEFAULT"  # where --scheduler came from: COMMANDLINE, ENVIRONMENT or DEFAULT
 
-    def run_options(self) -> RunOptions:
+    def run_options(self) -> JobOptions:
         choices = (RunOrder.INTERLEAVED.value, RunOrder.SEQUENTIAL.value)
         if self.order not in choices:
             raise UsageError(f"--order: expected {' or '.join(choices)}, got {self.order!r}")
@@ -91,7 +91,7 @@ class JobRequest:
         recipes = parse_recipes(self.recipe)
         check_recipe_backend(str(self.backend), recipes)
         try:
-            return RunOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup,
+            return JobOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup,
                               run_timeout_s=self.timeout, wait_for_lock=not self.no_wait,
                               lock_timeout_s=self.lock_timeout, intermediate_outputs=self.intermediate_outputs or self.numerics,
                               debug_buffer_size=0, numerics=self.numerics,
@@ -105,7 +105,7 @@ class JobRequest:
 
     def farm(self, scheduler: str) -> FarmOptions:
         """The farm's options (imports dask's side only when a job is distributed)."""
-        # function level: a job on this host never imports the farm's package (tests/integration/test_scale.py)
+        # function level: a job on this host never imports the farm's package (tests/integration/test_farm.py)
         from orchestrator.farm.client import FarmOptions
         from orchestrator.farm.security import make_security
 
@@ -147,7 +147,7 @@ def int_list(flag: str, value: int | str | None, *, least: int, most: int = MAX_
 
 
 def option_of(problem: ValueError) -> str:
-    """A RunOptions problem (`max_temp_c: nan is outside ...`) said with the option's name (`--max-temp: ...`)."""
+    """A JobOptions problem (`max_temp_c: nan is outside ...`) said with the option's name (`--max-temp: ...`)."""
     if isinstance(problem, FieldError) and problem.path and problem.path[0] in OPTIONS:
         return f"{OPTIONS[problem.path[0]][0]}: {problem.problem}"
     return str(problem)

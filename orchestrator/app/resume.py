@@ -1,6 +1,6 @@
 """`etfarm run --resume DIR`: the recorded job's settings, checked against what the command line says.
 
-The recorded JobConfig (devices, models, names, backend, RunOptions) is the job; an option given
+The recorded JobConfig (devices, models, names, backend, JobOptions) is the job; an option given
 explicitly with --resume that says otherwise is a usage error naming the option and both values,
 because a resumed run mixing two settings would be two runs under one id.
 
@@ -21,12 +21,12 @@ from orchestrator.config import load_inventory
 from orchestrator.errors import UsageError
 from orchestrator.progress import Progress
 from orchestrator.run import MANIFEST, load_manifest, resume_job
-from orchestrator.run.results import RunOptions
+from orchestrator.run.results import JobOptions
 
 if TYPE_CHECKING:
     from orchestrator.run.job import JobResult
 
-def resume_recorded_job(request: JobRequest, options: RunOptions, progress: Progress) -> JobResult:
+def resume_recorded_job(request: JobRequest, options: JobOptions, progress: Progress) -> JobResult:
     """Check the command line against DIR's manifest, then run what DIR is missing (one resume at a time)."""
     root = request.resume
     assert root is not None
@@ -36,7 +36,7 @@ def resume_recorded_job(request: JobRequest, options: RunOptions, progress: Prog
     return _resume(root, request, options, progress)
 
 
-def _resume(root: Path, request: JobRequest, options: RunOptions, progress: Progress) -> JobResult:
+def _resume(root: Path, request: JobRequest, options: JobOptions, progress: Progress) -> JobResult:
     job = load_manifest(root)
     recorded = job.config
     checks: dict[str, tuple[str, Any, Any]] = {

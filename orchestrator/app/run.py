@@ -28,7 +28,7 @@ from orchestrator.report.output import write_run_report
 from orchestrator.report.terminal.llm import llm_lines, phase_tables
 from orchestrator.report.terminal.summary import summary
 from orchestrator.run import run_job
-from orchestrator.run.results import RunOptions
+from orchestrator.run.results import JobOptions
 
 if TYPE_CHECKING:
     from orchestrator.numerics.model import NumericsReport
@@ -51,7 +51,7 @@ def run_command(request: JobRequest, console: Console) -> int:
     return finish(result, request, console)
 
 
-def _start_job(request: JobRequest, options: RunOptions, progress: Progress) -> JobResult:
+def _start_job(request: JobRequest, options: JobOptions, progress: Progress) -> JobResult:
     specs = parse_model_specs(request.model or [], request.name or ())
     if request.scheduler:  # many hosts: the devices are the workers' (README "Many hosts (Dask)")
         # only a farm's commands load the farm's package (a single-host run never does)

@@ -162,7 +162,7 @@ def check_recipe_backend(backend: str, recipes: tuple[RecipeSpec, ...], where: s
 
 
 def recipe_words(recipes: tuple[RecipeSpec, ...]) -> tuple[str, ...]:
-    """The recipes as recorded in a job's settings (RunOptions.recipes): each as the user wrote it."""
+    """The recipes as recorded in a job's settings (JobOptions.recipes): each as the user wrote it."""
     return tuple(r.text for r in recipes)
 
 

@@ -13,7 +13,7 @@ from orchestrator.errors import UsageError
 from orchestrator.store import open_store, store_path
 
 if TYPE_CHECKING:
-    from orchestrator.store import StoredRun
+    from orchestrator.store import StoredJob
 
 history_app = typer.Typer(help="Runs recorded in the results store, newest first.", no_args_is_help=False)
 
@@ -48,7 +48,7 @@ def history(
         typer.echo("[]" if as_json else f"no stored runs: {store_path(store)} does not exist yet (`etfarm run` creates it)")
         return
     with open_store(store) as opened:
-        runs = opened.runs(model=model, device=device, since=since, limit=limit)
+        runs = opened.jobs(model=model, device=device, since=since, limit=limit)
     if model is not None or device is not None:
         runs = [_only(r, model, device) for r in runs]
     runs = [_with_verdicts(r) for r in runs]
@@ -85,7 +85,7 @@ def show(
     typer.echo(run_details(job, str(run_dir) if run_dir else None))
 
 
-def _print_changes(runs: list[StoredRun], as_json: bool) -> None:
+def _print_changes(runs: list[StoredJob], as_json: bool) -> None:
     """Change points per series: (device, model) and the configuration it ran with (each point's settings, as the
     store read them), so a series never mixes configurations (backends, threads, numerics, runtimes, ...)."""
     # loaded when the command runs: cli/__init__ imports every command module to register it
@@ -101,13 +101,13 @@ def _print_changes(runs: list[StoredRun], as_json: bool) -> None:
     typer.echo(changes_table(found))
 
 
-def _only(run: StoredRun, model: str | None, device: str | None) -> StoredRun:
+def _only(run: StoredJob, model: str | None, device: str | None) -> StoredJob:
     points = tuple(p for p in run.points if (model is None or p.model == model) and (device is None or p.device == device))
     models = tuple(m for m in run.models if model is None or m == model)
     return replace(run, points=points, models=models)
 
 
-def _with_verdicts(run: StoredRun) -> StoredRun:
+def _with_verdicts(run: StoredJob) -> StoredJob:
     """The run with the verdicts a nightly recorded beside it (DIR/verdicts.json): a regressed night lists as
     regressed, not by its job's status alone."""
     if run.run_dir is None:
@@ -119,7 +119,7 @@ def _with_verdicts(run: StoredRun) -> StoredRun:
     return replace(run, points=tuple(replace(p, verdict=verdicts.get((p.device, p.model))) for p in run.points))
 
 
-def _run_json(run: StoredRun) -> dict[str, Any]:
+def _run_json(run: StoredJob) -> dict[str, Any]:
     data = asdict(run)
     data["run_dir"] = str(run.run_dir) if run.run_dir else None
     for point, stored in zip(data["points"], run.points, strict=True):

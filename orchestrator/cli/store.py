@@ -27,7 +27,7 @@ def import_runs(
     with open_store(store) as opened:
         for run_dir in run_dirs:
             already = _run_id_of(run_dir)
-            replaced = opened.has_run(already)
+            replaced = opened.has_job(already)
             run_id = opened.record(run_dir)
             typer.echo(f"{'re-recorded' if replaced else 'recorded'} {run_id} from {run_dir}")
         typer.echo(f"store: {opened.path}")

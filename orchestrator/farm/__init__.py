@@ -1,7 +1,7 @@
 """Many hosts on Dask distributed (docs/architecture.md, "Many hosts (Dask)"): workers own devices, the client owns the job.
 
 Imported only when a command is given `--scheduler` (or ETFARM_SCHEDULER): the single-host path
-never imports dask (tests/integration/test_scale.py checks it).
+never imports dask (tests/integration/test_farm.py checks it).
 
 - `devices.py`  which inventory devices a worker can offer right now -> `dev-<name>` resources (whether a device
                 is there is its transport's answer: device_agents/presence.py, adb tracked by device_agents/adb/track.py)

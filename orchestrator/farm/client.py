@@ -16,12 +16,12 @@ from orchestrator.farm.dask import FarmOptions, connect
 from orchestrator.farm.executor import FarmExecutor
 from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult, resume_job_on, run_job_on
-from orchestrator.run.results import RunOptions
+from orchestrator.run.results import JobOptions
 
 __all__ = ["FarmOptions", "connect", "resume_distributed", "run_distributed"]
 
 
-def run_distributed(device_names: Sequence[str], specs: Sequence[ModelSpec], *, backend: str, options: RunOptions,
+def run_distributed(device_names: Sequence[str], specs: Sequence[ModelSpec], *, backend: str, options: JobOptions,
                     out: Path | None, progress: Progress, farm: FarmOptions, run_id: str | None = None) -> JobResult:
     return run_job_on(FarmExecutor(farm), device_names, specs, backend=backend, options=options, out=out,
                       progress=progress, run_id=run_id)

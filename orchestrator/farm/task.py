@@ -46,7 +46,7 @@ from orchestrator.run.executor import JobContext
 from orchestrator.run.heartbeat import Heartbeat
 from orchestrator.run.job_stats import JobStats
 from orchestrator.run.plan import JobPlan
-from orchestrator.run.results import DeviceResult, JobConfig, ProcessRun, RunOptions
+from orchestrator.run.results import DeviceResult, JobConfig, JobOptions, ProcessRun
 from orchestrator.run.runner_contract import RUNNER_REL
 from orchestrator.run.session import DeviceSession
 
@@ -69,7 +69,7 @@ class TaskRequest:
     runner_key: str
     blobs: tuple[BlobRef, ...]
     roles: dict[str, str]  # pte / etrecord / inputs / ... / llm_reference (executor.MODEL_ROLES) -> blob name
-    options: RunOptions
+    options: JobOptions
     config: JobConfig
     done: tuple[ProcessRun, ...] = ()  # resumed: the model's process runs already finished
     prior: tuple[BlobRef, ...] = ()  # resumed: their files, named relative to the run directory

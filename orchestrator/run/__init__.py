@@ -4,7 +4,7 @@ results model, the runner's contract, conditions, locks, verification.
 Public API, imported lazily on first use (PEP 562) so that importing the package stays light:
     job: JobResult, run_job, resume_job, run_job_on, resume_job_on
     results: Job, JobConfig, JobStatus, DeviceResult, DeviceStatus, ModelResult, ModelStatus, ProcessRun,
-             RunOptions, Verification, VerificationStatus, load_manifest
+             JobOptions, Verification, VerificationStatus, load_manifest
     rundir: RunDirectory, LOG, MANIFEST, STATS
     probe: probe_all (and probe.probe, reached by its module: a name the package cannot re-export)
     launch: Launch, prepare_launch (how the runner starts on a device: launcher, ABI check, cpus big/prime)
@@ -28,7 +28,7 @@ _API = {
     "ModelResult": "results",
     "ModelStatus": "results",
     "ProcessRun": "results",
-    "RunOptions": "results",
+    "JobOptions": "results",
     "Verification": "results",
     "VerificationStatus": "results",
     "load_manifest": "results",

@@ -135,7 +135,7 @@ def decode(cls: type[T], data: Mapping[str, Any], **given: Any) -> T:
         return cls(**values)
     except FieldError:
         raise
-    except (TypeError, ValueError) as exc:  # the class's own checks (RunOptions' bounds) name the field
+    except (TypeError, ValueError) as exc:  # the class's own checks (JobOptions' bounds) name the field
         raise FieldError((), str(exc)) from None
 
 

@@ -27,7 +27,7 @@ from orchestrator.progress import Progress
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.job_stats import JobStats
 from orchestrator.run.plan import JobPlan
-from orchestrator.run.results import RunOptions
+from orchestrator.run.results import JobOptions
 from orchestrator.run.rundir import RunDirectory
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class JobContext:
     rundir: RunDirectory
     plan: JobPlan
     models: tuple[ExportedModel, ...]
-    options: RunOptions
+    options: JobOptions
     builds: Mapping[str, RunnerBuild]  # runner_slot (the target, and the device's runtime if any) -> its runner
     build_errors: Mapping[str, str]  # runner_slot -> why it has no runner
     stats: JobStats

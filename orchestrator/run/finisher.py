@@ -26,7 +26,7 @@ from orchestrator.run.calibration import flag_runs
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.job_stats import JobStats
 from orchestrator.run.llm_verify import verify_generations
-from orchestrator.run.results import ModelResult, ModelStatus, ProcessRun, RunOptions
+from orchestrator.run.results import JobOptions, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.rundir import RunDirectory
 from orchestrator.run.runner_contract import ETDUMP_NAME, OUTPUTS_NAME
 from orchestrator.run.schedule import Order
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 
 class ModelFinisher:
-    def __init__(self, models: Sequence[ExportedModel], options: RunOptions, rundir: RunDirectory,
+    def __init__(self, models: Sequence[ExportedModel], options: JobOptions, rundir: RunDirectory,
                  record: DeviceRecord, stats: JobStats, cancelled: threading.Event) -> None:
         self.models = models
         self.options = options

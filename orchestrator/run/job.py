@@ -41,9 +41,9 @@ from orchestrator.run.results import (
     DeviceResult,
     Job,
     JobConfig,
+    JobOptions,
     JobStatus,
     ModelArtifacts,
-    RunOptions,
     load_manifest,
 )
 from orchestrator.run.rundir import LOG, RunDirectory, as_recorded, check_out
@@ -87,7 +87,7 @@ class JobResult:
         return exit_code(self.status)
 
 
-def run_job(devices: Sequence[DeviceSpec], specs: Sequence[ModelSpec], *, backend: str, options: RunOptions,
+def run_job(devices: Sequence[DeviceSpec], specs: Sequence[ModelSpec], *, backend: str, options: JobOptions,
             out: Path | None, progress: Progress, config_file: Path | None = None, run_id: str | None = None) -> JobResult:
     """The job on this host's devices; its full DEBUG log (progress lines, device commands) goes to DIR/etfarm.log."""
     return run_job_on(LocalExecutor(devices), [d.name for d in devices], specs, backend=backend, options=options,
@@ -100,7 +100,7 @@ def resume_job(root: Path, devices: Sequence[DeviceSpec], specs: Sequence[ModelS
 
 
 def run_job_on(executor: Executor, device_names: Sequence[str], specs: Sequence[ModelSpec], *, backend: str,
-               options: RunOptions, out: Path | None, progress: Progress, config_file: Path | None = None,
+               options: JobOptions, out: Path | None, progress: Progress, config_file: Path | None = None,
                run_id: str | None = None) -> JobResult:
     with job_log() as attach:
         check_out(out)
@@ -164,7 +164,7 @@ def finished_result(root: Path, recorded: Job, progress: Progress) -> JobResult:
 
 
 def _execute(executor: Executor, devices: Sequence[DeviceRef], rundir: RunDirectory, plan: JobPlan,
-             models: Sequence[ExportedModel], options: RunOptions, stats: JobStats, progress: Progress,
+             models: Sequence[ExportedModel], options: JobOptions, stats: JobStats, progress: Progress,
              not_exported: Sequence[NotExported] = ()) -> JobResult:
     """Build, let the executor run the plan's devices, write stats.csv, judge; Ctrl-C/SIGTERM stop it all."""
     interrupted = False

@@ -1,4 +1,4 @@
-"""What a job was asked to do: its settings (`JobConfig`, `RunOptions`) and the models it used.
+"""What a job was asked to do: its settings (`JobConfig`, `JobOptions`) and the models it used.
 
 Part of the results model (run/results.py, which re-exports these): recorded in `manifest.json`
 under `config` (flat: `config.runs`, `config.devices`, ...) and `models`, so a job can be repeated
@@ -45,7 +45,7 @@ class ModelArtifacts:
 
 
 @dataclass(frozen=True)
-class RunOptions:
+class JobOptions:
     """How each device runs each model; recorded so a job can be repeated or resumed alike."""
 
     runs: int = 5
@@ -77,7 +77,7 @@ class RunOptions:
         return encode(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunOptions:
+    def from_dict(cls, data: Mapping[str, Any]) -> JobOptions:
         return decode(cls, data)
 
 
@@ -90,7 +90,7 @@ class JobConfig:
     devices: tuple[str, ...]
     models: tuple[str, ...]
     backend: str = ""
-    options: RunOptions = field(default_factory=RunOptions, metadata=FLAT)
+    options: JobOptions = field(default_factory=JobOptions, metadata=FLAT)
     config_file: str | None = None
     scheduler: str | None = None  # a distributed run (`--scheduler`): where its devices were; resumed there
     names: tuple[str, ...] = ()  # each spec's model name, before a sweep names one model per point

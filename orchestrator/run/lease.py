@@ -20,14 +20,14 @@ from device_agents.base import DeviceAgent
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.heartbeat import Heartbeat
 from orchestrator.run.locks import RemoteLock, budget_left, device_lock, remote_lock
-from orchestrator.run.results import RunOptions
+from orchestrator.run.results import JobOptions
 from orchestrator.run.retry import with_retries
 
 T = TypeVar("T")
 
 
 class DeviceLease:
-    def __init__(self, spec: DeviceSpec, options: RunOptions, record: DeviceRecord, heartbeat: Heartbeat,
+    def __init__(self, spec: DeviceSpec, options: JobOptions, record: DeviceRecord, heartbeat: Heartbeat,
                  check_cancelled: Callable[[], None]) -> None:
         self.spec = spec
         self.options = options

@@ -1,7 +1,7 @@
 """The bounds of every count and duration a job takes, from any source: the command line, a nightly
 plan, a manifest resumed (`runs: 1e12` must not plan a trillion process runs), a farm task.
 
-One table, `LIMITS` (RunOptions field -> (least, most)), read by `RunOptions` itself (a value out of
+One table, `LIMITS` (JobOptions field -> (least, most)), read by `JobOptions` itself (a value out of
 bounds or of the wrong type cannot be built: ValueError naming the field), by the command line's
 options (typer's min/max, so `--timeout inf` is a usage error naming the option) and by the plan
 reader. The upper bounds are far beyond any real job and small enough that nothing sized from them
@@ -32,7 +32,7 @@ LIMITS: Mapping[str, tuple[float, float]] = MappingProxyType({
     "cooldown_s": (0.0, 3_600.0),
     "max_temp_c": (1.0, 150.0),  # a hottest-zone limit in °C: beyond it no device runs, below it none cools
 })
-# Not RunOptions' but bounded alike: the farm's wait for a device, the A/B job's growth.
+# Not JobOptions' but bounded alike: the farm's wait for a device, the A/B job's growth.
 DEVICE_DEADLINE_S = (1.0, WEEK_S)
 MAX_RUNS_PER_SIDE = (1, 10_000)
 

@@ -23,7 +23,7 @@ from orchestrator.errors import Blame, UsageError
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.executor import JobContext
 from orchestrator.run.heartbeat import Heartbeat
-from orchestrator.run.results import DeviceResult, DeviceStatus, RunOptions
+from orchestrator.run.results import DeviceResult, DeviceStatus, JobOptions
 from orchestrator.run.session import DeviceSession
 
 WAIT_POLL_SEC = 0.5  # the main thread's longest sleep while devices run (Ctrl-C and the watchdog act within it)
@@ -128,7 +128,7 @@ class DeviceThreads:
         self.results[session.name] = session.record.close(DeviceStatus.FAILED, message, Blame.INFRASTRUCTURE)
 
 
-def watchdog_limit_s(options: RunOptions) -> float:
+def watchdog_limit_s(options: JobOptions) -> float:
     """The longest a device session may go without progress: one process run's whole step, plus grace."""
     step = max(options.run_timeout_s + STEP_OVERHEAD_SEC, STALL_TIMEOUT_SEC)
     return step + HOST_DEADLINE_GRACE_SEC + WATCHDOG_GRACE_SEC

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from orchestrator.run.results import Job, ModelStatus, ProcessRun, RunOptions
+from orchestrator.run.results import Job, JobOptions, ModelStatus, ProcessRun
 
 Runs = tuple[ProcessRun, ...]
 
@@ -47,7 +47,7 @@ class JobPlan:
     def runs_done(self, device: str, model: str) -> Runs:
         return tuple(self.done.get(device, {}).get(model, ()))
 
-    def missing(self, models: Sequence[str], options: RunOptions) -> tuple[int, int]:
+    def missing(self, models: Sequence[str], options: JobOptions) -> tuple[int, int]:
         """(device, model) pairs with process runs left, and how many process runs that is."""
         per_model = options.runs + options.untraced_runs
         pairs = [(d, m) for d in self.devices for m in models if (d, m) not in self.complete_models]

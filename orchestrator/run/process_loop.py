@@ -31,14 +31,14 @@ from orchestrator.run.heartbeat import Heartbeat
 from orchestrator.run.launch import Launch, prepare_launch
 from orchestrator.run.lease import DeviceLease
 from orchestrator.run.process_run import RunPlan, prepare_retry, run_once
-from orchestrator.run.results import ModelResult, ModelStatus, ProcessRun, RunOptions
+from orchestrator.run.results import JobOptions, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.rundir import DEVICE_JSON, RunDirectory
 from orchestrator.run.schedule import Order, ScheduledRun, schedule_runs
 from orchestrator.run.stager import Staged, Stager
 
 
 class ProcessRunLoop:
-    def __init__(self, spec: DeviceSpec, models: Sequence[ExportedModel], options: RunOptions, rundir: RunDirectory,
+    def __init__(self, spec: DeviceSpec, models: Sequence[ExportedModel], options: JobOptions, rundir: RunDirectory,
                  lease: DeviceLease, stager: Stager, heartbeat: Heartbeat, cancelled: threading.Event,
                  check_cancelled: Callable[[], None]) -> None:
         self.spec = spec

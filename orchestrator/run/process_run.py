@@ -32,7 +32,7 @@ from orchestrator.errors import CommandFailed, DataError, DeviceError
 from orchestrator.run.conditions import CoolDown, DeviceState, cool_down
 from orchestrator.run.launch import Launch
 from orchestrator.run.locks import RemoteLock
-from orchestrator.run.results import ProcessRun, RunOptions
+from orchestrator.run.results import JobOptions, ProcessRun
 from orchestrator.run.retry import ModelFault
 from orchestrator.run.rundir import RunDirectory
 from orchestrator.run.runner_contract import (
@@ -84,7 +84,7 @@ class RunPlan:
         return f"out/{self.model.name}/{self.label}"
 
 
-def run_once(agent: DeviceAgent, options: RunOptions, plan: RunPlan, rundir: RunDirectory, *, debug_buffer_size: int,
+def run_once(agent: DeviceAgent, options: JobOptions, plan: RunPlan, rundir: RunDirectory, *, debug_buffer_size: int,
              say: Callable[[str], None], started: Callable[[str | None], None],
              launch: Launch) -> tuple[ProcessRun, DeviceFacts]:
     """One process run: a single device command (cleanup, facts, runner, files back); returns the

@@ -5,8 +5,8 @@ exported or given program is checked (`pte_info.check_program`: a whole ET12 pro
 method the runner runs, no operators the runtime lacks; for a given .pte, the files beside it are of
 it: run/belonging.py) and read: a KV-cache LLM (`PteInfo.llm`)
 is profiled by generation, whatever made it. Each model spec is exported once per export recipe
-(`RunOptions.recipes`, `--recipe fp32,int8-static`: `export_configurations`), then each model becomes one
-model per point of the job's sweep (`RunOptions.thread_counts`, `prompt_lens`, `gen_lens`: `--threads`,
+(`JobOptions.recipes`, `--recipe fp32,int8-static`: `export_configurations`), then each model becomes one
+model per point of the job's sweep (`JobOptions.thread_counts`, `prompt_lens`, `gen_lens`: `--threads`,
 `--prompt-len`, `--gen-len` lists), named after the recipe and the point where a list has several values
 (`tiny_cnn-fp32`, `tiny_cnn-int8-static`; `tiny_llama-p32`, `tiny_llama-p128`; `tiny_cnn-t1`, `tiny_cnn-t2`),
 so each is a process-run group of its own with its own statistics, verification and verdicts. A recipe
@@ -31,7 +31,7 @@ from orchestrator.artifacts.pte_info import LlmShape, check_program
 from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes
 from orchestrator.errors import ExportError, UsageError, one_line
 from orchestrator.run.belonging import check_beside
-from orchestrator.run.job_config import RunOptions
+from orchestrator.run.job_config import JobOptions
 
 Point = tuple[ExportedModel, int]  # a model of the job, and the index of the spec it came from
 
@@ -50,7 +50,7 @@ class NotExported:
         return f"{self.name} NOT EXPORTED: {self.reason}"
 
 
-def export_configurations(specs: Sequence[ModelSpec], backend: str, options: RunOptions,
+def export_configurations(specs: Sequence[ModelSpec], backend: str, options: JobOptions,
                           log: Callable[[str], None]) -> tuple[list[ExportedModel], list[int], list[NotExported]]:
     """Each spec exported (cached) once per export recipe of the job (once without recipes), each export's spec
     index, and the configurations whose recipe failed to export (a recipe that cannot quantize a model fails that
@@ -76,7 +76,7 @@ def export_configurations(specs: Sequence[ModelSpec], backend: str, options: Run
     return models, spec_of, failed
 
 
-def sweep_models(models: Sequence[ExportedModel], options: RunOptions, *, custom_ops: bool = False,
+def sweep_models(models: Sequence[ExportedModel], options: JobOptions, *, custom_ops: bool = False,
                  spec_of: Sequence[int] = ()) -> list[Point]:
     """Every model checked and expanded into its sweep points, in order, each with the index of its spec (`spec_of`,
     default: one model per spec); a usage or data error (exit 2) before anything runs when a program cannot run or a
@@ -106,7 +106,7 @@ def sweep_models(models: Sequence[ExportedModel], options: RunOptions, *, custom
     return points
 
 
-def _generations(model: ExportedModel, shape: LlmShape, options: RunOptions) -> list[GenerationArgs]:
+def _generations(model: ExportedModel, shape: LlmShape, options: JobOptions) -> list[GenerationArgs]:
     reference = LlmReference.load(model.llm_reference) if model.llm_reference is not None else None
     context = shape.max_context_len
     prompts = options.prompt_lens or (_default_prompt(reference, context),)
@@ -131,7 +131,7 @@ def _default_prompt(reference: LlmReference | None, context: int) -> int:
     return max(1, min(DEFAULT_PROMPT_LEN, context // 2))
 
 
-def _name(model: ExportedModel, workload: Workload, options: RunOptions) -> str:
+def _name(model: ExportedModel, workload: Workload, options: JobOptions) -> str:
     """The model's name at a point: a suffix per list of several values (the recipe first)."""
     base = model.name
     suffix = f"-{model.recipe.label}" if len(options.recipes) > 1 and model.recipe is not None else ""

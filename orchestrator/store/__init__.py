@@ -2,7 +2,7 @@
 
     open_store(path=None) -> Store          --store FILE, $ETFARM_STORE, $XDG_DATA_HOME/etfarm/results.db
     Store.record(run_dir) -> run id         idempotent by run id; re-recording replaces
-    Store.runs(model, device, since, limit) -> [StoredRun]           newest first
+    Store.jobs(model, device, since, limit) -> [StoredJob]           newest first
     Store.job(run_id) -> results.Job        equal to load_manifest of the run directory
     Store.run_dir(run_id) -> Path | None
     Store.history_points(model, devices, limit, before_run) -> [HistoryPoint]   newest first
@@ -11,9 +11,9 @@
     resolve_run(ref, store=None) -> Path    a run directory, from its path or a stored run id
 """
 
-from orchestrator.store.db import Store, StoredRun
+from orchestrator.store.db import Store, StoredJob
 from orchestrator.store.history import HistoryPoint
 from orchestrator.store.location import open_store, resolve_run, store_path
 from orchestrator.store.rows import EventRow
 
-__all__ = ["EventRow", "HistoryPoint", "Store", "StoredRun", "open_store", "resolve_run", "store_path"]
+__all__ = ["EventRow", "HistoryPoint", "Store", "StoredJob", "open_store", "resolve_run", "store_path"]

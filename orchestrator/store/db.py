@@ -46,7 +46,7 @@ from orchestrator.store.rows import META_FIELDS, STAT_FIELDS, EventRow
 if TYPE_CHECKING:  # numpy and the run reader load only when recording or reading samples: `history` starts fast
     import numpy as np
 
-    from orchestrator.store.ingest import RunRecord
+    from orchestrator.store.ingest import JobRecord
 
 EventKey = tuple[str, int]  # (event_block, event_index)
 # SQLite's answers that are the host's trouble, not etfarm's: what to say (None: SQLite's own words).
@@ -57,7 +57,7 @@ _HOST_TROUBLE = {sqlite3.SQLITE_FULL: "its disk is full", sqlite3.SQLITE_IOERR: 
 
 
 @dataclass(frozen=True)
-class StoredRun:
+class StoredJob:
     """One stored run as `history` lists it: when, how it ended, and its (device, model) points."""
 
     run_id: str
@@ -94,16 +94,16 @@ class Store:
         # numpy (ETDumps) only when recording: `etfarm history` opens the store without it
         from orchestrator.store.ingest import read_run
 
-        return self.record_run(read_run(Path(run_dir)))
+        return self.record_job(read_run(Path(run_dir)))
 
-    def record_run(self, record: RunRecord) -> str:
+    def record_job(self, record: JobRecord) -> str:
         """Record the run in one transaction. A full disk or a read-only store is a UsageError naming the store
         (nothing of the run is recorded: the transaction is rolled back, or SQLite has already done so)."""
         job = record.job
         if self.read_only:
             raise UsageError(f"the results store {self.path} is read-only here; run {job.run_id} was not recorded")
         try:
-            _write_run(self._conn, record)
+            _write_job(self._conn, record)
         except sqlite3.OperationalError as exc:
             code = exc.sqlite_errorcode & 0xFF  # the primary code of an extended one (SQLITE_IOERR_WRITE)
             if code not in _HOST_TROUBLE:
@@ -112,7 +112,7 @@ class Store:
             raise UsageError(f"the results store {self.path}: {what}; run {job.run_id} was not recorded") from None
         return job.run_id
 
-    def has_run(self, run_id: str) -> bool:
+    def has_job(self, run_id: str) -> bool:
         return self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
 
     def job(self, run_id: str, samples: bool = True) -> Job:
@@ -216,8 +216,8 @@ class Store:
 
     # ---- history -------------------------------------------------------------------------
 
-    def runs(self, model: str | None = None, device: str | None = None, since: datetime | str | None = None,
-             limit: int | None = None) -> list[StoredRun]:
+    def jobs(self, model: str | None = None, device: str | None = None, since: datetime | str | None = None,
+             limit: int | None = None) -> list[StoredJob]:
         """Stored runs, newest first; `model`/`device` keep runs that had them, `since` a start time."""
         where, args = [], []
         if model is not None:
@@ -241,7 +241,7 @@ class Store:
                 "SELECT name FROM models WHERE run_id = ? ORDER BY ordinal", (run_id,)))
             devices = tuple(r[0] for r in self._conn.execute(
                 "SELECT name FROM devices WHERE run_id = ? ORDER BY ordinal", (run_id,)))
-            out.append(StoredRun(run_id, started, finished, status, Path(run_dir) if run_dir else None, models, devices,
+            out.append(StoredJob(run_id, started, finished, status, Path(run_dir) if run_dir else None, models, devices,
                                  points))
         return out
 
@@ -290,7 +290,7 @@ class Store:
 # ---- helpers ----------------------------------------------------------------------------------
 
 
-def _write_run(conn: sqlite3.Connection, record: RunRecord) -> None:
+def _write_job(conn: sqlite3.Connection, record: JobRecord) -> None:
     """The run's rows in one transaction, replacing an earlier record of its id."""
     job = record.job
     conn.execute("BEGIN IMMEDIATE")
@@ -327,7 +327,7 @@ def _write_run(conn: sqlite3.Connection, record: RunRecord) -> None:
         raise
 
 
-def _insert_device(conn: sqlite3.Connection, run_id: str, ordinal: int, device: DeviceResult, record: RunRecord) -> None:
+def _insert_device(conn: sqlite3.Connection, run_id: str, ordinal: int, device: DeviceResult, record: JobRecord) -> None:
     conn.execute("INSERT INTO devices (run_id, ordinal, name, transport, target, status, error, blame, runner_key, "
                  "facts_json, controls_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                  (run_id, ordinal, device.name, device.transport, device.target, device.status.value, device.error,

@@ -34,7 +34,7 @@ RowsByKey = Mapping[tuple[str, int], StatRow]  # (event_block, event_index) -> s
 
 
 @dataclass(frozen=True)
-class RunRecord:
+class JobRecord:
     """Everything the store keeps of one run directory."""
 
     job: Job
@@ -43,14 +43,14 @@ class RunRecord:
     sample_runs: Mapping[tuple[str, str], tuple[str, ...]]  # (device, model) -> labels of the ETDumps read
 
 
-def read_run(run_dir: Path) -> RunRecord:
+def read_run(run_dir: Path) -> JobRecord:
     """The record of a run directory, read from disk (`etfarm store import`)."""
     run_dir = run_dir.resolve()
     rows = group_rows(read_stats_csv(run_dir / STATS))
     return job_record(load_manifest(run_dir), run_dir, [ModelStats(d, m, r) for (d, m), r in rows.items()])
 
 
-def job_record(job: Job, run_dir: Path, stats: Sequence[ModelStats]) -> RunRecord:
+def job_record(job: Job, run_dir: Path, stats: Sequence[ModelStats]) -> JobRecord:
     """The record of a job whose statistics (and, where it has them, samples) are in memory."""
     run_dir = run_dir.resolve()
     by_pair = {(s.device, s.model): s for s in stats}
@@ -70,7 +70,7 @@ def job_record(job: Job, run_dir: Path, stats: Sequence[ModelStats]) -> RunRecor
             labels, model_events = _model_events(run_dir, device.name, model, etrecord, rows, pte)
         sample_runs[(device.name, model.name)] = labels
         events.extend(model_events)
-    return RunRecord(job, run_dir, tuple(events), sample_runs)
+    return JobRecord(job, run_dir, tuple(events), sample_runs)
 
 
 def _model_events(run_dir: Path, device: str, model: ModelResult, etrecord: Path | None,

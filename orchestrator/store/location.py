@@ -120,7 +120,7 @@ def resolve_run(ref: str, store: Path | None = None) -> Path:
     if not location.is_file():
         raise UsageError(f"{ref}: neither a run directory nor a stored run id (no store at {location})")
     with open_store(location) as opened:
-        if not opened.has_run(ref):
+        if not opened.has_job(ref):
             raise UsageError(f"{ref}: neither a run directory nor a run id in the store {location}")
         found = opened.run_dir(ref)
     if found is None:

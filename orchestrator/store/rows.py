@@ -28,7 +28,7 @@ class EventRow:
     stats: Mapping[str, float | None]  # STAT_FIELDS, ms
     is_delegated_op: bool | None = None
     meta: Mapping[str, str | None] = field(default_factory=dict)  # META_FIELDS
-    samples_ms: np.ndarray | None = None  # float64, runs concatenated in RunRecord.sample_runs order
+    samples_ms: np.ndarray | None = None  # float64, runs concatenated in JobRecord.sample_runs order
     run_counts: np.ndarray | None = None  # int64, samples per run
 
     def per_run(self, labels: tuple[str, ...]) -> dict[str, np.ndarray]:

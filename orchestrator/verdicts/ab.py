@@ -21,7 +21,7 @@ from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.errors import EXIT_OK, UsageError
 from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult, run_job
-from orchestrator.run.results import RunOptions
+from orchestrator.run.results import JobOptions
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.compare import (
     Comparison,
@@ -53,7 +53,7 @@ def ab_specs(a: ModelSpec, b: ModelSpec) -> tuple[ModelSpec, ModelSpec]:
     return a, b
 
 
-def run_ab(devices: Sequence[DeviceSpec], a: ModelSpec, b: ModelSpec, *, backend: str, options: RunOptions,
+def run_ab(devices: Sequence[DeviceSpec], a: ModelSpec, b: ModelSpec, *, backend: str, options: JobOptions,
            out: Path | None, progress: Progress, settings: VerdictSettings, config_file: Path | None = None,
            until_confident: bool = False, max_runs: int = 0) -> AbOutcome:
     a, b = ab_specs(a, b)

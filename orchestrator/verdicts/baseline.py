@@ -68,7 +68,7 @@ def good_history(store: Store, job_b: Job, device: str, model: str) -> Iterator[
     `last-good` is the first of them; the noise floor (noise.py) is estimated from the first
     `noise.WINDOW`."""
     wanted = SeriesKey.of(job_b, device, model)
-    for run in store.runs(model=model, device=device, limit=_SCAN_LIMIT):
+    for run in store.jobs(model=model, device=device, limit=_SCAN_LIMIT):
         if run.run_id == job_b.run_id or run.started > job_b.started or run.run_dir is None:
             continue
         if not (run.run_dir / "manifest.json").is_file():
@@ -118,7 +118,7 @@ def named_run(store: Store | None, ref: str, what: str = "baseline") -> Baseline
     """The run a reference names: a run directory, or a stored run id whose directory is still there."""
     path = Path(ref).expanduser()
     if not (path / "manifest.json").is_file():
-        if store is None or not store.has_run(ref):
+        if store is None or not store.has_job(ref):
             raise UsageError(f"{what} {ref!r}: neither a run directory nor a stored run id")
         found = store.run_dir(ref)
         if found is None or not (found / "manifest.json").is_file():
@@ -167,7 +167,7 @@ def _resolve(ref: str, store: Path | None, which: str) -> Path:
 
 
 def _newest(opened: Store) -> Path:
-    runs = opened.runs(limit=1)
+    runs = opened.jobs(limit=1)
     if not runs:
         raise UsageError(f"the store {opened.path} holds no runs; give run directories")
     if runs[0].run_dir is None:

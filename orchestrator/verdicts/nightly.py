@@ -45,7 +45,7 @@ from orchestrator.errors import (
 )
 from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult, run_job
-from orchestrator.run.results import RunOptions
+from orchestrator.run.results import JobOptions
 from orchestrator.run.rundir import new_run_id
 from orchestrator.run.sweep import NotExported, export_configurations
 from orchestrator.store import Store
@@ -197,7 +197,7 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
 
 
 def _exportable(specs: Sequence[Any], backend: str, own_runtimes: bool, progress: Progress,
-                options: RunOptions) -> tuple[list[Any], list[ModelFailure]]:
+                options: JobOptions) -> tuple[list[Any], list[ModelFailure]]:
     """The specs whose model exports and whose program loads, and the failures of the others, each exported on
     its own (the job exports them again: a cache hit). `own_runtimes`: every device runs the user's own
     ExecuTorch, which may have the llama:: custom ops (run/job.own_runtimes). With export recipes each recipe is
@@ -312,7 +312,7 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
 
 def _record(store: Store, result: JobResult) -> None:
     """The job into the store from memory: its statistics and samples, no ETDump read again."""
-    store.record_run(job_record(result.recorded, result.rundir.root, result.stats))
+    store.record_job(job_record(result.recorded, result.rundir.root, result.stats))
 
 
 JobRunner = Callable[[list[Any], str, Path, str, list[str]], JobResult]  # (specs, backend, out, run id, devices) -> the job

@@ -41,7 +41,7 @@ from orchestrator.artifacts.lowering import BACKENDS
 from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes, recipe_words
 from orchestrator.errors import ConfigError, UsageError
 from orchestrator.run.limits import LIMITS
-from orchestrator.run.results import RunOptions
+from orchestrator.run.results import JobOptions
 from orchestrator.verdicts.baseline import LAST_GOOD
 from orchestrator.verdicts.statistics import (
     DEFAULT_CENTER,
@@ -96,8 +96,8 @@ class NightlyPlan:
         return VerdictSettings(threshold=self.threshold, op_threshold=self.op_threshold, center=self.center,
                                noise_floor=self.noise_floor or 0.0, auto_noise_floor=self.noise_floor is None)
 
-    def options(self) -> RunOptions:
-        return RunOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup,
+    def options(self) -> JobOptions:
+        return JobOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup,
                           cpu_threads=self.threads[0] if len(self.threads) == 1 else 0,
                           thread_counts=self.threads if len(self.threads) > 1 else (),
                           prompt_lens=self.prompt_lens, gen_lens=self.gen_lens, recipes=self.recipes)
@@ -224,7 +224,7 @@ def _recipes(path: Path, value: Any, models: tuple[PlanModel, ...]) -> tuple[str
 
 
 def _count(path: Path, data: dict[str, Any], key: str, default: int) -> int:
-    """A count within RunOptions' bounds (run/limits.py), as the command line's."""
+    """A count within JobOptions' bounds (run/limits.py), as the command line's."""
     value = data.get(key, default)
     least, most = LIMITS[key]
     if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:

@@ -1,7 +1,7 @@
 """Peers for the adb presence tests: an in-process fake adb server speaking the smart-socket protocol
 (OKAY, then length-prefixed device lists; `host:track-devices` held open and pushed to), and a
 one-reply server (adb answers a request; ssh speaks first). Real sockets; unit tests only (the real
-adb server: tests/integration/test_scale_probes.py)."""
+adb server: tests/integration/test_farm_probes.py)."""
 
 from __future__ import annotations
 

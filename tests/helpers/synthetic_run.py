@@ -22,12 +22,12 @@ from orchestrator.run.results import (
     DeviceStatus,
     Job,
     JobConfig,
+    JobOptions,
     JobStatus,
     ModelArtifacts,
     ModelResult,
     ModelStatus,
     ProcessRun,
-    RunOptions,
     Verification,
     VerificationStatus,
 )
@@ -78,7 +78,7 @@ def make_run_dir(root: Path, devices: Sequence[str] = ("pixel8", "rpi5", "local"
                                       module, op)
         device_results.append(DeviceResult(device, "ssh", "linux-aarch64", DeviceStatus.OK, facts=DeviceFacts.from_json(facts),
                                            models=tuple(results)))
-    options = RunOptions(runs=runs, iterations=iterations)
+    options = JobOptions(runs=runs, iterations=iterations)
     artifacts = tuple(ModelArtifacts(m, f"{m}.py:build", "xnnpack", "key", f"/tmp/{m}.pte") for m in models)
     job = Job(run_id=run_id, status=JobStatus.PARTIAL if failed else JobStatus.OK,
               started=started, finished=started,

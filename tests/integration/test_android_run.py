@@ -219,7 +219,7 @@ def test_unknown_adb_serial_is_a_usage_error(adb_server: AdbTestServer) -> None:
 @pytest.mark.slow
 def test_a_farm_worker_starts_the_phones_runner_through_its_loader(phone: AndroidPhone, tmp_path: Path) -> None:
     """The client builds the bundled-glibc runner; the task carries its launcher to the worker that holds the phone."""
-    from tests.integration.test_scale import Farm
+    from tests.integration.test_farm import Farm
 
     root = tmp_path / "farm"
     root.mkdir()

@@ -140,7 +140,7 @@ def test_signal_stops_everything_then_resume_completes(ssh_server_factory, tmp_p
 
     # The store holds the run once, as complete as if nothing had failed (record() replaces by run id).
     with open_store(store) as opened:
-        stored = [r for r in opened.runs() if r.run_id == final.run_id]
+        stored = [r for r in opened.jobs() if r.run_id == final.run_id]
     assert len(stored) == 1 and stored[0].status == "ok", stored
 
     again = subprocess.run(etfarm(*common, "--resume", str(out)), capture_output=True, text=True, timeout=300)

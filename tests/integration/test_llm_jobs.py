@@ -246,7 +246,7 @@ def test_a_sweep_is_one_model_per_point_recorded_and_compared(tiny_llama: Export
 def test_an_llm_sweep_on_the_farm(tiny_llama: ExportedModel, ssh_device: DeviceSpec, tmp_path: Path) -> None:
     """A Dask task carries the model's sweep point (what to generate, threads) and its eager reference: the
     worker's runs generate and are verified as on this host."""
-    from tests.integration.test_scale import Farm
+    from tests.integration.test_farm import Farm
 
     (tmp_path / "farm-root").mkdir()
     farm = Farm(tmp_path / "farm-root")

@@ -106,10 +106,10 @@ def test_too_small_debug_buffer_is_a_clear_error(tmp_path: Path) -> None:
     from orchestrator.artifacts.modelspec import parse_model_spec
     from orchestrator.progress import Progress
     from orchestrator.run.job import run_job
-    from orchestrator.run.results import RunOptions
+    from orchestrator.run.results import JobOptions
 
     local = DeviceSpec("local", "host", str(tmp_path / "local"))
-    options = RunOptions(runs=1, iterations=2, warmup=0, untraced_runs=0, intermediate_outputs=True, debug_buffer_size=4096)
+    options = JobOptions(runs=1, iterations=2, warmup=0, untraced_runs=0, intermediate_outputs=True, debug_buffer_size=4096)
     result = run_job([local], [parse_model_spec(MLP, None)], backend="portable", options=options, out=tmp_path / "run",
                      progress=Progress(quiet=True))
     assert result.exit_code == 1

@@ -22,7 +22,7 @@ from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.progress import Progress
 from orchestrator.run.calibration import SLOWDOWN_THRESHOLD
 from orchestrator.run.job import run_job
-from orchestrator.run.results import RunFlag, RunOptions, load_manifest
+from orchestrator.run.results import JobOptions, RunFlag, load_manifest
 from tests.helpers.busy import REALTIME_RUNNER, busy_loop, realtime_available
 from tests.helpers.tools import missing
 
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.slow
 def test_one_session_per_process_run(ssh_server_factory: Callable[[], object], tmp_path: Path) -> None:
     host = ssh_server_factory()
     spec = host.spec("counted", tmp_path / "workdir")  # type: ignore[attr-defined]
-    options = RunOptions(runs=3, iterations=3, warmup=1, untraced_runs=1)
+    options = JobOptions(runs=3, iterations=3, warmup=1, untraced_runs=1)
     specs = [parse_model_spec(MLP), parse_model_spec(CNN)]
     before = len(host.sessions())  # type: ignore[attr-defined]
     result = run_job([spec], specs, backend="xnnpack", options=options, out=tmp_path / "fresh",
@@ -96,7 +96,7 @@ def test_busy_loop_on_the_pinned_core_is_flagged(tmp_path: Path) -> None:
             if "run 2/" in message and not busy:
                 busy.append(busy_loop(CORE, realtime=True, spin_s=0.009, sleep_s=0.001))
 
-    options = RunOptions(runs=3, iterations=20, warmup=2, untraced_runs=0, cpu_threads=1)
+    options = JobOptions(runs=3, iterations=20, warmup=2, untraced_runs=0, cpu_threads=1)
     try:
         result = run_job([spec], [parse_model_spec(CNN)], backend="xnnpack", options=options, out=tmp_path / "out",
                          progress=StartBusyLoop(quiet=True))
@@ -127,7 +127,7 @@ def test_a_quiet_pinned_device_is_not_unstable(tmp_path: Path) -> None:
     """The same device and model with nothing else on its core: the stability rule does not fire
     (benchmarks/README.md "Stability": 0 of 36 such jobs of this model fired on the shared benchmark host)."""
     spec = _pinned_realtime(tmp_path, "quiet")
-    options = RunOptions(runs=3, iterations=20, warmup=2, untraced_runs=0, cpu_threads=1)
+    options = JobOptions(runs=3, iterations=20, warmup=2, untraced_runs=0, cpu_threads=1)
     result = run_job([spec], [parse_model_spec(CNN)], backend="xnnpack", options=options, out=tmp_path / "out",
                      progress=Progress(quiet=True))
     assert result.exit_code == 0, result.job.devices[0].error
@@ -166,7 +166,7 @@ def test_persistent_shell_returns_each_command_s_whole_stderr(ssh_server_factory
 
 
 def test_adb_job_streams_artifacts_and_records_controls(adb_device: DeviceSpec, tmp_path: Path) -> None:
-    options = RunOptions(runs=2, iterations=3, warmup=1, untraced_runs=1)
+    options = JobOptions(runs=2, iterations=3, warmup=1, untraced_runs=1)
     result = run_job([adb_device], [parse_model_spec(CNN)], backend="xnnpack", options=options, out=tmp_path / "adb",
                      progress=Progress(quiet=True))
     assert result.exit_code == 0, result.job.devices[0].error

@@ -79,7 +79,7 @@ def test_run_records_itself_and_round_trips(fleet: FleetRun) -> None:
     with open_store(fleet.store) as store:
         assert store.job(manifest.run_id).to_dict() == manifest.to_dict()
         assert store.run_dir(manifest.run_id) == fleet.run_dir.resolve()
-        (stored,) = store.runs()
+        (stored,) = store.jobs()
         assert stored.status == "ok" and set(stored.devices) == set(DEVICES)
         points = store.history_points("tiny_cnn")
         assert {p.device for p in points} == set(DEVICES) and all(p.status == "ok" for p in points)
@@ -189,7 +189,7 @@ def test_two_processes_recording_at_once(fleet: FleetRun, tmp_path: Path) -> Non
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
     with open_store(db) as store:
-        stored = {r.run_id for r in store.runs()}
+        stored = {r.run_id for r in store.jobs()}
         assert stored == {manifest.run_id} | {Path(d).name for dirs in copies.values() for d in dirs[:-1]}
         for run_id in stored:
             assert store.job(run_id).to_dict() == replace(manifest, run_id=run_id).to_dict()

@@ -20,12 +20,12 @@ from orchestrator.run.calibration import flag_text
 from orchestrator.run.configuration import Settings, configuration_label, varying_settings
 from orchestrator.run.results import Job, ModelResult
 from orchestrator.stats import percentile
-from orchestrator.store import HistoryPoint, StoredRun
+from orchestrator.store import HistoryPoint, StoredJob
 from orchestrator.verdicts.recorded import WRONG_OUTPUTS
 from orchestrator.verdicts.statistics import Verdict
 
 
-def history_table(runs: Sequence[StoredRun], device: str | None = None) -> str:
+def history_table(runs: Sequence[StoredJob], device: str | None = None) -> str:
     if not runs:
         return "no stored runs match (record one with `etfarm run` or `etfarm store import DIR`)"
     devices = list(dict.fromkeys(p.device for r in runs for p in r.points if device is None or p.device == device))

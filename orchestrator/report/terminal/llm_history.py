@@ -9,10 +9,10 @@ from collections.abc import Sequence
 
 from orchestrator.report.formats import fmt_ms, fmt_rate
 from orchestrator.report.terminal.table import format_table
-from orchestrator.store import StoredRun
+from orchestrator.store import StoredJob
 
 
-def llm_history_table(runs: Sequence[StoredRun], devices: Sequence[str]) -> str:
+def llm_history_table(runs: Sequence[StoredJob], devices: Sequence[str]) -> str:
     """`etfarm history`'s LLM table: per (run, model) that generated, each device's time to first token (ms)
     and decode tokens/s, medians over the traced runs' generations; "" when no listed run has an LLM."""
     rows = []

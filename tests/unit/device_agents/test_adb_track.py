@@ -1,5 +1,5 @@
 """device_agents/adb: the smart-socket client (wire.py), the server's tracker and an adb device's presence
-(track.py), against an in-process fake adb server on real sockets (the real one: test_scale_probes.py)."""
+(track.py), against an in-process fake adb server on real sockets (the real one: test_farm_probes.py)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from orchestrator.farm import blobs
 
 
 class FakeClient:
-    """`Client.run` on one in-process 'worker' (unit test: the real one is in tests/integration/test_scale.py)."""
+    """`Client.run` on one in-process 'worker' (unit test: the real one is in tests/integration/test_farm.py)."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []

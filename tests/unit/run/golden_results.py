@@ -20,13 +20,13 @@ from orchestrator.run.results import (
     DeviceStatus,
     Job,
     JobConfig,
+    JobOptions,
     JobStatus,
     ModelArtifacts,
     ModelResult,
     ModelStatus,
     ProcessRun,
     RunFlag,
-    RunOptions,
     Verification,
     VerificationStatus,
 )
@@ -48,7 +48,7 @@ def rich_job() -> Job:
                           facts=DeviceFacts(abi="aarch64", cores=4), models=(model, ModelResult("n", ModelStatus.FAILED)),
                           runner_key="rk", controls={"fixed_performance_mode": "on"},
                           attempts=(Attempt("connect", "refused", "2026-11-22T00:00:00Z", retried=True),))
-    options = RunOptions(runs=3, iterations=7, warmup=2, run_timeout_s=60.0, wait_for_lock=False, lock_timeout_s=5.0,
+    options = JobOptions(runs=3, iterations=7, warmup=2, run_timeout_s=60.0, wait_for_lock=False, lock_timeout_s=5.0,
                          intermediate_outputs=True, debug_buffer_size=0, numerics=True, cpu_threads=2, untraced_runs=2,
                          cooldown_s=1.5, max_temp_c=60.0, order=RunOrder.ABBA, seed=7, recipes=("fp32", "int8-static"))
     config = JobConfig(("d", "e"), ("m.py:build", "n.pte"), "portable", options, "devices.yaml", "tcp://h:8786")

@@ -17,7 +17,7 @@ from orchestrator.artifacts.pte_info import check_program
 from orchestrator.artifacts.tensorfile import write_tensors
 from orchestrator.errors import DataError
 from orchestrator.run.belonging import check_beside
-from orchestrator.run.job_config import RunOptions
+from orchestrator.run.job_config import JobOptions
 from orchestrator.run.sweep import sweep_models
 from tests.helpers.etdumps import PORTABLE, XNNPACK, real_model
 
@@ -80,5 +80,5 @@ def test_only_given_programs_are_checked_and_before_anything_else(tmp_path: Path
     files; an export etfarm made together is taken as it is."""
     foreign = given(tmp_path, inputs=[np.ones((4, 64), np.float32)])
     with pytest.raises(DataError, match="does not hold the inputs"):
-        sweep_models([foreign], RunOptions())
-    assert [m.name for m, _ in sweep_models([replace(foreign, given=False)], RunOptions())] == ["m"]
+        sweep_models([foreign], JobOptions())
+    assert [m.name for m, _ in sweep_models([replace(foreign, given=False)], JobOptions())] == ["m"]

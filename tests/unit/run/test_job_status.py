@@ -47,10 +47,10 @@ from orchestrator.run.local_executor import LocalExecutor
 from orchestrator.run.results import (
     DeviceResult,
     DeviceStatus,
+    JobOptions,
     JobStatus,
     ModelResult,
     ModelStatus,
-    RunOptions,
     Verification,
     VerificationStatus,
     load_manifest,
@@ -198,7 +198,7 @@ def stubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[bool],
 
 def _run(executor: Any, names: list[str], out: Path) -> JobResult:
     spec = ModelSpec(f"{out.parent / 'm.py'}:build", "file", MODEL, out.parent / "m.py", "build")
-    return run_job_on(executor, names, [spec], backend="portable", options=RunOptions(runs=1, untraced_runs=0),
+    return run_job_on(executor, names, [spec], backend="portable", options=JobOptions(runs=1, untraced_runs=0),
                       out=out, progress=Progress(quiet=True))
 
 

@@ -16,7 +16,7 @@ from orchestrator.run.executor import JobContext
 from orchestrator.run.job_stats import JobStats
 from orchestrator.run.lease import DeviceLease
 from orchestrator.run.plan import JobPlan
-from orchestrator.run.results import DeviceStatus, JobConfig, RunOptions
+from orchestrator.run.results import DeviceStatus, JobConfig, JobOptions
 from orchestrator.run.rundir import RunDirectory
 from orchestrator.run.session import DeviceSession
 
@@ -27,7 +27,7 @@ def test_the_hosts_files_refusing_a_path_fail_the_device_as_infrastructure_not_a
     (it used to be `unexpected OSError`, blamed on a bug, with a traceback in the progress)."""
     rundir = RunDirectory.create(tmp_path / "run", JobConfig(("d",), (), "portable"))
     runner = tmp_path / "runner" / "bin" / "etfarm_runner"
-    context = JobContext(rundir, JobPlan.fresh(("d",)), (), RunOptions(runs=1),
+    context = JobContext(rundir, JobPlan.fresh(("d",)), (), JobOptions(runs=1),
                          {"host": RunnerBuild("host", "key", runner.parent.parent, runner, (), cached=True)}, {},
                          JobStats(rundir.root, ("d",), []), Progress(quiet=True))
     refused = rundir.root / "d" / "m" / "run-1"

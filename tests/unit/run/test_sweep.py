@@ -12,7 +12,7 @@ from orchestrator.app.request import JobRequest, int_list
 from orchestrator.artifacts.generation import GenerationArgs, Workload
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.errors import DataError, UsageError
-from orchestrator.run.job_config import RunOptions
+from orchestrator.run.job_config import JobOptions
 from orchestrator.run.sweep import sweep_models
 from tests.helpers.pte_programs import forward_program, llm_plans, program
 
@@ -36,18 +36,18 @@ def reference(*prompts: int, gen_len: int = 16, seed: int = 3) -> dict:
 def test_models_are_checked_and_llms_generate_the_reference_s_default(tmp_path: Path) -> None:
     llm = model(tmp_path, "llm", program(llm_plans()), reference(8, 40))  # context 256
     cnn = model(tmp_path, "cnn", forward_program())
-    points = sweep_models([llm, cnn], RunOptions())
+    points = sweep_models([llm, cnn], JobOptions())
     assert [(m.name, k) for m, k in points] == [("llm", 0), ("cnn", 1)]
     assert points[0][0].workload == Workload(0, GenerationArgs(40, 16, 3))  # the covered prompt nearest 32
     assert points[1][0].workload == Workload()
     bare = model(tmp_path, "bare", program(llm_plans()))
-    assert sweep_models([bare], RunOptions())[0][0].workload.generation == GenerationArgs(32, 32, 0)
+    assert sweep_models([bare], JobOptions())[0][0].workload.generation == GenerationArgs(32, 32, 0)
 
 
 def test_lists_make_one_model_per_point_named_after_it(tmp_path: Path) -> None:
     llm = model(tmp_path, "llm", program(llm_plans()))
     cnn = model(tmp_path, "cnn", forward_program())
-    options = RunOptions(thread_counts=(1, 2), prompt_lens=(8, 64), gen_lens=(16,))
+    options = JobOptions(thread_counts=(1, 2), prompt_lens=(8, 64), gen_lens=(16,))
     names = [m.name for m, _ in sweep_models([llm, cnn], options)]
     assert names == ["llm-t1-p8", "llm-t1-p64", "llm-t2-p8", "llm-t2-p64", "cnn-t1", "cnn-t2"]
     point = sweep_models([llm], options)[3][0]
@@ -55,10 +55,10 @@ def test_lists_make_one_model_per_point_named_after_it(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("options", "error", "why"), [
-    (RunOptions(prompt_lens=(250,), gen_lens=(8,)), UsageError, "do not fit its context of 256 positions"),
-    (RunOptions(numerics=True, intermediate_outputs=True), UsageError, "is an LLM program"),
+    (JobOptions(prompt_lens=(250,), gen_lens=(8,)), UsageError, "do not fit its context of 256 positions"),
+    (JobOptions(numerics=True, intermediate_outputs=True), UsageError, "is an LLM program"),
 ])
-def test_points_an_llm_cannot_run_are_usage_errors(tmp_path: Path, options: RunOptions, error: type, why: str) -> None:
+def test_points_an_llm_cannot_run_are_usage_errors(tmp_path: Path, options: JobOptions, error: type, why: str) -> None:
     with pytest.raises(error, match=why):
         sweep_models([model(tmp_path, "llm", program(llm_plans()))], options)
 
@@ -66,18 +66,18 @@ def test_points_an_llm_cannot_run_are_usage_errors(tmp_path: Path, options: RunO
 def test_a_prompt_longer_than_the_context_is_named_without_a_negative_token_count(tmp_path: Path) -> None:
     """Issue 31: `--prompt-len 300` on a 256-position program said 'a 300-token prompt and -43 generated tokens'."""
     with pytest.raises(UsageError) as refused:
-        sweep_models([model(tmp_path, "llm", program(llm_plans()))], RunOptions(prompt_lens=(300,)))
+        sweep_models([model(tmp_path, "llm", program(llm_plans()))], JobOptions(prompt_lens=(300,)))
     assert str(refused.value) == "llm: a 300-token prompt does not fit its context of 256 positions"
 
 
 def test_generation_lengths_need_an_llm_and_programs_must_load(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="apply to LLM programs"):
-        sweep_models([model(tmp_path, "cnn", forward_program())], RunOptions(gen_lens=(8,)))
+        sweep_models([model(tmp_path, "cnn", forward_program())], JobOptions(gen_lens=(8,)))
     with pytest.raises(DataError, match="not an ExecuTorch program"):
-        sweep_models([model(tmp_path, "junk", b"\x00" * 64)], RunOptions())
+        sweep_models([model(tmp_path, "junk", b"\x00" * 64)], JobOptions())
     with pytest.raises(UsageError, match="sweep names two models 'a-p8'"):  # prompt lengths name LLMs only
         sweep_models([model(tmp_path, "a", program(llm_plans())), model(tmp_path, "a-p8", forward_program())],
-                     RunOptions(prompt_lens=(8, 32)))
+                     JobOptions(prompt_lens=(8, 32)))
 
 
 def test_list_options() -> None:

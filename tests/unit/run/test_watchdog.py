@@ -8,7 +8,7 @@ from pathlib import Path
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.heartbeat import Heartbeat
 from orchestrator.run.local_executor import DeviceThreads, watchdog_limit_s
-from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, RunOptions
+from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, JobOptions
 from orchestrator.run.rundir import RunDirectory
 
 
@@ -59,7 +59,7 @@ def test_the_limit_covers_a_whole_process_run_step() -> None:
     from device_agents.base import HOST_DEADLINE_GRACE_SEC
     from device_agents.step import STEP_OVERHEAD_SEC
 
-    limit = watchdog_limit_s(RunOptions(run_timeout_s=100))
+    limit = watchdog_limit_s(JobOptions(run_timeout_s=100))
     assert limit > 100 + STEP_OVERHEAD_SEC + HOST_DEADLINE_GRACE_SEC
 
 

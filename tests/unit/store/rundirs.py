@@ -13,12 +13,12 @@ from orchestrator.run.results import (
     DeviceStatus,
     Job,
     JobConfig,
+    JobOptions,
     JobStatus,
     ModelArtifacts,
     ModelResult,
     ModelStatus,
     ProcessRun,
-    RunOptions,
     Verification,
     VerificationStatus,
 )
@@ -58,7 +58,7 @@ def make_run_dir(root: Path, run_id: str, started: str, devices: tuple[str, ...]
     status = JobStatus.PARTIAL if failed else JobStatus.OK
     job = Job(run_id=run_id, status=status, started=started, finished=started,
               config=JobConfig(devices=devices, models=tuple(f"{m}.py:build" for m in models), backend="xnnpack",
-                               options=RunOptions(runs=runs, iterations=iterations)),
+                               options=JobOptions(runs=runs, iterations=iterations)),
               versions={"etfarm": "0.1.0", "executorch": "1.5.1", "torch": "2.13.0"}, host={"hostname": "h"},
               models=tuple(ModelArtifacts(m, f"{m}.py:build", "xnnpack", f"key-{m}", f"/x/{m}.pte",
                                           content_hash=f"hash-{m}", git_commit=commit) for m in models),

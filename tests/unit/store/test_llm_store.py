@@ -35,7 +35,7 @@ def test_llm_figures_and_pss_round_trip_and_reach_history(tmp_path: Path) -> Non
     with open_store(tmp_path / "s.db") as store:
         store.record(run)
         assert store.job("r1").to_dict() == load_manifest(run).to_dict()  # llm and PSS included
-        (stored,) = store.runs()
+        (stored,) = store.jobs()
     points = {p.device: p for p in stored.points}
     local, rpi5 = points["local"], points["rpi5"]
     assert local.ttft_ms == 3.0 and local.decode_tokens_per_s == 2000.0  # traced runs only
@@ -49,5 +49,5 @@ def test_history_of_runs_without_llms_is_unchanged(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path, "r1", "2026-11-20T10:00:00+0000")
     with open_store(tmp_path / "s.db") as store:
         store.record(run)
-        (stored,) = store.runs()
+        (stored,) = store.jobs()
     assert "LLMs" not in history_table([stored]) and all(p.ttft_ms is None for p in stored.points)

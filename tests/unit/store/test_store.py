@@ -28,14 +28,14 @@ def test_recording_again_replaces_instead_of_duplicating(tmp_path: Path) -> None
     with open_store(tmp_path / "s.db") as store:
         store.record(run)
         store.record(run)
-        assert [r.run_id for r in store.runs()] == ["r1"]
+        assert [r.run_id for r in store.jobs()] == ["r1"]
         assert len(store.history_points("mlp")) == 2
         # a resumed run gains a device: re-recording replaces the old record
         shutil.rmtree(run)
         make_run_dir(tmp_path, "r1", "2026-11-20T10:00:00+0000", devices=("local", "rpi5", "pixel"))
         store.record(run)
-        assert store.runs()[0].devices == tuple(d.name for d in load_manifest(run).devices)
-        assert set(store.runs()[0].devices) == {"local", "rpi5", "pixel"}
+        assert store.jobs()[0].devices == tuple(d.name for d in load_manifest(run).devices)
+        assert set(store.jobs()[0].devices) == {"local", "rpi5", "pixel"}
         assert len(store.events("r1", "pixel", "mlp")) == len(store.events("r1", "local", "mlp"))
 
 
@@ -79,13 +79,13 @@ def test_runs_newest_first_and_filtered(tmp_path: Path) -> None:
     with open_store(tmp_path / "s.db") as store:
         for run in runs:
             store.record(run)
-        assert [r.run_id for r in store.runs()] == ["b", "c", "a"]
-        assert [r.run_id for r in store.runs(model="mlp")] == ["c", "a"]
-        assert [r.run_id for r in store.runs(device="rpi5")] == ["b", "a"]
-        assert [r.run_id for r in store.runs(since="2026-11-02")] == ["b", "c"]
-        assert [r.run_id for r in store.runs(limit=1)] == ["b"]
+        assert [r.run_id for r in store.jobs()] == ["b", "c", "a"]
+        assert [r.run_id for r in store.jobs(model="mlp")] == ["c", "a"]
+        assert [r.run_id for r in store.jobs(device="rpi5")] == ["b", "a"]
+        assert [r.run_id for r in store.jobs(since="2026-11-02")] == ["b", "c"]
+        assert [r.run_id for r in store.jobs(limit=1)] == ["b"]
         with pytest.raises(UsageError, match="--since"):
-            store.runs(since="yesterday-ish")
+            store.jobs(since="yesterday-ish")
 
 
 def test_history_points_last_runs_of_a_model(tmp_path: Path) -> None:

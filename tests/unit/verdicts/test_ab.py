@@ -19,11 +19,11 @@ from orchestrator.run.results import (
     DeviceStatus,
     Job,
     JobConfig,
+    JobOptions,
     JobStatus,
     ModelResult,
     ModelStatus,
     ProcessRun,
-    RunOptions,
 )
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts import ab
@@ -46,7 +46,7 @@ class FakeJobResult:
 
 
 def fake_run_job(calls: list[dict[str, Any]], rng: np.random.Generator, interrupt: bool = False) -> Any:
-    def run_job(devices: list[DeviceSpec], specs: list[Any], *, options: RunOptions, out: Path | None, **_: Any) -> Any:
+    def run_job(devices: list[DeviceSpec], specs: list[Any], *, options: JobOptions, out: Path | None, **_: Any) -> Any:
         calls.append({"devices": [d.name for d in devices], "models": [s.name for s in specs], "options": options})
         results = []
         for device in devices:
@@ -75,7 +75,7 @@ def test_until_confident_adds_runs_only_where_undecided(monkeypatch: pytest.Monk
     monkeypatch.setattr(ab, "run_job", fake_run_job(calls, np.random.default_rng(0)))
     devices = [DeviceSpec(name, "host", str(tmp_path)) for name in LEVELS]
     spec, other = model_file(tmp_path / "mlp.py"), model_file(tmp_path / "other" / "mlp.py")
-    outcome = ab.run_ab(devices, spec, other, backend="xnnpack", options=RunOptions(runs=4), out=tmp_path / "ab",
+    outcome = ab.run_ab(devices, spec, other, backend="xnnpack", options=JobOptions(runs=4), out=tmp_path / "ab",
                         progress=Progress(quiet=True), settings=VerdictSettings(resamples=200),
                         until_confident=True, max_runs=16)
     assert calls[0]["models"] == ["mlp-a", "mlp-b"] and calls[0]["options"].order is RunOrder.ABBA
@@ -105,7 +105,7 @@ def test_an_interrupted_job_ends_the_rounds_and_its_sides_are_named(monkeypatch:
     monkeypatch.setattr(ab, "run_job", fake_run_job(calls, np.random.default_rng(0), interrupt=True))
     devices = [DeviceSpec(name, "host", str(tmp_path)) for name in LEVELS]
     spec, other = model_file(tmp_path / "mlp.py"), model_file(tmp_path / "other" / "mlp.py")
-    outcome = ab.run_ab(devices, spec, other, backend="xnnpack", options=RunOptions(runs=4), out=tmp_path / "ab",
+    outcome = ab.run_ab(devices, spec, other, backend="xnnpack", options=JobOptions(runs=4), out=tmp_path / "ab",
                         progress=Progress(quiet=True), settings=VerdictSettings(resamples=200),
                         until_confident=True, max_runs=16)
     assert len(calls) == 1  # pixel8 stays undecided on 4 runs, and still no second job starts

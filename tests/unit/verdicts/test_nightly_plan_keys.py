@@ -1,4 +1,4 @@
-"""A nightly plan's `scheduler:`, `confirm:` and sweep keys (the run itself: tests/integration/test_scale.py, test_llm_jobs.py)."""
+"""A nightly plan's `scheduler:`, `confirm:` and sweep keys (the run itself: tests/integration/test_farm.py, test_llm_jobs.py)."""
 
 from __future__ import annotations
 

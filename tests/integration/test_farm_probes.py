@@ -127,7 +127,7 @@ def test_a_worker_publishes_an_adb_change_long_before_its_probe_interval(  # typ
     from distributed import Client
 
     from orchestrator.farm.status import farm_status
-    from tests.integration.test_scale import Farm
+    from tests.integration.test_farm import Farm
 
     root = tmp_path / "farm"
     root.mkdir()

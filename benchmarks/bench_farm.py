@@ -11,7 +11,7 @@ warmed first and excluded (both paths share them). Measured, medians of --rounds
 - the same job (tiny_cnn, 3 runs x 20 iterations) single-host (`run_job`) vs through Dask
   (`run_distributed`), cold (first run: ships) and warm; ratio against the single-host run.
 
-    .venv/bin/python -m benchmarks.bench_scale [--rounds 3] [--json]
+    .venv/bin/python -m benchmarks.bench_farm [--rounds 3] [--json]
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from device_agents import DeviceSpec
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.progress import Progress
 from orchestrator.run.job import run_job
-from orchestrator.run.results import RunOptions
+from orchestrator.run.results import JobOptions
 
 MODEL = str(Path(__file__).resolve().parents[1] / "configs" / "models" / "tiny_cnn.py") + ":build"
-OPTIONS = RunOptions(runs=3, iterations=20, warmup=3, untraced_runs=0)
+OPTIONS = JobOptions(runs=3, iterations=20, warmup=3, untraced_runs=0)
 DEVICE = "loc"
 
 
