@@ -81,7 +81,35 @@ def nightly(
         typer.echo(f"run directory: {job.rundir.root}")
     for path in written:
         typer.echo(f"report: {path}")
+    _record_night(outcome, written[1] if written else None)
+    if loaded.publish is not None:
+        _publish(loaded.publish, store)
     raise typer.Exit(outcome.exit_code)
+
+
+def _record_night(outcome: Any, page: Path | None) -> None:
+    """night.json beside each of the night's runs: its page, verdict counts and confirmations (what `publish` reads)."""
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.verdicts.night_record import record_night
+
+    counts: dict[str, int] = {}
+    for pair in outcome.comparison.pairs:
+        counts[pair.verdict.value] = counts.get(pair.verdict.value, 0) + 1
+    record_night([j.rundir.root for j in outcome.jobs], outcome.night_id, page, counts,
+                 [c.to_dict() for c in outcome.confirmations])
+
+
+def _publish(out: Path, store: Path | None) -> None:
+    """The plan's `publish: DIR`: the dashboard from the store. A site that cannot be written is a warning: the
+    night's verdicts and exit code stand."""
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.errors import EtfarmError
+    from orchestrator.report.dashboard.site import publish
+
+    try:
+        typer.echo(publish(out, store).describe())
+    except EtfarmError as exc:
+        typer.echo(f"warning: dashboard not published ({exc})", err=True)
 
 
 def _night_pages(outcome: Any, store: Path | None, notes: list[str]) -> list[Path]:

@@ -41,7 +41,7 @@ from orchestrator.stats import median, percentile
 from orchestrator.store.history import HistoryPoint
 from orchestrator.store.llm_points import memory_and_llm
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS, EventRow
-from orchestrator.store.series_rows import SeriesRows
+from orchestrator.store.series_rows import SeriesRows, llm_results
 
 if TYPE_CHECKING:  # numpy and the run reader load only when recording or reading samples: `history` starts fast
     import numpy as np
@@ -116,8 +116,8 @@ class Store:
         return self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
 
     def job(self, run_id: str, keys_only: bool = False) -> Job:
-        """The stored run as the results model (equal to load_manifest of its run directory); `keys_only`: no process
-        run but an LLM's generations, all likeness.SeriesKey reads (`publish` keys every run without its samples)."""
+        """The stored run as the results model (equal to load_manifest of its run directory); `keys_only`: a device's
+        results only its LLMs', with their generations: all likeness.SeriesKey reads (series_rows.llm_results)."""
         conn = self._conn
         run = conn.execute("SELECT started, finished, status, schema_version, config_json, versions_json, host_json "
                            "FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -135,7 +135,7 @@ class Store:
             DeviceResult(name=name, transport=transport, target=target, status=DeviceStatus(dstatus), error=error,
                          blame=_blame(blame), facts=DeviceFacts.from_json(json.loads(facts)), runner_key=runner_key,
                          controls=json.loads(controls) if controls else {},
-                         models=self._model_results(run_id, name, keys_only))
+                         models=llm_results(conn, run_id, name) if keys_only else self._model_results(run_id, name))
             for name, transport, target, dstatus, error, blame, runner_key, facts, controls in conn.execute(
                 "SELECT name, transport, target, status, error, blame, runner_key, facts_json, controls_json FROM devices "
                 "WHERE run_id = ? ORDER BY ordinal", (run_id,)))
@@ -143,9 +143,8 @@ class Store:
                    config=JobConfig.from_dict(json.loads(config)), versions=json.loads(versions),
                    host=json.loads(host), models=models, devices=devices, schema_version=schema_version)
 
-    def _model_results(self, run_id: str, device: str, keys_only: bool = False) -> tuple[ModelResult, ...]:
+    def _model_results(self, run_id: str, device: str) -> tuple[ModelResult, ...]:
         out = []
-        only = " AND json_extract(run_json, '$.llm') IS NOT NULL" if keys_only else ""
         for model, status, error, blame, vstatus, vdetail, vdiff, vruns, accuracy in self._conn.execute(
                 "SELECT model, status, error, blame, verification, verification_detail, verification_max_abs_diff, "
                 "verification_runs_checked, accuracy_json FROM results WHERE run_id = ? AND device = ? ORDER BY ordinal",
@@ -160,8 +159,7 @@ class Store:
                            runner=json.loads(runner))
                 for label, traced, blob, load, pload, state, arts, runner, whole in self._conn.execute(
                     "SELECT label, traced, execute_ms, load_ms, program_load_ms, device_state_json, artifacts_json, "
-                    f"runner_json, run_json FROM process_runs WHERE run_id = ? AND device = ? AND model = ?{only} "
-                    "ORDER BY ordinal",
+                    "runner_json, run_json FROM process_runs WHERE run_id = ? AND device = ? AND model = ? ORDER BY ordinal",
                     (run_id, device, model)))
             out.append(ModelResult(name=model, status=ModelStatus(status), runs=runs, verification=verification,
                                    error=error, blame=_blame(blame),

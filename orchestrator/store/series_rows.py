@@ -1,18 +1,22 @@
 """What a dashboard reads of the store (`etfarm publish`): each run's stamp, and each (device, model) of a run as
-one row of figures, in a handful of set-based queries per run, so every stored run is read once and a new night
+one row of figures, in a handful of set-based queries per few hundred runs, so every stored run is read once and a new night
 only its own runs (report/dashboard/ keeps the rows of runs it has read, by stamp).
 
     Store.series_rows().stamps() -> [RunStamp]        every stored run, oldest first, with when it was recorded
-    Store.series_rows().points(run_id) -> [PointRow]  every (device, model) of the run: latency, load, memory, LLM,
-                                                      its costliest layers
+    Store.series_rows().points(run_ids) -> {run id: [PointRow]}   every (device, model) of the runs: latency,
+                                                      load, memory, LLM, its costliest layers
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from orchestrator.store.llm_points import memory_and_llm
+from orchestrator.run.results import ModelResult, ModelStatus, ProcessRun
+from orchestrator.store.llm_points import figures_of
 
 TOP_LAYERS = 12  # a point keeps its costliest events: a series' layer trends are drawn from these
 # Events that are not layers of the model: the runtime's own, and a delegate call (the sum of its kernels).
@@ -64,61 +68,96 @@ class SeriesRows:
         return [RunStamp(*row) for row in self._conn.execute(
             "SELECT run_id, started, recorded, run_dir FROM runs ORDER BY started_ts, run_id")]
 
-    def points(self, run_id: str) -> list[PointRow]:
-        return point_rows(self._conn, run_id)
+    def points(self, run_ids: Sequence[str]) -> dict[str, list[PointRow]]:
+        """Every device x model of each run (a device that failed before a model ran too: no figures), by run id;
+        a few queries per `_CHUNK` runs, whatever their number."""
+        out: dict[str, list[PointRow]] = {}
+        for k in range(0, len(run_ids), _CHUNK):
+            chunk = json.dumps(list(run_ids[k:k + _CHUNK]))
+            runs, layers = _process_runs(self._conn, chunk), _layers(self._conn, chunk)
+            for run_id, started, device, model, dstatus, mstatus, p50, load, commit in self._conn.execute(
+                    "SELECT r.run_id, r.started, d.name, m.name, d.status, res.status, res.e2e_p50_ms, res.load_p50_ms, "
+                    "m.git_commit FROM runs r JOIN devices d ON d.run_id = r.run_id JOIN models m ON m.run_id = r.run_id "
+                    "LEFT JOIN results res ON res.run_id = r.run_id AND res.device = d.name AND res.model = m.name "
+                    f"WHERE r.run_id IN {_IDS} ORDER BY r.run_id, d.ordinal, m.ordinal", (chunk,)):
+                key = (run_id, device, model)
+                figures = runs.get(key, _RunFigures())
+                out.setdefault(run_id, []).append(PointRow(
+                    run_id, started, device, model, dstatus if dstatus != "ok" or mstatus is None else mstatus, commit,
+                    p50, figures.medians, figures.flagged, load, figures.peak_rss_kb, figures.extra.get("pss_kb"),
+                    figures.extra.get("ttft_ms"), figures.extra.get("decode_tokens_per_s"), layers.get(key, ())))
+        return out
 
 
-def point_rows(conn: sqlite3.Connection, run_id: str) -> list[PointRow]:
-    """Every device x model of the run (a device that failed before a model ran too: no figures)."""
-    runs = _process_runs(conn, run_id)
-    layers = _layers(conn, run_id)
-    extra = memory_and_llm(conn, run_id)
-    out = []
-    for started, device, model, dstatus, mstatus, p50, load, commit in conn.execute(
-            "SELECT r.started, d.name, m.name, d.status, res.status, res.e2e_p50_ms, res.load_p50_ms, m.git_commit "
-            "FROM runs r JOIN devices d ON d.run_id = r.run_id JOIN models m ON m.run_id = r.run_id "
-            "LEFT JOIN results res ON res.run_id = r.run_id AND res.device = d.name AND res.model = m.name "
-            "WHERE r.run_id = ? ORDER BY d.ordinal, m.ordinal", (run_id,)):
-        medians, flagged, rss = runs.get((device, model), ((), 0, None))
-        figures = extra.get((device, model), {})
-        out.append(PointRow(run_id, started, device, model, dstatus if dstatus != "ok" or mstatus is None else mstatus,
-                            commit, p50, medians, flagged, load, rss, figures.get("pss_kb"), figures.get("ttft_ms"),
-                            figures.get("decode_tokens_per_s"), layers.get((device, model), ())))
-    return out
+_CHUNK = 500  # runs per query
+_IDS = "(SELECT value FROM json_each(?))"  # a chunk's run ids, given as one JSON array
+PointKey = tuple[str, str, str]  # (run id, device, model)
 
 
-def _process_runs(conn: sqlite3.Connection, run_id: str) -> dict[tuple[str, str], tuple[tuple[float, ...], int, int | None]]:
-    """Per (device, model): each traced run's median, how many were flagged, the highest peak RSS."""
+def _process_runs(conn: sqlite3.Connection, ids: str) -> dict[PointKey, _RunFigures]:
+    """Per (run, device, model): each traced run's median, how many were flagged, the highest peak RSS, and PSS and
+    an LLM's figures (llm_points.figures_of). Each run's JSON parsed once; the medians of all blobs of one length at
+    once (numpy over a matrix), not a call per process run."""
     import numpy as np
 
-    medians: dict[tuple[str, str], list[float]] = {}
-    flagged: dict[tuple[str, str], int] = {}
-    rss: dict[tuple[str, str], int] = {}
-    for device, model, traced, blob, flag, peak in conn.execute(
-            "SELECT device, model, traced, execute_ms, json_extract(run_json, '$.flag') IS NOT NULL, "
-            "json_extract(run_json, '$.peak_rss_kb') FROM process_runs WHERE run_id = ? ORDER BY ordinal", (run_id,)):
-        key = (device, model)
+    blobs: dict[int, list[tuple[PointKey, bytes]]] = {}
+    flagged: dict[PointKey, int] = {}
+    rss: dict[PointKey, int] = {}
+    memory: dict[str, list[tuple[str, str, int, int | None, str | None]]] = {}
+    for run_id, device, model, traced, blob, extract in conn.execute(
+            "SELECT run_id, device, model, traced, execute_ms, "
+            "json_extract(run_json, '$.flag', '$.peak_rss_kb', '$.pss_kb', '$.llm') FROM process_runs "
+            f"WHERE run_id IN {_IDS} ORDER BY run_id, device, model, ordinal", (ids,)):
+        key = (run_id, device, model)
+        flag, peak, pss, llm = json.loads(extract) if extract else (None, None, None, None)
+        memory.setdefault(run_id, []).append((device, model, traced, pss, json.dumps(llm) if llm is not None else None))
         if peak is not None and peak >= 0:
             rss[key] = max(rss.get(key, 0), int(peak))
-        if not traced:
-            continue
-        samples = np.frombuffer(blob, dtype="<f8")
-        if samples.size:
-            medians.setdefault(key, []).append(float(np.median(samples)))
-        flagged[key] = flagged.get(key, 0) + int(bool(flag))
-    keys = set(medians) | set(flagged) | set(rss)
-    return {k: (tuple(medians.get(k, ())), flagged.get(k, 0), rss.get(k)) for k in keys}
+        if traced:
+            flagged[key] = flagged.get(key, 0) + int(flag is not None)
+            if blob:
+                blobs.setdefault(len(blob), []).append((key, blob))
+    medians: dict[PointKey, list[float]] = {}
+    for size, found in blobs.items():
+        matrix = np.frombuffer(b"".join(b for _, b in found), dtype="<f8").reshape(len(found), size // 8)
+        for (key, _), value in zip(found, np.median(matrix, axis=1).tolist(), strict=True):
+            medians.setdefault(key, []).append(value)
+    extra = {(run_id, *pair): figures for run_id, rows in memory.items() for pair, figures in figures_of(rows).items()}
+    return {k: _RunFigures(tuple(medians.get(k, ())), flagged.get(k, 0), rss.get(k), extra.get(k, {}))
+            for k in set(medians) | set(flagged) | set(rss) | set(extra)}
 
 
-def _layers(conn: sqlite3.Connection, run_id: str) -> dict[tuple[str, str], tuple[tuple[str, float], ...]]:
-    """Per (device, model): its TOP_LAYERS costliest events by p50, named `name` (`name#k` for the k-th of a name)."""
-    found: dict[tuple[str, str], list[tuple[str, float]]] = {}
-    seen: dict[tuple[str, str, str], int] = {}
-    for device, model, name, p50 in conn.execute(
-            f"SELECT device, model, event_name, p50_ms FROM events WHERE run_id = ? AND p50_ms IS NOT NULL "
-            f"AND event_name NOT IN ({', '.join('?' * len(_NOT_LAYERS))}) ORDER BY rowid", (run_id, *_NOT_LAYERS)):
-        k = seen.get((device, model, name), 0)
-        seen[(device, model, name)] = k + 1
-        found.setdefault((device, model), []).append((name if k == 0 else f"{name}#{k + 1}", float(p50)))
-    return {key: tuple(sorted(rows, key=lambda r: -r[1])[:TOP_LAYERS]) for key, rows in found.items()}
+@dataclass(frozen=True)
+class _RunFigures:
+    medians: tuple[float, ...] = ()
+    flagged: int = 0
+    peak_rss_kb: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # llm_points.figures_of: pss_kb, ttft_ms, decode_tokens_per_s
 
+
+def _layers(conn: sqlite3.Connection, ids: str) -> dict[PointKey, tuple[tuple[str, float], ...]]:
+    """Per (run, device, model): its TOP_LAYERS costliest events by p50, costliest first, named `name` (`name#k`: the
+    k-th event of that name, in the program's order). SQLite ranks them (window functions)."""
+    found: dict[PointKey, list[tuple[str, float]]] = {}
+    for run_id, device, model, name, nth, p50 in conn.execute(
+            "SELECT run_id, device, model, event_name, nth, p50_ms FROM ("
+            "SELECT run_id, device, model, event_name, p50_ms, "
+            "ROW_NUMBER() OVER (PARTITION BY run_id, device, model, event_name ORDER BY rowid) AS nth, "
+            "ROW_NUMBER() OVER (PARTITION BY run_id, device, model ORDER BY p50_ms DESC, rowid) AS rank "
+            f"FROM events WHERE run_id IN {_IDS} AND p50_ms IS NOT NULL "
+            f"AND event_name NOT IN ({', '.join('?' * len(_NOT_LAYERS))})) WHERE rank <= ? ORDER BY run_id, device, model, "
+            "rank", (ids, *_NOT_LAYERS, TOP_LAYERS)):
+        found.setdefault((run_id, device, model), []).append((name if nth == 1 else f"{name}#{nth}", p50))
+    return {key: tuple(rows) for key, rows in found.items()}
+
+
+def llm_results(conn: sqlite3.Connection, device_run: str, device: str) -> tuple[ModelResult, ...]:
+    """A device's results in a run, only the models whose traced process runs generated (an LLM's), each with those
+    runs but no samples: what likeness.SeriesKey reads of results (llm_figures.generation_key), at a query a device."""
+    runs: dict[str, tuple[str, list[ProcessRun]]] = {}
+    for model, status, whole in conn.execute(
+            "SELECT pr.model, res.status, pr.run_json FROM process_runs pr JOIN results res ON res.run_id = pr.run_id "
+            "AND res.device = pr.device AND res.model = pr.model WHERE pr.run_id = ? AND pr.device = ? AND pr.traced = 1 "
+            "AND json_extract(pr.run_json, '$.llm') IS NOT NULL ORDER BY res.ordinal, pr.ordinal", (device_run, device)):
+        runs.setdefault(model, (status, []))[1].append(ProcessRun.from_dict({**json.loads(whole), "execute_ms": []}))
+    return tuple(ModelResult(model, ModelStatus(status), tuple(found)) for model, (status, found) in runs.items())

@@ -8,6 +8,7 @@ from pathlib import Path
 PLOTLY = "assets/plotly.min.js"
 STYLE = "assets/dashboard.css"
 SERIES_SCRIPT = "assets/series.js"
+TOP_LAYER_LINES = 6  # a series page's layer trends: half the costliest in the newest night, then those that moved most
 
 
 def plotly_js() -> bytes:
@@ -67,49 +68,63 @@ INDEX_JS = """
 
 SERIES_JS = """
 (function () {
-  var d = JSON.parse(document.getElementById("series-data").textContent), p = d.points;
-  var custom = p.x.map(function (_, i) { return [p.run[i], p.commit[i] || "-", p.link[i] || ""]; });
+  var d = window.etfarmSeries, c = d.columns, keep = [];
+  c.p50.forEach(function (v, i) { if (v !== null) keep.push(i); });  // measured nights only
+  function col(name) { return keep.map(function (i) { return c[name][i]; }); }
+  var x = col("started"), p50 = col("p50"), lo = col("lo"), hi = col("hi");
+  var custom = keep.map(function (i) { return [c.run[i], c.commit[i] || "-", c.link[i] || ""]; });
   var config = {responsive: true, displaylogo: false};
-  function pick(values, keep) { return values.map(function (v, i) { return keep(i) ? v : null; }); }
   function hover(unit) {
     return "%{y:.4g} " + unit + "<br>run %{customdata[0]}<br>commit %{customdata[1]}<extra>%{fullData.name}</extra>";
   }
   function line(name, values, unit, extra) {
-    return Object.assign({x: p.x, y: values, customdata: custom, name: name, mode: "lines+markers", type: "scatter",
+    return Object.assign({x: x, y: values, customdata: custom, name: name, mode: "lines+markers", type: "scatter",
                           connectgaps: true, hovertemplate: hover(unit)}, extra || {});
   }
-  function marks(name, keep, symbol, color, size) {
-    return {x: p.x, y: pick(p.p50, keep), customdata: custom, name: name, mode: "markers", type: "scatter",
-            marker: {symbol: symbol, color: color, size: size, line: {width: 1, color: "#333"}},
+  function marks(name, test, symbol, color, size) {
+    return {x: x, y: keep.map(function (i, k) { return test(i) ? p50[k] : null; }), customdata: custom, name: name,
+            mode: "markers", type: "scatter", marker: {symbol: symbol, color: color, size: size, line: {width: 1, color: "#333"}},
             hovertemplate: hover("ms")};
   }
   function draw(id, traces, unit, extra) {
     var el = document.getElementById(id);
     if (!el) return;
-    var layout = Object.assign({xaxis: {type: "date", title: {text: "night"}}, yaxis: {title: {text: unit}},
+    var layout = Object.assign({xaxis: {type: "date", title: {text: "night (UTC)"}}, yaxis: {title: {text: unit}},
                                 hovermode: "closest", height: 340, margin: {t: 30, l: 70, r: 20, b: 50},
                                 legend: {orientation: "h"}}, extra || {});
     Plotly.newPlot(el, traces, layout, config);
     el.on("plotly_click", function (ev) { var link = ev.points[0].customdata[2]; if (link) window.location.href = link; });
   }
-  var shapes = d.changes.map(function (c) {
-    return {type: "line", xref: "x", yref: "paper", x0: c.x, x1: c.x, y0: 0, y1: 1, line: {dash: "dot", color: "#8e44ad"}};
+  var changes = JSON.parse(document.getElementById("series-changes").textContent);
+  var shapes = changes.map(function (m) {
+    return {type: "line", xref: "x", yref: "paper", x0: m.x, x1: m.x, y0: 0, y1: 1, line: {dash: "dot", color: "#8e44ad"}};
   });
-  var notes = d.changes.map(function (c) {
-    return {x: c.x, yref: "paper", y: 1, text: c.label, showarrow: false, xanchor: "left", font: {size: 11, color: "#8e44ad"}};
+  var notes = changes.map(function (m) {
+    return {x: m.x, yref: "paper", y: 1, text: m.label, showarrow: false, xanchor: "left", font: {size: 11, color: "#8e44ad"}};
   });
   draw("latency", [
-    line("p50 (interval: the process runs' medians)", p.p50, "ms",
-         {error_y: {type: "data", symmetric: false, array: p.hi_err, arrayminus: p.lo_err, color: "#7f8c8d"}}),
-    marks("interfered", function (i) { return p.flagged[i]; }, "x", "#e67e22", 10),
-    marks("regressed", function (i) { return p.regressed[i] && !p.confirmed[i]; }, "diamond", "#e74c3c", 11),
-    marks("confirmed regression", function (i) { return p.confirmed[i]; }, "star", "#c0392b", 16)
-  ], "ms", {shapes: shapes, annotations: notes, xaxis: {type: "date", title: {text: "night"}, rangeslider: {}}});
-  if (d.load) draw("load", [line("load", p.load, "ms")], "ms");
-  if (d.memory) draw("memory", [line("peak RSS", p.rss_mib, "MiB"), line("PSS", p.pss_mib, "MiB")], "MiB");
-  if (d.llm) draw("llm", [line("time to first token", p.ttft, "ms"),
-                          line("decode tokens/s", p.tps, "tokens/s", {yaxis: "y2"})], "ms",
-                  {yaxis2: {title: {text: "tokens/s"}, overlaying: "y", side: "right"}});
-  if (d.layers.length) draw("layers", d.layers.map(function (l) { return line(l.name, l.values, "ms"); }), "ms");
+    line("p50 (bars: the process runs' lowest and highest median)", p50, "ms", {error_y: {type: "data", symmetric: false,
+         array: hi.map(function (h, k) { return h === null ? 0 : h - p50[k]; }),
+         arrayminus: lo.map(function (l, k) { return l === null ? 0 : p50[k] - l; }), color: "#7f8c8d"}}),
+    marks("interfered", function (i) { return c.flagged[i] > 0; }, "x", "#e67e22", 10),
+    marks("regressed", function (i) { return c.regressed[i] && !c.confirmed[i]; }, "diamond", "#e74c3c", 11),
+    marks("confirmed regression", function (i) { return c.regressed[i] && c.confirmed[i]; }, "star", "#c0392b", 16)
+  ], "ms", {shapes: shapes, annotations: notes, xaxis: {type: "date", title: {text: "night (UTC)"}, rangeslider: {}}});
+  function mib(name) { return col(name).map(function (v) { return v === null ? null : v / 1024; }); }
+  draw("load", [line("load", col("load"), "ms")], "ms");
+  draw("memory", [line("peak RSS", mib("rss"), "MiB"), line("PSS", mib("pss"), "MiB")], "MiB");
+  draw("llm", [line("time to first token", col("ttft"), "ms"), line("decode tokens/s", col("tps"), "tokens/s", {yaxis: "y2"})],
+       "ms", {yaxis2: {title: {text: "tokens/s"}, overlaying: "y", side: "right"}});
+  // per-layer trends: the layers that cost most in the newest night, then those that moved most (newest / oldest)
+  var layers = d.layer_names.map(function (name, j) {
+    var values = keep.map(function (i) { var v = c.layers[i][j]; return v === undefined ? null : v; });
+    var known = values.filter(function (v) { return v !== null; });
+    return {name: name, values: values, last: values[values.length - 1] || 0,
+            moved: known.length ? Math.abs(known[known.length - 1] / known[0] - 1) : 0};
+  });
+  var costly = layers.slice().sort(function (a, b) { return b.last - a.last; }).slice(0, TOP_HALF);
+  var moved = layers.filter(function (l) { return costly.indexOf(l) < 0; })
+                    .sort(function (a, b) { return b.moved - a.moved; }).slice(0, TOP_LINES - costly.length);
+  draw("layers", costly.concat(moved).map(function (l) { return line(l.name, l.values, "ms"); }), "ms");
 })();
-"""
+""".replace("TOP_HALF", str(TOP_LAYER_LINES // 2)).replace("TOP_LINES", str(TOP_LAYER_LINES))

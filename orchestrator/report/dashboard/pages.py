@@ -3,18 +3,18 @@ index's filters a small inline script, its trend lines inline SVG (no chart libr
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from urllib.parse import quote
 
 from orchestrator.report.escape import html_text
 from orchestrator.report.formats import fmt_ms, ratio
-from orchestrator.verdicts.likeness import UNKNOWN
+from orchestrator.verdicts.likeness import UNKNOWN, SeriesKey
 
 from .assets import INDEX_JS, STYLE
-from .model import Night, Point, Series
-from .series import Regression
+from .model import Night, Summary
+from .model import utc as when
 
 INDEX, NIGHTS, REGRESSIONS = "index.html", "nights.html", "regressions.html"
 SPARK_POINTS = 60  # the newest points a row's trend line draws
@@ -30,77 +30,53 @@ def shell(title: str, body: str, depth: int = 0, scripts: Sequence[str] = ()) ->
             f'<a href="{up}{REGRESSIONS}">Regressions</a></nav>{body}{tags}</body></html>\n')
 
 
-def when(started: str) -> str:
-    """A run's start (ISO 8601, any offset) as UTC `YYYY-MM-DD HH:MM`, as the charts' axes take it."""
-    try:
-        moment = datetime.fromisoformat(started)
-    except ValueError:
-        try:
-            moment = datetime.strptime(started, "%Y-%m-%dT%H:%M:%S%z")
-        except ValueError:
-            return started
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%d %H:%M:%S")
-
-
-def commit(value: str | None) -> str:
-    return value[:12] if value else "-"
-
-
-def commits(before: str | None, after: str | None) -> str:
-    """The commit range a change came in: `abc..def`, or the one commit known."""
-    return f"{commit(before)}..{commit(after)}" if before and after and before != after else commit(after)
-
-
-def latency(point: Point | None) -> str:
-    if point is None:
+def latency(latest: tuple[float, float | None, float | None] | None) -> str:
+    """A p50 with the range of its process runs' medians."""
+    if latest is None:
         return "-"
-    low_high = point.interval
-    spread = f" [{fmt_ms(low_high[0])}, {fmt_ms(low_high[1])}]" if low_high else ""
-    return f"{fmt_ms(point.row.p50_ms)} ms{spread}"
+    p50, low, high = latest
+    spread = f" [{fmt_ms(low)}, {fmt_ms(high)}]" if low is not None and high is not None else ""
+    return f"{fmt_ms(p50)} ms{spread}"
 
 
-def verdict_badge(point: Point | None) -> str:
-    if point is None or point.mark is None:
+def verdict_badge(verdict: str | None, regressed: bool = False, confirmed: bool | None = None) -> str:
+    if verdict is None:
         return '<span class="verdict">-</span>'
-    v = point.mark.verdict
-    confirmed = ' <span class="confirmed">confirmed</span>' if point.regressed and point.confirmed else ""
-    return f'<span class="verdict {html_text(v)}">{html_text(v)}</span>{confirmed}'
+    mark = ' <span class="confirmed">confirmed</span>' if regressed and confirmed else ""
+    return f'<span class="verdict {html_text(verdict)}">{html_text(verdict)}</span>{mark}'
 
 
-def configuration(series: Series) -> str:
-    """The settings that tell the series apart from its neighbours (the defaults left out)."""
+def configuration(key: SeriesKey) -> str:
+    """The settings that tell a series apart from its neighbours (defaults and unknowns left out)."""
     quiet = {("recipe", "-"), ("generation", "-"), ("numerics", "off"), ("threads", "default")}
-    return ", ".join(f"{k} {v}" for k, v in series.key.settings
+    return ", ".join(f"{k} {v}" for k, v in key.settings
                      if (k, v) not in quiet and v != UNKNOWN and k not in ("iterations", "warmup"))
 
 
-def sparkline(series: Series) -> str:
+def sparkline(summary: Summary) -> str:
     """The newest points' p50 as a small SVG line; regressions red."""
-    points = series.measured[-SPARK_POINTS:]
-    if not points:
+    values = summary.trend
+    if not values:
         return ""
-    values = [p.row.p50_ms or 0.0 for p in points]
     low, high = min(values), max(values)
     span = (high - low) or 1.0
     xy = [(2 + 116 * k / max(len(values) - 1, 1), 22 - 20 * (v - low) / span) for k, v in enumerate(values)]
     dots = "".join(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="#c0392b"/>'
-                   for (x, y), p in zip(xy, points, strict=True) if p.regressed)
+                   for (x, y), bad in zip(xy, summary.trend_regressed, strict=True) if bad)
     line = " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)
     return (f'<svg class="spark" width="120" height="24" viewBox="0 0 120 24" role="img" '
             f'aria-label="trend of {len(values)} nights"><polyline fill="none" stroke="#2c3e50" stroke-width="1.2" '
             f'points="{line}"/>{dots}</svg>')
 
 
-def index_page(series: Sequence[Series], store: str, runs: int) -> str:
+def index_page(series: Sequence[Summary], store: str, runs: int) -> str:
     if not series:
         body = (f"<h1>etfarm dashboard</h1><p class=\"empty\">No stored runs: the store {html_text(store)} holds "
                 "nothing to publish yet (`etfarm run` and `etfarm nightly` record runs into it).</p>")
         return shell("etfarm dashboard: empty store", body)
     filters = "".join(f'<label>{k} <select data-filter="{k}"><option value="">all</option></select></label>'
                       for k in ("device", "model", "backend", "verdict"))
-    groups: dict[str, list[Series]] = {}  # by model and device, in the order of their most recently moved series
+    groups: dict[str, list[Summary]] = {}  # by model and device, in the order of their most recently moved series
     for s in series:
         groups.setdefault(f"{s.key.model} on {s.key.device}", []).append(s)
     rows = []
@@ -115,18 +91,17 @@ def index_page(series: Sequence[Series], store: str, runs: int) -> str:
     return shell("etfarm dashboard", body, scripts=[INDEX_JS])
 
 
-def _index_row(s: Series, group: str) -> str:
-    judged = s.verdict
-    verdict = judged.mark.verdict if judged is not None and judged.mark is not None else "-"
-    changes = "; ".join(f"{ratio(c.ratio)} at {commits(s.commit_before(c.run_id), c.git_commit)}" for c in s.changes[-3:])
+def _index_row(s: Summary, group: str) -> str:
+    shown = "; ".join(f"{ratio(c.ratio)} at {c.commits}" for c in s.changes[-3:])
     more = f" (+{len(s.changes) - 3} earlier)" if len(s.changes) > 3 else ""
     attrs = " ".join(f'data-{k}="{html_text(v)}"' for k, v in (
         ("series", s.slug), ("group", group), ("device", s.key.device), ("model", s.key.model),
-        ("backend", s.backend), ("verdict", verdict)))
+        ("backend", s.backend), ("verdict", s.verdict or "-")))
     return (f"<tr {attrs}><td><a href=\"series/{s.slug}.html\">{html_text(s.key.model)}</a></td>"
-            f"<td>{html_text(s.key.device)}</td><td>{html_text(configuration(s))}</td><td>{sparkline(s)}</td>"
-            f'<td class="num">{latency(s.latest)}</td><td>{verdict_badge(judged)}</td>'
-            f"<td>{html_text(changes + more) or '-'}</td><td>{html_text(when(s.moved)) if s.moved else '-'}</td></tr>")
+            f"<td>{html_text(s.key.device)}</td><td>{html_text(configuration(s.key))}</td><td>{sparkline(s)}</td>"
+            f'<td class="num">{latency(s.latest)}</td>'
+            f"<td>{verdict_badge(s.verdict, s.verdict_regressed, s.verdict_confirmed)}</td>"
+            f"<td>{html_text(shown + more) or '-'}</td><td>{html_text(when(s.moved)) if s.moved else '-'}</td></tr>")
 
 
 def nights_page(nights: Sequence[Night], out: str) -> str:
@@ -141,27 +116,45 @@ def nights_page(nights: Sequence[Night], out: str) -> str:
     return shell("etfarm nights", body)
 
 
-def regressions_page(found: Sequence[Regression], out: str) -> str:
+def regressions_page(series: Sequence[Summary], out: str) -> str:
+    found = sorted(((s, r) for s in series for r in s.regressions), key=lambda sr: (sr[1].started, sr[1].run_id),
+                   reverse=True)
     if not found:
         return shell("etfarm regressions", "<h1>Regressions</h1><p class=\"empty\">No night found a regression.</p>")
     rows = "".join(
-        f"<tr><td>{html_text(when(r.point.row.started))}</td>"
-        f"<td><a href=\"series/{r.series.slug}.html\">{html_text(r.series.key.describe())}</a></td>"
-        f'<td class="num">{ratio(r.point.mark.ratio if r.point.mark else None)}</td>'
-        f"<td>{'confirmed' if r.point.confirmed else ('not confirmed' if r.point.confirmed is False else 'not run again')}</td>"
-        f"<td>{html_text(commits(r.commit_before, r.point.row.git_commit))}</td>"
-        f"<td>{_page_link(r.point.page, out, r.point.row.run_id)}</td></tr>" for r in found)
+        f"<tr><td>{html_text(when(r.started))}</td>"
+        f"<td><a href=\"series/{s.slug}.html\">{html_text(s.key.describe())}</a></td>"
+        f'<td class="num">{ratio(r.ratio)}</td><td>{confirmation(r.confirmed)}</td><td>{html_text(r.commits)}</td>'
+        f"<td>{_link(r.link.removeprefix('../'), r.run_id) if r.link.startswith('../') else html_text(r.run_id)}</td>"
+        "</tr>" for s, r in found)
     body = (f"<h1>Regressions</h1><p>{len(found)} regressions found by nights, newest first.</p><table><thead><tr>"
             "<th>When (UTC)</th><th>Series</th><th>How much</th><th>Confirmed</th><th>Between commits</th><th>Run</th>"
             f"</tr></thead><tbody>{rows}</tbody></table>")
     return shell("etfarm regressions", body)
 
 
+def confirmation(confirmed: bool | None) -> str:
+    return {True: '<span class="confirmed">confirmed</span>', False: "not confirmed"}.get(confirmed, "not run again")  # type: ignore[arg-type]
+
+
 def page_href(page: str | None, start: str) -> str:
     """A link from the directory `start` to a night's page: relative, so the site opens from the file system."""
-    return quote(os.path.relpath(page, start)) if page else ""  # a '#' or '?' in a folder name stays a path
+    if not page:
+        return ""
+    folder, name = os.path.split(page)
+    return _relative_folder(folder, start) + quote(name)
+
+
+@functools.lru_cache(maxsize=256)
+def _relative_folder(folder: str, start: str) -> str:
+    """`folder` from `start`, URL-quoted (a '#' or '?' in a folder name stays a path), with a trailing slash; a night's
+    pages share a few folders, so this is worked out once per folder."""
+    return quote(os.path.relpath(folder, start)) + "/"
 
 
 def _page_link(page: str | None, out: str, text: str) -> str:
-    href = page_href(page, out)
+    return _link(page_href(page, out), text)
+
+
+def _link(href: str, text: str) -> str:
     return f'<a href="{html_text(href)}">{html_text(text)}</a>' if href else html_text(text)

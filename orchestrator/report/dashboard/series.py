@@ -1,69 +1,26 @@
-"""The runs' points gathered into series (likeness.SeriesKey: a setting a run did not record matches any value),
-each with its change points (changes.find_changes: the rule `history --changes` uses), ordered as the index
-shows them; and the nights and regressions of the store."""
+"""Points into series (likeness.SeriesKey: a setting a run did not record matches any value), a series' columns
+updated by the runs read now, and what the index says of it: its change points over its newest CHANGE_WINDOW
+nights (changes.find_changes: the rule `history --changes` uses), its regressions, its newest verdict."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 
 from orchestrator.store.history import HistoryPoint
 from orchestrator.verdicts.changes import find_changes
 from orchestrator.verdicts.likeness import SeriesKey
 
-from .model import Night, Point, RunEntry, Series
+from .model import COLUMNS, Change, Point, Regression, SeriesData, Summary
+from .pages import page_href
 
-
-@dataclass(frozen=True)
-class Regression:
-    """A point a night found regressed (its confirmation job's second verdict folded in)."""
-
-    series: Series
-    point: Point
-    commit_before: str | None  # the commit of the series' point before it: the range the regression came in
-
-
-def build_series(entries: Sequence[RunEntry]) -> list[Series]:
-    """Every series of the runs, the most recently moved first (a regressed latest verdict before all)."""
-    gathered: dict[tuple[str, str], list[tuple[SeriesKey, list[Point]]]] = {}
-    for entry in entries:
-        for point in entry.points:
-            key = SeriesKey(point.row.device, point.row.model, point.settings)
-            same = gathered.setdefault((key.device, key.model), [])
-            found = next((points for known, points in same if known.matches(key)), None)
-            if found is None:
-                same.append((key, found := []))
-            found.append(point)
-    series = [(key, sorted(points, key=lambda p: (p.row.started, p.row.run_id)))
-              for same in gathered.values() for key, points in same]
-    slugs = {id(points): slug(key) for key, points in series}
-    series_of = {(p.row.run_id, p.row.device, p.row.model): (("series", slugs[id(points)]),)
-                 for _, points in series for p in points}
-    changes = find_changes([_history_point(p) for _, points in series for p in points],
-                           settings_of=lambda h: series_of[(h.run_id, h.device, h.model)])
-    by_slug = {dict(c.settings)["series"]: c.changes for c in changes}
-    out = [Series(key, slugs[id(points)], tuple(points), by_slug.get(slugs[id(points)], ())) for key, points in series]
-    return sorted(out, key=_order)
-
-
-def _history_point(point: Point) -> HistoryPoint:
-    """The point as change detection reads it (interfered runs are left out there)."""
-    row = point.row
-    return HistoryPoint(row.run_id, row.started, row.device, row.model, row.status, row.p50_ms, None, row.git_commit,
-                        backend=dict(point.settings).get("backend", ""), flagged=row.flagged)
-
-
-def _order(series: Series) -> tuple[bool, str, str, str, str]:
-    judged = series.verdict
-    regressed = judged is not None and judged.regressed
-    return (not regressed, _descending(series.moved), series.key.model, series.key.device, series.slug)
-
-
-def _descending(text: str) -> str:
-    """A key that sorts ISO times newest first ("" — never moved — last)."""
-    return "".join(chr(0x10FFFF - ord(c)) for c in text) if text else "\U0010ffff"
+# Change points are looked for over a series' newest nights (a year of them): what a reader of the dashboard asks
+# about, and what keeps a night's publish of 100 series of 1,000 nights within seconds (PELT costs ~n^1.5).
+CHANGE_WINDOW = 365
+SERIES_DATA = "data/series"  # a series' columns: DIR/data/series/<slug>.js
+TREND_POINTS = 60  # the newest p50s of the index's trend line
 
 
 def slug(key: SeriesKey) -> str:
@@ -73,21 +30,103 @@ def slug(key: SeriesKey) -> str:
     return f"{readable.strip('-')[:80]}-{digest}"
 
 
-def regressions(series: Sequence[Series]) -> list[Regression]:
-    """Every regression a night found, newest first."""
-    found = [Regression(s, p, s.commit_before(p.row.run_id)) for s in series for p in s.points if p.regressed]
-    return sorted(found, key=lambda r: (r.point.row.started, r.point.row.run_id), reverse=True)
+class SeriesIndex:
+    """Which series a point belongs to: the first known key it matches, else a new series."""
+
+    def __init__(self, known: Iterable[SeriesKey]) -> None:
+        self._by_pair: dict[tuple[str, str], list[tuple[SeriesKey, str]]] = {}
+        for key in known:
+            self.slug_of(key)
+
+    def slug_of(self, key: SeriesKey) -> str:
+        same = self._by_pair.setdefault((key.device, key.model), [])
+        found = next((s for known, s in same if known.matches(key)), None)
+        if found is None:
+            found = slug(key)
+            same.append((key, found))
+        return found
+
+    def key_of(self, wanted: str) -> SeriesKey:
+        return next(k for same in self._by_pair.values() for k, s in same if s == wanted)
 
 
-def nights(entries: Sequence[RunEntry]) -> list[Night]:
-    """The nights of `etfarm nightly` in the store (runs that left a night.json), newest first."""
-    found: dict[str, Night] = {}
-    for entry in entries:
-        mark = entry.night
-        if mark is None:
-            continue
-        known = found.get(mark.night_id)
-        runs = (*known.runs, entry.run_id) if known is not None else (entry.run_id,)
-        started = min(known.started, entry.started) if known is not None else entry.started
-        found[mark.night_id] = Night(mark.night_id, started, runs, mark.page, mark.verdicts)
-    return sorted(found.values(), key=lambda n: (n.started, n.night_id), reverse=True)
+def merge(key: SeriesKey, series_slug: str, old: SeriesData | None, new: Sequence[Point], drop: set[str],
+          series_dir: str) -> SeriesData:
+    """The series' columns: the old ones without the runs in `drop` (read again, or gone from the store), with the
+    new points, oldest first; `series_dir` is where the series' page is (its links to night pages start there)."""
+    names = list(old.layer_names) if old is not None else []
+    rows = [] if old is None else [r for r in zip(*(old.columns[c] for c in COLUMNS), strict=True) if r[0] not in drop]
+    rows += [p.values(page_href(p.page, series_dir), names) for p in new]
+    rows.sort(key=lambda r: (r[1], r[0]))
+    return SeriesData(key, series_slug, {c: [r[k] for r in rows] for k, c in enumerate(COLUMNS)}, tuple(names))
+
+
+def summarize(data: SeriesData) -> Summary:
+    c = data.columns
+    measured = [k for k, p50 in enumerate(c["p50"]) if p50 is not None]
+    newest = measured[-1] if measured else None
+    judged = next((k for k in reversed(range(len(data))) if c["verdict"][k] is not None and c["confirms"][k] is None),
+                  None)
+    regressions = tuple(Regression(c["started"][k], c["run"][k], c["ratio"][k], c["confirmed"][k],
+                                   commits(data.commit_before(c["run"][k]), c["commit"][k]), c["link"][k] or "")
+                        for k in range(len(data)) if c["regressed"][k])
+    found = changes(data, measured[-CHANGE_WINDOW:])
+    trend = measured[-TREND_POINTS:]
+    return Summary(
+        data.key, data.slug, len(data), (c["p50"][newest], c["lo"][newest], c["hi"][newest]) if newest is not None else None,
+        c["verdict"][judged] if judged is not None else None, bool(judged is not None and c["regressed"][judged]),
+        c["confirmed"][judged] if judged is not None else None, found, regressions,
+        tuple(c["p50"][k] for k in trend), tuple(bool(c["regressed"][k]) for k in trend),
+        max([x.started for x in found] + [r.started for r in regressions], default=""))
+
+
+def changes(data: SeriesData, rows: Sequence[int]) -> tuple[Change, ...]:
+    """The series' change points over the given rows (interfered nights are left out there, as `history` does)."""
+    c = data.columns
+    points = [HistoryPoint(c["run"][k], c["started"][k], data.key.device, data.key.model, c["status"][k], c["p50"][k],
+                           None, c["commit"][k], flagged=c["flagged"][k]) for k in rows]
+    found = find_changes(points)
+    return tuple(Change(x.started, x.run_id, x.before_ms, x.after_ms, commits(data.commit_before(x.run_id), x.git_commit))
+                 for s in found for x in s.changes)
+
+
+def commit(value: str | None) -> str:
+    return value[:12] if value else "-"
+
+
+def commits(before: str | None, after: str | None) -> str:
+    """The commit range a change came in: `abc..def`, or the one commit known."""
+    return f"{commit(before)}..{commit(after)}" if before and after and before != after else commit(after)
+
+
+def ordered(summaries: Iterable[Summary]) -> list[Summary]:
+    """The index's order: a series whose newest verdict regressed first, then the most recently moved."""
+    return sorted(summaries, key=lambda s: (not s.verdict_regressed, _descending(s.moved), s.key.model, s.key.device,
+                                            s.slug))
+
+
+def _descending(text: str) -> str:
+    """A key that sorts ISO times newest first ("" — never moved — last)."""
+    return "".join(chr(0x10FFFF - ord(ch)) for ch in text) if text else "\U0010ffff"
+
+
+_DATA_START, _DATA_END = "window.etfarmSeries = ", ";\n"
+
+
+def data_script(data: SeriesData) -> str:
+    """The series' columns as the script its page loads (DIR/data/series/<slug>.js: a page opened from the file system
+    may load a script, not fetch JSON), and what the next publish reads back (`data_from_script`)."""
+    body = json.dumps({"slug": data.slug, "layer_names": list(data.layer_names),
+                       "columns": {c: list(data.columns[c]) for c in COLUMNS}}, separators=(",", ":"))
+    return _DATA_START + body.replace("</", "<\\/") + _DATA_END
+
+
+def data_from_script(key: SeriesKey, text: str) -> SeriesData:
+    """Columns kept by an earlier publish (a shape error is the caller's: it reads the series' runs again)."""
+    if not text.startswith(_DATA_START) or not text.endswith(_DATA_END):
+        raise ValueError("not the dashboard's series data")
+    raw = json.loads(text[len(_DATA_START):-len(_DATA_END)])
+    columns = raw["columns"]
+    if set(columns) != set(COLUMNS) or len({len(v) for v in columns.values()}) != 1:
+        raise ValueError("not the dashboard's columns")
+    return SeriesData(key, raw["slug"], columns, tuple(raw["layer_names"]))
