@@ -96,25 +96,24 @@ PointKey = tuple[str, str, str]  # (run id, device, model)
 
 def _process_runs(conn: sqlite3.Connection, ids: str) -> dict[PointKey, _RunFigures]:
     """Per (run, device, model): each traced run's median, how many were flagged, the highest peak RSS, and PSS and
-    an LLM's figures (llm_points.figures_of). Each run's JSON parsed once; the medians of all blobs of one length at
-    once (numpy over a matrix), not a call per process run."""
+    an LLM's figures (llm_points.figures_of). The medians of all blobs of one length at once (numpy over a matrix),
+    not a call per process run."""
     import numpy as np
 
     blobs: dict[int, list[tuple[PointKey, bytes]]] = {}
     flagged: dict[PointKey, int] = {}
     rss: dict[PointKey, int] = {}
     memory: dict[str, list[tuple[str, str, int, int | None, str | None]]] = {}
-    for run_id, device, model, traced, blob, extract in conn.execute(
-            "SELECT run_id, device, model, traced, execute_ms, "
-            "json_extract(run_json, '$.flag', '$.peak_rss_kb', '$.pss_kb', '$.llm') FROM process_runs "
-            f"WHERE run_id IN {_IDS} ORDER BY run_id, device, model, ordinal", (ids,)):
+    for run_id, device, model, traced, blob, flag, peak, pss, llm in conn.execute(
+            "SELECT run_id, device, model, traced, execute_ms, json_extract(run_json, '$.flag') IS NOT NULL, "
+            "json_extract(run_json, '$.peak_rss_kb'), json_extract(run_json, '$.pss_kb'), json_extract(run_json, '$.llm') "
+            f"FROM process_runs WHERE run_id IN {_IDS} ORDER BY run_id, device, model, ordinal", (ids,)):
         key = (run_id, device, model)
-        flag, peak, pss, llm = json.loads(extract) if extract else (None, None, None, None)
-        memory.setdefault(run_id, []).append((device, model, traced, pss, json.dumps(llm) if llm is not None else None))
+        memory.setdefault(run_id, []).append((device, model, traced, pss, llm))
         if peak is not None and peak >= 0:
             rss[key] = max(rss.get(key, 0), int(peak))
         if traced:
-            flagged[key] = flagged.get(key, 0) + int(flag is not None)
+            flagged[key] = flagged.get(key, 0) + flag
             if blob:
                 blobs.setdefault(len(blob), []).append((key, blob))
     medians: dict[PointKey, list[float]] = {}
@@ -137,18 +136,21 @@ class _RunFigures:
 
 def _layers(conn: sqlite3.Connection, ids: str) -> dict[PointKey, tuple[tuple[str, float], ...]]:
     """Per (run, device, model): its TOP_LAYERS costliest events by p50, costliest first, named `name` (`name#k`: the
-    k-th event of that name, in the program's order). SQLite ranks them (window functions)."""
-    found: dict[PointKey, list[tuple[str, float]]] = {}
-    for run_id, device, model, name, nth, p50 in conn.execute(
-            "SELECT run_id, device, model, event_name, nth, p50_ms FROM ("
-            "SELECT run_id, device, model, event_name, p50_ms, "
+    k-th event of that name, in the program's order). SQLite ranks and gathers them (window functions, one JSON
+    array a point), so Python handles a row per point, not per event."""
+    found = {}
+    for run_id, device, model, layers in conn.execute(
+            "SELECT run_id, device, model, json_group_array(json_array(label, p50_ms)) FROM ("
+            "SELECT run_id, device, model, p50_ms, CASE WHEN nth = 1 THEN event_name ELSE event_name || '#' || nth END "
+            "AS label FROM (SELECT run_id, device, model, event_name, p50_ms, "
             "ROW_NUMBER() OVER (PARTITION BY run_id, device, model, event_name ORDER BY rowid) AS nth, "
             "ROW_NUMBER() OVER (PARTITION BY run_id, device, model ORDER BY p50_ms DESC, rowid) AS rank "
             f"FROM events WHERE run_id IN {_IDS} AND p50_ms IS NOT NULL "
             f"AND event_name NOT IN ({', '.join('?' * len(_NOT_LAYERS))})) WHERE rank <= ? ORDER BY run_id, device, model, "
-            "rank", (ids, *_NOT_LAYERS, TOP_LAYERS)):
-        found.setdefault((run_id, device, model), []).append((name if nth == 1 else f"{name}#{nth}", p50))
-    return {key: tuple(rows) for key, rows in found.items()}
+            "rank) GROUP BY run_id, device, model", (ids, *_NOT_LAYERS, TOP_LAYERS)):
+        costs = sorted(((str(name), float(p50)) for name, p50 in json.loads(layers)), key=lambda c: -c[1])
+        found[(run_id, device, model)] = tuple(costs)
+    return found
 
 
 def llm_results(conn: sqlite3.Connection, device_run: str, device: str) -> tuple[ModelResult, ...]:

@@ -4,6 +4,7 @@ needs of a series (`Summary`, kept in DIR/manifest.json: a series no night touch
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,6 +50,7 @@ class Point:
                 [costs.get(n) for n in layer_names] if costs else [])
 
 
+@functools.lru_cache(maxsize=4096)  # a run's points share its start
 def utc(started: str) -> str:
     """A run's start (ISO 8601, any offset) as UTC `YYYY-MM-DD HH:MM:SS`: sortable, and what the charts' axes take."""
     try:

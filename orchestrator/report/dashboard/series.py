@@ -56,8 +56,11 @@ def merge(key: SeriesKey, series_slug: str, old: SeriesData | None, new: Sequenc
     new points, oldest first; `series_dir` is where the series' page is (its links to night pages start there)."""
     names = list(old.layer_names) if old is not None else []
     rows = [] if old is None else [r for r in zip(*(old.columns[c] for c in COLUMNS), strict=True) if r[0] not in drop]
-    rows += [p.values(page_href(p.page, series_dir), names) for p in new]
-    rows.sort(key=lambda r: (r[1], r[0]))
+    added = sorted((p.values(page_href(p.page, series_dir), names) for p in new), key=lambda r: (r[1], r[0]))
+    if rows and added and (added[0][1], added[0][0]) < (rows[-1][1], rows[-1][0]):  # not simply newer: sort them all
+        rows = sorted(rows + added, key=lambda r: (r[1], r[0]))
+    else:
+        rows += added
     return SeriesData(key, series_slug, {c: [r[k] for r in rows] for k, c in enumerate(COLUMNS)}, tuple(names))
 
 

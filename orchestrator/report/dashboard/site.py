@@ -208,7 +208,7 @@ def _manifest(out: Path) -> dict[str, Any]:
 
 def _write(out: Path, name: str, data: bytes) -> None:
     try:
-        write_bytes_atomic(out / name, data)
+        write_bytes_atomic(out / name, data, durable=False)  # the store is what lasts: the site is made from it
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot write {name} ({exc.strerror or exc})") from None
 
