@@ -43,11 +43,17 @@ class Point:
         medians = row.run_medians_ms
         costs = dict(row.layers)
         layer_names.extend(n for n in costs if n not in layer_names)
-        return (row.run_id, utc(row.started), row.git_commit[:12] if row.git_commit else None, row.status, row.p50_ms,
-                min(medians) if medians else None, max(medians) if medians else None, row.flagged, row.load_ms,
-                row.peak_rss_kb, row.pss_kb, row.ttft_ms, row.decode_tokens_per_s, mark.verdict if mark else None,
-                self.regressed, mark.ratio if mark else None, self.confirmed, self.confirms, link,
-                [costs.get(n) for n in layer_names] if costs else [])
+        return (row.run_id, utc(row.started), row.git_commit[:12] if row.git_commit else None, row.status, _shown(row.p50_ms),
+                _shown(min(medians)) if medians else None, _shown(max(medians)) if medians else None, row.flagged,
+                _shown(row.load_ms), row.peak_rss_kb, row.pss_kb, _shown(row.ttft_ms), _shown(row.decode_tokens_per_s),
+                mark.verdict if mark else None, self.regressed, _shown(mark.ratio) if mark else None, self.confirmed,
+                self.confirms, link, [_shown(costs.get(n)) for n in layer_names] if costs else [])
+
+
+def _shown(value: float | None) -> float | None:
+    """A figure to 6 significant digits: what a chart or a table can show (timer resolution is coarser), and a
+    series' data script half as long (the site is made from the store, which keeps every digit)."""
+    return None if value is None else float(f"{value:.6g}")
 
 
 @functools.lru_cache(maxsize=4096)  # a run's points share its start

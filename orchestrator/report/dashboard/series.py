@@ -16,9 +16,9 @@ from orchestrator.verdicts.likeness import SeriesKey
 from .model import COLUMNS, Change, Point, Regression, SeriesData, Summary
 from .pages import page_href
 
-# Change points are looked for over a series' newest nights (a year of them): what a reader of the dashboard asks
-# about, and what keeps a night's publish of 100 series of 1,000 nights within seconds (PELT costs ~n^1.5).
-CHANGE_WINDOW = 365
+# Change points are looked for over a series' newest nights (eight months of them): what a reader of the dashboard
+# asks about, and what keeps a night's publish of 100 series of 1,000 nights within seconds (PELT costs ~n^1.5).
+CHANGE_WINDOW = 250
 SERIES_DATA = "data/series"  # a series' columns: DIR/data/series/<slug>.js
 TREND_POINTS = 60  # the newest p50s of the index's trend line
 
@@ -55,12 +55,15 @@ def merge(key: SeriesKey, series_slug: str, old: SeriesData | None, new: Sequenc
     """The series' columns: the old ones without the runs in `drop` (read again, or gone from the store), with the
     new points, oldest first; `series_dir` is where the series' page is (its links to night pages start there)."""
     names = list(old.layer_names) if old is not None else []
-    rows = [] if old is None else [r for r in zip(*(old.columns[c] for c in COLUMNS), strict=True) if r[0] not in drop]
     added = sorted((p.values(page_href(p.page, series_dir), names) for p in new), key=lambda r: (r[1], r[0]))
-    if rows and added and (added[0][1], added[0][0]) < (rows[-1][1], rows[-1][0]):  # not simply newer: sort them all
-        rows = sorted(rows + added, key=lambda r: (r[1], r[0]))
-    else:
-        rows += added
+    columns = {c: list(old.columns[c]) for c in COLUMNS} if old is not None else {c: [] for c in COLUMNS}
+    newest = (columns["started"][-1], columns["run"][-1]) if columns["run"] else None
+    if drop.isdisjoint(columns["run"]) and (newest is None or not added or (added[0][1], added[0][0]) > newest):
+        for k, c in enumerate(COLUMNS):  # a night's new points after the old ones: appended, column by column
+            columns[c].extend(r[k] for r in added)
+        return SeriesData(key, series_slug, columns, tuple(names))
+    rows = [r for r in zip(*(columns[c] for c in COLUMNS), strict=True) if r[0] not in drop] + added
+    rows.sort(key=lambda r: (r[1], r[0]))
     return SeriesData(key, series_slug, {c: [r[k] for r in rows] for k, c in enumerate(COLUMNS)}, tuple(names))
 
 

@@ -155,3 +155,21 @@ def test_names_are_escaped_in_every_page(tmp_path: Path) -> None:
     publish(tmp_path / "site", db)
     for page in [*series_pages(tmp_path / "site").values(), (tmp_path / "site" / "index.html").read_text()]:
         assert "<script>alert(1)" not in page
+
+
+def test_runs_gone_from_the_store_leave_their_series_and_a_damaged_site_is_read_again(tmp_path: Path) -> None:
+    db = stored(tmp_path, Nights(3, backends=("xnnpack", "portable")))
+    publish(tmp_path / "site", db)
+    with open_store(db) as store:  # the store forgets the portable runs (a store pruned by hand)
+        store._conn.execute("DELETE FROM runs WHERE run_id LIKE '%portable'")
+    pruned = publish(tmp_path / "site", db)
+    assert (pruned.series, pruned.runs, pruned.read) == (1, 3, 0)
+    assert len(list((tmp_path / "site" / "series").glob("*.html"))) == 1  # the portable series' page is gone
+    assert len(list((tmp_path / "site" / "data" / "series").glob("*.js"))) == 1
+    (data,) = (tmp_path / "site" / "data" / "series").glob("*.js")
+    data.write_text("garbage")  # what the last publish kept is damaged: everything is read from the store again
+    stored(tmp_path, Nights(1), first=3)
+    again = publish(tmp_path / "site", db)
+    assert (again.series, again.runs, again.read) == (1, 4, 4)
+    assert json.loads(data.read_text().removeprefix("window.etfarmSeries = ").removesuffix(";\n"))["columns"]["run"] == [
+        f"n{k:05d}-xnnpack" for k in range(4)]
