@@ -118,10 +118,14 @@ SERIES_JS = """
   // per-layer trends: the layers that cost most in the newest night, then those that moved most (newest / oldest)
   var layers = d.layer_names.map(function (name, j) {
     var values = keep.map(function (i) { var v = c.layers[i][j]; return v === undefined ? null : v; });
-    var known = values.filter(function (v) { return v !== null; });
+    var known = values.filter(function (v) { return v !== null && v > 0; });
     return {name: name, values: values, last: values[values.length - 1] || 0,
-            moved: known.length ? Math.abs(known[known.length - 1] / known[0] - 1) : 0};
-  });
+            moved: known.length ? Math.abs(known[known.length - 1] / known[0] - 1) : 0, timed: known.length > 0};
+  }).filter(function (l) { return l.timed; });  // kernels under the timer's resolution (0 ms) are no trend
+  if (!layers.length) {
+    var none = document.getElementById("layers");
+    if (none) { none.previousElementSibling.remove(); none.remove(); }
+  }
   var costly = layers.slice().sort(function (a, b) { return b.last - a.last; }).slice(0, TOP_HALF);
   var moved = layers.filter(function (l) { return costly.indexOf(l) < 0; })
                     .sort(function (a, b) { return b.moved - a.moved; }).slice(0, TOP_LINES - costly.length);
