@@ -103,9 +103,9 @@ def test_accuracy_against_the_fp32_eager_model_per_device(job: tuple[Path, subpr
 
 def test_the_report_joins_layers_across_recipes_and_devices(job: tuple[Path, object]) -> None:
     from orchestrator.report.builders.report import build_report
+    from orchestrator.report.escape import md_text
     from orchestrator.report.page.sections import run_page
     from orchestrator.report.render.charts import report_charts
-    from orchestrator.report.escape import md_text
     from orchestrator.report.render.markdown import render_markdown
 
     out, _ = job
