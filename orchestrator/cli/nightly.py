@@ -90,13 +90,18 @@ def nightly(
 def _record_night(outcome: Any, page: Path | None) -> None:
     """night.json beside each of the night's runs: its page, verdict counts and confirmations (what `publish` reads)."""
     # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.errors import EtfarmError
     from orchestrator.verdicts.night_record import record_night
 
     counts: dict[str, int] = {}
     for pair in outcome.comparison.pairs:
         counts[pair.verdict.value] = counts.get(pair.verdict.value, 0) + 1
-    record_night([j.rundir.root for j in outcome.jobs], outcome.night_id, page, counts,
-                 [c.to_dict() for c in outcome.confirmations])
+    try:
+        record_night([j.rundir.root for j in outcome.jobs], outcome.night_id, page, counts,
+                     [c.to_dict() for c in outcome.confirmations])
+    except (OSError, EtfarmError) as exc:  # the verdicts are decided and recorded: a run directory we cannot write
+        typer.echo(f"warning: night.json not written beside the runs ({exc}); the dashboard shows them without "
+                   "their night", err=True)
 
 
 def _publish(out: Path, store: Path | None) -> None:
