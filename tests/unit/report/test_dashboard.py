@@ -173,3 +173,13 @@ def test_runs_gone_from_the_store_leave_their_series_and_a_damaged_site_is_read_
     assert (again.series, again.runs, again.read) == (1, 4, 4)
     assert json.loads(data.read_text().removeprefix("window.etfarmSeries = ").removesuffix(";\n"))["columns"]["run"] == [
         f"n{k:05d}-xnnpack" for k in range(4)]
+
+
+def test_verdict_files_that_cannot_be_read_leave_the_points_unjudged(tmp_path: Path) -> None:
+    db = stored(tmp_path, Nights(2))
+    for name, garbage in (("verdicts.json", "{not json"), ("night.json", '["a list"]')):
+        (tmp_path / "runs" / "n00001-xnnpack" / name).write_text(garbage)
+    publish(tmp_path / "site", db)
+    (summary,) = json.loads((tmp_path / "site" / MANIFEST).read_text())["series"].values()
+    assert summary["points"] == 2 and summary["verdict"] == "new"  # night 0's verdict; night 1's is unreadable
+    assert "1 nights" in text((tmp_path / "site" / "nights.html").read_text())
