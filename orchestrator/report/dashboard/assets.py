@@ -49,9 +49,24 @@ INDEX_JS = """
     });
     sel.addEventListener("change", apply);
   });
+  // the filters live in the address too (index.html#backend=portable&verdict=regressed): a view can be linked
+  var linked = {};
+  location.hash.replace(/^#/, "").split("&").forEach(function (pair) {
+    var kv = pair.split("=");
+    if (kv.length === 2) linked[decodeURIComponent(kv[0])] = decodeURIComponent(kv[1]);
+  });
+  selects.forEach(function (sel) {
+    var value = linked[sel.getAttribute("data-filter")];
+    if (value !== undefined && Array.prototype.some.call(sel.options, function (o) { return o.value === value; })) {
+      sel.value = value;
+    }
+  });
+  apply();
   function apply() {
     var want = {};
     selects.forEach(function (s) { if (s.value) want[s.getAttribute("data-filter")] = s.value; });
+    var hash = Object.keys(want).map(function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(want[k]); });
+    try { history.replaceState(null, "", hash.length ? "#" + hash.join("&") : location.pathname); } catch (e) { /* file:// */ }
     rows.forEach(function (r) {
       var show = Object.keys(want).every(function (k) { return r.getAttribute("data-" + k) === want[k]; });
       r.style.display = show ? "" : "none";

@@ -123,7 +123,8 @@ def regressions_page(series: Sequence[Summary], out: str) -> str:
         return shell("etfarm regressions", "<h1>Regressions</h1><p class=\"empty\">No night found a regression.</p>")
     rows = "".join(
         f"<tr><td>{html_text(when(r.started))}</td>"
-        f"<td><a href=\"series/{s.slug}.html\">{html_text(s.key.describe())}</a></td>"
+        f"<td><a href=\"series/{s.slug}.html\">{html_text(f'{s.key.model} on {s.key.device}')}</a> "
+        f"{html_text(configuration(s.key))}</td>"
         f'<td class="num">{ratio(r.ratio)}</td><td>{confirmation(r.confirmed)}</td><td>{html_text(r.commits)}</td>'
         f"<td>{_link(r.link.removeprefix('../'), r.run_id) if r.link.startswith('../') else html_text(r.run_id)}</td>"
         "</tr>" for s, r in found)

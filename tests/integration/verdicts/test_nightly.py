@@ -131,6 +131,12 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     rows = re.findall(r'<tr data-series="([^"]+)"[^>]*data-device="([^"]+)"[^>]*data-verdict="([^"]+)"',
                       (site / "index.html").read_text())
     assert [(device, verdict) for _, device, verdict in rows][1:] == [("gone", "no-data")] and rows[0][1] == "pinned"
+    from testbed.chromium import visit_file
+
+    filtered = visit_file(site / "index.html", tmp_path / "chromium-filter", window=(1280, 700), fragment="device=gone")
+    shown = re.findall(r'<tr data-series="[^"]+"[^>]*data-device="([^"]+)"[^>]*?( style="display: none;")?>', filtered.dom)
+    assert shown == [("pinned", ' style="display: none;"'), ("gone", "")] and 'id="shown">1<' in filtered.dom
+    assert filtered.requests == [] and filtered.console == []
 
 
 def commit(model: Path, text: str) -> str:
