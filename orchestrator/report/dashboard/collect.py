@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.store import Store
-from orchestrator.store.series_rows import RunStamp
+from orchestrator.store.series_rows import PointRow, RunStamp
 from orchestrator.verdicts.baseline import VERDICTS_JSON
 from orchestrator.verdicts.likeness import SeriesKey
 from orchestrator.verdicts.night_record import NIGHT_JSON, NightMark, read_marks
@@ -61,7 +61,7 @@ def read_points(store: Store, runs: Sequence[StoredRun]) -> list[ReadRun]:
     return [_read_run(store, run, rows.get(run.run_id, [])) for run in runs]
 
 
-def _read_run(store: Store, run: StoredRun, rows: Sequence[object]) -> ReadRun:
+def _read_run(store: Store, run: StoredRun, rows: Sequence[PointRow]) -> ReadRun:
     job = store.job(run.run_id, keys_only=True)
     marks, night = read_marks(Path(run.run_dir)) if run.run_dir else ({}, None)
     confirms = night.confirms(run.run_id) if night is not None else None
@@ -69,5 +69,5 @@ def _read_run(store: Store, run: StoredRun, rows: Sequence[object]) -> ReadRun:
         Point(row, SeriesKey.of(job, row.device, row.model).settings, marks.get((row.device, row.model)),
               night.confirmed(run.run_id, row.device, row.model) if night is not None else None, confirms,
               night.page if night is not None else None)
-        for row in rows)  # type: ignore[attr-defined]
+        for row in rows)
     return ReadRun(run, points, night)

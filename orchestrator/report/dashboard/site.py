@@ -73,12 +73,14 @@ def publish(out: Path, store: Path | None = None) -> Published:
     _check_out(out)
     where = store_path(store)
     manifest = _manifest(out)
+    if manifest.get("store") != str(where):  # a site of another store: nothing of it is kept
+        manifest = {}
     try:
         reading = _read_store(where, out, manifest)
     except _Stale:
         manifest = {}
         reading = _read_store(where, out, manifest)
-    files = _pages(out, reading, str(where), manifest)
+    files = _pages(out, reading, str(where))
     files.update({f"{SERIES_DATA}/{name}.js": data_script(data).encode() for name, data in reading.changed.items()})
     if manifest.get("plotly") != _plotly_version() or not (out / assets.PLOTLY).is_file():
         files[assets.PLOTLY] = assets.plotly_js()
@@ -154,6 +156,9 @@ def _merge(out: Path, manifest: Mapping[str, Any], runs: list[StoredRun], read: 
         else:
             gone.add(name)
             summaries.pop(name, None)
+    for name, summary in summaries.items():  # a page someone deleted is drawn again from what was kept
+        if name not in changed and not (out / "series" / f"{name}.html").is_file():
+            changed[name] = _kept_series(out, summary.key, name)
     return _Reading({run_id: kept_runs[run_id] for run_id in (r.run_id for r in runs)}, len(read), summaries, changed,
                     gone)
 
@@ -182,19 +187,16 @@ def _nights(runs: Mapping[str, Mapping[str, Any]]) -> list[Night]:
     return sorted(found.values(), key=lambda n: (n.started, n.night_id), reverse=True)
 
 
-def _pages(out: Path, reading: _Reading, store: str, manifest: Mapping[str, Any]) -> dict[str, bytes]:
-    """The indexes, and the page of every series that changed now or whose page is missing."""
+def _pages(out: Path, reading: _Reading, store: str) -> dict[str, bytes]:
+    """The indexes, and the page of every series that changed now (or whose page was missing)."""
     summaries = ordered(reading.summaries.values())
     files = {INDEX: index_page(summaries, store, len(reading.runs)).encode(),
              NIGHTS: nights_page(_nights(reading.runs), str(out)).encode(),
              REGRESSIONS: regressions_page(summaries, str(out)).encode()}
     for summary in summaries:
-        name = f"series/{summary.slug}.html"
         data = reading.changed.get(summary.slug)
-        if data is None and not (out / name).is_file():
-            data = _kept_series(out, summary.key, summary.slug)
         if data is not None:
-            files[name] = series_page(data, summary).encode()
+            files[f"series/{summary.slug}.html"] = series_page(data, summary).encode()
     return files
 
 

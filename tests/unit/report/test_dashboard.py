@@ -183,3 +183,16 @@ def test_verdict_files_that_cannot_be_read_leave_the_points_unjudged(tmp_path: P
     (summary,) = json.loads((tmp_path / "site" / MANIFEST).read_text())["series"].values()
     assert summary["points"] == 2 and summary["verdict"] == "new"  # night 0's verdict; night 1's is unreadable
     assert "1 nights" in text((tmp_path / "site" / "nights.html").read_text())
+
+
+def test_a_deleted_series_page_is_drawn_again_and_another_store_starts_afresh(tmp_path: Path) -> None:
+    db = stored(tmp_path, Nights(2, backends=("xnnpack", "portable")))
+    first = publish(tmp_path / "site", db)
+    page = next(tmp_path / "site" / w for w in first.written if w.startswith("series/"))
+    written = page.read_text()
+    page.unlink()
+    again = publish(tmp_path / "site", db)
+    assert again.read == 0 and page.read_text() == written
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(db.read_bytes())  # the same runs, another store file: read from it, not kept from the last
+    assert publish(tmp_path / "site", copy).read == 4
