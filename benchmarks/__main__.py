@@ -6,7 +6,8 @@ import sys
 BENCHMARKS = ("benchmarks.bench_analysis", "benchmarks.bench_hostile_etdump", "benchmarks.bench_push", "benchmarks.bench_fleet", "benchmarks.bench_numerics",
               "benchmarks.bench_report", "benchmarks.bench_runloop", "benchmarks.bench_verdicts", "benchmarks.bench_series",
               "benchmarks.bench_compare",
-              "benchmarks.bench_farm", "benchmarks.bench_llm_decode", "benchmarks.bench_recipes")
+              "benchmarks.bench_farm", "benchmarks.bench_llm_decode", "benchmarks.bench_recipes",
+              "benchmarks.bench_publish")
 
 for name in BENCHMARKS:
     print(f"== {name}", flush=True)

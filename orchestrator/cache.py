@@ -114,12 +114,14 @@ def cannot_write_in(folder: Path) -> str | None:
     return None
 
 
-def write_bytes_atomic(path: Path, data: bytes, mode: int = 0o644) -> Path:
+def write_bytes_atomic(path: Path, data: bytes, mode: int = 0o644, durable: bool = True) -> Path:
     """The one atomic writer: a temporary sibling, flushed and fsynced, then renamed over `path`.
 
     Readers see the old file or the new one, never a torn one; a crash leaves at most a
     `.tmp-*` sibling, which is removed when the write itself fails. `mode` is the file's
-    permissions (mkstemp's own 0600 would hide run outputs from other users).
+    permissions (mkstemp's own 0600 would hide run outputs from other users). `durable=False`
+    skips the fsync, for files made again from elsewhere (a dashboard site, from the store:
+    hundreds a night, where each fsync costs more than writing it).
     """
     path = Path(path)
     if (path.exists() or path.is_symlink()) and not path.is_file():  # never rename over /dev/null, a fifo, a dir
@@ -132,7 +134,8 @@ def write_bytes_atomic(path: Path, data: bytes, mode: int = 0o644) -> Path:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

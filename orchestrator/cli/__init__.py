@@ -35,6 +35,7 @@ from orchestrator.cli import (
     history,
     nightly,
     numerics,
+    publish,
     report,
     run,
     store,
@@ -100,8 +101,8 @@ def _root(
 def _register_commands() -> None:
     # Each module adds its commands to `app`; module imports must stay light.
 
-    for module in (run, export, build, analyze, trace, report, devices, history, store, compare, nightly, numerics, worker,
-                   farm):
+    for module in (run, export, build, analyze, trace, report, devices, history, store, compare, nightly, publish, numerics,
+                   worker, farm):
         module.register(app)
 
 

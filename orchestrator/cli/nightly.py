@@ -21,7 +21,7 @@ def nightly(
         Path,
         typer.Option("--plan", help="Nightly plan YAML: devices, models, runs, iterations, warmup, threshold, center, "
                      "noise_floor (auto, the default: per device and model from stored good runs; or a percentage), "
-                     "baseline, report; optionally confirm, scheduler, threads, prompt_len, gen_len "
+                     "baseline, report; optionally confirm, scheduler, threads, prompt_len, gen_len, publish (the dashboard) "
                      "(configs/nightly.yaml shows every key)."),
     ],
     config: Annotated[
@@ -81,7 +81,40 @@ def nightly(
         typer.echo(f"run directory: {job.rundir.root}")
     for path in written:
         typer.echo(f"report: {path}")
+    _record_night(outcome, written[1] if written else None)
+    if loaded.publish is not None:
+        _publish(loaded.publish, store)
     raise typer.Exit(outcome.exit_code)
+
+
+def _record_night(outcome: Any, page: Path | None) -> None:
+    """night.json beside each of the night's runs: its page, verdict counts and confirmations (what `publish` reads)."""
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.errors import EtfarmError
+    from orchestrator.verdicts.night_record import record_night
+
+    counts: dict[str, int] = {}
+    for pair in outcome.comparison.pairs:
+        counts[pair.verdict.value] = counts.get(pair.verdict.value, 0) + 1
+    try:
+        record_night([j.rundir.root for j in outcome.jobs], outcome.night_id, page, counts,
+                     [c.to_dict() for c in outcome.confirmations])
+    except (OSError, EtfarmError) as exc:  # the verdicts are decided and recorded: a run directory we cannot write
+        typer.echo(f"warning: night.json not written beside the runs ({exc}); the dashboard shows them without "
+                   "their night", err=True)
+
+
+def _publish(out: Path, store: Path | None) -> None:
+    """The plan's `publish: DIR`: the dashboard from the store. A site that cannot be written is a warning: the
+    night's verdicts and exit code stand."""
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.errors import EtfarmError
+    from orchestrator.report.dashboard.site import publish
+
+    try:
+        typer.echo(publish(out, store).describe())
+    except EtfarmError as exc:
+        typer.echo(f"warning: dashboard not published ({exc})", err=True)
 
 
 def _night_pages(outcome: Any, store: Path | None, notes: list[str]) -> list[Path]:

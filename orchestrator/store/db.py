@@ -42,6 +42,7 @@ from orchestrator.stats import median, percentile
 from orchestrator.store.history import HistoryPoint
 from orchestrator.store.llm_points import memory_and_llm
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS, EventRow
+from orchestrator.store.series_rows import SeriesRows, llm_results
 
 if TYPE_CHECKING:  # numpy and the run reader load only when recording or reading samples: `history` starts fast
     import numpy as np
@@ -115,9 +116,11 @@ class Store:
     def has_job(self, run_id: str) -> bool:
         return self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
 
-    def job(self, run_id: str, samples: bool = True) -> Job:
+    def job(self, run_id: str, samples: bool = True, keys_only: bool = False) -> Job:
         """The stored run as the results model (equal to load_manifest of its run directory). Without `samples`
-        its process runs carry no execute samples: what a run's configuration needs, read without numpy."""
+        its process runs carry no execute samples: what a run's configuration needs, read without numpy;
+        `keys_only`: a device's results only its LLMs', with their generations: all likeness.SeriesKey reads
+        (series_rows.llm_results)."""
         conn = self._conn
         run = conn.execute("SELECT started, finished, status, schema_version, config_json, versions_json, host_json "
                            "FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -135,7 +138,8 @@ class Store:
             DeviceResult(name=name, transport=transport, target=target, status=DeviceStatus(dstatus), error=error,
                          blame=_blame(blame), facts=DeviceFacts.from_json(json.loads(facts)), runner_key=runner_key,
                          controls=json.loads(controls) if controls else {},
-                         models=self._model_results(run_id, name, samples))
+                         models=llm_results(conn, run_id, name) if keys_only
+                         else self._model_results(run_id, name, samples))
             for name, transport, target, dstatus, error, blame, runner_key, facts, controls in conn.execute(
                 "SELECT name, transport, target, status, error, blame, runner_key, facts_json, controls_json FROM devices "
                 "WHERE run_id = ? ORDER BY ordinal", (run_id,)))
@@ -215,6 +219,10 @@ class Store:
             "ORDER BY ordinal", (run_id, device, model, int(traced)))}
 
     # ---- history -------------------------------------------------------------------------
+
+    def series_rows(self) -> SeriesRows:
+        """What `etfarm publish` reads: each run's stamp, each (device, model) of a run as figures (series_rows.py)."""
+        return SeriesRows(self._conn)
 
     def jobs(self, model: str | None = None, device: str | None = None, since: datetime | str | None = None,
              limit: int | None = None) -> list[StoredJob]:

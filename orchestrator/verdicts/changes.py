@@ -1,7 +1,8 @@
 """Change points over stored history: where a (device, model, configuration)'s end-to-end latency shifted.
 
-As Apache Otava and MongoDB do with E-Divisive means, but with `ruptures` (their packages pin
-numpy versions this environment cannot take): PELT over the series of per-run end-to-end p50s,
+As Apache Otava and MongoDB do with E-Divisive means, but with `ruptures`' PELT (their packages pin
+numpy versions this environment cannot take; `pelt_ends` is ruptures' algorithm step for step, with running
+sums for the cost, checked equal to it in tests/unit/verdicts/test_changes.py): PELT over the series of per-run end-to-end p50s,
 oldest first, in log space (so a shift is relative: +10 % is the same step at 1 ms as at 100 ms),
 with the l2 cost (a change in mean). The penalty comes from the series' own noise: sigma is
 estimated robustly from the first differences (MAD / 0.6745 / sqrt 2, so the shifts themselves
@@ -114,10 +115,38 @@ def segments(values: Sequence[float], min_size: int = 2) -> tuple[list[int], flo
     penalty = PENALTY_FACTOR * sigma**2 * float(np.log(max(len(logs), 2)))
     if len(logs) < 2 * min_size:
         return [0, len(logs)], sigma, penalty
-    import ruptures
+    return [0, *pelt_ends(logs.tolist(), penalty, min_size)], sigma, penalty
 
-    ends = ruptures.Pelt(model="l2", min_size=min_size, jump=1).fit(logs.reshape(-1, 1)).predict(pen=penalty)
-    return [0, *ends], sigma, penalty
+
+def pelt_ends(values: Sequence[float], penalty: float, min_size: int = 2) -> list[int]:
+    """ruptures' `Pelt(model="l2", jump=1).fit(values).predict(pen=penalty)`, step for step (its pruning included),
+    with every candidate's segment cost at once from running sums instead of a numpy call each: the same ends
+    ~100x faster (a 1,000-night series in milliseconds, not seconds: `etfarm publish` finds them for every series
+    of a store). Checked equal to ruptures in tests/unit/verdicts/test_changes.py."""
+    import numpy as np
+
+    n = len(values)
+    x = np.asarray(values, dtype=float)
+    s1 = np.concatenate(([0.0], np.cumsum(x)))
+    s2 = np.concatenate(([0.0], np.cumsum(x * x)))
+    cost_to = np.zeros(n + 1)  # cost of the best partition of values[:t]
+    last_start = np.zeros(n + 1, dtype=np.int64)  # where its last segment starts
+    admissible = np.zeros(0, dtype=np.int64)
+    for end in [*range(min_size, n), n]:
+        start = end - min_size
+        if start == 0 or start >= min_size:  # values[:start] has a partition (ruptures skips and drops the others)
+            admissible = np.append(admissible, start)
+        total = s1[end] - s1[admissible]
+        cost = (s2[end] - s2[admissible]) - total * total / (end - admissible)  # squares about each segment's mean
+        totals = cost_to[admissible] + np.maximum(cost, 0.0) + penalty
+        k = int(np.argmin(totals))  # the first of equal totals, as ruptures' min
+        cost_to[end], last_start[end] = totals[k], admissible[k]
+        admissible = admissible[totals <= totals[k] + penalty]
+    ends, end = [], n
+    while end > 0:
+        ends.append(end)
+        end = int(last_start[end])
+    return ends[::-1]
 
 
 def _one_series(device: str, model: str, pts: list[HistoryPoint], min_size: int, min_shift: float) -> SeriesChanges:

@@ -23,6 +23,7 @@ The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly 
     prompt_len: 32                          # optional, LLMs: run's --prompt-len / --gen-len
     gen_len: [32, 128]
     recipe: [fp32, int8-static]             # optional, as run's --recipe: export recipes, a list sweeps
+    publish: site/                          # optional: after the night, `etfarm publish --out site/` (the dashboard)
 
 Relative paths are taken from the current directory, as on the command line. A bad plan is a
 ConfigError naming the file and the key (exit 2), before anything runs: unknown keys, bad values, an
@@ -54,7 +55,7 @@ from orchestrator.yamlfile import load_yaml, shorten
 
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
          "config", "backend", "center", "noise_floor", "scheduler", "confirm", "threads", "prompt_len", "gen_len",
-         "reference", "recipe"}
+         "reference", "recipe", "publish"}
 _SWEEP_MOST = 1 << 16  # as the command line's lists: beyond it a value is a typo
 _MODEL_KEYS = {"spec", "backend", "name"}
 
@@ -90,6 +91,7 @@ class NightlyPlan:
     prompt_lens: tuple[int, ...] = ()
     gen_lens: tuple[int, ...] = ()
     recipes: tuple[str, ...] = ()  # as run's --recipe: export recipes (a list sweeps: a series per recipe)
+    publish: Path | None = None  # the dashboard's directory, published from the store after the night
 
     @property
     def settings(self) -> VerdictSettings:
@@ -122,6 +124,7 @@ def load_plan(path: Path) -> NightlyPlan:
     return NightlyPlan(
         path=Path(path), devices=_devices(path, data["devices"]), models=models, recipes=recipes,
         report=report, out=_folder(path, "out", data["out"]) if data.get("out") else report / "runs",
+        publish=_folder(path, "publish", data["publish"]) if data.get("publish") is not None else None,
         runs=_count(path, data, "runs", 10), iterations=_count(path, data, "iterations", 50),
         warmup=_count(path, data, "warmup", 5),
         threshold=_percent(path, data, "threshold", DEFAULT_THRESHOLD),

@@ -247,3 +247,22 @@ def test_an_out_on_a_full_disk_is_one_line_before_anything_runs(tmp_path: Path, 
     one_error(result, f"--out {disk / 'run'}: cannot write in {disk}: No space left on device")
     assert "Logging error" not in result.stderr and "export" not in result.stderr, result.stderr[-3000:]
     assert not (disk / "run").exists()
+
+
+def test_publish_reads_a_read_only_store_and_refuses_a_site_it_cannot_write(finished_run: Path, tmp_path: Path,
+                                                                            mounts: Callable[..., Path]) -> None:
+    """`etfarm publish`: a store on a read-only mount is read; a site directory on a read-only mount, or on a full
+    disk, is one line naming it (exit 2), before the store is read."""
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    store = shelf / "results.db"
+    assert etfarm("store", "import", str(finished_run), "--store", str(store)).returncode == 0
+    mounts(shelf)
+    published = etfarm("publish", "--out", str(tmp_path / "site"), "--store", str(store))
+    assert published.returncode == 0 and "published 1 series from 1 stored runs" in published.stdout, published.stderr
+    assert 'data-model="tiny_mlp"' in (tmp_path / "site" / "index.html").read_text()
+    for where, why in ((mounts(tmp_path / "read-only"), "Read-only file system"),
+                       (mounts(tmp_path / "full", size="1M", full=True), "No space left on device")):
+        refused = etfarm("publish", "--out", str(where), "--store", str(store))
+        assert refused.returncode == 2 and refused.stderr.splitlines() == [
+            f"error: --out {where}: cannot write in it ({why})"], refused.stderr

@@ -157,3 +157,33 @@ def visit(html_file: Path, work: Path, window: tuple[int, int] = (1280, 2400)) -
                        .replace("&gt;", ">"))
     return PageVisit(probe=probe, console=[c for c in console if PROBE_MARK not in c], requests=requests,
                      screenshot=screenshot, probe_logged=logged)
+
+
+@dataclass(frozen=True)
+class FileVisit:
+    dom: str  # the document after its scripts ran
+    requests: list[str]  # every network request Chromium made (but those to BROWSER_HOSTS): none for an offline site
+    screenshot: Path
+    console: list[str]
+
+
+def visit_file(html_file: Path, work: Path, window: tuple[int, int] = (1280, 2000), fragment: str = "") -> FileVisit:
+    """Open a page of a static site from the file system, as a person opens it (`fragment`: after the `#`), with every
+    network request sent to the recording proxy (which refuses them): its scripts and styles must come from beside it.
+    The DOM is dumped once the scripts settled (virtual time), then a screenshot taken."""
+    chromium = require_tool("chromium")
+    screenshot = work / "page.png"
+    url = html_file.as_uri() + (f"#{fragment}" if fragment else "")
+    with RecordingProxy(b"") as proxy:
+        common = (*FLAGS, *proxy.proxy_flags, f"--window-size={window[0]},{window[1]}", "--virtual-time-budget=10000",
+                  "--allow-file-access-from-files")
+        dom = subprocess.run([chromium, *common, f"--user-data-dir={work / 'profile-dom'}", "--dump-dom", url],
+                             capture_output=True, text=True, timeout=TIMEOUT_SEC, check=False)
+        shot = subprocess.run([chromium, *common, f"--user-data-dir={work / 'profile-shot'}",
+                               f"--screenshot={screenshot}", url],
+                              capture_output=True, text=True, timeout=TIMEOUT_SEC, check=False)
+        requests = [r for r in proxy.requests if not any(f" {h}:" in r or f"//{h}/" in r for h in BROWSER_HOSTS)]
+    if dom.returncode != 0 or "<html" not in dom.stdout:
+        raise AssertionError(f"chromium could not open {html_file}: exit {dom.returncode}\n{dom.stderr[-3000:]}")
+    console = [line for out in (dom.stderr, shot.stderr) for line in out.splitlines() if ":CONSOLE" in line]
+    return FileVisit(dom.stdout, requests, screenshot, console)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -57,10 +58,12 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     dead = dead_host.spec("gone", tmp_path / "gone-workdir")  # type: ignore[attr-defined]
     dead_host.stop()  # type: ignore[attr-defined]
     inventory = write_inventory(tmp_path / "devices.yaml", [pinned, dead])
-    model = tmp_path / "mlp.py"  # the nightly's model file, edited between nights
-    model.write_text(MODEL.read_text())
+    model = tmp_path / "models" / "mlp.py"  # the nightly's model file, edited and committed between nights
+    model.parent.mkdir()
+    first_commit = commit(model, MODEL.read_text())
     report = tmp_path / "reports"
-    plan = write_plan(tmp_path / "plan.yaml", ["pinned"], model, report, inventory)
+    site = tmp_path / "site"  # the dashboard, published after every night (the plan's `publish:`)
+    plan = write_plan(tmp_path / "plan.yaml", ["pinned"], model, report, inventory, publish=str(site))
     env = {**os.environ, "ETFARM_STORE": str(tmp_path / "results.db")}
 
     first = etfarm("nightly", "--plan", str(plan), "-q", env=env)
@@ -88,7 +91,7 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     assert f"pinned mlp: {verdicts['pairs'][0]['verdict']}" in page_text(night_page)
     assert 'class="badge good">fastest<' not in night_page.read_text()  # no winner named
 
-    model.write_text(MODEL.read_text().replace("DEPTH = 40", "DEPTH = 160"))  # same name, four times the depth
+    slowed_commit = commit(model, MODEL.read_text().replace("DEPTH = 40", "DEPTH = 160"))  # four times the depth
     slowed = etfarm("nightly", "--plan", str(plan), "-q", env=env)
     assert slowed.returncode == 1, slowed.stdout + slowed.stderr[-3000:]
     latest = (report / "latest.md").read_text()
@@ -98,6 +101,8 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     assert "regressed in run" in latest and "confirmed by run" in latest and "NOT confirmed" not in latest
     assert slowed.stdout.count("run directory: ") == 2
     _the_regressed_page_in_chromium(report, tmp_path, repeat_id)
+    assert "published 1 series from 4 stored runs (2 read now)" in slowed.stdout  # the night's job and its confirmation
+    _the_dashboard_in_chromium(site, report, tmp_path, first_commit, slowed_commit)
     _the_ab_page_is_one_page(report, tmp_path, repeat_id, env)
 
     # A pinned series reference that names no run is refused before anything runs.
@@ -110,8 +115,8 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     # one again, and with the series reference the plan pins (the first night); the device `gone` cannot be
     # reached: nothing regressed, something not measured.
     first_id = json.loads(min(report.glob("nightly-*.json")).read_text())["b"].split("+")[0]
-    write_plan(plan, ["pinned", "gone"], model, report, inventory, reference=first_id)
-    model.write_text(MODEL.read_text())
+    write_plan(plan, ["pinned", "gone"], model, report, inventory, reference=first_id, publish=str(site))
+    commit(model, MODEL.read_text())
     unreachable = etfarm("nightly", "--plan", str(plan), "-q", env=env)
     assert unreachable.returncode == 3, unreachable.stdout + unreachable.stderr[-3000:]
     assert "gone: NOT MEASURED (infrastructure)" in unreachable.stdout
@@ -122,6 +127,63 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     pinned = next(p for p in last["pairs"] if p["device"] == "pinned")
     assert pinned["source_a"] == repeat_id  # the last good night, not the regressed one
     assert pinned["series"]["reference_runs"] == [first_id] and "the pinned run" in pinned["series"]["reference"]
+    # The dashboard now has the unreachable device's series too; the regressed one, which moved, stays first.
+    rows = re.findall(r'<tr data-series="([^"]+)"[^>]*data-device="([^"]+)"[^>]*data-verdict="([^"]+)"',
+                      (site / "index.html").read_text())
+    assert [(device, verdict) for _, device, verdict in rows][1:] == [("gone", "no-data")] and rows[0][1] == "pinned"
+    from testbed.chromium import visit_file
+
+    filtered = visit_file(site / "index.html", tmp_path / "chromium-filter", window=(1280, 700), fragment="device=gone")
+    shown = re.findall(r'<tr data-series="[^"]+"[^>]*data-device="([^"]+)"[^>]*?( style="display: none;")?>', filtered.dom)
+    assert shown == [("pinned", ' style="display: none;"'), ("gone", "")] and 'id="shown">1<' in filtered.dom
+    assert filtered.requests == [] and filtered.console == []
+
+
+def commit(model: Path, text: str) -> str:
+    """The model file written and committed in its own git repository (the store keeps each night's commit)."""
+    model.write_text(text)
+    git = ["git", "-C", str(model.parent), "-c", "user.name=etfarm", "-c", "user.email=etfarm@example.invalid"]
+    if not (model.parent / ".git").is_dir():
+        subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", model.name], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "night"], check=True)
+    return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _the_dashboard_in_chromium(site: Path, report: Path, work: Path, before: str, regressed_at: str) -> None:
+    """The site the plan's `publish:` wrote after the third night, opened from the file system with every network
+    request refused: the index names the series regressed and confirmed; its page marks the third night (its first
+    job, not the confirmation) as a confirmed regression between the second night's commit and the third's, draws
+    its charts with the bundled plotly.js, and links each night to the night's page."""
+    import shutil
+
+    from testbed.chromium import visit_file
+
+    nights = sorted(report.glob("nightly-*.json"))
+    third = json.loads(nights[-1].read_text())
+    first_run, confirm_run = third["confirmations"][0]["first_run"], third["confirmations"][0]["confirm_run"]
+    for run_id in (first_run, confirm_run):
+        assert json.loads((report / "runs" / run_id / "night.json").read_text())["night"] == nights[-1].stem.removeprefix(
+            "nightly-")
+    index = visit_file(site / "index.html", work / "chromium-index", window=(1280, 900))
+    assert index.requests == [] and index.console == [], (index.requests, index.console)
+    rows = re.findall(r'<tr data-series="([^"]+)"[^>]*data-device="pinned"[^>]*data-verdict="([^"]+)"', index.dom)
+    assert [verdict for _, verdict in rows] == ["regressed"] and 'class="confirmed">confirmed<' in index.dom
+    page = site / "series" / f"{rows[0][0]}.html"
+    seen = visit_file(page, work / "chromium-series")
+    if os.environ.get(SCREENSHOT_KEEP):
+        shutil.copy(seen.screenshot, Path(os.environ[SCREENSHOT_KEEP]).with_name("dashboard-series.png"))
+    assert seen.requests == [] and seen.console == [], (seen.requests, seen.console)
+    assert seen.dom.count('class="main-svg"') >= 2  # plotly drew the charts, from DIR/assets/plotly.min.js
+    assert seen.screenshot.stat().st_size > 50_000
+    text = " ".join(re.sub(r"<[^>]+>", " ", seen.dom[:seen.dom.index('id="latency"')]).split())
+    regressions = text[text.index("Regressions"):text.index("Change points")]
+    assert f"{first_run} (" in regressions and confirm_run not in regressions
+    assert f"commit {before[:12]}..{regressed_at[:12]}): regressed" in regressions
+    assert "confirmed regression" in regressions
+    links = dict(re.findall(r'<a href="([^"]+)">([^<]+)</a>', seen.dom[seen.dom.index("<h2>Nights</h2>"):]))
+    night_page = next(href for href, run in links.items() if run == first_run)
+    assert (page.parent / night_page).resolve() == nights[-1].with_suffix(".html").resolve()
 
 
 def _the_regressed_page_in_chromium(report: Path, work: Path, baseline: str) -> None:

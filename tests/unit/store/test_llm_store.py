@@ -51,3 +51,23 @@ def test_history_of_runs_without_llms_is_unchanged(tmp_path: Path) -> None:
         store.record(run)
         (stored,) = store.jobs()
     assert "LLMs" not in history_table([stored]) and all(p.ttft_ms is None for p in stored.points)
+
+
+def test_a_dashboard_reads_the_same_llm_figures_and_series_keys_without_the_samples(tmp_path: Path) -> None:
+    """series_rows (what `publish` reads, set-based) gives each point the figures history gives it, and a keys-only job
+    (no samples) the series key of the whole job: an LLM's generation setting included."""
+    from orchestrator.verdicts.likeness import SeriesKey
+
+    run = llm_run_dir(tmp_path)
+    with open_store(tmp_path / "s.db") as store:
+        store.record(run)
+        (stored,) = store.jobs()
+        rows = {r.device: r for r in store.series_rows().points(["r1"])["r1"]}
+        whole, keys_only = store.job("r1"), store.job("r1", keys_only=True)
+    for point in stored.points:
+        row = rows[point.device]
+        assert (row.pss_kb, row.ttft_ms, row.decode_tokens_per_s, row.p50_ms) == \
+            (point.pss_kb, point.ttft_ms, point.decode_tokens_per_s, point.e2e_p50_ms)
+        assert SeriesKey.of(keys_only, point.device, point.model) == SeriesKey.of(whole, point.device, point.model)
+    assert dict(SeriesKey.of(keys_only, "local", "mlp").settings)["generation"] != "-"  # the LLM's generation is known
+    assert rows["local"].peak_rss_kb == 900 and len(rows["local"].run_medians_ms) == 2 and rows["local"].layers

@@ -53,3 +53,22 @@ def test_noise_is_estimated_from_differences_so_a_step_barely_inflates_it() -> N
     flat = list(np.log(noisy(rng, 1.0, 40)))
     stepped = flat[:20] + [v + np.log(1.5) for v in flat[20:]]
     assert abs(noise_sigma(stepped) - noise_sigma(flat)) < 0.01
+
+
+def test_pelt_ends_are_ruptures_own_on_many_series() -> None:
+    """changes.pelt_ends is ruptures' PELT (l2, jump 1) step for step: the same ends on noisy series with and without
+    steps, short and long, at the penalties change detection uses."""
+    import ruptures
+
+    from orchestrator.verdicts.changes import PENALTY_FACTOR, pelt_ends
+
+    rng = np.random.default_rng(3)
+    for _ in range(150):
+        n = int(rng.integers(4, 120))
+        logs = np.log(10 + rng.normal(0, 0.3, n))
+        for _ in range(int(rng.integers(0, 4))):
+            logs[int(rng.integers(0, n)):] += rng.normal(0, 0.2)
+        penalty = PENALTY_FACTOR * noise_sigma(list(logs)) ** 2 * float(np.log(n))
+        for min_size in (2, 3):
+            expected = ruptures.Pelt(model="l2", min_size=min_size, jump=1).fit(logs.reshape(-1, 1)).predict(pen=penalty)
+            assert pelt_ends(list(logs), penalty, min_size) == expected

@@ -58,3 +58,16 @@ def test_a_bad_sweep_value_names_the_key(tmp_path: Path, key: str, value: str) -
     path.write_text(BASE + f"{key}: {value}\n")
     with pytest.raises(ConfigError, match=rf"{key}: expected a whole number or a list of distinct ones"):
         load_plan(path)
+
+
+def test_publish_names_the_dashboard_directory_or_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(BASE)
+    assert load_plan(path).publish is None
+    path.write_text(BASE + f"publish: {tmp_path / 'site'}\n")
+    assert load_plan(path).publish == tmp_path / "site"
+    (tmp_path / "file").write_text("x")
+    path.write_text(BASE + f"publish: {tmp_path / 'file' / 'site'}\n")
+    with pytest.raises(ConfigError) as err:
+        load_plan(path)
+    assert "publish:" in str(err.value) and "is a file, not a directory" in str(err.value)

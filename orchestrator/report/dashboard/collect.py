@@ -1,0 +1,73 @@
+"""Read stored runs into the dashboard's points: which runs are new or changed since the last publish (`tokens`),
+and those runs' points (`read_points`), in a few set-based queries whatever their number.
+
+A run's points get their series' settings from the stored run itself (likeness.SeriesKey.of, the one rule for
+what a series is), their verdicts from DIR/verdicts.json and their night from DIR/night.json (night_record.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.store import Store
+from orchestrator.store.series_rows import PointRow, RunStamp
+from orchestrator.verdicts.likeness import SeriesKey
+from orchestrator.verdicts.night_record import NIGHT_JSON, NightMark, read_marks
+from orchestrator.verdicts.recorded import VERDICTS_JSON
+
+from .model import Point
+
+
+@dataclass(frozen=True)
+class StoredJob:
+    """A stored run as the dashboard tracks it: `token` says from which store state and verdict files it was read."""
+
+    run_id: str
+    started: str
+    token: str
+    run_dir: str | None
+
+
+@dataclass(frozen=True)
+class ReadRun:
+    """A run read now: its points and its night."""
+
+    run: StoredJob
+    points: tuple[Point, ...]
+    night: NightMark | None
+
+
+def stored_runs(store: Store) -> list[StoredJob]:
+    """Every stored run, oldest first, with its token."""
+    return [StoredJob(s.run_id, s.started, _token(s), s.run_dir) for s in store.series_rows().stamps()]
+
+
+def _token(stamp: RunStamp) -> str:
+    """The store's stamp of the run and the state of the verdict files beside it (a night writes them after)."""
+    parts = [stamp.token]
+    for name in (VERDICTS_JSON, NIGHT_JSON):
+        try:
+            parts.append(str(os.stat(Path(stamp.run_dir) / name).st_mtime_ns) if stamp.run_dir else "-")
+        except OSError:
+            parts.append("-")
+    return "|".join(parts)
+
+
+def read_points(store: Store, runs: Sequence[StoredJob]) -> list[ReadRun]:
+    rows = store.series_rows().points([r.run_id for r in runs])
+    return [_read_run(store, run, rows.get(run.run_id, [])) for run in runs]
+
+
+def _read_run(store: Store, run: StoredJob, rows: Sequence[PointRow]) -> ReadRun:
+    job = store.job(run.run_id, keys_only=True)
+    marks, night = read_marks(Path(run.run_dir)) if run.run_dir else ({}, None)
+    confirms = night.confirms(run.run_id) if night is not None else None
+    points = tuple(
+        Point(row, SeriesKey.of(job, row.device, row.model).settings, marks.get((row.device, row.model)),
+              night.confirmed(run.run_id, row.device, row.model) if night is not None else None, confirms,
+              night.page if night is not None else None)
+        for row in rows)
+    return ReadRun(run, points, night)

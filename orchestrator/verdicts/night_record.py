@@ -1,0 +1,87 @@
+"""What a night left beside each of its run directories, for readers that start from the store (`etfarm publish`).
+
+A run's verdicts are in DIR/verdicts.json (baseline.record_verdicts); which night the run belongs to, the night's
+page and its confirmations are in DIR/night.json, written by `etfarm nightly` once the night's page is written
+(`record_night`). `read_marks(run_dir)` reads both back as typed marks; a file that is missing or unreadable gives
+none (a plain `etfarm run`, or a night from before night.json).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.cache import write_json_atomic
+from orchestrator.verdicts.recorded import VERDICTS_JSON
+
+NIGHT_JSON = "night.json"
+
+
+@dataclass(frozen=True)
+class PairMark:
+    """A (device, model)'s verdict in a run, as its verdicts.json says."""
+
+    verdict: str
+    regressed: bool
+    ratio: float | None  # the run against its baseline (B / A of the verdict statistic)
+
+
+@dataclass(frozen=True)
+class NightMark:
+    """The night a run belongs to: its id, its page, its final verdict counts, its confirmations."""
+
+    night_id: str
+    page: str | None  # the night's HTML page, as written
+    verdicts: Mapping[str, int]
+    confirmations: tuple[Mapping[str, Any], ...]  # nightly.Confirmation.to_dict()s
+
+    def confirmed(self, run_id: str, device: str, model: str) -> bool | None:
+        """Whether the regression `run_id` found on (device, model) showed again (None: it was not run again)."""
+        for c in self.confirmations:
+            if (c.get("first_run"), c.get("device"), c.get("model")) == (run_id, device, model):
+                return bool(c.get("confirmed"))
+        return None
+
+    def confirms(self, run_id: str) -> str | None:
+        """The run whose regression `run_id` ran again to confirm, if it is a confirmation job."""
+        return next((str(c.get("first_run")) for c in self.confirmations if c.get("confirm_run") == run_id), None)
+
+
+def record_night(run_dirs: Sequence[Path], night_id: str, page: Path | None, verdicts: Mapping[str, int],
+                 confirmations: Sequence[Mapping[str, Any]]) -> None:
+    """DIR/night.json beside every run directory of the night."""
+    data = {"night": night_id, "page": str(page) if page is not None else None, "verdicts": dict(verdicts),
+            "confirmations": list(confirmations)}
+    for run_dir in run_dirs:
+        write_json_atomic(Path(run_dir) / NIGHT_JSON, data)
+
+
+def read_marks(run_dir: Path) -> tuple[dict[tuple[str, str], PairMark], NightMark | None]:
+    """The run's verdicts per (device, model) and its night, from the files beside it."""
+    verdicts = _read(run_dir / VERDICTS_JSON)
+    marks = {}
+    for pair in verdicts.get("pairs", ()) if isinstance(verdicts.get("pairs"), list) else ():
+        if not isinstance(pair, dict) or not pair.get("device") or not pair.get("model_b"):
+            continue
+        ratio = (pair.get("estimate") or {}).get("ratio")
+        marks[(str(pair["device"]), str(pair["model_b"]))] = PairMark(
+            str(pair.get("verdict", "")), bool(pair.get("regressed")),
+            float(ratio) if isinstance(ratio, (int, float)) else None)
+    night = _read(run_dir / NIGHT_JSON)
+    if not night.get("night"):
+        return marks, None
+    counts = night.get("verdicts") if isinstance(night.get("verdicts"), dict) else {}
+    confirmations = tuple(c for c in night.get("confirmations") or () if isinstance(c, dict))
+    return marks, NightMark(str(night["night"]), str(night["page"]) if night.get("page") else None,
+                            {str(k): int(v) for k, v in counts.items() if isinstance(v, int)}, confirmations)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
