@@ -23,6 +23,7 @@ from orchestrator.artifacts.generation import LlmRunFigures, phase_of_call
 from orchestrator.artifacts.llm import LlmRecipe
 from orchestrator.artifacts.lowering import ExportedModel, export_model
 from orchestrator.artifacts.modelspec import parse_model_spec
+from orchestrator.profiles.analysis_core import IDENTITY_COLUMNS
 from orchestrator.profiles.etdump import KIND_PROFILE, read_etdump
 from orchestrator.profiles.stat_rows import PHASE_COLUMNS, read_stats_csv
 from orchestrator.run import load_manifest
@@ -136,7 +137,8 @@ def test_a_pte_of_its_own_dims_is_profiled_as_an_llm(own_dims_pte: Path, tmp_pat
     assert execute.decode_samples == 2 * 2 * 24
     assert execute.prefill_avg_ms == pytest.approx(sum(prefill_times) / len(prefill_times), rel=1e-9)
     header = (out / "stats.csv").read_text().splitlines()[0].split(",")
-    assert header[-len(PHASE_COLUMNS):] == list(PHASE_COLUMNS)
+    # new columns come after every column that was there before: the phases, then the op identity
+    assert header[-len(PHASE_COLUMNS) - len(IDENTITY_COLUMNS):] == [*PHASE_COLUMNS, *IDENTITY_COLUMNS]
     assert "ops by phase" in result.stdout and "prefill:" in result.stdout and "decode:" in result.stdout
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from orchestrator.profiles.analysis_core import KERNEL_COLUMNS, LINK_COLUMNS, STATS_COLUMNS
+from orchestrator.profiles.analysis_core import IDENTITY_COLUMNS, KERNEL_COLUMNS, LINK_COLUMNS, STATS_COLUMNS
 from orchestrator.run.results import load_manifest
 
 pytestmark = pytest.mark.slow
@@ -52,7 +52,8 @@ def test_module_paths_equal_inspectors_module_hierarchy(backend: str, tmp_path: 
     etrecord = artifacts.etrecord
     stats = pd.read_csv(out / "stats.csv", keep_default_na=False)
     # new columns come after every column that was there before, in this order
-    assert list(stats.columns[-len(LINK_COLUMNS) - len(KERNEL_COLUMNS):]) == [*LINK_COLUMNS, *KERNEL_COLUMNS]
+    added = [*LINK_COLUMNS, *KERNEL_COLUMNS, *IDENTITY_COLUMNS]
+    assert list(stats.columns[-len(added):]) == added
     assert list(stats.columns[2:2 + len(STATS_COLUMNS)]) == STATS_COLUMNS
     ours = {(r.event_block, int(r.event_index)): r for r in stats.itertuples()}
 

@@ -84,7 +84,7 @@ def test_no_server_and_a_stalled_server_answer_an_empty_set_within_the_timeout(a
         try:
             started = time.monotonic()
             assert tracker.serials(wait_s=5) == set()
-            assert time.monotonic() - started < 2.0
+            assert time.monotonic() - started < 4.0  # the 0.3 s timeout, not wait_s (5 s); room for a loaded host
         finally:
             tracker.stop()
         assert not tracker.alive

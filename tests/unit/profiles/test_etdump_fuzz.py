@@ -26,7 +26,9 @@ SEED = build_etdump(
     + [Run("Execute", [Debug(instr=0, output=True), Profile(dd_str="k #1", instr=0, start=5, end=9, metadata=b"m")], allocators=["a"])]
 )
 FUZZ = settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-MAX_SECONDS_PER_FILE = 1.0
+# CPU seconds of this process, not wall time: a loaded host (the suite runs 4 workers on 2 cores) stretches the
+# wall clock, not the work. A reader that loops or inflates a length field still blows this by orders of magnitude.
+MAX_CPU_SECONDS_PER_FILE = 2.0
 
 
 def read_all(data: bytes) -> int:
@@ -37,12 +39,12 @@ def read_all(data: bytes) -> int:
 
 def analyze_bytes(data: bytes) -> None:
     """The whole reading pipeline; only AnalysisError may escape, and it must be quick."""
-    began = time.perf_counter()
+    began = time.process_time()
     try:
         read_all(data)
     except AnalysisError as exc:
         assert str(exc).startswith("fuzz.etdp: ") and "\n" not in str(exc)
-    assert time.perf_counter() - began < MAX_SECONDS_PER_FILE
+    assert time.process_time() - began < MAX_CPU_SECONDS_PER_FILE
 
 
 def test_the_seed_itself_reads() -> None:

@@ -130,12 +130,12 @@ FUZZ = settings(max_examples=200, deadline=None, database=None, suppress_health_
 
 
 def _only_analysis_errors(read: Any, data: bytes) -> None:
-    began = time.perf_counter()
+    began = time.process_time()  # CPU of this process: a loaded host stretches wall time, not the work
     try:
         read(data)
     except AnalysisError as exc:
         assert "\n" not in str(exc)
-    assert time.perf_counter() - began < 1.0
+    assert time.process_time() - began < 2.0
 
 
 @FUZZ
