@@ -29,6 +29,30 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
+
+# The longest modules (wall time, from `make test`'s --durations), longest first. `--dist loadscope` hands modules
+# to workers in collection order, so a long module collected last would run alone at the end while the other
+# workers idle; put first, they overlap everything else. Only the order changes: any module may be missing here.
+LONG_MODULES = (
+    "integration/test_recipes.py",
+    "integration/test_farm.py",
+    "integration/test_faults.py",
+    "integration/test_interrupt_resume.py",
+    "integration/test_numerics.py",
+    "integration/test_transport_faults.py",
+    "integration/verdicts/test_nightly.py",
+    "integration/verdicts/test_llm_verdicts.py",
+    "integration/test_llm_jobs.py",
+    "integration/test_environment_errors.py",
+    "integration/test_op_naming.py",
+    "integration/test_android_run.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {module: k for k, module in enumerate(LONG_MODULES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0].removeprefix("tests/"), len(rank)))
+
 @pytest.fixture(scope="session", autouse=True)
 def isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("home")
