@@ -15,12 +15,18 @@ import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.cache import cache_dir, sha256_file, write_bytes_atomic
 
+if TYPE_CHECKING:
+    from orchestrator.artifacts.build import RunnerBuild
+    from orchestrator.artifacts.lowering import ExportedModel
+    from orchestrator.run.results import ProcessRun
+
 QUESTION_TIMEOUT_SEC = 30.0  # one small request to a worker (which hashes it lacks, a file's bytes back)
 MIN_BANDWIDTH_BPS = 1_000_000  # a put may take as long as 1 MB/s needs, on top of the question's deadline
+MODEL_ROLES = ("pte", "etrecord", "inputs", "reference_outputs", "numerics_reference", "llm_reference")
 
 
 def put_timeout_s(nbytes: int) -> float:
@@ -80,6 +86,43 @@ def refs_for(files: Mapping[str, Path]) -> tuple[tuple[BlobRef, ...], dict[str, 
     refs = tuple(BlobRef(name, sha256_file(path)) for name, path in sorted(files.items()))
     by_hash = {ref.sha256: files[ref.name] for ref in refs}
     return refs, by_hash
+
+
+class JobBlobs:
+    """Client side: the files one job ships, named as its tasks know them (`runner/...`, `model/NAME/...`, a
+    finished run's files relative to the run directory), and the local path of each hash, to send what a
+    worker lacks."""
+
+    def __init__(self) -> None:
+        self._paths: dict[str, Path] = {}
+
+    def refs(self, files: Mapping[str, Path]) -> tuple[BlobRef, ...]:
+        refs, by_hash = refs_for(files)
+        self._paths.update(by_hash)
+        return refs
+
+    def runner(self, build: RunnerBuild) -> tuple[BlobRef, ...]:
+        return self.refs({f"runner/{rel}": path for rel, path in build.stage_files().items()})
+
+    def model(self, model: ExportedModel) -> tuple[tuple[BlobRef, ...], dict[str, str]]:
+        """The model's files and, per role (MODEL_ROLES), the blob name a task finds it under."""
+        roles = {role: path for role in MODEL_ROLES if (path := getattr(model, role)) is not None}
+        named = {role: f"model/{model.name}/{Path(path).name}" for role, path in roles.items()}
+        return self.refs({named[role]: Path(path) for role, path in roles.items()}), named
+
+    def prior(self, root: Path, device: str, model: str, done: Iterable[ProcessRun]) -> tuple[BlobRef, ...]:
+        """The files of a model's finished runs, named relative to the run directory (the worker puts them
+        at the same place in its own run directory, where the session reads them to analyse every run)."""
+        files = {}
+        for run in done:
+            run_dir = root / device / model / run.label
+            for path in sorted(run_dir.rglob("*")) if run_dir.is_dir() else ():
+                if path.is_file() and not path.is_symlink():
+                    files[path.relative_to(root).as_posix()] = path
+        return self.refs(files)
+
+    def paths(self, hashes: Iterable[str]) -> dict[str, Path]:
+        return {h: self._paths[h] for h in sorted(hashes)}
 
 
 def ship(client: Any, worker: str, by_hash: Mapping[str, Path]) -> ShipReport:

@@ -36,7 +36,7 @@ from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import write_bytes_atomic
 from orchestrator.cleanup import close_quietly
 from orchestrator.errors import DeviceError, EtfarmError, UsageError
-from orchestrator.farm.blobs import BlobRef, refs_for
+from orchestrator.farm.blobs import BlobRef, JobBlobs
 from orchestrator.farm.dask import DaskFarm, FarmDevice, FarmOptions, TaskLost
 from orchestrator.farm.streamed import StreamedRuns
 from orchestrator.farm.task import LacksArtifacts, TaskReply, TaskRequest
@@ -44,12 +44,11 @@ from orchestrator.farm.tries import Tries
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.executor import JobContext
 from orchestrator.run.finisher import ModelFinisher
-from orchestrator.run.results import DeviceStatus, ProcessRun
+from orchestrator.run.results import DeviceStatus
 from orchestrator.run.session import Interrupted
 
 POLL_SEC = 1.0
 MAX_SHIP_ATTEMPTS = 3  # deliveries of missing artifacts to a worker before its task fails
-MODEL_ROLES = ("pte", "etrecord", "inputs", "reference_outputs", "numerics_reference", "llm_reference")
 
 
 class FarmExecutor:
@@ -61,7 +60,7 @@ class FarmExecutor:
         self._context: JobContext | None = None
         self._records: dict[str, DeviceRecord] = {}
         self._remaining: dict[str, int] = {}
-        self._blob_paths: dict[str, Path] = {}
+        self._blobs = JobBlobs()
         self._futures: dict[Any, TaskRequest] = {}
         self._streamed = StreamedRuns(self._records, lambda device, rel: inside(self._root(), device, rel))
         self._tries = Tries(lambda device, attempt: self._records[device].attempt(attempt))
@@ -120,7 +119,7 @@ class FarmExecutor:
     # ---- submit ------------------------------------------------------------------
 
     def _submit(self, context: JobContext) -> None:
-        model_refs = {model.name: self._model_refs(model) for model in context.models}
+        model_refs = {model.name: self._blobs.model(model) for model in context.models}
         runner_refs: dict[str, tuple[BlobRef, ...]] = {}  # by runner build key
         requests: list[TaskRequest] = []
         for device in self._devices.values():
@@ -136,8 +135,7 @@ class FarmExecutor:
                     context.stats.keep_recorded(device.name, model.name)
                 elif build is not None:
                     if build.key not in runner_refs:
-                        runner_refs[build.key] = self._refs({f"runner/{rel}": path
-                                                             for rel, path in build.stage_files().items()})
+                        runner_refs[build.key] = self._blobs.runner(build)
                     requests.append(self._request(context, device, build, model, runner_refs[build.key],
                                                   model_refs[model.name]))
             if device.name not in self._remaining and build is not None:  # nothing left to send: all its models kept
@@ -161,35 +159,13 @@ class FarmExecutor:
                            backend=config.backend, model_key=model.key, target=device.target, runner_key=build.key,
                            runtime=build.info, blobs=runner + refs[0], roles=refs[1], options=config.options,
                            config=config, done=done, workload=model.workload,
-                           prior=self._prior_refs(context, device.name, model.name, done) if done else ())
-
-    def _model_refs(self, model: ExportedModel) -> tuple[tuple[BlobRef, ...], dict[str, str]]:
-        roles = {role: path for role in MODEL_ROLES if (path := getattr(model, role)) is not None}
-        named = {role: f"model/{model.name}/{Path(path).name}" for role, path in roles.items()}
-        return self._refs({named[role]: Path(path) for role, path in roles.items()}), named
-
-    def _refs(self, files: dict[str, Path]) -> tuple[BlobRef, ...]:
-        refs, by_hash = refs_for(files)
-        self._blob_paths.update(by_hash)
-        return refs
-
-    def _prior_refs(self, context: JobContext, device: str, model: str, done: tuple[ProcessRun, ...]) -> tuple[BlobRef, ...]:
-        """The files of a model's finished runs, named relative to the run directory (the worker puts them
-        at the same place in its own run directory, where the session reads them to analyse every run)."""
-        root = context.rundir.root
-        files = {}
-        for run in done:
-            run_dir = root / device / model / run.label
-            for path in sorted(run_dir.rglob("*")) if run_dir.is_dir() else ():
-                if path.is_file() and not path.is_symlink():
-                    files[path.relative_to(root).as_posix()] = path
-        return self._refs(files)
+                           prior=self._blobs.prior(context.rundir.root, device.name, model.name, done) if done else ())
 
     def _ship(self, worker: str, hashes: set[str] | tuple[str, ...], device: str | None = None) -> bool:
         assert self._context is not None
         lacked = device is not None
         try:
-            report = self._farm.ship(worker, {h: self._blob_paths[h] for h in sorted(hashes)})
+            report = self._farm.ship(worker, self._blobs.paths(hashes))
         except (OSError, KeyError) as exc:  # gone since we asked: a task it runs later asks for what it lacks
             self._context.progress(f"artifacts for {worker}: not sent ({type(exc).__name__}: {exc})")
             return False

@@ -68,7 +68,7 @@ class TaskRequest:
     target: str
     runner_key: str
     blobs: tuple[BlobRef, ...]
-    roles: dict[str, str]  # pte / etrecord / inputs / ... / llm_reference (executor.MODEL_ROLES) -> blob name
+    roles: dict[str, str]  # pte / etrecord / inputs / ... / llm_reference (blobs.MODEL_ROLES) -> blob name
     options: JobOptions
     config: JobConfig
     done: tuple[ProcessRun, ...] = ()  # resumed: the model's process runs already finished
