@@ -22,7 +22,7 @@ from .model import Point
 
 
 @dataclass(frozen=True)
-class StoredJob:
+class StampedJob:
     """A stored run as the dashboard tracks it: `token` says from which store state and verdict files it was read."""
 
     run_id: str
@@ -35,14 +35,14 @@ class StoredJob:
 class ReadRun:
     """A run read now: its points and its night."""
 
-    run: StoredJob
+    run: StampedJob
     points: tuple[Point, ...]
     night: NightMark | None
 
 
-def stored_runs(store: Store) -> list[StoredJob]:
+def stored_runs(store: Store) -> list[StampedJob]:
     """Every stored run, oldest first, with its token."""
-    return [StoredJob(s.run_id, s.started, _token(s), s.run_dir) for s in store.series_rows().stamps()]
+    return [StampedJob(s.run_id, s.started, _token(s), s.run_dir) for s in store.series_rows().stamps()]
 
 
 def _token(stamp: RunStamp) -> str:
@@ -56,12 +56,12 @@ def _token(stamp: RunStamp) -> str:
     return "|".join(parts)
 
 
-def read_points(store: Store, runs: Sequence[StoredJob]) -> list[ReadRun]:
+def read_points(store: Store, runs: Sequence[StampedJob]) -> list[ReadRun]:
     rows = store.series_rows().points([r.run_id for r in runs])
     return [_read_run(store, run, rows.get(run.run_id, [])) for run in runs]
 
 
-def _read_run(store: Store, run: StoredJob, rows: Sequence[PointRow]) -> ReadRun:
+def _read_run(store: Store, run: StampedJob, rows: Sequence[PointRow]) -> ReadRun:
     job = store.job(run.run_id, keys_only=True)
     marks, night = read_marks(Path(run.run_dir)) if run.run_dir else ({}, None)
     confirms = night.confirms(run.run_id) if night is not None else None

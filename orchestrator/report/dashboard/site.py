@@ -29,7 +29,7 @@ from orchestrator.verdicts.likeness import SeriesKey
 from orchestrator.verdicts.night_record import NightMark
 
 from . import assets
-from .collect import ReadRun, StoredJob, read_points, stored_runs
+from .collect import ReadRun, StampedJob, read_points, stored_runs
 from .model import Night, Point, SeriesData, Summary
 from .pages import INDEX, NIGHTS, REGRESSIONS, index_page, nights_page, regressions_page
 from .series import SERIES_DATA, SeriesIndex, data_from_script, data_script, merge, ordered, summarize
@@ -125,7 +125,7 @@ def _read_store(where: Path, out: Path, manifest: Mapping[str, Any]) -> _Reading
         raise UsageError(f"the results store {where}: cannot read it ({str(exc).removeprefix(f'{where}: ')})") from None
 
 
-def _merge(out: Path, manifest: Mapping[str, Any], runs: list[StoredJob], read: list[ReadRun]) -> _Reading:
+def _merge(out: Path, manifest: Mapping[str, Any], runs: list[StampedJob], read: list[ReadRun]) -> _Reading:
     """The series after the runs read now: their points added, the runs read again or gone dropped."""
     kept_runs: dict[str, dict[str, Any]] = dict(manifest.get("runs", {}))
     try:
