@@ -153,6 +153,16 @@ def write_json_atomic(path: Path, data: object) -> Path:
                                               allow_nan=False) + "\n")
 
 
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON object etfarm wrote beside a run (verdicts.json, night.json), or {} when it is missing, cannot be
+    read, or is not an object: such files only add marks to what the store already holds."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def finite_json(value: Any) -> Any:
     """A value as JSON can hold it: a non-finite number is None, tuples are lists; nothing else changes.
     What etfarm writes as JSON (the manifest, the store, its own files) goes through it."""

@@ -8,13 +8,12 @@ none (a plain `etfarm run`, or a night from before night.json).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.cache import write_json_atomic
+from orchestrator.cache import read_json_object, write_json_atomic
 from orchestrator.verdicts.recorded import VERDICTS_JSON
 
 NIGHT_JSON = "night.json"
@@ -61,7 +60,7 @@ def record_night(run_dirs: Sequence[Path], night_id: str, page: Path | None, ver
 
 def read_marks(run_dir: Path) -> tuple[dict[tuple[str, str], PairMark], NightMark | None]:
     """The run's verdicts per (device, model) and its night, from the files beside it."""
-    verdicts = _read(run_dir / VERDICTS_JSON)
+    verdicts = read_json_object(run_dir / VERDICTS_JSON)
     marks = {}
     for pair in verdicts.get("pairs", ()) if isinstance(verdicts.get("pairs"), list) else ():
         if not isinstance(pair, dict) or not pair.get("device") or not pair.get("model_b"):
@@ -70,7 +69,7 @@ def read_marks(run_dir: Path) -> tuple[dict[tuple[str, str], PairMark], NightMar
         marks[(str(pair["device"]), str(pair["model_b"]))] = PairMark(
             str(pair.get("verdict", "")), bool(pair.get("regressed")),
             float(ratio) if isinstance(ratio, (int, float)) else None)
-    night = _read(run_dir / NIGHT_JSON)
+    night = read_json_object(run_dir / NIGHT_JSON)
     if not night.get("night"):
         return marks, None
     counts = night.get("verdicts") if isinstance(night.get("verdicts"), dict) else {}
@@ -78,10 +77,3 @@ def read_marks(run_dir: Path) -> tuple[dict[tuple[str, str], PairMark], NightMar
     return marks, NightMark(str(night["night"]), str(night["page"]) if night.get("page") else None,
                             {str(k): int(v) for k, v in counts.items() if isinstance(v, int)}, confirmations)
 
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return {}
-    return data if isinstance(data, dict) else {}

@@ -5,11 +5,10 @@ Light on purpose (no numpy): `etfarm history` reads them to show a nightly's reg
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.cache import write_json_atomic
+from orchestrator.cache import read_json_object, write_json_atomic
 from orchestrator.verdicts.statistics import Verdict
 
 if TYPE_CHECKING:
@@ -30,11 +29,7 @@ def recorded_verdicts(run_dir: Path) -> dict[tuple[str, str], str]:
     """The verdict recorded beside the run per (device, model): `regressed` for a pair that regressed anywhere (end
     to end, an op, a metric, its series), `wrong-outputs` for a failed verification, else the pair's verdict.
     Empty when nothing judged the run or its file cannot be read."""
-    try:
-        data = json.loads((Path(run_dir) / VERDICTS_JSON).read_text(encoding="utf-8"))
-        pairs = [p for p in data.get("pairs", ()) if isinstance(p, dict)]
-    except (OSError, ValueError, RecursionError, AttributeError):
-        return {}
+    pairs = [p for p in read_json_object(Path(run_dir) / VERDICTS_JSON).get("pairs", ()) if isinstance(p, dict)]
     return {(str(p.get("device")), str(p.get("model_b"))):
             WRONG_OUTPUTS if p.get("verification_failed") else
             Verdict.REGRESSED.value if p.get("regressed") else str(p.get("verdict")) for p in pairs}
