@@ -146,6 +146,38 @@ class AndroidFacts:
 
 
 @dataclass(frozen=True)
+class RunnerFacts:
+    """How the runner started on the device (`facts.runner`: artifacts/runner_info.py `RuntimeInfo.facts`),
+    recorded by the host, not the device. A field is None when the record did not hold it as its type (an
+    older etfarm's, a device's word): what no field reads is `other`, written back as it came."""
+
+    runtime: str | None = None  # wheel | bundled-glibc | ndk | user
+    executorch_dir: str | None = None  # the executorch_DIR the runner was built against
+    launcher: tuple[str, ...] | None = None  # argv words that start the runner, before it
+    bundled: tuple[str, ...] | None = None  # glibc files in lib/ (bundled-glibc)
+    backends: tuple[str, ...] | None = None  # what the runner registers
+    other: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunnerFacts:
+        values: dict[str, Any] = {}
+        for f in fields(cls)[:-1]:
+            value = data.get(f.name)
+            if f.name in ("runtime", "executorch_dir"):
+                if isinstance(value, str):
+                    values[f.name] = value
+            elif isinstance(value, list) and all(isinstance(word, str) for word in value):
+                values[f.name] = tuple(value)
+        return cls(**values, other={key: value for key, value in data.items() if key not in values})
+
+    def to_json(self) -> dict[str, Any]:
+        """In `RuntimeInfo.facts`' order, then what no field reads."""
+        out = {f.name: list(v) if isinstance(v, tuple) else v
+               for f in fields(self)[:-1] if (v := getattr(self, f.name)) is not None}
+        return {**out, **self.other}
+
+
+@dataclass(frozen=True)
 class DeviceFacts:
     """What describe.sh reported (fields in its order), the runner's runtime once a run recorded it, and
     what this etfarm does not read. Falsy when empty, as no facts at all."""
@@ -164,7 +196,7 @@ class DeviceFacts:
     android: AndroidFacts | None = _one(AndroidFacts, "android")
     # How the runner started there (artifacts/runner_info.py RuntimeInfo.facts): recorded by the host, not
     # the device, beside the facts of the model's first run (`facts.runner` in the manifest).
-    runner: Mapping[str, Any] = field(default_factory=dict)
+    runner: RunnerFacts | None = None
     other: tuple[tuple[KeyPath, Any], ...] = ()  # (key path, value) of what no field reads, as it came
 
     @classmethod
@@ -178,20 +210,21 @@ class DeviceFacts:
         runner = data.get("runner")
         recorded = isinstance(runner, Mapping) and bool(runner)  # else, as any key no field reads: `other`
         values, other = _read(cls, list(leaves({k: v for k, v in data.items() if k != "runner" or not recorded})))
-        return cls(**values, runner=dict(runner) if recorded else {}, other=tuple(other))  # type: ignore[arg-type]
+        return cls(**values, runner=RunnerFacts.from_json(runner) if recorded else None,  # type: ignore[arg-type]
+                   other=tuple(other))
 
     def to_json(self, sort_keys: bool = True) -> dict[str, Any]:
         """The JSON form: describe.sh's nesting, keys sorted as the manifest and the store hold them; unsorted,
         in describe.sh's own order (what no field reads last), as `etfarm devices --json` prints them."""
-        runner = [(("runner",), dict(self.runner))] if self.runner else []
+        runner = [(("runner",), self.runner.to_json())] if self.runner is not None else []
         nested = nest([*_pairs(self), *runner, *self.other])
         return sorted_keys(nested) if sort_keys else nested
 
-    def with_runner(self, runner: Mapping[str, Any]) -> DeviceFacts:
-        return replace(self, runner=dict(runner))
+    def with_runner(self, runner: RunnerFacts) -> DeviceFacts:
+        return replace(self, runner=runner)
 
     def __bool__(self) -> bool:
-        return bool(self.runner or self.other or next(_pairs(self), None))
+        return bool(self.runner is not None or self.other or next(_pairs(self), None))
 
 
 # ---- reading and writing by the fields' key paths -------------------------------------------------------

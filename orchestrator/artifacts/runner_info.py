@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from device_agents.facts import RunnerFacts
 
 RUNTIME_WHEEL, RUNTIME_BUNDLED_GLIBC, RUNTIME_NDK, RUNTIME_USER = "wheel", "bundled-glibc", "ndk", "user"
 
@@ -32,11 +33,11 @@ class RuntimeInfo:
     executorch_dir: str = ""  # the executorch_DIR the runner was built against
     backends: tuple[str, ...] = ()  # what the runner registers (read from it at build time, when it runs there)
 
-    def facts(self, backends: Sequence[str] | None = None) -> dict[str, Any]:
+    def facts(self, backends: Sequence[str] | None = None) -> RunnerFacts:
         """As a device's facts record it (`facts.runner`); `backends`: what the runner said it registers on
         the device (its result line), which wins over what the build found (an NDK build cannot run here)."""
-        return {"runtime": self.runtime, "executorch_dir": self.executorch_dir, "launcher": list(self.launcher),
-                "bundled": list(self.bundled), "backends": list(backends if backends else self.backends)}
+        return RunnerFacts(self.runtime, self.executorch_dir, self.launcher, self.bundled,
+                           tuple(str(name) for name in backends) if backends else self.backends)
 
 
 def runner_slot(target: str, runtime: str | None = None) -> str:

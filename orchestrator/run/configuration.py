@@ -43,9 +43,8 @@ def _runtime(job: Job, model: str, device: str | None) -> str:
     """The runtime route the device's runner took (wheel, bundled-glibc, ndk, user: artifacts/runner_info.py);
     UNKNOWN when the job did not record it (older manifests) or no device is named."""
     dev = job.device(device) if device is not None else None
-    runner = dev.facts.get("runner") if dev is not None and isinstance(dev.facts, dict) else None
-    value = runner.get("runtime") if isinstance(runner, dict) else None
-    return str(value) if value else UNKNOWN
+    runner = dev.facts.runner if dev is not None else None
+    return runner.runtime if runner is not None and runner.runtime else UNKNOWN
 
 
 UNKNOWN = "?"  # a setting the job did not record: matches any value (older manifests)

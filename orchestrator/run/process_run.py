@@ -40,6 +40,7 @@ from orchestrator.run.runner_contract import (
     RESULT_JSON,
     RUNNER_LOG,
     RunnerInvocation,
+    RunnerResult,
     parse_result,
 )
 
@@ -142,8 +143,15 @@ def run_once(agent: DeviceAgent, options: JobOptions, plan: RunPlan, rundir: Run
     run = ProcessRun.from_runner(result, label=plan.label, traced=plan.traced, cold=plan.cold, device_state=state,
                                  artifacts=tuple(sorted(rundir.relative(p) for p in run_local.iterdir())),
                                  step_ms=step.duration_s * 1000.0)
-    facts = step.facts.with_runner(launch.info.facts(result.to_dict().get("backends"))) if step.facts else DeviceFacts()
+    facts = step.facts.with_runner(launch.info.facts(_backends(result))) if step.facts else DeviceFacts()
     return run, facts
+
+
+def _backends(result: RunnerResult) -> tuple[str, ...] | None:
+    """What the runner said it registers on the device: a key its result line prints that RunnerResult leaves in
+    `extra` (a list of names; anything else is no answer)."""
+    names = result.extra.get("backends")
+    return tuple(names) if isinstance(names, list) and all(isinstance(n, str) for n in names) else None
 
 
 def runner_failure(stderr: str, exit_code: int | None, timed_out: bool, log: str) -> str:

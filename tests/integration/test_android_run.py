@@ -112,7 +112,7 @@ def test_phone_and_rpi5_in_one_job(phone: AndroidPhone, rpi5_device: DeviceSpec,
     assert runner["runtime"] == "bundled-glibc" and "ld-linux-aarch64.so.1" in runner["bundled"]
     assert runner["launcher"] == ["./lib/ld-linux-aarch64.so.1", "--library-path", "./lib"]
     assert "XnnpackBackend" in runner["backends"] and runner["executorch_dir"].endswith("share/cmake")
-    assert job.device("rpi5").facts.runner["runtime"] == "wheel"  # type: ignore[union-attr]
+    assert job.device("rpi5").facts.runner.runtime == "wheel"  # type: ignore[union-attr]
     android = phone_facts["android"]
     assert android["product"] == {"model": "Pixel 8", "manufacturer": "Google", "cpu": {"abi": "arm64-v8a"}}
     assert android["soc"] == {"model": "Tensor G3", "manufacturer": "Google"}
@@ -181,7 +181,7 @@ def test_adb_serial_without_an_inventory_entry(phone: AndroidPhone, adb_server: 
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
     device = load_manifest(out).device(name)
     assert device is not None and device.status == "ok" and device.target == "android-arm64-v8a"
-    assert device.facts.runner["runtime"] == "bundled-glibc"
+    assert device.facts.runner.runtime == "bundled-glibc"
 
 
 def test_wrong_abi_is_refused_before_anything_is_pushed(phone: AndroidPhone, adb_server: AdbTestServer,
@@ -235,6 +235,6 @@ def test_a_farm_worker_starts_the_phones_runner_through_its_loader(phone: Androi
     finally:
         farm.stop()
     device = load_manifest(out).device("pixel8")
-    assert device is not None and device.status == "ok" and device.facts.runner["runtime"] == "bundled-glibc"
+    assert device is not None and device.status == "ok" and device.facts.runner.runtime == "bundled-glibc"
     command = (out / "pixel8" / "tiny_cnn" / "run-1" / "runner.log").read_text().splitlines()[0]
     assert "/data/local/tmp/etfarm/lib/ld-linux-aarch64.so.1 --library-path /data/local/tmp/etfarm/lib " in command

@@ -93,9 +93,10 @@ def test_runtime_in_the_inventory(full_prefix: Path, tmp_path: Path) -> None:
     mine, theirs = job.device("own"), job.device("plain")
     assert mine is not None and theirs is not None and mine.runner_key != theirs.runner_key
     runner = mine.facts.runner
-    assert runner["runtime"] == "user" and runner["executorch_dir"] == str(full_prefix / "share" / "cmake")
-    assert {"XnnpackBackend", "QnnBackend"} <= set(runner["backends"])  # as the runner said on the device
-    assert theirs.facts.runner["runtime"] == "wheel"
+    assert runner is not None and theirs.facts.runner is not None
+    assert runner.runtime == "user" and runner.executorch_dir == str(full_prefix / "share" / "cmake")
+    assert {"XnnpackBackend", "QnnBackend"} <= set(runner.backends or ())  # as the runner said on the device
+    assert theirs.facts.runner.runtime == "wheel"
     assert f"runner for host (runtime {full_prefix}): " in result.stderr and "runner for host: " in result.stderr
 
 

@@ -55,8 +55,8 @@ def _product(facts: Described) -> str:
         level, status, plugged = battery
         parts.append(f"battery {shown(level, '?')} % {shown(status, '?')}"
                      + (f" ({plugged})" if plugged and plugged != "none" else ""))
-    if facts.runner.get("runtime"):
-        parts.append(f"{facts.runner['runtime']} runtime")
+    if facts.runner is not None and facts.runner.runtime:
+        parts.append(f"{facts.runner.runtime} runtime")
     return ", ".join(p for p in parts if p.strip()) or "-"
 
 

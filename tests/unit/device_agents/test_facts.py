@@ -9,7 +9,7 @@ from importlib import resources
 
 import pytest
 
-from device_agents.facts import CpuFacts, DeviceFacts, ThermalZone
+from device_agents.facts import CpuFacts, DeviceFacts, RunnerFacts, ThermalZone
 from device_agents.keyvalues import parse_key_values
 from tests.unit.report.test_device_facts_android import PHONE_TEXT
 
@@ -83,7 +83,7 @@ def test_this_hosts_facts_and_the_runner_read_back_as_written() -> None:
     assert json.dumps(facts.to_json(sort_keys=False)) == json.dumps(parse_key_values(text))  # `etfarm devices --json`
     assert isinstance(facts.cores, int) and facts.cores >= 1 and facts.os == "Linux"
     runner = {"runtime": "wheel", "backends": ["XnnpackBackend"], "launcher": []}
-    recorded = facts.with_runner(runner)
+    recorded = facts.with_runner(RunnerFacts.from_json(runner))
     assert json.dumps(recorded.to_json()) == json.dumps({**parse_key_values(text), "runner": runner}, sort_keys=True)
     assert DeviceFacts.from_json(recorded.to_json()) == recorded
 
@@ -93,5 +93,5 @@ def test_hostile_readings_stay_text_and_nothing_non_finite_reaches_json() -> Non
     assert (facts.cores, facts.loadavg, facts.cpus[0].max_khz, facts.cpus[0].cur_khz) == ("abc", "nan", "nan", "inf")
     assert facts.cpus[1].max_khz == "99999999999999999999" and len(str(facts.cpus[1].governor)) == 5000
     assert [c.name for c in facts.cpus] == ["cpu0", "cpu1"]  # cpus.cpu2=5 came first: the rest of cpu2 is dropped
-    assert facts.runner == {"runtime": "the device's word"}  # the host's own record replaces it (with_runner)
+    assert facts.runner == RunnerFacts(runtime="the device's word")  # the host's own record replaces it (with_runner)
     json.dumps(facts.to_json(), allow_nan=False)

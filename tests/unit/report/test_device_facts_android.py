@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from device_agents.facts import DeviceFacts
+from device_agents.facts import DeviceFacts, RunnerFacts
 from orchestrator.report.builders.device_facts import device_facts
 from orchestrator.run.conditions import DeviceState
 from orchestrator.run.results import DeviceResult, ModelResult, ModelStatus, ProcessRun
@@ -37,7 +37,7 @@ PHONE = DeviceFacts.parse(PHONE_TEXT)
 
 
 def test_what_the_phone_was() -> None:
-    runner = {"runtime": "bundled-glibc", "backends": ["XnnpackBackend"]}
+    runner = RunnerFacts(runtime="bundled-glibc", backends=("XnnpackBackend",))
     hotter = DeviceState(DeviceFacts.parse("android.temp.skin_c=36.0\nandroid.temp.battery_c=30.1\nthermal.thermal_zone0=BIG:47000"))
     device = DeviceResult("pixel8", "adb", "android-arm64-v8a", facts=PHONE.with_runner(runner),
                           models=(ModelResult("m", ModelStatus.OK, (ProcessRun("run-1", True, (1.0,), device_state=hotter),)),))
