@@ -1,3 +1,5 @@
+"""`python -m orchestrator.cli`: the `etfarm` program."""
+
 from orchestrator.cli import program
 
 program()

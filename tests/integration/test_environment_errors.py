@@ -114,7 +114,7 @@ CASES = [  # (id, argv from the inputs folder, what the one line must say)
      "malformed manifest: config.runs: expected a whole number, got 'abc'"),
     ("resumed-runs-1e12", lambda p: ["run", "--resume", f"{p}/huge"],
      "malformed manifest: config.runs: 1000000000000 is outside [1, 10000]"),
-    # from the sweep (README "Faults: input")
+    # from the sweep (docs/reference/faults.md, "Faults: input")
     ("manifest-nested-100000-deep", lambda p: ["report", f"{p}/deep"], "cannot read manifest: RecursionError"),
     ("manifest-names-a-path", lambda p: ["run", "--resume", f"{p}/traversal"],
      "devices.local.models: '../../../escaped' is not a plain name"),

@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 from device_agents import DeviceSpec
+from tests.helpers.docs_pages import fault_bounds, run_retry_bounds
 from tests.helpers.inventory import write_inventory
-from tests.helpers.readme import fault_bounds, run_retry_bounds
 from tests.integration.testbed import descendant_pids
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ class FaultyJob:
     given_up_s: dict[str, float]  # per device: from the fault to its FAILED line, as this test process saw it
 
     def given_up_after_fault_s(self, device: str) -> float:
-        """How long the faulty device took to be given up: the bound the README states. Not the job's end,
+        """How long the faulty device took to be given up: the bound docs/how-to/boards.md states. Not the job's end,
         which also waits for the other devices, the statistics, the store and the report."""
         assert device in self.given_up_s, self.stderr[-3000:]
         return self.given_up_s[device]
@@ -134,7 +134,7 @@ def test_frozen_device_is_given_up_within_the_deadline(ssh_server_factory: Calla
     """A stalled peer (SIGSTOP: no RST, no data) must not hang the job past --timeout plus the host grace."""
     host = ssh_server_factory()
     timeout_s = 8
-    bounds = fault_bounds()  # the README's numbers, not the code's constants
+    bounds = fault_bounds()  # the docs' numbers, not the code's constants
 
     def freeze() -> None:
         for pid in [host.proc.pid, *descendant_pids(host.proc.pid)]:  # type: ignore[attr-defined]
@@ -148,7 +148,7 @@ def test_frozen_device_is_given_up_within_the_deadline(ssh_server_factory: Calla
     job = run_with_fault(host, "frozen", tmp_path, fault=freeze, extra_args=("--timeout", str(timeout_s)),
                          finish_within_s=timeout_s + bounds.housekeeping_s + bounds.grace_s + 120)
     assert job.returncode == 1, job.stderr[-3000:]
-    # Whatever step the freeze caught (the runner, a housekeeping command, a transfer), the README's bound
+    # Whatever step the freeze caught (the runner, a housekeeping command, a transfer), the bound the docs state
     # holds: the runner's step (--timeout + the housekeeping allowance) or the stall time, plus the host's
     # grace; then the retries of a cut-off process run: reconnects (each within the connect timeout), the
     # waits between them, and the bounded release of the device lock.

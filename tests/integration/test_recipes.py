@@ -1,4 +1,4 @@
-"""Export recipes as a configuration (README "Quantized models"): `etfarm run --recipe fp32,int8-static` on the
+"""Export recipes as a configuration (docs/how-to/quantized.md): `etfarm run --recipe fp32,int8-static` on the
 host and on the emulated Raspberry Pi 5 (SSH + qemu) in one job, real exports through ExecuTorch's export API,
 real runners; per-op statistics checked against Inspector on the pulled ETDumps."""
 

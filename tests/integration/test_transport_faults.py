@@ -22,7 +22,7 @@ from device_agents.base import HOST_DEADLINE_GRACE_SEC
 from device_agents.ssh import SSHAgent
 from orchestrator.errors import DeviceError
 from orchestrator.run.results import load_manifest
-from tests.helpers.readme import fault_bounds, run_retry_bounds
+from tests.helpers.docs_pages import fault_bounds, run_retry_bounds
 from tests.integration.testbed import descendant_pids
 from tests.integration.testbed.adbserver import AdbTestDevice
 from tests.integration.testbed.sshd import SshTestHost
@@ -215,7 +215,7 @@ def test_job_survives_a_device_whose_link_goes_down(netns_ssh_host: tuple[SshTes
                          finish_within_s=200)
     assert job.returncode == 1, job.stderr[-3000:]
     # As the frozen-device test in test_faults.py: the step's deadline (--timeout plus the housekeeping
-    # allowance) plus the host grace, then the retries of the cut-off process run (the README's bound);
+    # allowance) plus the host grace, then the retries of the cut-off process run (the bound the docs state);
     # with the host side of the link down a reconnect fails at once (no route), so no connect timeout.
     bounds, retry = fault_bounds(), run_retry_bounds()
     deadline = 8 + bounds.housekeeping_s + bounds.grace_s + retry.waits_s + retry.release_s

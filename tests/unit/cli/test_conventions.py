@@ -1,4 +1,4 @@
-"""CLI conventions (README "A tour of the CLI"): one `error:` line, exit codes, -h, --version,
+"""CLI conventions (docs/reference/conventions.md): one `error:` line, exit codes, -h, --version,
 bare `etfarm`, choices and environment variables in --help, completion, --name per --model."""
 
 from __future__ import annotations

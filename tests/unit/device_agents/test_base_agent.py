@@ -162,12 +162,12 @@ def test_remote_size_tells_missing_from_unknown(spec: DeviceSpec, tmp_path: Path
         LostLink(spec).remote_size("here.bin")
 
 
-def test_host_deadlines_are_the_readmes(spec: DeviceSpec) -> None:
-    """README: the run's --timeout for the runner, 30 s for housekeeping or a stalled transfer, plus 15 s of
-    host grace. The numbers come from README.md, so raising the grace in the code (or the text) fails here."""
+def test_host_deadlines_are_the_docs(spec: DeviceSpec) -> None:
+    """docs/how-to/boards.md: the run's --timeout for the runner, 30 s for housekeeping or a stalled transfer, plus 15 s of
+    host grace. The numbers come from that page, so raising the grace in the code (or the text) fails here."""
     from device_agents.adb import AdbAgent
     from device_agents.ssh import SSHAgent
-    from tests.helpers.readme import fault_bounds
+    from tests.helpers.docs_pages import fault_bounds
 
     bounds = fault_bounds()
     deadlines: list[float] = []
@@ -181,6 +181,6 @@ def test_host_deadlines_are_the_readmes(spec: DeviceSpec) -> None:
     agent.run(["etfarm_runner"], timeout_s=8)  # the runner, under --timeout 8
     agent.run(["cat", "state"])  # a housekeeping command
     assert deadlines == [8 + bounds.grace_s, bounds.housekeeping_s + bounds.grace_s]
-    # Every transport gives up on a transfer that stops making progress after the README's time.
+    # Every transport gives up on a transfer that stops making progress after the time docs/how-to/boards.md states.
     assert SSHAgent.STALL_TIMEOUT_SEC == AdbAgent.STALL_TIMEOUT_SEC == bounds.housekeeping_s
     assert bounds.housekeeping_s == SSHAgent.REQUEST_TIMEOUT_SEC  # one reply from sshd: as long as a stall

@@ -1,7 +1,7 @@
 """The private paramiko and adbutils internals etfarm relies on are still there, as we use them.
 
 pyproject.toml bounds both libraries to the releases these checks passed on. Raising a bound
-(README, "Upgrading paramiko and adbutils") starts here: each check names the internal, the version
+(docs/how-to/boards.md, "Upgrading paramiko and adbutils") starts here: each check names the internal, the version
 installed and the etfarm code that depends on it, so a release that moved one fails loudly here
 instead of quietly undoing a fix (adbutils starting an adb server on the default port, paramiko
 waiting forever for the SFTP version, a 5x slower push).
@@ -232,7 +232,7 @@ def test_internal_is_where_we_use_it(internal: Internal) -> None:
     except (AssertionError, AttributeError, ImportError, TypeError, ValueError) as exc:
         pytest.fail(f"{internal.library} {version(internal.library)}: the internal {internal.name} moved or changed "
                     f"({type(exc).__name__}: {exc}); {internal.used_by} relies on it. "
-                    "See README, 'Upgrading paramiko and adbutils'.", pytrace=False)
+                    "See docs/how-to/boards.md, 'Upgrading paramiko and adbutils'.", pytrace=False)
 
 
 def test_installed_versions_are_inside_the_bounds_of_pyproject() -> None:

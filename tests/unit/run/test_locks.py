@@ -244,8 +244,8 @@ def test_a_wait_is_said_when_it_begins_when_the_holder_changes_and_every_interva
     assert said[-1] == "still waiting (31 s so far) for x" and not unbounded.expired()
 
 
-def test_the_readme_states_how_often_a_wait_is_reported() -> None:
+def test_the_docs_state_how_often_a_wait_is_reported() -> None:
     from orchestrator.run import locks
-    from tests.helpers.readme import lock_wait_report_s
+    from tests.helpers.docs_pages import lock_wait_report_s
 
     assert lock_wait_report_s() == locks.LOCK_WAIT_REPORT_SEC

@@ -1,4 +1,4 @@
-"""Numbers the README promises, read from README.md itself, so tests hold the code to the text."""
+"""Numbers the documentation promises, read from its pages (docs/), so tests hold the code to the text."""
 
 from __future__ import annotations
 
@@ -6,7 +6,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+BOARDS = DOCS / "how-to" / "boards.md"
+
+
+def _text(page: Path) -> str:
+    return " ".join(page.read_text(encoding="utf-8").split())
 
 
 @dataclass(frozen=True)
@@ -16,11 +21,11 @@ class FaultBounds:
 
 
 def fault_bounds() -> FaultBounds:
-    """From the README's "A device that dies or freezes mid-job is given up within a bounded time" paragraph."""
-    text = " ".join(README.read_text().split())
+    """From how-to/boards.md's "A device that dies or freezes mid-job is given up within a bounded time" paragraph."""
+    text = _text(BOARDS)
     housekeeping = re.search(r"(\d+(?:\.\d+)?) s for housekeeping commands or a transfer that stops making progress", text)
     grace = re.search(r"plus (\d+(?:\.\d+)?) s of grace on the host", text)
-    assert housekeeping and grace, "README.md no longer states the fault bounds this test checks"
+    assert housekeeping and grace, f"{BOARDS} no longer states the fault bounds this test checks"
     return FaultBounds(float(housekeeping.group(1)), float(grace.group(1)))
 
 
@@ -33,17 +38,18 @@ class RunRetryBounds:
 
 def run_retry_bounds() -> RunRetryBounds:
     """From the same paragraph: what retrying a cut-off process run adds to giving a device up."""
-    text = " ".join(README.read_text().split())
+    text = _text(BOARDS)
     found = re.search(r"adds at most (\d+) reconnects \(each bounded by the device's `connect_timeout`, [\d.]+ s by "
                       r"default\) after waits of ([\d.]+) s and ([\d.]+) s, and a last try to release the device lock "
                       r"within ([\d.]+) s", text)
-    assert found, "README.md no longer states what retrying a cut-off process run adds"
+    assert found, f"{BOARDS} no longer states what retrying a cut-off process run adds"
     return RunRetryBounds(int(found.group(1)), float(found.group(2)) + float(found.group(3)), float(found.group(4)))
 
 
 def lock_wait_report_s() -> float:
-    """From "Workdirs and the lock on the device": how often a wait for another job's lock is said again."""
-    text = " ".join(README.read_text().split())
+    """From "Workdirs and the lock on the device" (how-to/boards.md): how often a wait for another job's lock is
+    said again."""
+    text = _text(BOARDS)
     found = re.search(r"for how long when the wait begins, again every (\d+(?:\.\d+)?) s", text)
-    assert found, "README.md no longer states how often a wait for the device lock is reported"
+    assert found, f"{BOARDS} no longer states how often a wait for the device lock is reported"
     return float(found.group(1))
