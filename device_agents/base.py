@@ -27,10 +27,10 @@ from orchestrator.cleanup import close_quietly
 from orchestrator.errors import CommandFailed
 from orchestrator.procs import CommandResult
 
-# Grace between the device-side `timeout` and the host giving up on the transport (README: 15 s).
+# Grace between the device-side `timeout` and the host giving up on the transport (docs/how-to/boards.md: 15 s).
 HOST_DEADLINE_GRACE_SEC = 15.0
 # A transfer or command socket that makes no progress this long is a dead or frozen device, not a
-# slow one (README: 30 s, as housekeeping commands). One value for every transport.
+# slow one (docs/how-to/boards.md: 30 s, as housekeeping commands). One value for every transport.
 STALL_TIMEOUT_SEC = 30.0
 # SIGTERM first; SIGKILL this long after, for a runner that ignores TERM.
 KILL_AFTER_SEC = 5

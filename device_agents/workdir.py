@@ -3,7 +3,7 @@
 - `check_workdir`: create the workdir (mode 700) before anything is staged, and refuse one that
   cannot be made or written (a read-only or full file system: the lock in it could never be taken),
   that is a symbolic link, that the device user does not own, that others can write, or whose parent
-  another user owns or anyone may write without the sticky bit (README, "Workdirs and the lock on
+  another user owns or anyone may write without the sticky bit (docs/how-to/boards.md, "Workdirs and the lock on
   the device"). Each refusal is one line with the device's own reason.
 - `check_relative`: every workdir-relative path stays inside the workdir.
 - `safe_destination`: a pulled file lands under its plain name inside the host directory.

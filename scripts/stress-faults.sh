@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Flush out timing-dependent tests: run the fault, interrupt and Dask test modules ROUNDS times while
 # a CPU hog keeps every core busy, and count the failures. Not part of `make test` (it takes hours);
-# README "Tests" records its last outcome.
+# docs/development.md "Tests" records its last outcome.
 #
 #   scripts/stress-faults.sh [ROUNDS] [LOGDIR]      (default 20 rounds, logs in /tmp/etfarm-stress)
 #

@@ -9,7 +9,7 @@
   exactly our failure path).
 
 tests/unit/device_agents/test_library_internals.py fails, naming the internal, when an adbutils
-release moves any of this (README, "Upgrading paramiko and adbutils").
+release moves any of this (docs/how-to/boards.md, "Upgrading paramiko and adbutils").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`etfarm run`: the options checked, the job run where it belongs, its result handed on in memory.
 
-Four ways to run (README "etfarm run"): `--resume DIR` finishes a recorded job (on its farm when
+Four ways to run (docs/how-to/run.md): `--resume DIR` finishes a recorded job (on its farm when
 it ran on one); `--ab SPEC_A SPEC_B` runs an A/B job and prints verdicts; `--scheduler` runs on a
 Dask farm; otherwise the devices of this host's inventory. Then the job's typed result (`JobResult`:
 the results model, the statistics and the samples) goes to the results store, the numerics, the
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 
 def run_command(request: JobRequest, console: Console) -> int:
-    """Run `etfarm run` as asked; returns its exit code (README "etfarm run")."""
+    """Run `etfarm run` as asked; returns its exit code (docs/how-to/run.md)."""
     options = request.run_options()
     request.check()
     if not request.no_store:
@@ -53,7 +53,7 @@ def run_command(request: JobRequest, console: Console) -> int:
 
 def _start_job(request: JobRequest, options: JobOptions, progress: Progress) -> JobResult:
     specs = parse_model_specs(request.model or [], request.name or ())
-    if request.scheduler:  # many hosts: the devices are the workers' (README "Many hosts (Dask)")
+    if request.scheduler:  # many hosts: the devices are the workers' (docs/how-to/farm.md)
         # only a farm's commands load the farm's package (a single-host run never does)
         from orchestrator.farm.client import run_distributed
 

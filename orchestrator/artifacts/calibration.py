@@ -1,4 +1,4 @@
-"""Calibration data a model file may give its static quantization (README "Quantized models").
+"""Calibration data a model file may give its static quantization (docs/how-to/quantized.md).
 
 A factory returns `(module, example_inputs)`; to calibrate a static recipe (`--recipe int8-static`) on more
 than the example inputs, it returns a `CalibratedModel` instead:

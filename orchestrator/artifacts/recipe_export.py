@@ -1,4 +1,4 @@
-"""A recipe export's artifacts (README "Quantized models", "Run directory"): what lowering.py writes for
+"""A recipe export's artifacts (docs/how-to/quantized.md, docs/reference/run-directory.md): what lowering.py writes for
 `--recipe`, beside the usual program, ETRecord, inputs and numerics reference.
 
 - `reference_outputs.etft`: what a device must compute. For a recipe that quantizes, the program's own

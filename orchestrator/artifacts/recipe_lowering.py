@@ -1,4 +1,4 @@
-"""Lower a model through ExecuTorch's export API with an export recipe (README "Quantized models").
+"""Lower a model through ExecuTorch's export API with an export recipe (docs/how-to/quantized.md).
 
 `executorch.export.export(model, [example_inputs], recipe, generate_etrecord=True)`: the recipe quantizes
 (PT2E or torchao) and lowers. A static recipe calibrates on data: the model file's calibration batches

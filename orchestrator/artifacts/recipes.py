@@ -1,4 +1,4 @@
-"""Export recipes as a configuration (README "Quantized models"): their names, and parsing `--recipe`.
+"""Export recipes as a configuration (docs/how-to/quantized.md): their names, and parsing `--recipe`.
 
 ExecuTorch's export API (`executorch.export.export(model, [inputs], ExportRecipe)`) lowers a model the way a
 recipe says: FP32, or quantized (PT2E int8 static or dynamic, torchao int8 activations with int4 weights).

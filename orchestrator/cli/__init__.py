@@ -1,6 +1,6 @@
 """`etfarm` command line. Thin: each command module parses options and calls a stage.
 
-Conventions every command keeps (README "A tour of the CLI"):
+Conventions every command keeps (docs/reference/conventions.md):
 - errors print as exactly one `error:` line on stderr (multi-line messages are folded by
   `errors.one_line`), exit 0 ok / 1 a device failed / 2 usage, config or data error (and the host's own files: a
   read-only directory, a full disk, a file where a directory should be) / 130 Ctrl-C or SIGTERM;
@@ -107,7 +107,7 @@ def _register_commands() -> None:
 
 
 def main(argv: list[str] | None = None, *, ending_program: bool = False) -> int:
-    """Run one command: one `error:` line per failure and the exit codes of the README.
+    """Run one command: one `error:` line per failure and the exit codes of docs/reference/conventions.md.
 
     `ending_program`: the process exits when this returns (the `etfarm` program, `program()`), so after an
     interrupt the signal handlers are not handed back: see `interrupts`."""
@@ -149,7 +149,7 @@ def _run(argv: list[str] | None) -> int:
 
 # Signals that end a command as Ctrl-C does; SIGHUP is the terminal going away (an ssh session dropped).
 _SIGNAL_NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
-# After the first of them, the job stops its runners and records what finished (README "Faults: the job":
+# After the first of them, the job stops its runners and records what finished (docs/reference/faults.md, "Faults: the job":
 # at most 15 s of waiting for the devices); another signal within this long does not cut that short.
 STOPPING_GRACE_S = 30.0
 

@@ -1,5 +1,5 @@
 """`etfarm export`: lower a model spec to .pte + ETRecord + inputs + reference outputs (with `--recipe`, through
-ExecuTorch's export API: README "Quantized models")."""
+ExecuTorch's export API: docs/how-to/quantized.md)."""
 
 from __future__ import annotations
 

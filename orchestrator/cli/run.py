@@ -1,4 +1,4 @@
-"""`etfarm run`: the main job. Parses the options; app/run.py does the rest (README "etfarm run")."""
+"""`etfarm run`: the main job. Parses the options; app/run.py does the rest (docs/how-to/run.md)."""
 
 from __future__ import annotations
 

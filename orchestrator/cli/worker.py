@@ -33,7 +33,7 @@ def worker(
 
     adb devices are tracked through the adb server (a plug or unplug is published at once); SSH devices are
     probed (banner) and the inventory file is re-read every --probe-interval seconds, when the adb server's
-    list is also checked once. Workers execute what the scheduler sends: use TLS and a firewall (README).
+    list is also checked once. Workers execute what the scheduler sends: use TLS and a firewall (docs/how-to/farm.md).
     """
     # only a farm's commands load the farm's package (a single-host run never does)
     from orchestrator.farm.security import make_security

@@ -1,4 +1,4 @@
-"""Which layer loses accuracy when a model is quantized (README "Quantized models": accuracy per layer).
+"""Which layer loses accuracy when a model is quantized (docs/how-to/quantized.md: accuracy per layer).
 
 For a model lowered with an export recipe that quantizes, every layer's output in the program's own graph
 (the ETRecord's graph, quantize and dequantize steps included, run on the reference inputs at export:

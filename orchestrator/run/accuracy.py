@@ -1,4 +1,4 @@
-"""The accuracy a quantized program pays, per device (README "Quantized models"): its outputs against the fp32
+"""The accuracy a quantized program pays, per device (docs/how-to/quantized.md): its outputs against the fp32
 eager model's on the same inputs.
 
 For every model lowered with an export recipe, the finisher compares each traced run's outputs (the runner's

@@ -1,6 +1,6 @@
 """The runner's command-line contract: its flags, the files it writes, the result line it prints.
 
-One home for what `runners/etfarm_runner.cpp` and the host agree on (README "The runner";
+One home for what `runners/etfarm_runner.cpp` and the host agree on (docs/how-to/runner.md;
 docs/architecture.md, "Contracts"). The result line is checked against the invocation before
 anything of it is kept (`parse_result`): a runner or device that prints garbage fails that
 device as a data problem of the device, never `ok` with wrong numbers. In generation mode (an

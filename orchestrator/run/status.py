@@ -56,7 +56,7 @@ def job_status(devices: Sequence[DeviceResult], *, interrupted: bool = False, pr
 
 
 def exit_code(status: JobStatus) -> int:
-    """0 every device succeeded, 130 Ctrl-C or SIGTERM, 1 anything else (README "etfarm run")."""
+    """0 every device succeeded, 130 Ctrl-C or SIGTERM, 1 anything else (docs/how-to/run.md)."""
     if status is JobStatus.INTERRUPTED:
         return EXIT_INTERRUPTED
     return EXIT_OK if status is JobStatus.OK else EXIT_DEVICE_FAILED

@@ -154,7 +154,7 @@ ALTER TABLE events ADD COLUMN kernel_mapping TEXT;
 ALTER TABLE events ADD COLUMN kernel_note TEXT;
 """
 
-# v5: export recipes (README "Quantized models"): a model's recipe (queried: a series' configuration) and the
+# v5: export recipes (docs/how-to/quantized.md): a model's recipe (queried: a series' configuration) and the
 # model whole as the results model writes it (calibration, eager references; later fields round-trip, as
 # v3's run_json), and the accuracy a (device, model) paid against the fp32 eager model. NULL in older rows.
 _V5 = """

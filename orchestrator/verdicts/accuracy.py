@@ -1,4 +1,4 @@
-"""An accuracy drop is a verdict of its own (README "Quantized models", "Regression verdicts").
+"""An accuracy drop is a verdict of its own (docs/how-to/quantized.md, docs/explanation/verdicts.md).
 
 A quantized configuration's accuracy (run/accuracy.py: its outputs against the fp32 eager model's on the
 reference inputs) is deterministic for a given program and device: no sampling, no interval. B's accuracy is

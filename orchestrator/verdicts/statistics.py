@@ -71,7 +71,7 @@ class Center(StrEnum):
     MEAN: their mean; every process counts. FAST: their minimum, with the rank test on the faster
     half of each side's runs: the speed of the uncontended state, for devices whose processes
     land in a fast state or in slower, interfered ones (docs/architecture.md, "Measurement"): interference only adds time.
-    FAST has far more power there (see README "Regression verdicts") but assumes each side has
+    FAST has far more power there (see docs/explanation/verdicts.md) but assumes each side has
     some runs in the fast state; a whole job stuck in a slow state moves it, and its bootstrap interval
     (of a minimum) does not hold its coverage. FAST_STATE models the states (states.py): which state each
     run landed in, B/A within the fast state with a t interval on the spread within states, and an interval

@@ -1,4 +1,4 @@
-"""The report's quantized models: a model under several export recipes, per device (README "Quantized models").
+"""The report's quantized models: a model under several export recipes, per device (docs/how-to/quantized.md).
 
 For each model of a job lowered with export recipes (`--recipe fp32,int8-static`), grouped across its recipes:
 per device, each recipe's end-to-end p50 and its speed-up against the fp32 recipe with the 95 % interval of

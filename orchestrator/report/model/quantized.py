@@ -1,4 +1,4 @@
-"""The report's quantized models: a model under several export recipes, per device (README "Quantized models").
+"""The report's quantized models: a model under several export recipes, per device (docs/how-to/quantized.md).
 
 Filled by report/builders/quantized.py; laid out by report/page/quantized.py; its latency-against-accuracy chart
 is drawn by report/render/charts.py.

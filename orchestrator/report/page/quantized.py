@@ -1,5 +1,5 @@
 """The run page's "Quantized models" section: each model's recipes side by side per device, its layers' speed-ups
-and the accuracy paid (README "Quantized models"). Lays out report/builders/quantized.py's groups and places
+and the accuracy paid (docs/how-to/quantized.md). Lays out report/builders/quantized.py's groups and places
 the latency-against-accuracy chart render/charts.py drew; computes nothing."""
 
 from __future__ import annotations

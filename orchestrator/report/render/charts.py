@@ -352,7 +352,7 @@ def _decode_steps(section: LlmSection, colours: Mapping[str, str]) -> Chart | No
 
 
 def _latency_accuracy(group: RecipeGroup, colours: Mapping[str, str]) -> Chart | None:
-    """Each recipe of a model a point per device (README "Quantized models"): x the SNR of its outputs against the
+    """Each recipe of a model a point per device (docs/how-to/quantized.md): x the SNR of its outputs against the
     fp32 eager model (dB, higher is closer), y its end-to-end p50. A recipe whose outputs equal eager exactly has
     no SNR and is left out of the plot (its row in the table says so)."""
     points = [(d.device, r.recipe, r.accuracy.snr_db, r.p50_ms) for d in group.devices for r in d.rows
