@@ -95,3 +95,16 @@ def test_hostile_readings_stay_text_and_nothing_non_finite_reaches_json() -> Non
     assert [c.name for c in facts.cpus] == ["cpu0", "cpu1"]  # cpus.cpu2=5 came first: the rest of cpu2 is dropped
     assert facts.runner == RunnerFacts(runtime="the device's word")  # the host's own record replaces it (with_runner)
     json.dumps(facts.to_json(), allow_nan=False)
+
+
+@pytest.mark.parametrize("runner", [{"runtime": 5, "launcher": "./ld.so", "bundled": ["libc.so.6", 7], "newer": {"a": 1}},
+                                    {"backends": [], "runtime": "user", "executorch_dir": "/opt/et/lib/cmake"}])
+def test_the_runner_record_reads_its_fields_by_type_and_keeps_the_rest(runner: dict) -> None:
+    """A field reads only a value of its type (another etfarm's or a device's word stays in `other`), and the
+    record is written back as it came, key for key."""
+    facts = DeviceFacts.from_json({"cores": 4, "runner": runner})
+    assert facts.runner is not None and facts.to_json() == {"cores": 4, "runner": runner}
+    typed = {name for name in ("runtime", "executorch_dir", "launcher", "bundled", "backends")
+             if getattr(facts.runner, name) is not None}
+    assert typed | set(facts.runner.other) == set(runner) and not typed & set(facts.runner.other)
+    assert facts.runner.runtime == (runner["runtime"] if isinstance(runner["runtime"], str) else None)
