@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = ROOT / "docs" / "hooks"
 
@@ -74,3 +76,16 @@ def test_the_cli_reference_lists_every_option_help_prints() -> None:
         end = page.find("\n## ", start + 1)
         shown = set(re.findall(r"(?<![\w-])--[a-z][\w-]+", page[start:end if end > 0 else None]))
         assert helped <= shown, f"{path}: --help shows options the site does not: {sorted(helped - shown)}"
+
+
+def test_the_nightly_plan_reference_names_every_key_and_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example plan on reference/nightly-plan.md sets every key a plan may have, and the plan reader takes it."""
+    from orchestrator.verdicts.nightly_plan import _KEYS, load_plan
+
+    page = (ROOT / "docs" / "reference" / "nightly-plan.md").read_text(encoding="utf-8")
+    (example,) = re.findall(r"```yaml\n(.*?)```", page, flags=re.S)
+    assert set(re.findall(r"^(\w+):", example, flags=re.M)) == _KEYS
+    (tmp_path / "plan.yaml").write_text(example, encoding="utf-8")
+    monkeypatch.chdir(ROOT)  # relative paths are the working directory's, as on the command line
+    plan = load_plan(tmp_path / "plan.yaml")
+    assert plan.op_threshold == 0.10 and plan.publish is not None and len(plan.models) == 2
