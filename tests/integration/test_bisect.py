@@ -1,8 +1,8 @@
 """`etfarm bisect` on a real git repository with real exports at each commit and real A/B jobs on `local`.
 
-The repository (made here): GOOD has a 10-layer MLP; then a notes commit, a commit whose factory raises, a
-commit that only adds a comment to the model, the culprit (30 layers: about 3x slower, far beyond any noise
-of this host), and a notes commit (BAD). Only BAD is measured: the comment commit's program is GOOD's byte
+The repository (made here): GOOD has an 8-layer MLP; then a notes commit, a commit whose factory raises, a
+commit that only adds a comment to the model, the culprit (32 layers: four times the depth, beyond every speed
+state of this host's processes, tests/integration/verdicts/test_nightly.py), and a notes commit (BAD). Only BAD is measured: the comment commit's program is GOOD's byte
 for byte, the culprit's is BAD's, the broken commit is skipped and named. A second bisect with --resume
 takes BAD's step from the store; Ctrl-C (a real SIGINT to a real process) leaves no worktree behind.
 """
@@ -25,18 +25,18 @@ from orchestrator.errors import EXIT_INTERRUPTED
 from tests.helpers.git_repo import FACTORY, MODEL, git, make_repo, mlp_source, worktrees
 
 SPEC = f"{MODEL}:{FACTORY}"
-MEASURE = ("--runs", "3", "--iterations", "10", "--warmup", "2", "--max-runs", "9")
+MEASURE = ("--runs", "6", "--iterations", "10", "--warmup", "2", "--max-runs", "12")
 
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     root = tmp_path_factory.mktemp("bisect") / "repo"
     shas = make_repo(root, [
-        ("a 10-layer MLP", {MODEL: mlp_source(10), "NOTES.md": "notes\n"}),
+        ("an 8-layer MLP", {MODEL: mlp_source(8), "NOTES.md": "notes\n"}),
         ("notes: more", {"NOTES.md": "notes\nmore\n"}),
-        ("model: work in progress", {MODEL: mlp_source(10, broken=True)}),
-        ("model: a comment", {MODEL: mlp_source(10, note="the layers")}),
-        ("model: 20 more layers", {MODEL: mlp_source(30, note="the layers")}),
+        ("model: work in progress", {MODEL: mlp_source(8, broken=True)}),
+        ("model: a comment", {MODEL: mlp_source(8, note="the layers")}),
+        ("model: 24 more layers", {MODEL: mlp_source(32, note="the layers")}),
         ("notes: the end", {"NOTES.md": "notes\nmore\nthe end\n"}),
     ])
     return root, shas
