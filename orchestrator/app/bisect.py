@@ -66,6 +66,8 @@ def bisect(job: BisectJob, progress: Progress, console: Console) -> BisectResult
     out = (job.out or Path("etfarm-runs") / f"bisect-{new_run_id()}").resolve()
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: not a directory")
+    if (out / BISECT_JSON).exists() and not job.resume:
+        raise UsageError(f"--out {out}: already holds a bisect; choose a new directory (or add --resume)")
     out.mkdir(parents=True, exist_ok=True)
     setup = Setup(path, factory, job.devices, job.backend, job.options, job.settings, job.until_confident,
                   job.max_runs, out, job.store, job.config_file, job.resume)

@@ -87,6 +87,10 @@ def bisect_night(plan: NightlyPlan, store: Store, regressed: Sequence[tuple[Pair
         except EtfarmError as exc:
             found.append(NightBisect(pair.device, pair.model_b, job.job.run_id, None, None, None,
                                      reason=f"cannot bisect: {one_line(str(exc))}"))
+        except KeyboardInterrupt:  # the night's verdicts are decided: its pages are still written
+            found.append(NightBisect(pair.device, pair.model_b, job.job.run_id, None, None, None, reason="interrupted"))
+            progress(found[-1].note)
+            break
         progress(found[-1].note)
     return found
 

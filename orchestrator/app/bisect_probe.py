@@ -115,7 +115,7 @@ class Prober:
         step of the search (its commit joins `measured`), else the culprit against its parent."""
         s = self.setup
         self.progress(f"measuring {b.commit.short} ({b.commit.subject[:50]}) against {a.commit.short}")
-        outcome = run_ab(list(s.devices), a.spec, b.spec, backend=s.backend, options=s.options, out=s.out / folder,
+        outcome = run_ab(list(s.devices), a.spec, b.spec, backend=s.backend, options=s.options, out=_free(s.out, folder),
                          progress=self.progress, settings=s.settings, config_file=s.config_file,
                          until_confident=s.until_confident, max_runs=s.max_runs)
         for job in outcome.jobs:
@@ -150,6 +150,15 @@ class Prober:
                 store.bisect_steps().record(self.good.pte, program.pte, self.setup.key, step.to_dict())
         except EtfarmError as exc:  # the bisect goes on; only --resume loses this step
             self.console.err(f"warning: bisect step not recorded in the store ({exc})")
+
+
+def _free(parent: Path, name: str) -> Path:
+    """parent/name, or name-2, name-3, ... when a bisect before (interrupted, then resumed here) left that one."""
+    found, k = parent / name, 1
+    while found.exists():
+        k += 1
+        found = parent / f"{name}-{k}"
+    return found
 
 
 def judged(commit: Commit, comparison: Comparison) -> Step:

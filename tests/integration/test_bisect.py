@@ -100,6 +100,14 @@ def test_resume_takes_measured_steps_from_the_store(first: dict[str, Any], repo:
     assert f"culprit {shas[4]}" in text and "from the store" in text
 
 
+def test_a_folder_holding_a_bisect_is_refused_without_resume(first: dict[str, Any], repo: tuple[Path, list[str]],
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    root, shas = repo
+    code, _, err = bisect(capsys, "--repo", str(root), "--good", shas[0], "--bad", shas[5], "--model", SPEC,
+                          "--out", str(first["folder"] / "out"), "--store", str(first["folder"] / "results.db"))
+    assert code == 2 and err.strip().endswith("already holds a bisect; choose a new directory (or add --resume)")
+
+
 def test_bad_not_slower_exits_1(repo: tuple[Path, list[str]], tmp_path: Path,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     root, shas = repo
