@@ -103,7 +103,7 @@ def _how(step: Step) -> str:
 def steps_table(result: BisectResult) -> str:
     rows = [(s.sha[:12], clip(s.subject, 40), f"{s.ratio:.3f}x" if s.ratio is not None else "-",
              f"[{s.ci_low:.3f}, {s.ci_high:.3f}]" if s.ci_low is not None and s.ci_high is not None else "-",
-             s.verdict, _how(s)) for s in result.search.steps]
+             s.verdict, clip(_how(s), 60)) for s in result.search.steps]
     return format_table(("commit", "subject", "ratio", "interval", "verdict", "how"), rows, "llrlll")
 
 

@@ -92,9 +92,10 @@ class Prober:
         assert self.good is not None, "export GOOD first"
         try:
             program = self.export(commit)
-        except EtfarmError as exc:
-            self.progress(f"{commit.short}: skipped ({one_line(str(exc))})")
-            return Step(commit.sha, commit.subject, Outcome.SKIPPED, "skipped", reason=one_line(str(exc)))
+        except EtfarmError as exc:  # said with the model's path in the repository, not in the temporary worktree
+            reason = one_line(str(exc)).replace(f"{self.worktrees.folder}/{commit.short}/", "")
+            self.progress(f"{commit.short}: skipped ({reason})")
+            return Step(commit.sha, commit.subject, Outcome.SKIPPED, "skipped", reason=reason)
         if program.pte == self.good.pte:
             return Step(commit.sha, commit.subject, Outcome.NOT_SLOWER, "unchanged", ratio=1.0, pte=program.pte,
                         reason=f"same program as good ({self.good.commit.short})")
