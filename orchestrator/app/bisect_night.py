@@ -125,9 +125,8 @@ def _one(plan: NightlyPlan, store: Store, pair: PairVerdict, job: JobResult, pro
                               config_file=inventory.path, resume=True, budget=plan.bisect_budget),
                     progress, Console(progress, progress))
     step = result.culprit_step
+    # no culprit: why, with the commits it lies among ("budget ran out after 8 measured commit(s) (budget 8); ...")
     reason = "" if result.culprit else result.sentence.removeprefix("no culprit named: ")
-    if result.search.reason is Reason.BUDGET:
-        reason = f"budget of {plan.bisect_budget} measured commits ran out: {reason}"
     return NightBisect(pair.device, pair.model_b, job.job.run_id, good, bad,
                        result.culprit.sha if result.culprit else None, result.culprit.subject if result.culprit else "",
                        step.ratio if step else None, reason, len(result.measured),
