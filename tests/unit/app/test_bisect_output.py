@@ -1,15 +1,18 @@
-"""What a bisect says: the JSON document, the one-line answer, the page's links, the steps kept for --resume."""
+"""What a bisect says (the JSON document, the one-line answer, the page's links), a step's outcome from its A/B verdicts
+per device, and the steps kept for --resume."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from orchestrator.app.bisect_output import BisectResult, steps_table, write_page
-from orchestrator.app.bisect_probe import step_from_dict
+from orchestrator.app.bisect_probe import judged, step_from_dict
 from orchestrator.app.bisect_range import Commit, CommitRange
 from orchestrator.app.bisect_search import Outcome, Reason, Search, Step
 from orchestrator.store import open_store
+from orchestrator.verdicts.compare import Comparison, PairVerdict
 from orchestrator.verdicts.night_record import read_marks, record_night
+from orchestrator.verdicts.statistics import Estimate, Verdict, VerdictSettings
 
 GOOD = Commit("0" * 40, "good")
 COMMITS = tuple(Commit(str(k) * 40, f"commit {k}") for k in range(1, 5))
@@ -57,3 +60,24 @@ def test_night_json_names_the_culprit(tmp_path: Path) -> None:
     _, night = read_marks(tmp_path)
     assert night is not None and night.culprit("r1", "local", "mlp") == "c" * 40
     assert night.culprit("r1", "local", "other") is None
+
+
+def pair(device: str, verdict: Verdict, ratio: float | None = None, reason: str | None = None) -> PairVerdict:
+    estimate = Estimate(ratio, ratio - 0.05, ratio + 0.05, 0.01, 6, 6, 1.0, ratio) if ratio is not None else None
+    return PairVerdict(device, "a", "b", verdict, estimate=estimate, reason=reason)
+
+
+def test_a_step_is_slower_when_any_device_regressed() -> None:
+    commit = COMMITS[0]
+    both = Comparison("a", "b", VerdictSettings(), (pair("x", Verdict.UNCHANGED, 1.01), pair("y", Verdict.REGRESSED, 1.3)))
+    step = judged(commit, both)
+    assert step.outcome is Outcome.SLOWER and step.ratio == 1.3 and step.reason == "on y"
+    calm = Comparison("a", "b", VerdictSettings(), (pair("x", Verdict.UNCHANGED, 1.01), pair("y", Verdict.IMPROVED, 0.8)))
+    assert judged(commit, calm).outcome is Outcome.NOT_SLOWER
+    unsure = Comparison("a", "b", VerdictSettings(), (pair("x", Verdict.UNCHANGED, 1.01), pair("y", Verdict.INCONCLUSIVE, 1.04)))
+    assert judged(commit, unsure).outcome is Outcome.UNDECIDED
+    half = Comparison("a", "b", VerdictSettings(), (pair("x", Verdict.UNCHANGED, 1.01), pair("y", Verdict.NO_DATA, reason="down")))
+    assert judged(commit, half).outcome is Outcome.UNDECIDED  # one device could not say: the step cannot clear it
+    none = Comparison("a", "b", VerdictSettings(), (pair("y", Verdict.NO_DATA, reason="device down"),))
+    skipped = judged(commit, none)
+    assert skipped.outcome is Outcome.SKIPPED and skipped.reason == "run failed: device down"
