@@ -27,6 +27,7 @@ import typer
 
 from orchestrator.cli import (
     analyze,
+    bisect,
     build,
     compare,
     devices,
@@ -102,7 +103,7 @@ def _register_commands() -> None:
     # Each module adds its commands to `app`; module imports must stay light.
 
     for module in (run, export, build, analyze, trace, report, devices, history, store, compare, nightly, publish, numerics,
-                   worker, farm):
+                   worker, farm, bisect):
         module.register(app)
 
 

@@ -21,7 +21,8 @@ def nightly(
         Path,
         typer.Option("--plan", help="Nightly plan YAML: devices, models, runs, iterations, warmup, threshold, center, "
                      "noise_floor (auto, the default: per device and model from stored good runs; or a percentage), "
-                     "baseline, report; optionally confirm, scheduler, threads, prompt_len, gen_len, publish (the dashboard) "
+                     "baseline, report; optionally confirm, scheduler, threads, prompt_len, gen_len, publish (the dashboard), "
+                     "bisect, repo, bisect_budget (a confirmed regression's culprit commit) "
                      "(configs/nightly.yaml shows every key)."),
     ],
     config: Annotated[
@@ -49,6 +50,7 @@ def nightly(
     jobs run on the Dask farm (see `etfarm run --scheduler`).
     """
     # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.app.bisect_night import bisect_night
     from orchestrator.report.terminal.verdicts import verdict_table
     from orchestrator.verdicts.nightly import run_nightly
     from orchestrator.verdicts.nightly_plan import load_plan
@@ -63,7 +65,7 @@ def nightly(
         farm = FarmOptions(scheduler=scheduler or loaded.scheduler or "",
                             security=make_security(tls_ca_file, tls_cert, tls_key))
     with open_store(store) as opened:
-        outcome = run_nightly(loaded, opened, Progress(quiet=quiet), config=config, farm=farm)
+        outcome = run_nightly(loaded, opened, Progress(quiet=quiet), config=config, farm=farm, bisector=bisect_night)
     if outcome.interrupted:  # no verdict, no report from partial data; the job is stored as `interrupted`
         for job in outcome.jobs:
             typer.echo(f"run directory: {job.rundir.root}" + (" (interrupted)" if job.interrupted else ""))
@@ -79,6 +81,8 @@ def nightly(
             if device.status != "ok":
                 typer.echo(f"{device.name}: NOT MEASURED ({device.blame or 'unknown'}): {device.error}")
         typer.echo(f"run directory: {job.rundir.root}")
+    for found in outcome.bisects:  # plan `bisect: true`: the culprit of each confirmed regression
+        typer.echo(found.note)
     for path in written:
         typer.echo(f"report: {path}")
     _record_night(outcome, written[1] if written else None)
@@ -90,6 +94,7 @@ def nightly(
 def _record_night(outcome: Any, page: Path | None) -> None:
     """night.json beside each of the night's runs: its page, verdict counts and confirmations (what `publish` reads)."""
     # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.app.bisect_night import REPO_HEAD, night_repo_head
     from orchestrator.errors import EtfarmError
     from orchestrator.verdicts.night_record import record_night
 
@@ -98,7 +103,8 @@ def _record_night(outcome: Any, page: Path | None) -> None:
         counts[pair.verdict.value] = counts.get(pair.verdict.value, 0) + 1
     try:
         record_night([j.rundir.root for j in outcome.jobs], outcome.night_id, page, counts,
-                     [c.to_dict() for c in outcome.confirmations])
+                     [c.to_dict() for c in outcome.confirmations],
+                     {"bisects": [b.to_dict() for b in outcome.bisects], REPO_HEAD: night_repo_head(outcome.plan)})
     except (OSError, EtfarmError) as exc:  # the verdicts are decided and recorded: a run directory we cannot write
         typer.echo(f"warning: night.json not written beside the runs ({exc}); the dashboard shows them without "
                    "their night", err=True)
@@ -130,7 +136,7 @@ def _night_pages(outcome: Any, store: Path | None, notes: list[str]) -> list[Pat
     title = f"etfarm nightly {outcome.night_id}: " + (f"{regressed} regressed" if regressed else "no regression")
     try:
         written = write_night(comparison, runs, outcome.plan.report, f"nightly-{outcome.night_id}", title,
-                              store, outcome.confirmations, notes)
+                              store, outcome.confirmations, notes, {"bisects": [b.to_dict() for b in outcome.bisects]})
     except Exception as exc:  # noqa: BLE001 - the verdicts are decided and recorded; a page failure must not change them
         typer.echo(f"warning: nightly report not written ({type(exc).__name__}: {exc})", err=True)
         return []

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.cache import write_json_atomic
 from orchestrator.errors import UsageError
@@ -102,13 +102,14 @@ def write_ab_page(comparison: Comparison, target: Path, store: Path | None, fmt:
 
 
 def write_night(comparison: Comparison, runs: Sequence[RunInput], directory: Path, name: str, title: str,
-                store: Path | None, confirmations: Sequence[Confirmation], notes: Sequence[str]) -> list[Path]:
+                store: Path | None, confirmations: Sequence[Confirmation], notes: Sequence[str],
+                extra: Mapping[str, Any] | None = None) -> list[Path]:
     """A night's one HTML (`<name>.html`), the same page in Markdown (`<name>.md` and `latest.md`, charts in
-    charts/) and the verdicts as JSON (`<name>.json`, with the confirmations)."""
+    charts/) and the verdicts as JSON (`<name>.json`, with the confirmations and `extra`: its bisects)."""
     directory.mkdir(parents=True, exist_ok=True)
     write_json_atomic(directory / f"{name}.json", {**json.loads(json.dumps(comparison.to_dict())),
                                                    "confirmations": [c.to_dict() for c in confirmations],
-                                                   "notes": list(notes)})
+                                                   "notes": list(notes), **(extra or {})})
     reports = run_reports(runs, store)
     charts = _charts(reports)
     page = comparison_page_of(comparison, reports, charts, title, directory, confirmations, notes)

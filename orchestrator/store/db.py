@@ -39,6 +39,7 @@ from orchestrator.run.results import (
     VerificationStatus,
 )
 from orchestrator.stats import median, percentile
+from orchestrator.store.bisect_rows import BisectSteps
 from orchestrator.store.history import HistoryPoint
 from orchestrator.store.llm_points import memory_and_llm
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS, EventRow
@@ -223,6 +224,10 @@ class Store:
     def series_rows(self) -> SeriesRows:
         """What `etfarm publish` reads: each run's stamp, each (device, model) of a run as figures (series_rows.py)."""
         return SeriesRows(self._conn)
+
+    def bisect_steps(self) -> BisectSteps:
+        """The steps `etfarm bisect` measured (bisect_rows.py), for --resume."""
+        return BisectSteps(self._conn)
 
     def jobs(self, model: str | None = None, device: str | None = None, since: datetime | str | None = None,
              limit: int | None = None) -> list[StoredJob]:

@@ -163,7 +163,20 @@ ALTER TABLE models ADD COLUMN model_json TEXT;
 ALTER TABLE results ADD COLUMN accuracy_json TEXT;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+# v6: the steps `etfarm bisect` measured (store/bisect_rows.py), for --resume: keyed by both programs' sha256
+# and the setup they were measured with.
+_V6 = """
+CREATE TABLE bisect_steps (
+    good_pte TEXT NOT NULL,
+    pte TEXT NOT NULL,
+    setup TEXT NOT NULL,
+    step_json TEXT NOT NULL,
+    recorded_ts REAL NOT NULL,
+    PRIMARY KEY (good_pte, pte, setup)
+) STRICT;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

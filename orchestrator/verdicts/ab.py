@@ -82,6 +82,9 @@ def _compare(jobs: Sequence[JobResult], devices: Sequence[str], a: str, b: str,
     pairs: list[PairVerdict] = []
     for device in devices:
         held = [j for j in jobs if j.job.device(device) is not None]
+        if not held:  # stopped before the device ran (Ctrl-C while the runner was built)
+            pairs.append(PairVerdict(device, a, b, Verdict.NO_DATA, reason="not run (the job stopped first)"))
+            continue
         side_a = pool(side_from_job(j.rundir.root, j.job, device, a) for j in held)
         side_b = pool(side_from_job(j.rundir.root, j.job, device, b) for j in held)
         pairs.append(compare_sides(side_a, side_b, settings))

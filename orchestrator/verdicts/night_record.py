@@ -36,6 +36,7 @@ class NightMark:
     page: str | None  # the night's HTML page, as written
     verdicts: Mapping[str, int]
     confirmations: tuple[Mapping[str, Any], ...]  # nightly.Confirmation.to_dict()s
+    bisects: tuple[Mapping[str, Any], ...] = ()  # app/bisect_night.NightBisect.to_dict()s (plan `bisect: true`)
 
     def confirmed(self, run_id: str, device: str, model: str) -> bool | None:
         """Whether the regression `run_id` found on (device, model) showed again (None: it was not run again)."""
@@ -44,16 +45,23 @@ class NightMark:
                 return bool(c.get("confirmed"))
         return None
 
+    def culprit(self, run_id: str, device: str, model: str) -> str | None:
+        """The commit the night's bisect named for the regression `run_id` found on (device, model), if any."""
+        for b in self.bisects:
+            if (b.get("run_id"), b.get("device"), b.get("model")) == (run_id, device, model) and b.get("culprit"):
+                return str(b["culprit"])
+        return None
+
     def confirms(self, run_id: str) -> str | None:
         """The run whose regression `run_id` ran again to confirm, if it is a confirmation job."""
         return next((str(c.get("first_run")) for c in self.confirmations if c.get("confirm_run") == run_id), None)
 
 
 def record_night(run_dirs: Sequence[Path], night_id: str, page: Path | None, verdicts: Mapping[str, int],
-                 confirmations: Sequence[Mapping[str, Any]]) -> None:
-    """DIR/night.json beside every run directory of the night."""
+                 confirmations: Sequence[Mapping[str, Any]], extra: Mapping[str, Any] | None = None) -> None:
+    """DIR/night.json beside every run directory of the night (`extra`: its bisects, its repository's HEAD)."""
     data = {"night": night_id, "page": str(page) if page is not None else None, "verdicts": dict(verdicts),
-            "confirmations": list(confirmations)}
+            "confirmations": list(confirmations), **(extra or {})}
     for run_dir in run_dirs:
         write_json_atomic(Path(run_dir) / NIGHT_JSON, data)
 
@@ -74,6 +82,7 @@ def read_marks(run_dir: Path) -> tuple[dict[tuple[str, str], PairMark], NightMar
         return marks, None
     counts = night.get("verdicts") if isinstance(night.get("verdicts"), dict) else {}
     confirmations = tuple(c for c in night.get("confirmations") or () if isinstance(c, dict))
+    bisects = tuple(b for b in night.get("bisects") or () if isinstance(b, dict))
     return marks, NightMark(str(night["night"]), str(night["page"]) if night.get("page") else None,
-                            {str(k): int(v) for k, v in counts.items() if isinstance(v, int)}, confirmations)
+                            {str(k): int(v) for k, v in counts.items() if isinstance(v, int)}, confirmations, bisects)
 

@@ -129,6 +129,7 @@ class NightlyOutcome:
     confirmations: tuple[Confirmation, ...] = ()
     interrupted: bool = False  # Ctrl-C or SIGTERM stopped a job: no verdicts from partial data (exit 130)
     failures: tuple[ModelFailure, ...] = ()  # models that could not be exported: their pairs are no-data
+    bisects: tuple[Any, ...] = ()  # plan `bisect: true`: what each confirmed regression's bisect found (app/bisect_night.py)
 
     @property
     def exit_code(self) -> int:
@@ -139,8 +140,11 @@ class NightlyOutcome:
         return EXIT_NIGHTLY_UNMEASURED if self.comparison.no_data else 0
 
 
+Bisector = Callable[[NightlyPlan, Store, Sequence[tuple[PairVerdict, JobResult]], Progress], Sequence[Any]]
+
+
 def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Path | None = None,
-                farm: Any = None) -> NightlyOutcome:
+                farm: Any = None, bisector: Bisector | None = None) -> NightlyOutcome:
     """Run every model of the plan on its devices (a job per backend), store, compare, record verdicts.
     `farm` (farm.client.FarmOptions): run the jobs on the Dask farm, the devices being its workers'.
 
@@ -148,7 +152,11 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     of it slower; measured ~1 job in 10 on a loaded host, benchmarks/README.md), and one job cannot
     tell that from a regression. So the (device, model) pairs a night finds regressed are run again
     at once, as a job of their own, and compared again; the second comparison is the night's verdict
-    for them. A false alarm then needs two outlier jobs in a row; a real regression shows twice."""
+    for them. A false alarm then needs two outlier jobs in a row; a real regression shows twice.
+
+    `bisector` (plan `bisect: true`; the CLI passes app/bisect_night.py's): called once with the confirmed
+    regressions (every regression when `confirm: false`), and their jobs; what it returns is the night's
+    `bisects`, each with a `note` for the page."""
     if plan.baseline != LAST_GOOD:
         named_finder(store, plan.baseline)  # a baseline that names nothing is refused before any job runs
     if plan.reference:
@@ -190,10 +198,28 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
         pairs += part.pairs
     pairs += [p for failure in failures for p in failure.pairs(plan.devices)]
     notes += [failure.note for failure in failures]
+    bisects = tuple(bisector(plan, store, _confirmed(plan, jobs, pairs, confirmations), progress)) \
+        if plan.bisect and bisector is not None else ()
+    notes += [b.note for b in bisects]
     ids = "+".join(j.job.run_id for j in (*jobs, *again_jobs)) or "nothing measured"
     return NightlyOutcome(plan, _night_id(jobs), (*jobs, *again_jobs),
                           Comparison(plan.baseline, ids, plan.settings, tuple(pairs)), tuple(notes),
-                          tuple(confirmations), failures=tuple(failures))
+                          tuple(confirmations), failures=tuple(failures), bisects=bisects)
+
+
+def _confirmed(plan: NightlyPlan, jobs: Sequence[JobResult], pairs: Sequence[PairVerdict],
+               confirmations: Sequence[Confirmation]) -> list[tuple[PairVerdict, JobResult]]:
+    """The night's regressed pairs that a second job confirmed (all regressed ones without `confirm`), with the
+    job that found each."""
+    found = []
+    for job in jobs:
+        names = {m.name for m in job.job.models}
+        for pair in pairs:
+            held = any(c.confirmed and c.first_run == job.job.run_id and (c.device, c.model) == (pair.device, pair.model)
+                       for c in confirmations)
+            if pair.regressed and pair.model_b in names and (held or not plan.confirm):
+                found.append((pair, job))
+    return found
 
 
 def _exportable(specs: Sequence[Any], backend: str, own_runtimes: bool, progress: Progress,

@@ -24,6 +24,9 @@ The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly 
     gen_len: [32, 128]
     recipe: [fp32, int8-static]             # optional, as run's --recipe: export recipes, a list sweeps
     publish: site/                          # optional: after the night, `etfarm publish --out site/` (the dashboard)
+    bisect: true                            # optional: a confirmed regression over several commits is bisected
+    repo: ../src                            # optional: the repository (default: the one holding each model file)
+    bisect_budget: 8                        # optional: at most this many commits measured per bisect (default 8)
 
 Relative paths are taken from the current directory, as on the command line. A bad plan is a
 ConfigError naming the file and the key (exit 2), before anything runs: unknown keys, bad values, an
@@ -55,7 +58,8 @@ from orchestrator.yamlfile import load_yaml, shorten
 
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
          "config", "backend", "center", "noise_floor", "scheduler", "confirm", "threads", "prompt_len", "gen_len",
-         "reference", "recipe", "publish"}
+         "reference", "recipe", "publish", "bisect", "repo", "bisect_budget"}
+DEFAULT_BISECT_BUDGET = 8
 _SWEEP_MOST = 1 << 16  # as the command line's lists: beyond it a value is a typo
 _MODEL_KEYS = {"spec", "backend", "name"}
 
@@ -92,6 +96,9 @@ class NightlyPlan:
     gen_lens: tuple[int, ...] = ()
     recipes: tuple[str, ...] = ()  # as run's --recipe: export recipes (a list sweeps: a series per recipe)
     publish: Path | None = None  # the dashboard's directory, published from the store after the night
+    bisect: bool = False  # after a confirmed regression over more than one commit, bisect it (app/bisect_night.py)
+    repo: Path | None = None  # the repository to bisect; None: the one holding each model file
+    bisect_budget: int = DEFAULT_BISECT_BUDGET  # commits measured per bisect, at most
 
     @property
     def settings(self) -> VerdictSettings:
@@ -135,7 +142,25 @@ def load_plan(path: Path) -> NightlyPlan:
         center=_center(path, data.get("center", DEFAULT_CENTER)), noise_floor=_noise_floor(path, data.get("noise_floor", "auto")),
         scheduler=_text(path, "scheduler", data["scheduler"]) if data.get("scheduler") is not None else None,
         confirm=_flag(path, data, "confirm", True), threads=_ints(path, data, "threads", 0, LIMITS["cpu_threads"][1]),
-        prompt_lens=_ints(path, data, "prompt_len", 1, _SWEEP_MOST), gen_lens=_ints(path, data, "gen_len", 1, _SWEEP_MOST))
+        prompt_lens=_ints(path, data, "prompt_len", 1, _SWEEP_MOST), gen_lens=_ints(path, data, "gen_len", 1, _SWEEP_MOST),
+        bisect=_flag(path, data, "bisect", False), repo=_repo(path, data.get("repo")),
+        bisect_budget=_budget(path, data.get("bisect_budget", DEFAULT_BISECT_BUDGET)))
+
+
+def _repo(path: Path, value: Any) -> Path | None:
+    """`repo:` a directory that exists (whether it is a git repository is checked when a bisect needs it)."""
+    if value is None:
+        return None
+    folder = Path(_text(path, "repo", value)).expanduser()
+    if not folder.is_dir():
+        raise ConfigError(path, "repo", f"{folder}: no such directory")
+    return folder
+
+
+def _budget(path: Path, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+        raise ConfigError(path, "bisect_budget", f"expected a number of commits from 1 to 1000, got {shorten(repr(value))}")
+    return value
 
 
 def _flag(path: Path, data: dict[str, Any], key: str, default: bool) -> bool:

@@ -113,7 +113,7 @@ def test_bad_input_is_one_line_exit_2(bad_inputs: dict[str, Path], tmp_path: Pat
 def test_help_does_not_import_torch_or_executorch() -> None:
     probe = ("import sys\nfrom orchestrator.cli import main\n"
              "for argv in (['--help'], ['run', '--help'], ['devices', '--no-check'], ['analyze', '--help'],\n"
-             "             ['publish', '--help']):\n"
+             "             ['publish', '--help'], ['bisect', '--help']):\n"
              "    assert main(argv) == 0, argv\n"
              "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'executorch', 'plotly', 'pandas'))\n"
              "print('HEAVY', heavy)\n")

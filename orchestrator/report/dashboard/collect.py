@@ -68,6 +68,7 @@ def _read_run(store: Store, run: StampedJob, rows: Sequence[PointRow]) -> ReadRu
     points = tuple(
         Point(row, SeriesKey.of(job, row.device, row.model).settings, marks.get((row.device, row.model)),
               night.confirmed(run.run_id, row.device, row.model) if night is not None else None, confirms,
-              night.page if night is not None else None)
+              night.page if night is not None else None,
+              night.culprit(run.run_id, row.device, row.model) if night is not None else None)
         for row in rows)
     return ReadRun(run, points, night)

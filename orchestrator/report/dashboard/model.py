@@ -18,7 +18,7 @@ from orchestrator.verdicts.night_record import PairMark
 # charts take it), `commit` shortened, `link` the night's page from DIR/series/, `layers` each point's p50 of the
 # series' `layer_names` (a list as long as the names it knew then).
 COLUMNS = ("run", "started", "commit", "status", "p50", "lo", "hi", "flagged", "load", "rss", "pss", "ttft", "tps",
-           "verdict", "regressed", "ratio", "confirmed", "confirms", "link", "layers")
+           "verdict", "regressed", "ratio", "confirmed", "confirms", "link", "culprit", "layers")
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class Point:
     confirmed: bool | None = None  # a regression run again at once: did it show again (None: not run again)
     confirms: str | None = None  # this run is the confirmation job of that run's regression
     page: str | None = None  # the night's page (an absolute path as written)
+    culprit: str | None = None  # the commit its night's bisect named for this regression (plan `bisect: true`)
 
     @property
     def regressed(self) -> bool:
@@ -47,7 +48,7 @@ class Point:
                 _shown(min(medians)) if medians else None, _shown(max(medians)) if medians else None, row.flagged,
                 _shown(row.load_ms), row.peak_rss_kb, row.pss_kb, _shown(row.ttft_ms), _shown(row.decode_tokens_per_s),
                 mark.verdict if mark else None, self.regressed, _shown(mark.ratio) if mark else None, self.confirmed,
-                self.confirms, link, [_shown(costs.get(n)) for n in layer_names] if costs else [])
+                self.confirms, link, self.culprit, [_shown(costs.get(n)) for n in layer_names] if costs else [])
 
 
 def _shown(value: float | None) -> float | None:
@@ -115,6 +116,7 @@ class Regression:
     confirmed: bool | None  # None: not run again
     commits: str
     link: str  # its night's page from DIR/series/ ("" none)
+    culprit: str = ""  # the commit its night's bisect named ("" none)
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,11 @@ def nights_page(nights: Sequence[Night], out: str) -> str:
     return shell("etfarm nights", body)
 
 
+def _culprit(sha: str) -> str:
+    """The commit a night's bisect named (etfarm bisect), under the range it searched."""
+    return f"<br>culprit <code>{html_text(sha[:12])}</code>" if sha else ""
+
+
 def regressions_page(series: Sequence[Summary], out: str) -> str:
     found = sorted(((s, r) for s in series for r in s.regressions), key=lambda sr: (sr[1].started, sr[1].run_id),
                    reverse=True)
@@ -125,7 +130,8 @@ def regressions_page(series: Sequence[Summary], out: str) -> str:
         f"<tr><td>{html_text(when(r.started))}</td>"
         f"<td><a href=\"series/{s.slug}.html\">{html_text(f'{s.key.model} on {s.key.device}')}</a> "
         f"{html_text(configuration(s.key))}</td>"
-        f'<td class="num">{ratio(r.ratio)}</td><td>{confirmation(r.confirmed)}</td><td>{html_text(r.commits)}</td>'
+        f'<td class="num">{ratio(r.ratio)}</td><td>{confirmation(r.confirmed)}</td>'
+        f"<td>{html_text(r.commits)}{_culprit(r.culprit)}</td>"
         f"<td>{_link(r.link.removeprefix('../'), r.run_id) if r.link.startswith('../') else html_text(r.run_id)}</td>"
         "</tr>" for s, r in found)
     body = (f"<h1>Regressions</h1><p>{len(found)} regressions found by nights, newest first.</p><table><thead><tr>"

@@ -74,7 +74,8 @@ def summarize(data: SeriesData) -> Summary:
     judged = next((k for k in reversed(range(len(data))) if c["verdict"][k] is not None and c["confirms"][k] is None),
                   None)
     regressions = tuple(Regression(c["started"][k], c["run"][k], c["ratio"][k], c["confirmed"][k],
-                                   commits(data.commit_before(c["run"][k]), c["commit"][k]), c["link"][k] or "")
+                                   commits(data.commit_before(c["run"][k]), c["commit"][k]), c["link"][k] or "",
+                                   c["culprit"][k] or "")
                         for k in range(len(data)) if c["regressed"][k])
     found = changes(data, measured[-CHANGE_WINDOW:])
     trend = measured[-TREND_POINTS:]

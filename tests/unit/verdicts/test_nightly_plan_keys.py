@@ -71,3 +71,27 @@ def test_publish_names_the_dashboard_directory_or_nothing(tmp_path: Path) -> Non
     with pytest.raises(ConfigError) as err:
         load_plan(path)
     assert "publish:" in str(err.value) and "is a file, not a directory" in str(err.value)
+
+
+def test_bisect_keys(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(BASE)
+    plain = load_plan(path)
+    assert (plain.bisect, plain.repo, plain.bisect_budget) == (False, None, 8)
+    path.write_text(BASE + f"bisect: true\nrepo: {tmp_path}\nbisect_budget: 3\n")
+    found = load_plan(path)
+    assert (found.bisect, found.repo, found.bisect_budget) == (True, tmp_path, 3)
+
+
+@pytest.mark.parametrize(("text", "key", "says"), [
+    ("bisect: yes please", "bisect", "expected true or false"),
+    ("repo: /no/such/folder", "repo", "no such directory"),
+    ("bisect_budget: 0", "bisect_budget", "expected a number of commits from 1 to 1000"),
+    ("bisect_budget: true", "bisect_budget", "expected a number of commits"),
+])
+def test_bad_bisect_keys_name_the_key(tmp_path: Path, text: str, key: str, says: str) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(BASE + text + "\n")
+    with pytest.raises(ConfigError) as err:
+        load_plan(path)
+    assert str(err.value).startswith(f"{path}: {key}: ") and says in str(err.value)
