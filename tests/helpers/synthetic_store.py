@@ -75,7 +75,9 @@ def record_nights(store: Store, root: Path, plan: Nights, first: int = 0) -> lis
         recorded += [r.name for r in runs]
         if plan.pages:
             counts = {"regressed": sum(1 for c in confirmations)} if confirmations else {}
-            record_night(runs, night_id, root / f"nightly-{night_id}.html", counts, confirmations)
+            page = root / f"nightly-{night_id}.html"
+            page.write_text(f"<!doctype html><title>night {night_id}</title><h1>night {night_id}</h1>")  # as nightly
+            record_night(runs, night_id, page, counts, confirmations)
     return recorded
 
 

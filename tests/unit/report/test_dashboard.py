@@ -79,7 +79,10 @@ def test_each_series_page_draws_its_data_script_and_links_each_point_to_its_nigh
     assert columns["regressed"] == [False, False, True, False] and columns["confirmed"][2] is True
     assert columns["confirms"] == [None, None, None, "n00002-xnnpack"]
     assert columns["started"][0] == "2026-01-01 00:00:00"  # UTC, as the chart's axis takes it
-    assert columns["link"][0] == "../../runs/nightly-n00000-xnnpack.html"  # relative: opens from the file system
+    # the night's page copied into the site, linked relatively: the site opens from the file system, self-contained
+    assert columns["link"][0] == "../nights/n00000-xnnpack.html"
+    assert (tmp_path / "site" / "nights" / "n00000-xnnpack.html").read_text() == \
+        (tmp_path / "runs" / "nightly-n00000-xnnpack.html").read_text()
     assert all(lo <= p50 <= hi for lo, p50, hi in zip(columns["lo"], columns["p50"], columns["hi"], strict=True))
     assert len(data["layer_names"]) == 8 and all(len(v) == 8 for v in columns["layers"])
     scripts = re.findall(r'<script src="([^"]+)"></script>', page)
@@ -124,7 +127,7 @@ def test_an_unreadable_store_is_one_line_naming_it_and_leaves_the_site_as_it_was
     db = stored(tmp_path, Nights(2))
     publish(tmp_path / "site", db)
     before = {p: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()}
-    broken = tmp_path / "broken.db"
+    broken = db
     broken.write_bytes(b"not a database " * 100)
     assert main(["publish", "--out", str(tmp_path / "site"), "--store", str(broken)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -185,7 +188,8 @@ def test_verdict_files_that_cannot_be_read_leave_the_points_unjudged(tmp_path: P
     assert "1 nights" in text((tmp_path / "site" / "nights.html").read_text())
 
 
-def test_a_deleted_series_page_is_drawn_again_and_another_store_starts_afresh(tmp_path: Path) -> None:
+def test_a_deleted_series_page_is_drawn_again_and_another_stores_site_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = stored(tmp_path, Nights(2, backends=("xnnpack", "portable")))
     first = publish(tmp_path / "site", db)
     page = next(tmp_path / "site" / w for w in first.written if w.startswith("series/"))
@@ -194,5 +198,11 @@ def test_a_deleted_series_page_is_drawn_again_and_another_store_starts_afresh(tm
     again = publish(tmp_path / "site", db)
     assert again.read == 0 and page.read_text() == written
     copy = tmp_path / "copy.db"
-    copy.write_bytes(db.read_bytes())  # the same runs, another store file: read from it, not kept from the last
-    assert publish(tmp_path / "site", copy).read == 4
+    copy.write_bytes(db.read_bytes())  # the same runs, another store file: its site is not this store's to replace
+    before = {p: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()}
+    assert main(["publish", "--out", str(tmp_path / "site"), "--store", str(copy)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: --out {tmp_path / 'site'}: it is the site of another results store ({db}); publish into "
+                   "a new or empty folder"]
+    assert {p: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()} == before
+    assert publish(tmp_path / "other-site", copy).read == 4
