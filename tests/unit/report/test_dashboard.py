@@ -206,3 +206,36 @@ def test_a_deleted_series_page_is_drawn_again_and_another_stores_site_is_refused
                    "a new or empty folder"]
     assert {p: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()} == before
     assert publish(tmp_path / "other-site", copy).read == 4
+
+
+def _gemms(night: int) -> list[tuple[str, str, float]]:
+    """XNNPACK's kernels of a three-layer MLP; from night 2 a small new first layer renumbers every GEMM after it."""
+    layers = [("fc1", 0.05), ("fc2", 0.151), ("fc3", 0.02)]
+    if night >= 2:
+        layers.insert(0, ("fc0", 0.013))
+    return [(f"Fully Connected (NC, F32) GEMM #{k + 1}", module, ms) for k, (module, ms) in enumerate(layers)]
+
+
+def test_layer_trends_are_joined_by_op_identity_and_named_by_the_models_layers(tmp_path: Path) -> None:
+    db = stored(tmp_path, Nights(3, kernels=_gemms))
+    publish(tmp_path / "site", db)
+    (script,) = (tmp_path / "site" / "data" / "series").glob("*.js")
+    data = json.loads(script.read_text().removeprefix("window.etfarmSeries = ").removesuffix(";\n"))
+    names = data["layer_names"]
+    assert sorted(names) == ["fc0 Fully Connected", "fc1 Fully Connected", "fc2 Fully Connected", "fc3 Fully Connected"]
+    fc2 = names.index("fc2 Fully Connected")
+    # keyed by `GEMM #2`, night 2 read 0.013 ms (the new first layer's neighbour): a fake 15x speed-up
+    assert [night[fc2] for night in data["columns"]["layers"]] == [0.151, 0.151, 0.151]
+
+
+def test_series_whose_iterations_differ_are_told_apart_in_their_labels(tmp_path: Path) -> None:
+    db = stored(tmp_path, Nights(2, iterations=20))
+    stored(tmp_path, Nights(2, iterations=50), first=2)
+    publish(tmp_path / "site", db)
+    index = (tmp_path / "site" / "index.html").read_text()
+    labels = sorted(re.findall(r'</td><td>pixel8</td><td>([^<]*)</td>', index))
+    assert labels == ["backend xnnpack, iterations 20", "backend xnnpack, iterations 50"]
+    alone = stored(tmp_path / "one", Nights(2))
+    publish(tmp_path / "one-site", alone)  # one series: the rule's defaults stay unsaid
+    assert re.findall(r'</td><td>pixel8</td><td>([^<]*)</td>', (tmp_path / "one-site" / "index.html").read_text()) == \
+        ["backend xnnpack"]
