@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from testbed.chromium import visit_file
+
 from orchestrator.report.dashboard.site import publish
 from orchestrator.store import open_store
 from tests.helpers.synthetic_store import Nights, record_nights
-from testbed.chromium import visit_file
 
 EVIL = '<a href="https://evil.example/">x</a><b>y</b>'
 
