@@ -45,6 +45,7 @@ from orchestrator.artifacts.model_sources import local_sources
 from orchestrator.artifacts.modelspec import ModelSpec, call_factory, check_factory_result, user_code
 from orchestrator.artifacts.recipe_export import export_recipe_into
 from orchestrator.artifacts.recipes import RecipeInfo, RecipeSpec
+from orchestrator.artifacts.runtime_noise import runtime_noise_dropped
 from orchestrator.errors import ExportError, ModelSpecError, UsageError
 from orchestrator.versions import tool_versions
 
@@ -134,7 +135,7 @@ def export_model(
     staging = cache.staging_dir("exports")
     try:
         started = time.monotonic()
-        with user_code(spec):  # the model's forward may print or exit while it is traced
+        with runtime_noise_dropped(), user_code(spec):  # the model's forward may print or exit while it is traced
             notes = _lower_into(spec, backend, staging, log, recipe)
         cache.write_json_atomic(
             staging / META_NAME,
