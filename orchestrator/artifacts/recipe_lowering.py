@@ -19,6 +19,7 @@ from typing import Any
 
 from orchestrator.artifacts.modelspec import call_factory, model_code
 from orchestrator.artifacts.recipes import RECIPE_BACKEND, RecipeSpec, available_recipes
+from orchestrator.artifacts.runtime_noise import without_partial_graph
 from orchestrator.errors import ExportError, ModelSpecError, UsageError, one_line
 
 
@@ -45,7 +46,8 @@ def lower_with_recipe(spec_text: str, recipe: RecipeSpec, model: Any, inputs: tu
     export_recipe, fed = _with_calibration(export_recipe, calibration or [inputs], recipe.text)
     quantized = quantization is not None and bool(quantization.quantizers or quantization.ao_quantization_configs)
     try:
-        with _root_log_quiet():  # the export API logs through the root logger ("Disabled validating the partitioner")
+        with _root_log_quiet(), without_partial_graph():  # the export API logs through the root logger ("Disabled
+            # validating the partitioner"); torch.export prints the partial graph of a model it cannot trace
             session = export(model, [inputs], export_recipe=export_recipe, generate_etrecord=True)
         program = session.get_executorch_program_manager()
     except ModelSpecError:  # the recipe's own calibration raised: the user's code, not the exporter

@@ -5,6 +5,7 @@ five lines a user cannot act on. `runtime_noise_dropped` passes everything else 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import sys
@@ -46,3 +47,19 @@ def _copy(read_end: int, target: int) -> None:
             if not NOISE.match(line):
                 with contextlib.suppress(OSError):
                     os.write(target, line)
+
+
+@contextlib.contextmanager
+def without_partial_graph() -> Iterator[None]:
+    """torch.export prints the partial FX graph of a failed export to sys.stderr (`_log_export_wrapper` in
+    torch/export/_trace.py): some 20 lines of graph before etfarm's one-line error. What is written to
+    sys.stderr meanwhile is held, and given back without that graph (a model's own prints pass)."""
+    held = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(held):
+            yield
+    except Exception as exc:
+        graph = getattr(exc, "partial_fx_graph", None)
+        sys.stderr.write(held.getvalue().replace(f"{graph}\n", "") if graph else held.getvalue())
+        raise
+    sys.stderr.write(held.getvalue())
