@@ -18,6 +18,7 @@ from enum import StrEnum
 EXIT_OK = 0
 EXIT_DEVICE_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INFRASTRUCTURE = 3  # the job could not be run at all for the infrastructure's fault (a farm's lost scheduler)
 EXIT_INTERRUPTED = 130
 
 

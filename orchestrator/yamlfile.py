@@ -16,6 +16,7 @@ from orchestrator.errors import ConfigError, not_a_file
 MAX_FILE_BYTES = 1 << 20  # an inventory or plan is a few kB
 MAX_ALIASES = 100  # anchors are handy; hundreds of them are an attack
 MAX_SHOWN_CHARS = 80
+MAX_NUMBER_CHARS = 40  # a count, port or ratio is a few digits; 5000 of them are no number etfarm takes
 
 
 def load_yaml(path: Path) -> Any:
@@ -70,6 +71,15 @@ class _Refused(Exception):
 _LOADER: type | None = None
 
 
+def _short_number(node: Any) -> Any:
+    """A number's node, refused when its text is longer than any number etfarm takes (Python would refuse a 5000-digit
+    integer with a ValueError from inside the parser; a shorter one is range-checked where its key is read)."""
+    if len(node.value) > MAX_NUMBER_CHARS:
+        raise _Refused(f"line {node.start_mark.line + 1}", f"number {shorten(node.value, 24)} is {len(node.value)} "
+                       f"characters long; no setting takes a number that large")
+    return node
+
+
 def _strict_loader() -> type:
     global _LOADER
     if _LOADER is not None:
@@ -88,6 +98,12 @@ def _strict_loader() -> type:
                     raise _Refused(f"line {line}", f"more than {MAX_ALIASES} aliases (an alias bomb?)")
             return super().compose_node(parent, index)
 
+        def construct_yaml_int(self, node: Any) -> Any:
+            return super().construct_yaml_int(_short_number(node))
+
+        def construct_yaml_float(self, node: Any) -> Any:
+            return super().construct_yaml_float(_short_number(node))
+
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             if not isinstance(node, yaml.MappingNode):
                 raise ConstructorError(None, None, f"expected a mapping, found {node.id}", node.start_mark)
@@ -104,5 +120,7 @@ def _strict_loader() -> type:
                 seen[key] = line
             return super().construct_mapping(node, deep=deep)
 
+    StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)
+    StrictLoader.add_constructor("tag:yaml.org,2002:float", StrictLoader.construct_yaml_float)
     _LOADER = StrictLoader
     return StrictLoader

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.artifacts.modelspec import model_code
 from orchestrator.errors import ModelSpecError
 
 MAX_CALIBRATION_BATCHES = 100_000  # beyond it a generator was meant, not a sequence
@@ -39,9 +40,13 @@ class CalibratedModel:
 def calibration_batches(spec_text: str, model: CalibratedModel, example: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     """The model's calibration batches, each a tuple of tensors shaped as `example`; a ModelSpecError naming the
     spec and the batch otherwise."""
+    with model_code(spec_text, "its CalibratedModel.calibration"):  # a sequence of the user's: len and items run its code
+        return _checked_batches(spec_text, model.calibration, example)
+
+
+def _checked_batches(spec_text: str, batches: Any, example: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     import torch
 
-    batches = model.calibration
     if isinstance(batches, (str, bytes)) or not isinstance(batches, Sequence) or len(batches) > MAX_CALIBRATION_BATCHES:
         raise ModelSpecError(f"model spec {spec_text!r}: CalibratedModel.calibration must be a sequence of input "
                              f"tuples (at most {MAX_CALIBRATION_BATCHES}), got {type(batches).__name__}")

@@ -11,8 +11,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from orchestrator.artifacts.modelspec import ModelSpec
-from orchestrator.errors import ExportError, ModelSpecError
+from orchestrator.artifacts.modelspec import ModelSpec, model_code
+from orchestrator.errors import ExportError
 
 PTE_NAME = "model.pte"
 ETRECORD_NAME = "etrecord.bin"
@@ -31,12 +31,8 @@ def run_eager(spec: ModelSpec, model: Any, inputs: tuple[Any, ...]) -> Any:
     import torch
 
     quiet_export_noise()  # after importing torch: its logging setup resets levels on import
-    try:
-        with torch.no_grad():
-            return model(*inputs)
-    except Exception as exc:
-        raise ModelSpecError(
-            f"model spec {spec.text!r}: running the model on its example inputs raised {type(exc).__name__}: {exc}") from None
+    with model_code(spec.text, "running the model on its example inputs"), torch.no_grad():
+        return model(*inputs)
 
 
 def save_program(program: Any, inputs: tuple[Any, ...], reference: Any, out: Path) -> None:

@@ -8,14 +8,11 @@ your inputs), which is why the source stands in for the inputs in the key.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +42,7 @@ from orchestrator.artifacts.model_sources import local_sources
 from orchestrator.artifacts.modelspec import ModelSpec, call_factory, check_factory_result, user_code
 from orchestrator.artifacts.recipe_export import export_recipe_into
 from orchestrator.artifacts.recipes import RecipeInfo, RecipeSpec
+from orchestrator.artifacts.runtime_noise import runtime_noise_dropped, without_partial_graph
 from orchestrator.errors import ExportError, ModelSpecError, UsageError
 from orchestrator.versions import tool_versions
 
@@ -134,7 +132,7 @@ def export_model(
     staging = cache.staging_dir("exports")
     try:
         started = time.monotonic()
-        with user_code(spec):  # the model's forward may print or exit while it is traced
+        with runtime_noise_dropped(), user_code(spec):  # the model's forward may print or exit while it is traced
             notes = _lower_into(spec, backend, staging, log, recipe)
         cache.write_json_atomic(
             staging / META_NAME,
@@ -251,7 +249,7 @@ def _lower(model: Any, inputs: tuple[Any, ...], backend: str) -> Any:
     import torch
     from executorch.exir import to_edge_transform_and_lower
 
-    with _without_partial_graph():
+    with without_partial_graph():
         exported = torch.export.export(model, inputs)
     if backend == "xnnpack":
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
@@ -272,17 +270,3 @@ def _lower(model: Any, inputs: tuple[Any, ...], backend: str) -> Any:
     return edge.to_executorch()
 
 
-@contextlib.contextmanager
-def _without_partial_graph() -> Iterator[None]:
-    """torch.export prints the partial FX graph of a failed export to sys.stderr (`_log_export_wrapper` in
-    torch/export/_trace.py): some 20 lines of graph before etfarm's one-line error. What is written to
-    sys.stderr meanwhile is held, and given back without that graph (a model's own prints pass)."""
-    held = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(held):
-            yield
-    except Exception as exc:
-        graph = getattr(exc, "partial_fx_graph", None)
-        sys.stderr.write(held.getvalue().replace(f"{graph}\n", "") if graph else held.getvalue())
-        raise
-    sys.stderr.write(held.getvalue())

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from orchestrator.errors import ModelSpecError, UsageError, not_a_file
+from orchestrator.errors import EtfarmError, ModelSpecError, UsageError, not_a_file, said
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -129,12 +129,28 @@ def call_factory(spec: ModelSpec) -> Any:
         if factory is None or not callable(factory):
             raise ModelSpecError(f"model spec {spec.text!r}: {spec.source.name} has no callable {spec.factory!r}")
         try:
-            return factory()
+            with model_code(spec.text, f"factory {spec.factory}()"):
+                return factory()
         except ModelSpecError as exc:  # e.g. an LlmRecipe refusing its arguments
-            raise ModelSpecError(f"model spec {spec.text!r}: {exc}") from None
-        except Exception as exc:  # the user's code: report it in one line, whatever it raised
-            raise ModelSpecError(f"model spec {spec.text!r}: factory {spec.factory}() raised {type(exc).__name__}: "
-                                 f"{exc}") from None
+            raise exc if str(exc).startswith(f"model spec {spec.text!r}") else ModelSpecError(
+                f"model spec {spec.text!r}: {exc}") from None
+
+
+_SAID_CHARS = 300  # of what the user's exception says: a line, not a dump
+
+
+@contextlib.contextmanager
+def model_code(spec_text: str, doing: str, kind: str = "model spec") -> Iterator[None]:
+    """The one guard around code the user wrote (a factory, a calibration sequence, a recipe factory, a forward):
+    anything it raises is the model's error, in one line naming the spec and what ran (`doing`), never a bug of
+    etfarm's. etfarm's own errors raised from inside pass unchanged."""
+    try:
+        yield
+    except EtfarmError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (whatever the user's code raised)
+        raise ModelSpecError(f"{kind} {spec_text!r}: {doing} raised {type(exc).__name__}: "
+                             f"{said(exc)[:_SAID_CHARS]}") from None
 
 
 @contextlib.contextmanager

@@ -13,12 +13,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.artifacts.modelspec import call_factory
+from orchestrator.artifacts.modelspec import call_factory, model_code
 from orchestrator.artifacts.recipes import RECIPE_BACKEND, RecipeSpec, available_recipes
+from orchestrator.artifacts.runtime_noise import without_partial_graph
 from orchestrator.errors import ExportError, ModelSpecError, UsageError, one_line
 
 
@@ -42,12 +43,15 @@ def lower_with_recipe(spec_text: str, recipe: RecipeSpec, model: Any, inputs: tu
     export_recipe = build_recipe(recipe)
     quantization = export_recipe.quantization_recipe
     own = quantization is not None and quantization.calibration_inputs_fn is not None
-    export_recipe, fed = _with_calibration(export_recipe, calibration or [inputs])
+    export_recipe, fed = _with_calibration(export_recipe, calibration or [inputs], recipe.text)
     quantized = quantization is not None and bool(quantization.quantizers or quantization.ao_quantization_configs)
     try:
-        with _root_log_quiet():  # the export API logs through the root logger ("Disabled validating the partitioner")
+        with _root_log_quiet(), without_partial_graph():  # the export API logs through the root logger ("Disabled
+            # validating the partitioner"); torch.export prints the partial graph of a model it cannot trace
             session = export(model, [inputs], export_recipe=export_recipe, generate_etrecord=True)
         program = session.get_executorch_program_manager()
+    except ModelSpecError:  # the recipe's own calibration raised: the user's code, not the exporter
+        raise
     except Exception as exc:  # noqa: BLE001  (the exporter's reason, whatever it raised)
         raise ExportError(f"exporting {spec_text!r} with recipe {recipe.label} failed: {type(exc).__name__}: "
                           f"{one_line(str(exc).strip().splitlines()[0] if str(exc).strip() else '')}") from None
@@ -88,22 +92,31 @@ def build_recipe(recipe: RecipeSpec) -> Any:
     return ExportRecipe.get_recipe(XNNPackRecipeType[recipe.member or ""])
 
 
-def _with_calibration(export_recipe: Any, batches: Sequence[tuple[Any, ...]]) -> tuple[Any, list[int] | None]:
+def _with_calibration(export_recipe: Any, batches: Sequence[tuple[Any, ...]],
+                      recipe_text: str) -> tuple[Any, list[int] | None]:
     """The recipe with a calibration that counts what it feeds (the model's batches unless the recipe brings its
     own), and the counter; None when the recipe has no post-training calibration."""
     quantization = export_recipe.quantization_recipe
     if quantization is None or not quantization.quantizers or quantization.is_qat:
         return export_recipe, None
     fed: list[int] = []
-    source: Callable[[], Iterable[Any]] = quantization.calibration_inputs_fn or (lambda: batches)
+    own = quantization.calibration_inputs_fn
 
     def counted() -> Iterator[Any]:
-        for batch in source():
-            fed.append(1)
-            yield batch
+        if own is None:
+            yield from _counted(batches, fed)
+            return
+        with model_code(recipe_text, "its calibration_inputs_fn", kind="recipe"):  # the user's: raised as its error
+            yield from _counted(own(), fed)
 
     calibrated = dataclasses.replace(quantization, calibration_inputs_fn=counted)
     return dataclasses.replace(export_recipe, quantization_recipe=calibrated), fed
+
+
+def _counted(batches: Iterable[Any], fed: list[int]) -> Iterator[Any]:
+    for batch in batches:
+        fed.append(1)
+        yield batch
 
 
 def host_outputs(made: RecipeProgram, inputs: tuple[Any, ...]) -> list[Any]:

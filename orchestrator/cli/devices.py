@@ -68,13 +68,21 @@ def devices(
 
 
 @devices_app.command("check")
-def check(name: Annotated[str, typer.Argument(help="Device name")], config: ConfigOption = None) -> None:
-    """Connect to NAME, describe it, and report; exit 1 when unreachable."""
+def check(name: Annotated[str, typer.Argument(help="Device name")], config: ConfigOption = None,
+          as_json: JsonOption = False) -> None:
+    """Connect to NAME, describe it, and report (a line of text; --json: the whole entry); exit 1 when unreachable."""
     # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.run.probe import entry_json, probe
 
     entry = probe(load_inventory(config).select(name)[0])
-    typer.echo(json_text(entry_json(entry)))
+    if as_json:
+        typer.echo(json_text(entry_json(entry)))
+    else:
+        facts = _facts_line(entry["facts"])
+        typer.echo(f"{entry['name']} ({entry['transport']}, {entry['target'] or '?'}, {entry['address']}): "
+                   f"{_status(entry)}" + (f"; {facts}" if facts else ""))
+        if entry["reachable"] is False and entry.get("error"):
+            typer.echo(f"{entry['name']}: {one_line(str(entry['error']))}")
     if not entry["reachable"]:
         raise typer.Exit(EXIT_DEVICE_FAILED)
 

@@ -10,7 +10,7 @@ import typer
 
 from orchestrator.artifacts import copy_artifacts, export_model, parse_model_spec
 from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes
-from orchestrator.cli.options import Backend, JsonOption, RecipeOption
+from orchestrator.cli.options import Backend, JsonOption, RecipeOption, recipes_joined
 from orchestrator.progress import Progress
 from orchestrator.report import json_text
 
@@ -32,7 +32,7 @@ def export(
     as_json: JsonOption = False,
 ) -> None:
     """Lower MODEL to ExecuTorch (cached by content hash) and print where the artifacts are."""
-    recipes = parse_recipes(recipe)
+    recipes = parse_recipes(recipes_joined(recipe))
     check_recipe_backend(backend.value, recipes)
     spec = parse_model_spec(model, name)
     documents = []

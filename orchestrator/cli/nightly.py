@@ -56,6 +56,8 @@ def nightly(
     from orchestrator.verdicts.nightly_plan import load_plan
 
     loaded = load_plan(plan)
+    if loaded.publish is not None:
+        _check_publish(loaded, store)
     farm = None
     if scheduler or loaded.scheduler:
         # only a farm's commands load the farm's package (a single-host run never does)
@@ -108,6 +110,25 @@ def _record_night(outcome: Any, page: Path | None) -> None:
     except (OSError, EtfarmError) as exc:  # the verdicts are decided and recorded: a run directory we cannot write
         typer.echo(f"warning: night.json not written beside the runs ({exc}); the dashboard shows them without "
                    "their night", err=True)
+
+
+def _check_publish(plan: Any, store: Path | None) -> None:
+    """The plan's `publish:` folder, before the night runs: new, empty or this store's site, and apart from the
+    folders the night writes (its reports and runs would be files of the site's folder)."""
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.errors import ConfigError
+    from orchestrator.report.dashboard.target import refusal
+    from orchestrator.store import store_path
+
+    site = plan.publish.resolve()
+    for key, folder in (("report", plan.report), ("out", plan.out)):
+        written = folder.resolve()
+        if written == site or site in written.parents:
+            raise ConfigError(plan.path, "publish", f"{plan.publish}: the night writes its {key} folder {folder} "
+                                                    "there; publish the site into a folder of its own")
+    refused = refusal(plan.publish, store_path(store))
+    if refused is not None:
+        raise ConfigError(plan.path, "publish", f"{plan.publish}: {refused}")
 
 
 def _publish(out: Path, store: Path | None) -> None:

@@ -47,7 +47,13 @@ ModelsOption = Annotated[list[str] | None, typer.Option(
                           "required unless --resume.")]
 DevicesOption = Annotated[str, typer.Option("--devices", "-d", help="Comma-separated device names from the inventory.")]
 BackendOption = Annotated[Backend, typer.Option(help="Lowering backend.")]
-RecipeOption = Annotated[str | None, typer.Option("--recipe", metavar="NAME[,NAME...]", help=recipe_help())]
+def recipes_joined(values: list[str] | None) -> str | None:
+    """`--recipe fp32 --recipe int8-static` is `--recipe fp32,int8-static`: every repetition kept (the last alone won)."""
+    return ",".join(values) if values else None
+
+
+RecipeOption = Annotated[list[str] | None, typer.Option(  # recipes_joined: one NAME[,NAME...] text
+    "--recipe", metavar="NAME[,NAME...]", help=recipe_help() + " Repeatable.")]
 RunsOption = Annotated[int, typer.Option(min=1, max=_most("runs"), help="Separate process runs per device and model.")]
 IterationsOption = Annotated[int, typer.Option(min=1, max=_most("iterations"), help="Measured executions per process run.")]
 WarmupOption = Annotated[int, typer.Option(min=0, max=_most("warmup"), help="Executions before measuring, not recorded.")]

@@ -48,6 +48,7 @@ from orchestrator.cli.options import (
     UntilConfidentOption,
     UntracedRunsOption,
     WarmupOption,
+    recipes_joined,
 )
 from orchestrator.verdicts.statistics import DEFAULT_CENTER
 
@@ -112,5 +113,6 @@ def run(  # one parameter per option; their help is in cli/options.py
     sources = {name: getattr(ctx.get_parameter_source(name), "name", "") for name in ctx.params}  # typer vendors click
     given = frozenset(n for n, value in ctx.params.items() if value is not None
                       and sources[n] in ("COMMANDLINE", "ENVIRONMENT"))
-    request = JobRequest(**ctx.params, given=given, scheduler_from=sources.get("scheduler") or "DEFAULT")
+    params = {**ctx.params, "recipe": recipes_joined(ctx.params.get("recipe"))}
+    request = JobRequest(**params, given=given, scheduler_from=sources.get("scheduler") or "DEFAULT")
     raise typer.Exit(run_command(request, Console(typer.echo, lambda text: typer.echo(text, err=True))))

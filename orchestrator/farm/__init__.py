@@ -24,9 +24,40 @@ Imports point one way (checked by import-linter): client -> executor -> dask -> 
 
 from __future__ import annotations
 
-from orchestrator.errors import UsageError
+import re
+
+from orchestrator.errors import EXIT_INFRASTRUCTURE, InfrastructureError, UsageError
 
 RESOURCE_PREFIX = "dev-"
+# What etfarm hands Dask as a scheduler: tcp:// or tls:// (the README's two), a host (name, IPv4, [IPv6]), a port.
+_ADDRESS = re.compile(r"(tcp|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,252}))(:[0-9]{1,5})?")
+
+
+class FarmUnreachable(InfrastructureError):
+    """The scheduler cannot be reached, or was lost mid-job: the farm's fault, not the job's (exit 3). A job's
+    devices are failed, never left `running`, so `--resume` completes the run once the scheduler is back."""
+
+    exit_code = EXIT_INFRASTRUCTURE
+
+
+def scheduler_problem(address: str) -> str | None:
+    """Why `address` is no scheduler address etfarm takes (None: it is one), checked before Dask sees it: Dask's own
+    words for `http://x` are an `unknown address scheme` bug report and, in a worker, a 25-line traceback."""
+    match = _ADDRESS.fullmatch(address.strip())
+    if match is None:
+        return "not a Dask scheduler address: expected tcp://HOST:PORT or tls://HOST:PORT"
+    port = match.group(4)
+    if port is not None and not 0 < int(port[1:]) < 65536:
+        return f"port {port[1:]} is out of range (1 to 65535)"
+    return None
+
+
+def check_scheduler(address: str, option: str = "--scheduler") -> str:
+    """`address` stripped, or a one-line usage error naming `option` (exit 2)."""
+    problem = scheduler_problem(address)
+    if problem is not None:
+        raise UsageError(f"{option} {address[:100]!r}: {problem}")
+    return address.strip()
 
 
 def require_distributed() -> None:

@@ -26,7 +26,10 @@ if TYPE_CHECKING:
 
 QUESTION_TIMEOUT_SEC = 30.0  # one small request to a worker (which hashes it lacks, a file's bytes back)
 MIN_BANDWIDTH_BPS = 1_000_000  # a put may take as long as 1 MB/s needs, on top of the question's deadline
-MODEL_ROLES = ("pte", "etrecord", "inputs", "reference_outputs", "numerics_reference", "llm_reference")
+# Every file of an ExportedModel a device session reads (by its field's name): a role missing here is a figure the
+# farm silently does not record (eager_outputs: a recipe's accuracy), so the task builds its model from these alone.
+MODEL_ROLES = ("pte", "etrecord", "inputs", "reference_outputs", "numerics_reference", "llm_reference", "eager_outputs",
+               "eager_reference")
 
 
 def put_timeout_s(nbytes: int) -> float:

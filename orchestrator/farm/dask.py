@@ -14,14 +14,15 @@ gives up with KilledWorker): the executor records each lost try (tries.py).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import DeviceError, UsageError
-from orchestrator.farm import RESOURCE_PREFIX, require_distributed, resource_name
+from orchestrator.errors import DeviceError, UsageError, said
+from orchestrator.farm import RESOURCE_PREFIX, FarmUnreachable, check_scheduler, require_distributed, resource_name
 from orchestrator.farm.blobs import ShipReport, ship
 from orchestrator.farm.task import LacksArtifacts, TaskReply, TaskRequest, progress_topic, run_task, stop_event_name
 
@@ -55,13 +56,17 @@ Outcome = TaskReply | LacksArtifacts | BaseException
 
 
 def connect(scheduler: str, security: Any = None) -> Any:
+    scheduler = check_scheduler(scheduler)
     require_distributed()
     from distributed import Client
 
+    # The client logs each failed reconnection as an ERROR with its traceback; a lost scheduler is said by etfarm, in
+    # one line (executor.py), and the job's devices failed so that --resume completes it.
+    logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
     try:
         return Client(scheduler, security=security, timeout=CONNECT_TIMEOUT_SEC)
     except (OSError, TimeoutError) as exc:
-        raise UsageError(f"--scheduler {scheduler}: cannot connect: {exc}") from None
+        raise FarmUnreachable(f"--scheduler {scheduler}: cannot connect: {said(exc)}") from None
     except TypeError as exc:  # distributed's words for a tls:// address without a TLS configuration
         if "ssl_context" not in str(exc):
             raise
@@ -148,11 +153,17 @@ class DaskFarm:
         if future.status == "finished":
             return future.result()
         if future.status == "cancelled":
+            if self.lost():  # Dask cancels every future when it loses its scheduler (scheduler-connection-lost)
+                raise FarmUnreachable(f"--scheduler {self.options.scheduler}: lost the scheduler mid-job")
             return TaskLost(request.device, f"task for {request.model} was cancelled")
         exc = future.exception()
         if isinstance(exc, KilledWorker):
             return TaskLost(request.device, f"{request.model}: the workers running it died too often ({exc})")
         return exc
+
+    def lost(self) -> bool:
+        """Whether the client lost its scheduler (killed, or its host gone): the job cannot go on."""
+        return self.client.status not in ("running", "newly-created")
 
     def cancel(self, futures: Iterable[Any]) -> None:
         self.client.cancel(list(futures))

@@ -35,7 +35,8 @@ from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import write_bytes_atomic
 from orchestrator.cleanup import close_quietly
-from orchestrator.errors import DeviceError, EtfarmError, UsageError
+from orchestrator.errors import DeviceError, EtfarmError, UsageError, said
+from orchestrator.farm import FarmUnreachable
 from orchestrator.farm.blobs import BlobRef, JobBlobs
 from orchestrator.farm.dask import DaskFarm, FarmDevice, FarmOptions, TaskLost
 from orchestrator.farm.streamed import StreamedRuns
@@ -186,6 +187,22 @@ class FarmExecutor:
     # ---- collect -----------------------------------------------------------------
 
     def _collect(self, context: JobContext) -> None:
+        """Every task's outcome, as it comes; a scheduler lost mid-job (killed, its host gone) fails the devices still
+        running (infrastructure: their runs so far kept, never left `running`) and ends the job (exit 3)."""
+        try:
+            self._collect_all(context)
+        except Exception as exc:
+            if not isinstance(exc, FarmUnreachable) and not self._farm.lost():
+                raise
+            why = "" if isinstance(exc, FarmUnreachable) or self._farm.lost() else f" ({said(exc)[:200]})"
+            lost = FarmUnreachable(f"--scheduler {self.options.scheduler}: lost the scheduler mid-job{why}; what "
+                                   f"finished is kept: `etfarm run --resume {context.rundir.root}` runs the rest")
+            for request in list(self._futures.values()):
+                self._unreplied(context, request, lost)
+            self._futures.clear()
+            raise lost from None
+
+    def _collect_all(self, context: JobContext) -> None:
         deliveries: dict[tuple[str, str], int] = {}
         unoffered_since: dict[str, float] = {}
         while self._futures:

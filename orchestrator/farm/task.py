@@ -37,7 +37,7 @@ from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.artifacts.runner_info import RuntimeInfo, runner_slot
 from orchestrator.cache import cache_dir
 from orchestrator.errors import InfrastructureError, UsageError
-from orchestrator.farm.blobs import BlobRef, materialize, missing
+from orchestrator.farm.blobs import MODEL_ROLES, BlobRef, materialize, missing
 from orchestrator.farm.streamed import AnnouncingRunDirectory, run_event
 from orchestrator.farm.tries import FIRST_STEP, step_event
 from orchestrator.profiles.stat_rows import ModelStats
@@ -175,11 +175,9 @@ def _session(request: TaskRequest, spec: Any, scratch: Path, progress: Progress,
     pte = role("pte")
     if pte is None:
         raise InfrastructureError(f"[{request.device}] task for {request.model} carries no .pte")
-    model = ExportedModel(name=request.model, spec=request.model_spec, backend=request.backend, key=request.model_key,
-                          pte=pte, etrecord=role("etrecord"), inputs=role("inputs"),
-                          reference_outputs=role("reference_outputs"), cached=True,
-                          numerics_reference=role("numerics_reference"), llm_reference=role("llm_reference"),
-                          workload=request.workload)
+    files = {name: role(name) for name in MODEL_ROLES}
+    model = ExportedModel(**{**files, "pte": pte}, name=request.model, spec=request.model_spec, backend=request.backend,
+                          key=request.model_key, cached=True, workload=request.workload)
     rundir = AnnouncingRunDirectory.create(scratch / "run", request.config)
     materialize(request.prior, rundir.root)
     rundir.quiet_labels = frozenset(run.label for run in request.done)  # the client has these

@@ -16,15 +16,17 @@ The device lock (run/locks.py) is taken by the task on this host, where the devi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orchestrator.cleanup import close_quietly
-from orchestrator.errors import UsageError
-from orchestrator.farm import require_distributed
+from orchestrator.errors import UsageError, said
+from orchestrator.farm import FarmUnreachable, check_scheduler, require_distributed
+from orchestrator.farm.dask import CONNECT_TIMEOUT_SEC  # a worker waits for its scheduler as run and farm status do
 from orchestrator.farm.devices import InventoryWatch, Offer
 
 PROBE_INTERVAL_SEC = 2.0
@@ -45,12 +47,19 @@ class WorkerOptions:
 def serve(options: WorkerOptions, load: Callable[[Path | None], dict[str, Any]],
           say: Callable[[str], None]) -> None:
     """Run the worker until it is stopped (Ctrl-C / SIGTERM) or the scheduler closes it."""
+    check_scheduler(options.scheduler)
     require_distributed()
     try:
         asyncio.run(_serve(options, load, say))
+    except TimeoutError as exc:  # no scheduler answered within death_timeout
+        raise FarmUnreachable(f"--scheduler {options.scheduler}: cannot connect within {CONNECT_TIMEOUT_SEC:g} s "
+                              f"({said(exc)})") from None
     except (TypeError, RuntimeError) as exc:  # "Worker failed to start", caused by what went wrong
         cause = exc.__cause__ or exc
         if not isinstance(cause, TypeError) or "ssl_context" not in str(cause):
+            if isinstance(cause, (OSError, TimeoutError)):  # no scheduler there, within CONNECT_TIMEOUT_SEC
+                raise FarmUnreachable(f"--scheduler {options.scheduler}: cannot connect within "
+                                      f"{CONNECT_TIMEOUT_SEC:g} s: {said(cause)}") from None
             if isinstance(exc, RuntimeError) and exc.__cause__ is not None:
                 raise UsageError(f"--scheduler {options.scheduler}: worker failed to start: "
                                  f"{type(cause).__name__}: {cause}") from None
@@ -77,9 +86,10 @@ async def _serve(options: WorkerOptions, load: Callable[[Path | None], dict[str,
         nthreads = options.nthreads or max(16, 2 * len(offer.specs))
         kwargs: dict[str, Any] = {"host": options.listen_host} if options.listen_host else {}
         worker = Worker(options.scheduler, name=options.name, resources=offer.resources(), nthreads=nthreads,
-                        security=options.security, **kwargs)
+                        security=options.security, death_timeout=CONNECT_TIMEOUT_SEC, **kwargs)
         worker.etfarm_inventory = watch  # type: ignore[attr-defined]  (read by task.run_task on this worker)
-        await worker
+        with _quiet_start():
+            await worker
         say(f"worker {worker.name} at {worker.address}, scheduler {options.scheduler}: {_describe(offer)}")
         next_full = loop.time() + options.probe_interval_s  # a flapping adb device must not starve ssh probes
         try:
@@ -98,6 +108,19 @@ async def _serve(options: WorkerOptions, load: Callable[[Path | None], dict[str,
             await _close_worker(worker)
     finally:
         close_quietly("the device trackers", watch.close, log)
+
+
+@contextlib.contextmanager
+def _quiet_start() -> Iterator[None]:
+    """Dask's worker logs a dozen INFO lines while it starts (and its stop when no scheduler answers): the line etfarm
+    says once it is up names the same, and a worker that cannot start is one error line."""
+    logger = logging.getLogger("distributed.worker")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 async def _close_worker(worker: Any) -> None:

@@ -8,6 +8,8 @@ Markdown summary. Missing values (None, NaN, infinities) are '-'.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # a type name only: `devices` prints tables without loading the report's model (numerics, store)
@@ -27,6 +29,33 @@ def fmt_ms(value: Any) -> str:
     if not is_number(value):
         return MISSING
     return f"{value:.4f}" if abs(value) < 10 else f"{value:.2f}"
+
+
+MICROSECONDS_BELOW_MS = 1.0  # a column whose every time is under 1 ms is printed in microseconds
+
+
+@dataclass(frozen=True)
+class TimeColumn:
+    """A column of times in one unit chosen for the column: its unit (`us` or `ms`) and its cells."""
+
+    unit: str
+    cells: tuple[str, ...]
+
+
+def time_column(values_ms: Sequence[Any]) -> TimeColumn:
+    """Times (ms) as one table column, scaled for the column: microseconds when every time in it is under 1 ms
+    (XNNPACK kernels: `12.4` us where 4 decimals of ms said `0.0124`, and `0.0000` for a kernel of 40 ns; the unit
+    benchmark_model's users read), else milliseconds (fmt_ms). The one home of this rule: every table of kernel
+    times (events, the device x model matrix) takes its cells and its header's unit from here."""
+    numbers = [abs(v) for v in values_ms if is_number(v)]
+    if not numbers or max(numbers) >= MICROSECONDS_BELOW_MS:
+        return TimeColumn("ms", tuple(fmt_ms(v) for v in values_ms))
+    return TimeColumn("us", tuple(_fmt_us(v * 1000.0) if is_number(v) else MISSING for v in values_ms))
+
+
+def _fmt_us(value: float) -> str:
+    """Microseconds: 2 decimals under 10 us (a kernel of 40 ns is 0.04, not 0), 1 from 10 to 1000."""
+    return f"{value:.2f}" if abs(value) < 10 else f"{value:.1f}"
 
 
 def fmt_percent(value: Any, signed: bool = False) -> str:

@@ -230,6 +230,7 @@ def _finite_or_none(value: float | None) -> float | None:
 
 _KIND_NAMES = {bool: "true or false", int: "a whole number", str: "a string"}
 _WHOLE = re.compile(r"^[+-]?[0-9]{1,30}$")
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1  # what the results store (SQLite INTEGER) holds: a larger one is no count
 
 
 def _checked(kind: type) -> Callable[[Any], Any]:
@@ -240,12 +241,11 @@ def _checked(kind: type) -> Callable[[Any], Any]:
             if isinstance(value, bool) or (type(value) is int and value in (0, 1)):
                 return bool(value)
         elif kind is int:
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-            if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-                return int(value)
-            if isinstance(value, str) and _WHOLE.match(value.strip()):
-                return int(value)
+            whole = _whole(value)
+            if whole is not None:
+                if not _INT_MIN <= whole <= _INT_MAX:
+                    raise FieldError((), f"{_shown(value)} is out of range (a whole number of at most 64 bits)")
+                return whole
         elif isinstance(value, str):
             return value
         elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
@@ -253,6 +253,16 @@ def _checked(kind: type) -> Callable[[Any], Any]:
         raise FieldError((), f"expected {_KIND_NAMES[kind]}, got {_shown(value)}")
 
     return read
+
+
+def _whole(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and _WHOLE.match(value.strip()):
+        return int(value)
+    return None
 
 
 def _finite(value: Any) -> float:

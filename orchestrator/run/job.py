@@ -49,6 +49,7 @@ from orchestrator.run.results import (
 from orchestrator.run.rundir import LOG, RunDirectory, as_recorded, check_out
 from orchestrator.run.status import exit_code, job_status
 from orchestrator.run.sweep import NotExported, export_configurations, sweep_models
+from orchestrator.words import counted
 
 if TYPE_CHECKING:
     from orchestrator.artifacts.build import RunnerBuild
@@ -118,7 +119,9 @@ def run_job_on(executor: Executor, device_names: Sequence[str], specs: Sequence[
                                          run_id=run_id)
             attach(rundir.root / LOG)
             where = f" on {executor.scheduler}" if executor.scheduler else ""
-            progress(f"run {rundir.run_id}: {len(devices)} device(s), {len(specs)} model(s){where} -> {rundir.root}")
+            swept = f" in {counted(len(models), 'configuration')}" if len(models) != len(specs) else ""
+            progress(f"run {rundir.run_id}: {counted(len(devices), 'device')}, {counted(len(specs), 'model')}{swept}"
+                     f"{where} -> {rundir.root}")
             stats = JobStats(rundir.root, config.devices, [m.name for m in models])
             return _execute(executor, devices, rundir, JobPlan.fresh(config.devices), models, options, stats, progress,
                             not_exported)
@@ -143,8 +146,9 @@ def resume_job_on(executor: Executor, root: Path, specs: Sequence[ModelSpec], *,
             options = recorded.config.options
             pairs, runs = plan.missing(names, options)
             where = f" on {executor.scheduler}" if executor.scheduler else ""
-            progress(f"resuming run {rundir.run_id}{where}: {pairs} (device, model) task(s) with {runs} process run(s) "
-                     f"missing, {len(plan.complete_devices)} device(s) complete -> {rundir.root}")
+            progress(f"resuming run {rundir.run_id}{where}: {counted(pairs, '(device, model) task')} with "
+                     f"{counted(runs, 'process run')} missing, {counted(len(plan.complete_devices), 'device')} complete "
+                     f"-> {rundir.root}")
             return _execute(executor, devices, rundir, plan, models, options, stats, progress)
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from device_agents.facts import DeviceFacts
 from orchestrator.artifacts.generation import LlmRunFigures
 from orchestrator.errors import Blame, DataError
+from orchestrator.ids import checked_id
 from orchestrator.run.accuracy import Accuracy
 from orchestrator.run.codec import KEYED, FieldError, Layout, decode, encode
 from orchestrator.run.conditions import DeviceState
@@ -377,11 +378,23 @@ class Job:
             raise DataError(f"{source}: schema version {version} is newer than this etfarm reads ({SCHEMA_VERSION}); "
                             "upgrade etfarm")
         try:
-            return decode(cls, data)
+            return _ids_checked(decode(cls, data), source)
         except FieldError as exc:  # names the key path: `config.runs: expected a whole number, got 'abc'`
             raise DataError(f"{source}: malformed manifest: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise DataError(f"{source}: malformed manifest ({type(exc).__name__}: {exc})") from None
+
+
+def _ids_checked(job: Job, source: str) -> Job:
+    """The job, once every id in it (run, devices, models) is an id: they name files and reach pages."""
+    checked_id(job.run_id, f"{source}: run_id")
+    for artifacts in job.models:
+        checked_id(artifacts.name, f"{source}: models")
+    for device in job.devices:
+        checked_id(device.name, f"{source}: devices")
+        for model in device.models:
+            checked_id(model.name, f"{source}: devices.{device.name}.models")
+    return job
 
 
 def load_manifest(path: str | Path) -> Job:

@@ -28,7 +28,7 @@ from orchestrator.artifacts.llm import LlmReference
 from orchestrator.artifacts.lowering import ExportedModel, export_model
 from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.artifacts.pte_info import LlmShape, check_program
-from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes
+from orchestrator.artifacts.recipes import RecipeSpec, check_recipe_backend, parse_recipes
 from orchestrator.errors import ExportError, UsageError, one_line
 from orchestrator.run.belonging import check_beside
 from orchestrator.run.job_config import JobOptions
@@ -57,6 +57,7 @@ def export_configurations(specs: Sequence[ModelSpec], backend: str, options: Job
     configuration only; when nothing at all exports, the first failure is raised, as without recipes)."""
     recipes = parse_recipes(",".join(options.recipes)) if options.recipes else ()
     check_recipe_backend(backend, recipes)
+    _check_configuration_names(specs, recipes)
     models, spec_of, failed, first = [], [], [], None
     for index, spec in enumerate(specs):
         for recipe in recipes or (None,):
@@ -68,12 +69,22 @@ def export_configurations(specs: Sequence[ModelSpec], backend: str, options: Job
                 first = first or exc
                 name = f"{spec.name}-{recipe.label}" if len(recipes) > 1 else spec.name
                 failed.append(NotExported(name, spec.text, recipe.text, one_line(str(exc))))
-                log(f"{failed[-1].note}; the other configurations go on")
+                log(failed[-1].note + ("; the other configurations go on" if len(specs) * len(recipes) > 1 else ""))
                 continue
             spec_of.append(index)
     if first is not None and not models:
         raise first
     return models, spec_of, failed
+
+
+def _check_configuration_names(specs: Sequence[ModelSpec], recipes: Sequence[RecipeSpec]) -> None:
+    """Two configurations named alike (`m` with recipe `int8-static` beside a model named `m-int8-static`), found
+    before any export runs (it was found after all of them)."""
+    names = [f"{spec.name}-{recipe.label}" if len(recipes) > 1 else spec.name
+             for spec in specs for recipe in recipes or (None,)]
+    clashes = [name for name, count in Counter(names).items() if count > 1]
+    if clashes:
+        raise UsageError(f"the sweep names two models {clashes[0]!r}; give the models other names (--name)")
 
 
 def sweep_models(models: Sequence[ExportedModel], options: JobOptions, *, custom_ops: bool = False,

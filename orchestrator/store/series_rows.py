@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.profiles.op_identity import derived_identities
 from orchestrator.run.results import ModelResult, ModelStatus, ProcessRun
 from orchestrator.store.llm_points import figures_of
 
@@ -135,21 +136,34 @@ class _RunFigures:
 
 
 def _layers(conn: sqlite3.Connection, ids: str) -> dict[PointKey, tuple[tuple[str, float], ...]]:
-    """Per (run, device, model): its TOP_LAYERS costliest events by p50, costliest first, named `name` (`name#k`: the
-    k-th event of that name, in the program's order). SQLite gathers a point's events into one JSON array, so Python
-    handles a row per point, not per event (ranking them in SQL with window functions took 6x longer)."""
+    """Per (run, device, model): its TOP_LAYERS costliest events by p50, costliest first, each named by its op
+    identity (profiles/op_identity.py: `fc2 linear`, the model's layer and op), never by its kernel's name: XNNPACK
+    numbers its kernels (`GEMM #2`), and one new first layer renumbers every one after it. SQLite gathers a point's
+    events into one JSON array, so Python handles a row per point, not per event (ranking them in SQL with window
+    functions took 6x longer)."""
     found = {}
     for run_id, device, model, events in conn.execute(
-            "SELECT run_id, device, model, json_group_array(json_array(event_name, p50_ms)) FROM events "
+            "SELECT run_id, device, model, json_group_array(json_array(event_block, event_name, is_delegated_op, "
+            "module_path, op_types, kernel_mapping, p50_ms)) FROM events "
             f"WHERE run_id IN {_IDS} AND p50_ms IS NOT NULL AND event_name NOT IN ({', '.join('?' * len(_NOT_LAYERS))}) "
             "GROUP BY run_id, device, model", (ids, *_NOT_LAYERS)):
-        seen: dict[str, int] = {}
-        named = []
-        for name, p50 in json.loads(events):  # in the program's order (rowid)
-            seen[name] = seen.get(name, 0) + 1
-            named.append((name if seen[name] == 1 else f"{name}#{seen[name]}", float(p50)))
-        found[(run_id, device, model)] = tuple(sorted(named, key=lambda c: -c[1])[:TOP_LAYERS])
+        found[(run_id, device, model)] = tuple(sorted(_named(json.loads(events)), key=lambda c: -c[1])[:TOP_LAYERS])
     return found
+
+
+def _named(events: Sequence[Sequence[Any]]) -> list[tuple[str, float]]:
+    """Each event (in the program's order, rowid) as (its identity's label, p50 ms); a second block's labels say it."""
+    blocks: dict[str, list[Sequence[Any]]] = {}
+    for event in events:
+        blocks.setdefault(str(event[0]), []).append(event)
+    named = []
+    for k, (block, rows) in enumerate(blocks.items()):
+        identities = derived_identities([(str(name), bool(delegated), module or "", op_types or "", mapping or "")
+                                         for _, name, delegated, module, op_types, mapping, _ in rows])
+        prefix = f"{block}: " if k else ""
+        named += [(prefix + identity.label, float(row[-1])) for identity, row in zip(identities, rows, strict=True)
+                  if identity.is_op]
+    return named
 
 
 def llm_results(conn: sqlite3.Connection, device_run: str, device: str) -> tuple[ModelResult, ...]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.cache import read_json_object, write_json_atomic
+from orchestrator.ids import is_id
 from orchestrator.verdicts.recorded import VERDICTS_JSON
 
 NIGHT_JSON = "night.json"
@@ -60,7 +61,7 @@ class NightMark:
 def record_night(run_dirs: Sequence[Path], night_id: str, page: Path | None, verdicts: Mapping[str, int],
                  confirmations: Sequence[Mapping[str, Any]], extra: Mapping[str, Any] | None = None) -> None:
     """DIR/night.json beside every run directory of the night (`extra`: its bisects, its repository's HEAD)."""
-    data = {"night": night_id, "page": str(page) if page is not None else None, "verdicts": dict(verdicts),
+    data = {"night": night_id, "page": str(Path(page).resolve()) if page is not None else None, "verdicts": dict(verdicts),
             "confirmations": list(confirmations), **(extra or {})}
     for run_dir in run_dirs:
         write_json_atomic(Path(run_dir) / NIGHT_JSON, data)
@@ -78,7 +79,7 @@ def read_marks(run_dir: Path) -> tuple[dict[tuple[str, str], PairMark], NightMar
             str(pair.get("verdict", "")), bool(pair.get("regressed")),
             float(ratio) if isinstance(ratio, (int, float)) else None)
     night = read_json_object(run_dir / NIGHT_JSON)
-    if not night.get("night"):
+    if not is_id(night.get("night")):  # none, or not an id: it would name a site's file (nights/<id>.html)
         return marks, None
     counts = night.get("verdicts") if isinstance(night.get("verdicts"), dict) else {}
     confirmations = tuple(c for c in night.get("confirmations") or () if isinstance(c, dict))

@@ -44,6 +44,7 @@ from typing import Any
 from orchestrator.artifacts.lowering import BACKENDS
 from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes, recipe_words
 from orchestrator.errors import ConfigError, UsageError
+from orchestrator.farm import scheduler_problem
 from orchestrator.run.limits import LIMITS
 from orchestrator.run.results import JobOptions
 from orchestrator.verdicts.baseline import LAST_GOOD
@@ -140,7 +141,7 @@ def load_plan(path: Path) -> NightlyPlan:
         reference=_text(path, "reference", data["reference"]) if data.get("reference") is not None else None,
         config=Path(_text(path, "config", data["config"])).expanduser() if data.get("config") else None,
         center=_center(path, data.get("center", DEFAULT_CENTER)), noise_floor=_noise_floor(path, data.get("noise_floor", "auto")),
-        scheduler=_text(path, "scheduler", data["scheduler"]) if data.get("scheduler") is not None else None,
+        scheduler=_scheduler(path, data["scheduler"]) if data.get("scheduler") is not None else None,
         confirm=_flag(path, data, "confirm", True), threads=_ints(path, data, "threads", 0, LIMITS["cpu_threads"][1]),
         prompt_lens=_ints(path, data, "prompt_len", 1, _SWEEP_MOST), gen_lens=_ints(path, data, "gen_len", 1, _SWEEP_MOST),
         bisect=_flag(path, data, "bisect", False), repo=_repo(path, data.get("repo")),
@@ -181,6 +182,14 @@ def _noise_floor(path: Path, value: Any) -> float | None:
     if isinstance(value, bool) or not 0 <= number < 100:
         raise ConfigError(path, "noise_floor", f"expected auto or a percentage like 3%, got {value!r}")
     return number / 100.0
+
+
+def _scheduler(path: Path, value: Any) -> str:
+    address = _text(path, "scheduler", value)
+    problem = scheduler_problem(address)
+    if problem is not None:
+        raise ConfigError(path, "scheduler", f"{shorten(repr(address))}: {problem}")
+    return address
 
 
 def _center(path: Path, value: Any) -> str:

@@ -34,6 +34,7 @@ from typing import Any
 from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides, pool
 from orchestrator.verdicts.noise import NoiseFloor, estimate_replicate_floor
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings, run_median
+from orchestrator.words import counted
 
 WINDOW = 30  # newest good jobs of a series judged with the night
 
@@ -149,8 +150,8 @@ def judge(history: Sequence[SeriesPoint], night: SeriesPoint, settings: VerdictS
     sustained = None
     if drift and len(series) - start >= 2:
         sustained = compare_sides(ref_side, pool(p.side for p in series[start:]), settings, per_op=False, noise=noise)
-    where = (f"the level before run {series[start].run_id} ({len(reference)} jobs)" if drift
-             else f"the series' level ({len(reference)} jobs, no change point)")
+    where = (f"the level before run {series[start].run_id} ({counted(len(reference), 'job')})" if drift
+             else f"the series' level ({counted(len(reference), 'job')}, no change point)")
     return SeriesVerdict(where, ids, replace(night_pair, source_a="+".join(ids)), sustained, tuple(drift), len(series))
 
 

@@ -11,7 +11,7 @@ regressed again.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +52,9 @@ class Nights:
     confirm: bool = True
     pages: bool = True  # write a night.json beside each run (a night page's path in it)
     seed: int = 0
+    # the events of night n as (event name, module path, p50 ms), delegated kernels mapped to their module (as
+    # XNNPACK's, numbered `#k` in the program's order); None: `layers` operators named layer0, layer1, ...
+    kernels: Callable[[int], Sequence[tuple[str, str, float]]] | None = None
 
 
 def record_nights(store: Store, root: Path, plan: Nights, first: int = 0) -> list[str]:
@@ -75,7 +78,9 @@ def record_nights(store: Store, root: Path, plan: Nights, first: int = 0) -> lis
         recorded += [r.name for r in runs]
         if plan.pages:
             counts = {"regressed": sum(1 for c in confirmations)} if confirmations else {}
-            record_night(runs, night_id, root / f"nightly-{night_id}.html", counts, confirmations)
+            page = root / f"nightly-{night_id}.html"
+            page.write_text(f"<!doctype html><title>night {night_id}</title><h1>night {night_id}</h1>")  # as nightly
+            record_night(runs, night_id, page, counts, confirmations)
     return recorded
 
 
@@ -93,6 +98,11 @@ def _record(store: Store, root: Path, plan: Nights, run_id: str, started: str, n
                          for k in range(1, plan.runs + 1))
             results.append(ModelResult(model, ModelStatus.OK, runs))
             sample_runs[(device, model)] = ()
+            if plan.kernels is not None:
+                events += [EventRow(device, model, "Execute", k, name, plan.iterations * plan.runs, {"p50_ms": ms}, True,
+                                    {"module_path": module, "kernel_mapping": "mapped" if module else "unmapped"})
+                           for k, (name, module, ms) in enumerate(plan.kernels(night))]
+                continue
             events += [EventRow(device, model, "Execute", k, f"layer{k}", plan.iterations * plan.runs,
                                 {"p50_ms": level * (k + 1) / (plan.layers * (plan.layers + 1) / 2)})
                        for k in range(plan.layers)]

@@ -64,6 +64,11 @@ CASES = [
     # torch.export printed ~20 lines of partial graph on stderr before this line (issue 31)
     ("export-fails", lambda p: ["export", f"{p['data_dependent.py']}:build"],
      "failed: GuardOnDataDependentSymNode: Could not guard on data-dependent expression"),
+    # under a recipe, torch's partial graph was printed twice (19 lines) and "the other configurations go on" said
+    ("export-fails-recipe", lambda p: ["export", f"{p['data_dependent.py']}:build", "--recipe", "fp32"],
+     "with recipe fp32 failed: Unsupported: Data-dependent branching"),
+    ("run-fails-recipe", lambda p: ["run", "--model", f"{p['data_dependent.py']}:build", "--recipe", "fp32"],
+     "with recipe fp32 failed: Unsupported: Data-dependent branching"),
     ("missing-factory", lambda p: ["export", f"{p['raises.py']}:make"], "has no callable 'make'"),
     ("unknown-device", lambda p: ["run", "--devices", "local,pixel9", "--model", TINY], "unknown device 'pixel9'"),
     ("malformed-config", lambda p: ["run", "--config", str(p["malformed.yaml"]), "--model", TINY], "malformed.yaml: line"),
@@ -106,6 +111,7 @@ def test_bad_input_is_one_line_exit_2(bad_inputs: dict[str, Path], tmp_path: Pat
     error_lines = [line for line in result.stderr.splitlines() if not PROGRESS_LINE.match(line)]
     assert len(error_lines) == 1 and error_lines[0].startswith("error: "), result.stderr
     assert fragment in error_lines[0]
+    assert "the other configurations go on" not in result.stderr  # a job of one configuration has no others
     # A usage error is found before anything is made: no run directory is left behind.
     assert not (tmp_path / "etfarm-runs").exists()
 

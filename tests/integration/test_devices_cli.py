@@ -47,7 +47,7 @@ def test_devices_lists_reachability_and_facts(ssh_device: DeviceSpec, adb_device
 
 def test_trust_then_check(unknown_key_ssh_device: DeviceSpec, tmp_path: Path) -> None:
     config = write_inventory(tmp_path / "devices.yaml", [unknown_key_ssh_device])
-    before = etfarm("devices", "check", "unknown-key", "--config", str(config))
+    before = etfarm("devices", "check", "unknown-key", "--config", str(config), "--json")
     assert before.returncode == 1 and json.loads(before.stdout)["reachable"] is False
 
     trusted = etfarm("devices", "trust", "unknown-key", "--config", str(config))
@@ -56,7 +56,7 @@ def test_trust_then_check(unknown_key_ssh_device: DeviceSpec, tmp_path: Path) ->
     assert f"-> {unknown_key_ssh_device.settings.known_hosts}" in trusted.stdout  # type: ignore[attr-defined]
     assert Path(unknown_key_ssh_device.settings.known_hosts).is_file()  # type: ignore[attr-defined]
 
-    after = etfarm("devices", "check", "unknown-key", "--config", str(config))
+    after = etfarm("devices", "check", "unknown-key", "--config", str(config), "--json")
     assert after.returncode == 0, after.stdout + after.stderr
     assert json.loads(after.stdout)["reachable"] is True
 
@@ -81,3 +81,13 @@ def test_devices_health_degraded_after_retried_connection_resets(sshd_host: SshT
     assert flaky["reachable"] is True and flaky["health"] == "degraded", flaky
     assert len(flaky["attempts"]) == 2 and all(a["step"] == "connect and describe" for a in flaky["attempts"])
     assert "flaky" in table and "degraded (2 failed tries" in table, table
+
+
+def test_devices_check_prints_text_and_json_only_with_json(tmp_path: Path) -> None:
+    config = tmp_path / "devices.yaml"
+    config.write_text(f"devices:\n  box:\n    transport: local\n    workdir: {tmp_path / 'box'}\n")
+    text = etfarm("devices", "check", "box", "--config", str(config))
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("box (local, host, ") and ": ok" in text.stdout and "{" not in text.stdout
+    as_json = etfarm("devices", "check", "box", "--config", str(config), "--json")
+    assert json.loads(as_json.stdout)["reachable"] is True

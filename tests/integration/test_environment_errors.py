@@ -222,7 +222,7 @@ def test_an_ssh_server_that_never_speaks_is_one_line(tmp_path: Path, verbose: bo
                          f"    port: {listener.getsockname()[1]}\n    key: {key}\n    connect_timeout: 1\n"
                          f"    known_hosts: {tmp_path / 'known_hosts'}\n")
     try:  # -v shows etfarm's own loggers (the device commands), still never paramiko's traceback
-        check = etfarm(*(["-v"] if verbose else []), "devices", "check", "mute", "--config", str(inventory))
+        check = etfarm(*(["-v"] if verbose else []), "devices", "check", "mute", "--config", str(inventory), "--json")
         run = None if verbose else etfarm("run", "--config", str(inventory), "--devices", "mute", "--model", TINY,
                                           *FAST, "--no-store", "--out", str(tmp_path / "run"))
     finally:

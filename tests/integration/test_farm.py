@@ -359,7 +359,7 @@ def test_a_device_that_never_comes_back_fails_after_the_deadline_then_resume_run
     farm.wait_online("host-a")
     resumed = etfarm("run", "--resume", str(out), "--no-store", "--no-report")
     assert resumed.returncode == 0, resumed.stderr[-4000:] + farm.logs()
-    assert "1 (device, model) task(s) with 2 process run(s) missing, 1 device(s) complete" in resumed.stderr
+    assert "1 (device, model) task with 2 process runs missing, 1 device complete" in resumed.stderr
     assert "[host-b]" not in resumed.stderr
     final = load_manifest(out)
     assert final.status == "ok" and final.run_id == manifest["run_id"]
@@ -449,7 +449,7 @@ def test_runs_finished_before_a_worker_dies_are_kept_and_resume_runs_only_the_re
     farm.wait_online("host-a")
     resumed = etfarm("run", "--resume", str(out), "--no-store", "--no-report")
     assert resumed.returncode == 0, resumed.stderr[-4000:] + farm.logs()
-    assert "1 (device, model) task(s) with 1 process run(s) missing" in resumed.stderr
+    assert "1 (device, model) task with 1 process run missing" in resumed.stderr
     assert "[host-a] tiny_cnn: run 2/2" in resumed.stderr and "run 1/2" not in resumed.stderr
     final = load_manifest(out)
     assert final.status is JobStatus.OK and final.run_id == cut.run_id
@@ -561,14 +561,15 @@ def test_wrong_outputs_on_the_farm_mark_the_device_wrong_results(
     assert (out / "stats.csv").is_file()  # the timings are kept
 
 
-def test_an_unknown_device_or_an_unreachable_scheduler_is_a_usage_error(farm: Farm, tmp_path: Path) -> None:
+def test_an_unknown_device_is_a_usage_error_and_an_unreachable_scheduler_an_infrastructure_one(
+        farm: Farm, tmp_path: Path) -> None:
     result = etfarm("run", "--scheduler", farm.address, "--devices", "nosuch", "--model", TINY, "--out",
                     str(tmp_path / "x"), timeout=120)
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("error: --devices: nosuch: no worker of") and result.stderr.count("\n") == 1
     dead = f"tcp://127.0.0.1:{free_port()}"
     result = etfarm("farm", "status", "--scheduler", dead, timeout=120)
-    assert result.returncode == 2 and result.stderr.startswith(f"error: --scheduler {dead}: cannot connect"), result.stderr
+    assert result.returncode == 3 and result.stderr.startswith(f"error: --scheduler {dead}: cannot connect"), result.stderr
 
 
 @pytest.mark.slow

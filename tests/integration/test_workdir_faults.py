@@ -116,7 +116,7 @@ def test_no_wait_and_devices_check_name_the_read_only_workdir(read_only_farm: di
     assert "busy" not in job.stderr and "in use" not in job.stderr and "unknown holder" not in job.stderr
 
     for name in bad:
-        check = etfarm("devices", "check", name, "--config", str(config))
+        check = etfarm("devices", "check", name, "--config", str(config), "--json")
         assert check.returncode == 1, (name, check.stdout, check.stderr[-3000:])
         entry = json.loads(check.stdout)
         assert entry["health"] == "offline" and entry["reachable"] is False, entry

@@ -84,16 +84,19 @@ INDEX_JS = """
 SERIES_JS = """
 (function () {
   var d = window.etfarmSeries, c = d.columns, keep = [];
+  // plotly draws a subset of HTML in every text it shows (names, legends, hovers, notes): <a href> would be a live
+  // link. Each text from the data passes through t(), which escapes it so plotly shows it as written.
+  function t(s) { return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;"); }
   c.p50.forEach(function (v, i) { if (v !== null) keep.push(i); });  // measured nights only
   function col(name) { return keep.map(function (i) { return c[name][i]; }); }
   var x = col("started"), p50 = col("p50"), lo = col("lo"), hi = col("hi");
-  var custom = keep.map(function (i) { return [c.run[i], c.commit[i] || "-", c.link[i] || ""]; });
+  var custom = keep.map(function (i) { return [t(c.run[i]), t(c.commit[i] || "-"), c.link[i] || ""]; });
   var config = {responsive: true, displaylogo: false};
   function hover(unit) {
     return "%{y:.4g} " + unit + "<br>run %{customdata[0]}<br>commit %{customdata[1]}<extra>%{fullData.name}</extra>";
   }
   function line(name, values, unit, extra) {
-    return Object.assign({x: x, y: values, customdata: custom, name: name, mode: "lines+markers", type: "scatter",
+    return Object.assign({x: x, y: values, customdata: custom, name: t(name), mode: "lines+markers", type: "scatter",
                           connectgaps: true, hovertemplate: hover(unit)}, extra || {});
   }
   function marks(name, test, symbol, color, size) {
@@ -115,7 +118,7 @@ SERIES_JS = """
     return {type: "line", xref: "x", yref: "paper", x0: m.x, x1: m.x, y0: 0, y1: 1, line: {dash: "dot", color: "#8e44ad"}};
   });
   var notes = changes.map(function (m) {
-    return {x: m.x, yref: "paper", y: 1, text: m.label, showarrow: false, xanchor: "left", font: {size: 11, color: "#8e44ad"}};
+    return {x: m.x, yref: "paper", y: 1, text: t(m.label), showarrow: false, xanchor: "left", font: {size: 11, color: "#8e44ad"}};
   });
   draw("latency", [
     line("p50 (bars: the process runs' lowest and highest median)", p50, "ms", {error_y: {type: "data", symmetric: false,

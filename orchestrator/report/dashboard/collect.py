@@ -40,6 +40,16 @@ class ReadRun:
     night: NightMark | None
 
 
+NIGHTS_DIR = "nights"  # the site's copies of the nights' pages: the site links only to what is inside it
+
+
+def night_copy(night: NightMark | None) -> str | None:
+    """The site's copy of the night's page (`nights/<night id>.html`, relative to DIR), when the night wrote one."""
+    if night is None or not night.page or not Path(night.page).is_file():
+        return None
+    return f"{NIGHTS_DIR}/{night.night_id}.html"  # the id was checked against the id grammar when night.json was read
+
+
 def stored_runs(store: Store) -> list[StampedJob]:
     """Every stored run, oldest first, with its token."""
     return [StampedJob(s.run_id, s.started, _token(s), s.run_dir) for s in store.series_rows().stamps()]
@@ -68,7 +78,7 @@ def _read_run(store: Store, run: StampedJob, rows: Sequence[PointRow]) -> ReadRu
     points = tuple(
         Point(row, SeriesKey.of(job, row.device, row.model).settings, marks.get((row.device, row.model)),
               night.confirmed(run.run_id, row.device, row.model) if night is not None else None, confirms,
-              night.page if night is not None else None,
+              night_copy(night),
               night.culprit(run.run_id, row.device, row.model) if night is not None else None)
         for row in rows)
     return ReadRun(run, points, night)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from urllib.parse import quote
 
 from orchestrator.report.escape import html_text
@@ -46,11 +46,16 @@ def verdict_badge(verdict: str | None, regressed: bool = False, confirmed: bool 
     return f'<span class="verdict {html_text(verdict)}">{html_text(verdict)}</span>{mark}'
 
 
-def configuration(key: SeriesKey) -> str:
-    """The settings that tell a series apart from its neighbours (defaults and unknowns left out)."""
+def configuration(key: SeriesKey, siblings: Iterable[SeriesKey] = ()) -> str:
+    """The settings that tell a series apart from its neighbours (defaults and unknowns left out); a setting left
+    out as a rule (iterations, warmup, a default) is said when a sibling series of the same model and device
+    differs in it, so two series never read as one ("iterations 20" beside "iterations 50")."""
     quiet = {("recipe", "-"), ("generation", "-"), ("numerics", "off"), ("threads", "default")}
-    return ", ".join(f"{k} {v}" for k, v in key.settings
-                     if (k, v) not in quiet and v != UNKNOWN and k not in ("iterations", "warmup"))
+    mine = dict(key.settings)
+    differ = {k for other in siblings if (other.device, other.model) == (key.device, key.model)
+              for k, v in other.settings if mine.get(k) != v}
+    return ", ".join(f"{k} {v}" for k, v in key.settings if k in differ or (
+        (k, v) not in quiet and v != UNKNOWN and k not in ("iterations", "warmup")))
 
 
 def sparkline(summary: Summary) -> str:
@@ -82,7 +87,7 @@ def index_page(series: Sequence[Summary], store: str, runs: int) -> str:
     rows = []
     for name, members in groups.items():
         rows.append(f'<tr class="group" data-group="{html_text(name)}"><th colspan="8">{html_text(name)}</th></tr>')
-        rows += [_index_row(s, name) for s in members]
+        rows += [_index_row(s, name, [m.key for m in members]) for s in members]
     body = (f"<h1>etfarm dashboard</h1><p>{len(series)} series from {runs} stored runs in {html_text(store)}; "
             f"<span id=\"shown\">{len(series)}</span> shown, the most recently moved first.</p>"
             f'<p class="filters">{filters}</p><table id="series"><thead><tr><th>Model</th><th>Device</th>'
@@ -91,14 +96,14 @@ def index_page(series: Sequence[Summary], store: str, runs: int) -> str:
     return shell("etfarm dashboard", body, scripts=[INDEX_JS])
 
 
-def _index_row(s: Summary, group: str) -> str:
+def _index_row(s: Summary, group: str, siblings: Sequence[SeriesKey]) -> str:
     shown = "; ".join(f"{ratio(c.ratio)} at {c.commits}" for c in s.changes[-3:])
     more = f" (+{len(s.changes) - 3} earlier)" if len(s.changes) > 3 else ""
     attrs = " ".join(f'data-{k}="{html_text(v)}"' for k, v in (
         ("series", s.slug), ("group", group), ("device", s.key.device), ("model", s.key.model),
         ("backend", s.backend), ("verdict", s.verdict or "-")))
     return (f"<tr {attrs}><td><a href=\"series/{s.slug}.html\">{html_text(s.key.model)}</a></td>"
-            f"<td>{html_text(s.key.device)}</td><td>{html_text(configuration(s.key))}</td><td>{sparkline(s)}</td>"
+            f"<td>{html_text(s.key.device)}</td><td>{html_text(configuration(s.key, siblings))}</td><td>{sparkline(s)}</td>"
             f'<td class="num">{latency(s.latest)}</td>'
             f"<td>{verdict_badge(s.verdict, s.verdict_regressed, s.verdict_confirmed)}</td>"
             f"<td>{html_text(shown + more) or '-'}</td><td>{html_text(when(s.moved)) if s.moved else '-'}</td></tr>")
@@ -129,7 +134,7 @@ def regressions_page(series: Sequence[Summary], out: str) -> str:
     rows = "".join(
         f"<tr><td>{html_text(when(r.started))}</td>"
         f"<td><a href=\"series/{s.slug}.html\">{html_text(f'{s.key.model} on {s.key.device}')}</a> "
-        f"{html_text(configuration(s.key))}</td>"
+        f"{html_text(configuration(s.key, [x.key for x in series]))}</td>"
         f'<td class="num">{ratio(r.ratio)}</td><td>{confirmation(r.confirmed)}</td>'
         f"<td>{html_text(r.commits)}{_culprit(r.culprit)}</td>"
         f"<td>{_link(r.link.removeprefix('../'), r.run_id) if r.link.startswith('../') else html_text(r.run_id)}</td>"

@@ -5,10 +5,12 @@ facts as text too (what regressed, where it changed, the newest nights), so the 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.report.escape import html_text
 from orchestrator.report.formats import fmt_kib, fmt_ms, fmt_rate, ratio
+from orchestrator.verdicts.likeness import SeriesKey
 
 from .assets import PLOTLY, SERIES_SCRIPT, TOP_LAYER_LINES
 from .model import SeriesData, Summary
@@ -18,7 +20,7 @@ from .series import CHANGE_WINDOW, SERIES_DATA
 TABLE_NIGHTS = 30  # the newest nights listed as text (the charts draw all)
 
 
-def series_page(data: SeriesData, summary: Summary) -> str:
+def series_page(data: SeriesData, summary: Summary, siblings: Sequence[SeriesKey] = ()) -> str:
     """The page: the facts as text, the charts drawn by the shared script from the series' data script."""
     c = data.columns
     present = {name: any(v is not None for v in c[name]) for name in ("load", "rss", "pss", "ttft", "tps")}
@@ -32,7 +34,7 @@ def series_page(data: SeriesData, summary: Summary) -> str:
     marks = [{"x": x.started, "label": f"{ratio(x.ratio)} {x.commits}"} for x in summary.changes]
     key = data.key
     body = (f"<h1>{html_text(key.model)} on {html_text(key.device)}</h1>"
-            f"<p>{html_text(configuration(key))}. Latest p50 {latency(summary.latest)}; latest verdict "
+            f"<p>{html_text(configuration(key, siblings))}. Latest p50 {latency(summary.latest)}; latest verdict "
             f"{verdict_badge(summary.verdict, summary.verdict_regressed, summary.verdict_confirmed)}. "
             "Click a point to open its night's page; drag to zoom.</p>"
             f"{_regressions(summary)}{_changes(summary)}{divs}{_table(data)}"

@@ -17,26 +17,27 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from orchestrator.cache import cannot_write_in, write_bytes_atomic
 from orchestrator.errors import DataError, UsageError
+from orchestrator.ids import is_id
 from orchestrator.store import open_store, store_path
 from orchestrator.verdicts.likeness import SeriesKey
 from orchestrator.verdicts.night_record import NightMark
 
 from . import assets
-from .collect import ReadRun, StampedJob, read_points, stored_runs
+from .collect import NIGHTS_DIR, ReadRun, StampedJob, read_points, stored_runs
 from .model import Night, Point, SeriesData, Summary
 from .pages import INDEX, NIGHTS, REGRESSIONS, index_page, nights_page, regressions_page
 from .series import SERIES_DATA, SeriesIndex, data_from_script, data_script, merge, ordered, summarize
 from .series_page import series_page
+from .target import MANIFEST, refusal, site_manifest
 
-MANIFEST = "manifest.json"
-FORMAT = 3  # of the manifest and the kept series (3: a regression's culprit); another is read as nothing kept
+FORMAT = 4  # of the manifest and the kept series (4: a regression's culprit): another is read as nothing kept (everything read again)
 
 
 @dataclass(frozen=True)
@@ -70,16 +71,16 @@ class _Stale(Exception):
 
 def publish(out: Path, store: Path | None = None) -> Published:
     out = Path(out).expanduser()
-    _check_out(out)
-    where = store_path(store)
+    where = store_path(store).resolve()  # the site's manifest names its store wherever publish runs from
+    _check_out(out, where)
     manifest = _manifest(out)
-    if manifest.get("store") != str(where):  # a site of another store: nothing of it is kept
-        manifest = {}
     try:
         reading = _read_store(where, out, manifest)
     except _Stale:
         manifest = {}
         reading = _read_store(where, out, manifest)
+    if not (out / MANIFEST).is_file():  # a new site: marked as this store's at once, so a publish cut short can resume
+        _write(out, MANIFEST, json.dumps({"format": FORMAT, "store": str(where), "runs": {}, "series": {}}).encode())
     files = _pages(out, reading, str(where))
     files.update({f"{SERIES_DATA}/{name}.js": data_script(data).encode() for name, data in reading.changed.items()})
     if manifest.get("plotly") != _plotly_version() or not (out / assets.PLOTLY).is_file():
@@ -97,17 +98,21 @@ def publish(out: Path, store: Path | None = None) -> Published:
     return Published(out, len(reading.summaries), len(reading.runs), reading.read, tuple(sorted(files)))
 
 
-def _check_out(out: Path) -> None:
-    """DIR is a directory we can write in (made if missing): one line naming it otherwise (exit 2)."""
+def _check_out(out: Path, store: Path) -> None:
+    """DIR is new, empty or this store's site, and a directory we can write in (made if missing): one line naming it
+    otherwise (exit 2)."""
+    refused = refusal(out, store)
+    if refused is not None:
+        raise UsageError(f"--out {out}: {refused}")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot create it ({exc.strerror or exc})") from None
     if not out.is_dir():
         raise UsageError(f"--out {out}: not a directory")
-    refusal = cannot_write_in(out)
-    if refusal is not None:
-        raise UsageError(f"--out {out}: cannot write in it ({refusal})")
+    unwritable = cannot_write_in(out)
+    if unwritable is not None:
+        raise UsageError(f"--out {out}: cannot write in it ({unwritable})")
 
 
 def _read_store(where: Path, out: Path, manifest: Mapping[str, Any]) -> _Reading:
@@ -150,7 +155,7 @@ def _merge(out: Path, manifest: Mapping[str, Any], runs: list[StampedJob], read:
     changed, gone = {}, set()
     for name, points in touched.items():
         old = _kept_series(out, keys[name], name) if name in summaries else None
-        data = merge(keys[name], name, old, points, dropped, str(out / "series"))
+        data = merge(keys[name], name, old, points, dropped, "series")
         if len(data):
             changed[name], summaries[name] = data, summarize(data)
         else:
@@ -181,31 +186,59 @@ def _nights(runs: Mapping[str, Mapping[str, Any]]) -> list[Night]:
         if not run.get("night"):
             continue
         night_id, page, verdicts = run["night"]
+        if not is_id(night_id):  # the site's manifest is a file too: its ids name files (nights/<id>.html)
+            continue
         known = found.get(night_id)
         found[night_id] = Night(night_id, min(known.started, run["started"]) if known else run["started"],
                                 (*known.runs, run_id) if known else (run_id,), page, verdicts)
     return sorted(found.values(), key=lambda n: (n.started, n.night_id), reverse=True)
 
 
+_NIGHT_PAGE_MAX_BYTES = 64 << 20  # a night's page is a few hundred kB; a larger file is not one
+
+
+def _night_pages(out: Path, nights: list[Night]) -> tuple[list[Night], dict[str, bytes]]:
+    """The nights with their page as the site's copy (nights/<id>.html), and the copies to write: a night's page
+    lives in its plan's report folder, wherever that is; the site links only to what is inside it. A page since
+    deleted keeps its earlier copy; a night whose page was never copied links nowhere."""
+    linked, copies = [], {}
+    for night in nights:
+        name = f"{NIGHTS_DIR}/{night.night_id}.html"
+        data = _page_bytes(night.page)
+        if data is not None and (not (out / name).is_file() or (out / name).read_bytes() != data):
+            copies[name] = data
+        has_copy = data is not None or (out / name).is_file()
+        linked.append(replace(night, page=name if has_copy else None))
+    return linked, copies
+
+
+def _page_bytes(page: str | None) -> bytes | None:
+    try:
+        path = Path(page) if page else None
+        if path is None or not path.is_file() or path.stat().st_size > _NIGHT_PAGE_MAX_BYTES:
+            return None
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
 def _pages(out: Path, reading: _Reading, store: str) -> dict[str, bytes]:
     """The indexes, and the page of every series that changed now (or whose page was missing)."""
     summaries = ordered(reading.summaries.values())
+    nights, copies = _night_pages(out, _nights(reading.runs))
     files = {INDEX: index_page(summaries, store, len(reading.runs)).encode(),
-             NIGHTS: nights_page(_nights(reading.runs), str(out)).encode(),
+             NIGHTS: nights_page(nights, ".").encode(), **copies,
              REGRESSIONS: regressions_page(summaries, str(out)).encode()}
     for summary in summaries:
         data = reading.changed.get(summary.slug)
         if data is not None:
-            files[f"series/{summary.slug}.html"] = series_page(data, summary).encode()
+            files[f"series/{summary.slug}.html"] = series_page(data, summary, [s.key for s in summaries]).encode()
     return files
 
 
 def _manifest(out: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) and data.get("format") == FORMAT else {}
+    data = site_manifest(out)
+    return data if data.get("format") == FORMAT else {}
 
 
 def _write(out: Path, name: str, data: bytes) -> None:

@@ -30,6 +30,7 @@ from orchestrator.report.model import LlmSection, ModelSection, RecipeGroup, Rep
 from orchestrator.report.page.blocks import Chart, Charts
 from orchestrator.report.page.quantized import CHART_KIND as LATENCY_ACCURACY
 from orchestrator.run.configuration import configuration_label, varying_settings
+from orchestrator.words import counted
 
 # Op groups get colours of their own (ColorBrewer Set3), so no group is mistaken for a device.
 GROUP_PALETTE = ("#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#bc80bd", "#ccebc5")
@@ -323,7 +324,7 @@ def _history(section: ModelSection, baseline: str | None, colours: Mapping[str, 
         ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(frameon=False, fontsize=8)
-    ax.set_title(f"{section.name}: end-to-end p50 over the last {len(runs)} runs")
+    ax.set_title(f"{section.name}: end-to-end p50 over the last {counted(len(runs), 'run')}")
     return Chart(f"{section.name}-history", f"{section.name}: history trend", _svg(fig, f"{section.name}-history", titles))
 
 

@@ -7,11 +7,11 @@ from typing import Any
 
 from orchestrator.profiles.op_identity import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
 from orchestrator.profiles.source import op_where, short_op_types
-from orchestrator.report.formats import clip, fmt_ms, fmt_percent
+from orchestrator.report.formats import clip, fmt_ms, fmt_percent, time_column
 from orchestrator.report.terminal.table import format_table
 from orchestrator.stats import UNSTABLE_CV, is_unstable
 
-_RIGHT_ALIGNED = {"#", "samples", "avg", "p50", "p90", "cv"}
+_RIGHT_ALIGNED = {"#", "samples", "cv", *(f"{key} {unit}" for key in ("avg", "p50", "p90") for unit in ("ms", "us"))}
 
 
 def format_report(records: Sequence[dict[str, Any]], top: int = 20) -> str:
@@ -27,12 +27,13 @@ def format_report(records: Sequence[dict[str, Any]], top: int = 20) -> str:
     shown = ops[:top] if top > 0 else ops
     if lines:
         lines.append("")
-    lines.append(f"top {len(shown)} of {len(ops)} events by avg time (ms); ! = cv above {UNSTABLE_CV:.0%}")
+    lines.append(f"top {len(shown)} of {len(ops)} events by avg time; ! = cv above {UNSTABLE_CV:.0%}")
     with_ops = any("op_types" in r for r in shown)
-    headers = ["block", "#", "event", *(["op types", "module", "source"] if with_ops else []), "samples", "avg", "p50",
-               "p90", "cv", ""]
+    times = {key: time_column([r[f"{key}_ms"] for r in shown]) for key in ("avg", "p50", "p90")}  # a unit per column
+    headers = ["block", "#", "event", *(["op types", "module", "source"] if with_ops else []), "samples",
+               *(f"{key} {column.unit}" for key, column in times.items()), "cv", ""]
     rows = []
-    for r in shown:
+    for k, r in enumerate(shown):
         cells = [str(r["event_block"]), str(r["event_index"]), clip(str(r["event_name"]), 40)]
         if with_ops:
             cells.append(clip(_op_summary(r.get("op_types")), 36))
@@ -41,9 +42,7 @@ def format_report(records: Sequence[dict[str, Any]], top: int = 20) -> str:
         unstable = "!" if is_unstable(r["cv"]) else ""
         cells += [
             str(int(r["samples"])),
-            fmt_ms(r["avg_ms"]),
-            fmt_ms(r["p50_ms"]),
-            fmt_ms(r["p90_ms"]),
+            *(column.cells[k] for column in times.values()),
             fmt_percent(r["cv"]),
             unstable,
         ]

@@ -104,8 +104,8 @@ def verdict_table(comparison: Comparison) -> str:
     table = format_table(headers(comparison), verdict_rows(comparison), "llllrrrlrrl")
     baselines = [f"{p.device} {p.model}: {p.source_a}" for p in comparison.pairs
                  if p.source_a and p.source_a not in comparison.a]
-    text = f"{legend(comparison)}" + (f"\nbaselines: {'; '.join(baselines)}" if baselines else "")
-    return f"{table}\n{terminal_text(text)}"
+    lines = [legend(comparison), *([f"baselines: {'; '.join(baselines)}"] if baselines else [])]
+    return "\n".join([table, *(terminal_text(line) for line in lines)])  # each line made safe, the break kept
 
 
 def legend(comparison: Comparison) -> str:

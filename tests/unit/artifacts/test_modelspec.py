@@ -106,3 +106,17 @@ def test_a_model_files_classes_are_found_by_their_modules_name(tmp_path: Path) -
     with pytest.raises(ModelSpecError, match="importing broken.py raised RuntimeError: no"):
         call_factory(parse_model_spec(f"{broken}:build"))
     assert not [name for name, module in sys.modules.items() if getattr(module, "__file__", None) == str(broken)]
+
+
+def test_model_code_turns_what_the_users_code_raises_into_its_one_line_error() -> None:
+    from orchestrator.artifacts.modelspec import model_code
+    from orchestrator.errors import DataError
+
+    with pytest.raises(ModelSpecError) as err, model_code("m.py:build", "its calibration"):
+        raise ValueError("line one\nline two")
+    assert str(err.value) == "model spec 'm.py:build': its calibration raised ValueError: line one | line two"
+    with pytest.raises(ModelSpecError, match=r"^recipe 'r.py:make': its calibration_inputs_fn raised RecursionError"), \
+            model_code("r.py:make", "its calibration_inputs_fn", kind="recipe"):
+        raise RecursionError("maximum recursion depth exceeded")
+    with pytest.raises(DataError, match="^etfarm's own$"), model_code("m.py:build", "x"):  # etfarm's errors pass
+        raise DataError("etfarm's own")

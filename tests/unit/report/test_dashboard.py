@@ -79,7 +79,10 @@ def test_each_series_page_draws_its_data_script_and_links_each_point_to_its_nigh
     assert columns["regressed"] == [False, False, True, False] and columns["confirmed"][2] is True
     assert columns["confirms"] == [None, None, None, "n00002-xnnpack"]
     assert columns["started"][0] == "2026-01-01 00:00:00"  # UTC, as the chart's axis takes it
-    assert columns["link"][0] == "../../runs/nightly-n00000-xnnpack.html"  # relative: opens from the file system
+    # the night's page copied into the site, linked relatively: the site opens from the file system, self-contained
+    assert columns["link"][0] == "../nights/n00000-xnnpack.html"
+    assert (tmp_path / "site" / "nights" / "n00000-xnnpack.html").read_text() == \
+        (tmp_path / "runs" / "nightly-n00000-xnnpack.html").read_text()
     assert all(lo <= p50 <= hi for lo, p50, hi in zip(columns["lo"], columns["p50"], columns["hi"], strict=True))
     assert len(data["layer_names"]) == 8 and all(len(v) == 8 for v in columns["layers"])
     scripts = re.findall(r'<script src="([^"]+)"></script>', page)
@@ -124,7 +127,7 @@ def test_an_unreadable_store_is_one_line_naming_it_and_leaves_the_site_as_it_was
     db = stored(tmp_path, Nights(2))
     publish(tmp_path / "site", db)
     before = {p: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()}
-    broken = tmp_path / "broken.db"
+    broken = db
     broken.write_bytes(b"not a database " * 100)
     assert main(["publish", "--out", str(tmp_path / "site"), "--store", str(broken)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -185,7 +188,8 @@ def test_verdict_files_that_cannot_be_read_leave_the_points_unjudged(tmp_path: P
     assert "1 nights" in text((tmp_path / "site" / "nights.html").read_text())
 
 
-def test_a_deleted_series_page_is_drawn_again_and_another_store_starts_afresh(tmp_path: Path) -> None:
+def test_a_deleted_series_page_is_drawn_again_and_another_stores_site_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = stored(tmp_path, Nights(2, backends=("xnnpack", "portable")))
     first = publish(tmp_path / "site", db)
     page = next(tmp_path / "site" / w for w in first.written if w.startswith("series/"))
@@ -194,5 +198,44 @@ def test_a_deleted_series_page_is_drawn_again_and_another_store_starts_afresh(tm
     again = publish(tmp_path / "site", db)
     assert again.read == 0 and page.read_text() == written
     copy = tmp_path / "copy.db"
-    copy.write_bytes(db.read_bytes())  # the same runs, another store file: read from it, not kept from the last
-    assert publish(tmp_path / "site", copy).read == 4
+    copy.write_bytes(db.read_bytes())  # the same runs, another store file: its site is not this store's to replace
+    before = {p: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()}
+    assert main(["publish", "--out", str(tmp_path / "site"), "--store", str(copy)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: --out {tmp_path / 'site'}: it is the site of another results store ({db}); publish into "
+                   "a new or empty folder"]
+    assert {p: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()} == before
+    assert publish(tmp_path / "other-site", copy).read == 4
+
+
+def _gemms(night: int) -> list[tuple[str, str, float]]:
+    """XNNPACK's kernels of a three-layer MLP; from night 2 a small new first layer renumbers every GEMM after it."""
+    layers = [("fc1", 0.05), ("fc2", 0.151), ("fc3", 0.02)]
+    if night >= 2:
+        layers.insert(0, ("fc0", 0.013))
+    return [(f"Fully Connected (NC, F32) GEMM #{k + 1}", module, ms) for k, (module, ms) in enumerate(layers)]
+
+
+def test_layer_trends_are_joined_by_op_identity_and_named_by_the_models_layers(tmp_path: Path) -> None:
+    db = stored(tmp_path, Nights(3, kernels=_gemms))
+    publish(tmp_path / "site", db)
+    (script,) = (tmp_path / "site" / "data" / "series").glob("*.js")
+    data = json.loads(script.read_text().removeprefix("window.etfarmSeries = ").removesuffix(";\n"))
+    names = data["layer_names"]
+    assert sorted(names) == ["fc0 Fully Connected", "fc1 Fully Connected", "fc2 Fully Connected", "fc3 Fully Connected"]
+    fc2 = names.index("fc2 Fully Connected")
+    # keyed by `GEMM #2`, night 2 read 0.013 ms (the new first layer's neighbour): a fake 15x speed-up
+    assert [night[fc2] for night in data["columns"]["layers"]] == [0.151, 0.151, 0.151]
+
+
+def test_series_whose_iterations_differ_are_told_apart_in_their_labels(tmp_path: Path) -> None:
+    db = stored(tmp_path, Nights(2, iterations=20))
+    stored(tmp_path, Nights(2, iterations=50), first=2)
+    publish(tmp_path / "site", db)
+    index = (tmp_path / "site" / "index.html").read_text()
+    labels = sorted(re.findall(r'</td><td>pixel8</td><td>([^<]*)</td>', index))
+    assert labels == ["backend xnnpack, iterations 20", "backend xnnpack, iterations 50"]
+    alone = stored(tmp_path / "one", Nights(2))
+    publish(tmp_path / "one-site", alone)  # one series: the rule's defaults stay unsaid
+    assert re.findall(r'</td><td>pixel8</td><td>([^<]*)</td>', (tmp_path / "one-site" / "index.html").read_text()) == \
+        ["backend xnnpack"]

@@ -92,3 +92,19 @@ def test_list_options() -> None:
     assert JobRequest(threads="2").run_options().cpu_threads == 2 and JobRequest(threads="2").run_options().thread_counts == ()
     with pytest.raises(UsageError, match="--ab compares two models at one point"):
         JobRequest(ab=("a.py:f", "b.py:f"), threads="1,2").check()
+
+
+def test_two_configurations_named_alike_are_refused_before_any_export(tmp_path: Path) -> None:
+    from orchestrator.artifacts.modelspec import parse_model_spec
+    from orchestrator.artifacts.recipes import RecipeSpec
+    from orchestrator.run.sweep import export_configurations
+
+    (tmp_path / "m.py").write_text("raise SystemExit('never imported: names are checked first')\n")
+    specs = [parse_model_spec(f"{tmp_path / 'm.py'}:build", "m-a"), parse_model_spec(f"{tmp_path / 'm.py'}:build", "m")]
+    from orchestrator.run import sweep
+
+    recipes = (RecipeSpec("r.py:b", "b"), RecipeSpec("r.py:a_b", "a-b"))  # "m-a" + "b" and "m" + "a-b": "m-a-b"
+    with pytest.raises(UsageError, match="the sweep names two models 'm-a-b'"):
+        sweep._check_configuration_names(specs, recipes)
+    with pytest.raises(UsageError, match="--recipe: recipe 'fp32' given twice"):
+        export_configurations(specs, "xnnpack", JobOptions(recipes=("fp32", "fp32")), lambda line: None)

@@ -40,4 +40,6 @@ def test_a_drift_that_passed_night_by_night_is_regressed_against_the_series(tmp_
     assert pair.reason is not None and pair.reason.startswith("regressed against its series; against the last good "
                                                               "run alone: ")
     assert marked_regressed(night, "local", "mlp")  # never a later baseline
-    assert "REGRESSED" in verdict_table(Comparison("last-good", "run-b", plan.settings, (pair,)))
+    table = verdict_table(Comparison("last-good", "run-b", plan.settings, (pair,)))
+    assert "REGRESSED" in table
+    assert "\\x0a" not in table and table.splitlines()[-1] == "baselines: local mlp: run-7"  # a line, not a literal \x0a
