@@ -163,7 +163,12 @@ ALTER TABLE models ADD COLUMN model_json TEXT;
 ALTER TABLE results ADD COLUMN accuracy_json TEXT;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+# v6: a device that is an emulation (`etfarm devices emulate`, inventory `emulated: true`): pages mark its timings.
+_V6 = """
+ALTER TABLE devices ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

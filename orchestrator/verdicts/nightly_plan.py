@@ -24,6 +24,7 @@ The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly 
     gen_len: [32, 128]
     recipe: [fp32, int8-static]             # optional, as run's --recipe: export recipes, a list sweeps
     publish: site/                          # optional: after the night, `etfarm publish --out site/` (the dashboard)
+    junit: reports/verdicts.xml             # optional: the verdicts as JUnit XML for CI test reporters (--junit wins)
 
 Relative paths are taken from the current directory, as on the command line. A bad plan is a
 ConfigError naming the file and the key (exit 2), before anything runs: unknown keys, bad values, an
@@ -55,7 +56,7 @@ from orchestrator.yamlfile import load_yaml, shorten
 
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
          "config", "backend", "center", "noise_floor", "scheduler", "confirm", "threads", "prompt_len", "gen_len",
-         "reference", "recipe", "publish"}
+         "reference", "recipe", "publish", "junit"}
 _SWEEP_MOST = 1 << 16  # as the command line's lists: beyond it a value is a typo
 _MODEL_KEYS = {"spec", "backend", "name"}
 
@@ -92,6 +93,7 @@ class NightlyPlan:
     gen_lens: tuple[int, ...] = ()
     recipes: tuple[str, ...] = ()  # as run's --recipe: export recipes (a list sweeps: a series per recipe)
     publish: Path | None = None  # the dashboard's directory, published from the store after the night
+    junit: Path | None = None  # the night's verdicts as JUnit XML (a file; --junit overrides)
 
     @property
     def settings(self) -> VerdictSettings:
@@ -125,6 +127,7 @@ def load_plan(path: Path) -> NightlyPlan:
         path=Path(path), devices=_devices(path, data["devices"]), models=models, recipes=recipes,
         report=report, out=_folder(path, "out", data["out"]) if data.get("out") else report / "runs",
         publish=_folder(path, "publish", data["publish"]) if data.get("publish") is not None else None,
+        junit=_file(path, "junit", data["junit"]) if data.get("junit") is not None else None,
         runs=_count(path, data, "runs", 10), iterations=_count(path, data, "iterations", 50),
         warmup=_count(path, data, "warmup", 5),
         threshold=_percent(path, data, "threshold", DEFAULT_THRESHOLD),
@@ -259,6 +262,15 @@ def _folder(path: Path, key: str, value: Any) -> Path:
                 raise ConfigError(path, key, f"{folder}: cannot write in {part} (read-only or not ours)")
             break
     return folder
+
+
+def _file(path: Path, key: str, value: Any) -> Path:
+    """A file the night writes: its folder as `_folder` checks one; the file itself is not a directory."""
+    target = Path(_text(path, key, value)).expanduser()
+    if target.is_dir():
+        raise ConfigError(path, key, f"{target} is a directory; give a file name")
+    _folder(path, key, str(target.parent))
+    return target
 
 
 def _percent(path: Path, data: dict[str, Any], key: str, default: float) -> float:

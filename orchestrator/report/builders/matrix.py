@@ -1,0 +1,42 @@
+"""The device x model matrix (report/model/matrix.py) from a report's latency: a cell lies beyond the threshold when
+its ratio's interval lies wholly beyond it (without an interval, the ratio itself), so noise is never highlighted."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from orchestrator.report.model.matrix import Beyond, DeviceMatrix, MatrixCell
+from orchestrator.report.model.report import DeviceLatency, ModelSection
+
+DEFAULT_MATRIX_THRESHOLD = 0.05  # as compare's end-to-end threshold
+
+
+def device_matrix(devices: Sequence[str], models: Sequence[ModelSection], baseline: str | None,
+                  threshold: float = DEFAULT_MATRIX_THRESHOLD) -> DeviceMatrix | None:
+    """The matrix of a report with several devices; None for one device (its summary says it all)."""
+    if len(devices) < 2 or not models:
+        return None
+    by_cell = {(d.device, m.name): d for m in models for d in m.latency}
+    cells = tuple(tuple(_cell(by_cell.get((device, m.name)), device == baseline, threshold) for m in models)
+                  for device in devices)
+    return DeviceMatrix(tuple(devices), tuple(m.name for m in models), cells, baseline, threshold)
+
+
+def _cell(latency: DeviceLatency | None, is_baseline: bool, threshold: float) -> MatrixCell:
+    if latency is None:
+        return MatrixCell(None, None, None, Beyond.NONE)
+    if latency.p50_ms is None:
+        return MatrixCell(None, None, None, Beyond.NONE, latency.status)
+    return MatrixCell(latency.p50_ms, latency.ratio, latency.ratio_ci,
+                      Beyond.BASELINE if is_baseline else _beyond(latency, threshold), latency.status)
+
+
+def _beyond(latency: DeviceLatency, threshold: float) -> Beyond:
+    low, high = (latency.ratio_ci.low, latency.ratio_ci.high) if latency.ratio_ci else (latency.ratio, latency.ratio)
+    if low is None or high is None:
+        return Beyond.WITHIN
+    if low > 1.0 + threshold:
+        return Beyond.SLOWER
+    if high < 1.0 / (1.0 + threshold):
+        return Beyond.FASTER
+    return Beyond.WITHIN
