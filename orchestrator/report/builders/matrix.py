@@ -31,8 +31,40 @@ def _cell(latency: DeviceLatency | None, is_baseline: bool, threshold: float) ->
                       Beyond.BASELINE if is_baseline else _beyond(latency, threshold), latency.status)
 
 
+def latest_matrix(latest: Sequence[tuple[str, str, float | None]],
+                  threshold: float = DEFAULT_MATRIX_THRESHOLD) -> DeviceMatrix | None:
+    """The dashboard's matrix from (device, model, newest p50) triples, the first triple of a (device, model) kept
+    (the most recently moved series). Baseline: the device with the most models measured, ties by name. No interval
+    here (a newest night alone): a cell is beyond the threshold by its ratio."""
+    p50: dict[tuple[str, str], float | None] = {}
+    for device, model, value in latest:
+        p50.setdefault((device, model), value)
+    devices = sorted({d for d, _ in p50})
+    models = sorted({m for _, m in p50})
+    if len(devices) < 2:
+        return None
+    baseline = max(devices, key=lambda d: (sum(p50.get((d, m)) is not None for m in models), [-ord(c) for c in d]))
+    cells = tuple(tuple(_latest_cell(p50.get((d, m)), p50.get((baseline, m)), d == baseline, threshold) for m in models)
+                  for d in devices)
+    return DeviceMatrix(tuple(devices), tuple(models), cells, baseline, threshold)
+
+
+def _latest_cell(value: float | None, base: float | None, is_baseline: bool, threshold: float) -> MatrixCell:
+    if value is None:
+        return MatrixCell(None, None, None, Beyond.NONE)
+    if is_baseline:
+        return MatrixCell(value, 1.0, None, Beyond.BASELINE)
+    ratio = value / base if base else None
+    return MatrixCell(value, ratio, None, _beyond_of(ratio, ratio, threshold))
+
+
 def _beyond(latency: DeviceLatency, threshold: float) -> Beyond:
     low, high = (latency.ratio_ci.low, latency.ratio_ci.high) if latency.ratio_ci else (latency.ratio, latency.ratio)
+    return _beyond_of(low, high, threshold)
+
+
+def _beyond_of(low: float | None, high: float | None, threshold: float) -> Beyond:
+    """The one rule: beyond when the whole interval (or the ratio alone) lies past the threshold."""
     if low is None or high is None:
         return Beyond.WITHIN
     if low > 1.0 + threshold:

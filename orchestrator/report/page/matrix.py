@@ -4,9 +4,11 @@ quantized answer (each recipe against fp32, per device). Lays out report/builder
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from orchestrator.report.formats import column_unit, fmt_percent, fmt_scaled, interval, ratio
 from orchestrator.report.model.matrix import Beyond, DeviceMatrix, MatrixCell
-from orchestrator.report.page.blocks import Paragraph, RunView, Section, Table, Text, badge, muted, text
+from orchestrator.report.page.blocks import Block, Paragraph, RunView, Section, Table, Text, badge, muted, text
 from orchestrator.report.page.quantized import quantized_box
 from orchestrator.report.page.run import device_heading
 
@@ -18,15 +20,18 @@ def matrix_section(view: RunView) -> tuple[Section, ...]:
     matrix = view.report.matrix
     if matrix is None:
         return ()
+    return (Section(text("Devices x models" + view.label), f"{view.prefix}matrix", (
+        *quantized_box(view.report), *matrix_blocks(matrix, lambda d: device_heading(view.report, d))), nav="matrix"),)
+
+
+def matrix_blocks(matrix: DeviceMatrix, heading: Callable[[str], str] = str,
+                  note: str = "(--baseline) with its 95 % interval over process runs") -> tuple[Block, ...]:
+    """The matrix's table, each column in its own unit, and the note that says how to read it."""
     units = [column_unit([c.p50_ms for c in matrix.column(k)]) for k in range(len(matrix.models))]
     headers = ("device", *(f"{m} p50 ({unit})" for m, (unit, _) in zip(matrix.models, units, strict=True)))
-    rows = tuple((text(device_heading(view.report, device)),
-                  *(_cell(cell, factor) for cell, (_, factor) in zip(row, units, strict=True)))
+    rows = tuple((text(heading(device)), *(_cell(cell, factor) for cell, (_, factor) in zip(row, units, strict=True)))
                  for device, row in zip(matrix.devices, matrix.cells, strict=True))
-    return (Section(text("Devices x models" + view.label), f"{view.prefix}matrix", (
-        *quantized_box(view.report),
-        Table(headers, rows, (False, *([True] * len(matrix.models)))),
-        Paragraph(_note(matrix))), nav="matrix"),)
+    return (Table(headers, rows, (False, *([True] * len(matrix.models)))), Paragraph(_note(matrix, note)))
 
 
 def _cell(cell: MatrixCell, factor: float) -> Text:
@@ -41,7 +46,6 @@ def _cell(cell: MatrixCell, factor: float) -> Text:
     return text(*parts)
 
 
-def _note(matrix: DeviceMatrix) -> Text:
+def _note(matrix: DeviceMatrix, how: str) -> Text:
     return text(muted(f"p50 per execution, each column in its own unit; ratio of p50s to {matrix.baseline or '-'} "
-                      "(--baseline) with its 95 % interval over process runs; badged when the whole interval lies "
-                      f"beyond {fmt_percent(matrix.threshold)} (--threshold) either way."))
+                      f"{how}; badged when the whole interval lies beyond {fmt_percent(matrix.threshold)} either way."))

@@ -6,14 +6,18 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from orchestrator.report.builders.matrix import device_matrix
+from orchestrator.report.builders.matrix import device_matrix, latest_matrix
 from orchestrator.report.builders.report import build_report
+from orchestrator.report.dashboard.matrix import index_matrix
+from orchestrator.report.dashboard.model import Summary
+from orchestrator.report.dashboard.pages import index_page
 from orchestrator.report.formats import column_unit
 from orchestrator.report.model import DeviceRecipes, Interval, RecipeGroup, RecipeRow
 from orchestrator.report.model.matrix import Beyond
 from orchestrator.report.page.blocks import plain
 from orchestrator.report.page.sections import run_page
 from orchestrator.report.render.markdown import render_markdown
+from orchestrator.verdicts.likeness import SeriesKey
 from tests.helpers.synthetic_run import make_run_dir
 
 
@@ -70,3 +74,23 @@ def test_the_quantized_answer_is_in_the_first_box(tmp_path: Path) -> None:
         assert said.startswith("Quantized cnn: On pixel8: int8 runs 2.00x as fast as fp32"), said
         assert "On rpi5: int8 runs 2.00x as fast as fp32" in said
     assert "Quantized" not in render_markdown(run_page(several))  # no recipes swept: no quantized answer
+
+
+def _summary(device: str, model: str, p50: float | None) -> Summary:
+    return Summary(SeriesKey(device, model, (("backend", "xnnpack"),)), f"{device}-{model}", 3,
+                   (p50, p50, p50) if p50 is not None else None, None, False, None, (), (), (), (), "")
+
+
+def test_the_dashboard_index_opens_with_the_newest_matrix() -> None:
+    series = [_summary("pixel8", "cnn", 2.0), _summary("rpi5", "cnn", 4.0), _summary("rpi5", "cnn", 9.0),
+              _summary("pixel8", "mlp", 0.5), _summary("rpi5", "mlp", 0.51), _summary("local", "cnn", 1.0)]
+    matrix = latest_matrix([(s.key.device, s.key.model, s.latest[0] if s.latest else None) for s in series])
+    assert matrix is not None and matrix.baseline == "pixel8"  # the most models measured; ties by name
+    assert matrix.devices == ("local", "pixel8", "rpi5") and matrix.models == ("cnn", "mlp")
+    rpi5 = matrix.cells[2]
+    assert rpi5[0].ratio == 2.0 and rpi5[0].beyond is Beyond.SLOWER  # the first (most recently moved) series: 4.0
+    assert rpi5[1].beyond is Beyond.WITHIN and matrix.cells[0][1].beyond is Beyond.NONE  # local never ran mlp
+    page = index_page(series, "store.db", 3)
+    assert page.index("Devices x models") < page.index('<table id="series">')
+    assert "mlp p50 (us)" in page and "cnn p50 (ms)" in page  # a unit per column
+    assert index_matrix(series[:1]) == ""  # one device: no matrix

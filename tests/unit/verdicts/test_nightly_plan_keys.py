@@ -71,3 +71,17 @@ def test_publish_names_the_dashboard_directory_or_nothing(tmp_path: Path) -> Non
     with pytest.raises(ConfigError) as err:
         load_plan(path)
     assert "publish:" in str(err.value) and "is a file, not a directory" in str(err.value)
+
+
+def test_junit_names_a_file_the_night_can_write(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(BASE)
+    assert load_plan(path).junit is None
+    path.write_text(BASE + f"junit: {tmp_path / 'reports' / 'verdicts.xml'}\n")
+    assert load_plan(path).junit == tmp_path / "reports" / "verdicts.xml"  # its folder is made by the night
+    for bad, said in ((tmp_path, "is a directory; give a file name"),
+                      (tmp_path / "plan.yaml" / "v.xml", "is a file, not a directory")):
+        path.write_text(BASE + f"junit: {bad}\n")
+        with pytest.raises(ConfigError) as err:
+            load_plan(path)
+        assert "junit:" in str(err.value) and said in str(err.value)
