@@ -42,6 +42,7 @@ class Board:
 
 @dataclass(frozen=True)
 class Phone:
+    cpu: str  # qemu's CPU for its aarch64 programs (qemu-user 7.2 has no Tensor G3 core: the nearest it has)
     description: str
 
 
@@ -50,9 +51,16 @@ BOARDS: Mapping[str, Board] = {
     "rpi4": Board("cortex-a72", "Raspberry Pi 4 (emulated: sshd on loopback, qemu-aarch64 -cpu cortex-a72)"),
 }
 PHONES: Mapping[str, Phone] = {
-    "pixel8": Phone("Pixel 8, Android 14 (emulated: adb server + etfarm's phone daemon, aarch64 under qemu)"),
+    "pixel8": Phone("cortex-a76", "Pixel 8, Android 14 (emulated: adb server + etfarm's phone daemon, aarch64 under qemu)"),
 }
 NAMES = (*BOARDS, *PHONES)
+
+
+def phone_cpu(exec_prefix: tuple[str, ...], cpu: str) -> list[str]:
+    """The phone's runner under qemu with `cpu`, not qemu's default `max` (whose SVE/SME XNNPACK picks, slowly, and
+    whose int8 kernels compute wrongly): through qemu's own -cpu, or, where the phone's binfmt_misc starts qemu, its
+    QEMU_CPU variable set by the phone's toybox env."""
+    return [*exec_prefix, "-cpu", cpu] if exec_prefix else ["env", f"QEMU_CPU={cpu}"]
 
 
 def check_names(names: Iterable[str]) -> list[str]:
@@ -97,7 +105,7 @@ class EmulatedFleet:
         self.phones.append(started)
         self.entries[name] = {
             "transport": "adb", "serial": started.serial, "adb_host": "127.0.0.1", "adb_port": self.adb.port,
-            "target": ANDROID_TARGET, "workdir": WORKDIR, "exec_prefix": list(started.exec_prefix),
+            "target": ANDROID_TARGET, "workdir": WORKDIR, "exec_prefix": phone_cpu(started.exec_prefix, phone.cpu),
             "description": phone.description, "emulated": True,
         }
 

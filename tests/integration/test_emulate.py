@@ -172,6 +172,8 @@ def test_sigint_stops_the_fleet_and_leaves_nothing(tmp_path: Path) -> None:
     emulation = Emulation(["rpi5", "pixel8"], tmp_path)
     try:
         inventory = emulation.ready()
+        # the phone's aarch64 programs run on qemu's Cortex-A76, never its default `max` CPU (wrong int8, slow SVE)
+        assert "cortex-a76" in " ".join(inventory["devices"]["pixel8"]["exec_prefix"])
         listing = etfarm("devices", "--json", "--config", str(emulation.inventory))
         assert listing.returncode == 0, listing.stderr
         entries = {e["name"]: e for e in json.loads(listing.stdout)["devices"]}
