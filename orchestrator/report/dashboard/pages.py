@@ -49,7 +49,7 @@ def verdict_badge(verdict: str | None, regressed: bool = False, confirmed: bool 
 
 def configuration(key: SeriesKey) -> str:
     """The settings that tell a series apart from its neighbours (defaults and unknowns left out)."""
-    quiet = {("recipe", "-"), ("generation", "-"), ("numerics", "off"), ("threads", "default")}
+    quiet = {("recipe", "-"), ("generation", "-"), ("numerics", "off"), ("threads", "default"), ("emulated", "no")}
     return ", ".join(f"{k} {v}" for k, v in key.settings
                      if (k, v) not in quiet and v != UNKNOWN and k not in ("iterations", "warmup"))
 
