@@ -1,5 +1,7 @@
 """The device x model matrix (report/model/matrix.py) from a report's latency: a cell lies beyond the threshold when
-its ratio's interval lies wholly beyond it (without an interval, the ratio itself), so noise is never highlighted."""
+its ratio's interval lies wholly beyond it, so noise is never highlighted; a ratio without an interval (fewer than
+3 process runs) is never badged, as the report then claims no fastest device either. The dashboard's matrix has
+one night per cell, so its ratios alone decide (said under it)."""
 
 from __future__ import annotations
 
@@ -59,8 +61,9 @@ def _latest_cell(value: float | None, base: float | None, is_baseline: bool, thr
 
 
 def _beyond(latency: DeviceLatency, threshold: float) -> Beyond:
-    low, high = (latency.ratio_ci.low, latency.ratio_ci.high) if latency.ratio_ci else (latency.ratio, latency.ratio)
-    return _beyond_of(low, high, threshold)
+    if latency.ratio_ci is None:
+        return Beyond.WITHIN
+    return _beyond_of(latency.ratio_ci.low, latency.ratio_ci.high, threshold)
 
 
 def _beyond_of(low: float | None, high: float | None, threshold: float) -> Beyond:

@@ -20,5 +20,5 @@ def index_matrix(series: Sequence[Summary]) -> str:
     matrix = latest_matrix([(s.key.device, s.key.model, s.latest[0] if s.latest else None) for s in series])
     if matrix is None:
         return ""
-    how = "(newest night of each; the device that measured the most models)"
+    how = "(the device that measured the most models), newest night of each: no interval, the ratio alone decides"
     return render_blocks((Section(text("Devices x models"), "matrix", matrix_blocks(matrix, note=how)),))

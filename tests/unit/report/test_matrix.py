@@ -94,3 +94,10 @@ def test_the_dashboard_index_opens_with_the_newest_matrix() -> None:
     assert page.index("Devices x models") < page.index('<table id="series">')
     assert "mlp p50 (us)" in page and "cnn p50 (ms)" in page  # a unit per column
     assert index_matrix(series[:1]) == ""  # one device: no matrix
+
+
+def test_a_ratio_without_an_interval_is_never_badged(tmp_path: Path) -> None:
+    report = build_report(make_run_dir(tmp_path / "run", devices=("pixel8", "rpi5"), models=("cnn",), speed=(1.0, 3.0),
+                                       runs=2))  # two process runs: no interval, as the claim says
+    assert report.matrix is not None and report.matrix.cells[1][0].ratio_ci is None
+    assert report.matrix.cells[1][0].beyond is Beyond.WITHIN and report.models[0].claim.fastest is None  # type: ignore[union-attr]
