@@ -21,7 +21,8 @@ HELP = ("Start emulated devices on this host (rpi5, rpi4: sshd on loopback + qem
 
 
 def emulate(
-    names: Annotated[list[str], typer.Argument(help="Devices to emulate: rpi5, rpi4, pixel8", show_default=False)],
+    names: Annotated[list[str], typer.Argument(metavar="NAME", help="Devices to emulate: rpi5, rpi4, pixel8",
+                                               show_default=False)],
     inventory: Annotated[Path, typer.Option("--inventory", help="Inventory file to write once all are ready "
                                             "(removed when they stop).")] = Path("emulated-devices.yaml"),
     state_dir: Annotated[Path | None, typer.Option("--dir", help="Keep the devices' files (keys, workdirs, the "
