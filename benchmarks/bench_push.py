@@ -34,9 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "integration")]
 
-from testbed.sshd import SshTestHost, start_sshd  # noqa: E402
-
 from device_agents.ssh import SSHAgent  # noqa: E402
+from orchestrator.emulate.sshd import SshTestHost, start_sshd  # noqa: E402
 
 TARGET_RATIO = 0.9
 GCM = "aes128-gcm@openssh.com"

@@ -38,9 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "integration")]
 
-from testbed.adbserver import start_adb_device, start_adb_server  # noqa: E402
 from testbed.delayproxy import DelayProxy  # noqa: E402
-from testbed.sshd import start_sshd  # noqa: E402
 
 from device_agents import DeviceSpec, create_agent  # noqa: E402
 from device_agents.adb.settings import AdbSettings  # noqa: E402
@@ -49,6 +47,8 @@ from device_agents.step import StepRequest, run_step, step_files  # noqa: E402
 from orchestrator.artifacts.build import RUNNER_REL, build_runner, runner_env  # noqa: E402
 from orchestrator.artifacts.lowering import export_model  # noqa: E402
 from orchestrator.artifacts.modelspec import parse_model_spec  # noqa: E402
+from orchestrator.emulate.adbserver import start_adb_device, start_adb_server  # noqa: E402
+from orchestrator.emulate.sshd import start_sshd  # noqa: E402
 from orchestrator.run.runner_contract import RunnerInvocation, parse_result  # noqa: E402
 
 TARGET_MS, GOAL_MS = 150.0, 60.0

@@ -135,7 +135,7 @@ def devices(tmp: Path, transports: list[str], conditions: list[str]) -> dict[str
         out["local"] = {c: DeviceSpec("local", "host", str(tmp / f"local-{c}"), cpus=CORE,
                                       exec_prefix=RT if c.endswith("-rt") else ()) for c in conditions}
     if "ssh" in transports:
-        from testbed.sshd import start_sshd
+        from orchestrator.emulate.sshd import start_sshd
 
         host = start_sshd(tmp / "sshd")
         out["ssh"] = {c: host.spec("ssh", tmp / f"ssh-{c}",

@@ -89,7 +89,7 @@ def measure(transport: str, pairs: int, runs: int, iterations: int, pool_k: int,
             models[kind].write_text(text.replace("DEPTH = 40", f"DEPTH = {depth}"))
         host = None
         if transport == "ssh":
-            from testbed.sshd import start_sshd
+            from orchestrator.emulate.sshd import start_sshd
 
             host = start_sshd(tmpdir / "sshd")
             device = host.spec("pinned", tmpdir / "workdir", exec_prefix=("taskset", "-c", "1"))
@@ -179,7 +179,7 @@ def measure_ab(transport: str, pairs: int, runs: int, iterations: int, pool_k: i
         options = JobOptions(runs=runs, iterations=iterations, warmup=3, untraced_runs=0, order=RunOrder.ABBA)
         host = None
         if transport == "ssh":
-            from testbed.sshd import start_sshd
+            from orchestrator.emulate.sshd import start_sshd
 
             host = start_sshd(tmpdir / "sshd")
             device = host.spec("pinned", tmpdir / "workdir", exec_prefix=("taskset", "-c", "1"))

@@ -112,6 +112,7 @@ class DeviceSpec:
     cpus: str | None = None
     runtime: str | None = None  # the user's ExecuTorch install prefix (`runtime: PATH`), None: etfarm's own runtime
     description: str = ""  # free text for people (`etfarm devices` shows it)
+    emulated: bool = False  # qemu on a host, not the hardware (`etfarm devices emulate`): its timings say so
 
     def __post_init__(self) -> None:
         if isinstance(self.exec_prefix, str):  # `DeviceSpec(name, "local", "host", workdir)`: a transport given as a word
@@ -141,6 +142,8 @@ class DeviceSpec:
             entry["runtime"] = self.runtime
         if self.description:
             entry["description"] = self.description
+        if self.emulated:
+            entry["emulated"] = True
         return {**entry, **self.settings.keys()}
 
 

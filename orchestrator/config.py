@@ -37,7 +37,8 @@ CPU_MAX = 8191  # Linux's largest NR_CPUS
 DESCRIPTION_MAX = 200
 # Keys of every device; each transport adds its own (TransportSettings.KEYS). Unknown keys are
 # errors, so typos surface.
-_COMMON_KEYS = {"transport", "target", "workdir", "exec_prefix", "threads", "cpus", "runtime", "description"}
+_COMMON_KEYS = {"transport", "target", "workdir", "exec_prefix", "threads", "cpus", "runtime", "description",
+                "emulated"}
 # `cpus:` is taskset's cpu list: 3, 0-3, 0,2,4-7 (an integer alone is one cpu), or a cluster by name.
 _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 # A device or model name becomes file names (run directories, locks): plain words only; `adb:SERIAL`
@@ -161,7 +162,7 @@ def _parse_device(path: Path, name: str, entry: Any) -> DeviceSpec:
         name=name, target=target, workdir=settings.workdir(workdir),
         exec_prefix=_exec_prefix(path, f"{where}.exec_prefix", entry.get("exec_prefix")),
         settings=settings, source=str(path), threads=threads, cpus=cpus, runtime=runtime,
-        description=_description(keys),
+        description=_description(keys), emulated=_emulated(keys),
     )
 
 
@@ -185,6 +186,14 @@ def _description(keys: InventoryEntry) -> str:
     if len(text) > DESCRIPTION_MAX or any(ord(c) < 0x20 for c in text):
         raise keys.error("description", f"expected one line of at most {DESCRIPTION_MAX} characters, got {describe(text)}")
     return text
+
+
+def _emulated(keys: InventoryEntry) -> bool:
+    """`emulated: true`: the device is an emulation (`etfarm devices emulate`); reports mark its timings so."""
+    value = keys.given("emulated")
+    if value is not None and not isinstance(value, bool):
+        raise keys.error("emulated", f"expected true or false, got {describe(value)}")
+    return bool(value)
 
 
 def _runtime(keys: InventoryEntry) -> str | None:

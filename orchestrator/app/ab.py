@@ -13,7 +13,7 @@ from orchestrator.app.request import JobRequest
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.config import load_inventory
 from orchestrator.progress import Progress
-from orchestrator.report.comparison_output import RunInput, write_ab_page
+from orchestrator.report.comparison_output import RunInput, write_ab_page, write_junit
 from orchestrator.report.destination import AB_PAGE
 from orchestrator.report.terminal.verdicts import verdict_table
 from orchestrator.run.results import JobOptions
@@ -44,4 +44,6 @@ def run_ab_job(request: JobRequest, options: JobOptions, progress: Progress, con
     page = write_ab_page(outcome.comparison, outcome.jobs[0].rundir.root / AB_PAGE, request.store,
                          runs=[RunInput(j.rundir.root, j.job) for j in outcome.jobs])
     console.out(f"A/B page: {page}")
+    if request.junit is not None:
+        console.out(f"JUnit: {write_junit(outcome.comparison, request.junit)}")
     return outcome.exit_code

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes, recipe_words
 from orchestrator.errors import UsageError
+from orchestrator.report.destination import check_target
 from orchestrator.run.codec import FieldError
 from orchestrator.run.results import JobOptions
 from orchestrator.run.schedule import RunOrder
@@ -68,6 +69,7 @@ class JobRequest:
     op_threshold: float = 10.0
     center: str = DEFAULT_CENTER
     until_confident: bool = False
+    junit: Path | None = None  # --ab: the verdicts as JUnit XML too
     max_runs: int = 40
     store: Path | None = None
     no_store: bool = False
@@ -125,8 +127,10 @@ class JobRequest:
                 from_env = self.scheduler_from == "ENVIRONMENT"
                 raise UsageError("--ab runs a new job on one host; drop --scheduler and --resume"
                                  + (" (ETFARM_SCHEDULER is set: unset it for this command)" if from_env else ""))
-        elif self.until_confident:
-            raise UsageError("--until-confident applies to --ab")
+            if self.junit is not None:
+                check_target(self.junit, "--junit")
+        elif self.until_confident or self.junit is not None:
+            raise UsageError(f"{'--until-confident' if self.until_confident else '--junit'} applies to --ab")
         elif not self.model and self.resume is None:
             raise UsageError("--model is required (or --resume DIR to finish a recorded run, or --ab SPEC_A SPEC_B)")
 

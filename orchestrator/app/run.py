@@ -26,7 +26,7 @@ from orchestrator.progress import Progress
 from orchestrator.report import job_view, json_text, wall_clock_lines
 from orchestrator.report.output import write_run_report
 from orchestrator.report.terminal.llm import llm_lines, phase_tables
-from orchestrator.report.terminal.summary import summary
+from orchestrator.report.terminal.summary import device_label, summary
 from orchestrator.run import run_job
 from orchestrator.run.results import JobOptions
 
@@ -102,7 +102,7 @@ def print_summary(result: JobResult, report: Path | None, numerics: NumericsRepo
                              + ("" if m.status == "ok" else f" ({m.status}: {len(m.runs)} run(s) kept)")
                              for m in device.models)
         if device.status == "ok":
-            console.out(f"{device.name}: ok (verification: {verdicts})")
+            console.out(f"{device_label(device)}: ok (verification: {verdicts})")
         elif device.status in ("wrong-results", "interrupted"):
             console.out(f"{device.name}: {device.status.upper()}: {one_line(device.error or '')}"
                         + (f" (verification: {verdicts})" if verdicts else ""))

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.cli.options import JunitOption
 from orchestrator.errors import UsageError
 from orchestrator.report.destination import check_target
 from orchestrator.verdicts.statistics import CENTER_HELP, DEFAULT_CENTER, check_center
@@ -54,6 +55,7 @@ def compare(
         "--html", help="Also write the A/B page (verdicts, per-op verdicts naming your layers, what changed in the "
                        "model, what to trust, B's report) to this file: the page `etfarm report B --against A` writes.")
     ] = None,
+    junit: JunitOption = None,
 ) -> None:
     """Per device and model, end to end and per op: regressed, improved, unchanged or inconclusive.
 
@@ -68,7 +70,7 @@ def compare(
     Exit 0 no regression, 1 a regression (or wrong outputs in B), 2 usage error.
     """
     # loaded when the command runs: cli/__init__ imports every command module to register it
-    from orchestrator.report.comparison_output import write_ab_page
+    from orchestrator.report.comparison_output import write_ab_page, write_junit
     from orchestrator.report.terminal.verdicts import verdict_table
     from orchestrator.verdicts.baseline import compare_refs
     from orchestrator.verdicts.statistics import VerdictSettings
@@ -76,6 +78,8 @@ def compare(
     check_center(center)
     if html is not None:
         check_target(html, "--html")  # before the comparison: a page that cannot be written is said at once
+    if junit is not None:
+        check_target(junit, "--junit")
     auto, floor = parse_noise_floor(noise_floor)
     settings = VerdictSettings(
         threshold=threshold / 100.0, op_threshold=op_threshold / 100.0, noise_floor=floor, center=center,
@@ -83,6 +87,8 @@ def compare(
     )
     comparison = compare_refs(a, b, settings, baseline=baseline, store=store, per_op=not no_ops)
     typer.echo(json.dumps(comparison.to_dict(), indent=2) if as_json else verdict_table(comparison))
+    if junit is not None:
+        write_junit(comparison, junit)
     if html is not None:
         written = write_ab_page(comparison, html, store, option="--html")
         if not as_json:

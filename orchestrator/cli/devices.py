@@ -1,4 +1,4 @@
-"""`etfarm devices`: list the inventory with reachability; check one; trust an SSH host key."""
+"""`etfarm devices`: list the inventory with reachability; check one; trust an SSH host key; emulate some."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import typer
 
 from device_agents import trust_host_key
 from device_agents.facts import AndroidFacts, DeviceFacts, shown
+from orchestrator.cli.emulate import HELP as EMULATE_HELP
+from orchestrator.cli.emulate import emulate
 from orchestrator.cli.options import ConfigOption, JsonOption
 from orchestrator.config import load_inventory
 from orchestrator.errors import EXIT_DEVICE_FAILED, one_line
@@ -22,6 +24,9 @@ devices_app = typer.Typer(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(devices_app, name="devices")
+
+
+devices_app.command("emulate", help=EMULATE_HELP)(emulate)
 
 
 @devices_app.callback(invoke_without_command=True)

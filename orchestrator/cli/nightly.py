@@ -7,8 +7,9 @@ from typing import Annotated, Any
 
 import typer
 
-from orchestrator.cli.options import SchedulerOption, TlsCaOption, TlsCertOption, TlsKeyOption
+from orchestrator.cli.options import JunitOption, SchedulerOption, TlsCaOption, TlsCertOption, TlsKeyOption
 from orchestrator.progress import Progress
+from orchestrator.report.destination import check_target
 from orchestrator.store import open_store
 
 
@@ -36,6 +37,7 @@ def nightly(
     tls_ca_file: TlsCaOption = None,
     tls_cert: TlsCertOption = None,
     tls_key: TlsKeyOption = None,
+    junit: JunitOption = None,
 ) -> None:
     """Run the plan's models on its devices, record the runs, compare each (device, model) with its
     baseline (last-good or a run id), write Markdown and JSON verdicts into the plan's report
@@ -58,6 +60,9 @@ def nightly(
     loaded = load_plan(plan)
     if loaded.publish is not None:
         _check_publish(loaded, store)
+    junit = junit or loaded.junit
+    if junit is not None:
+        check_target(junit, "--junit" if junit != loaded.junit else f"{plan}: junit")
     farm = None
     if scheduler or loaded.scheduler:
         # only a farm's commands load the farm's package (a single-host run never does)
@@ -87,10 +92,24 @@ def nightly(
         typer.echo(found.note)
     for path in written:
         typer.echo(f"report: {path}")
+    if junit is not None:
+        _junit(comparison, junit)
     _record_night(outcome, written[1] if written else None)
     if loaded.publish is not None:
         _publish(loaded.publish, store)
     raise typer.Exit(outcome.exit_code)
+
+
+def _junit(comparison: Any, target: Path) -> None:
+    """The night's verdicts as JUnit XML. A file that cannot be written is a warning: the verdicts stand."""
+    # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.errors import EtfarmError
+    from orchestrator.report.comparison_output import write_junit
+
+    try:
+        typer.echo(f"JUnit: {write_junit(comparison, target)}")
+    except EtfarmError as exc:
+        typer.echo(f"warning: JUnit file not written ({exc})", err=True)
 
 
 def _record_night(outcome: Any, page: Path | None) -> None:

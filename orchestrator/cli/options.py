@@ -30,6 +30,10 @@ Target = StrEnum("Target", {name: name for name in TARGETS})  # type: ignore[mis
 
 ConfigOption = Annotated[Path | None, typer.Option(
     envvar="ETFARM_CONFIG", help="Device inventory YAML (default ~/.config/etfarm/devices.yaml when present).")]
+JunitOption = Annotated[Path | None, typer.Option(
+    "--junit", metavar="FILE", help="Also write the verdicts as JUnit XML for CI test reporters: a testsuite per device, "
+    "a testcase per (device, model) and per op that regressed; failure: regressed, wrong outputs, accuracy dropped; "
+    "skipped: not judged (no data, new, inconclusive, settings differ).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (progress stays on stderr).")]
 
 # Dask TLS (etfarm worker, run --scheduler, farm status): see orchestrator/farm/security.py.

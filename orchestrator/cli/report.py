@@ -23,7 +23,9 @@ def report(
         str, typer.Argument(metavar="RUN_DIR|RUN_ID", help="A run directory, or the id of a run in the results store.")
     ],
     format: Annotated[
-        ReportFormat, typer.Option("--format", "-f", help="html (one offline file), md (CI job summary), json or csv.")
+        ReportFormat, typer.Option("--format", "-f", help="html (one offline file), md (CI job summary), json or csv; for CI "
+                             "dashboards: bmf (Bencher), github-benchmark (github-action-benchmark's "
+                             "customSmallerIsBetter) or hud (PyTorch OSS benchmark database v3).")
     ] = ReportFormat.HTML,
     output: Annotated[
         str | None,
@@ -38,6 +40,9 @@ def report(
         str | None,
         typer.Option(help="Device the others are compared with (default: the run's first device that measured something)."),
     ] = None,
+    threshold: Annotated[float, typer.Option(
+        min=0, help="The device x model matrix badges a cell whose ratio to the baseline lies wholly beyond this many "
+                    "percent.")] = 5.0,
     store: Annotated[
         Path | None, typer.Option(help="Results store for the history section (default $ETFARM_STORE or the standard one).")
     ] = None,
@@ -57,7 +62,8 @@ def report(
         return
     run_dir = resolve_run(run, store)
     job = load_manifest(run_dir)  # read once: for the history and the report
-    written = write_report(run_dir, format, output, baseline=baseline, history=history_points(job, store), job=job)
+    written = write_report(run_dir, format, output, baseline=baseline, history=history_points(job, store), job=job,
+                           threshold=threshold / 100.0)
     if written is not None:
         typer.echo(f"report: {written}")
 

@@ -43,6 +43,7 @@ class FarmDevice:
     transport: str
     target: str
     runtime: str | None = None  # the client builds the runner: a worker's `runtime:` prefix is not used (farm/task.py)
+    emulated: bool = False  # farm workers report hardware; an emulated device there is the worker's own inventory's
 
 
 class TaskLost(DeviceError):

@@ -1,4 +1,5 @@
-"""Writing the A/B page: `compare A B --html FILE`, `report B --against A`, and a night's one HTML and Markdown.
+"""Writing the A/B page: `compare A B --html FILE`, `report B --against A`, and a night's one HTML and Markdown;
+and the verdicts as JUnit XML for CI test reporters (`--junit FILE`).
 
 All three build the same `ComparisonView` (builders/comparison.py) and page (page/comparison.py) from
 a `Comparison` and B's run(s), with each run's charts drawn (render/charts.py), so `compare A B --html F`
@@ -19,11 +20,13 @@ from orchestrator.errors import UsageError
 from orchestrator.profiles.stat_rows import read_stats_csv
 from orchestrator.report.builders.comparison import comparison_view
 from orchestrator.report.builders.history import history_points
+from orchestrator.report.builders.junit import junit_report
 from orchestrator.report.builders.report import build_job_report
 from orchestrator.report.destination import ReportFormat, check_target, guard_output, write_text
 from orchestrator.report.output import write_page
 from orchestrator.report.page.comparison import comparison_page
 from orchestrator.report.render.charts import report_charts
+from orchestrator.report.render.junit import render_junit
 from orchestrator.run.results import Job, load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.verdicts.compare import Comparison
@@ -119,3 +122,11 @@ def write_night(comparison: Comparison, runs: Sequence[RunInput], directory: Pat
     for target in (markdown, directory / LATEST_MD):
         write_text(target, text)
     return [html, markdown, directory / LATEST_MD, directory / f"{name}.json"]
+
+
+def write_junit(comparison: Comparison, target: Path, option: str = "--junit") -> Path:
+    """The verdicts as JUnit XML (`--junit FILE`, plan key `junit:`): a suite per device, a case per (device, model)
+    and per op that regressed."""
+    write_text(target, render_junit(junit_report(comparison, f"etfarm: {comparison.b} against {comparison.a}")),
+               option)
+    return target

@@ -21,7 +21,6 @@ from orchestrator.errors import UsageError
 REPORT_HTML = "report.html"
 AB_PREFIX = "report-vs-"  # `report B --against A` writes B/report-vs-<A's run id>.<ext>
 AB_PAGE = "report-ab.html"  # `run --ab` writes its A/B page (B's model against A's) into its run directory
-REPORT_FILES = frozenset(f"report.{ext}" for ext in ("html", "md", "json", "csv")) | {AB_PAGE}
 
 
 class ReportFormat(StrEnum):
@@ -29,6 +28,18 @@ class ReportFormat(StrEnum):
     MD = "md"
     JSON = "json"
     CSV = "csv"
+    BMF = "bmf"  # Bencher Metric Format
+    GITHUB_BENCHMARK = "github-benchmark"  # github-action-benchmark's customSmallerIsBetter list
+    HUD = "hud"  # the PyTorch OSS benchmark database's v3 records
+
+    @property
+    def file_name(self) -> str:
+        """The report's file name in a directory: `report.html`, ...; the CI formats are JSON (`report.bmf.json`)."""
+        return f"report.{self.value}" if self in _OWN_EXTENSION else f"report.{self.value}.json"
+
+
+_OWN_EXTENSION = frozenset({ReportFormat.HTML, ReportFormat.MD, ReportFormat.JSON, ReportFormat.CSV})
+REPORT_FILES = frozenset(f.file_name for f in ReportFormat) | {AB_PAGE}
 
 
 def check_target(target: Path, option: str = "--output") -> None:
@@ -69,7 +80,7 @@ def is_dir_target(output: str | Path) -> bool:
 def target_file(output: Path, fmt: ReportFormat, as_dir: bool) -> Path:
     if as_dir:
         output.mkdir(parents=True, exist_ok=True)
-        return output / f"report.{fmt.value}"
+        return output / fmt.file_name
     check_target(output)
     return output
 

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.profiles.stat_rows import StatRow, read_stats_csv
+from orchestrator.report.builders.ci import ci_points
 from orchestrator.report.builders.history import history_points
+from orchestrator.report.builders.matrix import DEFAULT_MATRIX_THRESHOLD
 from orchestrator.report.builders.report import build_job_report
 from orchestrator.report.destination import (
     REPORT_HTML,
@@ -27,6 +29,7 @@ from orchestrator.report.destination import (
 from orchestrator.report.page.blocks import Chart, Page
 from orchestrator.report.page.sections import run_page
 from orchestrator.report.render.charts import report_charts
+from orchestrator.report.render.ci import RENDERERS as CI_RENDERERS
 from orchestrator.report.render.export import render_csv, render_json
 from orchestrator.report.render.html import render_html
 from orchestrator.report.render.markdown import CHART_DIR, render_markdown
@@ -36,6 +39,8 @@ from orchestrator.store.history import HistoryPoint
 
 if TYPE_CHECKING:
     from orchestrator.numerics.model import NumericsReport
+
+DATA_RENDERERS = {ReportFormat.JSON: render_json, ReportFormat.CSV: render_csv}
 
 
 def write_report(
@@ -47,6 +52,7 @@ def write_report(
     numerics: NumericsReport | None = None,
     job: Job | None = None,
     rows: Sequence[StatRow] | None = None,
+    threshold: float = DEFAULT_MATRIX_THRESHOLD,
 ) -> Path | None:
     """Build and write the report; returns the file written, or None when it went to stdout.
 
@@ -58,7 +64,8 @@ def write_report(
         job = load_manifest(run_dir)
     if rows is None:
         rows = read_stats_csv(run_dir / STATS)
-    report = build_job_report(job, run_dir, rows, baseline=baseline, history=history, numerics=numerics)
+    report = build_job_report(job, run_dir, rows, baseline=baseline, history=history, numerics=numerics,
+                              threshold=threshold)
     if output is None and fmt is ReportFormat.HTML:
         output = run_dir / REPORT_HTML
     target = target_file(output, fmt, as_dir) if output is not None else None
@@ -67,10 +74,10 @@ def write_report(
     if fmt in (ReportFormat.HTML, ReportFormat.MD):
         charts = report_charts(report)
         text = write_page(run_page(report, charts), fmt, target, as_dir, charts.all)
-    elif fmt is ReportFormat.JSON:
-        text = render_json(report)
+    elif fmt in CI_RENDERERS:
+        text = CI_RENDERERS[fmt](ci_points(report), report.run_id)
     else:
-        text = render_csv(report)
+        text = DATA_RENDERERS[fmt](report)
     if target is None:
         sys.stdout.write(text)
         return None

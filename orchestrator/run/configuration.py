@@ -47,6 +47,11 @@ def _runtime(job: Job, model: str, device: str | None) -> str:
     return runner.runtime if runner is not None and runner.runtime else UNKNOWN
 
 
+def _emulated(job: Job, device: str | None) -> str:
+    dev = job.device(device) if device is not None else None
+    return UNKNOWN if dev is None else "yes" if dev.emulated else "no"
+
+
 UNKNOWN = "?"  # a setting the job did not record: matches any value (older manifests)
 
 # setting -> its value for (job, model, device). What must match for two runs of a model to be compared, and
@@ -62,9 +67,12 @@ SETTINGS: dict[str, Callable[[Job, str, str | None], object]] = {
     "numerics": lambda job, model, device: "on" if job.config.options.numerics or job.config.options.intermediate_outputs
     else "off",
     "runtime": _runtime,
+    # an emulated device (`etfarm devices emulate`): qemu's timings never join, nor are judged against, the hardware's
+    "emulated": lambda job, model, device: _emulated(job, device),
 }
 # A setting's value that says nothing worth a word in a short label (`configuration_label`).
-_QUIET = {"recipe": "-", "threads": "default", "generation": "-", "numerics": "off", "runtime": UNKNOWN}
+_QUIET = {"recipe": "-", "threads": "default", "generation": "-", "numerics": "off", "runtime": UNKNOWN,
+          "emulated": "no"}
 
 
 def model_settings(job: Job, model: str, device: str | None = None) -> Settings:

@@ -28,8 +28,10 @@ log = logging.getLogger(__name__)
 
 
 class DeviceRecord:
-    def __init__(self, rundir: RunDirectory, name: str, transport: str, target: str, say: Callable[[str], None]) -> None:
+    def __init__(self, rundir: RunDirectory, name: str, transport: str, target: str, say: Callable[[str], None],
+                 emulated: bool = False) -> None:
         self.rundir = rundir
+        self.emulated = emulated
         self.name = name
         self.transport = transport
         self.target = target
@@ -44,14 +46,16 @@ class DeviceRecord:
 
     @property
     def current(self) -> DeviceResult:
-        return self.rundir.job.device(self.name) or DeviceResult(self.name, self.transport, self.target)
+        return self.rundir.job.device(self.name) or DeviceResult(self.name, self.transport, self.target,
+                                                                 emulated=self.emulated)
 
     def start(self) -> None:
         """Running: a new device, or a recorded one running again (resumed: its models and facts stay)."""
         if self.rundir.job.device(self.name) is not None:
             self.update(lambda d: replace(d, status=DeviceStatus.RUNNING, error=None, blame=None))
         else:
-            self.rundir.add_device(DeviceResult(self.name, self.transport, self.target, DeviceStatus.RUNNING))
+            self.rundir.add_device(DeviceResult(self.name, self.transport, self.target, DeviceStatus.RUNNING,
+                                                emulated=self.emulated))
 
     def update(self, change: Callable[[DeviceResult], DeviceResult]) -> DeviceResult:
         with self._lock:

@@ -46,6 +46,8 @@ class DeviceRef(Protocol):
     def target(self) -> str: ...
     @property
     def runtime(self) -> str | None: ...  # the user's ExecuTorch prefix the runner is built against, if any
+    @property
+    def emulated(self) -> bool: ...  # qemu on a host (`etfarm devices emulate`): the manifest says so
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class JobContext:
 
     def record(self, device: DeviceRef) -> DeviceRecord:
         return DeviceRecord(self.rundir, device.name, device.transport, device.target,
-                            self.progress.for_device(device.name))
+                            self.progress.for_device(device.name), emulated=device.emulated)
 
     def runner(self, device: DeviceRef) -> RunnerBuild:
         """The runner `device` runs, looked up as the engine stores it (by runner_slot: its target and runtime);

@@ -306,6 +306,7 @@ class DeviceResult:
     runner_key: str | None = None  # cache key of the runner build the device ran
     controls: Mapping[str, Any] = field(default_factory=dict)  # device controls set for the job (perf mode)
     attempts: tuple[Attempt, ...] = ()  # failed tries of retried steps, in order (run/retry.py)
+    emulated: bool = False  # qemu on a host, not the hardware (inventory `emulated: true`): timings are emulation
 
     def model(self, name: str) -> ModelResult | None:
         return next((m for m in self.models if m.name == name), None)

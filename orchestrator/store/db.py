@@ -138,11 +138,12 @@ class Store:
         devices = tuple(
             DeviceResult(name=name, transport=transport, target=target, status=DeviceStatus(dstatus), error=error,
                          blame=_blame(blame), facts=DeviceFacts.from_json(json.loads(facts)), runner_key=runner_key,
-                         controls=json.loads(controls) if controls else {},
+                         controls=json.loads(controls) if controls else {}, emulated=bool(emulated),
                          models=llm_results(conn, run_id, name) if keys_only
                          else self._model_results(run_id, name, samples))
-            for name, transport, target, dstatus, error, blame, runner_key, facts, controls in conn.execute(
-                "SELECT name, transport, target, status, error, blame, runner_key, facts_json, controls_json FROM devices "
+            for name, transport, target, dstatus, error, blame, runner_key, facts, controls, emulated in conn.execute(
+                "SELECT name, transport, target, status, error, blame, runner_key, facts_json, controls_json, emulated "
+                "FROM devices "
                 "WHERE run_id = ? ORDER BY ordinal", (run_id,)))
         return Job(run_id=run_id, status=JobStatus(status), started=started, finished=finished,
                    config=JobConfig.from_dict(json.loads(config)), versions=json.loads(versions),
@@ -342,9 +343,10 @@ def _write_job(conn: sqlite3.Connection, record: JobRecord) -> None:
 
 def _insert_device(conn: sqlite3.Connection, run_id: str, ordinal: int, device: DeviceResult, record: JobRecord) -> None:
     conn.execute("INSERT INTO devices (run_id, ordinal, name, transport, target, status, error, blame, runner_key, "
-                 "facts_json, controls_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                 "facts_json, controls_json, emulated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                  (run_id, ordinal, device.name, device.transport, device.target, device.status.value, device.error,
-                  _enum(device.blame), device.runner_key, _json(device.facts.to_json()), _json(device.controls)))
+                  _enum(device.blame), device.runner_key, _json(device.facts.to_json()), _json(device.controls),
+                  int(device.emulated)))
     for k, model in enumerate(device.models):
         v = model.verification
         p90 = percentile(model.wall_execute_ms, 90)

@@ -176,7 +176,12 @@ CREATE TABLE bisect_steps (
 ) STRICT;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+# v7: a device that is an emulation (`etfarm devices emulate`, inventory `emulated: true`): pages mark its timings.
+_V7 = """
+ALTER TABLE devices ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -27,6 +27,7 @@ The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly 
     bisect: true                            # optional: a confirmed regression over several commits is bisected
     repo: ../src                            # optional: the repository (default: the one holding each model file)
     bisect_budget: 8                        # optional: at most this many commits measured per bisect (default 8)
+    junit: reports/verdicts.xml             # optional: the verdicts as JUnit XML for CI test reporters (--junit wins)
 
 Relative paths are taken from the current directory, as on the command line. A bad plan is a
 ConfigError naming the file and the key (exit 2), before anything runs: unknown keys, bad values, an
@@ -59,7 +60,7 @@ from orchestrator.yamlfile import load_yaml, shorten
 
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
          "config", "backend", "center", "noise_floor", "scheduler", "confirm", "threads", "prompt_len", "gen_len",
-         "reference", "recipe", "publish", "bisect", "repo", "bisect_budget"}
+         "reference", "recipe", "publish", "bisect", "repo", "bisect_budget", "junit"}
 DEFAULT_BISECT_BUDGET = 8
 _SWEEP_MOST = 1 << 16  # as the command line's lists: beyond it a value is a typo
 _MODEL_KEYS = {"spec", "backend", "name"}
@@ -100,6 +101,7 @@ class NightlyPlan:
     bisect: bool = False  # after a confirmed regression over more than one commit, bisect it (app/bisect_night.py)
     repo: Path | None = None  # the repository to bisect; None: the one holding each model file
     bisect_budget: int = DEFAULT_BISECT_BUDGET  # commits measured per bisect, at most
+    junit: Path | None = None  # the night's verdicts as JUnit XML (a file; --junit overrides)
 
     @property
     def settings(self) -> VerdictSettings:
@@ -133,6 +135,7 @@ def load_plan(path: Path) -> NightlyPlan:
         path=Path(path), devices=_devices(path, data["devices"]), models=models, recipes=recipes,
         report=report, out=_folder(path, "out", data["out"]) if data.get("out") else report / "runs",
         publish=_folder(path, "publish", data["publish"]) if data.get("publish") is not None else None,
+        junit=_file(path, "junit", data["junit"]) if data.get("junit") is not None else None,
         runs=_count(path, data, "runs", 10), iterations=_count(path, data, "iterations", 50),
         warmup=_count(path, data, "warmup", 5),
         threshold=_percent(path, data, "threshold", DEFAULT_THRESHOLD),
@@ -293,6 +296,15 @@ def _folder(path: Path, key: str, value: Any) -> Path:
                 raise ConfigError(path, key, f"{folder}: cannot write in {part} (read-only or not ours)")
             break
     return folder
+
+
+def _file(path: Path, key: str, value: Any) -> Path:
+    """A file the night writes: its folder as `_folder` checks one; the file itself is not a directory."""
+    target = Path(_text(path, key, value)).expanduser()
+    if target.is_dir():
+        raise ConfigError(path, key, f"{target} is a directory; give a file name")
+    _folder(path, key, str(target.parent))
+    return target
 
 
 def _percent(path: Path, data: dict[str, Any], key: str, default: float) -> float:

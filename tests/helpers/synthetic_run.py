@@ -44,8 +44,9 @@ def make_run_dir(root: Path, devices: Sequence[str] = ("pixel8", "rpi5", "local"
                  iterations: int = 20, kernels: int = 12, noise: float = 0.02, seed: int = 0,
                  failed: Sequence[str] = (), run_id: str = "20261122-000000-abcd",
                  started: str = "2026-11-22T00:00:00+0000", module: str = "head.softmax",
-                 op: str = "native_call_softmax.out") -> Path:
-    """Write the run directory at `root`; devices named in `failed` have no results."""
+                 op: str = "native_call_softmax.out", emulated: Sequence[str] = ()) -> Path:
+    """Write the run directory at `root`; devices named in `failed` have no results, those in `emulated` are
+    emulations (`etfarm devices emulate`)."""
     rng = np.random.default_rng(seed)
     speed = speed or [1.0 + 0.5 * k for k in range(len(devices))]
     root.mkdir(parents=True, exist_ok=True)
@@ -77,7 +78,7 @@ def make_run_dir(root: Path, devices: Sequence[str] = ("pixel8", "rpi5", "local"
             stats_rows += _stats_rows(device, model, level, kernels, runs * iterations, np.random.default_rng(seed + j),
                                       module, op)
         device_results.append(DeviceResult(device, "ssh", "linux-aarch64", DeviceStatus.OK, facts=DeviceFacts.from_json(facts),
-                                           models=tuple(results)))
+                                           models=tuple(results), emulated=device in emulated))
     options = JobOptions(runs=runs, iterations=iterations)
     artifacts = tuple(ModelArtifacts(m, f"{m}.py:build", "xnnpack", "key", f"/tmp/{m}.pte") for m in models)
     job = Job(run_id=run_id, status=JobStatus.PARTIAL if failed else JobStatus.OK,

@@ -7,14 +7,14 @@ Fixtures (every spec is a `device_agents.base.DeviceSpec`, ready for `create_age
   the server; workdir is a fresh `tmp_path/"ssh-workdir"` (created on connect).
 - `unknown_key_ssh_device` -> the same server with an empty known_hosts (key unknown).
 - `wrong_key_ssh_device` -> the same server with a known_hosts naming another key.
-- `sshd_host` (session) -> `testbed.sshd.SshTestHost`: `.spec(name, workdir, target=,
+- `sshd_host` (session) -> `orchestrator.emulate.sshd.SshTestHost`: `.spec(name, workdir, target=,
   exec_prefix=, known_hosts=, **settings)`, `.port`, `.known_hosts`, `.client_key`.
 - `ssh_server_factory` -> `start() -> SshTestHost`: a private sshd per call (one per
   device, or one a test may kill); all stopped at teardown.
 - `rpi5_device` -> DeviceSpec "rpi5", transport "ssh", target "linux-aarch64",
   exec_prefix `qemu-aarch64 -L /usr/aarch64-linux-gnu`, on its own sshd: an
   emulated Raspberry Pi 5 (the runner's libs still need LD_LIBRARY_PATH).
-- `adb_server` (session) -> `testbed.adbserver.AdbTestServer`: `adb -P <port>` on a
+- `adb_server` (session) -> `orchestrator.emulate.adbserver.AdbTestServer`: `adb -P <port>` on a
   free port (`.port`, `.cmd(*args)`), killed at session end.
 - `adb_device_factory` -> `start() -> AdbTestDevice`: a new device daemon attached
   with `adb connect`; `.spec(name, workdir=None, target=, exec_prefix=)`, `.serial`,
@@ -26,7 +26,7 @@ Fixtures (every spec is a `device_agents.base.DeviceSpec`, ready for `create_age
   `mount(path, size="64k")`: a tmpfs of that size there (`full=True`: already filled to the last
   byte). Real file systems, since the tests run as root, where chmod stops no write; unmounted at
   teardown; root and `mount` missing skips (fails under CI=true).
-- `android_phone` -> `testbed.android.AndroidPhone`: an emulated Pixel 8 on the same adb
+- `android_phone` -> `orchestrator.emulate.android.AndroidPhone`: an emulated Pixel 8 on the same adb
   server (chroot without glibc, mksh + toybox-like applets, getprop/dumpsys/sysfs, aarch64
   under qemu); `.spec(name)` is target android-arm64-v8a, workdir /data/local/tmp/etfarm.
 
@@ -51,21 +51,32 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from testbed import missing, require_tool  # noqa: E402
-from testbed.adbserver import (  # noqa: E402
+from testbed.netns import NetnsLink  # noqa: E402
+from testbed.netns import available as netns_available  # noqa: E402
+
+from device_agents.base import DeviceSpec  # noqa: E402
+from orchestrator.emulate import ToolMissing  # noqa: E402
+from orchestrator.emulate.adbserver import (  # noqa: E402
     AdbTestDevice,
     AdbTestServer,
     start_adb_device,
     start_adb_server,
 )
-from testbed.android import AndroidPhone, start_android_phone  # noqa: E402
-from testbed.netns import NetnsLink  # noqa: E402
-from testbed.netns import available as netns_available  # noqa: E402
-from testbed.sshd import SshTestHost, keygen, start_sshd  # noqa: E402
-
-from device_agents.base import DeviceSpec  # noqa: E402
+from orchestrator.emulate.android import AndroidPhone, start_android_phone  # noqa: E402
+from orchestrator.emulate.sshd import SshTestHost, keygen, start_sshd  # noqa: E402
 
 Stoppable = TypeVar("Stoppable", SshTestHost, AdbTestDevice)
 QEMU_SYSROOT = "/usr/aarch64-linux-gnu"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """An emulated device's missing tool (orchestrator/emulate raises ToolMissing) skips the test, or fails it
+    under CI=true, as every testbed prerequisite does."""
+    try:
+        return (yield)
+    except ToolMissing as exc:
+        missing(str(exc))
 
 
 @pytest.fixture(scope="session")

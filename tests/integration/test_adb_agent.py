@@ -9,12 +9,12 @@ from pathlib import Path
 import adbutils
 import pytest
 from testbed import agent_checks, free_port
-from testbed.adbserver import AdbTestDevice, AdbTestServer
 
 from device_agents import create_agent
 from device_agents.adb import AdbAgent
 from device_agents.adb.settings import AdbSettings
 from device_agents.base import DeviceSpec, ExecResult
+from orchestrator.emulate.adbserver import AdbTestDevice, AdbTestServer
 from orchestrator.errors import DeviceError
 
 

@@ -1,4 +1,4 @@
-"""Android without an NDK, on the emulated phone (testbed/android.py): real adb server, real runner.
+"""Android without an NDK, on the emulated phone (orchestrator/emulate/android.py): real adb server, real runner.
 
 The android-arm64-v8a runtime is built with ANDROID_NDK unset (the linux-aarch64 runner plus the
 glibc it needs), pushed with the adb agent to /data/local/tmp/etfarm of a phone whose root has no
@@ -19,8 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-from testbed import android_root
-from testbed.android import AndroidPhone
 
 from device_agents import create_agent
 from device_agents.keyvalues import parse_key_values
@@ -29,6 +27,8 @@ from orchestrator.artifacts.build import RunnerBuild, build_runner
 from orchestrator.artifacts.lowering import export_model
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.artifacts.targets import target_for_abi
+from orchestrator.emulate import android_root
+from orchestrator.emulate.android import AndroidPhone
 from orchestrator.profiles.etdump import read_etdump
 from tests.helpers.tools import missing
 

@@ -1,4 +1,4 @@
-"""`etfarm run` on the emulated phone (testbed/android.py) with no NDK: real adb server, real runner, real job.
+"""`etfarm run` on the emulated phone (orchestrator/emulate/android.py) with no NDK: real adb server, real runner, real job.
 
 The phone runs the bundled-glibc runner (the linux-aarch64 runner + the glibc it needs, started through
 its own loader) from an empty root; the emulated Raspberry Pi 5 (ssh + qemu) runs the linux-aarch64 one
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from testbed.adbserver import AdbTestServer
-from testbed.android import AndroidPhone, start_android_phone
-from testbed.android_root import Cluster
 
 from device_agents import DeviceSpec
+from orchestrator.emulate.adbserver import AdbTestServer
+from orchestrator.emulate.android import AndroidPhone, start_android_phone
+from orchestrator.emulate.android_root import Cluster
 from orchestrator.run.results import load_manifest
 from tests.helpers.inspector_stats import assert_stats_equal_inspector
 from tests.helpers.inventory import write_inventory

@@ -15,10 +15,10 @@ import pytest
 
 from device_agents import create_agent
 from device_agents.step import StepRequest, run_step, step_files
+from orchestrator.emulate.sshd import SshTestHost
 from orchestrator.errors import DeviceRefused
 from orchestrator.run import locks
 from orchestrator.run.locks import REMOTE_LOCK_REL, remote_lock
-from tests.integration.testbed.sshd import SshTestHost
 
 
 def test_second_holder_fails_or_waits_naming_the_first(sshd_host: SshTestHost, tmp_path: Path,

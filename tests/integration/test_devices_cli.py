@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from device_agents import DeviceSpec
+from orchestrator.emulate.sshd import SshTestHost
 from tests.helpers.inventory import with_workdir, write_inventory
 from tests.integration.testbed.delayproxy import DelayProxy
-from tests.integration.testbed.sshd import SshTestHost
 
 
 def etfarm(*args: str) -> subprocess.CompletedProcess[str]:

@@ -25,10 +25,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from testbed import free_port, missing, wait_port  # noqa: E402
-from testbed.sshd import SshTestHost  # noqa: E402
 
 from device_agents import DeviceSpec  # noqa: E402
 from orchestrator.artifacts.tensorfile import read_tensors, write_tensors  # noqa: E402
+from orchestrator.emulate.sshd import SshTestHost  # noqa: E402
 from orchestrator.farm.status import farm_status  # noqa: E402
 from orchestrator.run import DeviceStatus, JobStatus, ModelStatus, load_manifest  # noqa: E402
 from tests.helpers.inspector_stats import assert_stats_equal_inspector  # noqa: E402

@@ -156,7 +156,7 @@ def test_a_worker_publishes_an_adb_change_long_before_its_probe_interval(  # typ
 
 
 def test_the_tracker_follows_a_real_adb_server_through_a_restart(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from testbed.adbserver import start_adb_device, start_adb_server
+    from orchestrator.emulate.adbserver import start_adb_device, start_adb_server
 
     server = start_adb_server(tmp_path / "server")
     device = None

@@ -19,7 +19,7 @@ from tests.helpers.inspector_stats import assert_stats_equal_inspector
 from tests.helpers.inventory import write_inventory
 from tests.helpers.tools import missing, require_tool
 
-from testbed.sshd import start_sshd  # tests/integration/testbed, on the path by conftest.py  # isort: skip
+from orchestrator.emulate.sshd import start_sshd  # tests/integration/testbed, on the path by conftest.py  # isort: skip
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""SSHAgent against a real OpenSSH server (tests/integration/testbed/sshd.py)."""
+"""SSHAgent against a real OpenSSH server (orchestrator/emulate/sshd.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from testbed import agent_checks
-from testbed.sshd import SshTestHost
 
 from device_agents import create_agent
 from device_agents.base import DeviceSpec, ExecResult
 from device_agents.ssh import SSHAgent, trust_host_key
+from orchestrator.emulate.sshd import SshTestHost
 from orchestrator.errors import DeviceError
 
 
@@ -89,7 +89,7 @@ def test_bad_key_and_unreachable_host_fail_clearly(sshd_host: SshTestHost, tmp_p
         SSHAgent(sshd_host.spec("keyless", tmp_path / "w", key=""))
     with pytest.raises(DeviceError, match="does not exist"):
         SSHAgent(sshd_host.spec("nokey", tmp_path / "w", key=str(tmp_path / "absent"))).connect()
-    from testbed.sshd import keygen
+    from orchestrator.emulate.sshd import keygen
 
     keygen(tmp_path / "stranger")
     with pytest.raises(DeviceError, match="authentication"):

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from testbed.sshd import start_sshd
 
 from device_agents import DeviceSpec
 from orchestrator.cache import write_json_atomic
+from orchestrator.emulate.sshd import start_sshd
 from orchestrator.profiles.analysis_core import collect_samples
 from orchestrator.run.results import ProcessRun, load_manifest
 from orchestrator.store import open_store

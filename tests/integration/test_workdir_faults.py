@@ -21,12 +21,12 @@ import pytest
 
 from device_agents import DeviceSpec, create_agent
 from device_agents.base import DeviceAgent
+from orchestrator.emulate.adbserver import AdbTestDevice
+from orchestrator.emulate.sshd import SshTestHost
 from orchestrator.errors import DeviceRefused
 from orchestrator.run.locks import REMOTE_LOCK_REL, remote_lock
 from orchestrator.run.results import load_manifest
 from tests.helpers.inventory import write_inventory
-from tests.integration.testbed.adbserver import AdbTestDevice
-from tests.integration.testbed.sshd import SshTestHost
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = f"{REPO / 'configs' / 'models' / 'tiny_mlp.py'}:build"

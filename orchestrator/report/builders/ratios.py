@@ -38,6 +38,21 @@ def p50(runs: Runs) -> float | None:
     return float(np.percentile(values, 50)) if values else None
 
 
+def p50_with_ci(runs: Runs) -> tuple[float | None, Interval | None]:
+    """p50(runs), with its cluster-bootstrap interval (the replicates' 2.5 and 97.5 % points) when there are enough
+    runs: the p50's own uncertainty, as CI dashboards (Bencher's lower and upper values) plot it."""
+    runs = [r for r in runs if len(r)]
+    value = p50(runs)
+    if value is None or len(runs) < MIN_RUNS_FOR_INTERVAL:
+        return value, None
+    import numpy as np
+
+    replicates = _pooled_p50s(runs, np.random.default_rng(SEED))
+    tail = (1.0 - CI_LEVEL) / 2.0 * 100.0
+    low, high = (float(x) for x in np.percentile(replicates, [tail, 100.0 - tail]))
+    return value, Interval(low, high, CI_LEVEL)
+
+
 def ratio_with_ci(runs: Runs, base_runs: Runs) -> tuple[float | None, Interval | None]:
     """p50(runs) / p50(base_runs), with the cluster-bootstrap interval when both sides have enough runs."""
     runs, base_runs = [r for r in runs if len(r)], [r for r in base_runs if len(r)]

@@ -27,10 +27,18 @@ from orchestrator.report.builders.claims import CLAIM_MARGIN, speed_claim
 from orchestrator.report.builders.device_facts import device_facts
 from orchestrator.report.builders.history import HISTORY_RUNS
 from orchestrator.report.builders.llm import llm_sections
+from orchestrator.report.builders.matrix import DEFAULT_MATRIX_THRESHOLD, device_matrix
 from orchestrator.report.builders.memory import memory_rows
 from orchestrator.report.builders.ops import device_op_runs, device_ops, op_ratios, op_stats
 from orchestrator.report.builders.quantized import recipe_groups
-from orchestrator.report.builders.ratios import CI_LEVEL, MIN_RUNS_FOR_INTERVAL, RESAMPLES, SEED, p50, ratio_with_ci
+from orchestrator.report.builders.ratios import (
+    CI_LEVEL,
+    MIN_RUNS_FOR_INTERVAL,
+    RESAMPLES,
+    SEED,
+    p50_with_ci,
+    ratio_with_ci,
+)
 from orchestrator.report.builders.trust import tracer_overhead, trust_notes
 from orchestrator.report.model import (
     DeviceLatency,
@@ -103,6 +111,7 @@ def build_job_report(
     history: Sequence[HistoryPoint] = (),
     history_runs: int = HISTORY_RUNS,
     numerics: NumericsReport | None = None,
+    threshold: float = DEFAULT_MATRIX_THRESHOLD,
 ) -> Report:
     """The report of a job and its statistics (in memory after `etfarm run`). `baseline` defaults to the job's
     first device with results; `numerics`, when the caller has analysed the run's numerics already, is used
@@ -149,6 +158,8 @@ def build_job_report(
         methods=(*METHODS, LLM_METHOD) if llm else METHODS,
         trust=trust_notes(job, names),
         colours=colours,
+        emulated=tuple(d.name for d in job.devices if d.emulated),
+        matrix=device_matrix(devices, sections, baseline, threshold),
     )
 
 
@@ -221,7 +232,7 @@ def _latency(device: DeviceResult, model: ModelResult, baseline: str | None,
              base_runs: list[tuple[float, ...]]) -> DeviceLatency:
     samples = model.wall_execute_ms
     runs = _runs(model)
-    p50_ms, p90_ms = p50(runs), percentile(samples, 90)
+    (p50_ms, p50_ci), p90_ms = p50_with_ci(runs), percentile(samples, 90)
     if device.name == baseline:
         ratio, ci = (1.0 if runs else None), None
     else:
@@ -255,6 +266,7 @@ def _latency(device: DeviceResult, model: ModelResult, baseline: str | None,
         tracer=tracer_overhead(model),
         flagged_runs=flagged,
         cold_load_ms=model.cold_load_ms,
+        p50_ci=p50_ci,
     )
 
 

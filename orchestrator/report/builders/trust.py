@@ -21,6 +21,9 @@ from orchestrator.report.model import Interval, TracerOverhead, TrustNote
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.results import Attempt, DeviceResult, Job, ModelResult
 
+# `etfarm devices emulate`: the device is qemu on a host; its figures say how etfarm works, not how fast the hardware is
+EMULATED_NOTE = ("an emulated device (qemu on a host, `etfarm devices emulate`): its timings are emulation, not the "
+                 "hardware's; compare it with nothing but itself")
 WORRYING = ("interfered", "throttled", "unstable", "partial")  # the notes a "nothing flagged" summary must not contradict
 
 
@@ -56,6 +59,8 @@ def trust_notes(job: Job, models: list[str]) -> tuple[TrustNote, ...]:
     out: list[TrustNote] = []
     planned = job.config.options.runs
     for device in job.devices:
+        if device.emulated:
+            out.append(TrustNote(device.name, "", "emulated", EMULATED_NOTE))
         for name in models:
             model = device.model(name)
             if model is not None:

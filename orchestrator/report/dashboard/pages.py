@@ -13,6 +13,7 @@ from orchestrator.report.formats import fmt_ms, ratio
 from orchestrator.verdicts.likeness import UNKNOWN, SeriesKey
 
 from .assets import INDEX_JS, STYLE
+from .matrix import index_matrix
 from .model import Night, Summary
 from .model import utc as when
 
@@ -50,7 +51,7 @@ def configuration(key: SeriesKey, siblings: Iterable[SeriesKey] = ()) -> str:
     """The settings that tell a series apart from its neighbours (defaults and unknowns left out); a setting left
     out as a rule (iterations, warmup, a default) is said when a sibling series of the same model and device
     differs in it, so two series never read as one ("iterations 20" beside "iterations 50")."""
-    quiet = {("recipe", "-"), ("generation", "-"), ("numerics", "off"), ("threads", "default")}
+    quiet = {("recipe", "-"), ("generation", "-"), ("numerics", "off"), ("threads", "default"), ("emulated", "no")}
     mine = dict(key.settings)
     differ = {k for other in siblings if (other.device, other.model) == (key.device, key.model)
               for k, v in other.settings if mine.get(k) != v}
@@ -89,7 +90,7 @@ def index_page(series: Sequence[Summary], store: str, runs: int) -> str:
         rows.append(f'<tr class="group" data-group="{html_text(name)}"><th colspan="8">{html_text(name)}</th></tr>')
         rows += [_index_row(s, name, [m.key for m in members]) for s in members]
     body = (f"<h1>etfarm dashboard</h1><p>{len(series)} series from {runs} stored runs in {html_text(store)}; "
-            f"<span id=\"shown\">{len(series)}</span> shown, the most recently moved first.</p>"
+            f"<span id=\"shown\">{len(series)}</span> shown, the most recently moved first.</p>{index_matrix(series)}"
             f'<p class="filters">{filters}</p><table id="series"><thead><tr><th>Model</th><th>Device</th>'
             "<th>Configuration</th><th>Trend</th><th>Latest p50 [runs' range]</th><th>Latest verdict</th>"
             f"<th>Change points</th><th>Moved</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")

@@ -16,6 +16,7 @@ from orchestrator.numerics.model import NumericsReport
 from orchestrator.profiles.op_identity import OpIdentity
 from orchestrator.profiles.rollups import Rollup
 from orchestrator.report.model.llm import LlmSection
+from orchestrator.report.model.matrix import DeviceMatrix
 from orchestrator.report.model.memory import MemoryRow
 from orchestrator.report.model.quantized import RecipeGroup
 from orchestrator.store.history import HistoryPoint
@@ -112,6 +113,7 @@ class DeviceLatency:
     tracer: TracerOverhead | None = None
     flagged_runs: tuple[FlaggedRun, ...] = ()
     cold_load_ms: float | None = None
+    p50_ci: Interval | None = None  # the p50's own bootstrap interval over process runs (builders/ratios.py)
 
 
 @dataclass(frozen=True)
@@ -239,6 +241,8 @@ class Report:
     llm: tuple[LlmSection, ...] = ()  # models that generated: TTFT, tokens/s, memory, phases (report/builders/llm.py)
     memory: tuple[MemoryRow, ...] = ()  # per model and device: peak RSS, PSS, planned, program (report/builders/memory.py)
     quantized: tuple[RecipeGroup, ...] = ()  # models under export recipes, side by side (report/builders/quantized.py)
+    matrix: DeviceMatrix | None = None  # several devices: the device x model matrix (report/builders/matrix.py)
+    emulated: tuple[str, ...] = ()  # devices that are emulations (qemu on a host): their timings are not hardware's
 
 
 @dataclass(frozen=True)

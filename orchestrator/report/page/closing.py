@@ -7,7 +7,9 @@ from orchestrator.report.page.blocks import Bullets, Paragraph, RunView, Section
 
 def facts_section(view: RunView) -> tuple[Section, ...]:
     report = view.report
-    rows = tuple((text(strong(f.device), *((" ", badge("error", "bad", f.error), " ", f.error) if f.error else ())),
+    emulated = (" ", badge("emulated", "warn", "qemu on a host: timings are emulation, not the hardware's"))
+    rows = tuple((text(strong(f.device), *(emulated if f.device in report.emulated else ()),
+                       *((" ", badge("error", "bad", f.error), " ", f.error) if f.error else ())),
                   text(f.transport), text(f.target), text(f.status), text(f.abi), text(f.cores), text(f.frequencies),
                   text(f.governor), text(f.temperatures), text(f.load), text(f.product)) for f in report.facts)
     headers = ("device", "transport", "target", "status", "abi", "cores", "frequencies", "governor", "temperatures",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from orchestrator.numerics.layer_accuracy import LayerAccuracy
 from orchestrator.report.formats import fmt_ms, format_bytes, interval, op_ms, ratio
-from orchestrator.report.model import DeviceRecipes, RecipeGroup, RecipeRow
+from orchestrator.report.model import DeviceRecipes, RecipeGroup, RecipeRow, Report
 from orchestrator.report.page.blocks import (
     Block,
     Bullets,
@@ -67,6 +67,19 @@ def _group(group: RecipeGroup, charts: Charts) -> Section:
                               blocks=_layer_accuracy(found)))
     return Section(text(f"Model {group.name}: ", joined([text(code(r)) for r in group.recipes], " vs ")),
                    blocks=tuple(blocks), level=3)
+
+
+def quantized_box(report: Report) -> tuple[Block, ...]:
+    """The quantized answer as the report's first box says it (the matrix's, else the summary's); () when no
+    recipes were swept."""
+    if not report.quantized:
+        return ()
+    return (Paragraph(joined([quantized_answer(g) for g in report.quantized], " "), tone="answer"),)
+
+
+def quantized_answer(group: RecipeGroup) -> Text:
+    """The group's answer (per device, each recipe against the baseline recipe): the report's first box quotes it."""
+    return text("Quantized ", strong(group.name), ": ", joined([_answer(group, d) for d in group.devices], " "))
 
 
 def _answer(group: RecipeGroup, device: DeviceRecipes) -> Text:

@@ -35,6 +35,7 @@ from orchestrator.report.page.blocks import (
     strong,
     text,
 )
+from orchestrator.report.page.quantized import quantized_box
 from orchestrator.report.page.rollups import rollup_section
 
 # ---- which device is fast enough -------------------------------------------------------------
@@ -59,7 +60,7 @@ def claim_text(model: ModelSection) -> Text:
 
 def summary_section(view: RunView) -> tuple[Section, ...]:
     report, prefix = view.report, view.prefix
-    headers = ("model", *report.devices)
+    headers = ("model", *(device_heading(report, d) for d in report.devices))
     rows = []
     for m in report.models:
         by_device = {d.device: d for d in m.latency}
@@ -70,9 +71,15 @@ def summary_section(view: RunView) -> tuple[Section, ...]:
     note = text(muted(f"End-to-end p50 per execution{llm}, ratio of p50s to {report.baseline or '-'} with its 95 % "
                       "interval over process runs; badges say why a number should not be taken at face value."))
     return (Section(text("Which device is fast enough?" + view.label), f"{prefix}summary", (
+        *(quantized_box(report) if report.matrix is None else ()),  # else the matrix's box, above, says it
         Paragraph(joined([claim_text(m) for m in report.models], " "), tone="answer"),
         Table(headers, tuple(rows), (False, *([True] * len(report.devices)))),
         Paragraph(note)), nav="summary"),)
+
+
+def device_heading(report: Report, device: str) -> str:
+    """A device's column heading: an emulated device says so wherever its timings are shown."""
+    return f"{device} (emulated)" if device in report.emulated else device
 
 
 def _summary_cell(d: DeviceLatency | None, baseline: str | None) -> Text:

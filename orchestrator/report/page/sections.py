@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from orchestrator.report.model import Report
-from orchestrator.report.page.blocks import NO_CHARTS, Charts, Page, RunView, Section, Text, code, strong, text
+from orchestrator.report.page.blocks import NO_CHARTS, Charts, Page, RunView, Section, Text, badge, code, strong, text
 from orchestrator.report.page.closing import facts_section, methods_section, numerics_section
 from orchestrator.report.page.llm import llm_sections
+from orchestrator.report.page.matrix import matrix_section
 from orchestrator.report.page.memory import memory_section
 from orchestrator.report.page.quantized import quantized_section
 from orchestrator.report.page.run import model_sections, summary_section, trust_section
@@ -24,6 +25,7 @@ from orchestrator.report.page.run import model_sections, summary_section, trust_
 RunSection = Callable[[RunView], tuple[Section, ...]]
 
 RUN_SECTIONS: tuple[RunSection, ...] = (
+    matrix_section,  # several devices: the device x model matrix, and the quantized answer, first
     summary_section,  # which device is fast enough
     llm_sections,  # models that generated: TTFT and tokens/s lead (what an LLM is judged by), memory, phases
     trust_section,  # what to trust
@@ -49,8 +51,10 @@ def run_page(report: Report, charts: Charts = NO_CHARTS) -> Page:
 
 
 def run_meta(report: Report) -> Text:
+    emulated = (" · ", badge("emulated", "warn", "qemu on a host: timings are emulation"), " ",
+                ", ".join(report.emulated)) if report.emulated else ()
     return text("run ", code(report.run_id), " · status ", strong(report.status), f" · started {report.started} · "
-                f"{report.settings} · baseline ", strong(report.baseline or "-"))
+                f"{report.settings} · baseline ", strong(report.baseline or "-"), *emulated)
 
 
 def _count(n: int, noun: str) -> str:

@@ -7,6 +7,8 @@ text goes through `escape.html_text`; charts are our own SVG, inlined.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from orchestrator.report.escape import html_text
 from orchestrator.report.page.blocks import Block, Bullets, Figure, Grid, Page, Paragraph, Section, Span, Table, Text
 
@@ -61,6 +63,11 @@ def render_html(page: Page) -> str:
         "</main></body></html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def render_blocks(blocks: Sequence[Block]) -> str:
+    """Blocks as HTML without a page around them (the dashboard's index embeds the device x model matrix)."""
+    return "\n".join(_block(b) for b in blocks)
 
 
 def inline(spans: Text) -> str:

@@ -12,7 +12,7 @@ from orchestrator.report.escape import terminal_text
 from orchestrator.report.formats import clip, fmt_ms, fmt_percent, format_bytes, tracer_cost
 from orchestrator.report.terminal.table import format_table
 from orchestrator.run.calibration import flag_text
-from orchestrator.run.results import Job
+from orchestrator.run.results import DeviceResult, Job
 from orchestrator.stats import percentile
 
 NOT_OPERATORS = (*FRAMEWORK_EVENTS, *HIDDEN_WHEN_PRINTING)  # shown in the method summary or hidden, not among the operators
@@ -64,6 +64,11 @@ def _where(row: StatRow, wanted: list[str]) -> list[str]:
     return [clip(text, 56), row.source_line or ""][:len(wanted)]
 
 
+def device_label(device: DeviceResult) -> str:
+    """A device's name as every line of text shows it: an emulation says so (its timings are qemu's on a host)."""
+    return f"{device.name} (emulated)" if device.emulated else device.name
+
+
 def wall_clock_lines(job: Job) -> list[str]:
     """Per device and model: the runner's wall clock, the ETDump tracer's cost, and a stability flag."""
     lines = []
@@ -71,7 +76,7 @@ def wall_clock_lines(job: Job) -> list[str]:
         execute = model.wall_execute_ms
         if not execute:
             continue
-        line = (f"{device.name} {model.name}: wall clock per execution p50 {fmt_ms(percentile(execute, 50))} ms, "
+        line = (f"{device_label(device)} {model.name}: wall clock per execution p50 {fmt_ms(percentile(execute, 50))} ms, "
                 f"p90 {fmt_ms(percentile(execute, 90))} ms over {len(execute)}")
         if model.warm_load_ms:
             line += f"; method load p50 {fmt_ms(percentile(model.warm_load_ms, 50))} ms"

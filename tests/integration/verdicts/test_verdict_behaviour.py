@@ -66,7 +66,7 @@ def test_ab_interleaves_abba_and_its_exit_code_follows_the_table(bench: dict) ->
     models = bench["models"]
     result = etfarm("run", "--config", str(bench["inventory"]), "-d", "pinned", "--ab", f"{models['base']}:build",
                     f"{models['x2']}:build", "--runs", str(RUNS), "--iterations", "10", "--out", str(bench["root"] / "ab"),
-                    "--no-store")
+                    "--no-store", "--junit", str(bench["root"] / "ab-verdicts.xml"))
     row = next(line for line in result.stdout.splitlines() if line.startswith("pinned"))
     assert row.split()[:7] == ["pinned", "mlp-a", "->", "mlp-b", "end", "to", "end"]
     assert result.returncode == (1 if "REGRESSED" in result.stdout else 0), result.stdout + result.stderr[-3000:]
@@ -74,6 +74,21 @@ def test_ab_interleaves_abba_and_its_exit_code_follows_the_table(bench: dict) ->
     starts = [line.split("] ", 2)[-1].split(":")[0] for line in result.stderr.splitlines() if ": run " in line]
     assert starts[:8] == ["mlp-a", "mlp-b", "mlp-b", "mlp-a", "mlp-a", "mlp-b", "mlp-b", "mlp-a"]
     _the_ab_page_opens_with_the_verdict(result.stdout, bench["root"] / "ab", bench["root"] / "chromium")
+    _the_junit_file_says_the_same(result.stdout, bench["root"] / "ab-verdicts.xml", result.returncode)
+
+
+def _the_junit_file_says_the_same(stdout: str, xml: Path, code: int) -> None:
+    """`run --ab --junit FILE`: the table's verdict as a JUnit test case, read back by junitparser."""
+    import junitparser
+
+    assert f"JUnit: {xml}" in stdout.splitlines()
+    (suite,) = junitparser.JUnitXml.fromfile(str(xml))
+    cases = {case.name: case for case in suite}
+    assert suite.name == "pinned" and "mlp-a -> mlp-b" in cases
+    failed = [r.type for r in cases["mlp-a -> mlp-b"].result if isinstance(r, junitparser.Failure)]
+    assert bool(failed) == (code == 1), (code, failed)  # a failed case exactly when the exit code says so
+    assert all(not isinstance(r, junitparser.Failure) or r.type == "regressed"
+               for case in cases.values() if case.name != "mlp-a -> mlp-b" for r in case.result)  # regressed ops
 
 
 def _the_ab_page_opens_with_the_verdict(stdout: str, run_dir: Path, work: Path) -> None:

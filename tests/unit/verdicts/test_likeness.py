@@ -37,7 +37,7 @@ def test_every_setting_is_named_and_read_from_the_job(tmp_path: Path) -> None:
     job = load_manifest(run_dir(tmp_path / "a", 1.0, iterations=20))
     settings = dict(model_settings(job, "m0"))
     assert list(settings) == list(SETTINGS) == ["backend", "recipe", "iterations", "warmup", "threads", "generation",
-                                                "numerics", "runtime"]
+                                                "numerics", "runtime", "emulated"]
     assert settings["numerics"] == "off" and settings["runtime"] == "?"  # no device named: its runtime is unknown
     assert settings["recipe"] == "-"  # lowered without an export recipe
     assert settings["backend"] == "xnnpack" and settings["iterations"] == "20" and settings["threads"] == "default"

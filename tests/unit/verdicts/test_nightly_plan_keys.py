@@ -95,3 +95,15 @@ def test_bad_bisect_keys_name_the_key(tmp_path: Path, text: str, key: str, says:
     with pytest.raises(ConfigError) as err:
         load_plan(path)
     assert str(err.value).startswith(f"{path}: {key}: ") and says in str(err.value)
+def test_junit_names_a_file_the_night_can_write(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(BASE)
+    assert load_plan(path).junit is None
+    path.write_text(BASE + f"junit: {tmp_path / 'reports' / 'verdicts.xml'}\n")
+    assert load_plan(path).junit == tmp_path / "reports" / "verdicts.xml"  # its folder is made by the night
+    for bad, said in ((tmp_path, "is a directory; give a file name"),
+                      (tmp_path / "plan.yaml" / "v.xml", "is a file, not a directory")):
+        path.write_text(BASE + f"junit: {bad}\n")
+        with pytest.raises(ConfigError) as err:
+            load_plan(path)
+        assert "junit:" in str(err.value) and said in str(err.value)
