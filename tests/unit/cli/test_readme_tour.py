@@ -1,4 +1,4 @@
-"""The README's tour runs as written: every `etfarm` line of its two command blocks parses against the CLI as it is
+"""The README's tour runs as written: every `etfarm` line of its command blocks parses against the CLI as it is
 (each command and sub-command exists, each option is known, arguments fit), so renaming an option or a command
 without the front page fails here. Nothing is run: the command tree parses each line (`make_context`)."""
 
@@ -21,12 +21,13 @@ def tour_lines() -> list[list[str]]:
     """The arguments of each `etfarm` line of the tour's command blocks (comments, `\\` joins and a redirection
     as the shell reads them; the tour separates `>` by spaces)."""
     text = README.read_text(encoding="utf-8")
-    tour = text[text.index("## A tour of the CLI"):]
+    start = text.index("## A tour of the CLI")
+    tour = text[start:text.find("\n## ", start + 1)]
     lines = []
-    for block in re.findall(r"```sh\n(.*?)```", tour, flags=re.S)[:2]:
+    for block in re.findall(r"```sh\n(.*?)```", tour, flags=re.S):
         for line in block.replace("\\\n", " ").splitlines():
             words = shlex.split(line, comments=True)
-            words = words[:next((i for i, w in enumerate(words) if w in (">", "|", "&&", ";")), len(words))]
+            words = words[:next((i for i, w in enumerate(words) if w in (">", "|", "&&", ";", "&")), len(words))]
             if words and words[0] == "etfarm":
                 lines.append(words[1:])
     return lines
