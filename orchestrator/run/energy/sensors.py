@@ -103,7 +103,7 @@ HWMON_COMMAND = ("for f in /sys/class/hwmon/hwmon*/power*_input; do "
                  "echo \"$(cat ${f%/*}/name 2>/dev/null || echo hwmon)/${f##*/} $(cat $f)\"; done")
 
 SENSORS: Mapping[str, Sensor] = {
-    "odpm": Sensor("odpm", Kind.COUNTER, "dumpsys powerstats", parse_powerstats, 0.25),
+    "odpm": Sensor("odpm", Kind.COUNTER, "dumpsys powerstats", parse_powerstats, 0.1),
     "rapl": Sensor("rapl", Kind.COUNTER, RAPL_COMMAND, parse_rapl, 0.1),
     "pmic": Sensor("pmic", Kind.POWER, "vcgencmd pmic_read_adc", parse_pmic, 0.1),
     "hwmon": Sensor("hwmon", Kind.POWER, HWMON_COMMAND, parse_hwmon, 0.1),
