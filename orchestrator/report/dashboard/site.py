@@ -36,7 +36,7 @@ from .series import SERIES_DATA, SeriesIndex, data_from_script, data_script, mer
 from .series_page import series_page
 
 MANIFEST = "manifest.json"
-FORMAT = 2  # of the manifest and the kept series: another is read as nothing kept (everything read again)
+FORMAT = 3  # of the manifest and the kept series: another is read as nothing kept (everything read again)
 
 
 @dataclass(frozen=True)
