@@ -32,7 +32,7 @@ WIDE = ROOT / "configs" / "models" / "wide_linear.py"
 def build(runners: Path, out: Path) -> Path:
     import executorch
 
-    cmake_dir = Path(executorch.__file__).parent / "share" / "cmake"
+    cmake_dir = Path(next(iter(executorch.__path__))) / "share" / "cmake"
     subprocess.run(["cmake", "-S", str(runners), "-B", str(out), "-DCMAKE_BUILD_TYPE=Release",
                     f"-Dexecutorch_DIR={cmake_dir}"], check=True, capture_output=True)
     subprocess.run(["cmake", "--build", str(out), "--parallel", "2"], check=True, capture_output=True)
@@ -60,7 +60,7 @@ def export(tmp: Path) -> dict[str, Path]:
 def one(runner: Path, pte: Path) -> dict[str, Any]:
     import executorch
 
-    lib = Path(executorch.__file__).parent / "lib"
+    lib = Path(next(iter(executorch.__path__))) / "lib"
     done = subprocess.run([str(runner), f"--model_path={pte}", "--num_executions=20", "--warmup=3"],
                           capture_output=True, text=True, env={"LD_LIBRARY_PATH": str(lib)}, check=True)
     line = next(x for x in done.stdout.splitlines() if x.startswith("ETFARM_RESULT "))

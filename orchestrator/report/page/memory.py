@@ -35,9 +35,12 @@ def _owner_blocks(view: RunView) -> tuple[Block, ...]:
     note = text(muted("After the measured executions, from the run with the median peak RSS: program, planned and "
                       "runtime are counted by the runner; delegate and other are the process's memory delta around the "
                       "step that allocated them. Energy: above idle, from the device's power sensor (etfarm run "
-                      "--energy), with a 95 % interval over the phases; '-' with the reason where there is none."))
+                      "--energy), with a 95 % interval over the phases; 'not available' where there is none, the reason below."))
+    reasons = {f"{r.device}: {r.energy.reason}" for r in rows
+               if r.energy is not None and not r.energy.available and r.energy.reason}
+    why = tuple(Paragraph(text(muted(f"Energy not available on {reason}"))) for reason in sorted(reasons))
     chart = view.charts.of("", CHART_KIND)
-    return (table, Paragraph(note), *((Figure(chart),) if chart is not None else ()))
+    return (table, Paragraph(note), *why, *((Figure(chart),) if chart is not None else ()))
 
 
 def _owner_cells(row: MemoryRow) -> list[str]:
@@ -47,8 +50,8 @@ def _owner_cells(row: MemoryRow) -> list[str]:
     ratio = f"{memory.owners_over_peak:.2f}" if memory is not None and memory.owners_over_peak else "-"
     if energy is None:
         return [row.model, row.device, *owners, ratio, "-", "-"]
-    if not energy.available or energy.uj_per_inference is None:
-        return [row.model, row.device, *owners, ratio, f"- ({energy.reason})", "-"]
+    if not energy.available or energy.uj_per_inference is None:  # the reason once, below the table
+        return [row.model, row.device, *owners, ratio, "not available", "-"]
     interval = (f" [{energy.uj_per_inference_low:.1f}, {energy.uj_per_inference_high:.1f}]"
                 if energy.uj_per_inference_low is not None and energy.uj_per_inference_high is not None else "")
     return [row.model, row.device, *owners, ratio, f"{energy.uj_per_inference:.1f} uJ{interval} ({energy.sensor})",
