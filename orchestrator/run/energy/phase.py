@@ -25,6 +25,7 @@ from orchestrator.run.energy.sensors import DETECT_COMMAND, NO_SENSOR, SENSORS, 
 from orchestrator.run.energy_figures import ModelEnergy
 from orchestrator.run.job_config import JobOptions
 from orchestrator.run.launch import Launch
+from orchestrator.run.results import DeviceResult
 from orchestrator.run.runner_contract import RunnerInvocation, parse_result
 from orchestrator.run.schedule import Order
 from orchestrator.run.stager import Staged
@@ -160,8 +161,11 @@ def median_ms(execute_ms: Sequence[float]) -> float:
 
 def record_energy(record: DeviceRecord, energies: dict[str, ModelEnergy]) -> None:
     """Each measured model's energy into its recorded result."""
-    for name, energy in energies.items():
-        def change(device, name=name, energy=energy):  # type: ignore[no-untyped-def]
+    def change(device: DeviceResult) -> DeviceResult:
+        for name, energy in energies.items():
             model = device.model(name)
-            return device if model is None else device.with_model(replace(model, energy=energy))
+            device = device if model is None else device.with_model(replace(model, energy=energy))
+        return device
+
+    if energies:
         record.update(change)
