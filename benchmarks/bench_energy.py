@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -31,10 +32,12 @@ from tests.helpers.inventory import write_inventory  # noqa: E402
 
 WIDE = ROOT / "configs" / "models" / "wide_linear.py"
 SIZES = ("small", "large")
+# Its own name: host device locks are per name in the shared cache, and another developer's job may hold `pixel8`.
+DEVICE = f"benchphone{os.getpid()}"
 
 
 def job(config: Path, out: Path, energy: bool, phases: int, seconds: float) -> tuple[float, dict[str, Any]]:
-    argv = [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices", "pixel8",
+    argv = [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices", DEVICE,
             "--model", f"{WIDE}:build_small", "--model", f"{WIDE}:build", "--name", "small", "--name", "large",
             "--runs", "2", "--iterations", "10", "--warmup", "2", "--out", str(out), "--no-store", "--no-report"]
     if energy:
@@ -44,7 +47,7 @@ def job(config: Path, out: Path, energy: bool, phases: int, seconds: float) -> t
     wall = time.monotonic() - start
     if done.returncode != 0:
         raise SystemExit(f"etfarm run failed ({done.returncode}): {done.stderr[-2000:]}")
-    device = load_manifest(out).device("pixel8")
+    device = load_manifest(out).device(DEVICE)
     assert device is not None
     figures = {}
     for name in SIZES:
@@ -73,7 +76,7 @@ def main() -> None:
         try:
             phone = start_android_phone(server, tmp / "phone")
             try:
-                config = write_inventory(tmp / "devices.yaml", [phone.spec("pixel8")])
+                config = write_inventory(tmp / "devices.yaml", [phone.spec(DEVICE)])
                 rows = []
                 for k in range(args.jobs):
                     plain, _ = job(config, tmp / f"plain-{k}", False, args.phases, args.seconds)
