@@ -7,7 +7,7 @@ BENCHMARKS = ("benchmarks.bench_analysis", "benchmarks.bench_hostile_etdump", "b
               "benchmarks.bench_report", "benchmarks.bench_runloop", "benchmarks.bench_verdicts", "benchmarks.bench_series",
               "benchmarks.bench_compare",
               "benchmarks.bench_farm", "benchmarks.bench_llm_decode", "benchmarks.bench_recipes",
-              "benchmarks.bench_publish", "benchmarks.bench_bisect")
+              "benchmarks.bench_publish", "benchmarks.bench_bisect", "benchmarks.bench_energy")
 
 for name in BENCHMARKS:
     print(f"== {name}", flush=True)

@@ -37,6 +37,7 @@
 #include "etfarm_llm.h"
 #include "etfarm_threadpool.h"
 #include "etfarm_tracer.h"
+#include "memory_owner.h"
 
 namespace etfarm {
 
@@ -164,6 +165,7 @@ inline std::string result_json(const Options& opts, const Loaded& l, const Measu
   o.integer("pss_load_kb", l.pss_load_kb).integer("pss_kb", f.pss_kb);
   o.text("mode", opts.generate ? "generate" : "forward");
   if (opts.generate) o.raw("llm", llm_json(opts, m));
+  o.raw("memory", memory::json());  // since issue 39: memory by owner (memory_owner.h)
   return o.str();
 }
 

@@ -37,6 +37,7 @@
 #include "etfarm_result.h"
 #include "etfarm_threadpool.h"
 #include "etfarm_tracer.h"
+#include "memory_owner.h"
 
 namespace {
 
@@ -200,10 +201,12 @@ int measure_generate(Module& module, const etfarm::Options& opts, etfarm::GatedE
 
 // Loads the program and the method, timing both; in generation mode also reads the LLM's shape.
 int load(Module& module, const etfarm::Options& opts, etfarm::GatedETDumpGen* tracer, etfarm::Loaded* l, etfarm::Measured* m) {
+  etfarm::memory::before_program_load();  // memory by owner: memory_owner.h
   auto t0 = Clock::now();
   // Full flatbuffer verification, so a corrupt file is an error, not a crash.
   Error err = module.load(Program::Verification::InternalConsistency);
   l->program_load_ms = ms_since(t0);
+  etfarm::memory::after_program_load();
   if (err != Error::Ok) return fail("cannot load program '" + opts.model_path + "': " + describe(err));
   auto meta = module.method_meta(opts.method_name);
   if (!meta.ok()) {
@@ -230,6 +233,7 @@ int load(Module& module, const etfarm::Options& opts, etfarm::GatedETDumpGen* tr
   if (err != Error::Ok) {
     return fail("cannot load method '" + opts.method_name + "' of '" + opts.model_path + "': " + describe(err));
   }
+  etfarm::memory::after_method_load(l->planned_bytes, etfarm::memory::calls_delegate(opts.model_path, opts.method_name));
   // PSS first: it is at most the RSS of that moment, which the high-water mark read after it
   // covers, so pss_load_kb <= peak_rss_load_kb holds exactly (runner_contract.py checks it).
   l->pss_load_kb = etfarm::pss_kb();
@@ -294,7 +298,11 @@ int run(const etfarm::Options& opts, Clock::time_point started) {
     owned_tracer = std::make_unique<etfarm::GatedETDumpGen>();
     tracer = owned_tracer.get();
   }
-  Module module(opts.model_path, Module::LoadMode::File, std::move(owned_tracer));
+  std::string why;
+  auto loader = etfarm::memory::counting_loader(opts.model_path, &why);  // counted: memory_owner.h
+  if (loader == nullptr) return fail(why);
+  Module module(std::move(loader), etfarm::memory::counting_allocator(), etfarm::memory::counting_allocator(),
+                std::move(owned_tracer));
 
   etfarm::Loaded loaded;
   etfarm::Measured measured;
@@ -309,13 +317,13 @@ int run(const etfarm::Options& opts, Clock::time_point started) {
   }
 
   // Measured before the second calibration allocates its buffers.
+  etfarm::memory::after_executions(tracer != nullptr);
   etfarm::Facts facts;
   facts.pss_kb = etfarm::pss_kb();  // before the high-water mark, as after the load
   facts.peak_rss_kb = etfarm::peak_rss_kb();
   if (opts.calibration_rounds > 0) facts.calibration_after_ms = etfarm::Calibration().run(opts.calibration_rounds);
   facts.calibration_before_ms = calibration_before_ms;
 
-  std::string why;
   if (!opts.output_file.empty()) {
     const std::vector<uint8_t> bytes = etfarm::serialize_etft(measured.outputs);
     if (!etfarm::write_file_atomic(opts.output_file, bytes.data(), bytes.size(), &why)) return fail(why);

@@ -32,7 +32,8 @@ OPTIONS = {"runs": ("--runs", "runs"), "iterations": ("--iterations", "iteration
             "numerics": ("--numerics", "numerics"), "wait_for_lock": ("--no-wait", "no_wait"),
             "lock_timeout_s": ("--lock-timeout", "lock_timeout"), "thread_counts": ("--threads", "threads"),
             "prompt_lens": ("--prompt-len", "prompt_len"), "gen_lens": ("--gen-len", "gen_len"),
-            "recipes": ("--recipe", "recipe")}
+            "recipes": ("--recipe", "recipe"), "energy": ("--energy", "energy"),
+            "energy_s": ("--energy-seconds", "energy_seconds"), "energy_phases": ("--energy-phases", "energy_phases")}
 
 
 
@@ -63,6 +64,9 @@ class JobRequest:
     seed: int = 0
     intermediate_outputs: bool = False
     numerics: bool = False
+    energy: bool = False
+    energy_seconds: float = 10.0
+    energy_phases: int = 3
     quiet: bool = False
     ab: tuple[str, str] | None = None
     threshold: float = 5.0
@@ -101,7 +105,8 @@ class JobRequest:
                               untraced_runs=self.untraced_runs, cooldown_s=self.cooldown, max_temp_c=self.max_temp,
                               order=RunOrder(self.order), seed=self.seed, thread_counts=threads if len(threads) > 1 else (),
                               prompt_lens=int_list("--prompt-len", self.prompt_len, least=1),
-                              gen_lens=int_list("--gen-len", self.gen_len, least=1), recipes=recipe_words(recipes))
+                              gen_lens=int_list("--gen-len", self.gen_len, least=1), recipes=recipe_words(recipes),
+                              energy=self.energy, energy_s=self.energy_seconds, energy_phases=self.energy_phases)
         except ValueError as exc:  # out of bounds (run/limits.py): name the option, not the field
             raise UsageError(option_of(exc)) from None
 

@@ -93,6 +93,15 @@ IntermediateOutputsOption = Annotated[bool, typer.Option(
 NumericsOption = Annotated[bool, typer.Option(
     "--numerics", help="Dump intermediate outputs and report which ops diverge from the AOT reference and "
                        "between devices (see `etfarm numerics`).")]
+EnergyOption = Annotated[bool, typer.Option(
+    "--energy", help="After the process runs, measure energy per inference with the device's power sensor "
+                     "(ODPM, Pi 5 PMIC, RAPL, hwmon): idle, then untraced executions; see "
+                     "docs/guide/memory-and-energy.md.")]
+EnergySecondsOption = Annotated[float, typer.Option(
+    "--energy-seconds", min=LIMITS["energy_s"][0], max=_most("energy_s"),
+    help="With --energy: each phase's executions last at least this long (and 100 sensor periods).")]
+EnergyPhasesOption = Annotated[int, typer.Option(
+    "--energy-phases", min=1, max=_most("energy_phases"), help="With --energy: repeated phases, for an interval.")]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")]
 AbOption = Annotated[tuple[str, str] | None, typer.Option(
     "--ab", metavar="SPEC_A SPEC_B",

@@ -11,7 +11,8 @@ commands see this tree and nothing of the host:
     /system/lib64             the x86_64 glibc toybox needs (it is patched to load from here,
                               as Android's tools load bionic from /system/lib64)
     /system/bin/getprop       the properties below (Pixel 8, Android 14, arm64-v8a)
-    /system/bin/dumpsys       `battery` and `thermalservice` from files the test may rewrite
+    /system/bin/dumpsys       `battery` and `thermalservice` from files the test may rewrite; `powerstats`
+                              from emulated rails (powerstats.py)
     /system/bin/cmd           `power set-fixed-performance-mode-enabled` (recorded, as on a debuggable build)
     /system/bin/uname         busybox's, saying aarch64 for the machine
     /system/bin/timeout       toybox's, with the command started 50 ms late: Debian's toybox 0.8.9 otherwise
@@ -38,6 +39,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import powerstats
 
 # Android 14's toybox commands (and the few others /system/bin has: awk, sh); the emulated phone
 # gets those that Debian's toybox also has, so a device script using anything else fails here as on a phone.
@@ -145,6 +148,7 @@ echo "$2"
 """
 DUMPSYS = """#!/system/bin/sh
 # dumpsys SERVICE: canned answers from /system/etfarm-dumpsys/SERVICE (the test may rewrite them).
+[ "$1" = powerstats ] && [ ! -r /system/etfarm-dumpsys/powerstats ] && exec /system/bin/etfarm-powerstats  # powerstats.py
 if [ -r "/system/etfarm-dumpsys/$1" ]; then cat "/system/etfarm-dumpsys/$1"; exit 0; fi
 echo "Can't find service: $1"
 exit 0
@@ -200,6 +204,7 @@ def build_root(root: Path, props: dict[str, str] | None = None, clusters: tuple[
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     set_props(root, {**PIXEL8_PROPS, **(props or {})})
+    powerstats.install(root)  # emulated power rails (powerstats.py)
     dumpsys = root / "system" / "etfarm-dumpsys"
     dumpsys.mkdir()
     (dumpsys / "battery").write_text(BATTERY)

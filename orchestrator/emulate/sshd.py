@@ -25,6 +25,7 @@ from . import (
     free_port,
     kill_tagged,
     new_tag,
+    pmic,
     require_tool,
     tagged_env,
     wait_port,
@@ -143,6 +144,9 @@ class SshTestHost:
         wait_port(self.port, START_TIMEOUT_SEC, alive=self.alive, host=self.listen)
 
 
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # sshd's own default for sessions
+
+
 def start_sshd(root: Path, *, sftp: str = "internal-sftp", listen: str = "127.0.0.1",
                netns: str | None = None) -> SshTestHost:
     """Generate keys under `root`, start sshd on a free port, wait until it accepts.
@@ -192,7 +196,7 @@ def start_sshd(root: Path, *, sftp: str = "internal-sftp", listen: str = "127.0.
             "-o", "MaxSessions=64",
             # SHLVL=1 makes the user's bash skip ~/.bashrc for ssh commands: a test that kills a
             # session mid-.bashrc (pyenv's rehash lock, say) must not stall every later login.
-            "-o", f"SetEnv={TAG_VAR}={tag} SHLVL=1",
+            "-o", f"SetEnv={TAG_VAR}={tag} SHLVL=1 PATH={pmic.install(root / 'board-bin')}:{DEFAULT_PATH}",  # pmic.py
             "-o", f"Subsystem=sftp {sftp}",
             "-o", "LogLevel=VERBOSE",  # one "Starting session:" line per session: tests count them
         ]  # fmt: skip

@@ -27,6 +27,7 @@ from orchestrator.report.output import write_page
 from orchestrator.report.page.comparison import comparison_page
 from orchestrator.report.render.charts import report_charts
 from orchestrator.report.render.junit import render_junit
+from orchestrator.report.render.memory_chart import with_memory_chart
 from orchestrator.run.results import Job, load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.verdicts.compare import Comparison
@@ -66,7 +67,7 @@ def comparison_page_of(comparison: Comparison, reports: Sequence[Report], charts
 
 def _charts(reports: Sequence[Report]) -> dict[str, Charts]:
     """Each of B's runs' charts, by run id (the models' and the LLMs')."""
-    return {r.run_id: report_charts(r) for r in reports}
+    return {r.run_id: with_memory_chart(report_charts(r), r) for r in reports}
 
 
 def _all(charts: Mapping[str, Charts]) -> list[Chart]:

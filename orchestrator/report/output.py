@@ -33,6 +33,7 @@ from orchestrator.report.render.ci import RENDERERS as CI_RENDERERS
 from orchestrator.report.render.export import render_csv, render_json
 from orchestrator.report.render.html import render_html
 from orchestrator.report.render.markdown import CHART_DIR, render_markdown
+from orchestrator.report.render.memory_chart import with_memory_chart
 from orchestrator.run.results import Job, JobStatus, load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.store.history import HistoryPoint
@@ -72,7 +73,7 @@ def write_report(
     if target is not None:
         guard_output(target, [run_dir])
     if fmt in (ReportFormat.HTML, ReportFormat.MD):
-        charts = report_charts(report)
+        charts = with_memory_chart(report_charts(report), report)
         text = write_page(run_page(report, charts), fmt, target, as_dir, charts.all)
     elif fmt in CI_RENDERERS:
         text = CI_RENDERERS[fmt](ci_points(report), report.run_id)

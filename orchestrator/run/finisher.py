@@ -24,6 +24,7 @@ from orchestrator.profiles.stat_rows import model_stats
 from orchestrator.run.accuracy import output_accuracy
 from orchestrator.run.calibration import flag_runs
 from orchestrator.run.device_record import DeviceRecord
+from orchestrator.run.footprint import model_memory
 from orchestrator.run.job_stats import JobStats
 from orchestrator.run.llm_verify import verify_generations
 from orchestrator.run.results import JobOptions, ModelResult, ModelStatus, ProcessRun
@@ -89,7 +90,8 @@ class ModelFinisher:
             stats = with_phases(stats, run_calls(runs))  # an LLM's ops split by prefill and decode
             if not self.record.closed:  # given up by the watchdog: its statistics were taken without these
                 self.stats.add(stats)
-        self.record.model(ModelResult(model.name, status, tuple(runs), verification, error, blame, accuracy))
+        self.record.model(ModelResult(model.name, status, tuple(runs), verification, error, blame, accuracy,
+                                      memory=model_memory(runs)))
 
 
 def run_calls(runs: Sequence[ProcessRun]) -> dict[str, RunCalls]:

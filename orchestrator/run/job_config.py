@@ -68,6 +68,9 @@ class JobOptions:
     prompt_lens: tuple[int, ...] = ()  # LLMs: prompt tokens per generation (empty: the default)
     gen_lens: tuple[int, ...] = ()  # LLMs: generated tokens per generation (empty: the eager reference's, else 32)
     recipes: tuple[str, ...] = ()  # --recipe: export recipes, as written; several sweep ("-fp32", "-int8-static")
+    energy: bool = False  # --energy: a phase per model reading the device's power sensor (run/energy/)
+    energy_s: float = 10.0  # --energy-seconds: the executions of a phase last at least this long
+    energy_phases: int = 3  # --energy-phases: repeated phases, for an interval
 
     def __post_init__(self) -> None:
         # Every count and duration bounded, whatever built it (command line, plan, manifest): run/limits.py.

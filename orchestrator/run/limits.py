@@ -30,7 +30,9 @@ LIMITS: Mapping[str, tuple[float, float]] = MappingProxyType({
     "run_timeout_s": (1.0, DAY_S),  # the runner's own times are capped at a day too (runner_contract)
     "lock_timeout_s": (0.0, WEEK_S),
     "cooldown_s": (0.0, 3_600.0),
-    "max_temp_c": (1.0, 150.0),  # a hottest-zone limit in °C: beyond it no device runs, below it none cools
+    "max_temp_c": (1.0, 150.0),
+    "energy_s": (0.1, DAY_S),  # the energy phase's executions (run/energy/phase.py)
+    "energy_phases": (1, 100),  # a hottest-zone limit in °C: beyond it no device runs, below it none cools
 })
 # Not JobOptions' but bounded alike: the farm's wait for a device, the A/B job's growth.
 DEVICE_DEADLINE_S = (1.0, WEEK_S)

@@ -29,6 +29,8 @@ from orchestrator.ids import checked_id
 from orchestrator.run.accuracy import Accuracy
 from orchestrator.run.codec import KEYED, FieldError, Layout, decode, encode
 from orchestrator.run.conditions import DeviceState
+from orchestrator.run.energy_figures import ModelEnergy
+from orchestrator.run.footprint import ModelMemory, RunnerMemory
 from orchestrator.run.job_config import JobConfig, JobOptions, ModelArtifacts
 from orchestrator.run.llm_figures import llm_summary
 from orchestrator.stats import Stability, coefficient_of_variation, median, stability
@@ -128,6 +130,7 @@ class ProcessRun:
     pss_load_kb: int | None = None  # PSS after the method load (smaps_rollup), at most peak_rss_kb
     pss_kb: int | None = None  # PSS after the measured executions
     llm: LlmRunFigures | None = None  # an LLM's generations: TTFT, prefill and decode figures, tokens
+    memory: RunnerMemory | None = None  # memory by owner after load and after the executions (run/footprint.py)
 
     @property
     def calibration_ms(self) -> float | None:
@@ -176,6 +179,8 @@ class ModelResult:
     error: str | None = None
     blame: Blame | None = None
     accuracy: Accuracy | None = None  # a recipe's outputs against the fp32 eager model's (run/accuracy.py)
+    memory: ModelMemory | None = None  # memory by owner, from one of its runs (run/footprint.py)
+    energy: ModelEnergy | None = None  # energy per inference, or why there is none (run/energy/)
 
     @property
     def traced_runs(self) -> tuple[ProcessRun, ...]:

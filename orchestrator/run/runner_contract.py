@@ -24,6 +24,7 @@ from orchestrator.artifacts.build import RUNNER_REL
 from orchestrator.artifacts.generation import GenerationArgs, LlmRunFigures
 from orchestrator.errors import DataError
 from orchestrator.run.codec import Layout, encode
+from orchestrator.run.footprint import RunnerMemory
 
 __all__ = ["RUNNER_REL", "RunnerInvocation", "RunnerResult", "parse_result", "result_line"]
 
@@ -118,6 +119,7 @@ class RunnerResult:
     pss_kb: int | None = None
     mode: str | None = None  # "forward" or "generate"
     llm: LlmRunFigures | None = None  # generation mode: the `llm` object (artifacts/generation.py)
+    memory: RunnerMemory | None = None  # memory by owner (run/footprint.py), since issue 39
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -186,6 +188,7 @@ def _checked(data: dict[str, Any], invocation: RunnerInvocation) -> RunnerResult
     known = {f.name for f in fields(RunnerResult)} - {"extra"}
     values = {k: data[k] for k in known if k in data}
     llm = values.pop("llm", None)
+    memory = values.pop("memory", None)
     _check_types(values)
     samples = values.get("execute_ms", [])
     if any(not 0.0 <= ms <= MAX_TIME_MS for ms in samples):
@@ -202,6 +205,10 @@ def _checked(data: dict[str, Any], invocation: RunnerInvocation) -> RunnerResult
     _check_counts(values, invocation)
     _check_pss(values)
     values["llm"] = _checked_llm(values.get("mode"), llm, invocation)
+    try:
+        values["memory"] = None if memory is None else RunnerMemory.checked(memory)
+    except ValueError as exc:
+        raise _Bad(str(exc)) from None
     values["execute_ms"] = tuple(float(ms) + 0.0 for ms in samples)  # + 0.0: a -0.0 is 0.0
     for name in _TIMES:
         if name in values:

@@ -26,6 +26,7 @@ from device_agents import DeviceSpec
 from device_agents.base import DeviceAgent
 from device_agents.step import kill_step_command
 from orchestrator.errors import EtfarmError, disk_full
+from orchestrator.run.energy.phase import device_energy, record_energy
 from orchestrator.run.executor import JobContext
 from orchestrator.run.finisher import ModelFinisher
 from orchestrator.run.heartbeat import Heartbeat
@@ -91,13 +92,18 @@ class DeviceSession:
         staged = self.loop.prepare(agent)
         order = list(self.done)
         failure: BaseException | None = None
+        energies = {}
         try:
             self.loop.run(agent, staged, order)
+            if context.options.energy:  # a phase of its own, after the process runs (run/energy/phase.py)
+                energies = device_energy(agent, self.loop.launch, context.options, context.models, staged, order,
+                                         self.say)
         except BaseException as exc:
             failure = exc
             raise
         finally:
             self.finisher.finish(order, failure)
+        record_energy(self.record, energies)
 
     def abort(self) -> None:
         """Stop this session from another thread: no new step starts, the running one's runner is killed

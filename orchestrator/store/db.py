@@ -40,6 +40,7 @@ from orchestrator.run.results import (
 )
 from orchestrator.stats import median, percentile
 from orchestrator.store.bisect_rows import BisectSteps
+from orchestrator.store.footprint_rows import footprint_columns, footprint_fields, footprint_points
 from orchestrator.store.history import HistoryPoint
 from orchestrator.store.llm_points import memory_and_llm
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS, EventRow
@@ -151,9 +152,10 @@ class Store:
 
     def _model_results(self, run_id: str, device: str, samples: bool = True) -> tuple[ModelResult, ...]:
         out = []
-        for model, status, error, blame, vstatus, vdetail, vdiff, vruns, accuracy in self._conn.execute(
+        for model, status, error, blame, vstatus, vdetail, vdiff, vruns, accuracy, memory, energy in self._conn.execute(
                 "SELECT model, status, error, blame, verification, verification_detail, verification_max_abs_diff, "
-                "verification_runs_checked, accuracy_json FROM results WHERE run_id = ? AND device = ? ORDER BY ordinal",
+                "verification_runs_checked, accuracy_json, memory_json, energy_json FROM results "
+                "WHERE run_id = ? AND device = ? ORDER BY ordinal",
                 (run_id, device)):
             verification = (Verification(VerificationStatus(vstatus), vdetail or "", vdiff, int(vruns or 0))
                             if vstatus is not None else None)
@@ -171,7 +173,8 @@ class Store:
                     (run_id, device, model)))
             out.append(ModelResult(name=model, status=ModelStatus(status), runs=runs, verification=verification,
                                    error=error, blame=_blame(blame),
-                                   accuracy=decode(Accuracy, json.loads(accuracy)) if accuracy else None))
+                                   accuracy=decode(Accuracy, json.loads(accuracy)) if accuracy else None,
+                                   **footprint_fields(memory, energy)))
         return tuple(out)
 
     def run_dir(self, run_id: str) -> Path | None:
@@ -292,6 +295,8 @@ class Store:
             "LEFT JOIN results res ON res.run_id = r.run_id AND res.device = d.name AND res.model = m.name "
             "WHERE r.run_id = ? ORDER BY d.ordinal, m.ordinal", (run_id,))
         extra = memory_and_llm(self._conn, run_id)  # PSS, and an LLM's TTFT and decode rate
+        for key, figures in footprint_points(self._conn, run_id).items():  # peak RSS by owner, energy (v6)
+            extra.setdefault(key, {}).update(figures)
         job = self.job(run_id, samples=False)  # its configuration per (device, model): a series never mixes them
         return tuple(
             HistoryPoint(run_id=run_id, started=started, device=device, model=model,
@@ -351,13 +356,13 @@ def _insert_device(conn: sqlite3.Connection, run_id: str, ordinal: int, device: 
         v = model.verification
         p90 = percentile(model.wall_execute_ms, 90)
         conn.execute(
-            "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (run_id, device.name, k, model.name, model.status.value, model.error, _enum(model.blame),
              v.status.value if v else None, v.detail if v else None, v.max_abs_diff if v else None,
              v.runs_checked if v else None, median(model.wall_execute_ms), p90,
              median(model.untraced_execute_ms), median(model.warm_load_ms),  # the report's load p50: warm runs
              _json(list(record.sample_runs.get((device.name, model.name), ()))),
-             _json(encode(model.accuracy)) if model.accuracy else None))
+             _json(encode(model.accuracy)) if model.accuracy else None, *footprint_columns(model)))
         conn.executemany(
             "INSERT INTO process_runs (run_id, device, model, ordinal, label, traced, execute_ms, load_ms, "
             "program_load_ms, device_state_json, artifacts_json, runner_json, run_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",

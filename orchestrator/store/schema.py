@@ -181,7 +181,16 @@ _V7 = """
 ALTER TABLE devices ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+# v8 (issue 39): a (device, model)'s memory by owner (ModelMemory) and its energy per inference (ModelEnergy) as the
+# results model writes them, and the two figures series and verdicts query: peak RSS (bytes) and uJ per inference.
+_V8 = """
+ALTER TABLE results ADD COLUMN memory_json TEXT;
+ALTER TABLE results ADD COLUMN energy_json TEXT;
+ALTER TABLE results ADD COLUMN peak_rss_bytes INTEGER;
+ALTER TABLE results ADD COLUMN uj_per_inference REAL;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

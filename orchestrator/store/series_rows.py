@@ -57,6 +57,8 @@ class PointRow:
     ttft_ms: float | None  # an LLM's time to first token and decode rate (llm_points.py)
     decode_tokens_per_s: float | None
     layers: tuple[tuple[str, float], ...]  # the TOP_LAYERS costliest events: (name, p50 ms), costliest first
+    uj_per_inference: float | None = None  # energy per inference above idle (store v6, issue 39)
+    delegate_bytes: int | None = None  # memory by owner's delegate (store v6)
 
 
 class SeriesRows:
@@ -76,17 +78,20 @@ class SeriesRows:
         for k in range(0, len(run_ids), _CHUNK):
             chunk = json.dumps(list(run_ids[k:k + _CHUNK]))
             runs, layers = _process_runs(self._conn, chunk), _layers(self._conn, chunk)
-            for run_id, started, device, model, dstatus, mstatus, p50, load, commit in self._conn.execute(
+            rows = self._conn.execute(
                     "SELECT r.run_id, r.started, d.name, m.name, d.status, res.status, res.e2e_p50_ms, res.load_p50_ms, "
-                    "m.git_commit FROM runs r JOIN devices d ON d.run_id = r.run_id JOIN models m ON m.run_id = r.run_id "
+                    "m.git_commit, res.uj_per_inference, json_extract(res.memory_json, '$.by_owner.delegate') "
+                    "FROM runs r JOIN devices d ON d.run_id = r.run_id JOIN models m ON m.run_id = r.run_id "
                     "LEFT JOIN results res ON res.run_id = r.run_id AND res.device = d.name AND res.model = m.name "
-                    f"WHERE r.run_id IN {_IDS} ORDER BY r.run_id, d.ordinal, m.ordinal", (chunk,)):
+                    f"WHERE r.run_id IN {_IDS} ORDER BY r.run_id, d.ordinal, m.ordinal", (chunk,))
+            for run_id, started, device, model, dstatus, mstatus, p50, load, commit, uj, delegate in rows:
                 key = (run_id, device, model)
                 figures = runs.get(key, _RunFigures())
                 out.setdefault(run_id, []).append(PointRow(
                     run_id, started, device, model, dstatus if dstatus != "ok" or mstatus is None else mstatus, commit,
                     p50, figures.medians, figures.flagged, load, figures.peak_rss_kb, figures.extra.get("pss_kb"),
-                    figures.extra.get("ttft_ms"), figures.extra.get("decode_tokens_per_s"), layers.get(key, ())))
+                    figures.extra.get("ttft_ms"), figures.extra.get("decode_tokens_per_s"), layers.get(key, ()), uj,
+                    delegate))
         return out
 
 

@@ -32,6 +32,7 @@ from typing import Any
 from orchestrator.artifacts.generation import LlmRunFigures
 from orchestrator.errors import EXIT_OK, Blame, DataError, UsageError, one_line
 from orchestrator.run.accuracy import Accuracy
+from orchestrator.run.footprint import ModelMemory
 from orchestrator.run.results import (
     Job,
     ModelResult,
@@ -53,6 +54,7 @@ from orchestrator.verdicts.likeness import (
 )
 from orchestrator.verdicts.llm_metrics import MetricVerdict, metric_verdicts
 from orchestrator.verdicts.locate import SideIdentities, located, ops_where, side_identities
+from orchestrator.verdicts.memory import MemoryVerdict, memory_verdict
 from orchestrator.verdicts.noise import NoiseFinder, NoiseFloor
 from orchestrator.verdicts.op_samples import OpKey, OpSamples, joined, read_op_samples
 from orchestrator.verdicts.statistics import (
@@ -96,6 +98,7 @@ class Side:
     incomplete: str | None = None  # why the side is not whole (an interrupted job, a partial model), if it is not
     accuracy: Accuracy | None = None  # a recipe's outputs against the fp32 eager model (verdicts/accuracy.py)
     identities: SideIdentities = ()  # each event's op identity, from its run's stats.csv (op_samples.py keys)
+    memory: ModelMemory | None = None  # memory by owner and the peak RSS (verdicts/memory.py)
 
     @property
     def e2e(self) -> list[tuple[float, ...]]:
@@ -117,7 +120,7 @@ def side_from_job(root: str | Path, job: Job, device: str, model: str, labels: S
                  if labels is None or r.label in labels)
     return Side(job.run_id, device, model, runs, verification=_verification(result),
                 settings=model_settings(job, model, device), incomplete=side_gap(job, device, model),
-                accuracy=result.accuracy, identities=side_identities(root, device, model))
+                accuracy=result.accuracy, identities=side_identities(root, device, model), memory=result.memory)
 
 
 def _side_run(root: Path, label: str, execute_ms: tuple[float, ...], artifacts: Sequence[str],
@@ -143,7 +146,7 @@ def pool(sides: Iterable[Side]) -> Side:
                 tuple(r for s in with_data for r in s.runs),
                 verification=VerificationStatus.FAIL if fail else with_data[-1].verification,
                 settings=with_data[0].settings, incomplete="; ".join(gaps) or None, accuracy=with_data[-1].accuracy,
-                identities=with_data[-1].identities)
+                identities=with_data[-1].identities, memory=with_data[-1].memory)
 
 
 @dataclass(frozen=True)
@@ -192,10 +195,15 @@ class PairVerdict:
     below: BelowThreshold | None = None  # a confident change end to end under the threshold (not a regression)
     series: Any = None  # series.SeriesVerdict: the night against its series' reference (nightly only)
     accuracy: AccuracyVerdict | None = None  # B's accuracy against A's (a recipe's), judged on its own
+    memory: MemoryVerdict | None = None  # B's peak RSS against A's (verdicts/memory.py), judged on its own
 
     @property
     def accuracy_dropped(self) -> bool:
         return self.accuracy is not None and self.accuracy.dropped
+
+    @property
+    def memory_grew(self) -> bool:
+        return self.memory is not None and self.memory.grew
 
     @property
     def model(self) -> str:
@@ -224,7 +232,8 @@ class PairVerdict:
                 "incomplete": [i.to_dict() for i in self.incomplete],
                 "below_threshold": self.below.to_dict() if self.below else None,
                 "series": self.series.to_dict() if self.series is not None else None, "ops": [o.to_dict() for o in self.ops],
-                "accuracy": self.accuracy.to_dict() if self.accuracy else None, "accuracy_dropped": self.accuracy_dropped}
+                "accuracy": self.accuracy.to_dict() if self.accuracy else None, "accuracy_dropped": self.accuracy_dropped,
+                "memory": self.memory.to_dict() if self.memory else None, "memory_grew": self.memory_grew}
 
 
 @dataclass(frozen=True)
@@ -249,6 +258,10 @@ class Comparison:
         return any(p.accuracy_dropped for p in self.pairs)
 
     @property
+    def memory_grew(self) -> bool:
+        return any(p.memory_grew for p in self.pairs)
+
+    @property
     def no_data(self) -> tuple[PairVerdict, ...]:
         return tuple(p for p in self.pairs if p.verdict is Verdict.NO_DATA)
 
@@ -263,14 +276,15 @@ class Comparison:
 
     @property
     def exit_code(self) -> int:
-        """0 no regression, 1 a regression (or B's outputs wrong, or its accuracy dropped)."""
-        return EXIT_REGRESSION if self.regressed or self.verification_failed or self.accuracy_dropped else EXIT_OK
+        """0 no regression, 1 a regression (or B's outputs wrong, its accuracy dropped or its memory grew)."""
+        failed = self.regressed or self.verification_failed or self.accuracy_dropped or self.memory_grew
+        return EXIT_REGRESSION if failed else EXIT_OK
 
     def to_dict(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "settings": self.settings.to_dict(),
                 # what each estimate's median_a_ms / median_b_ms is (not a report's p50: an estimator of its own)
                 "statistic": statistic_name(self.settings.center), "regressed": self.regressed,
-                "accuracy_dropped": self.accuracy_dropped, "exit_code": self.exit_code,
+                "accuracy_dropped": self.accuracy_dropped, "memory_grew": self.memory_grew, "exit_code": self.exit_code,
                 "pairs": [p.to_dict() for p in self.pairs]}
 
 
@@ -312,14 +326,15 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
                            blame=Blame.DATA, **base)
     metrics = metric_verdicts([r.llm for r in a.runs], [r.llm for r in b.runs], settings, threshold)
     accuracy = accuracy_verdict(a.accuracy, b.accuracy)
+    memory = memory_verdict(a.memory, b.memory, settings.memory_threshold)
     if base["differences"]:
         verdict = Verdict.SETTINGS_DIFFER
         ops = tuple(replace(o, verdict=unjudged(o.verdict)) for o in ops)
         metrics = tuple(replace(m, verdict=unjudged(m.verdict)) for m in metrics)
-        accuracy = None  # another recipe's accuracy is the recipe's, not a drop
+        accuracy = memory = None  # another recipe's accuracy and memory are the recipe's, not a change
     below = below_threshold(est, est.p_value, verdict, threshold, settings.alpha)
     return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, metrics=metrics, below=below,
-                       accuracy=accuracy, **base)
+                       accuracy=accuracy, memory=memory, **base)
 
 
 def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) -> tuple[tuple[OpVerdict, ...], int]:

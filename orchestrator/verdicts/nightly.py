@@ -135,7 +135,8 @@ class NightlyOutcome:
     def exit_code(self) -> int:
         if self.interrupted:
             return EXIT_INTERRUPTED
-        if self.comparison.regressed or self.comparison.verification_failed or self.comparison.accuracy_dropped:
+        c = self.comparison
+        if c.regressed or c.verification_failed or c.accuracy_dropped or c.memory_grew:
             return 1
         return EXIT_NIGHTLY_UNMEASURED if self.comparison.no_data else 0
 

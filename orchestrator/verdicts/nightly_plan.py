@@ -49,6 +49,7 @@ from orchestrator.farm import scheduler_problem
 from orchestrator.run.limits import LIMITS
 from orchestrator.run.results import JobOptions
 from orchestrator.verdicts.baseline import LAST_GOOD
+from orchestrator.verdicts.memory import DEFAULT_MEMORY_THRESHOLD
 from orchestrator.verdicts.statistics import (
     DEFAULT_CENTER,
     DEFAULT_OP_THRESHOLD,
@@ -60,7 +61,7 @@ from orchestrator.yamlfile import load_yaml, shorten
 
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
          "config", "backend", "center", "noise_floor", "scheduler", "confirm", "threads", "prompt_len", "gen_len",
-         "reference", "recipe", "publish", "bisect", "repo", "bisect_budget", "junit"}
+         "reference", "recipe", "publish", "bisect", "repo", "bisect_budget", "junit", "memory_threshold"}
 DEFAULT_BISECT_BUDGET = 8
 _SWEEP_MOST = 1 << 16  # as the command line's lists: beyond it a value is a typo
 _MODEL_KEYS = {"spec", "backend", "name"}
@@ -102,11 +103,13 @@ class NightlyPlan:
     repo: Path | None = None  # the repository to bisect; None: the one holding each model file
     bisect_budget: int = DEFAULT_BISECT_BUDGET  # commits measured per bisect, at most
     junit: Path | None = None  # the night's verdicts as JUnit XML (a file; --junit overrides)
+    memory_threshold: float = DEFAULT_MEMORY_THRESHOLD  # `memory-grew` beyond this (verdicts/memory.py)
 
     @property
     def settings(self) -> VerdictSettings:
         return VerdictSettings(threshold=self.threshold, op_threshold=self.op_threshold, center=self.center,
-                               noise_floor=self.noise_floor or 0.0, auto_noise_floor=self.noise_floor is None)
+                               noise_floor=self.noise_floor or 0.0, auto_noise_floor=self.noise_floor is None,
+                               memory_threshold=self.memory_threshold)
 
     def options(self) -> JobOptions:
         return JobOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup,
@@ -140,6 +143,7 @@ def load_plan(path: Path) -> NightlyPlan:
         warmup=_count(path, data, "warmup", 5),
         threshold=_percent(path, data, "threshold", DEFAULT_THRESHOLD),
         op_threshold=_percent(path, data, "op_threshold", DEFAULT_OP_THRESHOLD),
+        memory_threshold=_percent(path, data, "memory_threshold", DEFAULT_MEMORY_THRESHOLD),
         baseline=_text(path, "baseline", data.get("baseline", LAST_GOOD)),
         reference=_text(path, "reference", data["reference"]) if data.get("reference") is not None else None,
         config=Path(_text(path, "config", data["config"])).expanduser() if data.get("config") else None,

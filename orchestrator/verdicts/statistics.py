@@ -48,6 +48,7 @@ from enum import StrEnum
 from typing import Any
 
 from orchestrator.verdicts.bootstrap import draw_resamples, resampled_centers
+from orchestrator.verdicts.memory import DEFAULT_MEMORY_THRESHOLD
 from orchestrator.verdicts.ranks import benjamini_hochberg, mannwhitneyu_two_sided
 
 DEFAULT_THRESHOLD = 0.05  # end to end: 5 %
@@ -124,6 +125,7 @@ class VerdictSettings:
     noise_floor: float = 0.0  # the device's relative run-to-run noise; widens both thresholds
     center: str = DEFAULT_CENTER  # FAST_STATE, MEAN of per-run medians, or FAST: their minimum (see Center)
     auto_noise_floor: bool = False  # the floor of each (device, model) from its stored history (noise.py)
+    memory_threshold: float = DEFAULT_MEMORY_THRESHOLD  # `memory-grew` beyond this (verdicts/memory.py)
 
     def effective(self, threshold: float) -> float:
         return max(threshold, self.noise_floor)
@@ -132,7 +134,7 @@ class VerdictSettings:
         return {"threshold": self.threshold, "op_threshold": self.op_threshold, "alpha": self.alpha,
                 "confidence": self.confidence, "resamples": self.resamples, "seed": self.seed,
                 "noise_floor": self.noise_floor, "center": self.center,
-                "auto_noise_floor": self.auto_noise_floor}
+                "auto_noise_floor": self.auto_noise_floor, "memory_threshold": self.memory_threshold}
 
 
 @dataclass(frozen=True)

@@ -26,5 +26,6 @@ def memory_rows(job: Job, devices: Sequence[str]) -> tuple[MemoryRow, ...]:
                 continue
             pss_load = [r.pss_load_kb for r in model.runs if r.pss_load_kb is not None]
             out.append(MemoryRow(name, device_name, model.peak_rss_kb, max(pss_load) if pss_load else None,
-                                 model.pss_kb, model.planned_memory_bytes, model.program_bytes))
+                                 model.pss_kb, model.planned_memory_bytes, model.program_bytes, model.memory,
+                                 model.energy))
     return tuple(out)

@@ -130,7 +130,10 @@ SERIES_JS = """
   ], "ms", {shapes: shapes, annotations: notes, xaxis: {type: "date", title: {text: "night (UTC)"}, rangeslider: {}}});
   function mib(name) { return col(name).map(function (v) { return v === null ? null : v / 1024; }); }
   draw("load", [line("load", col("load"), "ms")], "ms");
-  draw("memory", [line("peak RSS", mib("rss"), "MiB"), line("PSS", mib("pss"), "MiB")], "MiB");
+  draw("memory", [line("peak RSS", mib("rss"), "MiB"), line("PSS", mib("pss"), "MiB"),
+                  line("delegate (memory by owner)", mib("delegate").map(function (v) { return v === null ? null : v / 1024; }),
+                       "MiB")], "MiB");
+  draw("energy", [line("energy per inference above idle", col("uj"), "uJ")], "uJ");
   draw("llm", [line("time to first token", col("ttft"), "ms"), line("decode tokens/s", col("tps"), "tokens/s", {yaxis: "y2"})],
        "ms", {yaxis2: {title: {text: "tokens/s"}, overlaying: "y", side: "right"}});
   // per-layer trends: the layers that cost most in the newest night, then those that moved most (newest / oldest)

@@ -18,7 +18,7 @@ from orchestrator.verdicts.night_record import PairMark
 # charts take it), `commit` shortened, `link` the night's page from DIR/series/, `layers` each point's p50 of the
 # series' `layer_names` (a list as long as the names it knew then).
 COLUMNS = ("run", "started", "commit", "status", "p50", "lo", "hi", "flagged", "load", "rss", "pss", "ttft", "tps",
-           "verdict", "regressed", "ratio", "confirmed", "confirms", "link", "culprit", "layers")
+           "verdict", "regressed", "ratio", "confirmed", "confirms", "link", "culprit", "layers", "uj", "delegate")
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,8 @@ class Point:
                 _shown(min(medians)) if medians else None, _shown(max(medians)) if medians else None, row.flagged,
                 _shown(row.load_ms), row.peak_rss_kb, row.pss_kb, _shown(row.ttft_ms), _shown(row.decode_tokens_per_s),
                 mark.verdict if mark else None, self.regressed, _shown(mark.ratio) if mark else None, self.confirmed,
-                self.confirms, link, self.culprit, [_shown(costs.get(n)) for n in layer_names] if costs else [])
+                self.confirms, link, self.culprit, [_shown(costs.get(n)) for n in layer_names] if costs else [],
+                _shown(row.uj_per_inference), row.delegate_bytes)
 
 
 def _shown(value: float | None) -> float | None:

@@ -23,10 +23,12 @@ TABLE_NIGHTS = 30  # the newest nights listed as text (the charts draw all)
 def series_page(data: SeriesData, summary: Summary, siblings: Sequence[SeriesKey] = ()) -> str:
     """The page: the facts as text, the charts drawn by the shared script from the series' data script."""
     c = data.columns
-    present = {name: any(v is not None for v in c[name]) for name in ("load", "rss", "pss", "ttft", "tps")}
+    present = {name: any(v is not None for v in c[name])
+               for name in ("load", "rss", "pss", "ttft", "tps", "uj", "delegate")}
     charts = [("latency", "Latency (p50 per night)")]
     charts += [(k, t) for k, t, shown in (
-        ("load", "Load time", present["load"]), ("memory", "Peak memory and PSS", present["rss"] or present["pss"]),
+        ("load", "Load time", present["load"]), ("memory", "Peak memory, PSS, the delegate's", present["rss"] or present["pss"]),
+        ("energy", "Energy per inference (above idle)", present["uj"]),
         ("llm", "LLM: time to first token and decode rate", present["ttft"] or present["tps"]),
         ("layers", f"Top layers (p50): the {TOP_LAYER_LINES} that cost most or moved most", bool(data.layer_names)))
         if shown]

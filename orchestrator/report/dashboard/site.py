@@ -37,7 +37,7 @@ from .series import SERIES_DATA, SeriesIndex, data_from_script, data_script, mer
 from .series_page import series_page
 from .target import MANIFEST, refusal, site_manifest
 
-FORMAT = 4  # of the manifest and the kept series (4: a culprit): another is read as nothing kept (all read again)
+FORMAT = 5  # of the manifest and the kept series (5: energy and the delegate's memory): another is read as nothing kept
 
 
 @dataclass(frozen=True)

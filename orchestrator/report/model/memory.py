@@ -1,8 +1,12 @@
-"""The report's memory table rows: per model and device, peak RSS, PSS, planned memory and the program's size."""
+"""The report's memory table rows: per model and device, peak RSS, PSS, planned memory, the program's size, memory by
+owner and energy per inference."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from orchestrator.run.energy_figures import ModelEnergy
+from orchestrator.run.footprint import ModelMemory
 
 
 @dataclass(frozen=True)
@@ -14,3 +18,5 @@ class MemoryRow:
     pss_kb: int | None
     planned_bytes: int | None
     program_bytes: int | None
+    by_owner: ModelMemory | None = None  # memory by owner (run/footprint.py), since issue 39
+    energy: ModelEnergy | None = None  # energy per inference, or why none (run/energy/)

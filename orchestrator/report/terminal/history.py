@@ -14,6 +14,7 @@ from typing import Any
 
 from device_agents.facts import DeviceFacts
 from orchestrator.report.formats import fmt_ms
+from orchestrator.report.terminal.footprint import footprint_history_table
 from orchestrator.report.terminal.llm_history import llm_history_table
 from orchestrator.report.terminal.table import format_table
 from orchestrator.run.calibration import flag_text
@@ -45,7 +46,8 @@ def history_table(runs: Sequence[StoredJob], device: str | None = None) -> str:
     if any(p.flagged for r in runs for p in r.points):
         table += "\n* a process run was flagged interfered or throttled (`etfarm history show RUN`)"
     llm = llm_history_table(runs, devices)  # LLMs: TTFT and decode tokens/s per device
-    return table + (f"\n\n{llm}" if llm else "")
+    footprint = footprint_history_table(runs, devices)  # peak RSS and energy per inference (issue 39)
+    return table + (f"\n\n{llm}" if llm else "") + (f"\n\n{footprint}" if footprint else "")
 
 
 def _by_configuration(points: Sequence[HistoryPoint]) -> dict[Settings, list[HistoryPoint]]:

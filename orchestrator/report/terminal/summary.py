@@ -10,6 +10,7 @@ from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.builders.trust import tracer_overhead
 from orchestrator.report.escape import terminal_text
 from orchestrator.report.formats import clip, fmt_ms, fmt_percent, format_bytes, tracer_cost
+from orchestrator.report.terminal.footprint import footprint_text
 from orchestrator.report.terminal.table import format_table
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.results import DeviceResult, Job
@@ -88,6 +89,7 @@ def wall_clock_lines(job: Job) -> list[str]:
             ("planned", model.planned_memory_bytes), ("program", model.program_bytes)) if value is not None]
         if memory:
             line += "; " + ", ".join(memory)
+        line += footprint_text(model)  # memory by owner, energy per inference (issue 39)
         tracer = tracer_overhead(model)
         if tracer is not None and tracer.overhead is not None:  # worded as the pages word it: formats.tracer_cost
             line += (f"; without ETDump p50 {fmt_ms(percentile(model.untraced_execute_ms, 50))} ms "

@@ -36,6 +36,7 @@ def verdict_rows(comparison: Comparison) -> list[list[object]]:
         rows += [_series_row(pair)] if pair.series is not None else []  # the night against its series' reference
         rows += metric_rows(pair)  # an LLM's TTFT and decode tokens/s
         rows += _accuracy_row(pair)  # a quantized configuration's accuracy, judged on its own
+        rows += _memory_row(pair)  # the peak RSS, judged on its own (verdicts/memory.py)
         rows += [_op_row(pair, op) for op in pair.ops if op.verdict in _NOTABLE]
     return rows
 
@@ -76,6 +77,14 @@ def _accuracy_row(pair: PairVerdict) -> list[list[object]]:
         return []
     verdict = "ACCURACY-DROPPED" if found.dropped else "accuracy held"
     return [["", "", "accuracy vs fp32 eager", verdict, None, None, None, found.reason, None, None, None]]
+
+
+def _memory_row(pair: PairVerdict) -> list[list[object]]:
+    found = pair.memory
+    if found is None:
+        return []
+    verdict = "MEMORY-GREW" if found.grew else "memory held"
+    return [["", "", "peak RSS", verdict, None, None, _ratio(found.ratio), found.reason, None, None, None]]
 
 
 def _op_row(pair: PairVerdict, op: OpVerdict) -> list[object]:

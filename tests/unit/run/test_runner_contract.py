@@ -52,6 +52,16 @@ def test_a_good_line_is_typed_field_for_field_and_kept_as_printed() -> None:
     assert list(result.to_dict()) == list(printed())
 
 
+def test_the_memory_object_is_typed() -> None:
+    """Since issue 39: memory by owner (run/footprint.py), kept in result.json as printed."""
+    split = {"program": 100, "planned": 8, "delegate": 300, "runtime": 6, "other": 50, "rss": 400, "peak_rss": 470}
+    memory = {"counted": ["program", "planned", "runtime"], "delta": ["delegate", "other"], "source": "statm",
+              "delegated": True, "load": split, "end": split}
+    result = parse_result(stdout(printed(memory=memory)), INVOCATION, SOURCE)
+    assert result.memory is not None and result.memory.end.owners().total == 464 and result.memory.delegated
+    assert result.to_dict()["memory"] == memory
+
+
 def test_the_last_line_counts_and_unknown_keys_are_kept() -> None:
     text = stdout(printed(load_ms=9.0)) + stdout(printed(future_field={"a": 1}))
     result = parse_result(text, INVOCATION, SOURCE)
@@ -107,6 +117,8 @@ BROKEN = {
     "no calibration": (stdout(printed(calibration_rounds=None)), "calibration_rounds is None, but 250"),
     "huge size": (stdout(printed(peak_rss_kb=1 << 60)), "peak_rss_kb is 1152921504606846976"),
     "negative size": (stdout(printed(planned_memory_bytes=-1)), "planned_memory_bytes is -1"),
+    "memory not an object": (stdout(printed(memory=[1])), "memory is list, not an object"),
+    "memory owner unsplit": (stdout(printed(memory={"counted": ["program"], "delta": []})), "each of program"),
 }
 
 
