@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.profiles.op_identity import derived_identities
 from orchestrator.run.results import ModelResult, ModelStatus, ProcessRun
 from orchestrator.store.llm_points import figures_of
 
@@ -153,6 +152,9 @@ def _layers(conn: sqlite3.Connection, ids: str) -> dict[PointKey, tuple[tuple[st
 
 def _named(events: Sequence[Sequence[Any]]) -> list[tuple[str, float]]:
     """Each event (in the program's order, rowid) as (its identity's label, p50 ms); a second block's labels say it."""
+    # the op identity's module brings numpy (the kernel map): `history` and every store command must not
+    from orchestrator.profiles.op_identity import derived_identities
+
     blocks: dict[str, list[Sequence[Any]]] = {}
     for event in events:
         blocks.setdefault(str(event[0]), []).append(event)
