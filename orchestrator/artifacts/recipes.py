@@ -114,10 +114,19 @@ def _derived_name(value: str) -> str:
     return value.replace("_", "-")
 
 
+_VARIANT = "-per-tensor"
+
+
 def recipe_help() -> str:
-    """The names `--recipe` takes, for --help."""
-    names = ", ".join(available_recipes()) or "none: ExecuTorch is not installed"
-    return f"Export recipe(s) of ExecuTorch's export API ({names}; or {FACTORY_FORM}); a list sweeps: one model per recipe."
+    """The names `--recipe` takes, for --help; a name's `-per-tensor` variant beside it as `(-per-tensor)`, since the
+    help's column is about 22 characters wide in an 80-column terminal and cuts a longer word
+    (`int8-static-per-tens…`)."""
+    offered = list(available_recipes())
+    folded = [f"{name} ({_VARIANT})" if f"{name}{_VARIANT}" in offered else name
+              for name in offered if not (name.endswith(_VARIANT) and name.removesuffix(_VARIANT) in offered)]
+    names = ", ".join(folded) or "none: ExecuTorch is not installed"
+    factory = "FILE.py:FACTORY or module:FACTORY returning an ExportRecipe of executorch.export"  # FACTORY_FORM, short words
+    return f"Export recipe(s) of ExecuTorch's export API ({names}; or {factory}); a list sweeps: one model per recipe."
 
 
 def parse_recipes(text: str | None, where: str = "--recipe") -> tuple[RecipeSpec, ...]:

@@ -157,8 +157,7 @@ def _layers(conn: sqlite3.Connection, ids: str) -> dict[PointKey, tuple[tuple[st
 
 def _named(events: Sequence[Sequence[Any]]) -> list[tuple[str, float]]:
     """Each event (in the program's order, rowid) as (its identity's label, p50 ms); a second block's labels say it."""
-    # here, not at the top: op identity aligns kernels with numpy, and `etfarm history` (which imports the store)
-    # starts without it
+    # the op identity's module brings numpy (the kernel map): `history` and every store command must not
     from orchestrator.profiles.op_identity import derived_identities
 
     blocks: dict[str, list[Sequence[Any]]] = {}

@@ -55,8 +55,8 @@ def comparison_view(comparison: Comparison, runs: Sequence[Report], title: str, 
                       for p in comparison.pairs)
     links = tuple((p.device, p.model, href) for p in comparison.pairs
                   if (href := _baseline_href(p, output_dir)))
-    return ComparisonView(comparison, title, structure, links, tuple(confirmations), _trust(comparison), tuple(runs),
-                          tuple(notes))
+    return ComparisonView(comparison, title, structure, links, tuple(confirmations),
+                          _trust(comparison) or _trust_of_runs(comparison, runs), tuple(runs), tuple(notes))
 
 
 def pair_structure(device: str, model: str, rows_a: Sequence[StatRow] | None,
@@ -120,6 +120,14 @@ def _baseline_href(pair: PairVerdict, output_dir: Path | None) -> str:
     if report.is_file():
         return os.path.relpath(report, output_dir)
     return ""
+
+
+def _trust_of_runs(comparison: Comparison, runs: Sequence[Report]) -> tuple[tuple[str, TrustNote], ...]:
+    """The compared pairs' trust notes from the run reports the page carries (`run --ab`: its jobs, in memory, no run
+    directory to read): the page never says "no process run was flagged" above the runs' own flagged runs."""
+    wanted = {(p.device, model) for p in comparison.pairs for model in (p.model_a, p.model_b)}
+    return tuple((f"run {run.run_id}", n) for run in runs for n in run.trust
+                 if (n.device, n.model) in wanted and n.kind in (*WORRYING, "tracer"))
 
 
 def _trust(comparison: Comparison) -> tuple[tuple[str, TrustNote], ...]:

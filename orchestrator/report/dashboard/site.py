@@ -101,18 +101,18 @@ def publish(out: Path, store: Path | None = None) -> Published:
 def _check_out(out: Path, store: Path) -> None:
     """DIR is new, empty or this store's site, and a directory we can write in (made if missing): one line naming it
     otherwise (exit 2)."""
-    refused = refusal(out, store)
-    if refused is not None:
-        raise UsageError(f"--out {out}: {refused}")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot create it ({exc.strerror or exc})") from None
     if not out.is_dir():
         raise UsageError(f"--out {out}: not a directory")
-    unwritable = cannot_write_in(out)
+    unwritable = cannot_write_in(out)  # first: a full or read-only disk is the reason to give, whatever DIR holds
     if unwritable is not None:
         raise UsageError(f"--out {out}: cannot write in it ({unwritable})")
+    refused = refusal(out, store)
+    if refused is not None:
+        raise UsageError(f"--out {out}: {refused}")
 
 
 def _read_store(where: Path, out: Path, manifest: Mapping[str, Any]) -> _Reading:

@@ -254,7 +254,7 @@ def structure_section(view: ComparisonView) -> Section:
                             (False, False, False, True, True, True)))
     elif any(s.model_diff is not None and not s.model_diff.same for s in view.structure):
         blocks.append(Paragraph(text("The same op groups ran in both runs, but the model changed:")))
-    else:
+    elif len(unknown) < len(view.structure):  # "same" only where the ops were compared
         blocks.append(Paragraph(text("Same ops in both runs: no op group was added, removed or changed its count.")))
     if lines:
         blocks.append(Bullets(tuple(lines)))

@@ -81,3 +81,14 @@ def test_a_named_recipe_lowers_to_xnnpack_only() -> None:
     with pytest.raises(UsageError, match="--backend portable: recipe fp32 lowers to xnnpack"):
         check_recipe_backend("portable", parse_recipes("fp32,int8-static"))
     check_recipe_backend("portable", (RecipeSpec("r.py:make", "make"),))  # a factory's recipe says how it lowers
+
+
+def test_the_recipe_help_keeps_every_word_short_enough_for_an_80_column_help() -> None:
+    """`--help` cut `int8-static-per-tens…` (issue 35): a name's -per-tensor variant is said beside it."""
+    from orchestrator.artifacts.recipes import available_recipes, recipe_help
+
+    text = recipe_help()
+    assert all(len(word) <= 22 for word in text.split()), [w for w in text.split() if len(w) > 22]
+    for name in available_recipes():
+        base = name.removesuffix("-per-tensor")
+        assert base in text and (name == base or f"{base} (-per-tensor)" in text)

@@ -61,3 +61,22 @@ def test_compare_of_runs_with_nothing_in_common_is_one_line_exit_2(tmp_path: Pat
         store.record(b)
     assert main(["compare", str(b), "--baseline", "run-a", "--store", str(db)]) == 2
     assert "no (device, model) in common" in capsys.readouterr().err
+
+
+def test_a_run_ab_page_of_two_models_says_what_it_could_not_compare_and_lists_flagged_runs() -> None:
+    """`run --ab` of two different models (its jobs in memory, no run directories): the page said "Same ops in both
+    runs" of ops it never compared, and "No process run of either side was flagged" above the runs' flagged runs."""
+    from orchestrator.report.model import Report, TrustNote
+
+    settings = VerdictSettings()
+    pair = PairVerdict("local", "tiny_cnn", "deep_mlp", Verdict.IMPROVED, Estimate(0.05, 0.04, 0.06, 0.01, 3, 3, 1.0, 0.05),
+                       settings.threshold, settings.op_threshold)
+    flagged = TrustNote("local", "deep_mlp", "interfered", "run-1 interfered (calibration +25%): kept in the statistics")
+    run = Report("r1", "ok", "2026-11-27T16:24:08+0000", None, ("local",), None, (), (), (), "", (), trust=(flagged,))
+    html = render_html(comparison_page(comparison_view(Comparison("tiny_cnn", "deep_mlp", settings, (pair,)), [run],
+                                                       "A/B", None)))
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+    assert "Same ops in both runs" not in text and "No per-op statistics to compare for local" in text
+    trust = text[text.index("What to trust"):]
+    assert "No process run of either side was flagged" not in trust
+    assert "run-1 interfered (calibration +25%)" in trust
