@@ -214,12 +214,14 @@ def _op_runs(root: Path, present: Sequence[tuple[DeviceResult, ModelResult]],
 
 
 def _runs(model: ModelResult) -> list[tuple[float, ...]]:
-    return [r.execute_ms for r in model.traced_runs if r.execute_ms]
+    """Each traced run's clean executions (run/contention.py); all of them when no execution of the model was clean."""
+    clean = [r.clean_execute_ms for r in model.traced_runs if r.clean_execute_ms]
+    return clean or [r.execute_ms for r in model.traced_runs if r.execute_ms]
 
 
 def _latency(device: DeviceResult, model: ModelResult, baseline: str | None,
              base_runs: list[tuple[float, ...]]) -> DeviceLatency:
-    samples = model.wall_execute_ms
+    samples = model.reported_execute_ms
     runs = _runs(model)
     p50_ms, p90_ms = p50(runs), percentile(samples, 90)
     if device.name == baseline:
