@@ -9,7 +9,9 @@ were left out. An event whose every sample was contended keeps its row with no s
 nothing clean was measured, and a figure from contended samples would pass it off as measured.
 
 A run whose ETDump does not hold exactly one call block instance per call of every execution (a program
-whose calls do not share one block) keeps all its samples: the mapping cannot be trusted there.
+whose calls do not share one block) keeps all its samples: the mapping cannot be trusted there. An LLM's
+prefill / decode columns (profiles/phases.py, computed first, over every call) are kept as they were: splitting
+calls by phase needs every call of a run.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 
 from orchestrator.profiles.analysis_core import SampleSet
 from orchestrator.profiles.phases import EXECUTE_EVENT
-from orchestrator.profiles.stat_rows import ModelStats, StatRow, rows_of
+from orchestrator.profiles.stat_rows import PHASE_COLUMNS, ModelStats, StatRow, rows_of
 
 
 def contended_mask(samples: SampleSet, clean: Mapping[str, Sequence[bool]], calls: Mapping[str, int]) -> np.ndarray:
@@ -60,9 +62,10 @@ def drop_contended(stats: ModelStats, clean: Mapping[str, Sequence[bool]], calls
     new = {row.key: row for row in rows_of(kept, stats.device, stats.model)}
     block_of = {key: b for b, key in enumerate(samples.block_keys)}
     rows = []
-    for row in stats.rows:  # every event keeps its row, in the order the whole samples gave
+    for row in stats.rows:  # every event keeps its row, in the order the whole samples gave, and its phase figures
         count = int(left_out[block_of[row.event_block] * width + row.event_index])
-        rows.append(replace(new.get(row.key, _emptied(row)), contended_samples=count))
+        phases = {column: getattr(row, column) for column in PHASE_COLUMNS}
+        rows.append(replace(new.get(row.key, _emptied(row)), **phases, contended_samples=count))
     return replace(stats, rows=tuple(rows), samples=kept)
 
 

@@ -91,6 +91,14 @@ def _clean_executions(etdump: Path) -> list[bool] | None:
     return list(run.clean) if run is not None and run.contention is not None and run.contention.wait_ms else None
 
 
+def measured_samples(rows: Any) -> Any:
+    """Per row of a stats frame, every sample measured: those in its statistics plus the contended ones left out
+    (`contended_samples`; absent or empty where the runner measured no contention). What a job recorded, whatever
+    the host's load."""
+    contended = rows["contended_samples"].fillna(0) if "contended_samples" in rows else 0
+    return (rows["samples"] + contended).astype(int)
+
+
 def _text(value: Any) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 

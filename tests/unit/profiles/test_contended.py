@@ -76,3 +76,12 @@ def test_an_event_with_no_clean_sample_keeps_its_row_without_statistics(tmp_path
 def test_a_run_whose_blocks_do_not_match_its_executions_keeps_its_samples() -> None:
     s = samples([[1.0, 9.0]])
     assert not contended_mask(s, {"run-1": (True, False, True)}, {}).any()  # three executions, two instances
+
+
+def test_an_llms_phase_figures_are_kept_as_computed_over_every_call() -> None:
+    from orchestrator.profiles.phases import RunCalls, with_phases
+
+    phased = with_phases(stats(samples([[1.0, 9.0]], calls=4)), {"run-1": RunCalls(1, 3, 2)})
+    clean = drop_contended(phased, {"run-1": (True, False)}, {"run-1": 4})
+    op = next(r for r in clean.rows if r.event_name == "native_call_mm.out")
+    assert (op.samples, op.contended_samples, op.prefill_samples, op.decode_samples) == (4, 4, 2, 6)
