@@ -8,7 +8,8 @@ checked against the model's structure in test_op_naming.py and test_kernel_map.p
 
 A job leaves out the samples of executions that waited for a CPU (profiles/contended.py). When an ETDump lies in a
 job's run directory, the reference leaves out the same executions, found independently here: the job's manifest
-says which executions of that process run were clean (`ProcessRun.clean`), and Inspector's samples of a forward
+says which executions of that process run were clean (`ProcessRun.clean`; when none of the model's was, all are
+kept), and Inspector's samples of a forward
 call's block are in call order (one per call, every execution the same number of calls).
 """
 
@@ -88,6 +89,8 @@ def _clean_executions(etdump: Path) -> list[bool] | None:
     device = load_manifest(device_dir.parent).device(device_dir.name)
     model = device.model(model_dir.name) if device is not None else None
     run = next((r for r in model.runs if r.label == run_dir.name), None) if model is not None else None
+    if model is None or not any(r.clean_execute_ms for r in model.traced_runs):
+        return None  # no execution of the model was clean: the job keeps them all
     return list(run.clean) if run is not None and run.contention is not None and run.contention.wait_ms else None
 
 

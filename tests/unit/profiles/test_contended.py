@@ -65,12 +65,24 @@ def test_runs_measured_clean_count_zero_and_unmeasured_ones_change_nothing() -> 
     assert "contended_samples" not in csv_text(whole.rows)
 
 
-def test_an_event_with_no_clean_sample_keeps_its_row_without_statistics(tmp_path) -> None:
-    clean = drop_contended(stats(samples([[3.0, 4.0]])), {"run-1": (False, False)}, {})
-    op = next(r for r in clean.rows if r.event_name == "native_call_mm.out")
-    assert (op.samples, op.p50_ms, op.contended_samples) == (0, None, 2)
+def test_when_no_execution_was_clean_nothing_is_left_out(tmp_path) -> None:
+    whole = stats(samples([[3.0, 4.0]]))
+    clean = drop_contended(whole, {"run-1": (False, False)}, {})
+    assert [r.samples for r in clean.rows] == [r.samples for r in whole.rows]
+    assert {r.contended_samples for r in clean.rows} == {0}
     (tmp_path / "stats.csv").write_text(csv_text(clean.rows))
     assert read_stats_csv(tmp_path / "stats.csv") == clean.rows  # the column reads back
+
+
+def test_an_event_with_no_clean_sample_keeps_its_row_without_statistics() -> None:
+    s = samples([[3.0, 4.0]])
+    only_in_second = (s.block == 1) & (s.event_index == 1) & (s.iteration == 0)  # the op ran in execution 1 only
+    keep = ~only_in_second
+    s = SampleSet(s.run[keep], s.block[keep], s.event_index[keep], s.iteration[keep], s.duration_ms[keep], s.run_labels,
+                  s.block_keys, s.block_events, None)
+    clean = drop_contended(stats(s), {"run-1": (True, False)}, {})
+    op = next(r for r in clean.rows if r.event_name == "native_call_mm.out")
+    assert (op.samples, op.p50_ms, op.contended_samples) == (0, None, 1)
 
 
 def test_a_run_whose_blocks_do_not_match_its_executions_keeps_its_samples() -> None:
