@@ -114,11 +114,11 @@ class ContentionSummary:
 
 
 def contention_text(summary: ContentionSummary) -> str | None:
-    """`contended: 25 of 60 executions left out (42 %), wait p50 0.012 ms, max 27.7 ms; CPU/wall 0.38`: how every
+    """`25 of 60 executions waited for a CPU (42%), wait p50 0.012 ms, max 27.7 ms; CPU/wall 0.38`: how every
     summary and page words a model's contention; None when nothing was measured."""
     if not summary.executions:
         return None
-    text = (f"contended: {summary.contended} of {summary.executions} executions left out "
+    text = (f"{summary.contended} of {summary.executions} executions waited for a CPU "
             f"({summary.contended / summary.executions:.0%}), wait p50 {summary.wait_ms_p50:.3g} ms, "
             f"max {summary.wait_ms_max:.3g} ms")
     return text + (f"; CPU/wall {summary.cpu_over_wall:.2f}" if summary.cpu_over_wall is not None else "")

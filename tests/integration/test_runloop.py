@@ -129,7 +129,7 @@ def test_a_busy_loop_on_the_pinned_core_makes_executions_contended(tmp_path: Pat
 
     page = render_markdown(run_page(build_report(tmp_path / "out")))
     trust = page[page.index("### What to trust"):page.index("### Model")]
-    assert f"contended: {dropped} of 60 executions left out" in trust
+    assert f"{dropped} of 60 executions waited for a CPU" in trust
 
 
 def test_a_quiet_pinned_device_is_not_unstable(tmp_path: Path) -> None:

@@ -85,7 +85,7 @@ def _model_notes(device: DeviceResult, model: ModelResult, planned: int) -> list
     contended = contention_text(model.contention_summary)
     if contended and model.contention_summary.contended:
         notes.append(TrustNote(device.name, model.name, "contended",
-                               contended + ": executions that waited for a CPU are not in the statistics"))
+                               contended + ": those executions are not in the statistics"))
     missing = planned - len(model.traced_runs)
     if missing > 0 and model.traced_runs:
         notes.append(TrustNote(device.name, model.name, "partial",

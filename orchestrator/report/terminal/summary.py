@@ -95,7 +95,7 @@ def wall_clock_lines(job: Job) -> list[str]:
             line += "; UNSTABLE: " + "; ".join(model.stability.reasons)
         contended = contention_text(model.contention_summary)
         if contended:
-            line += "; " + contended
+            line += "; contention: " + contended
         flagged = model.flagged_runs
         if flagged:
             line += "; FLAGGED: " + ", ".join(flag_text(r) for r in flagged)
