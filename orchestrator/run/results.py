@@ -29,6 +29,7 @@ from orchestrator.ids import checked_id
 from orchestrator.run.accuracy import Accuracy
 from orchestrator.run.codec import KEYED, FieldError, Layout, decode, encode
 from orchestrator.run.conditions import DeviceState
+from orchestrator.run.contention import Contention, ContentionSummary, clean_mask, contention_summary
 from orchestrator.run.energy_figures import ModelEnergy
 from orchestrator.run.footprint import ModelMemory, RunnerMemory
 from orchestrator.run.job_config import JobConfig, JobOptions, ModelArtifacts
@@ -131,6 +132,16 @@ class ProcessRun:
     pss_kb: int | None = None  # PSS after the measured executions
     llm: LlmRunFigures | None = None  # an LLM's generations: TTFT, prefill and decode figures, tokens
     memory: RunnerMemory | None = None  # memory by owner after load and after the executions (run/footprint.py)
+    contention: Contention | None = None  # CPU taken from the runner, per execution (run/contention.py); None: unmeasured
+
+    @property
+    def clean(self) -> tuple[bool, ...]:
+        """Per measured execution, whether it ran without waiting for a CPU (all True when unmeasured)."""
+        return clean_mask(self.execute_ms, self.contention.wait_ms if self.contention else ())
+
+    @property
+    def clean_execute_ms(self) -> tuple[float, ...]:
+        return tuple(ms for ms, ok in zip(self.execute_ms, self.clean, strict=True) if ok)
 
     @property
     def calibration_ms(self) -> float | None:
@@ -200,6 +211,27 @@ class ModelResult:
         return tuple(ms for r in self.untraced_runs for ms in r.execute_ms)
 
     @property
+    def clean_wall_execute_ms(self) -> tuple[float, ...]:
+        """The traced runs' executions that did not wait for a CPU (run/contention.py's rule), in run order."""
+        return tuple(ms for r in self.traced_runs for ms in r.clean_execute_ms)
+
+    @property
+    def reported_execute_ms(self) -> tuple[float, ...]:
+        """What every p50 and p90 of this model is over: the clean executions, or all when none was clean (then the
+        contention summary says every one was contended)."""
+        return self.clean_wall_execute_ms or self.wall_execute_ms
+
+    @property
+    def contention_summary(self) -> ContentionSummary:
+        """How contended this model's process runs (traced and not) were: what the job reports per device."""
+        return contention_summary([(r.execute_ms, r.contention) for r in self.runs])
+
+    @property
+    def contended_share(self) -> float | None:
+        """The share of measured executions dropped as contended, over all runs; None when none was measured."""
+        return self.contention_summary.contended_share
+
+    @property
     def load_ms(self) -> tuple[float, ...]:
         return tuple(r.load_ms for r in self.traced_runs if r.load_ms is not None)
 
@@ -267,7 +299,7 @@ class ModelResult:
                                  for r in self.flagged_runs},
                 "tracer_overhead": self.tracer_overhead, "execute_cv": self.execute_cv,
                 "within_run_spread": self.stability.within, "between_run_spread": self.stability.between,
-                "unstable": self.unstable, **llm_summary(self.runs)}
+                "unstable": self.unstable, "contention": self.contention_summary.to_dict(), **llm_summary(self.runs)}
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)

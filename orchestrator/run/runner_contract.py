@@ -24,6 +24,7 @@ from orchestrator.artifacts.build import RUNNER_REL
 from orchestrator.artifacts.generation import GenerationArgs, LlmRunFigures
 from orchestrator.errors import DataError
 from orchestrator.run.codec import Layout, encode
+from orchestrator.run.contention import Contention
 from orchestrator.run.footprint import RunnerMemory
 
 __all__ = ["RUNNER_REL", "RunnerInvocation", "RunnerResult", "parse_result", "result_line"]
@@ -39,10 +40,10 @@ RESULT_PREFIX = "ETFARM_RESULT "
 MAX_TIME_MS = 86_400_000.0  # one day, for any time (no process run may take longer)
 MAX_BYTES = 1 << 50  # a petabyte, for any size in bytes or KiB
 MAX_THREADS = 1 << 16
-# Rounds of the runner's calibration workload (64x64 GEMM + 2 MiB of copies each): about 15 ms
-# on the 2-vCPU Xeon testbed, long enough for a busy loop sharing the core to show (the
-# scheduler's slices are a few ms), short enough to cost little per process run.
-CALIBRATION_ROUNDS = 250
+# Rounds of the runner's calibration workload (64x64 GEMM + 2 MiB of copies each) a process run asks for: none.
+# The runner's own contention measure (run/contention.py) catches every run the workload flagged, per execution, at
+# a hundredth of its cost (benchmarks/README.md "Contention"); `--calibration_rounds` stays in the runner.
+CALIBRATION_ROUNDS = 0
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class RunnerResult:
     mode: str | None = None  # "forward" or "generate"
     llm: LlmRunFigures | None = None  # generation mode: the `llm` object (artifacts/generation.py)
     memory: RunnerMemory | None = None  # memory by owner (run/footprint.py), since issue 39
+    contention: Contention | None = None  # what took the CPU away per execution (run/contention.py); older runners: None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -189,6 +191,7 @@ def _checked(data: dict[str, Any], invocation: RunnerInvocation) -> RunnerResult
     values = {k: data[k] for k in known if k in data}
     llm = values.pop("llm", None)
     memory = values.pop("memory", None)
+    contention = values.pop("contention", None)
     _check_types(values)
     samples = values.get("execute_ms", [])
     if any(not 0.0 <= ms <= MAX_TIME_MS for ms in samples):
@@ -207,6 +210,7 @@ def _checked(data: dict[str, Any], invocation: RunnerInvocation) -> RunnerResult
     values["llm"] = _checked_llm(values.get("mode"), llm, invocation)
     try:
         values["memory"] = None if memory is None else RunnerMemory.checked(memory)
+        values["contention"] = None if contention is None else _checked_contention(contention, invocation.iterations)
     except ValueError as exc:
         raise _Bad(str(exc)) from None
     values["execute_ms"] = tuple(float(ms) + 0.0 for ms in samples)  # + 0.0: a -0.0 is 0.0
@@ -254,6 +258,29 @@ def _check_counts(values: dict[str, Any], invocation: RunnerInvocation) -> None:
                                               or "calibration_before_ms" not in values
                                               or "calibration_after_ms" not in values):
         raise _Bad(f"calibration_rounds is {rounds}, but {invocation.calibration_rounds} were asked for, with both times")
+
+
+_CONTENTION_FIGURES = {"cpu_ms": float, "wall_ms": float, "read_ms": float, "involuntary_switches": int,
+                       "migrations": int, "threads": int}
+
+
+def _checked_contention(raw: Any, executions: int) -> Contention:
+    """The `contention` object (runners/etfarm_sched.h): one wait per execution (or none: unreadable), times in
+    [0, MAX_TIME_MS], counts whole; -1 (the device could not read it) becomes None. ValueError says what is wrong."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"contention is {_show(raw)}, not an object")
+    waits = raw.get("wait_ms", [])
+    if not isinstance(waits, list) or any(not _is(w, float) or not 0 <= w <= MAX_TIME_MS for w in waits):
+        raise ValueError(f"contention.wait_ms is {_show(waits)}: not a list of times in [0, {MAX_TIME_MS:.0f}] ms")
+    if waits and len(waits) != executions:
+        raise ValueError(f"contention.wait_ms holds {len(waits)} waits for {executions} executions")
+    figures: dict[str, Any] = {}
+    for name, kind in _CONTENTION_FIGURES.items():
+        value = raw.get(name, -1)
+        if not _is(value, kind) or not -1 <= value <= (MAX_TIME_MS if kind is float else MAX_BYTES):
+            raise ValueError(f"contention.{name} is {_show(value)}: not {'a time' if kind is float else 'a count'} or -1")
+        figures[name] = None if value < 0 else kind(value) + kind(0)  # + 0.0: a -0.0 is 0.0
+    return Contention(tuple(float(w) + 0.0 for w in waits), **figures)
 
 
 def _check_pss(values: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from orchestrator.artifacts.recipes import RecipeInfo
 from orchestrator.errors import Blame
 from orchestrator.run.accuracy import Accuracy
 from orchestrator.run.conditions import DeviceState
+from orchestrator.run.contention import Contention
 from orchestrator.run.results import (
     Attempt,
     DeviceResult,
@@ -39,7 +40,9 @@ def rich_job() -> Job:
                    artifacts=("d/m/run-1/etdump.etdp",), runner={"method": "forward", "warmup": 3}, cold=True,
                    peak_rss_load_kb=6000, peak_rss_kb=7000, planned_memory_bytes=1248, program_bytes=72616,
                    calibration_before_ms=15.0, calibration_after_ms=16.0, flag=RunFlag.INTERFERED, slowdown=0.25,
-                   runner_ms=30.0, step_ms=80.0),
+                   runner_ms=30.0, step_ms=80.0,
+                   contention=Contention((0.01, 0.5, 0.02), cpu_ms=5.25, wall_ms=5.75, involuntary_switches=3, migrations=1,
+                                         threads=2, read_ms=0.125)),
         ProcessRun("e2e-1", False, (1.0, 1.25)),
     )
     model = ModelResult("m", ModelStatus.PARTIAL, runs, Verification(VerificationStatus.FAIL, "max diff 0.5", 0.5, 2),
