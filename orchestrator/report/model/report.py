@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from orchestrator.numerics.model import NumericsReport
+from orchestrator.profiles.delegation import Coverage
 from orchestrator.profiles.op_identity import OpIdentity
 from orchestrator.profiles.rollups import Rollup
 from orchestrator.report.model.llm import LlmSection
@@ -239,6 +240,8 @@ class Report:
     llm: tuple[LlmSection, ...] = ()  # models that generated: TTFT, tokens/s, memory, phases (report/builders/llm.py)
     memory: tuple[MemoryRow, ...] = ()  # per model and device: peak RSS, PSS, planned, program (report/builders/memory.py)
     quantized: tuple[RecipeGroup, ...] = ()  # models under export recipes, side by side (report/builders/quantized.py)
+    delegation: tuple[Coverage, ...] = ()  # per model and device: time in the delegate, ops left outside it
+    left_out: tuple[str, ...] = ()  # configurations the job left out (`<model> NOT EXPORTED: <reason>`)
 
 
 @dataclass(frozen=True)
