@@ -1,15 +1,16 @@
 """The model zoo: every architecture of benchmarks/zoo/ under every recipe, on `local` and the emulated board.
 
     python -m benchmarks.bench_zoo [--devices local,board] [--models mobilenet_v2,bert_tiny] [--recipes ...]
-                                   [--runs 3] [--iterations 10] [--out DIR] [--from DIR] [--no-readme]
+                                   [--runs 3] [--iterations 10] [--out DIR] [--from DIR]... [--table-only]
+                                   [--no-readme]
 
 One `etfarm run` per model (its recipes swept in one job, so a configuration that fails is left out and the
 others are measured), on the devices given: `local` is this host; `board` is the emulated Cortex-A76 board of
 the testbed (an sshd on loopback whose runner runs under `qemu-aarch64 -cpu cortex-a76`, as
 tests/integration/testbed/ builds it; needs qemu-user and the aarch64 cross g++). Each job's figures
 (benchmarks/zoo/figures.py) go to DIR/zoo.json as they come, and the table under "## Model zoo" in
-benchmarks/README.md (benchmarks/zoo/table.py). `--from DIR` rewrites the table from a previous DIR/zoo.json
-(and adds what this call measures). Needs the `zoo` extra (transformers). No target: a benchmark, not a test.
+benchmarks/README.md (benchmarks/zoo/table.py). `--from DIR` (repeatable) starts from a previous DIR/zoo.json
+and adds what this call measures; with `--table-only` it measures nothing and writes the table. Needs the `zoo` extra (transformers). No target: a benchmark, not a test.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ def main() -> int:
     devices = tuple(args.devices.split(","))
     recipes = tuple(args.recipes.split(","))
     models = [zoo_model(n) for n in args.models.split(",")] if args.models else list(ZOO)
-    rows = _previous(Path(args.from_dir)) if args.from_dir else {}
+    rows: dict[str, list[ZooRow]] = {}
+    for folder in args.from_dir:
+        rows.update(_previous(Path(folder)))
+    if args.table_only:
+        models = []
     with _inventory(out, devices) as inventory:
         for model in models:
             started = time.monotonic()
@@ -78,7 +83,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--out", default="")
-    parser.add_argument("--from", dest="from_dir", default="")
+    parser.add_argument("--from", dest="from_dir", action="append", default=[],
+                        help="a previous --out whose zoo.json to start from (repeatable)")
+    parser.add_argument("--table-only", action="store_true", help="measure nothing: the table from --from alone")
     parser.add_argument("--no-readme", action="store_true")
     return parser.parse_args()
 

@@ -211,6 +211,7 @@ def test_a_recipe_that_cannot_quantize_a_model_fails_that_configuration_only(tmp
                      "AssertionError: Delegation to XNNPACK requires group_size to be a multiple of 32, but got 20"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "partial" and list(manifest["models"]) == ["narrow_linear-fp32"]
+    assert [(x["name"], x["recipe"]) for x in manifest["left_out"]] == [("narrow_linear-int8da-int4w", "int8da-int4w")]
     assert manifest["devices"]["local"]["models"]["narrow_linear-fp32"]["verification"]["status"] == "pass"
 
 
