@@ -8,7 +8,7 @@ feeds and its own phases. The progress line names each phase with its time and t
 phases (`own_share`), which should stay under a quarter of the export.
 
 A phase that raises is that configuration's failure: `PhaseClock.phase` turns anything but etfarm's own
-errors into an `ExportError` naming the phase and the tool's own message (run/sweep.py leaves it out).
+errors into a `ConfigurationFailed` (an ExportError) naming the phase and the tool's own message (run/sweep.py leaves it out).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.errors import EtfarmError, ExportError, one_line
+from orchestrator.errors import ConfigurationFailed, EtfarmError, one_line
 
 # In the order they run; the last three are etfarm's own (the eager run is the fp32 model, ~ one forward).
 PHASES = ("eager run", "capture", "calibration", "quantization", "lowering", "ETRecord", "host reference",
@@ -83,7 +83,7 @@ class PhaseClock:
         except EtfarmError:
             raise
         except Exception as exc:  # noqa: BLE001  (the tool's own reason, whatever it raised)
-            raise ExportError(f"{name} of {self._what} failed: {type(exc).__name__}: {first_line(exc)}") from None
+            raise ConfigurationFailed(f"{name} of {self._what} failed: {type(exc).__name__}: {first_line(exc)}") from None
         finally:
             self.add(name, time.perf_counter() - started)
 

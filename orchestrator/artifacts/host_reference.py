@@ -17,14 +17,15 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from orchestrator.errors import ExportError, one_line
+from orchestrator.errors import ConfigurationFailed, one_line
 
 _ERROR_LINE = re.compile(r"(\[[^\]]+\]\s*)?[^\n]*\berror\b[^\n]*", re.IGNORECASE)
 _LOG_PREFIX = re.compile(r"^[A-Z] \d\d:\d\d:\d\d\.\d+ executorch:\s*")  # ET_LOG's "E 00:00:00.123 executorch:"
 
 
 def run_on_host(run: Callable[[], Any], what: str) -> Any:
-    """`run()`, an ExportError with the runtime's own reason when it raises. `what` names the configuration."""
+    """`run()`, or a ConfigurationFailed (an ExportError) with the runtime's own reason when it raises. `what` names
+    the configuration."""
     with held_stderr() as said:
         try:
             return run()
@@ -32,7 +33,7 @@ def run_on_host(run: Callable[[], Any], what: str) -> Any:
             raised = one_line(str(exc)) or type(exc).__name__
             own = runtime_reason(said())
             reason = f"{own} ({raised})" if own and own not in raised else raised
-            raise ExportError(f"the host's reference run of {what} failed: {reason}") from None
+            raise ConfigurationFailed(f"the host's reference run of {what} failed: {reason}") from None
 
 
 def runtime_reason(text: str) -> str:

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from orchestrator.artifacts.llm import LlmRecipe
 from orchestrator.artifacts.recipes import RecipeInfo, RecipeSpec
-from orchestrator.errors import ExportError
+from orchestrator.errors import ConfigurationFailed
 
 # XNNPackRecipeType member -> export_llama's flags for the same quantization.
 LLM_RECIPE_ARGS: dict[str, tuple[str, ...]] = {
@@ -29,10 +29,10 @@ def llm_under_recipe(spec_text: str, llm: LlmRecipe, recipe: RecipeSpec) -> tupl
     args = LLM_RECIPE_ARGS.get(recipe.member or "")
     if args is None:
         offered = ", ".join(f"{member} ({' '.join(flags) or 'no flags'})" for member, flags in LLM_RECIPE_ARGS.items())
-        raise ExportError(f"recipe {recipe.label} does not apply to {spec_text!r}, an LLM exported by export_llama: it "
+        raise ConfigurationFailed(f"recipe {recipe.label} does not apply to {spec_text!r}, an LLM exported by export_llama: it "
                           f"quantizes with its own options, of which etfarm maps {offered}")
     if args and llm.export_args:
-        raise ExportError(f"recipe {recipe.label} does not apply to {spec_text!r}: its LlmRecipe.export_args "
+        raise ConfigurationFailed(f"recipe {recipe.label} does not apply to {spec_text!r}: its LlmRecipe.export_args "
                           f"({' '.join(llm.export_args)}) already say how to export it; drop them or the recipe")
     info = RecipeInfo(recipe.text, recipe.label, "export_llama " + (" ".join(args) or "-d fp32"), bool(args))
     return replace(llm, export_args=llm.export_args + args), info

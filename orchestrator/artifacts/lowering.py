@@ -47,7 +47,7 @@ from orchestrator.artifacts.model_sources import local_sources
 from orchestrator.artifacts.modelspec import ModelSpec, call_factory, check_factory_result, user_code
 from orchestrator.artifacts.recipe_export import export_recipe_into
 from orchestrator.artifacts.recipes import RecipeInfo, RecipeSpec
-from orchestrator.errors import ExportError, ModelSpecError, UsageError
+from orchestrator.errors import ConfigurationFailed, ExportError, ModelSpecError, UsageError
 from orchestrator.versions import tool_versions
 
 BACKENDS = ("xnnpack", "portable")
@@ -130,14 +130,23 @@ def export_model(
     if (entry / META_NAME).is_file() and not force:
         log(f"export cached: {spec.name} ({_how(backend, recipe)}) {entry}")
         return _from_entry(spec, backend, key, entry, cached=True)
+    failed = cache.cache_dir("exports") / f"failed-{key[:32]}.json"  # a configuration that failed: remembered
+    if failed.is_file() and not force and (reason := _failed_before(failed, key)):
+        log(f"export failed before: {spec.name} ({_how(backend, recipe)}), same sources, versions and recipe "
+            f"(`etfarm export --force` tries again)")
+        raise ConfigurationFailed(reason)
     if force and entry.exists():
         shutil.rmtree(entry)
     log(f"exporting {spec.name} with {_how(backend, recipe)} (imports torch, takes a few seconds)")
     staging = cache.staging_dir("exports")
     try:
         started = time.monotonic()
-        with user_code(spec):  # the model's forward may print or exit while it is traced
-            notes = _lower_into(spec, backend, staging, log, recipe)
+        try:
+            with user_code(spec):  # the model's forward may print or exit while it is traced
+                notes = _lower_into(spec, backend, staging, log, recipe)
+        except ConfigurationFailed as exc:
+            cache.write_json_atomic(failed, {"key": key, "reason": str(exc)})
+            raise
         cache.write_json_atomic(
             staging / META_NAME,
             {"name": spec.name, "spec": spec.text, "backend": backend, "key": key, "versions": tool_versions(),
@@ -150,6 +159,15 @@ def export_model(
     phases = f": {ExportPhases.from_dict(notes['phases']).line()}" if notes.get("phases") else ""
     log(f"exported {spec.name} ({_how(backend, recipe)}) in {time.monotonic() - started:.1f}s{phases} -> {entry}")
     return _from_entry(spec, backend, key, entry, cached=False)
+
+
+def _failed_before(path: Path, key: str) -> str | None:
+    """The reason a configuration of this key failed with, or None (another key's, or unreadable)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return str(data["reason"]) if isinstance(data, dict) and data.get("key") == key and data.get("reason") else None
 
 
 def _how(backend: str, recipe: RecipeSpec | None) -> str:

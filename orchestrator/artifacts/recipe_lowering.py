@@ -21,7 +21,7 @@ from typing import Any
 from orchestrator.artifacts.host_reference import run_on_host
 from orchestrator.artifacts.modelspec import call_factory
 from orchestrator.artifacts.recipes import RECIPE_BACKEND, RecipeSpec, available_recipes
-from orchestrator.errors import ExportError, ModelSpecError, UsageError, one_line
+from orchestrator.errors import ConfigurationFailed, ModelSpecError, UsageError, one_line
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def lower_with_recipe(spec_text: str, recipe: RecipeSpec, model: Any, inputs: tu
             session = export(model, [inputs], export_recipe=export_recipe, generate_etrecord=True)
         program = session.get_executorch_program_manager()
     except Exception as exc:  # noqa: BLE001  (the exporter's reason, whatever it raised)
-        raise ExportError(f"exporting {spec_text!r} with recipe {recipe.label} failed: {type(exc).__name__}: "
+        raise ConfigurationFailed(f"exporting {spec_text!r} with recipe {recipe.label} failed: {type(exc).__name__}: "
                           f"{one_line(str(exc).strip().splitlines()[0] if str(exc).strip() else '')}") from None
     return RecipeProgram(program, session, quantized, len(fed) if fed is not None else None,
                          str(export_recipe.name or recipe.label), own, _stage_ms(session), sum(spent))
