@@ -83,7 +83,7 @@ def _measured(job: Job, model: str, recipe: str, device: str, name: str, fp32: s
     if result is None or not result.wall_execute_ms:
         why = (result.error if result else None) or (found.error if found else None) or "no measurement"
         return ZooRow(model, recipe, device, False, why, **export)
-    base = found.model(fp32) if fp32 and found else None
+    base = found.model(fp32) if fp32 and found and name != fp32 else None  # fp32 is the base: no ratio of itself
     ratio, ci = ratio_with_ci(_runs(base), _runs(result)) if base is not None else (None, None)
     cover = coverage(device, name, stats.get((device, name), ()))
     accuracy = result.accuracy

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.zoo.catalog import ZOO
+from benchmarks.zoo.catalog import ROOT, ZOO
 from benchmarks.zoo.figures import ZooRow
 
 HEADING = "## Model zoo"
@@ -56,6 +56,8 @@ def _export_cells(row: ZooRow) -> list[str]:
 
 
 def _speedup(row: ZooRow) -> str:
+    if row.recipe == "fp32" and row.measured:
+        return "(base)"
     if row.speedup is None:
         return "-"
     ci = f" [{row.speedup_ci[0]:.2f}, {row.speedup_ci[1]:.2f}]" if row.speedup_ci else ""
@@ -69,10 +71,10 @@ def _outside(row: ZooRow) -> str:
 
 
 def _why(row: ZooRow) -> str:
+    reason = row.reason.replace(f"{ROOT}/", "").replace("|", "\\|")  # paths as in the checkout
     if row.measured:
-        return row.reason.replace("|", "\\|")
-    label = "NOT EXPORTED" if row.export_s is None else "not measured"
-    return f"{label}: {row.reason}".replace("|", "\\|")
+        return reason
+    return f"{'NOT EXPORTED' if row.export_s is None else 'not measured'}: {reason}"
 
 
 def _num(value: float | None, form: str) -> str:
