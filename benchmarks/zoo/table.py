@@ -32,8 +32,13 @@ def section(rows: Sequence[ZooRow], intro: str) -> str:
                  _num(row.snr_db, "{:.1f}"), _num(row.top1, "{:.0%}"), _outside(row), _why(row)]
         lines.append("| " + " | ".join(cells) + " |")
     measured = sum(r.measured for r in rows)
+    missing = [m.name for m in ZOO if m.name not in {r.model for r in rows}]
     lines += ["", f"{measured} of {len(rows)} (configuration, device) pairs measured; "
-              f"{len({r.model for r in rows})} models.", ""]
+              f"{len({r.model for r in rows})} models on {', '.join(sorted({r.device for r in rows}))}."]
+    if missing:
+        lines.append(f"Not in this table (the bench did not reach them): {', '.join(missing)}; "
+                     "`python -m benchmarks.bench_zoo --models ... --from DIR` adds them.")
+    lines.append("")
     return "\n".join(lines)
 
 
