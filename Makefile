@@ -14,7 +14,7 @@ setup: $(STAMP)
 # the CPU wheel on disk instead of fetching a multi-GB CUDA build.
 $(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check "torch==2.13.0" -e ".[test]"
+	$(PY) -m pip install --quiet --disable-pip-version-check "torch==2.13.0" -e ".[test,zoo]"
 	@touch $(STAMP)
 
 demo: setup

@@ -78,6 +78,11 @@ class ExportError(EtfarmError):
     """Lowering a model to ExecuTorch failed."""
 
 
+class ConfigurationFailed(ExportError):
+    """A model under an export recipe failed in the exporter, the quantizer or the host's run of its program: the
+    same sources, tool versions and recipe fail the same way, so the export cache remembers it (lowering.py)."""
+
+
 class InfrastructureError(EtfarmError):
     """A device, transport or toolchain failed: retryable, never a regression."""
 

@@ -35,15 +35,17 @@ from orchestrator.artifacts.export_entry import (
     save_program,
     write_numerics,
 )
+from orchestrator.artifacts.export_phases import ExportPhases
 from orchestrator.artifacts.generation import Workload
 from orchestrator.artifacts.llm import LlmRecipe
 from orchestrator.artifacts.llm_export import export_llm_into
+from orchestrator.artifacts.llm_recipes import llm_under_recipe
 from orchestrator.artifacts.model_sources import local_sources
 from orchestrator.artifacts.modelspec import ModelSpec, call_factory, check_factory_result, user_code
 from orchestrator.artifacts.recipe_export import export_recipe_into
 from orchestrator.artifacts.recipes import RecipeInfo, RecipeSpec
 from orchestrator.artifacts.runtime_noise import runtime_noise_dropped, without_partial_graph
-from orchestrator.errors import ExportError, ModelSpecError, UsageError
+from orchestrator.errors import ConfigurationFailed, ExportError, ModelSpecError, UsageError
 from orchestrator.versions import tool_versions
 
 BACKENDS = ("xnnpack", "portable")
@@ -126,14 +128,23 @@ def export_model(
     if (entry / META_NAME).is_file() and not force:
         log(f"export cached: {spec.name} ({_how(backend, recipe)}) {entry}")
         return _from_entry(spec, backend, key, entry, cached=True)
+    failed = cache.cache_dir("exports") / f"failed-{key[:32]}.json"  # a configuration that failed: remembered
+    if failed.is_file() and not force and (reason := _failed_before(failed, key)):
+        log(f"export failed before: {spec.name} ({_how(backend, recipe)}), same sources, versions and recipe "
+            f"(`etfarm export --force` tries again)")
+        raise ConfigurationFailed(reason)
     if force and entry.exists():
         shutil.rmtree(entry)
     log(f"exporting {spec.name} with {_how(backend, recipe)} (imports torch, takes a few seconds)")
     staging = cache.staging_dir("exports")
     try:
         started = time.monotonic()
-        with runtime_noise_dropped(), user_code(spec):  # the model's forward may print or exit while it is traced
-            notes = _lower_into(spec, backend, staging, log, recipe)
+        try:
+            with runtime_noise_dropped(), user_code(spec):  # the model's forward may print or exit while it is traced
+                notes = _lower_into(spec, backend, staging, log, recipe)
+        except ConfigurationFailed as exc:
+            cache.write_json_atomic(failed, {"key": key, "reason": str(exc)})
+            raise
         cache.write_json_atomic(
             staging / META_NAME,
             {"name": spec.name, "spec": spec.text, "backend": backend, "key": key, "versions": tool_versions(),
@@ -143,8 +154,18 @@ def export_model(
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
-    log(f"exported {spec.name} in {time.monotonic() - started:.1f}s -> {entry}")
+    phases = f": {ExportPhases.from_dict(notes['phases']).line()}" if notes.get("phases") else ""
+    log(f"exported {spec.name} ({_how(backend, recipe)}) in {time.monotonic() - started:.1f}s{phases} -> {entry}")
     return _from_entry(spec, backend, key, entry, cached=False)
+
+
+def _failed_before(path: Path, key: str) -> str | None:
+    """The reason a configuration of this key failed with, or None (another key's, or unreadable)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return str(data["reason"]) if isinstance(data, dict) and data.get("key") == key and data.get("reason") else None
 
 
 def _how(backend: str, recipe: RecipeSpec | None) -> str:
@@ -211,11 +232,12 @@ def _lower_into(spec: ModelSpec, backend: str, out: Path, log: Callable[[str], N
                 recipe: RecipeSpec | None = None) -> dict[str, Any]:
     """Export into `out`; returns notes for meta.json (what could not be made, and why)."""
     result = call_factory(spec)
-    if isinstance(result, LlmRecipe) and recipe is not None:
-        raise ModelSpecError(f"model spec {spec.text!r} is an LlmRecipe: --recipe does not apply to LLMs; quantize "
-                             "with export_llama's own options in LlmRecipe.export_args (e.g. -qmode 8da4w -G 32, "
-                             "or --pt2e_quantize xnnpack_dynamic)")
-    if recipe is not None:
+    notes: dict[str, Any] = {}
+    if isinstance(result, LlmRecipe) and recipe is not None:  # export_llama's own options for the recipe
+        result, info = llm_under_recipe(spec.text, result, recipe)
+        cache.write_json_atomic(out / RECIPE_NAME, info.to_dict())
+        notes["recipe"] = info.to_dict()
+    elif recipe is not None:
         return export_recipe_into(spec, result, recipe, out, log)
     if isinstance(result, CalibratedModel):  # calibration is for a recipe's quantization; the pair is the model
         result = (result.module, result.example_inputs)
@@ -223,7 +245,7 @@ def _lower_into(spec: ModelSpec, backend: str, out: Path, log: Callable[[str], N
         llm_error = export_llm_into(result, backend, out / PTE_NAME, quiet=quiet_export_noise)
         if llm_error:
             log(f"{spec.name}: no eager reference ({llm_error}); generated tokens will not be verified")
-        return {"kind": "llm", "llm_reference_error": llm_error}
+        return {"kind": "llm", "llm_reference_error": llm_error, **notes}
     numerics_error = _lower_module(spec, check_factory_result(spec, result), backend, out)
     if numerics_error:
         log(f"{spec.name}: no numerics reference ({numerics_error}); `etfarm numerics` will compare devices only")

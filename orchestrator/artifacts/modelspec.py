@@ -66,7 +66,7 @@ def parse_model_spec(text: str, name: str | None = None) -> ModelSpec:
             raise ModelSpecError(f"model spec {text!r}: {target}: {not_a_file(path)}")
         if path.suffix != ".py":
             raise ModelSpecError(f"model spec {text!r}: {target!r} is not a .py file")
-        return ModelSpec(text, "file", _model_name(name, path.stem), path.resolve(), factory=factory)
+        return ModelSpec(text, "file", _model_name(name, default_name(path.stem, factory)), path.resolve(), factory=factory)
     if not _MODULE_PATH.match(target):
         raise ModelSpecError(f"model spec {text!r}: {target!r} is neither a .py file nor a module name")
     try:
@@ -76,7 +76,8 @@ def parse_model_spec(text: str, name: str | None = None) -> ModelSpec:
     if found is None or not found.origin or not Path(found.origin).is_file():
         raise ModelSpecError(f"model spec {text!r}: cannot find module {target!r}")
     return ModelSpec(
-        text, "module", _model_name(name, target.rsplit(".", 1)[-1]), Path(found.origin), factory=factory, module=target
+        text, "module", _model_name(name, default_name(target.rsplit(".", 1)[-1], factory)), Path(found.origin),
+        factory=factory, module=target
     )
 
 
@@ -85,8 +86,9 @@ def parse_model_specs(texts: Sequence[str], names: Sequence[str | None] = (),
     """Resolve a job's model specs and give each a unique name, before anything runs.
 
     Naming rule: an explicit name (`--name`, one per `--model`, in order; None: none given) wins;
-    otherwise the file's (or module's, or .pte's) stem, except that several factories of one source in
-    the same job are named `<stem>-<factory>` (`models.py:a`, `models.py:b` -> `models-a`, `models-b`).
+    otherwise `default_name`: the factory's name when it says which model, else the file's (or module's,
+    or .pte's) stem, except that several builders of one source in the same job are named
+    `<stem>-<factory>` (`models.py:build`, `models.py:build_deep` -> `models-build`, `models-build_deep`).
     A name that still occurs twice (the same model listed twice, too) is a usage error; `hint` says
     how to fix it.
     """
@@ -94,7 +96,8 @@ def parse_model_specs(texts: Sequence[str], names: Sequence[str | None] = (),
         raise UsageError(f"--name given {len(names)} time(s) for {len(texts)} --model(s); give one --name per --model, in order")
     given = list(names) if names else [None] * len(texts)
     specs = [parse_model_spec(text, given[i]) for i, text in enumerate(texts)]
-    unnamed = {(s.source, s.factory) for s, name in zip(specs, given, strict=True) if s.factory and name is None}
+    unnamed = {(s.source, s.factory) for s, name in zip(specs, given, strict=True)
+               if s.factory and name is None and s.name != s.factory}  # named after their file
     factories_per_source = Counter(source for source, _ in unnamed)  # distinct factories: a spec listed twice is a clash
     specs = [replace(s, name=_model_name(None, f"{s.name}-{s.factory}"))
              if name is None and s.factory and factories_per_source[s.source] > 1 else s
@@ -108,6 +111,21 @@ def parse_model_specs(texts: Sequence[str], names: Sequence[str | None] = (),
         which = ", ".join(f"{name!r} ({why(name)})" for name in clashes)
         raise UsageError(f"model names must be unique in a job: {which}; {hint}")
     return specs
+
+
+# A builder's name says how a model is made, not which: `tiny_cnn.py:build` is tiny_cnn, as is
+# `tiny_llama.py:build_deep`'s file. Any other factory name says which model (`hf_models.py:bert_tiny`).
+_BUILDER_WORDS = ("build", "make", "create", "get", "load", "model", "factory", "main")
+_BUILDER_PREFIXES = ("build_", "make_", "create_", "get_", "load_")
+
+
+def default_name(stem: str, factory: str) -> str:
+    """A model's name without --name (docs/guide/model-zoo.md, "Model names"): its factory's when the factory's
+    name says which model (a file of several models, `hf_models.py:bert_tiny` -> `bert_tiny`), else the file's
+    (or module's) stem, as a file that names one model (`tiny_cnn.py:build` -> `tiny_cnn`)."""
+    if factory in _BUILDER_WORDS or factory.startswith(_BUILDER_PREFIXES) or factory.startswith("_"):
+        return stem
+    return factory
 
 
 def _model_name(explicit: str | None, default: str) -> str:

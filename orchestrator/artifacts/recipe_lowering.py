@@ -13,14 +13,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.artifacts.host_reference import run_on_host
 from orchestrator.artifacts.modelspec import call_factory, model_code
 from orchestrator.artifacts.recipes import RECIPE_BACKEND, RecipeSpec, available_recipes
 from orchestrator.artifacts.runtime_noise import without_partial_graph
-from orchestrator.errors import ExportError, ModelSpecError, UsageError, one_line
+from orchestrator.errors import ConfigurationFailed, ModelSpecError, UsageError, one_line
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,8 @@ class RecipeProgram:
     calibration_batches: int | None  # batches fed to PT2E calibration; None: the recipe does not calibrate
     name: str  # the recipe's own name (ExportRecipe.name), e.g. xnnpack_pt2e_int8_static_per_channel
     own_calibration: bool = False  # the recipe brought its own calibration_inputs_fn (a factory's)
+    stage_ms: Mapping[str, float] = field(default_factory=dict)  # ExecuTorch's own time per pipeline stage
+    calibration_s: float = 0.0  # time the model spent on the calibration batches (inside the quantize stage)
 
 
 def lower_with_recipe(spec_text: str, recipe: RecipeSpec, model: Any, inputs: tuple[Any, ...],
@@ -43,7 +47,7 @@ def lower_with_recipe(spec_text: str, recipe: RecipeSpec, model: Any, inputs: tu
     export_recipe = build_recipe(recipe)
     quantization = export_recipe.quantization_recipe
     own = quantization is not None and quantization.calibration_inputs_fn is not None
-    export_recipe, fed = _with_calibration(export_recipe, calibration or [inputs], recipe.text)
+    export_recipe, fed, spent = _with_calibration(export_recipe, calibration or [inputs], recipe.text)
     quantized = quantization is not None and bool(quantization.quantizers or quantization.ao_quantization_configs)
     try:
         with _root_log_quiet(), without_partial_graph():  # the export API logs through the root logger ("Disabled
@@ -53,10 +57,20 @@ def lower_with_recipe(spec_text: str, recipe: RecipeSpec, model: Any, inputs: tu
     except ModelSpecError:  # the recipe's own calibration raised: the user's code, not the exporter
         raise
     except Exception as exc:  # noqa: BLE001  (the exporter's reason, whatever it raised)
-        raise ExportError(f"exporting {spec_text!r} with recipe {recipe.label} failed: {type(exc).__name__}: "
+        raise ConfigurationFailed(f"exporting {spec_text!r} with recipe {recipe.label} failed: {type(exc).__name__}: "
                           f"{one_line(str(exc).strip().splitlines()[0] if str(exc).strip() else '')}") from None
     return RecipeProgram(program, session, quantized, len(fed) if fed is not None else None,
-                         str(export_recipe.name or recipe.label), own)
+                         str(export_recipe.name or recipe.label), own, _stage_ms(session), sum(spent))
+
+
+def _stage_ms(session: Any) -> dict[str, float]:
+    """ExecuTorch's time per stage of the pipeline it ran (its artifacts' `duration_ms`), by stage type value."""
+    out = {}
+    for stage, artifact in session.get_stage_artifacts().items():
+        ms = (getattr(artifact, "context", None) or {}).get("duration_ms")
+        if isinstance(ms, (int, float)):
+            out[str(getattr(stage, "value", stage))] = float(ms)
+    return out
 
 
 @contextlib.contextmanager
@@ -93,32 +107,38 @@ def build_recipe(recipe: RecipeSpec) -> Any:
 
 
 def _with_calibration(export_recipe: Any, batches: Sequence[tuple[Any, ...]],
-                      recipe_text: str) -> tuple[Any, list[int] | None]:
+                      recipe_text: str) -> tuple[Any, list[int] | None, list[float]]:
     """The recipe with a calibration that counts what it feeds (the model's batches unless the recipe brings its
-    own), and the counter; None when the recipe has no post-training calibration."""
+    own), the counter (None when the recipe has no post-training calibration), and the seconds the model spent
+    on each batch (between handing a batch out and being asked for the next)."""
     quantization = export_recipe.quantization_recipe
+    spent: list[float] = []
     if quantization is None or not quantization.quantizers or quantization.is_qat:
-        return export_recipe, None
+        return export_recipe, None, spent
     fed: list[int] = []
     own = quantization.calibration_inputs_fn
 
     def counted() -> Iterator[Any]:
         if own is None:
-            yield from _counted(batches, fed)
+            yield from _counted(batches, fed, spent)
             return
         with model_code(recipe_text, "its calibration_inputs_fn", kind="recipe"):  # the user's: raised as its error
-            yield from _counted(own(), fed)
+            yield from _counted(own(), fed, spent)
 
     calibrated = dataclasses.replace(quantization, calibration_inputs_fn=counted)
-    return dataclasses.replace(export_recipe, quantization_recipe=calibrated), fed
+    return dataclasses.replace(export_recipe, quantization_recipe=calibrated), fed, spent
 
 
-def _counted(batches: Iterable[Any], fed: list[int]) -> Iterator[Any]:
+def _counted(batches: Iterable[Any], fed: list[int], spent: list[float]) -> Iterator[Any]:
+    """Each batch, counted in `fed`, and the seconds the model spent on it (until it asked for the next) in `spent`."""
     for batch in batches:
         fed.append(1)
+        handed = time.perf_counter()
         yield batch
+        spent.append(time.perf_counter() - handed)
 
 
-def host_outputs(made: RecipeProgram, inputs: tuple[Any, ...]) -> list[Any]:
-    """The program's own outputs on this host (ExecuTorch's Python runtime): what a device must compute."""
-    return list(made.session.run_method("forward", inputs))
+def host_outputs(made: RecipeProgram, inputs: tuple[Any, ...], what: str) -> list[Any]:
+    """The program's own outputs on this host (ExecuTorch's Python runtime): what a device must compute; an
+    ExportError with the runtime's own reason when it cannot run it (`what` names the configuration)."""
+    return run_on_host(lambda: list(made.session.run_method("forward", inputs)), what)

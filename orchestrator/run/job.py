@@ -116,7 +116,7 @@ def run_job_on(executor: Executor, device_names: Sequence[str], specs: Sequence[
             points = sweep_models(exported, options, custom_ops=own_runtimes(devices), spec_of=spec_of)
             models = [model for model, _ in points]
             rundir = RunDirectory.create(out, config, tuple(model_artifacts(m, specs[k]) for m, k in points),
-                                         run_id=run_id)
+                                         run_id=run_id, left_out=tuple(not_exported))
             attach(rundir.root / LOG)
             where = f" on {executor.scheduler}" if executor.scheduler else ""
             swept = f" in {counted(len(models), 'configuration')}" if len(models) != len(specs) else ""

@@ -18,6 +18,22 @@ from orchestrator.run.schedule import RunOrder
 
 
 @dataclass(frozen=True)
+class LeftOut:
+    """A configuration (a model under one export recipe) the job left out because its export, quantization or
+    the host's reference run of its program failed (run/sweep.py); the other configurations run. `reason` is
+    the exporter's or the runtime's own message, in one line."""
+
+    name: str  # the model's name at that configuration (`mobilenet_v2-int8-dynamic`)
+    spec: str
+    recipe: str
+    reason: str
+
+    @property
+    def note(self) -> str:
+        return f"{self.name} NOT EXPORTED: {self.reason}"
+
+
+@dataclass(frozen=True)
 class ModelArtifacts:
     """A lowered model as the job used it: where its program, ETRecord and references are."""
 

@@ -32,7 +32,7 @@ from orchestrator.run.conditions import DeviceState
 from orchestrator.run.contention import Contention, ContentionSummary, clean_mask, contention_summary
 from orchestrator.run.energy_figures import ModelEnergy
 from orchestrator.run.footprint import ModelMemory, RunnerMemory
-from orchestrator.run.job_config import JobConfig, JobOptions, ModelArtifacts
+from orchestrator.run.job_config import JobConfig, JobOptions, LeftOut, ModelArtifacts
 from orchestrator.run.llm_figures import llm_summary
 from orchestrator.stats import Stability, coefficient_of_variation, median, stability
 from orchestrator.wholefile import json_problem
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MANIFEST_NAME", "SCHEMA_VERSION", "Attempt", "DeviceResult", "DeviceStatus", "Job", "JobConfig", "JobStatus",
-    "ModelArtifacts", "ModelResult", "ModelStatus", "ProcessRun", "RunFlag", "JobOptions", "Verification",
+    "LeftOut", "ModelArtifacts", "ModelResult", "ModelStatus", "ProcessRun", "RunFlag", "JobOptions", "Verification",
     "VerificationStatus", "load_manifest",
 ]
 
@@ -388,6 +388,7 @@ class Job:
     host: Mapping[str, str] = field(default_factory=dict)
     models: tuple[ModelArtifacts, ...] = field(default=(), metadata=KEYED)
     devices: tuple[DeviceResult, ...] = field(default=(), metadata=KEYED)
+    left_out: tuple[LeftOut, ...] = ()  # configurations whose export failed: not measured, with the reason
     schema_version: int = SCHEMA_VERSION
 
     def device(self, name: str) -> DeviceResult | None:

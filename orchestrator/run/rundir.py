@@ -42,6 +42,7 @@ from orchestrator.run.results import (
     Job,
     JobConfig,
     JobStatus,
+    LeftOut,
     ModelArtifacts,
     load_manifest,
 )
@@ -127,14 +128,14 @@ class RunDirectory:
 
     @classmethod
     def create(cls, out: Path | None, config: JobConfig, models: tuple[ModelArtifacts, ...] = (),
-               run_id: str | None = None) -> RunDirectory:
+               run_id: str | None = None, left_out: tuple[LeftOut, ...] = ()) -> RunDirectory:
         """A new job's directory; `run_id` when the caller chose it (a nightly names the directory after it)."""
         run_id = run_id or new_run_id()
         root = (out if out is not None else DEFAULT_ROOT / run_id).resolve()
         root.mkdir(parents=True, exist_ok=True)
         job = Job(run_id=run_id, status=JobStatus.RUNNING, started=now(), config=config, versions=_versions(),
                   host={"hostname": platform.node(), "machine": platform.machine(), "python": sys.version.split()[0]},
-                  models=models)
+                  models=models, left_out=left_out)
         rundir = cls(root, job)
         rundir._hold()
         rundir.save()

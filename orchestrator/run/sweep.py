@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from orchestrator.artifacts.generation import DEFAULT_GEN_LEN, DEFAULT_PROMPT_LEN, GenerationArgs, Workload
 from orchestrator.artifacts.llm import LlmReference
@@ -31,23 +31,12 @@ from orchestrator.artifacts.pte_info import LlmShape, check_program
 from orchestrator.artifacts.recipes import RecipeSpec, check_recipe_backend, parse_recipes
 from orchestrator.errors import ExportError, UsageError, one_line
 from orchestrator.run.belonging import check_beside
-from orchestrator.run.job_config import JobOptions
+from orchestrator.run.job_config import JobOptions, LeftOut
 
 Point = tuple[ExportedModel, int]  # a model of the job, and the index of the spec it came from
 
 
-@dataclass(frozen=True)
-class NotExported:
-    """A model's configuration its recipe could not export: left out of the job, the others go on."""
-
-    name: str  # the model's name at that configuration
-    spec: str
-    recipe: str
-    reason: str  # the exporter's own, one line
-
-    @property
-    def note(self) -> str:
-        return f"{self.name} NOT EXPORTED: {self.reason}"
+NotExported = LeftOut  # a model's configuration its recipe could not export: left out of the job, the others go on
 
 
 def export_configurations(specs: Sequence[ModelSpec], backend: str, options: JobOptions,

@@ -107,7 +107,7 @@ def test_failing_device_exits_1_and_keeps_the_others(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_run_json_log_and_two_factories_of_one_file(tmp_path: Path) -> None:
     """`run --json`: one JSON document on stdout naming the run directory and every device's status;
-    DIR/etfarm.log holds progress and device commands; two factories of one file get distinct names."""
+    DIR/etfarm.log holds progress and device commands; two factories of one file are named after themselves."""
     models = tmp_path / "models.py"
     models.write_text((MODELS / "tiny_mlp.py").read_text() + "\n\ndef a():\n    return build()\n\n\ndef b():\n    return build()\n")
     out = tmp_path / "json-run"
@@ -119,15 +119,15 @@ def test_run_json_log_and_two_factories_of_one_file(tmp_path: Path) -> None:
     assert view["run_id"] == json.loads((out / "manifest.json").read_text())["run_id"]
     (device,) = view["devices"]
     assert (device["name"], device["status"], device["error"], device["blame"]) == ("local", "ok", None, None)
-    assert [m["name"] for m in device["models"]] == ["models-a", "models-b"]
+    assert [m["name"] for m in device["models"]] == ["a", "b"]
     for model in device["models"]:
         assert model["status"] == "ok" and model["verification"]["status"] == "pass"
         assert model["e2e_samples"] == 2 * 3 and 0 < model["e2e_p50_ms"] < 1000
     assert "[local]" in result.stderr  # progress stays on stderr
-    assert {p.name for p in (out / "local").iterdir()} == {"models-a", "models-b"}
+    assert {p.name for p in (out / "local").iterdir()} == {"a", "b"}
 
     log = (out / "etfarm.log").read_text()
-    assert "etfarm.progress INFO exporting models-a" in log or "etfarm.progress INFO export cached" in log
+    assert "etfarm.progress INFO exporting a " in log or "etfarm.progress INFO export cached" in log
     assert "etfarm.device.local DEBUG exec: " in log and "etfarm_runner" in log  # the device commands
     assert "etfarm.progress.local INFO" in log
 

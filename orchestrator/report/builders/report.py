@@ -21,6 +21,7 @@ from pathlib import Path
 from orchestrator.errors import EtfarmError, UsageError
 from orchestrator.numerics import analyze_run
 from orchestrator.numerics.model import NumericsReport
+from orchestrator.profiles.delegation import coverage
 from orchestrator.profiles.rollups import rollup
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
 from orchestrator.report.builders.claims import CLAIM_MARGIN, speed_claim
@@ -147,6 +148,9 @@ def build_job_report(
         llm=llm,
         memory=memory_rows(job, devices),
         quantized=recipe_groups(job, rows, devices),
+        delegation=tuple(c for name in names for d in devices
+                         if (found := stats.get((d, name))) and (c := coverage(d, name, found)) is not None),
+        left_out=tuple(lost.note for lost in job.left_out),
         numerics=numerics,
         numerics_error=numerics_error,
         run_id=job.run_id,

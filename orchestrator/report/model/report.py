@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from orchestrator.numerics.model import NumericsReport
+from orchestrator.profiles.delegation import Coverage
 from orchestrator.profiles.op_identity import OpIdentity
 from orchestrator.profiles.rollups import Rollup
 from orchestrator.report.model.llm import LlmSection
@@ -243,6 +244,8 @@ class Report:
     quantized: tuple[RecipeGroup, ...] = ()  # models under export recipes, side by side (report/builders/quantized.py)
     matrix: DeviceMatrix | None = None  # several devices: the device x model matrix (report/builders/matrix.py)
     emulated: tuple[str, ...] = ()  # devices that are emulations (qemu on a host): their timings are not hardware's
+    delegation: tuple[Coverage, ...] = ()  # per model and device: time in the delegate, ops left outside it
+    left_out: tuple[str, ...] = ()  # configurations the job left out (`<model> NOT EXPORTED: <reason>`)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from orchestrator.report.model import Report
 from orchestrator.report.page.blocks import NO_CHARTS, Charts, Page, RunView, Section, Text, badge, code, strong, text
 from orchestrator.report.page.closing import facts_section, methods_section, numerics_section
+from orchestrator.report.page.delegation import delegation_section
 from orchestrator.report.page.llm import llm_sections
 from orchestrator.report.page.matrix import matrix_section
 from orchestrator.report.page.memory import memory_section
@@ -31,6 +32,7 @@ RUN_SECTIONS: tuple[RunSection, ...] = (
     trust_section,  # what to trust
     model_sections,  # per model: latency, where the time goes, ops across devices, over time
     quantized_section,  # models under export recipes: speed-up, size and accuracy paid against fp32
+    delegation_section,  # what the delegate took and what it left outside; configurations left out
     memory_section,
     numerics_section,  # runs made with --numerics
     facts_section,  # what the devices were

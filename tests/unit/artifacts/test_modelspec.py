@@ -17,7 +17,7 @@ def test_file_spec_resolves_path_factory_and_name(tmp_path: Path) -> None:
 def test_module_spec_resolves_without_importing() -> None:
     spec = parse_model_spec("json.decoder:JSONDecoder")
     assert spec.kind == "module" and spec.module == "json.decoder" and spec.source.name == "decoder.py"
-    assert spec.name == "decoder"
+    assert spec.name == "JSONDecoder"  # the factory says which model (docs/guide/model-zoo.md)
 
 
 def test_pte_spec(tmp_path: Path) -> None:
@@ -64,13 +64,27 @@ def test_bad_model_name(tmp_path: Path) -> None:
         parse_model_spec(f"{model}:build", name="../evil")
 
 
-def test_factories_of_one_file_get_distinct_names(tmp_path: Path) -> None:
+def test_a_factory_that_says_which_model_names_it_a_builder_leaves_the_files_name(tmp_path: Path) -> None:
+    """docs/guide/model-zoo.md, "Model names": `hf_models.py:bert_tiny` is bert_tiny; `tiny_cnn.py:build` and
+    `tiny_llama.py:build_deep` are named after their file, as before."""
+    models = tmp_path / "hf_models.py"
+    models.write_text("def bert_tiny():\n    pass\ndef vit_tiny():\n    pass\n")
+    other = tmp_path / "other.py"
+    other.write_text("def build():\n    pass\ndef build_deep():\n    pass\ndef make():\n    pass\n")
+    specs = parse_model_specs([f"{models}:bert_tiny", f"{models}:vit_tiny", f"{other}:build"])
+    assert [s.name for s in specs] == ["bert_tiny", "vit_tiny", "other"]
+    assert parse_model_spec(f"{other}:build_deep").name == "other"
+    assert parse_model_spec(f"{other}:make").name == "other"
+    assert parse_model_spec("orchestrator.cli:program").name == "program"  # a module's factory alike
+
+
+def test_builders_of_one_file_get_distinct_names(tmp_path: Path) -> None:
     models = tmp_path / "models.py"
-    models.write_text("def a():\n    pass\ndef b():\n    pass\n")
+    models.write_text("def build():\n    pass\ndef build_deep():\n    pass\n")
     other = tmp_path / "other.py"
     other.write_text("def build():\n    pass\n")
-    specs = parse_model_specs([f"{models}:a", f"{models}:b", f"{other}:build"])
-    assert [s.name for s in specs] == ["models-a", "models-b", "other"]
+    specs = parse_model_specs([f"{models}:build", f"{models}:build_deep", f"{other}:build"])
+    assert [s.name for s in specs] == ["models-build", "models-build_deep", "other"]
 
 
 def test_explicit_names_one_per_model_in_order(tmp_path: Path) -> None:
@@ -87,7 +101,7 @@ def test_remaining_name_clash_is_a_usage_error(tmp_path: Path) -> None:
     models.write_text("def a():\n    pass\n")
     with pytest.raises(UsageError, match="model names must be unique in a job: 'same'"):
         parse_model_specs([f"{models}:a", f"{models}:a"], ["same", "same"])
-    with pytest.raises(UsageError, match="'models' (.*models.py:a listed 2 times)"):  # the same spec twice
+    with pytest.raises(UsageError, match="'a' (.*models.py:a listed 2 times)"):  # the same spec twice
         parse_model_specs([f"{models}:a", f"{models}:a"])
 
 

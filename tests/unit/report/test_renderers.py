@@ -160,3 +160,24 @@ def test_html_and_markdown_say_the_same(report: Report) -> None:
     for piece in texts(page.sections):
         assert " ".join(piece.split()) in " ".join(html_text.split()), piece
         assert " ".join(piece.split()) in " ".join(md_text.split()), piece
+
+
+def test_delegation_coverage_and_left_out_configurations_in_every_format(report: Report) -> None:
+    """What the delegate took and what it left outside, per model and device; a configuration left out with its
+    reason (docs/guide/model-zoo.md); the JSON carries both for scripts."""
+    from orchestrator.profiles.delegation import Coverage, OutsideOp
+
+    found = replace(report, delegation=(Coverage("pixel8", "cnn", 6.0, 2.0, 0.75,
+                                                 (OutsideOp("aten.gelu.default", 2, 1.5),
+                                                  OutsideOp("aten.add.Tensor", 1, 0.5))),),
+                    left_out=("cnn-int8-dynamic NOT EXPORTED: the host's reference run of 'cnn.py:build' failed: boom",))
+    markdown, page = render_markdown(found), render_html(found)
+    for text in ("Delegation coverage", "75.0%", "2.0000", "aten.gelu.default x2, aten.add.Tensor", "Left out",
+                 "cnn-int8-dynamic NOT EXPORTED"):
+        assert text in markdown and text in page, text
+    data = json.loads(render_json(found))
+    (entry,) = data["delegation"]
+    assert (entry["device"], entry["delegated_share"], entry["outside"][0]) == (
+        "pixel8", 0.75, {"op": "aten.gelu.default", "count": 2, "total_ms": 1.5})
+    assert data["left_out"] == list(found.left_out)
+    assert "Delegation coverage" not in render_markdown(replace(report, delegation=(), left_out=()))

@@ -23,6 +23,7 @@ from orchestrator.run.results import (
     JobConfig,
     JobOptions,
     JobStatus,
+    LeftOut,
     ModelArtifacts,
     ModelResult,
     ModelStatus,
@@ -59,7 +60,9 @@ def rich_job() -> Job:
                                "sha", "abc123", "num.etft", RecipeInfo("int8-static", "int8-static", "xnnpack_int8", True, 1,
                                                                        "example inputs"), "eager.etft", "eager.npz")
     return Job("20261122-000000-abcd", JobStatus.PARTIAL, "2026-11-22T00:00:00Z", config, "2026-11-22T00:01:00Z",
-               {"etfarm": "0.3"}, {"hostname": "h"}, (artifacts,), (device, DeviceResult("e", "local", "host")))
+               {"etfarm": "0.3"}, {"hostname": "h"}, (artifacts,), (device, DeviceResult("e", "local", "host")),
+               (LeftOut("m-int8-dynamic", "m.py:build", "int8-dynamic", "the host's reference run of 'm.py:build' "
+                        "with recipe int8-dynamic failed: [XNNExecutor.cpp:169] Internal Error (error 0x1)"),))
 
 
 READ_CASES: dict[str, Any] = {
