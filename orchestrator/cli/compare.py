@@ -65,7 +65,11 @@ def compare(
     without data is `no-data`, never a regression; one without a baseline is `new`; sides that ran
     with different settings (backend, iterations, warmup, threads) are `settings-differ`, never a
     regression, and an interrupted or partial side is named `incomplete` (table, legend, JSON).
-    Exit 0 no regression, 1 a regression (or wrong outputs in B), 2 usage error.
+    Every verdict says the smallest change its samples could detect; a pair too noisy to see the threshold, or whose
+    sides ran under measurably different contention, is `inconclusive` with the reason and the `etfarm run --ab`
+    command that would settle it (docs/guide/trust.md).
+    Exit 0 no regression, 1 a regression (or wrong outputs in B), 2 usage error, 3 nothing regressed but some pair
+    could not be judged.
     """
     # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.report.comparison_output import write_ab_page

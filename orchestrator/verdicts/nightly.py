@@ -136,7 +136,8 @@ class NightlyOutcome:
             return EXIT_INTERRUPTED
         if self.comparison.regressed or self.comparison.verification_failed or self.comparison.accuracy_dropped:
             return 1
-        return EXIT_NIGHTLY_UNMEASURED if self.comparison.no_data else 0
+        # 3 also when a pair was measured but could not be judged (trust.py): a blind night is never green
+        return EXIT_NIGHTLY_UNMEASURED if self.comparison.no_data or self.comparison.unjudged else 0
 
 
 def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Path | None = None,

@@ -48,6 +48,7 @@ def _pair_row(pair: PairVerdict) -> list[object]:
     unlike += [f"{' and '.join(i.side for i in pair.incomplete)} incomplete"] if pair.incomplete else []
     unlike += ["states may differ"] if pair.estimate is not None and pair.estimate.state_note else []
     unlike += [f"{pair.below.direction}, below threshold"] if pair.below else []
+    unlike += [pair.blind] if pair.blind else []  # why it could not judge (trust.py)
     if unlike:  # what is not compared like with like, and a change under the threshold (the legend says more)
         verdict += f" ({'; '.join(unlike)})"
     est = pair.estimate
@@ -105,7 +106,17 @@ def verdict_table(comparison: Comparison) -> str:
     baselines = [f"{p.device} {p.model}: {p.source_a}" for p in comparison.pairs
                  if p.source_a and p.source_a not in comparison.a]
     text = f"{legend(comparison)}" + (f"\nbaselines: {'; '.join(baselines)}" if baselines else "")
-    return f"{table}\n{terminal_text(text)}"
+    return f"{table}\n{terminal_text(text)}\n{terminal_text(judged_lines(comparison))}"
+
+
+def judged_lines(comparison: Comparison) -> str:
+    """The headline (never "no regression" over a pair it could not judge), then each unjudged pair's reason and the
+    command that would settle it."""
+    lines = [f"verdict: {comparison.headline}"]
+    for pair in comparison.unjudged:
+        lines.append(f"  {pair.device} {pair.model}: could not judge ({pair.blind or 'inconclusive'})"
+                     + (f"; to settle: {pair.settle}" if pair.settle else ""))
+    return "\n".join(lines)
 
 
 def legend(comparison: Comparison) -> str:
@@ -209,6 +220,7 @@ def verdict_markdown(comparison: Comparison, title: str | None = None, notes: Se
     lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     lines += ["", md_text(legend(comparison))]
+    lines += ["", *(f"- {md_text(line.strip())}" for line in judged_lines(comparison).splitlines())]
     lines += ["", *(f"- {md_text(note)}" for note in notes)] if notes else []
     return "\n".join(lines) + "\n"
 
