@@ -28,6 +28,7 @@ struct Options {
   std::string inputs;  // ETFT file; empty: fill inputs with ones
   std::string output_file;  // ETFT file for the last execution's outputs
   int64_t calibration_rounds = 0;  // 0: no calibration workload
+  bool sched_stats = true;  // read run-queue waits around each measured execution (etfarm_sched.h)
   int64_t hold_ms = 0;  // sleep this long after printing the result (tests read /proc/<pid>/status)
   // Generation mode (etfarm_llm.h): warmup/num_executions then count generations.
   bool generate = false;
@@ -55,6 +56,9 @@ inline const char* usage_text() {
          "  --output_file FILE         write the last execution's outputs as ETFT\n"
          "  --calibration_rounds N     time a fixed GEMM + memory-traffic workload of N rounds before\n"
          "                             and after the measured executions (default 0: off)\n"
+         "  --sched_stats BOOL         report what took the CPU away from each measured execution\n"
+         "                             (run-queue wait of every thread, read outside the timed region;\n"
+         "                             default true)\n"
          "  --hold_ms MS               sleep MS after printing the result, before exiting (tests)\n"
          "  --generate                 LLM generation: prefill a prompt of token ids, then greedy decode;\n"
          "                             --warmup/--num_executions count generations (KV-cache programs)\n"
@@ -146,6 +150,7 @@ inline bool parse_args(int argc, char** argv, Options* opts, std::string* error)
       {"inputs", Kind::String, &opts->inputs},
       {"output_file", Kind::String, &opts->output_file},
       {"calibration_rounds", Kind::Int, &opts->calibration_rounds},
+      {"sched_stats", Kind::Bool, &opts->sched_stats},
       {"hold_ms", Kind::Int, &opts->hold_ms},
       {"generate", Kind::Bool, &opts->generate},
       {"prompt_len", Kind::Int, &opts->prompt_len},

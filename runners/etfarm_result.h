@@ -10,6 +10,12 @@
 //   pss_load_kb, pss_kb      PSS (smaps_rollup "Pss:") after the method load / after the measured
 //                            executions, every mode
 //   mode                     "forward" (W + N executions of one method) or "generate"
+//   and since issue 37 (absent with --sched_stats=false):
+//   contention               an object (etfarm_sched.h): wait_ms [run-queue wait of all threads
+//                            during each measured execution or generation], cpu_ms, wall_ms
+//                            (process CPU and wall time over the measured loop),
+//                            involuntary_switches, migrations, threads, read_ms (cost of reading);
+//                            -1 where unreadable, wait_ms [] without schedstats
 //   llm                      generation mode only, an object:
 //     max_seq_len, max_context_len, vocab_size   the program's metadata methods
 //     dynamic_shape          prefill in chunks of prefill_chunk tokens (else token by token)
@@ -35,6 +41,7 @@
 #include "etfarm_backends.h"
 #include "etfarm_etft.h"
 #include "etfarm_llm.h"
+#include "etfarm_sched.h"
 #include "etfarm_threadpool.h"
 #include "etfarm_tracer.h"
 
@@ -54,6 +61,7 @@ struct Measured {
   std::vector<int64_t> prompt;
   int64_t gen_len = 0;
   std::vector<llm::Generation> generations;
+  ContentionFigures contention;  // read around the measured loop (etfarm_sched.h); threads -1: not read
 };
 
 // Process facts taken after the measured executions.
@@ -144,6 +152,13 @@ inline std::string llm_json(const Options& opts, const Measured& m) {
   return o.raw("generations", gens + "]").str();
 }
 
+inline std::string contention_json(const ContentionFigures& c) {
+  JsonObject o;
+  o.raw("wait_ms", JsonObject::array(c.wait_ms)).num("cpu_ms", c.cpu_ms).num("wall_ms", c.wall_ms);
+  o.integer("involuntary_switches", c.involuntary_switches).integer("migrations", c.migrations);
+  return o.integer("threads", c.threads).num("read_ms", c.read_ms).str();
+}
+
 inline std::string result_json(const Options& opts, const Loaded& l, const Measured& m, const Facts& f,
                                GatedETDumpGen* tracer) {
   JsonObject o;
@@ -164,6 +179,7 @@ inline std::string result_json(const Options& opts, const Loaded& l, const Measu
   o.integer("pss_load_kb", l.pss_load_kb).integer("pss_kb", f.pss_kb);
   o.text("mode", opts.generate ? "generate" : "forward");
   if (opts.generate) o.raw("llm", llm_json(opts, m));
+  if (opts.sched_stats) o.raw("contention", contention_json(m.contention));
   return o.str();
 }
 

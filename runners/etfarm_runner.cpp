@@ -35,6 +35,7 @@
 #include "etfarm_probe.h"
 #include "etfarm_pte.h"
 #include "etfarm_result.h"
+#include "etfarm_sched.h"
 #include "etfarm_threadpool.h"
 #include "etfarm_tracer.h"
 
@@ -130,11 +131,15 @@ int measure_forward(Module& module, const etfarm::Options& opts, const MethodMet
     }
   }
   if (tracer != nullptr) tracer->set_recording(true);
+  etfarm::SchedProbe sched;
+  if (opts.sched_stats) sched.begin();
   for (int64_t n = 0; n < opts.num_executions; ++n) {
     if (!etfarm::set_inputs(module, opts.method_name, inputs, &why)) return fail(why);
+    if (opts.sched_stats) sched.before();
     auto t0 = Clock::now();
     auto result = module.execute(opts.method_name);
     m->execute_ms.push_back(ms_since(t0));
+    if (opts.sched_stats) sched.after();
     if (!result.ok()) {
       return fail("execution " + std::to_string(n) + " of '" + opts.method_name + "' failed: " +
                   describe(result.error()));
@@ -144,6 +149,7 @@ int measure_forward(Module& module, const etfarm::Options& opts, const MethodMet
       return fail(why);
     }
   }
+  if (opts.sched_stats) m->contention = sched.end();
   return 0;
 }
 
@@ -180,12 +186,17 @@ int measure_generate(Module& module, const etfarm::Options& opts, etfarm::GatedE
     if (!generator.run(m->prompt, m->gen_len, &g, &why)) return fail("warmup generation: " + why);
   }
   if (tracer != nullptr) tracer->set_recording(true);
+  etfarm::SchedProbe sched;
+  if (opts.sched_stats) sched.begin();
   for (int64_t n = 0; n < opts.num_executions; ++n) {
     etfarm::llm::Generation g;
+    if (opts.sched_stats) sched.before();
     if (!generator.run(m->prompt, m->gen_len, &g, &why)) return fail("generation " + std::to_string(n) + ": " + why);
+    if (opts.sched_stats) sched.after();
     m->execute_ms.push_back(g.ttft_ms + g.decode_ms);
     m->generations.push_back(std::move(g));
   }
+  if (opts.sched_stats) m->contention = sched.end();
   if (!opts.output_file.empty()) {  // the last generation's tokens, int64 [1, N]
     etfarm::HostTensor t;
     t.scalar_type = static_cast<uint32_t>(ScalarType::Long);

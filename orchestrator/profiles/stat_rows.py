@@ -51,7 +51,10 @@ BASE_COLUMNS = (*ID_COLUMNS, *STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS)
 COLUMNS = (*BASE_COLUMNS, *LINK_COLUMNS, *KERNEL_COLUMNS)
 # An LLM's events per phase (profiles/phases.py); empty for other models and for the method-load block.
 PHASE_COLUMNS = ("prefill_samples", "prefill_p50_ms", "prefill_avg_ms", "decode_samples", "decode_p50_ms", "decode_avg_ms")
-ALL_COLUMNS = (*COLUMNS, *PHASE_COLUMNS, *IDENTITY_COLUMNS)
+# Samples of contended executions left out of the row's statistics (profiles/contended.py); empty when the
+# runner measured no contention.
+CLEAN_COLUMNS = ("contended_samples",)
+ALL_COLUMNS = (*COLUMNS, *PHASE_COLUMNS, *IDENTITY_COLUMNS, *CLEAN_COLUMNS)
 # What a file must have to be read as stats.csv (the report and the store need no more).
 REQUIRED_COLUMNS = ("device", "model", "event_block", "event_index", "event_name", "p50_ms", "avg_ms")
 _FLOATS = ("min_ms", "p10_ms", "p50_ms", "p90_ms", "avg_ms", "max_ms", "std_ms", "cv", "trimmed_mean_ms")
@@ -102,6 +105,7 @@ class StatRow:
     op_occurrence: int | None = None
     op_basis: str | None = None
     debug_handles: str | None = None
+    contended_samples: int | None = None  # CLEAN_COLUMNS: samples left out as contended; None: not measured
 
     @property
     def identity(self) -> OpIdentity:
@@ -194,7 +198,8 @@ def csv_text(rows: Iterable[StatRow], *, with_ids: bool = True, linked: bool | N
     if linked is None:
         linked = any(r.linked for r in rows)
     phased = PHASE_COLUMNS if any(r.phased for r in rows) else ()
-    columns = [c for c in (*(COLUMNS if linked else BASE_COLUMNS), *phased, *IDENTITY_COLUMNS)
+    cleaned = CLEAN_COLUMNS if any(r.contended_samples is not None for r in rows) else ()
+    columns = [c for c in (*(COLUMNS if linked else BASE_COLUMNS), *phased, *IDENTITY_COLUMNS, *cleaned)
                if with_ids or c not in ID_COLUMNS]
     return csv_line(columns) + "".join(csv_line([_cell(getattr(row, c)) for c in columns]) for row in rows)
 
@@ -308,7 +313,7 @@ def _parse(row: Mapping[str, str], line: int, path: Path) -> StatRow:
         delegate_debug_identifier=row.get("delegate_debug_identifier") or None,
         **{name: value(name, _whole) for name in _PHASE_COUNTS},
         **{name: value(name, _number) for name in _PHASE_FLOATS},
-        **_identity_fields(row, value),
+        **_identity_fields(row, value), contended_samples=value("contended_samples", _whole),
     )
 
 

@@ -4,7 +4,8 @@ Nothing collected is lost: whatever ended the process-run loop (a failed run, a 
 Ctrl-C, a full host disk), every model keeps the process runs that finished, flagged by the
 calibration (run/calibration.py), verified and analysed: `ok` with all of them, `partial` (with
 the failure as its error) when some are missing; a model with none is not recorded (a resume
-runs it all). Each model's ETDumps are read once, here (profiles/stat_rows.py `model_stats`); its
+runs it all). Each model's ETDumps are read once, here (profiles/stat_rows.py `model_stats`), their samples of
+contended executions left out (profiles/contended.py); its
 rows and samples go to the job's statistics. The one finisher of both executors: a device session
 runs it (on this host, or in a farm task on its worker), and the farm's client runs it for a model
 whose task ended without a reply, over the runs the worker streamed (farm/executor.py).
@@ -19,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.errors import Blame, EtfarmError
+from orchestrator.profiles.contended import drop_contended
 from orchestrator.profiles.phases import RunCalls, with_phases
 from orchestrator.profiles.stat_rows import model_stats
 from orchestrator.run.accuracy import output_accuracy
@@ -86,7 +88,10 @@ class ModelFinisher:
         if traced_dirs:
             stats = model_stats(self.record.name, model.name, [d / ETDUMP_NAME for d in traced_dirs], model.etrecord,
                                 model.pte)
-            stats = with_phases(stats, run_calls(runs))  # an LLM's ops split by prefill and decode
+            calls = run_calls(runs)
+            stats = drop_contended(stats, {r.label: r.clean for r in runs if r.traced and r.contention is not None},
+                                   {label: c.per_generation for label, c in calls.items()})
+            stats = with_phases(stats, calls)  # an LLM's ops split by prefill and decode
             if not self.record.closed:  # given up by the watchdog: its statistics were taken without these
                 self.stats.add(stats)
         self.record.model(ModelResult(model.name, status, tuple(runs), verification, error, blame, accuracy))

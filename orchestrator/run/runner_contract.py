@@ -24,6 +24,7 @@ from orchestrator.artifacts.build import RUNNER_REL
 from orchestrator.artifacts.generation import GenerationArgs, LlmRunFigures
 from orchestrator.errors import DataError
 from orchestrator.run.codec import Layout, encode
+from orchestrator.run.contention import Contention
 
 __all__ = ["RUNNER_REL", "RunnerInvocation", "RunnerResult", "parse_result", "result_line"]
 
@@ -118,6 +119,7 @@ class RunnerResult:
     pss_kb: int | None = None
     mode: str | None = None  # "forward" or "generate"
     llm: LlmRunFigures | None = None  # generation mode: the `llm` object (artifacts/generation.py)
+    contention: Contention | None = None  # what took the CPU away per execution (run/contention.py); older runners: None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -186,6 +188,7 @@ def _checked(data: dict[str, Any], invocation: RunnerInvocation) -> RunnerResult
     known = {f.name for f in fields(RunnerResult)} - {"extra"}
     values = {k: data[k] for k in known if k in data}
     llm = values.pop("llm", None)
+    contention = values.pop("contention", None)
     _check_types(values)
     samples = values.get("execute_ms", [])
     if any(not 0.0 <= ms <= MAX_TIME_MS for ms in samples):
@@ -202,6 +205,10 @@ def _checked(data: dict[str, Any], invocation: RunnerInvocation) -> RunnerResult
     _check_counts(values, invocation)
     _check_pss(values)
     values["llm"] = _checked_llm(values.get("mode"), llm, invocation)
+    try:
+        values["contention"] = None if contention is None else _checked_contention(contention, invocation.iterations)
+    except ValueError as exc:
+        raise _Bad(str(exc)) from None
     values["execute_ms"] = tuple(float(ms) + 0.0 for ms in samples)  # + 0.0: a -0.0 is 0.0
     for name in _TIMES:
         if name in values:
@@ -247,6 +254,29 @@ def _check_counts(values: dict[str, Any], invocation: RunnerInvocation) -> None:
                                               or "calibration_before_ms" not in values
                                               or "calibration_after_ms" not in values):
         raise _Bad(f"calibration_rounds is {rounds}, but {invocation.calibration_rounds} were asked for, with both times")
+
+
+_CONTENTION_FIGURES = {"cpu_ms": float, "wall_ms": float, "read_ms": float, "involuntary_switches": int,
+                       "migrations": int, "threads": int}
+
+
+def _checked_contention(raw: Any, executions: int) -> Contention:
+    """The `contention` object (runners/etfarm_sched.h): one wait per execution (or none: unreadable), times in
+    [0, MAX_TIME_MS], counts whole; -1 (the device could not read it) becomes None. ValueError says what is wrong."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"contention is {_show(raw)}, not an object")
+    waits = raw.get("wait_ms", [])
+    if not isinstance(waits, list) or any(not _is(w, float) or not 0 <= w <= MAX_TIME_MS for w in waits):
+        raise ValueError(f"contention.wait_ms is {_show(waits)}: not a list of times in [0, {MAX_TIME_MS:.0f}] ms")
+    if waits and len(waits) != executions:
+        raise ValueError(f"contention.wait_ms holds {len(waits)} waits for {executions} executions")
+    figures: dict[str, Any] = {}
+    for name, kind in _CONTENTION_FIGURES.items():
+        value = raw.get(name, -1)
+        if not _is(value, kind) or not -1 <= value <= (MAX_TIME_MS if kind is float else MAX_BYTES):
+            raise ValueError(f"contention.{name} is {_show(value)}: not {'a time' if kind is float else 'a count'} or -1")
+        figures[name] = None if value < 0 else kind(value) + kind(0)  # + 0.0: a -0.0 is 0.0
+    return Contention(tuple(float(w) + 0.0 for w in waits), **figures)
 
 
 def _check_pss(values: dict[str, Any]) -> None:

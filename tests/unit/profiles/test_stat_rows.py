@@ -94,7 +94,8 @@ def test_rows_read_back_equal_the_rows_written(tmp_path: Path) -> None:
 
 def test_the_fields_are_the_columns_in_order() -> None:
     assert [f.name for f in fields(StatRow)] == ["device", "model", *STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS,
-                                                 *LINK_COLUMNS, *KERNEL_COLUMNS, *PHASE_COLUMNS, *IDENTITY_COLUMNS]
+                                                 *LINK_COLUMNS, *KERNEL_COLUMNS, *PHASE_COLUMNS, *IDENTITY_COLUMNS,
+                                                 "contended_samples"]
 
 
 def test_analyze_columns_and_an_empty_linked_file(tmp_path: Path) -> None:
