@@ -44,6 +44,7 @@ from orchestrator.run.results import (
 from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.verdicts.accuracy import AccuracyVerdict, accuracy_verdict
 from orchestrator.verdicts.below import BelowThreshold, below_threshold
+from orchestrator.verdicts.figures import SideFigures, side_figures
 from orchestrator.verdicts.likeness import (
     IncompleteSide,
     SettingDifference,
@@ -237,6 +238,7 @@ class PairVerdict:
     settle: str | None = None  # the command that would settle it (`etfarm run --ab ...`), when inconclusive
     loads: tuple[Load | None, Load | None] = (None, None)  # A's and B's contention (None: not measured)
     dropped: tuple[int, int] = (0, 0)  # contended executions left out of A's and B's statistics
+    figures: tuple[SideFigures | None, SideFigures | None] = (None, None)  # A's and B's p50 and trimmed mean
 
     @property
     def unjudged(self) -> bool:
@@ -278,7 +280,9 @@ class PairVerdict:
                 "detectable": _finite(self.detectable), "could_not_judge": self.blind, "settle": self.settle,
                 "contention": {"a": self.loads[0].to_dict() if self.loads[0] else None,
                                "b": self.loads[1].to_dict() if self.loads[1] else None,
-                               "dropped_a": self.dropped[0], "dropped_b": self.dropped[1]}}
+                               "dropped_a": self.dropped[0], "dropped_b": self.dropped[1]},
+                "figures": {"a": self.figures[0].to_dict() if self.figures[0] else None,
+                            "b": self.figures[1].to_dict() if self.figures[1] else None}}
 
 
 @dataclass(frozen=True)
@@ -401,7 +405,7 @@ def _trust_fields(trust: Judged, a: Side, b: Side) -> dict[str, Any]:
     """What the pair could see, how contended each side was, and (inconclusive) the command that settles it."""
     settle = (settle_command(a.program, b.program, b.device) if trust.verdict is Verdict.INCONCLUSIVE else None)
     return {"detectable": trust.detectable, "blind": trust.blind, "settle": settle, "loads": (a.load, b.load),
-            "dropped": (a.dropped, b.dropped)}
+            "dropped": (a.dropped, b.dropped), "figures": (side_figures(a.e2e), side_figures(b.e2e))}
 
 
 def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float,

@@ -113,6 +113,12 @@ def judged_lines(comparison: Comparison) -> str:
     """The headline (never "no regression" over a pair it could not judge), then each unjudged pair's reason and the
     command that would settle it."""
     lines = [f"verdict: {comparison.headline}"]
+    for pair in comparison.pairs:
+        a, b = pair.figures
+        if a is not None and b is not None:  # the numbers users know, beside the judging statistic's ratio
+            lines.append(f"  {pair.device} {pair.model}: p50 A {a.p50_ms:.4g} ms, B {b.p50_ms:.4g} ms (trimmed mean "
+                         f"{a.trimmed_mean_ms:.4g} / {b.trimmed_mean_ms:.4g} ms; {a.executions}/{b.executions} clean "
+                         f"executions, {pair.dropped[0]}/{pair.dropped[1]} contended left out)")
     for pair in comparison.unjudged:
         lines.append(f"  {pair.device} {pair.model}: could not judge ({pair.blind or 'inconclusive'})"
                      + (f"; to settle: {pair.settle}" if pair.settle else ""))

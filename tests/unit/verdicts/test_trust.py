@@ -12,6 +12,7 @@ from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_tabl
 from orchestrator.run.contention import Contention
 from orchestrator.run.results import ProcessRun
 from orchestrator.verdicts.compare import Comparison, Side, SideRun, _side_run, clean_ops, compare_sides
+from orchestrator.verdicts.figures import side_figures
 from orchestrator.verdicts.op_samples import OpSamples
 from orchestrator.verdicts.statistics import Estimate, Verdict, VerdictSettings
 from orchestrator.verdicts.trust import Load, detectable_change, judged, loads_differ, settle_command
@@ -118,3 +119,15 @@ def test_an_old_manifest_without_contention_is_judged_as_before() -> None:
     assert pair.loads == (None, None) and pair.dropped == (0, 0)
     assert pair.verdict is Verdict.UNCHANGED and pair.detectable < 0.05 and pair.settle is None
     assert Comparison("a", "b", SETTINGS, (pair,)).exit_code == 0
+
+
+def test_the_numbers_users_know_are_the_p50_and_trimmed_mean_of_clean_executions() -> None:
+    found = side_figures([(1.0, 2.0, 3.0, 4.0, 100.0), (5.0, 6.0, 7.0, 8.0, 9.0)])
+    assert found is not None and found.p50_ms == 5.5 and found.executions == 10
+    assert found.trimmed_mean_ms == sum([2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]) / 8  # 1.0 and 100.0 trimmed
+    assert side_figures([]) is None
+    pair = compare_sides(side(1.0, seed=1), side(1.2, seed=2, source="run-b"), SETTINGS)
+    assert pair.figures[1] is not None and abs(pair.figures[1].p50_ms - 1.2) < 0.02
+    table = verdict_table(Comparison("a", "b", SETTINGS, (pair,)))
+    assert f"p50 A {pair.figures[0].p50_ms:.4g} ms, B {pair.figures[1].p50_ms:.4g} ms" in table
+    assert pair.to_dict()["figures"]["b"]["executions"] == 300
