@@ -76,6 +76,7 @@ def compare(
     from orchestrator.report.terminal.verdicts import verdict_table
     from orchestrator.verdicts.baseline import compare_refs
     from orchestrator.verdicts.statistics import VerdictSettings
+    from orchestrator.verdicts.trust import JOB_SHIFT_SD
 
     check_center(center)
     if html is not None:
@@ -83,7 +84,7 @@ def compare(
     auto, floor = parse_noise_floor(noise_floor)
     settings = VerdictSettings(
         threshold=threshold / 100.0, op_threshold=op_threshold / 100.0, noise_floor=floor, center=center,
-        auto_noise_floor=auto,
+        auto_noise_floor=auto, job_shift=JOB_SHIFT_SD,  # A and B are separate jobs (docs/guide/trust.md)
     )
     comparison = compare_refs(a, b, settings, baseline=baseline, store=store, per_op=not no_ops)
     typer.echo(json.dumps(comparison.to_dict(), indent=2) if as_json else verdict_table(comparison))

@@ -68,7 +68,7 @@ from orchestrator.verdicts.statistics import (
     estimate_many,
     statistic_name,
 )
-from orchestrator.verdicts.trust import Judged, Load, judged, settle_command
+from orchestrator.verdicts.trust import Judged, Load, judged, settle_command, widened
 
 EXIT_REGRESSION = 1
 EXIT_UNJUDGED = 3  # measured, but some pair could not be judged (too noisy, or its sides under different load)
@@ -380,12 +380,14 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
                    center=settings.center)
     if est is None:
         return PairVerdict(verdict=Verdict.NO_DATA, reason="no end-to-end samples", blame=Blame.INFRASTRUCTURE, **base)
+    separate = settings.job_shift > 0 and _separate_jobs(a, b, noise)
+    est = widened(est, settings.confidence, settings.job_shift) if separate else est
     loads = (a.load, b.load)
     trust = judged(decide(est, est.p_value, threshold, settings.alpha, settings.threshold), est,
                    settings.threshold, settings.alpha, settings.confidence, loads)
     verdict = trust.verdict
     try:
-        ops, skipped = _op_verdicts(a, b, settings, op_threshold, loads) if per_op else ((), 0)
+        ops, skipped = _op_verdicts(a, b, settings, op_threshold, loads, separate) if per_op else ((), 0)
     except DataError as exc:  # a corrupt or foreign ETDump: this pair has no data, the others keep their verdicts
         return PairVerdict(verdict=Verdict.NO_DATA, reason=f"per-op samples unreadable: {one_line(str(exc))}",
                            blame=Blame.DATA, **base)
@@ -401,6 +403,12 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
                        accuracy=accuracy, **base, **_trust_fields(trust, a, b))
 
 
+def _separate_jobs(a: Side, b: Side, noise: NoiseFloor | None) -> bool:
+    """Sides from separate jobs (not one interleaved job) with no measured job-to-job floor: with
+    `settings.job_shift` (compare's default: trust.JOB_SHIFT_SD) their intervals carry that job-level shift."""
+    return a.source != b.source and (noise is None or noise.floor is None)
+
+
 def _trust_fields(trust: Judged, a: Side, b: Side) -> dict[str, Any]:
     """What the pair could see, how contended each side was, and (inconclusive) the command that settles it."""
     settle = (settle_command(a.program, b.program, b.device) if trust.verdict is Verdict.INCONCLUSIVE else None)
@@ -409,7 +417,8 @@ def _trust_fields(trust: Judged, a: Side, b: Side) -> dict[str, Any]:
 
 
 def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float,
-                 loads: tuple[Load | None, Load | None] = (None, None)) -> tuple[tuple[OpVerdict, ...], int]:
+                 loads: tuple[Load | None, Load | None] = (None, None),
+                 separate: bool = False) -> tuple[tuple[OpVerdict, ...], int]:
     """Every op under the end-to-end verdict's protections: process runs as the unit, p-values adjusted together
     (Benjamini-Hochberg), the threshold, the detectable change and the sides' contention (trust.py)."""
     a_samples, b_samples = joined(_per_op_runs(a), _per_op_runs(b))
@@ -423,7 +432,7 @@ def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float,
         if est is None or est.median_b_ms <= 0:
             skipped += 1
             continue
-        estimates.append((key, est))
+        estimates.append((key, widened(est, settings.confidence, settings.job_shift) if separate else est))
     adjusted = adjust_p_values([e.p_value for _, e in estimates])
     ops = []
     for (key, est), p in zip(estimates, adjusted, strict=False):

@@ -128,6 +128,7 @@ class VerdictSettings:
     noise_floor: float = 0.0  # the device's relative run-to-run noise; widens both thresholds
     center: str = DEFAULT_CENTER  # FAST_STATE, MEAN of per-run medians, or FAST: their minimum (see Center)
     auto_noise_floor: bool = False  # the floor of each (device, model) from its stored history (noise.py)
+    job_shift: float = 0.0  # sides from separate jobs without a measured floor: each side's job-level shift (trust.py)
 
     def effective(self, threshold: float) -> float:
         return max(threshold, self.noise_floor)
@@ -136,7 +137,7 @@ class VerdictSettings:
         return {"threshold": self.threshold, "op_threshold": self.op_threshold, "alpha": self.alpha,
                 "confidence": self.confidence, "resamples": self.resamples, "seed": self.seed,
                 "noise_floor": self.noise_floor, "center": self.center,
-                "auto_noise_floor": self.auto_noise_floor}
+                "auto_noise_floor": self.auto_noise_floor, "job_shift": self.job_shift}
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,14 @@ from typing import Any
 from orchestrator.verdicts.statistics import Estimate, Verdict
 
 POWER = 0.80
+# Two separate jobs (not interleaved) each land at their own level: the machine's load, heat and placement move a
+# whole job. On the noise corpus the standard deviation of the job statistic between identical jobs was 1.3-5.4 %
+# (benchmarks/README.md "Trust"), beyond what either job's process runs show; unseen, it made 10 % of compare pairs
+# of identical jobs `regressed`. With no measured job-to-job floor (history), a comparison of separate jobs adds
+# this much per side to its interval, in quadrature: what `compare` cannot know, it does not claim. `etfarm compare`
+# sets it (VerdictSettings.job_shift); `run --ab` (one interleaved job) needs none; the nightly keeps its
+# replicate noise floor and its confirmation.
+JOB_SHIFT_SD = 0.05
 LOAD_POINTS = 0.10  # contended shares at least 10 points apart ...
 LOAD_FACTOR = 2.0  # ... and one at least twice the other: "measurably different contention"
 
@@ -63,6 +71,19 @@ def detectable_change(est: Estimate | None, alpha: float, confidence: float) -> 
     normal = NormalDist()
     se = (math.log(est.ci_high) - math.log(est.ci_low)) / (2 * normal.inv_cdf(0.5 + confidence / 2))
     return math.exp(se * (normal.inv_cdf(1 - alpha / 2) + normal.inv_cdf(POWER))) - 1
+
+
+def widened(est: Estimate | None, confidence: float, sd: float = JOB_SHIFT_SD) -> Estimate | None:
+    """`est` with each side's job-level shift (`sd`, log scale) added to its interval in quadrature."""
+    if est is None or not (est.ci_low > 0 and est.ci_high > 0 and est.ratio > 0):
+        return est
+    from dataclasses import replace
+
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    extra = (z * sd) ** 2 * 2
+    low = est.ratio * math.exp(-math.sqrt(math.log(est.ratio / est.ci_low) ** 2 + extra))
+    high = est.ratio * math.exp(math.sqrt(math.log(est.ci_high / est.ratio) ** 2 + extra))
+    return replace(est, ci_low=min(low, est.ci_low), ci_high=max(high, est.ci_high))
 
 
 def loads_differ(a: Load | None, b: Load | None) -> bool:

@@ -131,3 +131,14 @@ def test_the_numbers_users_know_are_the_p50_and_trimmed_mean_of_clean_executions
     table = verdict_table(Comparison("a", "b", SETTINGS, (pair,)))
     assert f"p50 A {pair.figures[0].p50_ms:.4g} ms, B {pair.figures[1].p50_ms:.4g} ms" in table
     assert pair.to_dict()["figures"]["b"]["executions"] == 300
+
+
+def test_separate_jobs_carry_the_job_shift_and_one_interleaved_job_does_not() -> None:
+    shifted = VerdictSettings(resamples=300, center="mean", job_shift=0.05)
+    a, b = side(1.0, seed=1), side(1.12, seed=2, source="run-b")
+    separate = compare_sides(a, b, shifted)
+    assert separate.verdict is Verdict.INCONCLUSIVE and separate.blind is not None
+    assert separate.blind.startswith("too noisy: could see >= ") and separate.detectable > 0.12
+    one_job = compare_sides(a, side(1.12, seed=2), shifted)  # both sides from run-a: interleaved
+    assert one_job.verdict is Verdict.REGRESSED and one_job.detectable < 0.05
+    assert compare_sides(a, side(2.0, seed=2, source="run-b"), shifted).verdict is Verdict.REGRESSED  # 2x is seen
