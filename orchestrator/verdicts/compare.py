@@ -411,7 +411,9 @@ def _separate_jobs(a: Side, b: Side, noise: NoiseFloor | None) -> bool:
 
 def _trust_fields(trust: Judged, a: Side, b: Side) -> dict[str, Any]:
     """What the pair could see, how contended each side was, and (inconclusive) the command that settles it."""
-    settle = (settle_command(a.program, b.program, b.device) if trust.verdict is Verdict.INCONCLUSIVE else None)
+    # the same program on both sides (an A/A) has nothing for `run --ab` to settle, and it refuses one spec twice
+    unlike = a.program is None or a.program != b.program
+    settle = settle_command(a.program, b.program, b.device) if trust.verdict is Verdict.INCONCLUSIVE and unlike else None
     return {"detectable": trust.detectable, "blind": trust.blind, "settle": settle, "loads": (a.load, b.load),
             "dropped": (a.dropped, b.dropped), "figures": (side_figures(a.e2e), side_figures(b.e2e))}
 

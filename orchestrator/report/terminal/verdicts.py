@@ -106,7 +106,8 @@ def verdict_table(comparison: Comparison) -> str:
     baselines = [f"{p.device} {p.model}: {p.source_a}" for p in comparison.pairs
                  if p.source_a and p.source_a not in comparison.a]
     text = f"{legend(comparison)}" + (f"\nbaselines: {'; '.join(baselines)}" if baselines else "")
-    return f"{table}\n{terminal_text(text)}\n{terminal_text(judged_lines(comparison))}"
+    lines = [*text.splitlines(), *judged_lines(comparison).splitlines()]
+    return "\n".join([table, *(terminal_text(line) for line in lines)])  # each line escaped, the breaks kept
 
 
 def judged_lines(comparison: Comparison) -> str:

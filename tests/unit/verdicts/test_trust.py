@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -142,3 +143,12 @@ def test_separate_jobs_carry_the_job_shift_and_one_interleaved_job_does_not() ->
     one_job = compare_sides(a, side(1.12, seed=2), shifted)  # both sides from run-a: interleaved
     assert one_job.verdict is Verdict.REGRESSED and one_job.detectable < 0.05
     assert compare_sides(a, side(2.0, seed=2, source="run-b"), shifted).verdict is Verdict.REGRESSED  # 2x is seen
+
+
+def test_an_a_a_of_one_program_names_no_command_and_the_lines_stay_lines() -> None:
+    a = side(1.0, spread=0.3, runs=3, seed=1)
+    b = replace(side(1.0, spread=0.3, runs=3, seed=2, source="run-b"), program=a.program)  # the same .pte
+    pair = compare_sides(a, b, SETTINGS)
+    assert pair.verdict is Verdict.INCONCLUSIVE and pair.settle is None  # run --ab refuses one program twice
+    table = verdict_table(Comparison("a", "b", SETTINGS, (pair,)))
+    assert "\\x0a" not in table and "\n  pixel8 cnn: could not judge (too noisy" in table
