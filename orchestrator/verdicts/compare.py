@@ -394,6 +394,7 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
     metrics = metric_verdicts([r.llm for r in a.runs], [r.llm for r in b.runs], settings, threshold)
     accuracy = accuracy_verdict(a.accuracy, b.accuracy)
     if base["differences"]:
+        trust = Judged(Verdict.SETTINGS_DIFFER, trust.detectable)  # the settings' ratio: nothing to settle
         verdict = Verdict.SETTINGS_DIFFER
         ops = tuple(replace(o, verdict=unjudged(o.verdict)) for o in ops)
         metrics = tuple(replace(m, verdict=unjudged(m.verdict)) for m in metrics)

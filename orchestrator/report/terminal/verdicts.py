@@ -48,9 +48,10 @@ def _pair_row(pair: PairVerdict) -> list[object]:
     unlike += [f"{' and '.join(i.side for i in pair.incomplete)} incomplete"] if pair.incomplete else []
     unlike += ["states may differ"] if pair.estimate is not None and pair.estimate.state_note else []
     unlike += [f"{pair.below.direction}, below threshold"] if pair.below else []
-    unlike += [pair.blind] if pair.blind else []  # why it could not judge (trust.py)
     if unlike:  # what is not compared like with like, and a change under the threshold (the legend says more)
         verdict += f" ({'; '.join(unlike)})"
+    if pair.blind and pair.verdict is Verdict.INCONCLUSIVE:  # why it could not judge (trust.py)
+        verdict += f"; {pair.blind}"
     est = pair.estimate
     floor = pair.noise.describe() if pair.noise else None
     if est is None:

@@ -25,7 +25,7 @@ def test_five_percent_more_layers_is_reported_slower_below_the_threshold() -> No
     assert pair.to_dict()["below_threshold"]["text"] == words
     comparison = Comparison("base", "p5", settings, (pair,))
     table = verdict_table(comparison)
-    assert "inconclusive (slower, below threshold; near the 5% threshold" in table and "BELOW THE THRESHOLD" in table and words in table
+    assert "inconclusive (slower, below threshold); near the 5% threshold" in table and "BELOW THE THRESHOLD" in table and words in table
     assert md_text(words) in verdict_markdown(comparison) and words in "".join(map(str, _unlike_clause(pair)))
 
 
