@@ -5,11 +5,15 @@ Execution k of a run is the k-th instance of its forward-call block in the run's
 traced; the method-load block is not a call): with `calls` forward calls per execution (1, or an LLM's
 prefill calls + decode steps per generation), instance i belongs to execution i // calls. `drop_contended`
 removes those samples and recomputes the rows; each row's `contended_samples` says how many of its samples
-were left out. An event whose every sample was contended keeps its row with no statistics (samples 0):
-nothing clean was measured, and a figure from contended samples would pass it off as measured.
+were left out. When no execution at all was clean, nothing is left out (`contended_samples` 0), as the
+end-to-end figures then use every execution (`ModelResult.reported_execute_ms`) and the contention summary says
+all were contended. An event all of whose samples were contended while others' were not (an op some executions
+skip) keeps its row with no statistics (samples 0).
 
 A run whose ETDump does not hold exactly one call block instance per call of every execution (a program
-whose calls do not share one block) keeps all its samples: the mapping cannot be trusted there.
+whose calls do not share one block) keeps all its samples: the mapping cannot be trusted there. An LLM's
+prefill / decode columns (profiles/phases.py, computed first, over every call) are kept as they were: splitting
+calls by phase needs every call of a run.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import numpy as np
 
 from orchestrator.profiles.analysis_core import SampleSet
 from orchestrator.profiles.phases import EXECUTE_EVENT
-from orchestrator.profiles.stat_rows import ModelStats, StatRow, rows_of
+from orchestrator.profiles.stat_rows import PHASE_COLUMNS, ModelStats, StatRow, rows_of
 
 
 def contended_mask(samples: SampleSet, clean: Mapping[str, Sequence[bool]], calls: Mapping[str, int]) -> np.ndarray:
@@ -51,7 +55,7 @@ def drop_contended(stats: ModelStats, clean: Mapping[str, Sequence[bool]], calls
     if not clean or samples is None or samples.duration_ms.size == 0:
         return stats
     drop = contended_mask(samples, clean, calls)
-    if not drop.any():
+    if not drop.any() or not (_in_calls(samples) & ~drop).any():  # nothing contended, or nothing clean: keep all
         return replace(stats, rows=tuple(replace(row, contended_samples=0) for row in stats.rows))
     kept = _subset(samples, ~drop)
     width = max(len(events) for events in samples.block_events) + 1
@@ -60,10 +64,16 @@ def drop_contended(stats: ModelStats, clean: Mapping[str, Sequence[bool]], calls
     new = {row.key: row for row in rows_of(kept, stats.device, stats.model)}
     block_of = {key: b for b, key in enumerate(samples.block_keys)}
     rows = []
-    for row in stats.rows:  # every event keeps its row, in the order the whole samples gave
+    for row in stats.rows:  # every event keeps its row, in the order the whole samples gave, and its phase figures
         count = int(left_out[block_of[row.event_block] * width + row.event_index])
-        rows.append(replace(new.get(row.key, _emptied(row)), contended_samples=count))
+        phases = {column: getattr(row, column) for column in PHASE_COLUMNS}
+        rows.append(replace(new.get(row.key, _emptied(row)), **phases, contended_samples=count))
     return replace(stats, rows=tuple(rows), samples=kept)
+
+
+def _in_calls(samples: SampleSet) -> np.ndarray:
+    blocks = [b for b, events in enumerate(samples.block_events) if any(e.name == EXECUTE_EVENT for e in events)]
+    return np.isin(samples.block, blocks)
 
 
 def _subset(samples: SampleSet, keep: np.ndarray) -> SampleSet:

@@ -89,9 +89,9 @@ class ModelFinisher:
             stats = model_stats(self.record.name, model.name, [d / ETDUMP_NAME for d in traced_dirs], model.etrecord,
                                 model.pte)
             calls = run_calls(runs)
+            stats = with_phases(stats, calls)  # an LLM's ops split by prefill and decode, over every call
             stats = drop_contended(stats, {r.label: r.clean for r in runs if r.traced and r.contention is not None},
                                    {label: c.per_generation for label, c in calls.items()})
-            stats = with_phases(stats, calls)  # an LLM's ops split by prefill and decode
             if not self.record.closed:  # given up by the watchdog: its statistics were taken without these
                 self.stats.add(stats)
         self.record.model(ModelResult(model.name, status, tuple(runs), verification, error, blame, accuracy))

@@ -210,6 +210,12 @@ class ModelResult:
         return tuple(ms for r in self.traced_runs for ms in r.clean_execute_ms)
 
     @property
+    def reported_execute_ms(self) -> tuple[float, ...]:
+        """What every p50 and p90 of this model is over: the clean executions, or all when none was clean (then the
+        contention summary says every one was contended)."""
+        return self.clean_wall_execute_ms or self.wall_execute_ms
+
+    @property
     def contention_summary(self) -> ContentionSummary:
         """How contended this model's process runs (traced and not) were: what the job reports per device."""
         return contention_summary([(r.execute_ms, r.contention) for r in self.runs])

@@ -39,10 +39,10 @@ RESULT_PREFIX = "ETFARM_RESULT "
 MAX_TIME_MS = 86_400_000.0  # one day, for any time (no process run may take longer)
 MAX_BYTES = 1 << 50  # a petabyte, for any size in bytes or KiB
 MAX_THREADS = 1 << 16
-# Rounds of the runner's calibration workload (64x64 GEMM + 2 MiB of copies each): about 15 ms
-# on the 2-vCPU Xeon testbed, long enough for a busy loop sharing the core to show (the
-# scheduler's slices are a few ms), short enough to cost little per process run.
-CALIBRATION_ROUNDS = 250
+# Rounds of the runner's calibration workload (64x64 GEMM + 2 MiB of copies each) a process run asks for: none.
+# The runner's own contention measure (run/contention.py) catches every run the workload flagged, per execution, at
+# a hundredth of its cost (benchmarks/README.md "Contention"); `--calibration_rounds` stays in the runner.
+CALIBRATION_ROUNDS = 0
 
 
 @dataclass(frozen=True)

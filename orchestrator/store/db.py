@@ -342,12 +342,12 @@ def _insert_device(conn: sqlite3.Connection, run_id: str, ordinal: int, device: 
                   _enum(device.blame), device.runner_key, _json(device.facts.to_json()), _json(device.controls)))
     for k, model in enumerate(device.models):
         v = model.verification
-        p90 = percentile(model.wall_execute_ms, 90)
+        p90 = percentile(model.reported_execute_ms, 90)
         conn.execute(
             "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (run_id, device.name, k, model.name, model.status.value, model.error, _enum(model.blame),
              v.status.value if v else None, v.detail if v else None, v.max_abs_diff if v else None,
-             v.runs_checked if v else None, median(model.wall_execute_ms), p90,
+             v.runs_checked if v else None, median(model.reported_execute_ms), p90,
              median(model.untraced_execute_ms), median(model.warm_load_ms),  # the report's load p50: warm runs
              _json(list(record.sample_runs.get((device.name, model.name), ()))),
              _json(encode(model.accuracy)) if model.accuracy else None))

@@ -5,6 +5,12 @@ Every column of stats.csv is checked against Inspector per event: the statistics
 the model's ETRecord, what Inspector links each event to (op types, delegate backend, module;
 a delegate's kernels, to which Inspector gives no module, get theirs from etfarm's kernel map,
 checked against the model's structure in test_op_naming.py and test_kernel_map.py). A run that analysed without the ETRecord therefore fails here (the link columns are missing).
+
+A job leaves out the samples of executions that waited for a CPU (profiles/contended.py). When an ETDump lies in a
+job's run directory, the reference leaves out the same executions, found independently here: the job's manifest
+says which executions of that process run were clean (`ProcessRun.clean`; when none of the model's was, all are
+kept), and Inspector's samples of a forward
+call's block are in call order (one per call, every execution the same number of calls).
 """
 
 from __future__ import annotations
@@ -54,15 +60,46 @@ def inspector_merged_stats(etdumps: list[Path], etrecord: Path | None) -> dict[t
     meta: dict[tuple[str, int], dict[str, Any]] = {}
     for path in etdumps:
         inspector = Inspector(etdump_path=str(path), etrecord=str(etrecord) if etrecord else None)
+        clean = _clean_executions(Path(path))
         for block in inspector.event_blocks:
+            calls = any(e.name == "Method::execute" for e in block.events)
             for index, event in enumerate(block.events):
                 if event.perf_data is not None:
-                    raw[(block.name, index)].extend(event.perf_data.raw)
+                    samples = list(event.perf_data.raw)
+                    if calls and clean is not None and len(samples) % len(clean) == 0:
+                        per = len(samples) // len(clean)
+                        samples = [v for i, v in enumerate(samples) if clean[i // per]]
+                    if samples:
+                        raw[(block.name, index)].extend(samples)
                     meta[(block.name, index)] = {
                         "event_name": event.name, "op_types": ";".join(event.op_types or ()),
                         "delegate_backend_name": event.delegate_backend_name or "",
                         "module_path": _module_path(event.module_hierarchy)}
     return {key: {**meta[key], "samples": len(v), **_numpy_stats(v)} for key, v in raw.items()}
+
+
+def _clean_executions(etdump: Path) -> list[bool] | None:
+    """Per execution of the process run that wrote `etdump` (DIR/<device>/<model>/<run>/etdump.etdp), whether it was
+    clean, from the job's manifest; None outside a job's run directory or for a run that measured no contention."""
+    run_dir, model_dir, device_dir = etdump.parent, etdump.parent.parent, etdump.parent.parent.parent
+    if not (device_dir.parent / "manifest.json").is_file():
+        return None
+    from orchestrator.run.results import load_manifest
+
+    device = load_manifest(device_dir.parent).device(device_dir.name)
+    model = device.model(model_dir.name) if device is not None else None
+    run = next((r for r in model.runs if r.label == run_dir.name), None) if model is not None else None
+    if model is None or not any(r.clean_execute_ms for r in model.traced_runs):
+        return None  # no execution of the model was clean: the job keeps them all
+    return list(run.clean) if run is not None and run.contention is not None and run.contention.wait_ms else None
+
+
+def measured_samples(rows: Any) -> Any:
+    """Per row of a stats frame, every sample measured: those in its statistics plus the contended ones left out
+    (`contended_samples`; absent or empty where the runner measured no contention). What a job recorded, whatever
+    the host's load."""
+    contended = rows["contended_samples"].fillna(0) if "contended_samples" in rows else 0
+    return (rows["samples"] + contended).astype(int)
 
 
 def _text(value: Any) -> str:
@@ -78,7 +115,7 @@ def assert_stats_equal_inspector(stats: Any, etdumps: list[Path], etrecord: Path
     """Every row of a stats frame (one device and model) equals Inspector's merged numbers to 1e-9,
     and with an ETRecord, links each event to the same op types, backend and module as Inspector."""
     expected = inspector_merged_stats(etdumps, etrecord)
-    ours = {(r.event_block, int(r.event_index)): r for r in stats.itertuples()}
+    ours = {(r.event_block, int(r.event_index)): r for r in stats.itertuples() if int(r.samples) > 0}  # 0: all contended
     assert set(ours) == set(expected)
     if etrecord is not None:
         missing = [c for c in LINK_COLUMNS if c not in stats.columns]

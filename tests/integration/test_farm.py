@@ -31,7 +31,7 @@ from device_agents import DeviceSpec  # noqa: E402
 from orchestrator.artifacts.tensorfile import read_tensors, write_tensors  # noqa: E402
 from orchestrator.farm.status import farm_status  # noqa: E402
 from orchestrator.run import DeviceStatus, JobStatus, ModelStatus, load_manifest  # noqa: E402
-from tests.helpers.inspector_stats import assert_stats_equal_inspector  # noqa: E402
+from tests.helpers.inspector_stats import assert_stats_equal_inspector, measured_samples  # noqa: E402
 from tests.helpers.inventory import write_inventory  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -443,7 +443,7 @@ def test_runs_finished_before_a_worker_dies_are_kept_and_resume_runs_only_the_re
     assert kept_etdump, "the run's files came with it"
     stats = pd.read_csv(out / "stats.csv")  # and it is analysed, as a single-host partial model is
     execute = stats[(stats["device"] == "host-a") & (stats["event_name"] == "Method::execute")]
-    assert list(execute["samples"]) == [3], stats  # run-1's 3 iterations
+    assert list(measured_samples(execute)) == [3], stats  # run-1's 3 iterations
 
     farm.worker("wa2", config_a)  # the device is back, on a worker that never saw run-1's files
     farm.wait_online("host-a")

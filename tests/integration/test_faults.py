@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from device_agents import DeviceSpec
+from tests.helpers.inspector_stats import measured_samples
 from tests.helpers.inventory import write_inventory
 from tests.helpers.readme import fault_bounds, run_retry_bounds
 from tests.integration.testbed import descendant_pids
@@ -122,7 +123,7 @@ def test_sshd_killed_mid_job(ssh_server_factory: Callable[[], object], tmp_path:
     # The healthy device's results are complete; the doomed one's finished runs are analysed (partial).
     stats = pd.read_csv(out / "stats.csv")
     assert set(stats["device"]) == {"local", "doomed"}
-    execute = stats[stats["event_name"] == "Method::execute"].set_index("device")["samples"]
+    execute = measured_samples(stats[stats["event_name"] == "Method::execute"].set_index("device"))
     assert int(execute["local"]) == 3 * 3
     assert int(execute["doomed"]) in (3, 2 * 3)
     assert manifest["devices"]["doomed"]["models"]["tiny_mlp"]["status"] == "partial"
@@ -242,7 +243,7 @@ def test_sshd_killed_and_restarted_mid_run_retries_the_run(ssh_server_factory: C
     assert "run tiny_mlp run-2 failed (try 1/3), retrying" in stderr
     stats = pd.read_csv(out / "stats.csv")
     execute = stats[stats["event_name"] == "Method::execute"]
-    assert int(execute["samples"].iloc[0]) == 3 * 3  # the retried run counted once
+    assert int(measured_samples(execute).iloc[0]) == 3 * 3  # the retried run counted once
     assert sorted(p.name for p in (out / "board" / "tiny_mlp" / "run-2").iterdir()) == sorted(
         Path(a).name for a in model.runs[1].artifacts)
     assert not (workdir / REMOTE_LOCK_REL).exists()  # still ours after the reconnect, released at the end
@@ -279,5 +280,5 @@ def test_adb_device_daemon_restarted_mid_run_retries_the_run(adb_testdevice: obj
     assert model is not None and [run.label for run in model.runs] == ["run-1", "run-2", "run-3"]
     assert [a.step for a in device.attempts][:1] == ["run tiny_mlp run-2"], device.attempts
     stats = pd.read_csv(out / "stats.csv")
-    assert int(stats[stats["event_name"] == "Method::execute"]["samples"].iloc[0]) == 3 * 3
+    assert int(measured_samples(stats[stats["event_name"] == "Method::execute"]).iloc[0]) == 3 * 3
     assert not (workdir / REMOTE_LOCK_REL).exists()

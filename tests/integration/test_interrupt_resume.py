@@ -21,6 +21,7 @@ from device_agents import DeviceSpec
 from orchestrator.errors import EXIT_INTERRUPTED
 from orchestrator.run import load_manifest
 from orchestrator.store import open_store
+from tests.helpers.inspector_stats import measured_samples
 from tests.helpers.inventory import write_inventory
 
 REPO = Path(__file__).resolve().parents[2]
@@ -135,7 +136,7 @@ def test_signal_stops_everything_then_resume_completes(ssh_server_factory, tmp_p
     stats = pd.read_csv(out / "stats.csv")
     for device in ("board", "local"):
         assert event_keys(stats, device) == event_keys(expected, "local")
-        samples = stats[(stats["device"] == device) & (stats["event_name"] == "Method::execute")]["samples"]
+        samples = measured_samples(stats[(stats["device"] == device) & (stats["event_name"] == "Method::execute")])
         assert int(samples.iloc[0]) == RUNS * ITERATIONS
 
     # The store holds the run once, as complete as if nothing had failed (record() replaces by run id).

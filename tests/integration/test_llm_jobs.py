@@ -137,8 +137,9 @@ def test_a_pte_of_its_own_dims_is_profiled_as_an_llm(own_dims_pte: Path, tmp_pat
     assert execute.decode_samples == 2 * 2 * 24
     assert execute.prefill_avg_ms == pytest.approx(sum(prefill_times) / len(prefill_times), rel=1e-9)
     header = (out / "stats.csv").read_text().splitlines()[0].split(",")
-    # new columns come after every column that was there before: the phases, then the op identity
-    assert header[-len(PHASE_COLUMNS) - len(IDENTITY_COLUMNS):] == [*PHASE_COLUMNS, *IDENTITY_COLUMNS]
+    # new columns come after every column that was there before: the phases, the op identity, the contended samples
+    assert header[-len(PHASE_COLUMNS) - len(IDENTITY_COLUMNS) - 1:] == [*PHASE_COLUMNS, *IDENTITY_COLUMNS,
+                                                                        "contended_samples"]
     assert "ops by phase" in result.stdout and "prefill:" in result.stdout and "decode:" in result.stdout
 
 

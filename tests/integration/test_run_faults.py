@@ -16,6 +16,7 @@ import pytest
 from device_agents import DeviceSpec
 from orchestrator.artifacts.tensorfile import read_tensors, write_tensors
 from orchestrator.run import load_manifest
+from tests.helpers.inspector_stats import measured_samples
 from tests.helpers.inventory import write_inventory
 from tests.helpers.tools import missing
 
@@ -77,7 +78,7 @@ def test_run_k_fails_keeps_runs_before_it_as_partial_and_resume_completes_it(tmp
 
 def execute_samples(out: Path) -> int:
     stats = pd.read_csv(out / "stats.csv")
-    return int(stats[stats["event_name"] == "Method::execute"]["samples"].iloc[0])
+    return int(measured_samples(stats[stats["event_name"] == "Method::execute"]).iloc[0])
 
 
 def test_wrong_outputs_mark_the_device_wrong_results(tmp_path: Path) -> None:

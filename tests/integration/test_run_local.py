@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from orchestrator.run.results import load_manifest
 from tests.helpers.inspector_stats import assert_stats_equal_inspector
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,7 +47,10 @@ def test_run_local_xnnpack_end_to_end_then_warm(tmp_path: Path) -> None:
     assert list(stats.columns[: len(CONTRACT_COLUMNS)]) == CONTRACT_COLUMNS
     assert set(stats["device"]) == {"local"} and set(stats["model"]) == {"tiny_cnn"}
     execute = stats[stats["event_name"] == "Method::execute"]
-    assert execute["samples"].tolist() == [3 * 4]  # warmup iterations are not in the ETDump
+    # Warmup iterations are not in the ETDump; the executions that waited for a CPU are left out, and counted.
+    assert (execute["samples"] + execute["contended_samples"]).tolist() == [3 * 4]
+    runs = load_manifest(out).device("local").model("tiny_cnn").traced_runs  # type: ignore[union-attr]
+    assert execute["contended_samples"].tolist() == [sum(not ok for r in runs for ok in r.clean)]
     assert (stats["event_name"] == "DELEGATE_CALL").any()  # XNNPACK did take the model
     etrecord = Path(manifest["models"]["tiny_cnn"]["etrecord"])
     assert_stats_equal_inspector(stats.drop(columns=["device", "model"]), etdumps, etrecord)

@@ -258,3 +258,17 @@ def test_calibration_is_timed_before_and_after(host_build: RunnerBuild, models: 
     assert summary["runner_ms"] >= summary["calibration_before_ms"] + summary["calibration_after_ms"]
     off = _result_line(_run(host_build, "--model_path", models["xnnpack"].pte).stdout)
     assert "calibration_before_ms" not in off
+
+
+def test_contention_is_read_per_execution(host_build: RunnerBuild, models: dict[str, Model]) -> None:
+    """Every thread's run-queue wait around each measured execution (runners/etfarm_sched.h), the process's CPU
+    and wall time around the loop; none with --sched_stats=false. Whether any wait is nonzero is the host's
+    business (tests/integration/test_runloop.py makes one that must be)."""
+    result = _run(host_build, "--model_path", models["xnnpack"].pte, "--num_executions=4", "--warmup=1")
+    assert result.ok, result.tail()
+    contention = _result_line(result.stdout)["contention"]
+    assert len(contention["wait_ms"]) == 4 and all(w >= 0 for w in contention["wait_ms"])
+    assert contention["threads"] >= 1 and contention["cpu_ms"] > 0 and contention["wall_ms"] > 0
+    assert contention["involuntary_switches"] >= 0 and contention["migrations"] >= 0 and contention["read_ms"] >= 0
+    off = _run(host_build, "--model_path", models["xnnpack"].pte, "--sched_stats=false")
+    assert off.ok and "contention" not in _result_line(off.stdout)

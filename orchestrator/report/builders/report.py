@@ -52,8 +52,11 @@ from orchestrator.store.history import HistoryPoint
 DEVICE_PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974")
 
 METHODS = (
-    "p50: numpy's linear median of every measured execution of the traced process runs (wall clock per execution, "
-    "timed by the runner); p90 likewise. Every latency, ratio and headline on this page uses that p50.",
+    "p50: numpy's linear median of every clean measured execution of the traced process runs (wall clock per "
+    "execution, timed by the runner); p90 likewise. Every latency, ratio and headline on this page uses that p50.",
+    "Clean: an execution whose threads waited for a CPU (run-queue wait, read by the runner) no longer than "
+    "max(50 us, 2 % of its time) (run/contention.py); the others are left out of every statistic and counted under "
+    "What to trust; when none was clean, all are used.",
     f"Ratios: p50 / p50. {CI_LEVEL:.0%} interval: cluster bootstrap ({RESAMPLES} resamples, seed {SEED}) that draws "
     "each side's process runs with replacement and pools their executions: the process run is the replication unit. "
     f"Fewer than {MIN_RUNS_FOR_INTERVAL} runs on a side: no interval.",
@@ -62,11 +65,12 @@ METHODS = (
     f"Stability (orchestrator/stats.py): a typical process run's IQR / median of its executions (unstable above "
     f"{WITHIN_RUN_LIMIT:.0%}) and the IQR / median of the per-run medians of the runs the calibration did not flag "
     f"(unstable above {BETWEEN_RUNS_LIMIT:.0%}); limits measured in benchmarks/README.md \"Stability\".",
-    "Interfered / throttled: the runner's calibration workload, timed before and after each run, more than 25 % "
-    "slower than the job's fastest on that device (run/calibration.py); flagged runs stay in the statistics.",
+    "Interfered / throttled (runs made before the calibration workload was retired): the workload, timed before and "
+    "after each run, more than 25 % slower than the job's fastest on that device (run/calibration.py).",
     "Untraced: process runs without the ETDump event tracer; tracer overhead = traced p50 / untraced p50 - 1, "
     "with its interval over process runs.",
-    "Per op: stats.csv (Inspector's statistics over all samples); tables sort by and show the mean, and share = "
+    "Per op: stats.csv (Inspector's statistics over the clean executions' samples); tables sort by and show the mean, "
+    "and share = "
     "mean / Method::execute mean. DELEGATE_CALL is left out when its delegate's kernels are listed, so shares do "
     "not count twice. XNNPACK kernels are named in your model from the .pte's serialized graph and the ETRecord; "
     "kernels under the timer's 1 us resolution are shown as such, without a share.",
@@ -214,12 +218,14 @@ def _op_runs(root: Path, present: Sequence[tuple[DeviceResult, ModelResult]],
 
 
 def _runs(model: ModelResult) -> list[tuple[float, ...]]:
-    return [r.execute_ms for r in model.traced_runs if r.execute_ms]
+    """Each traced run's clean executions (run/contention.py); all of them when no execution of the model was clean."""
+    clean = [r.clean_execute_ms for r in model.traced_runs if r.clean_execute_ms]
+    return clean or [r.execute_ms for r in model.traced_runs if r.execute_ms]
 
 
 def _latency(device: DeviceResult, model: ModelResult, baseline: str | None,
              base_runs: list[tuple[float, ...]]) -> DeviceLatency:
-    samples = model.wall_execute_ms
+    samples = model.reported_execute_ms
     runs = _runs(model)
     p50_ms, p90_ms = p50(runs), percentile(samples, 90)
     if device.name == baseline:

@@ -5,6 +5,8 @@ Per device and model of a job:
   `throttled`: the clocks dropped), each with its calibration delta, worded by
   run/calibration.py's `flag_text` exactly as the progress lines and the summary word it. They
   stay in the statistics (the numbers are what was measured); the flag says how far to trust them;
+- the executions left out of the statistics because they waited for a CPU (run/contention.py), with how
+  contended the device was;
 - runs that are NOT in the statistics, and why: a try cut off and repeated (the device's
   `attempts`), the planned runs a partial model is missing, the untraced runs (only in the
   untraced p50 and the tracer's overhead), the cold first run (load times apart);
@@ -19,6 +21,7 @@ from collections.abc import Iterable
 from orchestrator.report.builders.ratios import MIN_RUNS_FOR_INTERVAL, ratio_with_ci
 from orchestrator.report.model import Interval, TracerOverhead, TrustNote
 from orchestrator.run.calibration import flag_text
+from orchestrator.run.contention import contention_text
 from orchestrator.run.results import Attempt, DeviceResult, Job, ModelResult
 
 WORRYING = ("interfered", "throttled", "unstable", "partial")  # the notes a "nothing flagged" summary must not contradict
@@ -79,6 +82,10 @@ def _model_notes(device: DeviceResult, model: ModelResult, planned: int) -> list
         runs = [flag_text(r) for r in model.flagged_runs if r.flag == kind]
         if runs:
             notes.append(TrustNote(device.name, model.name, kind, ", ".join(runs) + ": kept in the statistics"))
+    contended = contention_text(model.contention_summary)
+    if contended and model.contention_summary.contended:
+        notes.append(TrustNote(device.name, model.name, "contended",
+                               contended + ": those executions are not in the statistics"))
     missing = planned - len(model.traced_runs)
     if missing > 0 and model.traced_runs:
         notes.append(TrustNote(device.name, model.name, "partial",

@@ -248,5 +248,5 @@ class TrustNote:
 
     device: str
     model: str
-    kind: str  # "interfered", "throttled", "excluded", "tracer", "unstable", "partial"
+    kind: str  # "interfered", "throttled", "contended", "excluded", "tracer", "unstable", "partial"
     text: str

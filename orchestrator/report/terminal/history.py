@@ -90,7 +90,7 @@ def run_details(job: Job, run_dir: str | None) -> str:
                            "lllllll"), ""]
     rows = []
     for device, model in job.results():
-        wall = model.wall_execute_ms
+        wall = model.reported_execute_ms
         tracer = tracer_overhead(model)
         rows.append([device.name, model.name, model.status.value,
                      model.verification.status.value if model.verification else "-", percentile(wall, 50),

@@ -12,6 +12,7 @@ from orchestrator.report.escape import terminal_text
 from orchestrator.report.formats import clip, fmt_ms, fmt_percent, format_bytes, tracer_cost
 from orchestrator.report.terminal.table import format_table
 from orchestrator.run.calibration import flag_text
+from orchestrator.run.contention import contention_text
 from orchestrator.run.results import Job
 from orchestrator.stats import percentile
 
@@ -68,11 +69,14 @@ def wall_clock_lines(job: Job) -> list[str]:
     """Per device and model: the runner's wall clock, the ETDump tracer's cost, and a stability flag."""
     lines = []
     for device, model in job.results():
-        execute = model.wall_execute_ms
-        if not execute:
+        every, execute = model.wall_execute_ms, model.clean_wall_execute_ms
+        if not every:
             continue
+        counted = f"{len(execute)} clean of {len(every)}" if len(execute) < len(every) else f"{len(every)}"
+        if not execute:  # every execution waited for a CPU: the figures are the contended ones, said so
+            execute, counted = every, f"{len(every)}, ALL CONTENDED"
         line = (f"{device.name} {model.name}: wall clock per execution p50 {fmt_ms(percentile(execute, 50))} ms, "
-                f"p90 {fmt_ms(percentile(execute, 90))} ms over {len(execute)}")
+                f"p90 {fmt_ms(percentile(execute, 90))} ms over {counted}")
         if model.warm_load_ms:
             line += f"; method load p50 {fmt_ms(percentile(model.warm_load_ms, 50))} ms"
         if model.cold_load_ms is not None:
@@ -89,6 +93,9 @@ def wall_clock_lines(job: Job) -> list[str]:
                      f"(tracer overhead {tracer_cost(tracer)})")
         if model.unstable:
             line += "; UNSTABLE: " + "; ".join(model.stability.reasons)
+        contended = contention_text(model.contention_summary)
+        if contended:
+            line += "; contention: " + contended
         flagged = model.flagged_runs
         if flagged:
             line += "; FLAGGED: " + ", ".join(flag_text(r) for r in flagged)

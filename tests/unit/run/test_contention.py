@@ -68,3 +68,12 @@ def test_a_model_without_measurements_reports_none() -> None:
     summary = contention_summary([((1.0,), None)])
     assert summary == ContentionSummary()
     assert summary.contended_share is None
+
+
+def test_how_contention_is_worded() -> None:
+    from orchestrator.run.contention import contention_text
+
+    summary = ContentionSummary(executions=80, contended=40, wait_ms_p50=0.177, wait_ms_max=23.1, cpu_over_wall=0.48)
+    assert contention_text(summary) == ("40 of 80 executions waited for a CPU (50%), wait p50 0.177 ms, max 23.1 ms; "
+                                        "CPU/wall 0.48")
+    assert contention_text(ContentionSummary()) is None  # nothing measured: nothing said

@@ -23,7 +23,7 @@ from orchestrator.run.runner_contract import (
 )
 
 INVOCATION = RunnerInvocation(runner="/w/bin/etfarm_runner", model="/w/m.pte", inputs=None, out_dir="/w/out/m/run-1",
-                              iterations=3, warmup=2, traced=True)
+                              iterations=3, warmup=2, traced=True, calibration_rounds=250)
 SOURCE = "[rpi5] runner (m, run-1)"
 
 
