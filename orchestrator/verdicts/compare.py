@@ -384,7 +384,7 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
     est = widened(est, settings.confidence, settings.job_shift) if separate else est
     loads = (a.load, b.load)
     trust = judged(decide(est, est.p_value, threshold, settings.alpha, settings.threshold), est,
-                   settings.threshold, settings.alpha, settings.confidence, loads)
+                   settings.threshold, settings.alpha, settings.confidence, loads, settings.noise_floor)
     verdict = trust.verdict
     try:
         ops, skipped = _op_verdicts(a, b, settings, op_threshold, loads, separate) if per_op else ((), 0)

@@ -35,6 +35,10 @@ POWER = 0.80
 # sets it (VerdictSettings.job_shift); `run --ab` (one interleaved job) needs none; the nightly keeps its
 # replicate noise floor and its confirmation.
 JOB_SHIFT_SD = 0.05
+# A job-to-job noise floor this large (issue 37 saw an automatic floor climb to 75-108 % on a loaded host) leaves a
+# pass meaningless: replicate jobs of one program differ by half again. Such a pair is not judged (only a change
+# beyond the floor, which cleared the raised bar, stands).
+BLIND_FLOOR = 0.50
 LOAD_POINTS = 0.10  # contended shares at least 10 points apart ...
 LOAD_FACTOR = 2.0  # ... and one at least twice the other: "measurably different contention"
 
@@ -100,7 +104,7 @@ def describe_loads(a: Load, b: Load) -> str:
 
 
 def judged(verdict: Verdict, est: Estimate | None, threshold: float, alpha: float, confidence: float,
-           loads: tuple[Load | None, Load | None] = (None, None)) -> Judged:
+           loads: tuple[Load | None, Load | None] = (None, None), floor: float = 0.0) -> Judged:
     """`verdict` (statistics.decide's) under the trust rules: different load first, then a pass too noisy to be one.
     A regression or improvement whose interval clears the threshold stands however noisy the samples: it was seen."""
     detectable = detectable_change(est, alpha, confidence)
@@ -108,6 +112,9 @@ def judged(verdict: Verdict, est: Estimate | None, threshold: float, alpha: floa
         return Judged(verdict, detectable)
     if loads_differ(*loads):
         return Judged(Verdict.INCONCLUSIVE, detectable, describe_loads(*loads))  # type: ignore[arg-type]
+    if floor >= BLIND_FLOOR and verdict in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE):
+        return Judged(Verdict.INCONCLUSIVE, detectable, f"replicate jobs differ by up to {floor:.0%} (the noise floor): "
+                      "cannot judge a change below that")
     too_noisy = not detectable <= threshold  # nan (no interval) is too noisy too
     if verdict is Verdict.UNCHANGED and too_noisy:
         return Judged(Verdict.INCONCLUSIVE, detectable, f"too noisy: could see >= {_percent(detectable)}")

@@ -14,6 +14,7 @@ from orchestrator.run.contention import Contention
 from orchestrator.run.results import ProcessRun
 from orchestrator.verdicts.compare import Comparison, Side, SideRun, _side_run, clean_ops, compare_sides
 from orchestrator.verdicts.figures import side_figures
+from orchestrator.verdicts.noise import NoiseFloor
 from orchestrator.verdicts.op_samples import OpSamples
 from orchestrator.verdicts.statistics import Estimate, Verdict, VerdictSettings
 from orchestrator.verdicts.trust import Load, detectable_change, judged, loads_differ, settle_command
@@ -152,3 +153,13 @@ def test_an_a_a_of_one_program_names_no_command_and_the_lines_stay_lines() -> No
     assert pair.verdict is Verdict.INCONCLUSIVE and pair.settle is None  # run --ab refuses one program twice
     table = verdict_table(Comparison("a", "b", SETTINGS, (pair,)))
     assert "\\x0a" not in table and "\n  pixel8 cnn: could not judge (too noisy" in table
+
+
+def test_a_noise_floor_of_half_again_is_said_to_be_blind_never_a_pass() -> None:
+    a, b = side(1.0, seed=1), side(1.0, seed=2, source="run-b")
+    pair = compare_sides(a, b, SETTINGS, noise=NoiseFloor(0.8, auto=False))
+    assert pair.verdict is Verdict.INCONCLUSIVE and pair.blind is not None
+    assert pair.blind.startswith("replicate jobs differ by up to 80% (the noise floor)")
+    assert compare_sides(a, b, SETTINGS, noise=NoiseFloor(0.3, auto=False)).verdict is Verdict.UNCHANGED
+    assert compare_sides(a, side(2.5, seed=2, source="run-b"), SETTINGS,
+                         noise=NoiseFloor(0.8, auto=False)).verdict is Verdict.REGRESSED  # beyond the floor: seen
