@@ -81,7 +81,8 @@ def test_a_shift_within_the_stored_noise_is_not_a_regression_with_auto(farm: dic
     # without the floor the same comparison is judged against 5 %: the whole interval must beat that
     plain_code, plain = compare(farm, farm["within"])
     assert plain["pairs"][0]["threshold"] == 0.05 and plain["pairs"][0]["noise_floor"] is None
-    assert plain["pairs"][0]["estimate"]["ci_low"] == pair["estimate"]["ci_low"]
+    # no floor: the interval also carries the separate jobs' shift (docs/guide/trust.md), so it is no narrower
+    assert plain["pairs"][0]["estimate"]["ci_low"] <= pair["estimate"]["ci_low"]
     assert plain["pairs"][0]["verdict"] in ("regressed", "inconclusive")  # 1.10 cannot be inside 5 %
 
 
