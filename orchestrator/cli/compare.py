@@ -67,13 +67,18 @@ def compare(
     without data is `no-data`, never a regression; one without a baseline is `new`; sides that ran
     with different settings (backend, iterations, warmup, threads) are `settings-differ`, never a
     regression, and an interrupted or partial side is named `incomplete` (table, legend, JSON).
-    Exit 0 no regression, 1 a regression (or wrong outputs in B), 2 usage error.
+    Every verdict says the smallest change its samples could detect; a pair too noisy to see the threshold, or whose
+    sides ran under measurably different contention, is `inconclusive` with the reason and the `etfarm run --ab`
+    command that would settle it (docs/guide/trust.md).
+    Exit 0 no regression, 1 a regression (or wrong outputs in B), 2 usage error, 3 nothing regressed but some pair
+    could not be judged.
     """
     # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.report.comparison_output import write_ab_page, write_junit
     from orchestrator.report.terminal.verdicts import verdict_table
     from orchestrator.verdicts.baseline import compare_refs
     from orchestrator.verdicts.statistics import VerdictSettings
+    from orchestrator.verdicts.trust import JOB_SHIFT_SD
 
     check_center(center)
     if html is not None:
@@ -83,7 +88,7 @@ def compare(
     auto, floor = parse_noise_floor(noise_floor)
     settings = VerdictSettings(
         threshold=threshold / 100.0, op_threshold=op_threshold / 100.0, noise_floor=floor, center=center,
-        auto_noise_floor=auto,
+        auto_noise_floor=auto, job_shift=JOB_SHIFT_SD,  # A and B are separate jobs (docs/guide/trust.md)
     )
     comparison = compare_refs(a, b, settings, baseline=baseline, store=store, per_op=not no_ops)
     typer.echo(json.dumps(comparison.to_dict(), indent=2) if as_json else verdict_table(comparison))

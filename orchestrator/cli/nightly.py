@@ -46,7 +46,8 @@ def nightly(
     until 6 exist); the table's `noise floor` column says which floor each pair used.
 
     Exit 0 no regression; 1 a regression or wrong outputs; 3 nothing regressed but some device or
-    model could not be measured (a model whose code or export fails is that model's failure: the
+    model could not be measured, or some pair could not be judged (too noisy, or measured under different load)
+    (a model whose code or export fails is that model's failure: the
     others run); 2 usage or plan error, before anything runs. The first night has no baseline: it passes
     (verdict `new`) and becomes the baseline. With `--scheduler` (or the plan's `scheduler:`) the
     jobs run on the Dask farm (see `etfarm run --scheduler`).
@@ -172,8 +173,7 @@ def _night_pages(outcome: Any, store: Path | None, notes: list[str]) -> list[Pat
 
     comparison = outcome.comparison
     runs = [RunInput(j.rundir.root, j.recorded, j.rows) for j in outcome.jobs]
-    regressed = sum(1 for p in comparison.pairs if p.regressed)
-    title = f"etfarm nightly {outcome.night_id}: " + (f"{regressed} regressed" if regressed else "no regression")
+    title = f"etfarm nightly {outcome.night_id}: {comparison.headline}"
     try:
         written = write_night(comparison, runs, outcome.plan.report, f"nightly-{outcome.night_id}", title,
                               store, outcome.confirmations, notes, {"bisects": [b.to_dict() for b in outcome.bisects]})

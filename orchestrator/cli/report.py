@@ -73,10 +73,12 @@ def _against(run: str, against: str, fmt: ReportFormat, output: str | None, stor
     from orchestrator.report.comparison_output import write_ab_page
     from orchestrator.verdicts.baseline import compare_refs
     from orchestrator.verdicts.statistics import VerdictSettings
+    from orchestrator.verdicts.trust import JOB_SHIFT_SD
 
     if fmt not in (ReportFormat.HTML, ReportFormat.MD):
         raise UsageError(f"--against writes the A/B page as html or md, not {fmt.value} (for JSON: etfarm compare --json)")
-    comparison = compare_refs(against, run, VerdictSettings(), store=store)
+    # compare's settings (two separate jobs carry the job shift): the same page as `compare A B --html`
+    comparison = compare_refs(against, run, VerdictSettings(job_shift=JOB_SHIFT_SD), store=store)
     if output is None:
         target = resolve_run(run, store) / f"{AB_PREFIX}{comparison.a}.{fmt.value}"
     else:

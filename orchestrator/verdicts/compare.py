@@ -23,6 +23,7 @@ stats.csv). Renderers only print these objects (report/terminal/verdicts.py, rep
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -37,12 +38,14 @@ from orchestrator.run.results import (
     Job,
     ModelResult,
     ModelStatus,
+    ProcessRun,
     VerificationStatus,
     load_manifest,
 )
 from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.verdicts.accuracy import AccuracyVerdict, accuracy_verdict
 from orchestrator.verdicts.below import BelowThreshold, below_threshold
+from orchestrator.verdicts.figures import SideFigures, side_figures
 from orchestrator.verdicts.likeness import (
     IncompleteSide,
     SettingDifference,
@@ -67,8 +70,10 @@ from orchestrator.verdicts.statistics import (
     estimate_many,
     statistic_name,
 )
+from orchestrator.verdicts.trust import Judged, Load, judged, settle_command, widened
 
 EXIT_REGRESSION = 1
+EXIT_UNJUDGED = 3  # measured, but some pair could not be judged (too noisy, or its sides under different load)
 DEFAULT_SETTINGS = VerdictSettings()
 
 
@@ -80,6 +85,8 @@ class SideRun:
     execute_ms: tuple[float, ...]
     etdump: Path | None
     llm: LlmRunFigures | None = None  # an LLM's generations: TTFT and decode verdicts (llm_metrics.py)
+    clean: tuple[bool, ...] | None = None  # per execution of the run: it waited for no CPU (None: not measured)
+    dropped: int = 0  # executions left out of `execute_ms` as contended
 
 
 @dataclass(frozen=True)
@@ -99,10 +106,23 @@ class Side:
     accuracy: Accuracy | None = None  # a recipe's outputs against the fp32 eager model (verdicts/accuracy.py)
     identities: SideIdentities = ()  # each event's op identity, from its run's stats.csv (op_samples.py keys)
     memory: ModelMemory | None = None  # memory by owner and the peak RSS (verdicts/memory.py)
+    program: str | None = None  # the program it ran (its .pte in the run directory, else the spec): `run --ab` settles
 
     @property
     def e2e(self) -> list[tuple[float, ...]]:
         return [r.execute_ms for r in self.runs]
+
+    @property
+    def load(self) -> Load | None:
+        """How contended its executions were (trust.py); None when no run measured it (an old manifest)."""
+        measured = [r for r in self.runs if r.clean is not None]
+        if not measured:
+            return None
+        return Load(sum(r.clean.count(False) for r in measured if r.clean), sum(len(r.clean or ()) for r in measured))
+
+    @property
+    def dropped(self) -> int:
+        return sum(r.dropped for r in self.runs)
 
 
 def side_from_job(root: str | Path, job: Job, device: str, model: str, labels: Sequence[str] | None = None) -> Side:
@@ -116,17 +136,31 @@ def side_from_job(root: str | Path, job: Job, device: str, model: str, labels: S
         why = (result.error if result and result.error else None) or dev.error or "no process run completed"
         blame = (result.blame if result and result.blame else None) or dev.blame or Blame.INFRASTRUCTURE
         return Side(job.run_id, device, model, missing=why, blame=blame)
-    runs = tuple(_side_run(root, r.label, r.execute_ms, r.artifacts, r.llm) for r in result.traced_runs
-                 if labels is None or r.label in labels)
+    runs = tuple(_side_run(root, r) for r in result.traced_runs if labels is None or r.label in labels)
     return Side(job.run_id, device, model, runs, verification=_verification(result),
                 settings=model_settings(job, model, device), incomplete=side_gap(job, device, model),
-                accuracy=result.accuracy, identities=side_identities(root, device, model), memory=result.memory)
+                accuracy=result.accuracy, identities=side_identities(root, device, model), memory=result.memory,
+                program=_program(root, job, model))
 
 
-def _side_run(root: Path, label: str, execute_ms: tuple[float, ...], artifacts: Sequence[str],
-              llm: LlmRunFigures | None = None) -> SideRun:
-    etdump = next((root / a for a in artifacts if Path(a).name == ETDUMP_NAME), None)
-    return SideRun(label, execute_ms, etdump if etdump is not None and etdump.is_file() else None, llm)
+def _side_run(root: Path, run: ProcessRun) -> SideRun:
+    """A process run as verdicts use it: its clean executions only when the runner measured contention
+    (run/contention.py: `ProcessRun.clean`); every execution of a run recorded before that."""
+    etdump = next((root / a for a in run.artifacts if Path(a).name == ETDUMP_NAME), None)
+    etdump = etdump if etdump is not None and etdump.is_file() else None
+    if run.contention is None or not run.contention.wait_ms:  # not measured: every execution counts, none is dropped
+        return SideRun(run.label, run.execute_ms, etdump, run.llm)
+    kept = run.clean_execute_ms
+    return SideRun(run.label, kept, etdump, run.llm, run.clean, len(run.execute_ms) - len(kept))
+
+
+def _program(root: Path, job: Job, model: str) -> str | None:
+    """The program a side ran, for the command that settles it: its .pte kept in the run directory, else its spec."""
+    found = job.model_artifacts(model)
+    if found is None:
+        return None
+    pte = root / found.pte if found.pte else None
+    return str(pte) if pte is not None and pte.is_file() else found.spec
 
 
 def _verification(result: ModelResult) -> VerificationStatus | None:
@@ -146,7 +180,7 @@ def pool(sides: Iterable[Side]) -> Side:
                 tuple(r for s in with_data for r in s.runs),
                 verification=VerificationStatus.FAIL if fail else with_data[-1].verification,
                 settings=with_data[0].settings, incomplete="; ".join(gaps) or None, accuracy=with_data[-1].accuracy,
-                identities=with_data[-1].identities, memory=with_data[-1].memory)
+                identities=with_data[-1].identities, memory=with_data[-1].memory, program=with_data[-1].program)
 
 
 @dataclass(frozen=True)
@@ -161,11 +195,18 @@ class OpVerdict:
     source_line: str = ""
     op: str = ""  # the op's identity, as people read it (`features.3 convolution`): what both sides were joined by
     op_basis: str = ""  # how much the identity knows (op_identity.py: model, delegate, event)
+    detectable: float = math.nan  # the smallest change its samples could detect (trust.py)
+    blind: str | None = None  # why it could not be judged, when inconclusive (trust.py)
 
     def to_dict(self) -> dict[str, Any]:
         return {"event_block": self.event_block, "event_index": self.event_index, "event_name": self.event_name,
                 "op": self.op, "op_basis": self.op_basis, "verdict": self.verdict.value, "p_adjusted": self.p_adjusted,
-                "module_path": self.module_path, "source_line": self.source_line, **self.estimate.to_dict()}
+                "module_path": self.module_path, "source_line": self.source_line, "detectable": _finite(self.detectable),
+                "could_not_judge": self.blind, **self.estimate.to_dict()}
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 @dataclass(frozen=True)
@@ -196,6 +237,17 @@ class PairVerdict:
     series: Any = None  # series.SeriesVerdict: the night against its series' reference (nightly only)
     accuracy: AccuracyVerdict | None = None  # B's accuracy against A's (a recipe's), judged on its own
     memory: MemoryVerdict | None = None  # B's peak RSS against A's (verdicts/memory.py), judged on its own
+    detectable: float = math.nan  # the smallest change end to end its samples could detect (trust.py)
+    blind: str | None = None  # why it could not judge, when inconclusive ("too noisy: could see >= 14 %")
+    settle: str | None = None  # the command that would settle it (`etfarm run --ab ...`), when inconclusive
+    loads: tuple[Load | None, Load | None] = (None, None)  # A's and B's contention (None: not measured)
+    dropped: tuple[int, int] = (0, 0)  # contended executions left out of A's and B's statistics
+    figures: tuple[SideFigures | None, SideFigures | None] = (None, None)  # A's and B's p50 and trimmed mean
+
+    @property
+    def unjudged(self) -> bool:
+        """Measured, yet not judged: end to end inconclusive (the night or compare exits 3 unless something regressed)."""
+        return self.verdict is Verdict.INCONCLUSIVE
 
     @property
     def accuracy_dropped(self) -> bool:
@@ -233,7 +285,13 @@ class PairVerdict:
                 "below_threshold": self.below.to_dict() if self.below else None,
                 "series": self.series.to_dict() if self.series is not None else None, "ops": [o.to_dict() for o in self.ops],
                 "accuracy": self.accuracy.to_dict() if self.accuracy else None, "accuracy_dropped": self.accuracy_dropped,
-                "memory": self.memory.to_dict() if self.memory else None, "memory_grew": self.memory_grew}
+                "memory": self.memory.to_dict() if self.memory else None, "memory_grew": self.memory_grew,
+                "detectable": _finite(self.detectable), "could_not_judge": self.blind, "settle": self.settle,
+                "contention": {"a": self.loads[0].to_dict() if self.loads[0] else None,
+                               "b": self.loads[1].to_dict() if self.loads[1] else None,
+                               "dropped_a": self.dropped[0], "dropped_b": self.dropped[1]},
+                "figures": {"a": self.figures[0].to_dict() if self.figures[0] else None,
+                            "b": self.figures[1].to_dict() if self.figures[1] else None}}
 
 
 @dataclass(frozen=True)
@@ -275,15 +333,32 @@ class Comparison:
         return any(p.verdict is Verdict.INCONCLUSIVE for p in self.pairs)
 
     @property
+    def unjudged(self) -> tuple[PairVerdict, ...]:
+        """Pairs measured but not judged (inconclusive end to end): the comparison cannot say "no regression"."""
+        return tuple(p for p in self.pairs if p.unjudged)
+
+    @property
     def exit_code(self) -> int:
-        """0 no regression, 1 a regression (or B's outputs wrong, its accuracy dropped or its memory grew)."""
-        failed = self.regressed or self.verification_failed or self.accuracy_dropped or self.memory_grew
-        return EXIT_REGRESSION if failed else EXIT_OK
+        """1 a regression (or B's outputs wrong, its accuracy dropped or its memory grew); else 3 when a pair could not
+        be judged (inconclusive: trust.py says why); else 0."""
+        if self.regressed or self.verification_failed or self.accuracy_dropped or self.memory_grew:
+            return EXIT_REGRESSION
+        return EXIT_UNJUDGED if self.unjudged else EXIT_OK
+
+    @property
+    def headline(self) -> str:
+        """One line: what the comparison found; never "no regression" over a pair it could not judge."""
+        regressed = sum(1 for p in self.pairs if p.regressed)
+        blind = len(self.unjudged)
+        parts = [f"{regressed} regressed"] if regressed else []
+        parts += [f"could not judge {blind} of {len(self.pairs)} pair(s)"] if blind else []
+        return "; ".join(parts) if parts else "no regression"
 
     def to_dict(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "settings": self.settings.to_dict(),
                 # what each estimate's median_a_ms / median_b_ms is (not a report's p50: an estimator of its own)
                 "statistic": statistic_name(self.settings.center), "regressed": self.regressed,
+                "headline": self.headline, "could_not_judge": len(self.unjudged),
                 "accuracy_dropped": self.accuracy_dropped, "memory_grew": self.memory_grew, "exit_code": self.exit_code,
                 "pairs": [p.to_dict() for p in self.pairs]}
 
@@ -318,9 +393,14 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
                    center=settings.center)
     if est is None:
         return PairVerdict(verdict=Verdict.NO_DATA, reason="no end-to-end samples", blame=Blame.INFRASTRUCTURE, **base)
-    verdict = decide(est, est.p_value, threshold, settings.alpha, settings.threshold)
+    separate = settings.job_shift > 0 and _separate_jobs(a, b, noise)
+    est = widened(est, settings.confidence, settings.job_shift) if separate else est
+    loads = (a.load, b.load)
+    trust = judged(decide(est, est.p_value, threshold, settings.alpha, settings.threshold), est,
+                   settings.threshold, settings.alpha, settings.confidence, loads, settings.noise_floor)
+    verdict = trust.verdict
     try:
-        ops, skipped = _op_verdicts(a, b, settings, op_threshold) if per_op else ((), 0)
+        ops, skipped = _op_verdicts(a, b, settings, op_threshold, loads, separate) if per_op else ((), 0)
     except DataError as exc:  # a corrupt or foreign ETDump: this pair has no data, the others keep their verdicts
         return PairVerdict(verdict=Verdict.NO_DATA, reason=f"per-op samples unreadable: {one_line(str(exc))}",
                            blame=Blame.DATA, **base)
@@ -328,16 +408,36 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
     accuracy = accuracy_verdict(a.accuracy, b.accuracy)
     memory = memory_verdict(a.memory, b.memory, settings.memory_threshold)
     if base["differences"]:
+        trust = Judged(Verdict.SETTINGS_DIFFER, trust.detectable)  # the settings' ratio: nothing to settle
         verdict = Verdict.SETTINGS_DIFFER
         ops = tuple(replace(o, verdict=unjudged(o.verdict)) for o in ops)
         metrics = tuple(replace(m, verdict=unjudged(m.verdict)) for m in metrics)
         accuracy = memory = None  # another recipe's accuracy and memory are the recipe's, not a change
     below = below_threshold(est, est.p_value, verdict, threshold, settings.alpha)
     return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, metrics=metrics, below=below,
-                       accuracy=accuracy, memory=memory, **base)
+                       accuracy=accuracy, memory=memory, **base, **_trust_fields(trust, a, b))
 
 
-def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) -> tuple[tuple[OpVerdict, ...], int]:
+def _separate_jobs(a: Side, b: Side, noise: NoiseFloor | None) -> bool:
+    """Sides from separate jobs (not one interleaved job) with no measured job-to-job floor: with
+    `settings.job_shift` (compare's default: trust.JOB_SHIFT_SD) their intervals carry that job-level shift."""
+    return a.source != b.source and (noise is None or noise.floor is None)
+
+
+def _trust_fields(trust: Judged, a: Side, b: Side) -> dict[str, Any]:
+    """What the pair could see, how contended each side was, and (inconclusive) the command that settles it."""
+    # the same program on both sides (an A/A) has nothing for `run --ab` to settle, and it refuses one spec twice
+    unlike = a.program is None or a.program != b.program
+    settle = settle_command(a.program, b.program, b.device) if trust.verdict is Verdict.INCONCLUSIVE and unlike else None
+    return {"detectable": trust.detectable, "blind": trust.blind, "settle": settle, "loads": (a.load, b.load),
+            "dropped": (a.dropped, b.dropped), "figures": (side_figures(a.e2e), side_figures(b.e2e))}
+
+
+def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float,
+                 loads: tuple[Load | None, Load | None] = (None, None),
+                 separate: bool = False) -> tuple[tuple[OpVerdict, ...], int]:
+    """Every op under the end-to-end verdict's protections: process runs as the unit, p-values adjusted together
+    (Benjamini-Hochberg), the threshold, the detectable change and the sides' contention (trust.py)."""
     a_samples, b_samples = joined(_per_op_runs(a), _per_op_runs(b))
     a_ops, b_ops = a_samples.ops, b_samples.ops
     keys = [k for k in b_ops if k in a_ops]
@@ -349,13 +449,27 @@ def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float) 
         if est is None or est.median_b_ms <= 0:
             skipped += 1
             continue
-        estimates.append((key, est))
+        estimates.append((key, widened(est, settings.confidence, settings.job_shift) if separate else est))
     adjusted = adjust_p_values([e.p_value for _, e in estimates])
-    ops = tuple(OpVerdict(key[0], b_ops[key][0], b_samples.name(key),
-                          decide(est, p, threshold, settings.alpha, settings.op_threshold), est, p,
-                          op=key[1].label, op_basis=key[1].basis)
-                for (key, est), p in zip(estimates, adjusted, strict=False))
-    return ops, skipped
+    ops = []
+    for (key, est), p in zip(estimates, adjusted, strict=False):
+        # a change of less than two ticks of the op's timer is below what the timer can tell (a 5-tick op: 40 %)
+        resolution = 2 * _tick(a_ops[key][1], b_ops[key][1]) / est.median_a_ms
+        trust = judged(decide(est, p, max(threshold, resolution), settings.alpha, settings.op_threshold), est,
+                       max(settings.op_threshold, resolution), settings.alpha, settings.confidence, loads)
+        ops.append(OpVerdict(key[0], b_ops[key][0], b_samples.name(key), trust.verdict, est, p, op=key[1].label,
+                             op_basis=key[1].basis, detectable=trust.detectable, blind=trust.blind))
+    return tuple(ops), skipped
+
+
+def _tick(*sides: Sequence[Any]) -> float:
+    """The op's timer tick as its samples show it: the smallest step between distinct sample values (0: none)."""
+    import numpy as np
+
+    values = [np.asarray(r, dtype=np.float64) for runs in sides for r in runs if len(r)]
+    found = np.unique(np.round(np.concatenate(values), 9)) if values else np.array([])
+    steps = np.diff(found)
+    return float(steps[steps > 0].min()) if steps.size and (steps > 0).any() else 0.0
 
 
 @lru_cache(maxsize=128)  # a side is compared many times in benchmarks and --until-confident rounds
@@ -363,8 +477,24 @@ def _per_op_runs(side: Side) -> OpSamples:
     """(event_block, op identity) -> (event_index, one array of samples per run), operators only."""
     if side.op_samples is not None:
         return side.op_samples
-    paths = [r.etdump for r in side.runs if r.etdump is not None]
-    return read_op_samples(paths, dict(side.identities)) if paths else OpSamples({})
+    traced = [r for r in side.runs if r.etdump is not None]
+    found = read_op_samples([r.etdump for r in traced], dict(side.identities)) if traced else OpSamples({})
+    return clean_ops(found, [r.clean for r in traced])
+
+
+def clean_ops(found: OpSamples, masks: Sequence[tuple[bool, ...] | None]) -> OpSamples:
+    """Each op's samples of the clean executions only, run by run, where the run's mask lines up with the op's
+    samples (one per execution); an op that runs several times per execution keeps every sample."""
+    if not any(m is not None and not all(m) for m in masks):
+        return found
+    import numpy as np
+
+    ops = {}
+    for key, (index, runs) in found.ops.items():
+        kept = [r[np.asarray(m)] if m is not None and len(m) == len(r) else r
+                for r, m in zip(runs, list(masks) + [None] * (len(runs) - len(masks)), strict=False)]
+        ops[key] = (index, kept)
+    return OpSamples(ops, found.names)
 
 
 Baseline = tuple[Path, Job]  # a run directory and its results model

@@ -138,7 +138,8 @@ class NightlyOutcome:
         c = self.comparison
         if c.regressed or c.verification_failed or c.accuracy_dropped or c.memory_grew:
             return 1
-        return EXIT_NIGHTLY_UNMEASURED if self.comparison.no_data else 0
+        # 3 also when a pair was measured but could not be judged (trust.py): a blind night is never green
+        return EXIT_NIGHTLY_UNMEASURED if self.comparison.no_data or self.comparison.unjudged else 0
 
 
 Bisector = Callable[[NightlyPlan, Store, Sequence[tuple[PairVerdict, JobResult]], Progress], Sequence[Any]]

@@ -51,6 +51,8 @@ def _pair_row(pair: PairVerdict) -> list[object]:
     unlike += [f"{pair.below.direction}, below threshold"] if pair.below else []
     if unlike:  # what is not compared like with like, and a change under the threshold (the legend says more)
         verdict += f" ({'; '.join(unlike)})"
+    if pair.blind and pair.verdict is Verdict.INCONCLUSIVE:  # why it could not judge (trust.py)
+        verdict += f"; {pair.blind}"
     est = pair.estimate
     floor = pair.noise.describe() if pair.noise else None
     if est is None:
@@ -113,8 +115,25 @@ def verdict_table(comparison: Comparison) -> str:
     table = format_table(headers(comparison), verdict_rows(comparison), "llllrrrlrrl")
     baselines = [f"{p.device} {p.model}: {p.source_a}" for p in comparison.pairs
                  if p.source_a and p.source_a not in comparison.a]
-    lines = [legend(comparison), *([f"baselines: {'; '.join(baselines)}"] if baselines else [])]
-    return "\n".join([table, *(terminal_text(line) for line in lines)])  # each line made safe, the break kept
+    text = f"{legend(comparison)}" + (f"\nbaselines: {'; '.join(baselines)}" if baselines else "")
+    lines = [*text.splitlines(), *judged_lines(comparison).splitlines()]
+    return "\n".join([table, *(terminal_text(line) for line in lines)])  # each line escaped, the breaks kept
+
+
+def judged_lines(comparison: Comparison) -> str:
+    """The headline (never "no regression" over a pair it could not judge), then each unjudged pair's reason and the
+    command that would settle it."""
+    lines = [f"verdict: {comparison.headline}"]
+    for pair in comparison.pairs:
+        a, b = pair.figures
+        if a is not None and b is not None:  # the numbers users know, beside the judging statistic's ratio
+            lines.append(f"  {pair.device} {pair.model}: p50 A {a.p50_ms:.4g} ms, B {b.p50_ms:.4g} ms (trimmed mean "
+                         f"{a.trimmed_mean_ms:.4g} / {b.trimmed_mean_ms:.4g} ms; {a.executions}/{b.executions} clean "
+                         f"executions, {pair.dropped[0]}/{pair.dropped[1]} contended left out)")
+    for pair in comparison.unjudged:
+        lines.append(f"  {pair.device} {pair.model}: could not judge ({pair.blind or 'inconclusive'})"
+                     + (f"; to settle: {pair.settle}" if pair.settle else ""))
+    return "\n".join(lines)
 
 
 def legend(comparison: Comparison) -> str:
@@ -218,6 +237,7 @@ def verdict_markdown(comparison: Comparison, title: str | None = None, notes: Se
     lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     lines += ["", md_text(legend(comparison))]
+    lines += ["", *(f"- {md_text(line.strip())}" for line in judged_lines(comparison).splitlines())]
     lines += ["", *(f"- {md_text(note)}" for note in notes)] if notes else []
     return "\n".join(lines) + "\n"
 

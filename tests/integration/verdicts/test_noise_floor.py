@@ -61,7 +61,7 @@ def farm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def compare(farm: dict[str, Path], b: Path, *options: str) -> tuple[int, dict]:
     result = etfarm("compare", str(b), "--store", str(farm["db"]), "--no-ops", "--json", *options)
-    assert result.returncode in (0, 1), result.stdout + result.stderr
+    assert result.returncode in (0, 1, 3), result.stdout + result.stderr
     return result.returncode, json.loads(result.stdout)
 
 
@@ -77,11 +77,12 @@ def test_a_shift_within_the_stored_noise_is_not_a_regression_with_auto(farm: dic
                                    "min_stored_runs": 6, "coverage": 0.95, "method": "replicates",
                                    "replicate_groups": 1}
     assert expected == pytest.approx(0.142, abs=1e-3) and pair["threshold"] == pytest.approx(expected)
-    assert code == 0 and pair["verdict"] in ("unchanged", "inconclusive")
+    assert code == (3 if pair["verdict"] == "inconclusive" else 0) and pair["verdict"] in ("unchanged", "inconclusive")
     # without the floor the same comparison is judged against 5 %: the whole interval must beat that
     plain_code, plain = compare(farm, farm["within"])
     assert plain["pairs"][0]["threshold"] == 0.05 and plain["pairs"][0]["noise_floor"] is None
-    assert plain["pairs"][0]["estimate"]["ci_low"] == pair["estimate"]["ci_low"]
+    # no floor: the interval also carries the separate jobs' shift (docs/guide/trust.md), so it is no narrower
+    assert plain["pairs"][0]["estimate"]["ci_low"] <= pair["estimate"]["ci_low"]
     assert plain["pairs"][0]["verdict"] in ("regressed", "inconclusive")  # 1.10 cannot be inside 5 %
 
 

@@ -16,7 +16,7 @@ def side(runs: list, source: str) -> Side:
 
 
 def test_five_percent_more_layers_is_reported_slower_below_the_threshold() -> None:
-    settings = VerdictSettings()
+    settings = VerdictSettings(center="fast-state")
     pair = compare_sides(side(jobs("base")[3], "base"), side(jobs("p5")[0], "p5"), settings, per_op=False)
     assert pair.verdict is Verdict.INCONCLUSIVE and not pair.regressed
     assert pair.below is not None and pair.below.direction == "slower" and pair.below.ci_low > 1.0
@@ -25,10 +25,11 @@ def test_five_percent_more_layers_is_reported_slower_below_the_threshold() -> No
     assert pair.to_dict()["below_threshold"]["text"] == words
     comparison = Comparison("base", "p5", settings, (pair,))
     table = verdict_table(comparison)
-    assert "inconclusive (slower, below threshold)" in table and "BELOW THE THRESHOLD" in table and words in table
+    assert "inconclusive (slower, below threshold); near the 5% threshold" in table and "BELOW THE THRESHOLD" in table and words in table
     assert md_text(words) in verdict_markdown(comparison) and words in "".join(map(str, _unlike_clause(pair)))
 
 
 def test_the_same_model_has_nothing_below_the_threshold_to_report() -> None:
-    pair = compare_sides(side(jobs("base")[3], "a"), side(jobs("base")[4], "b"), VerdictSettings(), per_op=False)
+    pair = compare_sides(side(jobs("base")[3], "a"), side(jobs("base")[4], "b"), VerdictSettings(center="fast-state"),
+                         per_op=False)
     assert pair.below is None and pair.to_dict()["below_threshold"] is None

@@ -24,14 +24,14 @@ def test_the_example_plan_reads() -> None:
     assert loaded.models[1] == PlanModel("configs/models/tiny_mlp.py:build", "portable", "tiny-mlp-portable")
     assert loaded.baseline == "last-good" and loaded.out == loaded.report / "runs"
     assert loaded.settings.auto_noise_floor and loaded.noise_floor is None
-    assert loaded.center == "fast-state" and loaded.settings.center == "fast-state" and loaded.reference is None
+    assert loaded.center == "mean" and loaded.settings.center == "mean" and loaded.reference is None
 
 
 def test_a_pinned_reference_and_the_centers(tmp_path: Path) -> None:
     base = "devices: [a]\nmodels: [m.py:build]\nreport: r\n"
-    assert load_plan(plan(tmp_path, base)).center == "fast-state"  # the default
-    loaded = load_plan(plan(tmp_path, base + "reference: 20261101-120000-ab12\ncenter: mean\n"))
-    assert loaded.reference == "20261101-120000-ab12" and loaded.center == "mean"
+    assert load_plan(plan(tmp_path, base)).center == "mean"  # the default (issue 37)
+    loaded = load_plan(plan(tmp_path, base + "reference: 20261101-120000-ab12\ncenter: fast-state\n"))
+    assert loaded.reference == "20261101-120000-ab12" and loaded.center == "fast-state"  # old plans still read
 
 
 def test_defaults_and_forms(tmp_path: Path) -> None:

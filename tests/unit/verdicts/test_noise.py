@@ -218,7 +218,8 @@ def test_compare_a_b_with_auto_reads_b_s_history(history: tuple[Path, list[Path]
     code = main(["compare", str(dirs[2]), str(dirs[-1]), "--noise-floor", "auto", "--store", str(db), "--json",
                  "--no-ops"])
     data = json.loads(capsys.readouterr().out)
-    assert code in (0, 1) and data["a"] == "run-2" and data["settings"]["auto_noise_floor"] is True
+    assert code == data["exit_code"] and data["a"] == "run-2" and data["settings"]["auto_noise_floor"] is True
+    assert code == {"regressed": 1, "inconclusive": 3}.get(data["pairs"][0]["verdict"], 0)  # 3: could not judge
     (pair,) = data["pairs"]
     assert pair["source_a"] == "run-2"  # A as given; the floor from B's history: every good run before B
     assert pair["noise_floor"]["stored_runs"] == len(FACTORS) and pair["threshold"] == pytest.approx(

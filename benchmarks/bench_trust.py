@@ -1,0 +1,189 @@
+"""Verdicts you can trust on any machine (issue 37): false alarms, interval coverage and power per environment.
+
+    PYTHONPATH=. .venv/bin/python -m benchmarks.bench_trust [--corpus FILE] [--center fast-state mean] [--json]
+
+Replays the noise corpus (benchmarks/noise_corpus.py records it; tests/unit/verdicts/fixtures/noise_corpus.npz:
+real tiny_cnn jobs, 10 process runs x 30 executions, under quiet / blas / bursty / quota / slow) through the
+verdicts' own code (compare.compare_sides: end to end and every op, trust.py's rules), per environment:
+- compare: every ordered pair of the environment's separate jobs (6 jobs: 30 pairs), as `etfarm compare A B`;
+- run --ab: each A/B job of tiny_cnn against a byte-identical copy (A B B A in one job), both ways round;
+- nightly: each job against the one before it (last good, no history: no noise floor); a night that is regressed
+  or could not be judged is settled by an interleaved A/B job of the same environment (issue 37 item 4, as
+  `run --ab` would: the corpus's A/B jobs, B slowed as the night was), whose verdict is the night's. NOTE: the
+  nightly command itself still confirms with a fresh job of the new model alone; this replays the design.
+For each: false `regressed` (any verdict, end to end or per op, on identical programs; target <= 1 %), the share
+the verdicts could not judge (inconclusive: exit 3), interval coverage end to end (the 95 % interval holds 1 on
+identical programs, and the injected factor on slowed ones; target >= 90 %), and power: B's samples (end to end
+and every op) multiplied by 1.05, 1.10 and 2 (the share called `regressed` end to end).
+Thresholds: the defaults (5 % end to end, 10 % per op).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT)]
+
+from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides  # noqa: E402
+from orchestrator.verdicts.statistics import Verdict, VerdictSettings, run_median  # noqa: E402
+from orchestrator.verdicts.trust import JOB_SHIFT_SD  # noqa: E402
+from tests.helpers.noise_corpus import CORPUS, Recorded, envs, load, slowed  # noqa: E402
+
+FACTORS = (1.05, 1.10, 2.0)
+
+
+@dataclass
+class Tally:
+    """Counts over one (environment, mode, center)."""
+
+    pairs: int = 0
+    false_regressed: int = 0
+    false_ops: int = 0  # of which only an op regressed
+    unjudged: int = 0
+    covered: int = 0
+    intervals: int = 0
+    power: dict[float, list[int]] = field(default_factory=lambda: {f: [0, 0] for f in FACTORS})
+    covered_slow: dict[float, list[int]] = field(default_factory=lambda: {f: [0, 0] for f in FACTORS})
+
+    def aa(self, pair: PairVerdict) -> None:
+        self.pairs += 1
+        self.false_regressed += pair.regressed
+        self.false_ops += pair.regressed and pair.verdict is not Verdict.REGRESSED
+        self.unjudged += pair.unjudged
+        self._cover(pair, 1.0, None)
+
+    def slow(self, factor: float, pair: PairVerdict) -> None:
+        self.power[factor][0] += pair.verdict is Verdict.REGRESSED
+        self.power[factor][1] += 1
+        self._cover(pair, factor, factor)
+
+    def _cover(self, pair: PairVerdict, truth: float, factor: float | None) -> None:
+        est = pair.estimate
+        if est is None:
+            return
+        hit = est.ci_low <= truth <= est.ci_high
+        if factor is None:
+            self.covered += hit
+            self.intervals += 1
+        else:
+            self.covered_slow[factor][0] += hit
+            self.covered_slow[factor][1] += 1
+
+    def row(self) -> dict[str, object]:
+        def share(k: int, n: int) -> str:
+            return f"{k / n:.0%} ({k}/{n})" if n else "-"
+
+        covered = self.covered + sum(c[0] for c in self.covered_slow.values())
+        intervals = self.intervals + sum(c[1] for c in self.covered_slow.values())
+        return {"pairs": self.pairs, "false regressed": share(self.false_regressed, self.pairs),
+                "of which per op only": self.false_ops, "could not judge (A/A)": share(self.unjudged, self.pairs),
+                "coverage": share(covered, intervals),
+                **{f"power {f:g}x": share(*self.power[f]) for f in FACTORS}}
+
+
+def compare_pairs(jobs: list[Side]) -> Iterable[tuple[Side, Side]]:
+    return itertools.permutations(jobs, 2)
+
+
+def ab_pairs(abs_: list[Recorded]) -> Iterable[tuple[Side, Side]]:
+    for job in abs_:
+        a, b = job.sides["cnn-a"], job.sides["cnn-b"]
+        yield a, b
+        yield b, a
+
+
+def score(pairs: Iterable[tuple[Side, Side]], settings: VerdictSettings) -> Tally:
+    tally = Tally()
+    for a, b in pairs:
+        tally.aa(compare_sides(a, b, settings))
+        for factor in FACTORS:
+            tally.slow(factor, compare_sides(a, slowed(b, factor), settings))
+    return tally
+
+
+def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettings) -> Tally:
+    """Each job against the one before; a suspected regression confirmed by an interleaved A/B job."""
+    tally = Tally()
+    confirmations = list(ab_pairs(abs_))
+    for k in range(1, len(jobs)):
+        base, night = jobs[k - 1], jobs[k]
+        confirm_a, confirm_b = confirmations[k % len(confirmations)]
+        tally.aa(_night(base, night, confirm_a, confirm_b, settings, 1.0))
+        for factor in FACTORS:
+            tally.slow(factor, _night(base, night, confirm_a, confirm_b, settings, factor))
+    return tally
+
+
+def _night(base: Side, night: Side, confirm_a: Side, confirm_b: Side, settings: VerdictSettings,
+           factor: float) -> PairVerdict:
+    first = compare_sides(base, slowed(night, factor) if factor != 1.0 else night, settings)
+    if not (first.regressed or first.unjudged):  # judged and clean: nothing to confirm
+        return first
+    return compare_sides(confirm_a, slowed(confirm_b, factor) if factor != 1.0 else confirm_b, settings)
+
+
+def measure(corpus: tuple[Recorded, ...], centers: list[str]) -> dict[str, dict[str, dict[str, object]]]:
+    out: dict[str, dict[str, dict[str, object]]] = {}
+    for env in envs(corpus):
+        jobs = [r.sides["cnn"] for r in corpus if r.env == env and r.kind == "job"]
+        abs_ = [r for r in corpus if r.env == env and r.kind == "ab"]
+        out.setdefault(env, {})["jobs"] = _describe(jobs)
+        for center in centers:
+            settings = VerdictSettings(center=center, job_shift=JOB_SHIFT_SD)  # as `etfarm compare` sets it
+            out.setdefault(env, {})[f"compare, {center}"] = score(compare_pairs(jobs), settings).row()
+            out[env][f"run --ab, {center}"] = score(ab_pairs(abs_), settings).row()
+            out[env][f"nightly, {center}"] = score_nights(jobs, abs_, settings).row()
+            print(f"  {env} {center} done", file=sys.stderr, flush=True)
+    return out
+
+
+def _describe(jobs: list[Side]) -> dict[str, object]:
+    """The environment's jobs: contended share, executions dropped, the spread of the job statistic between jobs
+    and of run medians within them (what a compare of two separate jobs cannot see: the former)."""
+    import numpy as np
+
+    levels = np.log([run_median(s.e2e) for s in jobs])
+    within = [np.std(np.log([np.median(r) for r in s.e2e if len(r)])) for s in jobs]
+    shares = [s.load.share for s in jobs if s.load is not None]
+    return {"contended": f"{min(shares):.0%}-{max(shares):.0%}" if shares else "not measured",
+            "dropped": sum(s.dropped for s in jobs), "job-to-job sd": f"{np.std(levels, ddof=1):.1%}",
+            "run-to-run sd": f"{np.mean(within):.1%}"}
+
+
+def markdown(results: dict[str, dict[str, dict[str, object]]]) -> str:
+    lines = []
+    for env, rows in results.items():
+        rows = dict(rows)
+        jobs = rows.pop("jobs")
+        columns = list(next(iter(rows.values())).keys())
+        lines += [f"**{env}** (jobs: " + ", ".join(f"{k} {v}" for k, v in jobs.items()) + ")", ""]
+        lines += ["| | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+        lines += [f"| {name} | " + " | ".join(str(v) for v in row.values()) + " |" for name, row in rows.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
+    parser.add_argument("--center", nargs="+", default=["mean", "fast-state"])
+    parser.add_argument("--raw", action="store_true", help="every execution, as if no contention were measured")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    started = time.monotonic()
+    results = measure(load(args.corpus, clean=not args.raw), args.center)
+    print(json.dumps(results, indent=2) if args.json else markdown(results))
+    print(f"({time.monotonic() - started:.0f} s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

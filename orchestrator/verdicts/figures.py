@@ -1,0 +1,37 @@
+"""The numbers users know for one side of a verdict: the p50 of its clean executions and a trimmed mean.
+
+ExecuTorch's benchmark apps report `avg` and `trimmean`; ours trims 10 % from each end. These are what the
+verdict table's summary line and the JSON lead with (issue 37 item 6); the judging statistic (statistics.py:
+the mean of per-run medians by default) is named beside them, never shown in their place.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+TRIM = 0.10  # from each end
+
+
+@dataclass(frozen=True)
+class SideFigures:
+    p50_ms: float
+    trimmed_mean_ms: float
+    executions: int  # clean executions they are over
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"p50_ms": self.p50_ms, "trimmed_mean_ms": self.trimmed_mean_ms, "executions": self.executions}
+
+
+def side_figures(runs: Sequence[Sequence[float]]) -> SideFigures | None:
+    """p50 (numpy's linear percentile, as stats.csv) and the 10 %-trimmed mean over every run's executions."""
+    import numpy as np
+
+    values = np.sort(np.asarray([x for r in runs for x in r], dtype=np.float64))
+    if values.size == 0:
+        return None
+    cut = math.floor(values.size * TRIM)
+    kept = values[cut: values.size - cut] if values.size - 2 * cut > 0 else values
+    return SideFigures(float(np.percentile(values, 50)), float(kept.mean()), int(values.size))

@@ -1,0 +1,79 @@
+"""The noise corpus (benchmarks/noise_corpus.py records it) as verdict sides: real tiny_cnn jobs under five
+environments, for unit tests of the verdict logic and for benchmarks/bench_trust.py.
+
+`load()` gives one `Recorded` per job: its environment, its kind (`job`: one model; `ab`: tiny_cnn against a
+byte-identical copy in one job, A B B A) and one `Side` per model, with its per-op samples in memory and, where
+the corpus has them, each execution's run-queue wait (a run's `clean` mask: no wait). `slowed(side, factor)` is
+the side with every sample multiplied (an injected regression).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from orchestrator.profiles.op_identity import OpIdentity
+from orchestrator.run.contention import clean_mask
+from orchestrator.verdicts.compare import Side, SideRun
+from orchestrator.verdicts.op_samples import OpSamples
+
+CORPUS = Path(__file__).resolve().parents[1] / "unit" / "verdicts" / "fixtures" / "noise_corpus.npz"
+
+
+@dataclass(frozen=True)
+class Recorded:
+    env: str
+    kind: str  # "job" or "ab"
+    index: int
+    sides: dict[str, Side]  # model name -> its side
+
+
+@lru_cache(maxsize=4)
+def load(path: Path = CORPUS, clean: bool = True) -> tuple[Recorded, ...]:
+    """Every job of the corpus; `clean`: statistics on clean executions (as verdicts on a measured run are)."""
+    data = np.load(path)
+    index = json.loads(bytes(data["meta"]).decode())
+    out = []
+    for j, job in enumerate(index):
+        sides = {name: _side(data, f"j{j}/{name}", f"{job['env']}-{j}", name, info, clean)
+                 for name, info in job["models"].items()}
+        out.append(Recorded(job["env"], job["kind"], j, sides))
+    return tuple(out)
+
+
+def _side(data: np.lib.npyio.NpzFile, stem: str, source: str, model: str, info: dict, clean: bool) -> Side:
+    e2e = data[f"{stem}/e2e"].astype(np.float64)
+    wait = data[f"{stem}/wait"].astype(np.float64) if info.get("wait") else None
+    runs = []
+    for r, row in enumerate(e2e):
+        row = row[~np.isnan(row)]
+        mask = None if wait is None else clean_mask(row.tolist(), wait[r][: len(row)].tolist())
+        kept = row if mask is None or not clean else row[np.asarray(mask)]
+        runs.append(SideRun(f"run-{r + 1}", tuple(kept.tolist()), None, clean=mask, dropped=len(row) - len(kept)))
+    ops: dict = {}
+    for k, label in enumerate(info["ops"]):
+        block, module, op, occurrence, basis = label.split("|")
+        key = (block, OpIdentity(module, op, int(occurrence), basis))
+        arrays = [row[~np.isnan(row)].astype(np.float64) for row in data[f"{stem}/op{k}"]]
+        if clean and wait is not None:
+            arrays = [a[np.asarray(runs[r].clean)] if len(a) == len(runs[r].clean or ()) else a
+                      for r, a in enumerate(arrays)]
+        ops[key] = (k, arrays)
+    return Side(source, "local", model, tuple(runs), op_samples=OpSamples(ops))
+
+
+def slowed(side: Side, factor: float) -> Side:
+    """The side with every end-to-end and per-op sample `factor` times longer: a regression of known size."""
+    runs = tuple(replace(r, execute_ms=tuple(ms * factor for ms in r.execute_ms)) for r in side.runs)
+    ops = side.op_samples.ops if side.op_samples is not None else {}
+    slow = OpSamples({key: (index, [a * factor for a in arrays]) for key, (index, arrays) in ops.items()},
+                     side.op_samples.names if side.op_samples is not None else {})
+    return replace(side, runs=runs, op_samples=slow)  # the same job: its source stays
+
+
+def envs(corpus: tuple[Recorded, ...]) -> list[str]:
+    return list(dict.fromkeys(r.env for r in corpus))
