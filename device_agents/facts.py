@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from device_agents.emulated import emulated_facts
 from device_agents.keyvalues import KeyPath, leaves, nest, parse_key_values, sorted_keys
 from orchestrator.errors import CommandFailed
 
@@ -37,7 +38,9 @@ def describe(agent: DeviceAgent) -> DeviceFacts:
     result = agent.run(["sh", "-c", script], persistent=True)
     if not result.ok:
         raise CommandFailed(agent.spec.name, "describe.sh", result.exit_code, result.tail(), result.timed_out)
-    return DeviceFacts.parse(result.stdout)
+    facts = DeviceFacts.parse(result.stdout)
+    # describe.sh ran on the emulating host: the device's machine is read through qemu
+    return emulated_facts(agent, facts) if agent.spec.emulated else facts
 
 
 def shown(reading: Reading | None, missing: str = "-") -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import platform
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from device_agents import DeviceSpec
@@ -91,3 +93,15 @@ def test_devices_check_prints_text_and_json_only_with_json(tmp_path: Path) -> No
     assert text.stdout.startswith("box (local, host, ") and ": ok" in text.stdout and "{" not in text.stdout
     as_json = etfarm("devices", "check", "box", "--config", str(config), "--json")
     assert json.loads(as_json.stdout)["reachable"] is True
+
+
+def test_emulated_board_reports_its_own_machine_not_the_hosts(rpi5_device: DeviceSpec, tmp_path: Path) -> None:
+    """describe.sh runs on the emulating host (x86_64 here); the board's abi is read through its qemu prefix."""
+    config = write_inventory(tmp_path / "devices.yaml", [replace(rpi5_device, emulated=True)])
+    listing = etfarm("devices", "--json", "--config", str(config))
+    assert listing.returncode == 0, listing.stderr
+    board = next(e for e in json.loads(listing.stdout)["devices"] if e["name"] == "rpi5")
+    assert board["facts"]["abi"] == "aarch64" != platform.machine(), board
+    table = etfarm("devices", "--config", str(config))
+    row = next(line for line in table.stdout.splitlines() if line.startswith("rpi5"))
+    assert "aarch64" in row and platform.machine() not in row, table.stdout
