@@ -1,4 +1,5 @@
-"""A report's CI points (report/model/ci.py): per model and device, latency with its interval, load time, memory and
+"""A report's CI points (report/model/ci.py): per model and device, latency with its interval, load time, memory (memory
+by owner where the run measured it), energy per inference with its interval where a sensor gave it, and
 an LLM's time to first token and decode rate; points that were not measured are left out, never written as zero."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from collections.abc import Iterator
 from statistics import fmean
 
 from orchestrator.report.model import DeviceLatency, ModelSection, Report
-from orchestrator.report.model.ci import CiPoint, Measure
+from orchestrator.report.model.ci import OWNER_MEASURES, CiPoint, Measure
 
 
 def ci_points(report: Report) -> tuple[CiPoint, ...]:
@@ -34,6 +35,14 @@ def ci_points(report: Report) -> tuple[CiPoint, ...]:
         point(row.device, row.model, backend, Measure.PEAK_RSS_KB, row.peak_rss_kb)
         point(row.device, row.model, backend, Measure.PSS_KB, row.pss_kb)
         point(row.device, row.model, backend, Measure.PLANNED_BYTES, row.planned_bytes)
+        if row.by_owner is not None:
+            for owner, size in row.by_owner.by_owner.items():
+                point(row.device, row.model, backend, OWNER_MEASURES[owner], size)
+        energy = row.energy
+        if energy is not None and energy.available:
+            point(row.device, row.model, backend, Measure.ENERGY_UJ, energy.uj_per_inference,
+                  energy.uj_per_inference_low, energy.uj_per_inference_high)
+            point(row.device, row.model, backend, Measure.POWER_MW, energy.mw)
     for section in report.llm:
         backend = configuration.get(section.model, "")
         for device in section.devices:

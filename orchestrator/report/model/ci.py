@@ -21,6 +21,22 @@ class Measure(StrEnum):
     PLANNED_BYTES = "planned-memory"
     TTFT_MS = "ttft"  # an LLM's time to first token
     DECODE_TOKENS_PER_S = "decode-tokens-per-s"  # bigger is better: github-benchmark's list takes ms per token
+    ENERGY_UJ = "energy-per-inference"  # microjoules above idle per inference, its 95 % interval as low / high
+    POWER_MW = "power"  # average power above idle while the model ran
+    # memory by owner after the executions (run/footprint.py Owners), bytes
+    MEMORY_PROGRAM_BYTES = "memory-program"
+    MEMORY_PLANNED_BYTES = "memory-planned"
+    MEMORY_DELEGATE_BYTES = "memory-delegate"
+    MEMORY_RUNTIME_BYTES = "memory-runtime"
+    MEMORY_OTHER_BYTES = "memory-other"
+
+
+# Each owner of run/footprint.py's Owners and its measure.
+OWNER_MEASURES: dict[str, Measure] = {
+    "program": Measure.MEMORY_PROGRAM_BYTES, "planned": Measure.MEMORY_PLANNED_BYTES,
+    "delegate": Measure.MEMORY_DELEGATE_BYTES, "runtime": Measure.MEMORY_RUNTIME_BYTES,
+    "other": Measure.MEMORY_OTHER_BYTES,
+}
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 - `bmf`: Bencher Metric Format (bencher.dev/docs/reference/bencher-metric-format): an object of benchmarks,
   each an object of measures `{value, lower_value, upper_value}`. Latency uses Bencher's built-in `latency`
-  measure, whose unit is nanoseconds; the others are named with their unit (`load-time-ms`, `peak-rss-kib`).
+  measure, whose unit is nanoseconds; the others are named with their unit (`load-time-ms`, `peak-rss-kib`,
+  `energy-uj-per-inference` with its interval, `memory-delegate-bytes` and the other owners).
 - `github-benchmark`: github-action-benchmark's `customSmallerIsBetter` input: a list of
   `{name, unit, value, range, extra}`; a decode rate (bigger is better) is written as milliseconds per token.
 - `hud`: the PyTorch OSS benchmark database's v3 records, as ExecuTorch's benchmark jobs upload them for the
@@ -16,7 +17,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from orchestrator.report.model.ci import CiPoint, Measure
+from orchestrator.report.model.ci import OWNER_MEASURES, CiPoint, Measure
 
 NS_PER_MS = 1e6
 # Bencher: measure slug and the factor from the point's unit. `latency` is Bencher's own (ns).
@@ -29,6 +30,9 @@ _BMF: Mapping[Measure, tuple[str, float]] = {
     Measure.PLANNED_BYTES: ("planned-memory-bytes", 1.0),
     Measure.TTFT_MS: ("ttft-ms", 1.0),
     Measure.DECODE_TOKENS_PER_S: ("decode-tokens-per-s", 1.0),
+    Measure.ENERGY_UJ: ("energy-uj-per-inference", 1.0),
+    Measure.POWER_MW: ("power-mw", 1.0),
+    **{m: (f"memory-{owner}-bytes", 1.0) for owner, m in OWNER_MEASURES.items()},
 }
 # github-action-benchmark: the entry's label and unit; every entry smaller-is-better.
 _GAB: Mapping[Measure, tuple[str, str]] = {
@@ -40,6 +44,9 @@ _GAB: Mapping[Measure, tuple[str, str]] = {
     Measure.PLANNED_BYTES: ("planned memory", "bytes"),
     Measure.TTFT_MS: ("time to first token", "ms"),
     Measure.DECODE_TOKENS_PER_S: ("decode time per token", "ms"),
+    Measure.ENERGY_UJ: ("energy per inference", "uJ"),
+    Measure.POWER_MW: ("power above idle", "mW"),
+    **{m: (f"memory by owner: {owner}", "bytes") for owner, m in OWNER_MEASURES.items()},
 }
 # ExecuTorch's metric names in the benchmark database, and the factor from the point's unit.
 _HUD: Mapping[Measure, tuple[str, float]] = {
@@ -51,6 +58,9 @@ _HUD: Mapping[Measure, tuple[str, float]] = {
     Measure.PLANNED_BYTES: ("planned_mem(mb)", 1.0 / (1024.0 * 1024.0)),
     Measure.TTFT_MS: ("ttft(ms)", 1.0),
     Measure.DECODE_TOKENS_PER_S: ("token_per_sec", 1.0),
+    Measure.ENERGY_UJ: ("energy_per_inference(uj)", 1.0),
+    Measure.POWER_MW: ("avg_power(mw)", 1.0),
+    **{m: (f"{owner}_mem_usage(mb)", 1.0 / (1024.0 * 1024.0)) for owner, m in OWNER_MEASURES.items()},
 }
 HUD_BENCHMARK = "ExecuTorch"
 HUD_APP_TYPE = "ETFARM"

@@ -15,6 +15,8 @@ from orchestrator.report.builders.report import build_report
 from orchestrator.report.model import MemoryRow, Report
 from orchestrator.report.model.ci import Measure
 from orchestrator.report.render.ci import render_bmf, render_github_benchmark, render_hud
+from orchestrator.run.energy_figures import ModelEnergy
+from orchestrator.run.footprint import ModelMemory, Owners
 from tests.helpers.synthetic_run import make_run_dir
 
 # Bencher's published JSON Schema of the Bencher Metric Format (bencher.dev/docs/reference/bencher-metric-format).
@@ -133,3 +135,39 @@ def test_the_cli_writes_each_format_to_stdout_or_a_directory(report: Report, tmp
     jsonschema.validate(json.loads((tmp_path / "out" / "report.bmf.json").read_text()), BMF_SCHEMA)
     assert main(["report", str(run), "--format", "github-benchmark", "--output", str(tmp_path / "gab.json")]) == 0
     jsonschema.validate(json.loads((tmp_path / "gab.json").read_text()), GAB_SCHEMA)
+
+
+def test_energy_with_its_interval_and_memory_by_owner_in_every_format(report: Report) -> None:
+    owners = ModelMemory(Owners(program=4096, planned=1 << 20, delegate=3 << 20, runtime=512, other=0), 6 << 20)
+    energy = ModelEnergy(True, sensor="odpm", uj_per_inference=812.5, uj_per_inference_low=790.0,
+                         uj_per_inference_high=835.0, mw=410.0)
+    rows = (MemoryRow("cnn", "pixel8", 3072, None, 2048, 1 << 20, None, by_owner=owners, energy=energy),
+            MemoryRow("mlp", "pixel8", 3072, None, 2048, None, None, energy=ModelEnergy.unavailable("no sensor")))
+    points = ci_points(replace(report, memory=rows))
+    bmf = json.loads(render_bmf(points))
+    jsonschema.validate(bmf, BMF_SCHEMA)
+    cnn = bmf["cnn [xnnpack] on pixel8"]
+    assert cnn["energy-uj-per-inference"] == {"value": 812.5, "lower_value": 790.0, "upper_value": 835.0}
+    assert cnn["power-mw"] == {"value": 410.0}
+    assert {k: v["value"] for k, v in cnn.items() if k.startswith("memory-")} == {
+        "memory-program-bytes": 4096, "memory-planned-bytes": 1 << 20, "memory-delegate-bytes": 3 << 20,
+        "memory-runtime-bytes": 512, "memory-other-bytes": 0}
+    assert cnn["planned-memory-bytes"] == {"value": 1 << 20}  # the plan's figure stays its own measure
+    # No sensor, no by-owner figures: no such measures at all, never zeros.
+    assert not {k for k in bmf["mlp [xnnpack] on pixel8"] if k.startswith(("memory-", "energy", "power"))}
+
+    gab = json.loads(render_github_benchmark(points))
+    jsonschema.validate(gab, GAB_SCHEMA)
+    assert len({e["name"] for e in gab}) == len(gab)
+    uj = next(e for e in gab if e["name"] == "cnn [xnnpack] on pixel8 energy per inference")
+    assert uj["unit"] == "uJ" and uj["value"] == 812.5 and uj["range"] == "790 to 835"
+    delegate = next(e for e in gab if e["name"] == "cnn [xnnpack] on pixel8 memory by owner: delegate")
+    assert delegate["value"] == 3 << 20 and delegate["unit"] == "bytes"
+
+    hud = json.loads(render_hud(points, report.run_id))
+    jsonschema.validate(hud, HUD_SCHEMA)
+    metrics = {r["metric"]["name"]: r["metric"] for r in hud
+               if r["model"]["name"] == "cnn" and r["runners"][0]["name"] == "pixel8"}
+    assert metrics["delegate_mem_usage(mb)"]["benchmark_values"] == [3.0]  # bytes -> MiB
+    assert metrics["planned_mem(mb)"]["benchmark_values"] == [1.0] == metrics["planned_mem_usage(mb)"]["benchmark_values"]
+    assert metrics["energy_per_inference(uj)"]["extra_info"]["lower_value"] == 790.0
