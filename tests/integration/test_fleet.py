@@ -60,7 +60,7 @@ def test_one_run_over_rpi5_adb_and_local(rpi5_device: DeviceSpec, adb_device: De
     # Progress was reported per device, and the side-by-side table names all three.
     for name in ("rpi5", "adbdev", "local"):
         assert f"[{name}] tiny_cnn: run 3/3" in result.stderr
-    assert "p50 ms per device (rpi5, adbdev, local)" in result.stdout
+    assert "p50 per device (rpi5, adbdev, local)" in result.stdout
     _every_convolution_is_compared_across_devices(out, tmp_path)
 
 

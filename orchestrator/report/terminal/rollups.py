@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from orchestrator.profiles.rollups import ModuleTime, Rollup
 from orchestrator.report.formats import fmt_percent
-from orchestrator.report.terminal.table import format_table
+from orchestrator.report.terminal.table import format_table, timed
 
 MODULE_ROWS = 25  # lines of the module tree printed
 OP_TYPE_ROWS = 12
@@ -21,14 +21,15 @@ def format_rollup(r: Rollup) -> str:
     """Two tables for one (device, model): time by module (tree, self and total) and by op type."""
     title = f"{r.device} / {r.model}" if r.device else r.model or "ops"
     modules = shown_modules(r.modules)
-    lines = [f"{title}: time by module (mean ms per execution; total = the module and its submodules)",
-             format_table(["module", "ops", "self", "total", "share"],
-                          [["  " * m.depth + m.module, m.ops, m.self_ms, m.total_ms, fmt_percent(m.share)]
-                           for m in modules], "lrrrr")]
+    by_module = timed(["module", "ops", "self", "total", "share"],
+                      [["  " * m.depth + m.module, m.ops, m.self_ms, m.total_ms, fmt_percent(m.share)] for m in modules],
+                      (2, 3))  # a unit per column: us where every figure is under 1 ms
+    lines = [f"{title}: time by module (mean per execution; total = the module and its submodules)",
+             format_table(*by_module, "lrrrr")]
     left = len(r.modules) - len(modules)
     if left:
         lines.append(f"({left} smaller module{'s' if left != 1 else ''} not shown)")
-    lines += ["", f"{title}: time by op type", format_table(
-        ["op type", "count", "total", "share"],
-        [[t.op_type, t.count, t.total_ms, fmt_percent(t.share)] for t in r.op_types[:OP_TYPE_ROWS]], "lrrr")]
+    by_type = timed(["op type", "count", "total", "share"],
+                    [[t.op_type, t.count, t.total_ms, fmt_percent(t.share)] for t in r.op_types[:OP_TYPE_ROWS]], (2,))
+    lines += ["", f"{title}: time by op type", format_table(*by_type, "lrrr")]
     return "\n".join(lines)

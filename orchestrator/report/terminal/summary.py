@@ -11,7 +11,7 @@ from orchestrator.report.builders.trust import tracer_overhead
 from orchestrator.report.escape import terminal_text
 from orchestrator.report.formats import clip, fmt_ms, fmt_percent, format_bytes, tracer_cost
 from orchestrator.report.terminal.footprint import footprint_text
-from orchestrator.report.terminal.table import format_table
+from orchestrator.report.terminal.table import format_table, timed
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.contention import contention_text
 from orchestrator.run.results import DeviceResult, Job
@@ -32,7 +32,7 @@ def summary(rows: Sequence[StatRow], top: int = 12) -> str:
     for model, model_rows in by_model.items():
         devices = list(dict.fromkeys(r.device for r in model_rows))
         several = len(devices) > 1
-        title = f"model {model}: p50 ms per device ({', '.join(devices)})" if several else f"model {model} on {devices[0]}"
+        title = f"model {model}: p50 per device ({', '.join(devices)})" if several else f"model {model} on {devices[0]}"
         out.append(f"{terminal_text(title)}\n{_model_table(model_rows, devices, top, where)}")
     return "\n\n".join(out)
 
@@ -47,16 +47,17 @@ def _model_table(rows: list[StatRow], devices: list[str], top: int, where: list[
                  key=lambda r: (getattr(r, shown) is None, -(getattr(r, shown) or 0.0)))[:top]  # stable: ties keep order
     chosen = [r for r in first.values() if r.event_name == "Method::execute"] + ops
     if len(devices) == 1:
-        headers = ["event", "block", "n", "p50 ms", "p90 ms", "avg ms", "cv", *where]
-        table = [[r.event_name, r.event_block, r.samples, r.p50_ms, r.p90_ms, r.avg_ms, fmt_percent(r.cv),
-                  *_where(r, where)] for r in chosen]
+        headers, table = timed(["event", "block", "n", "p50", "p90", "avg", "cv", *where],
+                               [[r.event_name, r.event_block, r.samples, r.p50_ms, r.p90_ms, r.avg_ms, fmt_percent(r.cv),
+                                 *_where(r, where)] for r in chosen], (3, 4, 5))  # a unit per column: us for kernels
         return format_table(headers, table, "llrrrrr" + "l" * len(where))
     # Rows follow the first device's slowest operators, joined by op identity (not kernel name: op_identity.py);
     # another device lacking the op shows "-".
     p50 = {device: {r.op_key: r.p50_ms for r in rows if r.device == device} for device in devices}
-    table = [[r.event_name, r.event_block, *(p50[device].get(r.op_key) for device in devices), *_where(r, where)]
-             for r in chosen]
-    return format_table(["event", "block", *devices, *where], table, "ll" + "r" * len(devices) + "l" * len(where))
+    headers, table = timed(["event", "block", *devices, *where],
+                           [[r.event_name, r.event_block, *(p50[device].get(r.op_key) for device in devices),
+                             *_where(r, where)] for r in chosen], range(2, 2 + len(devices)))
+    return format_table(headers, table, "ll" + "r" * len(devices) + "l" * len(where))
 
 
 def _where(row: StatRow, wanted: list[str]) -> list[str]:

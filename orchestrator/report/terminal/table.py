@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.report.escape import terminal_text
-from orchestrator.report.formats import MISSING, fmt_ms, is_number
+from orchestrator.report.formats import MISSING, fmt_ms, is_number, time_column
 
 
 def cell(value: Any) -> str:
@@ -31,3 +31,15 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: s
         return "  ".join(v.rjust(w) if a == "r" else v.ljust(w) for v, w, a in zip(values, widths, align, strict=True)).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
+
+
+def timed(headers: Sequence[str], rows: Sequence[Sequence[Any]], columns: Sequence[int]) -> tuple[list[str], list[list[Any]]]:
+    """`headers` and `rows` with each column in `columns` (times in ms) scaled as one (formats.time_column: us when
+    all are under 1 ms): its cells as text, its unit after its header (`p50` -> `p50 us`)."""
+    named, table = list(headers), [list(row) for row in rows]
+    for i in columns:
+        column = time_column([row[i] for row in table])
+        named[i] = f"{named[i]} {column.unit}"
+        for row, text in zip(table, column.cells, strict=True):
+            row[i] = text
+    return named, table

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import replace
 
 from orchestrator.profiles.rollups import ROOT, module_tree, op_type_summary, rollup, rollups_csv
 from orchestrator.profiles.stat_rows import StatRow
@@ -55,3 +56,13 @@ def test_the_rollups_in_a_file_and_in_the_terminal() -> None:
     assert [(r["name"], r["count"]) for r in records if r["kind"] == "op_type"][0] == ("convolution", "2")
     text = format_rollup(summed)
     assert "local / cnn: time by module" in text and "    features.3" in text and "convolution" in text
+
+
+def test_the_terminal_rollup_scales_each_time_column() -> None:
+    """Times of ms print in ms; a tree whose every figure is under 1 ms prints them in us, never `0.0000` ms."""
+    text = format_rollup(rollup("local", "cnn", ROWS))
+    assert "self ms" in text and "total ms" in text
+    tiny = format_rollup(rollup("local", "cnn", [replace(r, avg_ms=r.avg_ms / 100, p50_ms=r.p50_ms / 100) for r in ROWS]))
+    assert "self us" in tiny and "total us" in tiny and " ms" not in tiny and "0.0000" not in tiny, tiny
+    features = next(line.split() for line in tiny.splitlines() if line.strip().startswith("features.3"))
+    assert features[2:4] == ["45.0", "45.0"]  # 0.045 ms

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.terminal.summary import format_table, summary, wall_clock_lines
 from orchestrator.run.results import (
@@ -25,12 +27,29 @@ def stat_rows() -> list[StatRow]:
 
 def test_summary_puts_devices_side_by_side() -> None:
     text = summary(stat_rows())
-    assert "model m: p50 ms per device (pixel8, rpi5)" in text
+    assert "model m: p50 per device (pixel8, rpi5)" in text
     lines = {line.split()[0] + " " + line.split()[1]: line.split() for line in text.splitlines()[3:]}
     assert lines["Method::execute Execute"][-2:] == ["10.00", "30.00"]  # 2 decimals from 10 ms
     assert lines["conv #1"][-2:] == ["6.0000", "18.00"]
     assert lines["add #1"][-2:] == ["2.0000", "-"]
     assert not any("OPERATOR_CALL" in line for line in text.splitlines())  # framework bookkeeping stays out
+
+
+def test_summary_columns_of_kernel_times_are_in_microseconds() -> None:
+    """XNNPACK kernels take microseconds: a column whose every time is under 1 ms says us, never `0.0000` ms."""
+    tiny = [replace(r, p50_ms=r.p50_ms / 100, p90_ms=r.p90_ms / 100, avg_ms=r.avg_ms / 100) for r in stat_rows()]
+    for text in (summary(tiny), summary([r for r in tiny if r.device == "pixel8"])):
+        header = text.splitlines()[1].split()
+        assert "ms" not in header and "0.0000" not in text, text
+    one = summary([r for r in tiny if r.device == "pixel8"]).splitlines()
+    assert one[1].split()[3:6] == ["p50", "us", "p90"]
+    assert one[3].split()[3:6] == ["100.0", "110.0", "100.0"]  # Method::execute: 0.1 ms
+    both = summary(tiny).splitlines()
+    assert both[1].split()[2:] == ["pixel8", "us", "rpi5", "us"]
+    assert both[3].split()[-2:] == ["100.0", "300.0"]
+    # A column with a time from 1 ms stays in ms, the others of the table keep their own unit.
+    mixed = [replace(r, p50_ms=5.0) if r.event_name == "Method::execute" else r for r in tiny if r.device == "pixel8"]
+    assert summary(mixed).splitlines()[1].split()[3:8] == ["p50", "ms", "p90", "us", "avg"]
 
 
 def test_summary_single_device_orders_by_avg_after_the_total() -> None:
