@@ -43,6 +43,7 @@ from orchestrator.cli import (
     trace,
     worker,
 )
+from orchestrator.cli.help_fold import fold_option_help
 from orchestrator.cli.logs import log_to_stderr, record_crash
 from orchestrator.errors import (
     EXIT_DEVICE_FAILED,
@@ -105,6 +106,7 @@ def _register_commands() -> None:
     for module in (run, export, build, analyze, trace, report, devices, history, store, compare, nightly, publish, numerics,
                    worker, farm, bisect):
         module.register(app)
+    fold_option_help()  # --help never cuts a word with `…` (help_fold.py)
 
 
 def main(argv: list[str] | None = None, *, ending_program: bool = False) -> int:

@@ -104,6 +104,16 @@ def test_help_lists_choices_and_environment() -> None:
         assert "--json" in etfarm(command, "--help").stdout, command
 
 
+def test_help_at_80_columns_cuts_no_word() -> None:
+    """A word longer than the help column (a path, `package.module:factory`) folds onto the next line, never `…`."""
+    for command in ("run", "compare", "bisect"):
+        text = etfarm(command, "--help", env={"COLUMNS": "80", "TERMINAL_WIDTH": ""}).stdout
+        assert max(map(len, text.splitlines())) <= 80 and "…" not in text, (command, text)
+    glued = "".join(etfarm("run", "--help", env={"COLUMNS": "80"}).stdout.replace("│", "").split())
+    for word in ("package.module:factory", "~/.config/etfarm/devices.yaml", "$XDG_DATA_HOME/etfarm/results.db"):
+        assert word in glued, word  # folded, whole
+
+
 def test_shell_completion_completes_commands() -> None:
     result = etfarm(env={"_ETFARM_COMPLETE": "complete_bash", "COMP_WORDS": "etfarm ru", "COMP_CWORD": "1"})
     assert result.returncode == 0
