@@ -3,7 +3,7 @@
 qemu-user answers the uname syscall with the machine it emulates, so a program of the target run through
 the device's exec_prefix reads the device's machine: the target's dynamic loader is such a program on
 every glibc system, and `--list-diagnostics` (glibc 2.35+) prints `uname.machine="aarch64"`. Where that
-cannot be read (no loader there, an older glibc, a phone started by binfmt_misc), the host's answer stays,
+cannot be read (no loader there, an older glibc) and the host's answer is not the target's machine, it stays,
 marked as the host's, so no page shows the host's machine as the device's.
 """
 
@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from device_agents.base import DeviceAgent
     from device_agents.facts import DeviceFacts
 
-# The target's dynamic loader (a program of the target any glibc system of it holds), per etfarm target.
+# The machine (`uname -m`) each etfarm target runs on, and its dynamic loader where it is a glibc system's (a
+# program of the target that any such system holds).
+MACHINES = {"linux-aarch64": "aarch64", "android-arm64-v8a": "aarch64"}
 LOADERS = {"linux-aarch64": "/lib/ld-linux-aarch64.so.1"}
 MACHINE = re.compile(r'^uname\.machine="([A-Za-z0-9_.-]{1,32})"$', re.MULTILINE)
 HOST_MARK = " (host's: emulated)"
@@ -48,8 +50,9 @@ def read_machine(agent: DeviceAgent) -> str | None:
 
 
 def emulated_facts(agent: DeviceAgent, facts: DeviceFacts) -> DeviceFacts:
-    """The facts of an emulated device with its own machine as `abi`, or the host's marked as the host's."""
-    if not agent.spec.emulated:
+    """The facts of an emulated device with its own machine as `abi`, or the host's marked as the host's. A device
+    whose own uname already says its target's machine (the emulated phone's busybox uname) is not asked again."""
+    if not agent.spec.emulated or (facts.abi is not None and facts.abi == MACHINES.get(agent.spec.target)):
         return facts
     machine = read_machine(agent)
     if machine is not None:

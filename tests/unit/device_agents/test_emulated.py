@@ -50,14 +50,17 @@ def test_the_machine_read_through_the_prefix_replaces_the_hosts() -> None:
 
 def test_an_unreadable_machine_leaves_the_hosts_marked_as_such() -> None:
     for agent in (FakeAgent(board(), exit_code=127), FakeAgent(board(), stdout="usage: ld.so ...\n"),
-                  FakeAgent(board(prefix=("env", "QEMU_CPU=cortex-a76"), target="android-arm64")),
+                  FakeAgent(board(prefix=("env", "QEMU_CPU=cortex-a76"), target="android-arm64-v8a")),
                   FakeAgent(board(), stdout='uname.machine="a b; rm -rf"\n')):
         facts = emulated_facts(agent, HOST)  # type: ignore[arg-type]
         assert facts.abi == f"x86_64{HOST_MARK}", agent
         assert emulated_facts(agent, facts).abi == facts.abi  # type: ignore[arg-type]  # marked once
 
 
-def test_a_device_that_is_not_emulated_is_not_asked() -> None:
+def test_a_device_that_is_not_emulated_or_says_its_targets_machine_is_not_asked() -> None:
     agent = FakeAgent(board(emulated=False))
     assert emulated_facts(agent, HOST) is HOST  # type: ignore[arg-type]
-    assert agent.calls == []
+    own = DeviceFacts.parse("os=Linux\nabi=aarch64\ncores=9\n")  # the emulated phone's own uname: busybox's
+    phone = FakeAgent(board(prefix=("env", "QEMU_CPU=cortex-a76"), target="android-arm64-v8a"))
+    assert emulated_facts(phone, own) is own  # type: ignore[arg-type]
+    assert agent.calls == [] == phone.calls
