@@ -52,11 +52,11 @@ def read_machine(agent: DeviceAgent) -> str | None:
 def emulated_facts(agent: DeviceAgent, facts: DeviceFacts) -> DeviceFacts:
     """The facts of an emulated device with its own machine as `abi`, or the host's marked as the host's. A device
     whose own uname already says its target's machine (the emulated phone's busybox uname) is not asked again."""
-    if not agent.spec.emulated or (facts.abi is not None and facts.abi == MACHINES.get(agent.spec.target)):
-        return facts
+    if not agent.spec.emulated or facts.abi is None or facts.abi == MACHINES.get(agent.spec.target):
+        return facts  # not emulated, no abi among these facts (a warm run's), or the device's own already
     machine = read_machine(agent)
     if machine is not None:
         return replace(facts, abi=machine)
-    if facts.abi is None or str(facts.abi).endswith(HOST_MARK):
+    if str(facts.abi).endswith(HOST_MARK):
         return facts
     return replace(facts, abi=f"{facts.abi}{HOST_MARK}")

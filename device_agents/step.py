@@ -31,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 
 from device_agents.base import HOST_DEADLINE_GRACE_SEC, DeviceAgent
+from device_agents.emulated import emulated_facts
 from device_agents.facts import DeviceFacts
 from device_agents.workdir import safe_destination
 from orchestrator.cache import sha256_file
@@ -147,12 +148,18 @@ def run_step(agent: DeviceAgent, request: StepRequest, dest_dir: Path) -> StepRe
         stdout=own.get(STDOUT_NAME, b"").decode(errors="replace"),
         # No runner stderr (the step failed before the runner: exit 125): the step's own reason.
         stderr=own.get(STDERR_NAME, raw.stderr[-4096:]).decode(errors="replace"),
-        facts=DeviceFacts.parse(own.get(FACTS_NAME, b"").decode(errors="replace")) if request.describe else DeviceFacts(),
+        facts=_facts(agent, own.get(FACTS_NAME, b"").decode(errors="replace")) if request.describe else DeviceFacts(),
         files=files,
         duration_s=raw.duration_s,
         pulled=tuple(pulled),
         odd_names=odd,
     )
+
+
+def _facts(agent: DeviceAgent, text: str) -> DeviceFacts:
+    """The step's describe.sh facts; an emulated device's machine read through its prefix (device_agents/emulated.py)."""
+    facts = DeviceFacts.parse(text)
+    return emulated_facts(agent, facts) if agent.spec.emulated else facts
 
 
 def kill_step_command(agent: DeviceAgent, out_rel: str) -> list[str]:

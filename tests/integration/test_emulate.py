@@ -158,6 +158,8 @@ def test_two_jobs_on_the_emulated_fleet_then_sigterm_leaves_nothing(tmp_path: Pa
             assert {(d.name, d.status.value, d.emulated) for d in manifest.devices} == {
                 ("rpi5", "ok", True), ("pixel8", "ok", True)}
             assert manifest.device("pixel8").facts.android.model == "Pixel 8"  # type: ignore[union-attr]
+            # describe.sh ran on this x86_64 host for both: each one's machine is its own (qemu's uname, busybox's)
+            assert {d.name: d.facts.abi for d in manifest.devices} == {"rpi5": "aarch64", "pixel8": "aarch64"}
         pids = emulation.started(_root(inventory))
         commands = " ".join(_cmdline(p) for p in pids)
         assert "sshd" in commands and "fork-server" in commands and "adb_daemon.py" in commands, commands

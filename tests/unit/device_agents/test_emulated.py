@@ -64,3 +64,10 @@ def test_a_device_that_is_not_emulated_or_says_its_targets_machine_is_not_asked(
     phone = FakeAgent(board(prefix=("env", "QEMU_CPU=cortex-a76"), target="android-arm64-v8a"))
     assert emulated_facts(phone, own) is own  # type: ignore[arg-type]
     assert agent.calls == [] == phone.calls
+
+
+def test_facts_without_an_abi_are_not_asked_about() -> None:
+    """A warm process run's facts hold no static ones: nothing to correct, no extra command under qemu."""
+    warm = DeviceFacts.parse("cores=2\nloadavg=0.1 0.2 0.3\n")
+    agent = FakeAgent(board())
+    assert emulated_facts(agent, warm) is warm and agent.calls == []  # type: ignore[arg-type]
