@@ -35,11 +35,12 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: s
 
 def timed(headers: Sequence[str], rows: Sequence[Sequence[Any]], columns: Sequence[int]) -> tuple[list[str], list[list[Any]]]:
     """`headers` and `rows` with each column in `columns` (times in ms) scaled as one (formats.time_column: us when
-    all are under 1 ms): its cells as text, its unit after its header (`p50` -> `p50 us`)."""
+    all are under 1 ms): its cells as text, its unit after its header (`p50` -> `p50 us`). A cell already text (a
+    rate such as `12.5/s` in a verdict table's time column) is its own figure: kept as it is."""
     named, table = list(headers), [list(row) for row in rows]
     for i in columns:
         column = time_column([row[i] for row in table])
         named[i] = f"{named[i]} {column.unit}"
         for row, text in zip(table, column.cells, strict=True):
-            row[i] = text
+            row[i] = row[i] if isinstance(row[i], str) else text
     return named, table

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from orchestrator.report.escape import md_text, terminal_text
 from orchestrator.report.terminal.llm import metric_rows
-from orchestrator.report.terminal.summary import format_table
+from orchestrator.report.terminal.table import format_table, timed
 from orchestrator.run.configuration import configuration_label, varying_settings
 from orchestrator.verdicts.changes import SeriesChanges
 from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
@@ -112,7 +112,9 @@ def _p(value: float) -> str:
 
 def verdict_table(comparison: Comparison) -> str:
     """The terminal table, with a one-line legend of the method and thresholds."""
-    table = format_table(headers(comparison), verdict_rows(comparison), "llllrrrlrrl")
+    # A and B scaled per column: us where every time is under 1 ms (a kernel's, a tiny model's)
+    named, rows = timed([h.removesuffix(" ms") for h in headers(comparison)], verdict_rows(comparison), (4, 5))
+    table = format_table(named, rows, "llllrrrlrrl")
     baselines = [f"{p.device} {p.model}: {p.source_a}" for p in comparison.pairs
                  if p.source_a and p.source_a not in comparison.a]
     text = f"{legend(comparison)}" + (f"\nbaselines: {'; '.join(baselines)}" if baselines else "")

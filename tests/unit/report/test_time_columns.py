@@ -8,6 +8,7 @@ import math
 
 from orchestrator.report.formats import time_column
 from orchestrator.report.terminal.events import format_report
+from orchestrator.report.terminal.table import timed
 
 
 def test_a_column_of_sub_millisecond_times_is_in_microseconds() -> None:
@@ -34,3 +35,11 @@ def test_the_events_table_names_each_columns_unit() -> None:
     assert "0.0000" not in text and " 0.04 " in text and " 12.4 " in text
     slow = format_report([_event("conv", 2.5), _event("relu", 0.001)])
     assert "avg ms" in slow and " 2.5000 " in slow and " 0.0010 " in slow
+
+
+def test_timed_scales_each_named_column_and_keeps_text_cells() -> None:
+    """A verdict table's time columns: numbers scaled per column, a rate already written as text kept as it is."""
+    headers, rows = timed(["op", "A", "B"], [["end to end", 0.4963, 1.5], ["kernel", 0.0124, None],
+                                             ["decode", "12.5/s", "11.0/s"]], (1, 2))
+    assert headers == ["op", "A us", "B ms"]
+    assert [row[1:] for row in rows] == [["496.3", "1.5000"], ["12.4", "-"], ["12.5/s", "11.0/s"]]
