@@ -67,6 +67,10 @@ def connect(scheduler: str, security: Any = None) -> Any:
     try:
         return Client(scheduler, security=security, timeout=CONNECT_TIMEOUT_SEC)
     except (OSError, TimeoutError) as exc:
+        if "ConnectionResetError" in str(exc) or isinstance(exc, ConnectionResetError):
+            # reached, and reset at once: a scheduler that speaks TLS given as tcp:// (the address is the user's)
+            raise UsageError(f"--scheduler {scheduler}: the scheduler reset the connection at once (a TLS scheduler "
+                             f"is tls://, with --tls-ca-file, --tls-cert and --tls-key): {said(exc)}") from None
         raise FarmUnreachable(f"--scheduler {scheduler}: cannot connect: {said(exc)}") from None
     except TypeError as exc:  # distributed's words for a tls:// address without a TLS configuration
         if "ssl_context" not in str(exc):

@@ -114,13 +114,16 @@ async def _serve(options: WorkerOptions, load: Callable[[Path | None], dict[str,
 def _quiet_start() -> Iterator[None]:
     """Dask's worker logs a dozen INFO lines while it starts (and its stop when no scheduler answers): the line etfarm
     says once it is up names the same, and a worker that cannot start is one error line."""
-    logger = logging.getLogger("distributed.worker")
-    level = logger.level
-    logger.setLevel(logging.WARNING)
+    # distributed.diskutils: "Found stale lock file ... purging" for scratch space other dask processes left behind
+    loggers = [logging.getLogger(name) for name in ("distributed.worker", "distributed.diskutils")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
 
 
 async def _close_worker(worker: Any) -> None:

@@ -111,8 +111,11 @@ def op_ms(value: float | None, below_resolution: bool, delegated: bool = True) -
 
 
 def _ratio_digits(value: float) -> str:
-    """2 decimals from 0.1 up (1.02, 15.37); 3 significant digits below, so 1000x faster is not 0.00."""
-    return f"{value:.2f}" if abs(value) >= 0.1 or value == 0 else f"{value:.3g}"
+    """2 decimals from 0.1 up (1.02, 15.37); 3 significant digits below, so 1000x faster is not 0.00, written out
+    (0.0000514, never 5.14e-05: a ratio is read, and matched, as a plain number)."""
+    if abs(value) >= 0.1 or value == 0 or not math.isfinite(value):
+        return f"{value:.2f}"
+    return f"{value:.{2 - math.floor(math.log10(abs(value)))}f}".rstrip("0")  # as :.3g, without its exponent
 
 
 def tracer_cost(tracer: TracerOverhead | None) -> str:

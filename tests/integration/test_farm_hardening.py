@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -83,11 +84,25 @@ def test_a_scheduler_sigkilled_mid_job_fails_the_device_and_resume_on_a_new_one_
         first.wait_online("local")
         client = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "run", "--scheduler", first.address,
                                    "--devices", "local", "--model", TINY, *QUICK, "--no-store", "--out", str(out)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        said: list[str] = []
+        run_1_done = threading.Event()
+
+        def read_stderr() -> None:
+            for line in client.stderr or ():
+                said.append(line)
+                if "tiny_cnn: run 2/" in line:  # run 2 started: run 1 ended, its record streamed before this line
+                    run_1_done.set()
+
+        reader = threading.Thread(target=read_stderr, daemon=True)
+        reader.start()
         try:
             gate.held()
+            assert run_1_done.wait(timeout=240), "".join(said)[-3000:]
             os.kill(first.scheduler.pid, signal.SIGKILL)  # the scheduler, mid-job
-            _, stderr = client.communicate(timeout=300)
+            client.wait(timeout=300)
+            reader.join(timeout=30)
+            stderr = "".join(said)
         finally:
             if client.poll() is None:
                 os.killpg(client.pid, signal.SIGKILL)

@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from orchestrator.profiles.analysis_core import IDENTITY_COLUMNS, KERNEL_COLUMNS, LINK_COLUMNS, STATS_COLUMNS
+from orchestrator.profiles.stat_rows import CLEAN_COLUMNS
 from orchestrator.run.results import load_manifest
 
 pytestmark = pytest.mark.slow
@@ -52,7 +53,7 @@ def test_module_paths_equal_inspectors_module_hierarchy(backend: str, tmp_path: 
     etrecord = artifacts.etrecord
     stats = pd.read_csv(out / "stats.csv", keep_default_na=False)
     # new columns come after every column that was there before, in this order
-    added = [*LINK_COLUMNS, *KERNEL_COLUMNS, *IDENTITY_COLUMNS]
+    added = [*LINK_COLUMNS, *KERNEL_COLUMNS, *IDENTITY_COLUMNS, *CLEAN_COLUMNS]  # each new set after the last
     assert list(stats.columns[-len(added):]) == added
     assert list(stats.columns[2:2 + len(STATS_COLUMNS)]) == STATS_COLUMNS
     ours = {(r.event_block, int(r.event_index)): r for r in stats.itertuples()}

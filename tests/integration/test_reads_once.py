@@ -74,7 +74,7 @@ def test_a_run_with_store_and_report_reads_each_etdump_once(counted: Counter[Pat
         samples = opened.event_samples(job.run_id, "local", "tiny_cnn")
         events = opened.events(job.run_id, "local", "tiny_cnn")
     direct = collect_samples(etdumps, job.model_artifacts("tiny_cnn").etrecord)  # type: ignore[union-attr]
-    assert samples and sum(e.samples for e in events) == direct.duration_ms.size
+    assert samples and sum(e.samples + (e.contended_samples or 0) for e in events) == direct.duration_ms.size
     again = tmp_path / "imported.db"
     assert main(["store", "import", str(out), "--store", str(again)]) == 0
     with sqlite3.connect(store) as a, sqlite3.connect(again) as b:

@@ -56,7 +56,8 @@ def test_run_report_renders_in_chromium_offline(run_dir: Path, tmp_path: Path) -
         assert chart["width"] > 200 and chart["height"] > 80 and chart["marks"] > 10, chart
     assert page.probe["width"] <= 1400  # no sideways scrolling in a 1400 px window ...
     assert page.probe["wide_tables"] == []  # ... and no table scrolling sideways in its box either
-    assert page.probe["headings"][0] == "Which device is fast enough?"
+    # several devices: the device x model matrix first (issue 40), then the question the page answers
+    assert page.probe["headings"][:2] == ["Devices x models", "Which device is fast enough?"], page.probe["headings"]
     assert page.probe["tables"] >= 8
     assert page.screenshot.stat().st_size > 50_000  # a real picture, not a blank page
 

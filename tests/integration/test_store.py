@@ -88,7 +88,7 @@ def test_run_records_itself_and_round_trips(fleet: FleetRun) -> None:
             assert model.verification is not None and model.verification.status == "pass"
             assert manifest.device(device).runner_key  # the runner build each device ran
             point = next(p for p in points if p.device == device)
-            assert point.e2e_p50_ms == pytest.approx(float(np.median(model.wall_execute_ms)))
+            assert point.e2e_p50_ms == pytest.approx(float(np.median(model.reported_execute_ms)))  # clean executions
             execute = store.execute_samples(manifest.run_id, device, "tiny_cnn")
             assert {k: tuple(v) for k, v in execute.items()} == {r.label: r.execute_ms for r in model.traced_runs}
             untraced = store.execute_samples(manifest.run_id, device, "tiny_cnn", traced=False)
@@ -218,7 +218,8 @@ def test_store_at_schema_v1_is_migrated(fleet: FleetRun, tmp_path: Path) -> None
 
     v1_view = replace(
         manifest, models=tuple(replace(m, numerics_reference=None) for m in manifest.models),
-        devices=tuple(replace(d, controls={}, models=tuple(replace(m, runs=tuple(map(v1_run, m.runs))) for m in d.models))
+        devices=tuple(replace(d, controls={}, models=tuple(replace(m, runs=tuple(map(v1_run, m.runs)), memory=None, energy=None)
+                                                        for m in d.models))
                       for d in manifest.devices))
     with open_store(old) as store:
         assert store.job(manifest.run_id).to_dict() == v1_view.to_dict()
