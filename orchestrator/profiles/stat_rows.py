@@ -248,6 +248,9 @@ def read_stats_csv(path: str | os.PathLike[str]) -> tuple[StatRow, ...]:
         raise DataError(f"{path}: cannot read: {exc}") from None
     if text and not text.endswith("\n"):
         raise DataError(f"{path}: not a whole etfarm stats.csv: it ends inside a line (cut short?)")
+    # the writer puts no bound on a field (one delegate call's op_types of a large model is 177 KB): no field of the
+    # file can be longer than the file, which is read whole already
+    csv.field_size_limit(max(csv.field_size_limit(), len(text)))
     try:
         records = csv.reader(io.StringIO(text, newline=""), strict=True)
         header = next(records, [])

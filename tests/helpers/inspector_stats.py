@@ -60,7 +60,7 @@ def inspector_merged_stats(etdumps: list[Path], etrecord: Path | None) -> dict[t
     meta: dict[tuple[str, int], dict[str, Any]] = {}
     for path in etdumps:
         inspector = Inspector(etdump_path=str(path), etrecord=str(etrecord) if etrecord else None)
-        clean = _clean_executions(Path(path))
+        clean = clean_executions(Path(path))
         for block in inspector.event_blocks:
             calls = any(e.name == "Method::execute" for e in block.events)
             for index, event in enumerate(block.events):
@@ -78,7 +78,7 @@ def inspector_merged_stats(etdumps: list[Path], etrecord: Path | None) -> dict[t
     return {key: {**meta[key], "samples": len(v), **_numpy_stats(v)} for key, v in raw.items()}
 
 
-def _clean_executions(etdump: Path) -> list[bool] | None:
+def clean_executions(etdump: Path) -> list[bool] | None:
     """Per execution of the process run that wrote `etdump` (DIR/<device>/<model>/<run>/etdump.etdp), whether it was
     clean, from the job's manifest; None outside a job's run directory or for a run that measured no contention."""
     run_dir, model_dir, device_dir = etdump.parent, etdump.parent.parent, etdump.parent.parent.parent

@@ -17,12 +17,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from orchestrator.cli import main
 from orchestrator.profiles.analysis_core import collect_samples
 from orchestrator.run.results import load_manifest
 from orchestrator.store import open_store
+from tests.helpers.inspector_stats import measured_samples
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = f"{REPO / 'configs' / 'models' / 'tiny_cnn.py'}:build"
@@ -74,7 +76,9 @@ def test_a_run_with_store_and_report_reads_each_etdump_once(counted: Counter[Pat
         samples = opened.event_samples(job.run_id, "local", "tiny_cnn")
         events = opened.events(job.run_id, "local", "tiny_cnn")
     direct = collect_samples(etdumps, job.model_artifacts("tiny_cnn").etrecord)  # type: ignore[union-attr]
-    assert samples and sum(e.samples + (e.contended_samples or 0) for e in events) == direct.duration_ms.size
+    stats = pd.read_csv(out / "stats.csv")
+    assert samples and sum(e.samples for e in events) == stats["samples"].sum()  # the store's rows are stats.csv's
+    assert measured_samples(stats).sum() == direct.duration_ms.size  # kept + contended: every sample of the ETDumps
     again = tmp_path / "imported.db"
     assert main(["store", "import", str(out), "--store", str(again)]) == 0
     with sqlite3.connect(store) as a, sqlite3.connect(again) as b:

@@ -92,6 +92,22 @@ def test_rows_read_back_equal_the_rows_written(tmp_path: Path) -> None:
     assert path.read_bytes().count(b"\r") == 0 and not list(tmp_path.glob(".tmp-*"))
 
 
+def test_a_field_longer_than_pythons_csv_limit_reads_back(tmp_path: Path) -> None:
+    """One delegate call of a large model lists every op it covers (YOLOS: 177 KB of op_types): what run wrote,
+    report reads, whatever Python's default csv field limit (131072)."""
+    import csv
+    from dataclasses import replace
+
+    stats = model_stats("local", "mlp", _dumps(tmp_path, "local", "mlp", 1, 1_000_000, delegated=True),
+                        _etrecord(tmp_path / "m.etrecord"))
+    long = "aten.linear.default," * 10_000  # 200 KB
+    rows = tuple(replace(r, op_types=long) if r.event_name == "Conv" else r for r in stats.rows)
+    path = write_stats_csv(tmp_path / "stats.csv", rows)
+    csv.field_size_limit(131072)  # Python's default, as a fresh process has it
+    back = read_stats_csv(path)
+    assert next(r for r in back if r.event_name == "Conv").op_types == long
+
+
 def test_the_fields_are_the_columns_in_order() -> None:
     assert [f.name for f in fields(StatRow)] == ["device", "model", *STATS_COLUMNS, *SPREAD_COLUMNS, *EVENT_COLUMNS,
                                                  *LINK_COLUMNS, *KERNEL_COLUMNS, *PHASE_COLUMNS, *IDENTITY_COLUMNS,
