@@ -31,6 +31,7 @@ from typing import Any
 
 from orchestrator.artifacts.modelspec import parse_model_spec, parse_model_specs
 from orchestrator.artifacts.pte_info import check_program
+from orchestrator.cache import cache_dir
 from orchestrator.config import load_inventory
 from orchestrator.errors import (
     EXIT_INTERRUPTED,
@@ -47,9 +48,11 @@ from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult, run_job
 from orchestrator.run.results import JobOptions
 from orchestrator.run.rundir import new_run_id
+from orchestrator.run.schedule import RunOrder
 from orchestrator.run.sweep import NotExported, export_configurations
 from orchestrator.store import Store
 from orchestrator.store.ingest import job_record
+from orchestrator.verdicts.ab import ab_comparison
 from orchestrator.verdicts.baseline import (
     LAST_GOOD,
     last_good_finder,
@@ -58,6 +61,7 @@ from orchestrator.verdicts.baseline import (
     series_point,
 )
 from orchestrator.verdicts.compare import Comparison, PairVerdict, compare_against
+from orchestrator.verdicts.confirm_ab import BASELINE_SUFFIX, Confirmation, interleaved_groups, without_baseline
 from orchestrator.verdicts.nightly_plan import NightlyPlan
 from orchestrator.verdicts.recorded import record_verdicts
 from orchestrator.verdicts.series import SeriesPoint, judge, replicate_floor
@@ -96,27 +100,6 @@ class ModelFailure:
         why = f"not exported ({self.lowering}): {self.reason}"
         return tuple(PairVerdict(d, self.model, self.model, Verdict.NO_DATA, reason=why, blame=self.blame)
                      for d in devices)
-
-
-@dataclass(frozen=True)
-class Confirmation:
-    """A (device, model) a night found regressed, run again at once: whether the second job showed it too."""
-
-    device: str
-    model: str
-    first_run: str  # the night's job that found the regression
-    confirm_run: str  # the job that ran it again
-    confirmed: bool
-    verdict: str  # the second comparison's verdict (the night's verdict for the pair)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "model": self.model, "first_run": self.first_run,
-                "confirm_run": self.confirm_run, "confirmed": self.confirmed, "verdict": self.verdict}
-
-    @property
-    def note(self) -> str:
-        return (f"{self.device} {self.model}: regressed in run {self.first_run}; "
-                + ("confirmed" if self.confirmed else f"NOT confirmed ({self.verdict})") + f" by run {self.confirm_run}")
 
 
 @dataclass(frozen=True)
@@ -176,7 +159,7 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
         _record(store, jobs[-1])
         if jobs[-1].interrupted:
             return _interrupted(plan, jobs)
-    pairs = []
+    pairs, first_pairs = [], []
     notes = []
     again_jobs: list[JobResult] = []
     confirmations: list[Confirmation] = []
@@ -184,23 +167,25 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
         part = _compare(plan, store, result)
         notes.append(f"run {result.job.run_id}: {result.rundir.root}")
         regressed = [p for p in part.pairs if p.regressed]
+        first_pairs += part.pairs  # what the night's own jobs found (a bisect starts from their baselines)
         if regressed and plan.confirm:
-            again = _confirm(plan, store, run, result, regressed, progress)
-            again_jobs.append(again)
-            if again.interrupted:
+            confirming = _confirm(plan, store, run, result, regressed, progress)
+            again_jobs += [again for again, _, _ in confirming]
+            if any(again.interrupted for again, _, _ in confirming):
                 return _interrupted(plan, (*jobs, *again_jobs))
-            second = {(p.device, p.model): p for p in _compare(plan, store, again).pairs}
+            second = {key: (again, how, p) for again, found, how in confirming for key, p in found.items()}
             for pair in regressed:
-                found = second.get((pair.device, pair.model))
-                confirmations.append(Confirmation(pair.device, pair.model, result.job.run_id, again.job.run_id,
+                again, how, found = second[(pair.device, pair.model_b)]
+                confirmations.append(Confirmation(pair.device, pair.model_b, result.job.run_id, again.job.run_id,
                                                   found is None or found.regressed,
-                                                  (found or pair).verdict.value))
+                                                  (found or pair).verdict.value, how))
                 notes.append(confirmations[-1].note)
-            part = replace(part, pairs=tuple(second.get((p.device, p.model), p) if p.regressed else p for p in part.pairs))
+            part = replace(part, pairs=tuple((second[(p.device, p.model_b)][2] or p) if p.regressed else p
+                                             for p in part.pairs))
         pairs += part.pairs
     pairs += [p for failure in failures for p in failure.pairs(plan.devices)]
     notes += [failure.note for failure in failures]
-    bisects = tuple(bisector(plan, store, _confirmed(plan, jobs, pairs, confirmations), progress)) \
+    bisects = tuple(bisector(plan, store, _confirmed(plan, jobs, first_pairs, confirmations), progress)) \
         if plan.bisect and bisector is not None else ()
     notes += [b.note for b in bisects]
     ids = "+".join(j.job.run_id for j in (*jobs, *again_jobs)) or "nothing measured"
@@ -217,7 +202,7 @@ def _confirmed(plan: NightlyPlan, jobs: Sequence[JobResult], pairs: Sequence[Pai
     for job in jobs:
         names = {m.name for m in job.job.models}
         for pair in pairs:
-            held = any(c.confirmed and c.first_run == job.job.run_id and (c.device, c.model) == (pair.device, pair.model)
+            held = any(c.confirmed and c.first_run == job.job.run_id and (c.device, c.model) == (pair.device, pair.model_b)
                        for c in confirmations)
             if pair.regressed and pair.model_b in names and (held or not plan.confirm):
                 found.append((pair, job))
@@ -276,7 +261,7 @@ def _interrupted(plan: NightlyPlan, jobs: Sequence[JobResult]) -> NightlyOutcome
 def _compare(plan: NightlyPlan, store: Store, result: JobResult) -> Comparison:
     """A night's job against its baselines; its verdicts are recorded beside it (a regressed job is never
     a later baseline, confirmed or not: an outlier job is no baseline either)."""
-    finder = last_good_finder(store, result.job) if plan.baseline == LAST_GOOD else named_finder(store, plan.baseline)
+    finder = _finder(plan, store, result.job)
     histories = _Histories(store, result.job)
     noise = (lambda d, m: replicate_floor(histories(d, m), plan.center)) if plan.noise_floor is None else None
     part = compare_against(result.rundir.root, finder, plan.settings, a_label=plan.baseline, noise=noise)
@@ -321,21 +306,53 @@ def _pinned(store: Store, ref: str, device: str, model: str) -> SeriesPoint | No
     return series_point(run_dir, job, device, model) if dev is not None and dev.model(model) is not None else None
 
 
-def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult, regressed: Sequence[Any],
-             progress: Progress) -> JobResult:
-    """The regressed pairs' models on their devices, once more, as a job of its own (recorded in the store)."""
-    models = {p.model for p in regressed}
-    devices = list(dict.fromkeys(p.device for p in regressed))
-    config = result.job.config
-    named = dict(zip(config.models, config.names, strict=False))  # a sweep's models are named after their spec's
-    regressed_specs = dict.fromkeys(m.spec for m in result.job.models if m.name in models)
-    specs = [parse_model_spec(spec, named.get(spec) or next(m.name for m in result.job.models if m.spec == spec))
-             for spec in regressed_specs]
+def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult, regressed: Sequence[PairVerdict],
+             progress: Progress) -> list[tuple[JobResult, dict[tuple[str, str], PairVerdict | None], str]]:
+    """The regressed pairs measured again, each job recorded in the store, with each pair's second verdict (None:
+    not in that job) and how it was confirmed: interleaved with the baseline's program in one job per program
+    (confirm_ab.py), else, when that program is not to be had, the new model alone in a job of its own."""
     progress(f"regression in run {result.job.run_id} ({', '.join(sorted(f'{p.device} {p.model}' for p in regressed))}): "
              "running it again to confirm (a whole job in a slow state is not a regression)")
-    again = run(specs, result.job.config.backend, *_new_dir(plan.out), devices)
-    _record(store, again)
-    return again
+    groups, alone, why = interleaved_groups(_finder(plan, store, result.job), regressed, plan.options(),
+                                            cache_dir("exports"))
+    done = []
+    for (model, pte, baseline_run), devices in groups.items():
+        spec_b, = _specs(result, {model})
+        spec_a = parse_model_spec(str(pte), f"{model}{BASELINE_SUFFIX}")
+        progress(f"confirming {model} on {', '.join(devices)}: A B B A with the baseline's program (run {baseline_run})")
+        again = run([spec_a, spec_b], result.job.config.backend, *_new_dir(plan.out), devices, RunOrder.ABBA)
+        kept, stats = without_baseline(again.recorded, again.stats, spec_a.name)
+        store.record_job(job_record(kept, again.rundir.root, stats))
+        if again.interrupted:
+            return [*done, (again, {}, "interrupted")]
+        found = ab_comparison([again], devices, spec_a.name, spec_b.name, plan.settings)
+        record_verdicts(again.rundir.root, found)  # a confirmed regression is never a later baseline
+        how = f"interleaved A B B A with the baseline's program from run {baseline_run}"
+        root = again.rundir.root  # both sides' run directory, for the page's structure diff and links
+        done.append((again, {(p.device, model): replace(p, dir_a=root, dir_b=root) for p in found.pairs}, how))
+    if alone:
+        for note in why:
+            progress(note)
+        devices = list(dict.fromkeys(p.device for p in alone))
+        again = run(_specs(result, {p.model_b for p in alone}), result.job.config.backend, *_new_dir(plan.out), devices)
+        _record(store, again)
+        second = {(p.device, p.model_b): p for p in _compare(plan, store, again).pairs}
+        done.append((again, {(p.device, p.model_b): second.get((p.device, p.model_b)) for p in alone},
+                     "alone: " + "; ".join(why)))
+    return done
+
+
+def _finder(plan: NightlyPlan, store: Store, job: Any) -> Any:
+    return last_good_finder(store, job) if plan.baseline == LAST_GOOD else named_finder(store, plan.baseline)
+
+
+def _specs(result: JobResult, models: set[str]) -> list[Any]:
+    """The specs the job ran `models` from, named as the job named them (a sweep's models after their spec's)."""
+    config = result.job.config
+    named = dict(zip(config.models, config.names, strict=False))
+    wanted = dict.fromkeys(m.spec for m in result.job.models if m.name in models)
+    return [parse_model_spec(spec, named.get(spec) or next(m.name for m in result.job.models if m.spec == spec))
+            for spec in wanted]
 
 
 def _record(store: Store, result: JobResult) -> None:
@@ -343,15 +360,17 @@ def _record(store: Store, result: JobResult) -> None:
     store.record_job(job_record(result.recorded, result.rundir.root, result.stats))
 
 
-JobRunner = Callable[[list[Any], str, Path, str, list[str]], JobResult]  # (specs, backend, out, run id, devices) -> the job
+JobRunner = Callable[..., JobResult]  # (specs, backend, out, run id, devices[, order]) -> the job
 
 
 def _host_runner(plan: NightlyPlan, config: Path | None, progress: Progress) -> tuple[JobRunner, bool]:
     """The runner of the night's jobs on this host, and whether every device runs the user's own runtime."""
     inventory = load_inventory(plan.config or config)
     devices = inventory.select(list(plan.devices))  # every device of the plan is known before anything runs
-    def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str]) -> JobResult:
-        return run_job(inventory.select(names), specs, backend=backend, options=plan.options(), out=out,
+    def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str],
+            order: RunOrder | None = None) -> JobResult:
+        options = plan.options() if order is None else replace(plan.options(), order=order)
+        return run_job(inventory.select(names), specs, backend=backend, options=options, out=out,
                        progress=progress, config_file=inventory.path, run_id=run_id)
 
     return run, bool(devices) and all(d.runtime for d in devices)
@@ -362,8 +381,10 @@ def _farm_runner(plan: NightlyPlan, farm: Any, progress: Progress) -> tuple[JobR
     a program needing the llama:: custom ops is left to the job to refuse."""
     from orchestrator.farm.client import run_distributed  # a night on this host never imports the farm's package
 
-    def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str]) -> JobResult:
-        return run_distributed(names, specs, backend=backend, options=plan.options(), out=out, progress=progress,
+    def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str],
+            order: RunOrder | None = None) -> JobResult:
+        options = plan.options() if order is None else replace(plan.options(), order=order)
+        return run_distributed(names, specs, backend=backend, options=options, out=out, progress=progress,
                                farm=farm, run_id=run_id)
 
     return run, True
