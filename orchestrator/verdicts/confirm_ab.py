@@ -21,9 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.artifacts.export_entry import META_NAME, PTE_NAME
+from orchestrator.artifacts.modelspec import ModelSpec, parse_model_spec
 from orchestrator.cache import sha256_file
+from orchestrator.run.job import JobResult
 from orchestrator.run.results import Job, JobOptions, ModelArtifacts
+from orchestrator.store import Store
+from orchestrator.verdicts.baseline import LAST_GOOD, last_good_finder, named_finder
 from orchestrator.verdicts.compare import BaselineFinder, PairVerdict
+from orchestrator.verdicts.statistics import Verdict
+from orchestrator.verdicts.trust import loads_differ
 
 BASELINE_SUFFIX = "-baseline"  # the baseline program's name in the interleaved job: `<model>-baseline`
 
@@ -55,17 +61,29 @@ class Confirmation:
     confirmed: bool
     verdict: str  # the second comparison's verdict (the night's verdict for the pair)
     how: str = ""  # interleaved with the baseline's program (confirm_ab.py), or alone and why
+    suspected: str = "regressed"  # what the night's own job found: regressed, or not judged for a different load
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "model": self.model, "first_run": self.first_run,
                 "confirm_run": self.confirm_run, "confirmed": self.confirmed, "verdict": self.verdict,
-                "how": self.how}
+                "how": self.how, "suspected": self.suspected}
 
     @property
     def note(self) -> str:
         how = f" ({self.how})" if self.how else ""
-        return (f"{self.device} {self.model}: regressed in run {self.first_run}; "
+        return (f"{self.device} {self.model}: {self.suspected} in run {self.first_run}; "
                 + ("confirmed" if self.confirmed else f"NOT confirmed ({self.verdict})") + f" by run {self.confirm_run}{how}")
+
+
+def baseline_finder(baseline: str, store: Store, job: Job) -> BaselineFinder:
+    """The plan's baseline of each (device, model) of `job`: the last good run, or the run the plan names."""
+    return last_good_finder(store, job) if baseline == LAST_GOOD else named_finder(store, baseline)
+
+
+def suspected(pair: PairVerdict) -> bool:
+    """Whether a night's pair goes to the confirmation: regressed, or not judged because its job and the baseline's
+    ran under different load (trust.py), which only both programs in one job can settle."""
+    return pair.regressed or (pair.verdict is Verdict.INCONCLUSIVE and loads_differ(*pair.loads))
 
 
 Groups = dict[tuple[str, Path, str], list[str]]  # (model, baseline .pte, baseline run) -> its devices
@@ -144,3 +162,12 @@ def without_baseline(job: Job, stats: Sequence[Any], baseline: str) -> tuple[Job
     kept = replace(job, models=tuple(m for m in job.models if m.name != baseline),
                    devices=tuple(replace(d, models=tuple(r for r in d.models if r.name != baseline)) for d in job.devices))
     return kept, tuple(s for s in stats if s.model != baseline)
+
+
+def job_specs(result: JobResult, models: set[str]) -> list[ModelSpec]:
+    """The specs the job ran `models` from, named as the job named them (a sweep's models after their spec's)."""
+    config = result.job.config
+    named = dict(zip(config.models, config.names, strict=False))
+    wanted = dict.fromkeys(m.spec for m in result.job.models if m.name in models)
+    return [parse_model_spec(spec, named.get(spec) or next(m.name for m in result.job.models if m.spec == spec))
+            for spec in wanted]

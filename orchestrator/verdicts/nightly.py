@@ -55,16 +55,24 @@ from orchestrator.store.ingest import job_record
 from orchestrator.verdicts.ab import ab_comparison
 from orchestrator.verdicts.baseline import (
     LAST_GOOD,
-    last_good_finder,
     named_finder,
     series_history,
     series_point,
 )
 from orchestrator.verdicts.compare import Comparison, PairVerdict, compare_against
-from orchestrator.verdicts.confirm_ab import BASELINE_SUFFIX, Confirmation, interleaved_groups, without_baseline
+from orchestrator.verdicts.confirm_ab import (
+    BASELINE_SUFFIX,
+    Confirmation,
+    baseline_finder,
+    interleaved_groups,
+    job_specs,
+    suspected,
+    without_baseline,
+)
 from orchestrator.verdicts.nightly_plan import NightlyPlan
 from orchestrator.verdicts.recorded import record_verdicts
 from orchestrator.verdicts.series import SeriesPoint, judge, replicate_floor
+from orchestrator.verdicts.series_clean import LeftOutNight, clean_enough
 from orchestrator.verdicts.statistics import Verdict
 
 EXIT_NIGHTLY_UNMEASURED = 3
@@ -135,9 +143,9 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
 
     Confirmation (`confirm: true`, the default): a whole job can land in a slow state (every process
     of it slower; measured ~1 job in 10 on a loaded host, benchmarks/README.md), and one job cannot
-    tell that from a regression. So the (device, model) pairs a night finds regressed are run again
-    at once, as a job of their own, and compared again; the second comparison is the night's verdict
-    for them. A false alarm then needs two outlier jobs in a row; a real regression shows twice.
+    tell that from a regression. So the pairs a night finds regressed (or cannot judge for a different load)
+    run again at once, the baseline's program and the new one A B B A in one job (confirm_ab.py; the new
+    one alone when that program is gone); that verdict is the night's for them.
 
     `bisector` (plan `bisect: true`; the CLI passes app/bisect_night.py's): called once with the confirmed
     regressions (every regression when `confirm: false`), and their jobs; what it returns is the night's
@@ -149,7 +157,7 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     run, own_runtimes = _farm_runner(plan, farm, progress) if farm is not None else _host_runner(plan, config, progress)
     jobs: list[JobResult] = []
     failures: list[ModelFailure] = []
-    for backend, planned in _plan_specs(plan).items():
+    for backend, planned in _planjob_specs(plan).items():
         specs, lost = _exportable(planned, backend, own_runtimes, progress, plan.options())
         failures += lost
         if not specs:
@@ -159,14 +167,13 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
         _record(store, jobs[-1])
         if jobs[-1].interrupted:
             return _interrupted(plan, jobs)
-    pairs, first_pairs = [], []
-    notes = []
+    pairs, first_pairs, notes = [], [], []
     again_jobs: list[JobResult] = []
     confirmations: list[Confirmation] = []
     for result in jobs:
         part = _compare(plan, store, result)
         notes.append(f"run {result.job.run_id}: {result.rundir.root}")
-        regressed = [p for p in part.pairs if p.regressed]
+        regressed = [p for p in part.pairs if suspected(p)]  # regressed, or not judged for a different load
         first_pairs += part.pairs  # what the night's own jobs found (a bisect starts from their baselines)
         if regressed and plan.confirm:
             confirming = _confirm(plan, store, run, result, regressed, progress)
@@ -174,14 +181,18 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
             if any(again.interrupted for again, _, _ in confirming):
                 return _interrupted(plan, (*jobs, *again_jobs))
             second = {key: (again, how, p) for again, found, how in confirming for key, p in found.items()}
-            for pair in regressed:
+            for pair in (p for p in regressed if (p.device, p.model_b) in second):
                 again, how, found = second[(pair.device, pair.model_b)]
                 confirmations.append(Confirmation(pair.device, pair.model_b, result.job.run_id, again.job.run_id,
-                                                  found is None or found.regressed,
-                                                  (found or pair).verdict.value, how))
+                                                  found is None or found.regressed, (found or pair).verdict.value, how,
+                                                  "regressed" if pair.regressed else "not judged (different load)"))
                 notes.append(confirmations[-1].note)
-            part = replace(part, pairs=tuple((second[(p.device, p.model_b)][2] or p) if p.regressed else p
-                                             for p in part.pairs))
+            settled = replace(part, pairs=tuple(second.get((p.device, p.model_b), (None, None, None))[2] or p
+                                                for p in part.pairs))
+            # the night's own job records what the interleaved job settled of a load (a regressed pair stays so)
+            record_verdicts(result.rundir.root, replace(settled, pairs=tuple(
+                p if p.regressed else s for p, s in zip(part.pairs, settled.pairs, strict=True))))
+            part = settled
         pairs += part.pairs
     pairs += [p for failure in failures for p in failure.pairs(plan.devices)]
     notes += [failure.note for failure in failures]
@@ -204,7 +215,7 @@ def _confirmed(plan: NightlyPlan, jobs: Sequence[JobResult], pairs: Sequence[Pai
         for pair in pairs:
             held = any(c.confirmed and c.first_run == job.job.run_id and (c.device, c.model) == (pair.device, pair.model_b)
                        for c in confirmations)
-            if pair.regressed and pair.model_b in names and (held or not plan.confirm):
+            if pair.model_b in names and (held if plan.confirm else pair.regressed):
                 found.append((pair, job))
     return found
 
@@ -235,7 +246,7 @@ def _night_id(jobs: Sequence[JobResult]) -> str:
     return jobs[0].job.run_id if jobs else new_run_id()
 
 
-def _plan_specs(plan: NightlyPlan) -> dict[str, list[Any]]:
+def _planjob_specs(plan: NightlyPlan) -> dict[str, list[Any]]:
     """The plan's model specs per backend (a job each), resolved and named before anything runs, by
     `run`'s rule: the same model listed twice, or two models of one name, is a usage error."""
     jobs = {}
@@ -261,7 +272,7 @@ def _interrupted(plan: NightlyPlan, jobs: Sequence[JobResult]) -> NightlyOutcome
 def _compare(plan: NightlyPlan, store: Store, result: JobResult) -> Comparison:
     """A night's job against its baselines; its verdicts are recorded beside it (a regressed job is never
     a later baseline, confirmed or not: an outlier job is no baseline either)."""
-    finder = _finder(plan, store, result.job)
+    finder = baseline_finder(plan.baseline, store, result.job)
     histories = _Histories(store, result.job)
     noise = (lambda d, m: replicate_floor(histories(d, m), plan.center)) if plan.noise_floor is None else None
     part = compare_against(result.rundir.root, finder, plan.settings, a_label=plan.baseline, noise=noise)
@@ -276,10 +287,12 @@ class _Histories:
     def __init__(self, store: Store, job: Any) -> None:
         self.store, self.job = store, job
         self.found: dict[tuple[str, str], list[SeriesPoint]] = {}
+        self.left_out: dict[tuple[str, str], tuple[LeftOutNight, ...]] = {}
 
     def __call__(self, device: str, model: str) -> list[SeriesPoint]:
-        if (device, model) not in self.found:
-            self.found[(device, model)] = series_history(self.store, self.job, device, model)
+        if (device, model) not in self.found:  # nights with too few clean executions stand out of the series
+            self.found[(device, model)], self.left_out[(device, model)] = clean_enough(
+                series_history(self.store, self.job, device, model))
         return self.found[(device, model)]
 
 
@@ -294,6 +307,7 @@ def _judge_series(plan: NightlyPlan, store: Store, result: JobResult, histories:
     found = judge(histories(pair.device, pair.model_b), night, plan.settings, pair.noise, pinned)
     if found is None:
         return pair
+    found = replace(found, left_out=histories.left_out.get((pair.device, pair.model_b), ()))
     if found.regressed and pair.verdict is not Verdict.REGRESSED:  # the night's verdict is the series' then
         return replace(pair, series=found, verdict=Verdict.REGRESSED,
                        reason=f"regressed against its series; against the last good run alone: {pair.verdict.value}")
@@ -308,16 +322,14 @@ def _pinned(store: Store, ref: str, device: str, model: str) -> SeriesPoint | No
 
 def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult, regressed: Sequence[PairVerdict],
              progress: Progress) -> list[tuple[JobResult, dict[tuple[str, str], PairVerdict | None], str]]:
-    """The regressed pairs measured again, each job recorded in the store, with each pair's second verdict (None:
-    not in that job) and how it was confirmed: interleaved with the baseline's program in one job per program
-    (confirm_ab.py), else, when that program is not to be had, the new model alone in a job of its own."""
-    progress(f"regression in run {result.job.run_id} ({', '.join(sorted(f'{p.device} {p.model}' for p in regressed))}): "
-             "running it again to confirm (a whole job in a slow state is not a regression)")
-    groups, alone, why = interleaved_groups(_finder(plan, store, result.job), regressed, plan.options(),
+    """The suspected pairs measured again (each job recorded), each pair's second verdict (None: not in that job) and
+    how: interleaved with the baseline's program, a job per program (confirm_ab.py), else the model alone."""
+    progress(f"run {result.job.run_id}: {', '.join(sorted(f'{p.device} {p.model}' for p in regressed))}: confirming")
+    groups, alone, why = interleaved_groups(baseline_finder(plan.baseline, store, result.job), regressed, plan.options(),
                                             cache_dir("exports"))
     done = []
     for (model, pte, baseline_run), devices in groups.items():
-        spec_b, = _specs(result, {model})
+        spec_b, = job_specs(result, {model})
         spec_a = parse_model_spec(str(pte), f"{model}{BASELINE_SUFFIX}")
         progress(f"confirming {model} on {', '.join(devices)}: A B B A with the baseline's program (run {baseline_run})")
         again = run([spec_a, spec_b], result.job.config.backend, *_new_dir(plan.out), devices, RunOrder.ABBA)
@@ -330,29 +342,17 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
         how = f"interleaved A B B A with the baseline's program from run {baseline_run}"
         root = again.rundir.root  # both sides' run directory, for the page's structure diff and links
         done.append((again, {(p.device, model): replace(p, dir_a=root, dir_b=root) for p in found.pairs}, how))
+    for note in why:
+        progress(note)
+    alone = [p for p in alone if p.regressed]  # a fresh job alone cannot settle a different load: left as it is
     if alone:
-        for note in why:
-            progress(note)
         devices = list(dict.fromkeys(p.device for p in alone))
-        again = run(_specs(result, {p.model_b for p in alone}), result.job.config.backend, *_new_dir(plan.out), devices)
+        again = run(job_specs(result, {p.model_b for p in alone}), result.job.config.backend, *_new_dir(plan.out), devices)
         _record(store, again)
         second = {(p.device, p.model_b): p for p in _compare(plan, store, again).pairs}
         done.append((again, {(p.device, p.model_b): second.get((p.device, p.model_b)) for p in alone},
                      "alone: " + "; ".join(why)))
     return done
-
-
-def _finder(plan: NightlyPlan, store: Store, job: Any) -> Any:
-    return last_good_finder(store, job) if plan.baseline == LAST_GOOD else named_finder(store, plan.baseline)
-
-
-def _specs(result: JobResult, models: set[str]) -> list[Any]:
-    """The specs the job ran `models` from, named as the job named them (a sweep's models after their spec's)."""
-    config = result.job.config
-    named = dict(zip(config.models, config.names, strict=False))
-    wanted = dict.fromkeys(m.spec for m in result.job.models if m.name in models)
-    return [parse_model_spec(spec, named.get(spec) or next(m.name for m in result.job.models if m.spec == spec))
-            for spec in wanted]
 
 
 def _record(store: Store, result: JobResult) -> None:

@@ -100,7 +100,9 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     assert "| pinned | mlp-baseline -\\> mlp | **⛔ regressed** |" in latest  # the interleaved job's pair
     assert "REGRESSED" in slowed.stdout
     # A regression is run again at once and must show again (a whole job in a slow state would not).
-    assert "regressed in run" in latest and "confirmed by run" in latest and "NOT confirmed" not in latest
+    # (the night's own job may also find it not judged, its load and the baseline's differing: the same confirmation)
+    assert re.search(r"(regressed|not judged \(different load\)) in run", latest), latest
+    assert "confirmed by run" in latest and "NOT confirmed" not in latest
     assert slowed.stdout.count("run directory: ") == 2
     _the_confirmation_interleaves_both_programs(report, repeat_id)
     _the_regressed_page_in_chromium(report, tmp_path, repeat_id)
@@ -129,8 +131,12 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     assert "| pinned | mlp | **⛔ regressed** |" not in latest
     last = json.loads(max(report.glob("nightly-*.json")).read_text())
     pinned = next(p for p in last["pairs"] if p["device"] == "pinned")
-    assert pinned["source_a"] == repeat_id  # the last good night, not the regressed one
-    assert pinned["series"]["reference_runs"] == [first_id] and "the pinned run" in pinned["series"]["reference"]
+    again = [c for c in last["confirmations"] if c["device"] == "pinned"]  # a false alarm of this busy host, if any
+    if not again:
+        assert pinned["source_a"] == repeat_id  # the last good night, not the regressed one
+        assert pinned["series"]["reference_runs"] == [first_id] and "the pinned run" in pinned["series"]["reference"]
+    else:  # its confirmation interleaved the last good night's program, not the regressed one's, and cleared it
+        assert again[0]["how"].endswith(f"from run {repeat_id}") and pinned["verdict"] != "regressed"
     # The dashboard now has the unreachable device's series too; the regressed one, which moved, stays first.
     rows = re.findall(r'<tr data-series="([^"]+)"[^>]*data-device="([^"]+)"[^>]*data-verdict="([^"]+)"',
                       (site / "index.html").read_text())

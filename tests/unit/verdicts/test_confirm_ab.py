@@ -14,8 +14,9 @@ from types import SimpleNamespace
 from orchestrator.artifacts.export_entry import META_NAME, PTE_NAME
 from orchestrator.run.results import DeviceResult, Job, JobConfig, JobOptions, JobStatus, ModelArtifacts, ModelResult, ModelStatus
 from orchestrator.verdicts.compare import PairVerdict
-from orchestrator.verdicts.confirm_ab import baseline_program, interleaved_groups, without_baseline
+from orchestrator.verdicts.confirm_ab import baseline_program, interleaved_groups, suspected, without_baseline
 from orchestrator.verdicts.statistics import Verdict
+from orchestrator.verdicts.trust import Load
 
 KEY = "ab" * 32
 
@@ -107,3 +108,11 @@ def test_the_store_keeps_the_confirmation_without_the_baseline_program(tmp_path:
     kept, kept_stats = without_baseline(job, stats, "mlp-baseline")
     assert [m.name for m in kept.models] == ["mlp"] and [r.name for r in kept.devices[0].models] == ["mlp"]
     assert [s.model for s in kept_stats] == ["mlp"] and len(job.models) == 2  # the job itself is untouched
+
+
+def test_regressed_pairs_and_pairs_not_judged_for_a_different_load_are_confirmed() -> None:
+    busy = (Load(2, 60), Load(13, 60))  # 3 % against 22 %: a different load (trust.py)
+    assert suspected(regressed("pinned", "mlp"))
+    assert suspected(replace(regressed("pinned", "mlp"), verdict=Verdict.INCONCLUSIVE, loads=busy))
+    assert not suspected(replace(regressed("pinned", "mlp"), verdict=Verdict.INCONCLUSIVE))  # too noisy: no suspect
+    assert not suspected(replace(regressed("pinned", "mlp"), verdict=Verdict.UNCHANGED, loads=busy))
