@@ -60,7 +60,7 @@ def run_ab(devices: Sequence[DeviceSpec], a: ModelSpec, b: ModelSpec, *, backend
     options = replace(options, order=RunOrder.ABBA)
     jobs = [run_job(devices, [a, b], backend=backend, options=options, out=out, progress=progress,
                     config_file=config_file)]
-    comparison = _compare(jobs, [d.name for d in devices], a.name, b.name, settings)
+    comparison = ab_comparison(jobs, [d.name for d in devices], a.name, b.name, settings)
     budget = max(max_runs, options.runs)
     while until_confident and not jobs[-1].interrupted:  # Ctrl-C stops the rounds, not just the job
         undecided = {p.device for p in comparison.pairs
@@ -73,12 +73,13 @@ def run_ab(devices: Sequence[DeviceSpec], a: ModelSpec, b: ModelSpec, *, backend
         progress(f"inconclusive on {', '.join(sorted(undecided))}: {options.runs} more run(s) per side")
         jobs.append(run_job(more, [a, b], backend=backend, options=options,
                             out=root.parent / f"{root.name}-more{len(jobs)}", progress=progress, config_file=config_file))
-        comparison = _compare(jobs, [d.name for d in devices], a.name, b.name, settings)
+        comparison = ab_comparison(jobs, [d.name for d in devices], a.name, b.name, settings)
     return AbOutcome(tuple(jobs), comparison)
 
 
-def _compare(jobs: Sequence[JobResult], devices: Sequence[str], a: str, b: str,
+def ab_comparison(jobs: Sequence[JobResult], devices: Sequence[str], a: str, b: str,
              settings: VerdictSettings) -> Comparison:
+    """B against A per device, each side pooled over the jobs that ran it (run --ab, a night's confirmation)."""
     pairs: list[PairVerdict] = []
     for device in devices:
         held = [j for j in jobs if j.job.device(device) is not None]

@@ -395,7 +395,10 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
         return PairVerdict(verdict=Verdict.NO_DATA, reason="no end-to-end samples", blame=Blame.INFRASTRUCTURE, **base)
     separate = settings.job_shift > 0 and _separate_jobs(a, b, noise)
     est = widened(est, settings.confidence, settings.job_shift) if separate else est
-    loads = (a.load, b.load)
+    # Sides of one interleaved job (run --ab, a night's confirmation) ran under the same load by construction:
+    # shares that differ there are the programs' (a longer execution is preempted more often), not the load's,
+    # and the rule that sends a pair to `run --ab` must not refuse run --ab's own verdict.
+    loads = (a.load, b.load) if a.source != b.source else (None, None)
     trust = judged(decide(est, est.p_value, threshold, settings.alpha, settings.threshold), est,
                    settings.threshold, settings.alpha, settings.confidence, loads, settings.noise_floor)
     verdict = trust.verdict

@@ -31,6 +31,7 @@ from typing import Any
 
 from orchestrator.artifacts.modelspec import parse_model_spec, parse_model_specs
 from orchestrator.artifacts.pte_info import check_program
+from orchestrator.cache import cache_dir
 from orchestrator.config import load_inventory
 from orchestrator.errors import (
     EXIT_INTERRUPTED,
@@ -47,20 +48,31 @@ from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult, run_job
 from orchestrator.run.results import JobOptions
 from orchestrator.run.rundir import new_run_id
+from orchestrator.run.schedule import RunOrder
 from orchestrator.run.sweep import NotExported, export_configurations
 from orchestrator.store import Store
 from orchestrator.store.ingest import job_record
+from orchestrator.verdicts.ab import ab_comparison
 from orchestrator.verdicts.baseline import (
     LAST_GOOD,
-    last_good_finder,
     named_finder,
     series_history,
     series_point,
 )
 from orchestrator.verdicts.compare import Comparison, PairVerdict, compare_against
+from orchestrator.verdicts.confirm_ab import (
+    BASELINE_SUFFIX,
+    Confirmation,
+    baseline_finder,
+    interleaved_groups,
+    job_specs,
+    suspected,
+    without_baseline,
+)
 from orchestrator.verdicts.nightly_plan import NightlyPlan
 from orchestrator.verdicts.recorded import record_verdicts
 from orchestrator.verdicts.series import SeriesPoint, judge, replicate_floor
+from orchestrator.verdicts.series_clean import LeftOutNight, clean_enough
 from orchestrator.verdicts.statistics import Verdict
 
 EXIT_NIGHTLY_UNMEASURED = 3
@@ -99,27 +111,6 @@ class ModelFailure:
 
 
 @dataclass(frozen=True)
-class Confirmation:
-    """A (device, model) a night found regressed, run again at once: whether the second job showed it too."""
-
-    device: str
-    model: str
-    first_run: str  # the night's job that found the regression
-    confirm_run: str  # the job that ran it again
-    confirmed: bool
-    verdict: str  # the second comparison's verdict (the night's verdict for the pair)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "model": self.model, "first_run": self.first_run,
-                "confirm_run": self.confirm_run, "confirmed": self.confirmed, "verdict": self.verdict}
-
-    @property
-    def note(self) -> str:
-        return (f"{self.device} {self.model}: regressed in run {self.first_run}; "
-                + ("confirmed" if self.confirmed else f"NOT confirmed ({self.verdict})") + f" by run {self.confirm_run}")
-
-
-@dataclass(frozen=True)
 class NightlyOutcome:
     plan: NightlyPlan
     night_id: str  # the first job's run id (a fresh one when no model could be exported): the night's page name
@@ -152,9 +143,9 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
 
     Confirmation (`confirm: true`, the default): a whole job can land in a slow state (every process
     of it slower; measured ~1 job in 10 on a loaded host, benchmarks/README.md), and one job cannot
-    tell that from a regression. So the (device, model) pairs a night finds regressed are run again
-    at once, as a job of their own, and compared again; the second comparison is the night's verdict
-    for them. A false alarm then needs two outlier jobs in a row; a real regression shows twice.
+    tell that from a regression. So the pairs a night finds regressed (or cannot judge for a different load)
+    run again at once, the baseline's program and the new one A B B A in one job (confirm_ab.py; the new
+    one alone when that program is gone); that verdict is the night's for them.
 
     `bisector` (plan `bisect: true`; the CLI passes app/bisect_night.py's): called once with the confirmed
     regressions (every regression when `confirm: false`), and their jobs; what it returns is the night's
@@ -166,7 +157,7 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     run, own_runtimes = _farm_runner(plan, farm, progress) if farm is not None else _host_runner(plan, config, progress)
     jobs: list[JobResult] = []
     failures: list[ModelFailure] = []
-    for backend, planned in _plan_specs(plan).items():
+    for backend, planned in _planjob_specs(plan).items():
         specs, lost = _exportable(planned, backend, own_runtimes, progress, plan.options())
         failures += lost
         if not specs:
@@ -176,31 +167,36 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
         _record(store, jobs[-1])
         if jobs[-1].interrupted:
             return _interrupted(plan, jobs)
-    pairs = []
-    notes = []
+    pairs, first_pairs, notes = [], [], []
     again_jobs: list[JobResult] = []
     confirmations: list[Confirmation] = []
     for result in jobs:
         part = _compare(plan, store, result)
         notes.append(f"run {result.job.run_id}: {result.rundir.root}")
-        regressed = [p for p in part.pairs if p.regressed]
+        regressed = [p for p in part.pairs if suspected(p)]  # regressed, or not judged for a different load
+        first_pairs += part.pairs  # what the night's own jobs found (a bisect starts from their baselines)
         if regressed and plan.confirm:
-            again = _confirm(plan, store, run, result, regressed, progress)
-            again_jobs.append(again)
-            if again.interrupted:
+            confirming = _confirm(plan, store, run, result, regressed, progress)
+            again_jobs += [again for again, _, _ in confirming]
+            if any(again.interrupted for again, _, _ in confirming):
                 return _interrupted(plan, (*jobs, *again_jobs))
-            second = {(p.device, p.model): p for p in _compare(plan, store, again).pairs}
-            for pair in regressed:
-                found = second.get((pair.device, pair.model))
-                confirmations.append(Confirmation(pair.device, pair.model, result.job.run_id, again.job.run_id,
-                                                  found is None or found.regressed,
-                                                  (found or pair).verdict.value))
+            second = {key: (again, how, p) for again, found, how in confirming for key, p in found.items()}
+            for pair in (p for p in regressed if (p.device, p.model_b) in second):
+                again, how, found = second[(pair.device, pair.model_b)]
+                confirmations.append(Confirmation(pair.device, pair.model_b, result.job.run_id, again.job.run_id,
+                                                  found is None or found.regressed, (found or pair).verdict.value, how,
+                                                  "regressed" if pair.regressed else "not judged (different load)"))
                 notes.append(confirmations[-1].note)
-            part = replace(part, pairs=tuple(second.get((p.device, p.model), p) if p.regressed else p for p in part.pairs))
+            settled = replace(part, pairs=tuple(second.get((p.device, p.model_b), (None, None, None))[2] or p
+                                                for p in part.pairs))
+            # the night's own job records what the interleaved job settled of a load (a regressed pair stays so)
+            record_verdicts(result.rundir.root, replace(settled, pairs=tuple(
+                p if p.regressed else s for p, s in zip(part.pairs, settled.pairs, strict=True))))
+            part = settled
         pairs += part.pairs
     pairs += [p for failure in failures for p in failure.pairs(plan.devices)]
     notes += [failure.note for failure in failures]
-    bisects = tuple(bisector(plan, store, _confirmed(plan, jobs, pairs, confirmations), progress)) \
+    bisects = tuple(bisector(plan, store, _confirmed(plan, jobs, first_pairs, confirmations), progress)) \
         if plan.bisect and bisector is not None else ()
     notes += [b.note for b in bisects]
     ids = "+".join(j.job.run_id for j in (*jobs, *again_jobs)) or "nothing measured"
@@ -217,9 +213,9 @@ def _confirmed(plan: NightlyPlan, jobs: Sequence[JobResult], pairs: Sequence[Pai
     for job in jobs:
         names = {m.name for m in job.job.models}
         for pair in pairs:
-            held = any(c.confirmed and c.first_run == job.job.run_id and (c.device, c.model) == (pair.device, pair.model)
+            held = any(c.confirmed and c.first_run == job.job.run_id and (c.device, c.model) == (pair.device, pair.model_b)
                        for c in confirmations)
-            if pair.regressed and pair.model_b in names and (held or not plan.confirm):
+            if pair.model_b in names and (held if plan.confirm else pair.regressed):
                 found.append((pair, job))
     return found
 
@@ -250,7 +246,7 @@ def _night_id(jobs: Sequence[JobResult]) -> str:
     return jobs[0].job.run_id if jobs else new_run_id()
 
 
-def _plan_specs(plan: NightlyPlan) -> dict[str, list[Any]]:
+def _planjob_specs(plan: NightlyPlan) -> dict[str, list[Any]]:
     """The plan's model specs per backend (a job each), resolved and named before anything runs, by
     `run`'s rule: the same model listed twice, or two models of one name, is a usage error."""
     jobs = {}
@@ -276,7 +272,7 @@ def _interrupted(plan: NightlyPlan, jobs: Sequence[JobResult]) -> NightlyOutcome
 def _compare(plan: NightlyPlan, store: Store, result: JobResult) -> Comparison:
     """A night's job against its baselines; its verdicts are recorded beside it (a regressed job is never
     a later baseline, confirmed or not: an outlier job is no baseline either)."""
-    finder = last_good_finder(store, result.job) if plan.baseline == LAST_GOOD else named_finder(store, plan.baseline)
+    finder = baseline_finder(plan.baseline, store, result.job)
     histories = _Histories(store, result.job)
     noise = (lambda d, m: replicate_floor(histories(d, m), plan.center)) if plan.noise_floor is None else None
     part = compare_against(result.rundir.root, finder, plan.settings, a_label=plan.baseline, noise=noise)
@@ -291,10 +287,12 @@ class _Histories:
     def __init__(self, store: Store, job: Any) -> None:
         self.store, self.job = store, job
         self.found: dict[tuple[str, str], list[SeriesPoint]] = {}
+        self.left_out: dict[tuple[str, str], tuple[LeftOutNight, ...]] = {}
 
     def __call__(self, device: str, model: str) -> list[SeriesPoint]:
-        if (device, model) not in self.found:
-            self.found[(device, model)] = series_history(self.store, self.job, device, model)
+        if (device, model) not in self.found:  # nights with too few clean executions stand out of the series
+            self.found[(device, model)], self.left_out[(device, model)] = clean_enough(
+                series_history(self.store, self.job, device, model))
         return self.found[(device, model)]
 
 
@@ -309,6 +307,7 @@ def _judge_series(plan: NightlyPlan, store: Store, result: JobResult, histories:
     found = judge(histories(pair.device, pair.model_b), night, plan.settings, pair.noise, pinned)
     if found is None:
         return pair
+    found = replace(found, left_out=histories.left_out.get((pair.device, pair.model_b), ()))
     if found.regressed and pair.verdict is not Verdict.REGRESSED:  # the night's verdict is the series' then
         return replace(pair, series=found, verdict=Verdict.REGRESSED,
                        reason=f"regressed against its series; against the last good run alone: {pair.verdict.value}")
@@ -321,21 +320,39 @@ def _pinned(store: Store, ref: str, device: str, model: str) -> SeriesPoint | No
     return series_point(run_dir, job, device, model) if dev is not None and dev.model(model) is not None else None
 
 
-def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult, regressed: Sequence[Any],
-             progress: Progress) -> JobResult:
-    """The regressed pairs' models on their devices, once more, as a job of its own (recorded in the store)."""
-    models = {p.model for p in regressed}
-    devices = list(dict.fromkeys(p.device for p in regressed))
-    config = result.job.config
-    named = dict(zip(config.models, config.names, strict=False))  # a sweep's models are named after their spec's
-    regressed_specs = dict.fromkeys(m.spec for m in result.job.models if m.name in models)
-    specs = [parse_model_spec(spec, named.get(spec) or next(m.name for m in result.job.models if m.spec == spec))
-             for spec in regressed_specs]
-    progress(f"regression in run {result.job.run_id} ({', '.join(sorted(f'{p.device} {p.model}' for p in regressed))}): "
-             "running it again to confirm (a whole job in a slow state is not a regression)")
-    again = run(specs, result.job.config.backend, *_new_dir(plan.out), devices)
-    _record(store, again)
-    return again
+def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult, regressed: Sequence[PairVerdict],
+             progress: Progress) -> list[tuple[JobResult, dict[tuple[str, str], PairVerdict | None], str]]:
+    """The suspected pairs measured again (each job recorded), each pair's second verdict (None: not in that job) and
+    how: interleaved with the baseline's program, a job per program (confirm_ab.py), else the model alone."""
+    progress(f"run {result.job.run_id}: {', '.join(sorted(f'{p.device} {p.model}' for p in regressed))}: confirming")
+    groups, alone, why = interleaved_groups(baseline_finder(plan.baseline, store, result.job), regressed, plan.options(),
+                                            cache_dir("exports"))
+    done = []
+    for (model, pte, baseline_run), devices in groups.items():
+        spec_b, = job_specs(result, {model})
+        spec_a = parse_model_spec(str(pte), f"{model}{BASELINE_SUFFIX}")
+        progress(f"confirming {model} on {', '.join(devices)}: A B B A with the baseline's program (run {baseline_run})")
+        again = run([spec_a, spec_b], result.job.config.backend, *_new_dir(plan.out), devices, RunOrder.ABBA)
+        kept, stats = without_baseline(again.recorded, again.stats, spec_a.name)
+        store.record_job(job_record(kept, again.rundir.root, stats))
+        if again.interrupted:
+            return [*done, (again, {}, "interrupted")]
+        found = ab_comparison([again], devices, spec_a.name, spec_b.name, plan.settings)
+        record_verdicts(again.rundir.root, found)  # a confirmed regression is never a later baseline
+        how = f"interleaved A B B A with the baseline's program from run {baseline_run}"
+        root = again.rundir.root  # both sides' run directory, for the page's structure diff and links
+        done.append((again, {(p.device, model): replace(p, dir_a=root, dir_b=root) for p in found.pairs}, how))
+    for note in why:
+        progress(note)
+    alone = [p for p in alone if p.regressed]  # a fresh job alone cannot settle a different load: left as it is
+    if alone:
+        devices = list(dict.fromkeys(p.device for p in alone))
+        again = run(job_specs(result, {p.model_b for p in alone}), result.job.config.backend, *_new_dir(plan.out), devices)
+        _record(store, again)
+        second = {(p.device, p.model_b): p for p in _compare(plan, store, again).pairs}
+        done.append((again, {(p.device, p.model_b): second.get((p.device, p.model_b)) for p in alone},
+                     "alone: " + "; ".join(why)))
+    return done
 
 
 def _record(store: Store, result: JobResult) -> None:
@@ -343,15 +360,17 @@ def _record(store: Store, result: JobResult) -> None:
     store.record_job(job_record(result.recorded, result.rundir.root, result.stats))
 
 
-JobRunner = Callable[[list[Any], str, Path, str, list[str]], JobResult]  # (specs, backend, out, run id, devices) -> the job
+JobRunner = Callable[..., JobResult]  # (specs, backend, out, run id, devices[, order]) -> the job
 
 
 def _host_runner(plan: NightlyPlan, config: Path | None, progress: Progress) -> tuple[JobRunner, bool]:
     """The runner of the night's jobs on this host, and whether every device runs the user's own runtime."""
     inventory = load_inventory(plan.config or config)
     devices = inventory.select(list(plan.devices))  # every device of the plan is known before anything runs
-    def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str]) -> JobResult:
-        return run_job(inventory.select(names), specs, backend=backend, options=plan.options(), out=out,
+    def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str],
+            order: RunOrder | None = None) -> JobResult:
+        options = plan.options() if order is None else replace(plan.options(), order=order)
+        return run_job(inventory.select(names), specs, backend=backend, options=options, out=out,
                        progress=progress, config_file=inventory.path, run_id=run_id)
 
     return run, bool(devices) and all(d.runtime for d in devices)
@@ -362,8 +381,10 @@ def _farm_runner(plan: NightlyPlan, farm: Any, progress: Progress) -> tuple[JobR
     a program needing the llama:: custom ops is left to the job to refuse."""
     from orchestrator.farm.client import run_distributed  # a night on this host never imports the farm's package
 
-    def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str]) -> JobResult:
-        return run_distributed(names, specs, backend=backend, options=plan.options(), out=out, progress=progress,
+    def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str],
+            order: RunOrder | None = None) -> JobResult:
+        options = plan.options() if order is None else replace(plan.options(), order=order)
+        return run_distributed(names, specs, backend=backend, options=options, out=out, progress=progress,
                                farm=farm, run_id=run_id)
 
     return run, True

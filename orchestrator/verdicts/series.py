@@ -76,6 +76,7 @@ class SeriesVerdict:
     sustained: PairVerdict | None  # the jobs since the drift began, the night included, against it
     steps: tuple[Step, ...]  # the change points the drift built up over, oldest first
     points: int  # jobs of the series judged (the night included)
+    left_out: tuple[Any, ...] = ()  # series_clean.LeftOutNight: stored nights with too few clean executions
 
     @property
     def regressed(self) -> bool:
@@ -91,13 +92,15 @@ class SeriesVerdict:
         est = (self.sustained if self.sustained is not None and self.sustained.regressed else self.night).estimate
         size = f" {est.ratio:.3f}x [{est.ci_low:.3f}, {est.ci_high:.3f}]" if est is not None else ""
         built = f"; built up over {', '.join(s.describe() for s in self.steps)}" if self.steps else ""
-        return f"{self.verdict.value}{size} against {self.reference}{built}"
+        left = (f"; left out: {', '.join(n.describe() for n in self.left_out)}") if self.left_out else ""
+        return f"{self.verdict.value}{size} against {self.reference}{built}{left}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict.value, "regressed": self.regressed, "reference": self.reference,
                 "reference_runs": list(self.reference_runs), "points": self.points,
                 "night": _short(self.night), "sustained": _short(self.sustained) if self.sustained else None,
-                "steps": [s.to_dict() for s in self.steps], "text": self.describe()}
+                "steps": [s.to_dict() for s in self.steps], "left_out": [n.to_dict() for n in self.left_out],
+                "text": self.describe()}
 
 
 def _short(pair: PairVerdict) -> dict[str, Any]:

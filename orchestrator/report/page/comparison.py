@@ -117,7 +117,7 @@ def pair_sentence(view: ComparisonView, pair: PairVerdict) -> Text:
     ci = Interval(est.ci_low, est.ci_high, view.comparison.settings.confidence)
     how = {Verdict.REGRESSED: "slower than", Verdict.IMPROVED: "the time of"}.get(pair.verdict, "the time of")
     size = f"{ratio(est.ratio)} {how} "
-    confirmation = view.confirmation(pair.device, pair.model)
+    confirmation = view.confirmation(pair.device, pair.model_b)
     confirmed: Text = ()
     if confirmation is not None:
         confirmed = text("; ", strong("confirmed") if confirmation.confirmed else strong("NOT confirmed"),
@@ -180,7 +180,7 @@ def _baseline(view: ComparisonView, pair: PairVerdict) -> Span:
 
 def _verdict_row(view: ComparisonView, pair: PairVerdict) -> tuple[Text, ...]:
     est = pair.estimate
-    confirmation = view.confirmation(pair.device, pair.model)
+    confirmation = view.confirmation(pair.device, pair.model_b)
     confirmed = text("-") if confirmation is None else text(Span(
         "confirmed" if confirmation.confirmed else "NOT confirmed", title=f"by run {confirmation.confirm_run}"))
     verdict = text(badge(pair.verdict.value, TONE.get(pair.verdict.value, "info"), pair.reason or ""),

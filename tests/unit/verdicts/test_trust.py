@@ -73,6 +73,17 @@ def test_different_load_makes_any_verdict_inconclusive_and_a_clear_regression_st
     assert judged(Verdict.NO_DATA, None, 0.05, 0.05, 0.95, loads).verdict is Verdict.NO_DATA
 
 
+def test_sides_of_one_interleaved_job_are_judged_whatever_their_contended_shares() -> None:
+    # A B B A in one job: both saw the same load; a longer program is preempted more often (a night's confirmation
+    # met A 0 %, B 18 % at 6.8x), and run --ab, the way to settle a different load, must be able to judge
+    quiet, busy = side(1.0, seed=1, contended=0.0, source="ab-run"), side(1.4, seed=2, contended=0.4, source="ab-run")
+    pair = compare_sides(quiet, busy, SETTINGS)
+    assert pair.verdict is Verdict.REGRESSED and pair.blind is None
+    assert pair.loads[1] is not None and pair.loads[1].share > 0.3  # still reported
+    separate = compare_sides(quiet, replace(busy, source="run-b"), SETTINGS)
+    assert separate.verdict is Verdict.INCONCLUSIVE  # the same samples from two jobs: the load may be why
+
+
 def test_a_compare_under_different_load_exits_3_names_run_ab_and_never_says_no_regression() -> None:
     quiet, busy = side(1.0, seed=1, contended=0.0), side(1.4, seed=2, contended=0.4, source="run-b")
     pair = compare_sides(quiet, busy, SETTINGS)
