@@ -7,7 +7,7 @@
 One `etfarm run` per model (its recipes swept in one job, so a configuration that fails is left out and the
 others are measured), on the devices given: `local` is this host; `board` is the emulated Cortex-A76 board of
 the testbed (an sshd on loopback whose runner runs under `qemu-aarch64 -cpu cortex-a76`, as
-tests/integration/testbed/ builds it; needs qemu-user and the aarch64 cross g++). Each job's figures
+orchestrator/emulate/sshd.py builds it; needs qemu-user and the aarch64 cross g++). Each job's figures
 (benchmarks/zoo/figures.py) go to DIR/zoo.json as they come, and the table under "## Model zoo" in
 benchmarks/README.md (benchmarks/zoo/table.py). `--from DIR` (repeatable) starts from a previous DIR/zoo.json
 and adds what this call measures; with `--table-only` it measures nothing and writes the table. Needs the `zoo` extra (transformers). No target: a benchmark, not a test.
@@ -16,6 +16,7 @@ and adds what this call measures; with `--table-only` it measures nothing and wr
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import subprocess
@@ -26,7 +27,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "integration"))  # the testbed's sshd (the emulated board)
 
 from benchmarks.zoo.catalog import RECIPES, ZOO, ZooModel, zoo_model  # noqa: E402
 from benchmarks.zoo.figures import ZooRow, failed_job_rows, job_rows  # noqa: E402
@@ -39,6 +39,8 @@ JOB_TIMEOUT_S = 3600
 
 def main() -> int:
     args = _arguments()
+    # A delegate call's op_types (YOLOS: ~177 KB) passes csv's 128 KiB field limit, which read_stats_csv keeps.
+    csv.field_size_limit(sys.maxsize)
     out = Path(args.out or tempfile.mkdtemp(prefix="etfarm-zoo-")).resolve()
     out.mkdir(parents=True, exist_ok=True)
     devices = tuple(args.devices.split(","))
@@ -49,7 +51,7 @@ def main() -> int:
         rows.update(_previous(Path(folder)))
     if args.table_only:
         models = []
-    with _inventory(out, devices) as inventory:
+    with _inventory(out, () if args.table_only else devices) as inventory:  # a table alone needs no board
         for model in models:
             started = time.monotonic()
             found = _measure(model, devices, recipes, args, inventory, out)
@@ -124,8 +126,8 @@ class _inventory:
         if not self._wanted:
             return None
         from device_agents import DeviceSpec
+        from orchestrator.emulate.sshd import start_sshd
         from tests.helpers.inventory import write_inventory
-        from testbed.sshd import start_sshd  # tests/integration/testbed, on the path above  # isort: skip
 
         self._host = start_sshd(self._out / "sshd")
         board = self._host.spec(BOARD, self._out / "board-workdir", target="linux-aarch64",

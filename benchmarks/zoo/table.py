@@ -6,13 +6,15 @@ device's row. The section replaces the README's previous "## Model zoo" up to th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.zoo.catalog import ROOT, ZOO
+from benchmarks.zoo.catalog import ZOO
 from benchmarks.zoo.figures import ZooRow
 
 HEADING = "## Model zoo"
+_CHECKOUT = re.compile(r"/[^\s']*?/(?=(?:benchmarks|configs)/)")
 SHORT = {"eager run": "eager", "capture": "cap", "calibration": "cal", "quantization": "quant", "lowering": "lower",
          "ETRecord": "etr", "host reference": "ref", "per-layer replay": "replay"}
 COLUMNS = ("model", "recipe", "device", "export s", "phases s", "etfarm's own", "program", "p50 ms",
@@ -76,7 +78,8 @@ def _outside(row: ZooRow) -> str:
 
 
 def _why(row: ZooRow) -> str:
-    reason = row.reason.replace(f"{ROOT}/", "").replace("|", "\\|")  # paths as in the checkout
+    # paths as in the checkout, whichever checkout (a worktree) measured the row
+    reason = _CHECKOUT.sub("", row.reason).replace("|", "\\|")
     if row.measured:
         return reason
     return f"{'NOT EXPORTED' if row.export_s is None else 'not measured'}: {reason}"
