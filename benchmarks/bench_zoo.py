@@ -16,7 +16,6 @@ and adds what this call measures; with `--table-only` it measures nothing and wr
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import subprocess
@@ -39,8 +38,6 @@ JOB_TIMEOUT_S = 3600
 
 def main() -> int:
     args = _arguments()
-    # A delegate call's op_types (YOLOS: ~177 KB) passes csv's 128 KiB field limit, which read_stats_csv keeps.
-    csv.field_size_limit(sys.maxsize)
     out = Path(args.out or tempfile.mkdtemp(prefix="etfarm-zoo-")).resolve()
     out.mkdir(parents=True, exist_ok=True)
     devices = tuple(args.devices.split(","))
