@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,11 @@ def test_a_scheduler_sigkilled_mid_job_fails_the_device_and_resume_on_a_new_one_
         try:
             gate.held()
             assert run_1_done.wait(timeout=240), "".join(said)[-3000:]
+            kept = out / "local" / "tiny_cnn" / "run-1" / "etdump.etdp"  # run 1 fetched and recorded by the client
+            deadline = time.monotonic() + 240
+            while not kept.is_file() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert kept.is_file(), "".join(said)[-3000:]
             os.kill(first.scheduler.pid, signal.SIGKILL)  # the scheduler, mid-job
             client.wait(timeout=300)
             reader.join(timeout=30)
