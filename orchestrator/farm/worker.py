@@ -49,6 +49,9 @@ def serve(options: WorkerOptions, load: Callable[[Path | None], dict[str, Any]],
     """Run the worker until it is stopped (Ctrl-C / SIGTERM) or the scheduler closes it."""
     check_scheduler(options.scheduler)
     require_distributed()
+    # "Found stale lock file ... purging": dask's note on scratch space other processes left, at any point of the
+    # worker's life (its start, its stop when no scheduler answered): not the user's to read
+    logging.getLogger("distributed.diskutils").setLevel(logging.WARNING)
     try:
         asyncio.run(_serve(options, load, say))
     except TimeoutError as exc:  # no scheduler answered within death_timeout

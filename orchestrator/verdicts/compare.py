@@ -136,19 +136,22 @@ def side_from_job(root: str | Path, job: Job, device: str, model: str, labels: S
         why = (result.error if result and result.error else None) or dev.error or "no process run completed"
         blame = (result.blame if result and result.blame else None) or dev.blame or Blame.INFRASTRUCTURE
         return Side(job.run_id, device, model, missing=why, blame=blame)
-    runs = tuple(_side_run(root, r) for r in result.traced_runs if labels is None or r.label in labels)
+    # no execution of the model clean: every one is kept, as its reported figures keep them (results.py)
+    every = not any(r.clean_execute_ms for r in result.traced_runs)
+    runs = tuple(_side_run(root, r, every) for r in result.traced_runs if labels is None or r.label in labels)
     return Side(job.run_id, device, model, runs, verification=_verification(result),
                 settings=model_settings(job, model, device), incomplete=side_gap(job, device, model),
                 accuracy=result.accuracy, identities=side_identities(root, device, model), memory=result.memory,
                 program=_program(root, job, model))
 
 
-def _side_run(root: Path, run: ProcessRun) -> SideRun:
+def _side_run(root: Path, run: ProcessRun, every: bool = False) -> SideRun:
     """A process run as verdicts use it: its clean executions only when the runner measured contention
-    (run/contention.py: `ProcessRun.clean`); every execution of a run recorded before that."""
+    (run/contention.py: `ProcessRun.clean`); every execution of a run recorded before that, or (`every`) of a model
+    none of whose executions was clean."""
     etdump = next((root / a for a in run.artifacts if Path(a).name == ETDUMP_NAME), None)
     etdump = etdump if etdump is not None and etdump.is_file() else None
-    if run.contention is None or not run.contention.wait_ms:  # not measured: every execution counts, none is dropped
+    if every or run.contention is None or not run.contention.wait_ms:  # every execution counts, none is dropped
         return SideRun(run.label, run.execute_ms, etdump, run.llm)
     kept = run.clean_execute_ms
     return SideRun(run.label, kept, etdump, run.llm, run.clean, len(run.execute_ms) - len(kept))

@@ -187,7 +187,7 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
                                                   found is None or found.regressed, (found or pair).verdict.value, how,
                                                   "regressed" if pair.regressed else "not judged (different load)"))
                 notes.append(confirmations[-1].note)
-            settled = replace(part, pairs=tuple(second.get((p.device, p.model_b), (None, None, None))[2] or p
+            settled = replace(part, pairs=tuple(_settled(p, second.get((p.device, p.model_b), (None, None, None))[2])
                                                 for p in part.pairs))
             # the night's own job records what the interleaved job settled of a load (a regressed pair stays so)
             record_verdicts(result.rundir.root, replace(settled, pairs=tuple(
@@ -203,6 +203,13 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     return NightlyOutcome(plan, _night_id(jobs), (*jobs, *again_jobs),
                           Comparison(plan.baseline, ids, plan.settings, tuple(pairs)), tuple(notes),
                           tuple(confirmations), failures=tuple(failures), bisects=bisects)
+
+
+def _settled(pair: PairVerdict, found: PairVerdict | None) -> PairVerdict:
+    """The night's pair after its interleaved confirmation: that job's verdict, with the series and LLM metrics the
+    night's own job judged (the confirmation job has no series of its own)."""
+    return pair if found is None else replace(found, series=found.series or pair.series,
+                                              metrics=found.metrics or pair.metrics)
 
 
 def _confirmed(plan: NightlyPlan, jobs: Sequence[JobResult], pairs: Sequence[PairVerdict],
