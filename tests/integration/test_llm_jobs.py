@@ -233,7 +233,7 @@ def test_a_sweep_is_one_model_per_point_recorded_and_compared(tiny_llama: Export
     show = etfarm("history", "show", job.run_id, "--store", str(store))
     assert "local tiny_llama-p8: LLM, 8-token prompt" in show.stdout
     compare = etfarm("compare", str(outs[0]), str(outs[1]), "--json")
-    assert compare.returncode in (0, 1), compare.stderr
+    assert compare.returncode in (0, 1, 3), compare.stderr  # 3: a pair it could not judge (too noisy, another load)
     pairs = json.loads(compare.stdout)["pairs"]
     assert sorted(p["model_b"] for p in pairs) == ["tiny_llama-p32", "tiny_llama-p8"]
     for pair in pairs:

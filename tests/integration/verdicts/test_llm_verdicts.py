@@ -93,7 +93,13 @@ def test_nightly_llm_metrics_reach_the_json_and_pages_and_the_exit_code_follows_
     # the series' reference is the baseline run, unless an interleaved confirmation (a pair the night's job could not
     # judge for a different load) settled the pair: its A side is then that job's rerun of the baseline's program
     settled = any(c["device"] == pair["device"] and c["model"] == pair["model_b"] for c in repeat.get("confirmations", []))
-    assert pair["series"]["points"] == 2 and (settled or pair["series"]["reference_runs"] == [pair["source_a"]])
+    # a night with under half its executions clean stands out of its series (series_clean.py): on a busy host the
+    # first night may, and then there is no series to judge against yet
+    busy = any(side is not None and side["share"] >= 0.5 for side in pair["contention"].values() if isinstance(side, dict))
+    if pair["series"] is None:
+        assert busy, pair["contention"]
+    else:
+        assert pair["series"]["points"] == 2 and (settled or pair["series"]["reference_runs"] == [pair["source_a"]])
 
     _, deep = night("build_deep")  # the same name, twice the layers
     latest = (report / "latest.md").read_text()

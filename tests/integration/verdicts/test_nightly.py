@@ -84,7 +84,10 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     first_pair = verdicts["pairs"][0]  # settled by an interleaved confirmation (not judged for a different load): its
     settled = any(c["device"] == first_pair["device"] and c["model"] == first_pair["model_b"]  # A is that job's rerun
                   for c in verdicts.get("confirmations", []))
-    assert settled or first_pair["series"]["reference_runs"] == [first_pair["source_a"]]
+    # a night with under half its executions clean stands out of its series (series_clean.py): then no series yet
+    busy = any(s is not None and s["share"] >= 0.5 for s in first_pair["contention"].values() if isinstance(s, dict))
+    assert (busy and first_pair["series"] is None) or settled or \
+        first_pair["series"]["reference_runs"] == [first_pair["source_a"]]
     # noise_floor defaults to auto: one good stored night is too short a history, and the report says so
     assert verdicts["settings"]["auto_noise_floor"] is True and verdicts["pairs"][0]["threshold"] == 0.05
     assert verdicts["pairs"][0]["noise_floor"] == {"floor": None, "source": "auto", "stored_runs": 1,
