@@ -20,11 +20,11 @@ from collections.abc import Callable, Sequence
 
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.errors import Blame, EtfarmError
-from orchestrator.profiles.contended import drop_contended
-from orchestrator.profiles.phases import RunCalls, with_phases
+from orchestrator.profiles.phases import with_phases
 from orchestrator.profiles.stat_rows import model_stats
 from orchestrator.run.accuracy import output_accuracy
 from orchestrator.run.calibration import flag_runs
+from orchestrator.run.clean_stats import clean_only, run_calls
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.footprint import model_memory
 from orchestrator.run.job_stats import JobStats
@@ -89,17 +89,9 @@ class ModelFinisher:
         if traced_dirs:
             stats = model_stats(self.record.name, model.name, [d / ETDUMP_NAME for d in traced_dirs], model.etrecord,
                                 model.pte)
-            calls = run_calls(runs)
-            stats = with_phases(stats, calls)  # an LLM's ops split by prefill and decode, over every call
-            stats = drop_contended(stats, {r.label: r.clean for r in runs if r.traced and r.contention is not None},
-                                   {label: c.per_generation for label, c in calls.items()})
+            stats = with_phases(stats, run_calls(runs))  # an LLM's ops split by prefill and decode, over every call
+            stats = clean_only(stats, runs)
             if not self.record.closed:  # given up by the watchdog: its statistics were taken without these
                 self.stats.add(stats)
         self.record.model(ModelResult(model.name, status, tuple(runs), verification, error, blame, accuracy,
                                       memory=model_memory(runs)))
-
-
-def run_calls(runs: Sequence[ProcessRun]) -> dict[str, RunCalls]:
-    """How each traced run of an LLM called forward, by label (profiles/phases.py); {} for other models."""
-    return {r.label: RunCalls(r.llm.prefill_calls, r.llm.decode_steps, len(r.llm.generations))
-            for r in runs if r.traced and r.llm is not None}

@@ -25,6 +25,7 @@ import numpy as np
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.analysis_core import SampleSet, collect_samples, summary_records
 from orchestrator.profiles.stat_rows import ModelStats, StatRow, group_rows, read_stats_csv
+from orchestrator.run.clean_stats import clean_only
 from orchestrator.run.results import Job, ModelResult, load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.run.runner_contract import ETDUMP_NAME
@@ -86,7 +87,8 @@ def _model_events(run_dir: Path, device: str, model: ModelResult, etrecord: Path
                                       pte=pte if linked and pte and pte.is_file() else None)
         except AnalysisError:
             samples = None
-        if samples is not None:
+        if samples is not None:  # the samples the run kept: those of its clean executions, as the finisher chose
+            samples = clean_only(ModelStats(device, model.name, (), samples), model.runs).samples
             return labels, _from_samples(device, model.name, samples, rows)
     return (), [_from_csv_row(device, model.name, row) for row in rows.values()]
 
