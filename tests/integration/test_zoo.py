@@ -1,5 +1,5 @@
-"""A slice of the model zoo in the suite (docs/guide/model-zoo.md): three real transformers architectures with random
-weights (MobileNetV2, BERT, ViT) under fp32 and int8-dynamic on `local`, one real job through ExecuTorch's export
+"""A slice of the model zoo in the suite (docs/guide/model-zoo.md): two real transformers architectures with random
+weights (MobileNetV2, BERT) under fp32 and int8-dynamic on `local`, one real job through ExecuTorch's export
 API and runtime. MobileNetV2's int8-dynamic program fails in ExecuTorch's own runtime on this host (issue 41: XNNPACK
 cannot propagate its input shapes): that configuration is left out with the runtime's words, every other one is
 measured, and the job ends `partial`, exit 1, never an internal error. The whole zoo is a benchmark
@@ -21,8 +21,8 @@ from tests.helpers.tools import missing
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 HF = REPO / "benchmarks" / "zoo" / "hf_models.py"
-MODELS = ("mobilenet_v2", "bert_tiny", "vit")
-MEASURED = ("mobilenet_v2-fp32", "bert_tiny-fp32", "bert_tiny-int8-dynamic", "vit-fp32", "vit-int8-dynamic")
+MODELS = ("mobilenet_v2", "bert_tiny")  # a conv net and a transformer: ViT measured the same way as BERT
+MEASURED = ("mobilenet_v2-fp32", "bert_tiny-fp32", "bert_tiny-int8-dynamic")
 
 
 def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
