@@ -2,6 +2,7 @@
 
     DIR/manifest.json                          the results model (results.Job), serialised
     DIR/stats.csv                              per-event statistics, all devices and models
+    DIR/samples.npz                            the samples they came from, per op (results/samples.py)
     DIR/etfarm.log                             the job's full DEBUG log
     DIR/<device>/<model>/device.json           what the device was
     DIR/<device>/<model>/run-<k>/etdump.etdp   raw artifacts of process run k (+ outputs, log, result)
@@ -52,6 +53,7 @@ log = logging.getLogger(__name__)
 
 MANIFEST = MANIFEST_NAME
 STATS = "stats.csv"
+SAMPLES = "samples.npz"  # per-op samples beside stats.csv: compare, report and store import read no ETDump
 ROLLUPS = "rollups.csv"  # time per module subtree and per op type, from stats.csv (profiles/rollups.py)
 LOG = "etfarm.log"
 DEVICE_JSON = "device.json"

@@ -1,15 +1,16 @@
 """A job read into typed rows for the store: the results model plus every event, with its raw samples.
 
 `job_record(job, run_dir, stats)` is what `etfarm run` records: the job's statistics and the samples
-they came from, in memory (profiles/stat_rows.py `ModelStats`), so no ETDump is read again. A
-(device, model) without samples in memory (a resumed job's finished models, or one whose analysis
-failed) is read from its ETDumps (`run-k/etdump.etdp`), merged and summarised exactly as
-`stats.csv` was (`analysis_core.collect_samples` + `summary_records`, Inspector's statistics).
-stats.csv's rows fill in what the ETDumps cannot give (an ETRecord deleted from the cache: op types
-and module paths; ETDumps deleted: the statistics alone, with no raw samples).
+they came from, in memory (profiles/stat_rows.py `ModelStats`), so no ETDump is read again.
 `read_run(run_dir)` (`etfarm store import DIR`) is the same from the run directory: the manifest
-through `load_manifest`, the rows through the one stats.csv reader. numpy only: importing a run
-never imports pandas or torch.
+through `load_manifest`, the rows through the one stats.csv reader, the samples from the samples file
+the job wrote beside it (results/samples.py). Either way the samples kept are those of clean executions
+(`ModelStats.kept`, the finisher's rule). A (device, model) with no samples at hand (a run directory
+written before the samples file, or a model whose analysis failed) is read from its ETDumps
+(`run-k/etdump.etdp`), merged and summarised exactly as `stats.csv` was (`analysis_core.collect_samples`
++ `summary_records`, Inspector's statistics). stats.csv's rows fill in what the samples cannot give
+(op types and module paths, which the ETRecord gave; ETDumps deleted: the statistics alone, with no raw
+samples). numpy only: importing a run never imports pandas or torch.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ import numpy as np
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.analysis_core import SampleSet, collect_samples, summary_records
 from orchestrator.profiles.stat_rows import ModelStats, StatRow, group_rows, read_stats_csv
+from orchestrator.results.samples import SamplesFile, read_samples
 from orchestrator.run.clean_stats import clean_only
 from orchestrator.run.results import Job, ModelResult, load_manifest
-from orchestrator.run.rundir import STATS
+from orchestrator.run.rundir import SAMPLES, STATS
 from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS, EventRow
 
@@ -48,7 +50,14 @@ def read_run(run_dir: Path) -> JobRecord:
     """The record of a run directory, read from disk (`etfarm store import`)."""
     run_dir = run_dir.resolve()
     rows = group_rows(read_stats_csv(run_dir / STATS))
-    return job_record(load_manifest(run_dir), run_dir, [ModelStats(d, m, r) for (d, m), r in rows.items()])
+    recorded = read_samples(run_dir / SAMPLES)
+    return job_record(load_manifest(run_dir), run_dir, [_recorded(recorded, d, m, r) for (d, m), r in rows.items()])
+
+
+def _recorded(recorded: SamplesFile | None, device: str, model: str, rows: tuple[StatRow, ...]) -> ModelStats:
+    """A (device, model)'s rows and the samples the run's samples file holds of it (none: read from its ETDumps)."""
+    found = recorded.pair(device, model) if recorded is not None else None
+    return found.as_stats(rows) if found is not None else ModelStats(device, model, rows)
 
 
 def job_record(job: Job, run_dir: Path, stats: Sequence[ModelStats]) -> JobRecord:
@@ -60,7 +69,7 @@ def job_record(job: Job, run_dir: Path, stats: Sequence[ModelStats]) -> JobRecor
     for device, model in job.results():
         known = by_pair.get((device.name, model.name))
         rows = {r.key: r for r in known.rows} if known is not None else {}
-        samples = known.samples if known is not None else None
+        samples = known.kept if known is not None else None
         if samples is not None:
             labels, model_events = tuple(str(x) for x in samples.run_labels), _from_samples(
                 device.name, model.name, samples, rows)
@@ -88,7 +97,7 @@ def _model_events(run_dir: Path, device: str, model: ModelResult, etrecord: Path
         except AnalysisError:
             samples = None
         if samples is not None:  # the samples the run kept: those of its clean executions, as the finisher chose
-            samples = clean_only(ModelStats(device, model.name, (), samples), model.runs).samples
+            samples = clean_only(ModelStats(device, model.name, (), samples), model.runs).kept
             return labels, _from_samples(device, model.name, samples, rows)
     return (), [_from_csv_row(device, model.name, row) for row in rows.values()]
 

@@ -229,7 +229,7 @@ def _model_section(
 def _op_runs(root: Path, present: Sequence[tuple[DeviceResult, ModelResult]],
              stats: Mapping[tuple[str, str], Sequence[StatRow]], name: str) -> dict[str, dict]:
     """Per device, its ops' samples per process run (for the op x device ratios' intervals)."""
-    return {d.name: device_op_runs(root, m, stats.get((d.name, name), ())) for d, m in present}
+    return {d.name: device_op_runs(root, d.name, m, stats.get((d.name, name), ())) for d, m in present}
 
 
 def _runs(model: ModelResult) -> list[tuple[float, ...]]:
