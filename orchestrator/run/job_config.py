@@ -9,12 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from typing import Any
 
 from orchestrator.artifacts.recipes import RecipeInfo
 from orchestrator.run.codec import FLAT, decode, encode
 from orchestrator.run.limits import check_bounds
-from orchestrator.run.schedule import RunOrder
+
+
+class RunOrder(StrEnum):
+    """The order of a device's process runs (run/schedule.py): a setting of the job, so its record's."""
+
+    INTERLEAVED = "interleaved"
+    SEQUENTIAL = "sequential"
+    ABBA = "abba"
 
 
 @dataclass(frozen=True)
