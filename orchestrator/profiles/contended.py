@@ -1,6 +1,6 @@
 """Per-op statistics over clean executions only: the samples of contended executions left out, and counted.
 
-run/contention.py says which measured executions of a process run waited for a CPU (`ProcessRun.clean`).
+results/contention.py says which measured executions of a process run waited for a CPU (`ProcessRun.clean`).
 Execution k of a run is the k-th instance of its forward-call block in the run's ETDump (warmup is not
 traced; the method-load block is not a call): with `calls` forward calls per execution (1, or an LLM's
 prefill calls + decode steps per generation), instance i belongs to execution i // calls. `drop_contended`

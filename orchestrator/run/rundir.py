@@ -37,7 +37,7 @@ from pathlib import Path
 from orchestrator import __version__
 from orchestrator.cache import cannot_write_in, write_json_atomic
 from orchestrator.errors import ENVIRONMENT_ERRNOS, UsageError
-from orchestrator.run.results import (
+from orchestrator.results.model import (
     MANIFEST_NAME,
     DeviceResult,
     Job,

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
-from orchestrator.run.job_config import RunOrder
+from orchestrator.results.job_config import RunOrder
 
 if TYPE_CHECKING:
-    from orchestrator.run.results import ProcessRun
+    from orchestrator.results.model import ProcessRun
 
 Order: TypeAlias = "list[tuple[str, ProcessRun]]"  # (model name, process run), in the order they ran
 

@@ -26,9 +26,9 @@ import numpy as np
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.analysis_core import SampleSet, collect_samples, summary_records
 from orchestrator.profiles.stat_rows import ModelStats, StatRow, group_rows, read_stats_csv
+from orchestrator.results.model import Job, ModelResult, load_manifest
 from orchestrator.results.samples import SamplesFile, read_samples
 from orchestrator.run.clean_stats import clean_only
-from orchestrator.run.results import Job, ModelResult, load_manifest
 from orchestrator.run.rundir import SAMPLES, STATS
 from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS, EventRow

@@ -33,9 +33,9 @@ from typing import Any
 
 from orchestrator.artifacts.generation import LlmRunFigures
 from orchestrator.errors import EXIT_OK, Blame, DataError, UsageError, one_line
-from orchestrator.run.accuracy import Accuracy
-from orchestrator.run.footprint import ModelMemory
-from orchestrator.run.results import (
+from orchestrator.results.accuracy import Accuracy
+from orchestrator.results.footprint import ModelMemory
+from orchestrator.results.model import (
     Job,
     ModelResult,
     ModelStatus,
@@ -150,7 +150,7 @@ def side_from_job(root: str | Path, job: Job, device: str, model: str, labels: S
 
 def _side_run(root: Path, run: ProcessRun, every: bool = False) -> SideRun:
     """A process run as verdicts use it: its clean executions only when the runner measured contention
-    (run/contention.py: `ProcessRun.clean`); every execution of a run recorded before that, or (`every`) of a model
+    (results/contention.py: `ProcessRun.clean`); every execution of a run recorded before that, or (`every`) of a model
     none of whose executions was clean."""
     etdump = next((root / a for a in run.artifacts if Path(a).name == ETDUMP_NAME), None)
     etdump = etdump if etdump is not None and etdump.is_file() else None

@@ -27,7 +27,7 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.profiles.analysis_core import collect_samples
 from orchestrator.profiles.stat_rows import read_stats_csv
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store
 from tests.helpers.inspector_stats import measured_samples
 

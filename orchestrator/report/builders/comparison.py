@@ -28,7 +28,7 @@ from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
 from orchestrator.report.builders.ops import op_group
 from orchestrator.report.builders.trust import WORRYING, trust_notes
 from orchestrator.report.model import ComparisonView, PairStructure, Report, StructureChange, TrustNote
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.verdicts.compare import Comparison, PairVerdict
 

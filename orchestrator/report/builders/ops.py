@@ -25,7 +25,7 @@ from orchestrator.profiles.source import telling_source_lines
 from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.builders.ratios import ratio_with_ci
 from orchestrator.report.model import DeviceOps, Interval, OpRatioRow, OpStat
-from orchestrator.run.results import ModelResult
+from orchestrator.results.model import ModelResult
 from orchestrator.run.rundir import SAMPLES
 from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.verdicts.op_samples import read_op_samples, recorded_op_samples

@@ -49,10 +49,10 @@ from orchestrator.report.model import (
     ModelSection,
     Report,
 )
+from orchestrator.results.llm_figures import generation_key
+from orchestrator.results.model import DeviceResult, Job, ModelResult, load_manifest
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.configuration import Settings, configuration_label, varying_settings
-from orchestrator.run.llm_figures import generation_key
-from orchestrator.run.results import DeviceResult, Job, ModelResult, load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.stats import BETWEEN_RUNS_LIMIT, WITHIN_RUN_LIMIT, coefficient_of_variation, median, percentile
 from orchestrator.store.history import HistoryPoint
@@ -64,7 +64,7 @@ METHODS = (
     "p50: numpy's linear median of every clean measured execution of the traced process runs (wall clock per "
     "execution, timed by the runner); p90 likewise. Every latency, ratio and headline on this page uses that p50.",
     "Clean: an execution whose threads waited for a CPU (run-queue wait, read by the runner) no longer than "
-    "max(50 us, 2 % of its time) (run/contention.py); the others are left out of every statistic and counted under "
+    "max(50 us, 2 % of its time) (results/contention.py); the others are left out of every statistic and counted under "
     "What to trust; when none was clean, all are used.",
     f"Ratios: p50 / p50. {CI_LEVEL:.0%} interval: cluster bootstrap ({RESAMPLES} resamples, seed {SEED}) that draws "
     "each side's process runs with replacement and pools their executions: the process run is the replication unit. "
@@ -89,7 +89,7 @@ METHODS = (
 )
 
 LLM_METHOD = (
-    "LLMs (run/llm_figures.py): time to first token, prefill and decode tokens/s are medians over every measured "
+    "LLMs (results/llm_figures.py): time to first token, prefill and decode tokens/s are medians over every measured "
     "generation of the traced process runs (decode tokens/s = generated tokens / decode time; \"no ETDump\": the "
     "untraced runs'); per-phase ops from the ETDump blocks of prefill calls and decode steps (profiles/phases.py), "
     "share = mean / that phase's Method::execute mean; RSS and PSS read after prefill and after decode.")
@@ -233,7 +233,7 @@ def _op_runs(root: Path, present: Sequence[tuple[DeviceResult, ModelResult]],
 
 
 def _runs(model: ModelResult) -> list[tuple[float, ...]]:
-    """Each traced run's clean executions (run/contention.py); all of them when no execution of the model was clean."""
+    """Each traced run's clean executions (results/contention.py); all of them when no execution of the model was clean."""
     clean = [r.clean_execute_ms for r in model.traced_runs if r.clean_execute_ms]
     return clean or [r.execute_ms for r in model.traced_runs if r.execute_ms]
 

@@ -4,7 +4,7 @@
 
 Every reader (the printed summary, `--json`, the store, reports, compare, resume, Dask) goes
 through `load_manifest`, never through dict paths. The file's shape has one home: the dataclass
-fields below, written and read by run/codec.py from their types (each class's `LAYOUT` keeps the
+fields below, written and read by results/codec.py from their types (each class's `LAYOUT` keeps the
 manifest's key order), so a new field is declared once. A manifest carries `schema_version`; one
 written by a newer etfarm is refused with a clear error instead of being half understood.
 
@@ -26,14 +26,14 @@ from device_agents.facts import DeviceFacts
 from orchestrator.artifacts.generation import LlmRunFigures
 from orchestrator.errors import Blame, DataError
 from orchestrator.ids import checked_id
-from orchestrator.run.accuracy import Accuracy
-from orchestrator.run.codec import KEYED, FieldError, Layout, decode, encode
-from orchestrator.run.conditions import DeviceState
-from orchestrator.run.contention import Contention, ContentionSummary, clean_mask, contention_summary
-from orchestrator.run.energy_figures import ModelEnergy
-from orchestrator.run.footprint import ModelMemory, RunnerMemory
-from orchestrator.run.job_config import JobConfig, JobOptions, LeftOut, ModelArtifacts
-from orchestrator.run.llm_figures import llm_summary
+from orchestrator.results.accuracy import Accuracy
+from orchestrator.results.codec import KEYED, FieldError, Layout, decode, encode
+from orchestrator.results.conditions import DeviceState
+from orchestrator.results.contention import Contention, ContentionSummary, clean_mask, contention_summary
+from orchestrator.results.energy_figures import ModelEnergy
+from orchestrator.results.footprint import ModelMemory, RunnerMemory
+from orchestrator.results.job_config import JobConfig, JobOptions, LeftOut, ModelArtifacts
+from orchestrator.results.llm_figures import llm_summary
 from orchestrator.stats import Stability, coefficient_of_variation, median, stability
 from orchestrator.wholefile import json_problem
 
@@ -114,7 +114,7 @@ class ProcessRun:
     execute_ms: tuple[float, ...]  # wall clock of each measured execution, as the runner timed it
     load_ms: float | None = None  # method load
     program_load_ms: float | None = None
-    device_state: DeviceState = field(default_factory=DeviceState)  # facts just before the run (run/conditions.py)
+    device_state: DeviceState = field(default_factory=DeviceState)  # facts just before the run (results/conditions.py)
     artifacts: tuple[str, ...] = ()  # files of this run, relative to the run directory
     runner: Mapping[str, Any] = field(default_factory=dict)  # anything else the runner reported, verbatim
     cold: bool = False  # the model's first process run after staging: its load times are apart
@@ -131,8 +131,8 @@ class ProcessRun:
     pss_load_kb: int | None = None  # PSS after the method load (smaps_rollup), at most peak_rss_kb
     pss_kb: int | None = None  # PSS after the measured executions
     llm: LlmRunFigures | None = None  # an LLM's generations: TTFT, prefill and decode figures, tokens
-    memory: RunnerMemory | None = None  # memory by owner after load and after the executions (run/footprint.py)
-    contention: Contention | None = None  # CPU taken from the runner, per execution (run/contention.py); None: unmeasured
+    memory: RunnerMemory | None = None  # memory by owner after load and after the executions (results/footprint.py)
+    contention: Contention | None = None  # CPU taken from the runner, per execution (results/contention.py); None: unmeasured
 
     @property
     def clean(self) -> tuple[bool, ...]:
@@ -189,8 +189,8 @@ class ModelResult:
     verification: Verification | None = None
     error: str | None = None
     blame: Blame | None = None
-    accuracy: Accuracy | None = None  # a recipe's outputs against the fp32 eager model's (run/accuracy.py)
-    memory: ModelMemory | None = None  # memory by owner, from one of its runs (run/footprint.py)
+    accuracy: Accuracy | None = None  # a recipe's outputs against the fp32 eager model's (results/accuracy.py)
+    memory: ModelMemory | None = None  # memory by owner, from one of its runs (results/footprint.py)
     energy: ModelEnergy | None = None  # energy per inference, or why there is none (run/energy/)
 
     @property
@@ -212,7 +212,7 @@ class ModelResult:
 
     @property
     def clean_wall_execute_ms(self) -> tuple[float, ...]:
-        """The traced runs' executions that did not wait for a CPU (run/contention.py's rule), in run order."""
+        """The traced runs' executions that did not wait for a CPU (results/contention.py's rule), in run order."""
         return tuple(ms for r in self.traced_runs for ms in r.clean_execute_ms)
 
     @property
