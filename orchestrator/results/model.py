@@ -31,6 +31,7 @@ from orchestrator.results.contention import ContentionSummary, contention_summar
 from orchestrator.results.energy_figures import ModelEnergy
 from orchestrator.results.footprint import ModelMemory
 from orchestrator.results.job_config import JobConfig, JobOptions, LeftOut, ModelArtifacts
+from orchestrator.results.layout import MANIFEST
 from orchestrator.results.llm_figures import llm_summary
 from orchestrator.results.runs import ProcessRun, RunFlag
 from orchestrator.stats import Stability, coefficient_of_variation, median, stability
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
-MANIFEST_NAME = "manifest.json"
+MANIFEST_NAME = MANIFEST
 
 
 class JobStatus(StrEnum):

@@ -37,6 +37,7 @@ from pathlib import Path
 from orchestrator import __version__
 from orchestrator.cache import cannot_write_in, write_json_atomic
 from orchestrator.errors import ENVIRONMENT_ERRNOS, UsageError
+from orchestrator.results.layout import SAMPLES, STATS
 from orchestrator.results.model import (
     MANIFEST_NAME,
     DeviceResult,
@@ -49,11 +50,12 @@ from orchestrator.results.model import (
 )
 from orchestrator.versions import tool_versions
 
+__all__ = ["DEVICE_JSON", "LOG", "MANIFEST", "ROLLUPS", "SAMPLES", "STATS", "RunDirectory", "as_recorded",
+           "check_out", "new_run_id", "now"]
+
 log = logging.getLogger(__name__)
 
 MANIFEST = MANIFEST_NAME
-STATS = "stats.csv"
-SAMPLES = "samples.npz"  # per-op samples beside stats.csv: compare, report and store import read no ETDump
 ROLLUPS = "rollups.csv"  # time per module subtree and per op type, from stats.csv (profiles/rollups.py)
 LOG = "etfarm.log"
 DEVICE_JSON = "device.json"

@@ -2,15 +2,15 @@
 
 `job_record(job, run_dir, stats)` is what `etfarm run` records: the job's statistics and the samples
 they came from, in memory (profiles/stat_rows.py `ModelStats`), so no ETDump is read again.
-`read_run(run_dir)` (`etfarm store import DIR`) is the same from the run directory: the manifest
-through `load_manifest`, the rows through the one stats.csv reader, the samples from the samples file
-the job wrote beside it (results/samples.py). Either way the samples kept are those of clean executions
-(`ModelStats.kept`, the finisher's rule). A (device, model) with no samples at hand (a run directory
-written before the samples file, or a model whose analysis failed) is read from its ETDumps
-(`run-k/etdump.etdp`), merged and summarised exactly as `stats.csv` was (`analysis_core.collect_samples`
-+ `summary_records`, Inspector's statistics). stats.csv's rows fill in what the samples cannot give
-(op types and module paths, which the ETRecord gave; ETDumps deleted: the statistics alone, with no raw
-samples). numpy only: importing a run never imports pandas or torch.
+`read_run(run_dir)` (`etfarm store import DIR`) is the same from the run's record (results/record.py
+`RunRecord`): the manifest, stats.csv's rows and the samples the job wrote beside them
+(results/samples.py). Either way the samples kept are those of clean executions (`ModelStats.kept`,
+the finisher's rule). A (device, model) with no samples at hand (a run directory written before the
+samples file, or a model whose analysis failed) is read from its ETDumps (`run-k/etdump.etdp`),
+merged and summarised exactly as `stats.csv` was (`analysis_core.collect_samples` + `summary_records`,
+Inspector's statistics). stats.csv's rows fill in what the samples cannot give (op types and module
+paths, which the ETRecord gave; ETDumps deleted: the statistics alone, with no raw samples). numpy
+only: importing a run never imports pandas or torch.
 """
 
 from __future__ import annotations
@@ -25,11 +25,10 @@ import numpy as np
 
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.analysis_core import SampleSet, collect_samples, summary_records
-from orchestrator.profiles.stat_rows import ModelStats, StatRow, group_rows, read_stats_csv
-from orchestrator.results.model import Job, ModelResult, load_manifest
-from orchestrator.results.samples import SamplesFile, read_samples
+from orchestrator.profiles.stat_rows import ModelStats, StatRow
+from orchestrator.results.model import Job, ModelResult
+from orchestrator.results.record import RunRecord
 from orchestrator.run.clean_stats import clean_only
-from orchestrator.run.rundir import SAMPLES, STATS
 from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS, EventRow
 
@@ -48,16 +47,17 @@ class JobRecord:
 
 def read_run(run_dir: Path) -> JobRecord:
     """The record of a run directory, read from disk (`etfarm store import`)."""
-    run_dir = run_dir.resolve()
-    rows = group_rows(read_stats_csv(run_dir / STATS))
-    recorded = read_samples(run_dir / SAMPLES)
-    return job_record(load_manifest(run_dir), run_dir, [_recorded(recorded, d, m, r) for (d, m), r in rows.items()])
+    return record_of(RunRecord(run_dir.resolve()))
 
 
-def _recorded(recorded: SamplesFile | None, device: str, model: str, rows: tuple[StatRow, ...]) -> ModelStats:
-    """A (device, model)'s rows and the samples the run's samples file holds of it (none: read from its ETDumps)."""
-    found = recorded.pair(device, model) if recorded is not None else None
-    return found.as_stats(rows) if found is not None else ModelStats(device, model, rows)
+def record_of(run: RunRecord) -> JobRecord:
+    """The store's record of a finished run's record: its rows with the samples its samples file holds (a (device,
+    model) it lacks is read from its ETDumps)."""
+    stats = []
+    for (device, model), rows in run.stats.items():
+        found = run.samples(device, model)
+        stats.append(found.as_stats(rows) if found is not None else ModelStats(device, model, rows))
+    return job_record(run.job, run.root, stats)
 
 
 def job_record(job: Job, run_dir: Path, stats: Sequence[ModelStats]) -> JobRecord:
