@@ -39,11 +39,18 @@ class RunRecord:
         return load_manifest(self.root)
 
     @cached_property
-    def stats(self) -> dict[tuple[str, str], tuple[StatRow, ...]]:
-        """stats.csv's rows per (device, model) (a DataError when the file is missing or not whole)."""
-        from orchestrator.profiles.stat_rows import group_rows, read_stats_csv
+    def all_rows(self) -> tuple[StatRow, ...]:
+        """Every row of stats.csv, in its order (a DataError when the file is missing or not whole)."""
+        from orchestrator.profiles.stat_rows import read_stats_csv
 
-        return group_rows(read_stats_csv(self.root / STATS))
+        return read_stats_csv(self.root / STATS)
+
+    @cached_property
+    def stats(self) -> dict[tuple[str, str], tuple[StatRow, ...]]:
+        """stats.csv's rows per (device, model)."""
+        from orchestrator.profiles.stat_rows import group_rows
+
+        return group_rows(self.all_rows)
 
     def rows(self, device: str, model: str) -> tuple[StatRow, ...]:
         return self.stats.get((device, model), ())

@@ -23,7 +23,7 @@ from orchestrator.numerics import analyze_run
 from orchestrator.numerics.model import NumericsReport
 from orchestrator.profiles.delegation import coverage
 from orchestrator.profiles.rollups import rollup
-from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
+from orchestrator.profiles.stat_rows import StatRow, group_rows
 from orchestrator.report.builders.claims import CLAIM_MARGIN, speed_claim
 from orchestrator.report.builders.device_facts import device_facts
 from orchestrator.report.builders.history import HISTORY_RUNS
@@ -50,10 +50,10 @@ from orchestrator.report.model import (
     Report,
 )
 from orchestrator.results.llm_figures import generation_key
-from orchestrator.results.model import DeviceResult, Job, ModelResult, load_manifest
+from orchestrator.results.model import DeviceResult, Job, ModelResult
+from orchestrator.results.record import RunRecord
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.configuration import Settings, configuration_label, varying_settings
-from orchestrator.run.rundir import STATS
 from orchestrator.stats import BETWEEN_RUNS_LIMIT, WITHIN_RUN_LIMIT, coefficient_of_variation, median, percentile
 from orchestrator.store.history import HistoryPoint
 
@@ -102,10 +102,9 @@ def build_report(
     history_runs: int = HISTORY_RUNS,
     numerics: NumericsReport | None = None,
 ) -> Report:
-    """The report of one run directory: its manifest and stats.csv, read from disk (`etfarm report DIR`)."""
-    root = Path(run_dir)
-    return build_job_report(load_manifest(root), root, read_stats_csv(root / STATS), baseline, history, history_runs,
-                            numerics)
+    """The report of one run directory: its manifest and stats.csv, read from its record (`etfarm report DIR`)."""
+    record = RunRecord(run_dir)
+    return build_job_report(record.job, record.root, record.all_rows, baseline, history, history_runs, numerics)
 
 
 def build_job_report(

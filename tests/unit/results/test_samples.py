@@ -102,3 +102,13 @@ def test_nothing_to_write_leaves_no_file(tmp_path: Path) -> None:
     write_samples(path, [model_stats("d", "m", _dumps(tmp_path, [(2, 2)]), None)])
     assert path.is_file()
     assert not write_samples(path, [ModelStats("d", "m", ())]) and not path.exists()
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.98])
+def test_a_file_cut_short_is_never_half_read(tmp_path: Path, keep: float) -> None:
+    """A samples file a full disk or a copy cut: read as none (its readers then read the ETDumps), never in part."""
+    path = tmp_path / "samples.npz"
+    write_samples(path, [model_stats("d", "m", _dumps(tmp_path, [(4, 3), (5, 3)]), None)])
+    data = path.read_bytes()
+    path.write_bytes(data[:int(len(data) * keep)])
+    assert pair_samples(path, "d", "m") is None
