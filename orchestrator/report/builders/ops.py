@@ -34,7 +34,8 @@ TOP_OPS = 10  # slowest events listed per device
 RATIO_ROWS = 15  # events in the op x device ratio table
 GROUPS_SHOWN = 8  # op groups in the stacked chart; the rest joins "other"
 NOT_OPS = FRAMEWORK_NAMES
-# ETDumps read again for the op ratios' intervals up to this much per device (an LLM's run more: no interval).
+# A run directory without samples.npz: its ETDumps are read again for the op ratios' intervals up to this much per
+# device (an LLM's run more: no interval). With samples.npz there is no such cap: reading it is cheap.
 OP_RUNS_MAX_BYTES = 256 << 20
 KERNEL_RESOLUTION_MS = 0.001  # XNNPACK's kernel events are timed in whole microseconds
 
