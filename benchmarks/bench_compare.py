@@ -91,7 +91,7 @@ def command_seconds(a: Path, b: Path) -> tuple[float, float]:
 
 def old_pair(a: Path, b: Path) -> tuple[dict[Any, str], float]:
     """The old comparison of the pair's ops, in process: pandas reading + one old estimate per op."""
-    from orchestrator.run.results import load_manifest
+    from orchestrator.results.model import load_manifest
 
     started = time.perf_counter()
     sides = [side_from_job(d, load_manifest(d), "local", "deep_mlp") for d in (a, b)]

@@ -15,7 +15,7 @@ and the contention measure both on, unpinned) in three environments:
 
 Per process run, each signal's verdict: `calibration` is etfarm's flag (run/calibration.py over each job of
 `--runs` runs: more than 25 % slower than the job's fastest calibration), `calibration-vs-quiet` the same
-against quiet-rt's fastest (a reference a job never has); `wait` is run/contention.py's rule
+against quiet-rt's fastest (a reference a job never has); `wait` is results/contention.py's rule
 (some execution waited for a CPU beyond its bound), with the share of executions it drops; `preempted`
 any involuntary context switch; `wait|cal` is the share of the calibration's flagged runs the wait rule flags too
 (does it catch what the calibration catches?), `wait p99` the 99th percentile of one execution's wait.
@@ -49,8 +49,8 @@ sys.path[:0] = [str(ROOT)]
 from orchestrator.artifacts.build import build_runner  # noqa: E402
 from orchestrator.artifacts.lowering import export_model  # noqa: E402
 from orchestrator.artifacts.modelspec import parse_model_spec  # noqa: E402
+from orchestrator.results.model import ProcessRun  # noqa: E402
 from orchestrator.run.calibration import SLOWDOWN_THRESHOLD, flag_runs  # noqa: E402
-from orchestrator.run.results import ProcessRun  # noqa: E402
 from orchestrator.run.runner_contract import RunnerInvocation, parse_result  # noqa: E402
 
 MODEL = ROOT / "configs" / "models" / "tiny_cnn.py"

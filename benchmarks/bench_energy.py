@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "integration")]
 
-from orchestrator.run.results import load_manifest  # noqa: E402
+from orchestrator.results.model import load_manifest  # noqa: E402
 from tests.helpers.inventory import write_inventory  # noqa: E402
 
 WIDE = ROOT / "configs" / "models" / "wide_linear.py"

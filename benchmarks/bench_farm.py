@@ -33,8 +33,8 @@ from typing import Any
 from device_agents import DeviceSpec
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.progress import Progress
+from orchestrator.results.model import JobOptions
 from orchestrator.run.job import run_job
-from orchestrator.run.results import JobOptions
 
 MODEL = str(Path(__file__).resolve().parents[1] / "configs" / "models" / "tiny_cnn.py") + ":build"
 OPTIONS = JobOptions(runs=3, iterations=20, warmup=3, untraced_runs=0)
@@ -139,7 +139,7 @@ def main() -> None:
             figures["task_throughput_ms"] = _median(batch) * 1000
 
             job = Path(next((root / "dist-cold").glob("manifest.json")).parent)
-            from orchestrator.run.results import load_manifest
+            from orchestrator.results.model import load_manifest
 
             model = load_manifest(job).models[0]
             files = {f"model/{Path(p).name}": Path(p) for p in (model.pte, model.etrecord, model.inputs,

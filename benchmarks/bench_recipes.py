@@ -57,7 +57,7 @@ def host_accuracy(found: dict[str, Any]) -> float | None:
     """SNR (dB) of the program's own host outputs against the eager model's: what a device computing exactly
     the program's outputs would show."""
     from orchestrator.artifacts.tensorfile import read_tensors
-    from orchestrator.run.accuracy import compare_outputs
+    from orchestrator.results.accuracy import compare_outputs
 
     return compare_outputs(read_tensors(Path(found["eager_outputs"])),
                            read_tensors(Path(found["reference_outputs"]))).snr_db

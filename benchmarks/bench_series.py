@@ -168,8 +168,8 @@ def record(root: Path) -> list[Path]:
     from device_agents import DeviceSpec
     from orchestrator.artifacts.modelspec import parse_model_spec
     from orchestrator.progress import Progress
+    from orchestrator.results.model import JobOptions
     from orchestrator.run.job import run_job
-    from orchestrator.run.results import JobOptions
 
     text = (ROOT / "configs" / "models" / "deep_mlp.py").read_text()
     orders = [RECORD_ORDERS[0], list(RECORD_ORDERS[1])]
@@ -193,7 +193,7 @@ def record(root: Path) -> list[Path]:
 
 
 def _recorded(roots: list[Path]) -> dict[str, list[list[list[float]]]]:
-    from orchestrator.run.results import load_manifest
+    from orchestrator.results.model import load_manifest
 
     out: dict[str, list[list[list[float]]]] = {}
     for root in roots:

@@ -41,8 +41,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "integration")]
 from device_agents import DeviceSpec
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.progress import Progress
+from orchestrator.results.model import JobOptions, load_manifest
 from orchestrator.run.job import run_job
-from orchestrator.run.results import JobOptions, load_manifest
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.compare import Side, compare_sides, pool, side_from_job
 from orchestrator.verdicts.noise import WINDOW, NoiseFloor, estimate_floor

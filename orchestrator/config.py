@@ -32,7 +32,7 @@ from orchestrator.yamlfile import load_yaml, shorten
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 NAME_MAX = 64
-THREADS_MAX = 1024  # as JobOptions' cpu_threads (run/limits.py, a layer above this one)
+THREADS_MAX = 1024  # as JobOptions' cpu_threads (results/limits.py, a layer above this one)
 CPU_MAX = 8191  # Linux's largest NR_CPUS
 DESCRIPTION_MAX = 200
 # Keys of every device; each transport adds its own (TransportSettings.KEYS). Unknown keys are

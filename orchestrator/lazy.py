@@ -19,6 +19,8 @@ def lazy_api(package: str, api: Mapping[str, str]) -> Callable[[str], Any]:
         module = api.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(f"{package}.{module}"), name)
+        # a module of the package, or (a full name) one of a lower layer that the package re-exports
+        return getattr(importlib.import_module(module if module.startswith("orchestrator.") else f"{package}.{module}"),
+                       name)
 
     return getattr_

@@ -1,5 +1,5 @@
 // What took the CPU away from the runner during its measured executions, read from the kernel's
-// scheduler statistics (orchestrator/run/contention.py says how the host uses it):
+// scheduler statistics (orchestrator/results/contention.py says how the host uses it):
 //   - per execution, the run-queue wait of every thread of the process: the second field of
 //     /proc/self/task/<tid>/schedstat (ns runnable but not running; needs CONFIG_SCHEDSTATS, on in
 //     every Android and most distribution kernels), summed over the main thread and the threadpool's

@@ -17,7 +17,7 @@ from orchestrator.artifacts.export_phases import ExportPhases
 from orchestrator.profiles.delegation import coverage
 from orchestrator.profiles.stat_rows import group_rows, read_stats_csv
 from orchestrator.report.builders.ratios import p50, ratio_with_ci
-from orchestrator.run.results import Job, ModelResult, load_manifest
+from orchestrator.results.model import Job, ModelResult, load_manifest
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from orchestrator.progress import Progress
 from orchestrator.report.comparison_output import RunInput, write_ab_page, write_junit
 from orchestrator.report.destination import AB_PAGE
 from orchestrator.report.terminal.verdicts import verdict_table
-from orchestrator.run.results import JobOptions
+from orchestrator.results.model import JobOptions
 from orchestrator.verdicts.ab import run_ab
 from orchestrator.verdicts.statistics import VerdictSettings
 

@@ -27,7 +27,7 @@ from orchestrator.cache import write_json_atomic
 from orchestrator.config import load_inventory
 from orchestrator.errors import EXIT_INTERRUPTED, EtfarmError, UsageError, one_line
 from orchestrator.progress import Progress
-from orchestrator.run.results import JobOptions
+from orchestrator.results.model import JobOptions
 from orchestrator.run.rundir import new_run_id
 from orchestrator.verdicts.statistics import VerdictSettings, check_center
 

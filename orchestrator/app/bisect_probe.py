@@ -26,7 +26,7 @@ from orchestrator.errors import EtfarmError, one_line
 from orchestrator.progress import Progress
 from orchestrator.report.comparison_output import RunInput, write_ab_page
 from orchestrator.report.destination import AB_PAGE
-from orchestrator.run.results import JobOptions
+from orchestrator.results.model import JobOptions
 from orchestrator.run.sweep import export_configurations
 from orchestrator.store import open_store
 from orchestrator.verdicts.ab import run_ab

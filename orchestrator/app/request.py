@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes, recipe_words
 from orchestrator.errors import UsageError
 from orchestrator.report.destination import check_target
-from orchestrator.run.codec import FieldError
-from orchestrator.run.results import JobOptions
+from orchestrator.results.codec import FieldError
+from orchestrator.results.model import JobOptions
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.statistics import DEFAULT_CENTER, check_center
 
@@ -107,7 +107,7 @@ class JobRequest:
                               prompt_lens=int_list("--prompt-len", self.prompt_len, least=1),
                               gen_lens=int_list("--gen-len", self.gen_len, least=1), recipes=recipe_words(recipes),
                               energy=self.energy, energy_s=self.energy_seconds, energy_phases=self.energy_phases)
-        except ValueError as exc:  # out of bounds (run/limits.py): name the option, not the field
+        except ValueError as exc:  # out of bounds (results/limits.py): name the option, not the field
             raise UsageError(option_of(exc)) from None
 
     def farm(self, scheduler: str) -> FarmOptions:

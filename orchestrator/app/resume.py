@@ -20,8 +20,8 @@ from orchestrator.artifacts import parse_model_specs
 from orchestrator.config import load_inventory
 from orchestrator.errors import UsageError
 from orchestrator.progress import Progress
+from orchestrator.results.model import JobOptions
 from orchestrator.run import MANIFEST, load_manifest, resume_job
-from orchestrator.run.results import JobOptions
 
 if TYPE_CHECKING:
     from orchestrator.run.job import JobResult

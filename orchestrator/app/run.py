@@ -27,8 +27,8 @@ from orchestrator.report import job_view, json_text, wall_clock_lines
 from orchestrator.report.output import write_run_report
 from orchestrator.report.terminal.llm import llm_lines, phase_tables
 from orchestrator.report.terminal.summary import device_label, summary
+from orchestrator.results.model import JobOptions
 from orchestrator.run import run_job
-from orchestrator.run.results import JobOptions
 
 if TYPE_CHECKING:
     from orchestrator.numerics.model import NumericsReport

@@ -6,7 +6,7 @@
   the fp32 model; verification then still catches a device that computes something else. For fp32, the
   eager model's outputs, as for every other export.
 - `eager_outputs.etft`: the fp32 eager model's outputs: what accuracy (SNR, max abs error, cosine, top-1
-  agreement; run/accuracy.py) is measured against, per device.
+  agreement; results/accuracy.py) is measured against, per device.
 - `eager_reference.npz`: the fp32 eager model's intermediate outputs (numerics_reference.py's format),
   for per-layer accuracy against the program's own (numerics/layer_accuracy.py).
 - `recipe.json`: `RecipeInfo`: the recipe, whether it quantized, how many calibration batches and whence.

@@ -16,11 +16,11 @@ import typer
 from orchestrator.artifacts.lowering import BACKENDS
 from orchestrator.artifacts.recipes import recipe_help
 from orchestrator.artifacts.targets import TARGETS
-from orchestrator.run.limits import DEVICE_DEADLINE_S, LIMITS, MAX_RUNS_PER_SIDE
+from orchestrator.results.limits import DEVICE_DEADLINE_S, LIMITS, MAX_RUNS_PER_SIDE
 from orchestrator.verdicts.statistics import CENTER_HELP
 
 
-# Every count and duration is bounded (run/limits.py): `--timeout inf` or `--runs 1e12` is a usage error.
+# Every count and duration is bounded (results/limits.py): `--timeout inf` or `--runs 1e12` is a usage error.
 def _most(field: str) -> float:
     return LIMITS[field][1]
 

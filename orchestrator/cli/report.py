@@ -10,7 +10,7 @@ import typer
 from orchestrator.errors import UsageError
 from orchestrator.report.builders.history import history_points
 from orchestrator.report.destination import AB_PREFIX, ReportFormat
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from orchestrator.store import resolve_run
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli.history import StoreOption
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store
 
 store_app = typer.Typer(help="The results store (SQLite) that history, report and compare read.", no_args_is_help=True)

@@ -22,7 +22,7 @@ from orchestrator.cache import cache_dir, sha256_file, write_bytes_atomic
 if TYPE_CHECKING:
     from orchestrator.artifacts.build import RunnerBuild
     from orchestrator.artifacts.lowering import ExportedModel
-    from orchestrator.run.results import ProcessRun
+    from orchestrator.results.model import ProcessRun
 
 QUESTION_TIMEOUT_SEC = 30.0  # one small request to a worker (which hashes it lacks, a file's bytes back)
 MIN_BANDWIDTH_BPS = 1_000_000  # a put may take as long as 1 MB/s needs, on top of the question's deadline

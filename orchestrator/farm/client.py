@@ -15,8 +15,8 @@ from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.farm.dask import FarmOptions, connect
 from orchestrator.farm.executor import FarmExecutor
 from orchestrator.progress import Progress
+from orchestrator.results.model import JobOptions
 from orchestrator.run.job import JobResult, resume_job_on, run_job_on
-from orchestrator.run.results import JobOptions
 
 __all__ = ["FarmOptions", "connect", "resume_distributed", "run_distributed"]
 

@@ -42,10 +42,10 @@ from orchestrator.farm.dask import DaskFarm, FarmDevice, FarmOptions, TaskLost
 from orchestrator.farm.streamed import StreamedRuns
 from orchestrator.farm.task import LacksArtifacts, TaskReply, TaskRequest
 from orchestrator.farm.tries import Tries
+from orchestrator.results.model import DeviceStatus
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.executor import JobContext
 from orchestrator.run.finisher import ModelFinisher
-from orchestrator.run.results import DeviceStatus
 from orchestrator.run.session import Interrupted
 
 POLL_SEC = 1.0

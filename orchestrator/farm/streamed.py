@@ -25,8 +25,8 @@ from typing import Any
 
 from orchestrator.cache import write_bytes_atomic
 from orchestrator.farm.blobs import QUESTION_TIMEOUT_SEC
+from orchestrator.results.model import DeviceResult, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.device_record import DeviceRecord
-from orchestrator.run.results import DeviceResult, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.rundir import RunDirectory
 from orchestrator.run.schedule import Order
 

@@ -42,11 +42,11 @@ from orchestrator.farm.streamed import AnnouncingRunDirectory, run_event
 from orchestrator.farm.tries import FIRST_STEP, step_event
 from orchestrator.profiles.stat_rows import ModelStats
 from orchestrator.progress import Progress
+from orchestrator.results.model import DeviceResult, JobConfig, JobOptions, ProcessRun
 from orchestrator.run.executor import JobContext
 from orchestrator.run.heartbeat import Heartbeat
 from orchestrator.run.job_stats import JobStats
 from orchestrator.run.plan import JobPlan
-from orchestrator.run.results import DeviceResult, JobConfig, JobOptions, ProcessRun
 from orchestrator.run.runner_contract import RUNNER_REL
 from orchestrator.run.session import DeviceSession
 

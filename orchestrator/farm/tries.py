@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.run.results import Attempt
+from orchestrator.results.model import Attempt
 from orchestrator.run.retry import now_iso
 
 STEP_EVENT = "step"  # the `kind` of a try's announcement on the progress topic

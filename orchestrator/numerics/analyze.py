@@ -46,7 +46,7 @@ from orchestrator.numerics.sources import (
     runtime_outputs,
 )
 from orchestrator.profiles.etrecord import ETRecordInfo, load_etrecord
-from orchestrator.run.results import Job, ModelArtifacts, ModelResult, load_manifest
+from orchestrator.results.model import Job, ModelArtifacts, ModelResult, load_manifest
 from orchestrator.run.runner_contract import DEBUG_NAME, ETDUMP_NAME
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')

@@ -7,7 +7,7 @@ the fp32 eager model's output at the same layer (`eager_reference.npz`), the two
 (profiles/op_identity.py: module path, op kind, occurrence): SNR in dB, max abs error, cosine. Why the graph and
 not the device: XNNPACK runs a whole delegated graph as one call and its runtime logs only the call's output,
 so a device shows no layer inside it; what each device's outputs lose is its model-level accuracy
-(run/accuracy.py), and `etfarm numerics` compares a device's logged outputs with this same graph.
+(results/accuracy.py), and `etfarm numerics` compares a device's logged outputs with this same graph.
 
 SNR falls along the graph as errors add up; what a layer itself loses is how much relative error (noise power
 over signal power, 10^(-SNR/10)) it adds to the layer before it in the graph's order: the layer that loses
@@ -28,7 +28,7 @@ from orchestrator.errors import DataError
 from orchestrator.numerics.mapping import DebugHandle, unwrap
 from orchestrator.numerics.sources import AotReference, load_reference
 from orchestrator.profiles.op_identity import OpIdentity, graph_op, numbered
-from orchestrator.run.accuracy import cosine, snr_db
+from orchestrator.results.accuracy import cosine, snr_db
 
 _LOADED_AS = re.compile(rf"^{LOADED_PREFIX}\d+\.")
 

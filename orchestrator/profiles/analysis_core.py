@@ -29,7 +29,7 @@ import numpy as np
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.belongs import check_belongs
 from orchestrator.profiles.etdump import read_etdump
-from orchestrator.profiles.etdump_events import EventInfo, block_key, durations_ms, group_blocks
+from orchestrator.profiles.etdump_events import EventInfo, Signature, block_key, durations_ms, group_blocks
 from orchestrator.profiles.etrecord import EventLink, load_etrecord
 from orchestrator.profiles.kernel_map import KernelLink, load_kernel_program
 from orchestrator.profiles.op_identity import OpIdentity, block_identities, handles_text
@@ -80,6 +80,10 @@ class SampleSet:
     # Per event: its XNNPACK kernel mapping (None: not a delegate kernel); None without a program (.pte + ETRecord)
     block_kernels: tuple[tuple[KernelLink | None, ...], ...] | None = None
     kernel_error: str | None = None  # why kernels are not mapped at all (no .pte, or an unreadable one)
+    # Per block: Inspector's RunSignature; per run: its blocks in the file's order. What joining the runs of two sets
+    # needs to key their blocks as one read of all their files would (results/samples.py); None: not known.
+    block_signatures: tuple[Signature, ...] | None = None
+    block_order: tuple[tuple[int, ...], ...] | None = None
 
     def event_row(self, block: int, index: int) -> dict[str, Any]:
         """The event's identity and metadata columns (no statistics)."""
@@ -152,9 +156,11 @@ def collect_samples(
     keys: list[str] = []
     name_uses: dict[str, int] = {}
     block_events: list[tuple[EventInfo, ...]] = []
+    order: list[tuple[int, ...]] = []
     parts: list[tuple[np.ndarray, ...]] = []
     for run, path in enumerate(paths):
         dump = read_etdump(path)
+        seen: list[int] = []
         for group in group_blocks(dump):
             code = codes.get(group.signature)
             if code is None:
@@ -162,6 +168,7 @@ def collect_samples(
                 uses = name_uses[group.name] = name_uses.get(group.name, 0) + 1
                 keys.append(block_key(group.name, uses))
                 block_events.append(group.events)
+            seen.append(code)
             matrix = durations_ms(dump, group)  # instances x perf events
             instances, width = matrix.shape
             parts.append(
@@ -173,6 +180,7 @@ def collect_samples(
                     matrix.reshape(-1),
                 )
             )
+        order.append(tuple(seen))
     columns = [np.concatenate(c) for c in zip(*parts, strict=True)] if parts else [np.zeros(0, np.int32)] * 4 + [np.zeros(0)]
     links = kernels = kernel_error = None
     if record is not None:
@@ -185,7 +193,8 @@ def collect_samples(
             check_belongs(record, block_events, kernels, paths, pte)
     labels = tuple(run_labels) if run_labels is not None else tuple(range(len(paths)))
     return SampleSet(*columns, run_labels=labels, block_keys=tuple(keys), block_events=tuple(block_events), block_links=links,
-                     block_kernels=kernels, kernel_error=kernel_error)
+                     block_kernels=kernels, kernel_error=kernel_error, block_signatures=tuple(codes),
+                     block_order=tuple(order))
 
 
 def _kernels(block_events: Sequence[tuple[EventInfo, ...]], etrecord: PathLike | None,

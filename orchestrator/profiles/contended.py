@@ -1,6 +1,6 @@
 """Per-op statistics over clean executions only: the samples of contended executions left out, and counted.
 
-run/contention.py says which measured executions of a process run waited for a CPU (`ProcessRun.clean`).
+results/contention.py says which measured executions of a process run waited for a CPU (`ProcessRun.clean`).
 Execution k of a run is the k-th instance of its forward-call block in the run's ETDump (warmup is not
 traced; the method-load block is not a call): with `calls` forward calls per execution (1, or an LLM's
 prefill calls + decode steps per generation), instance i belongs to execution i // calls. `drop_contended`
@@ -25,7 +25,7 @@ import numpy as np
 
 from orchestrator.profiles.analysis_core import SampleSet
 from orchestrator.profiles.phases import EXECUTE_EVENT
-from orchestrator.profiles.stat_rows import PHASE_COLUMNS, ModelStats, StatRow, rows_of
+from orchestrator.profiles.stat_rows import PHASE_COLUMNS, ModelStats, StatRow, rows_of, subset
 
 
 def contended_mask(samples: SampleSet, clean: Mapping[str, Sequence[bool]], calls: Mapping[str, int]) -> np.ndarray:
@@ -57,7 +57,7 @@ def drop_contended(stats: ModelStats, clean: Mapping[str, Sequence[bool]], calls
     drop = contended_mask(samples, clean, calls)
     if not drop.any() or not (_in_calls(samples) & ~drop).any():  # nothing contended, or nothing clean: keep all
         return replace(stats, rows=tuple(replace(row, contended_samples=0) for row in stats.rows))
-    kept = _subset(samples, ~drop)
+    kept = subset(samples, ~drop)
     width = max(len(events) for events in samples.block_events) + 1
     raw = samples.block.astype(np.int64) * width + samples.event_index
     left_out = np.bincount(raw[drop], minlength=len(samples.block_events) * width)
@@ -68,17 +68,12 @@ def drop_contended(stats: ModelStats, clean: Mapping[str, Sequence[bool]], calls
         count = int(left_out[block_of[row.event_block] * width + row.event_index])
         phases = {column: getattr(row, column) for column in PHASE_COLUMNS}
         rows.append(replace(new.get(row.key, _emptied(row)), **phases, contended_samples=count))
-    return replace(stats, rows=tuple(rows), samples=kept)
+    return replace(stats, rows=tuple(rows), contended=drop)  # every sample kept, those left out marked
 
 
 def _in_calls(samples: SampleSet) -> np.ndarray:
     blocks = [b for b, events in enumerate(samples.block_events) if any(e.name == EXECUTE_EVENT for e in events)]
     return np.isin(samples.block, blocks)
-
-
-def _subset(samples: SampleSet, keep: np.ndarray) -> SampleSet:
-    return replace(samples, run=samples.run[keep], block=samples.block[keep], event_index=samples.event_index[keep],
-                   iteration=samples.iteration[keep], duration_ms=samples.duration_ms[keep])
 
 
 def _emptied(row: StatRow) -> StatRow:

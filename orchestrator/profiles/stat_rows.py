@@ -28,6 +28,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from orchestrator.cache import write_text_atomic
 from orchestrator.errors import DataError
 from orchestrator.profiles.analysis_core import (
@@ -165,13 +167,28 @@ assert tuple(f.name for f in fields(StatRow)) == ALL_COLUMNS, "StatRow's fields 
 
 @dataclass(frozen=True, eq=False)
 class ModelStats:
-    """The statistics of one (device, model) and, when this process read its ETDumps, the samples they
-    came from (None for rows read back from a stats.csv: a resumed job's finished models)."""
+    """The statistics of one (device, model) and the samples they came from: every sample its ETDumps hold (read by
+    this process, or recorded in the run's samples file; None when neither has them) and which of them were left
+    out as contended (profiles/contended.py), so `kept` is what the rows were computed from."""
 
     device: str
     model: str
     rows: tuple[StatRow, ...]
     samples: SampleSet | None = None
+    contended: np.ndarray | None = None  # bool per sample of `samples`: left out (None: none was)
+
+    @property
+    def kept(self) -> SampleSet | None:
+        """The samples the rows' statistics were computed from: those of clean executions."""
+        if self.samples is None or self.contended is None:
+            return self.samples
+        return subset(self.samples, ~self.contended)
+
+
+def subset(samples: SampleSet, keep: np.ndarray) -> SampleSet:
+    """`samples` with only the samples `keep` marks (what each event is, unchanged)."""
+    return replace(samples, run=samples.run[keep], block=samples.block[keep], event_index=samples.event_index[keep],
+                   iteration=samples.iteration[keep], duration_ms=samples.duration_ms[keep])
 
 
 def rows_of(samples: SampleSet, device: str = "", model: str = "") -> tuple[StatRow, ...]:

@@ -28,7 +28,7 @@ from orchestrator.report.page.comparison import comparison_page
 from orchestrator.report.render.charts import report_charts
 from orchestrator.report.render.junit import render_junit
 from orchestrator.report.render.memory_chart import with_memory_chart
-from orchestrator.run.results import Job, load_manifest
+from orchestrator.results.model import Job, load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.verdicts.compare import Comparison
 

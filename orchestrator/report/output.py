@@ -34,7 +34,7 @@ from orchestrator.report.render.export import render_csv, render_json
 from orchestrator.report.render.html import render_html
 from orchestrator.report.render.markdown import CHART_DIR, render_markdown
 from orchestrator.report.render.memory_chart import with_memory_chart
-from orchestrator.run.results import Job, JobStatus, load_manifest
+from orchestrator.results.model import Job, JobStatus, load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.store.history import HistoryPoint
 

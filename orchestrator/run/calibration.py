@@ -30,8 +30,8 @@ from dataclasses import replace
 from typing import Any
 
 from device_agents.facts import DeviceFacts
-from orchestrator.run.conditions import DeviceState
-from orchestrator.run.results import ProcessRun, RunFlag
+from orchestrator.results.conditions import DeviceState
+from orchestrator.results.model import ProcessRun, RunFlag
 
 SLOWDOWN_THRESHOLD = 0.25
 # A clock this much below the reference run's counts as throttling (governors wobble a little).

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from orchestrator.profiles.contended import drop_contended
 from orchestrator.profiles.phases import RunCalls
 from orchestrator.profiles.stat_rows import ModelStats
-from orchestrator.run.results import ProcessRun
+from orchestrator.results.model import ProcessRun
 
 
 def run_calls(runs: Sequence[ProcessRun]) -> dict[str, RunCalls]:
@@ -22,7 +22,7 @@ def run_calls(runs: Sequence[ProcessRun]) -> dict[str, RunCalls]:
 
 
 def clean_only(stats: ModelStats, runs: Sequence[ProcessRun]) -> ModelStats:
-    """`stats` without the samples of the executions that waited for a CPU (run/contention.py), each row
+    """`stats` without the samples of the executions that waited for a CPU (results/contention.py), each row
     counting what it left out; unchanged where contention was not measured."""
     measured = {r.label: r.clean for r in runs if r.traced and r.contention is not None}
     return drop_contended(stats, measured, {label: c.per_generation for label, c in run_calls(runs).items()})

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.run.llm_figures import generation_key
-from orchestrator.run.results import Job
+from orchestrator.results.llm_figures import generation_key
+from orchestrator.results.model import Job
 
 Settings = tuple[tuple[str, str], ...]  # (setting, value as people read it), in SETTINGS order
 

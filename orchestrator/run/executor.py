@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Protocol, Self
 from orchestrator.artifacts.runner_info import runner_slot
 from orchestrator.errors import DeviceError
 from orchestrator.progress import Progress
+from orchestrator.results.model import JobOptions
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.job_stats import JobStats
 from orchestrator.run.plan import JobPlan
-from orchestrator.run.results import JobOptions
 from orchestrator.run.rundir import RunDirectory
 
 if TYPE_CHECKING:

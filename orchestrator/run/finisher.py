@@ -22,14 +22,14 @@ from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.errors import Blame, EtfarmError
 from orchestrator.profiles.phases import with_phases
 from orchestrator.profiles.stat_rows import model_stats
-from orchestrator.run.accuracy import output_accuracy
+from orchestrator.results.accuracy import output_accuracy
+from orchestrator.results.footprint import model_memory
+from orchestrator.results.model import JobOptions, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.calibration import flag_runs
 from orchestrator.run.clean_stats import clean_only, run_calls
 from orchestrator.run.device_record import DeviceRecord
-from orchestrator.run.footprint import model_memory
 from orchestrator.run.job_stats import JobStats
 from orchestrator.run.llm_verify import verify_generations
-from orchestrator.run.results import JobOptions, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.rundir import RunDirectory
 from orchestrator.run.runner_contract import ETDUMP_NAME, OUTPUTS_NAME
 from orchestrator.run.schedule import Order

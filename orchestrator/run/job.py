@@ -32,12 +32,7 @@ from orchestrator.artifacts.provenance import model_provenance
 from orchestrator.errors import EtfarmError, UsageError
 from orchestrator.profiles.stat_rows import ModelStats, StatRow
 from orchestrator.progress import Progress
-from orchestrator.run.executor import DeviceRef, Executor, JobContext
-from orchestrator.run.job_stats import JobStats
-from orchestrator.run.joblog import job_log
-from orchestrator.run.local_executor import LocalExecutor
-from orchestrator.run.plan import JobPlan
-from orchestrator.run.results import (
+from orchestrator.results.model import (
     DeviceResult,
     Job,
     JobConfig,
@@ -46,6 +41,11 @@ from orchestrator.run.results import (
     ModelArtifacts,
     load_manifest,
 )
+from orchestrator.run.executor import DeviceRef, Executor, JobContext
+from orchestrator.run.job_stats import JobStats
+from orchestrator.run.joblog import job_log
+from orchestrator.run.local_executor import LocalExecutor
+from orchestrator.run.plan import JobPlan
 from orchestrator.run.rundir import LOG, RunDirectory, as_recorded, check_out
 from orchestrator.run.status import exit_code, job_status
 from orchestrator.run.sweep import NotExported, export_configurations, sweep_models

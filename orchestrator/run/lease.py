@@ -17,10 +17,10 @@ from typing import TypeVar
 
 from device_agents import DeviceSpec, create_agent
 from device_agents.base import DeviceAgent
+from orchestrator.results.model import JobOptions
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.heartbeat import Heartbeat
 from orchestrator.run.locks import RemoteLock, budget_left, device_lock, remote_lock
-from orchestrator.run.results import JobOptions
 from orchestrator.run.retry import with_retries
 
 T = TypeVar("T")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from orchestrator.artifacts.llm import LlmReference, check_tokens
-from orchestrator.run.results import ProcessRun, Verification, VerificationStatus
+from orchestrator.results.model import ProcessRun, Verification, VerificationStatus
 
 
 def verify_generations(reference_path: Path | None, runs: Sequence[ProcessRun]) -> Verification:

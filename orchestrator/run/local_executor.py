@@ -20,10 +20,10 @@ from device_agents.base import HOST_DEADLINE_GRACE_SEC, STALL_TIMEOUT_SEC
 from device_agents.step import STEP_OVERHEAD_SEC
 from orchestrator import procs
 from orchestrator.errors import Blame, UsageError
+from orchestrator.results.model import DeviceResult, DeviceStatus, JobOptions
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.executor import JobContext
 from orchestrator.run.heartbeat import Heartbeat
-from orchestrator.run.results import DeviceResult, DeviceStatus, JobOptions
 from orchestrator.run.session import DeviceSession
 
 WAIT_POLL_SEC = 0.5  # the main thread's longest sleep while devices run (Ctrl-C and the watchdog act within it)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from orchestrator.run.results import Job, JobOptions, ModelStatus, ProcessRun
+from orchestrator.results.model import Job, JobOptions, ModelStatus, ProcessRun
 
 Runs = tuple[ProcessRun, ...]
 

@@ -21,7 +21,7 @@ from device_agents.adb.discover import adb_device_spec
 from device_agents.facts import DeviceFacts
 from orchestrator.config import ADB_NAME_PREFIX, adb_spec
 from orchestrator.errors import EtfarmError
-from orchestrator.run.results import Attempt
+from orchestrator.results.model import Attempt
 from orchestrator.run.retry import DEFAULT_POLICY, RetryPolicy, with_retries
 
 if TYPE_CHECKING:

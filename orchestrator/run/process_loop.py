@@ -24,6 +24,7 @@ from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import write_json_atomic
 from orchestrator.errors import DataError, EtfarmError
 from orchestrator.profiles.debug_buffer import debug_buffer_size
+from orchestrator.results.model import JobOptions, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.calibration import flag_news
 from orchestrator.run.controls import restore_commands, setup_commands
 from orchestrator.run.device_record import DeviceRecord
@@ -31,7 +32,6 @@ from orchestrator.run.heartbeat import Heartbeat
 from orchestrator.run.launch import Launch, prepare_launch
 from orchestrator.run.lease import DeviceLease
 from orchestrator.run.process_run import RunPlan, prepare_retry, run_once
-from orchestrator.run.results import JobOptions, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.rundir import DEVICE_JSON, RunDirectory
 from orchestrator.run.schedule import Order, ScheduledRun, schedule_runs
 from orchestrator.run.stager import Staged, Stager

@@ -29,10 +29,10 @@ from device_agents.step import StepRequest, kill_step_command, run_step
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.cache import write_json_atomic, write_text_atomic
 from orchestrator.errors import CommandFailed, DataError, DeviceError
-from orchestrator.run.conditions import CoolDown, DeviceState, cool_down
+from orchestrator.results.conditions import CoolDown, DeviceState, cool_down
+from orchestrator.results.model import JobOptions, ProcessRun
 from orchestrator.run.launch import Launch
 from orchestrator.run.locks import RemoteLock
-from orchestrator.run.results import JobOptions, ProcessRun
 from orchestrator.run.retry import ModelFault
 from orchestrator.run.rundir import RunDirectory
 from orchestrator.run.runner_contract import (

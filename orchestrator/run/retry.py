@@ -29,7 +29,7 @@ from typing import TypeVar
 from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential
 
 from orchestrator.errors import CommandFailed, DeviceError, DeviceRefused, one_line
-from orchestrator.run.results import Attempt
+from orchestrator.results.model import Attempt
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

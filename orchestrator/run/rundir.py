@@ -2,6 +2,7 @@
 
     DIR/manifest.json                          the results model (results.Job), serialised
     DIR/stats.csv                              per-event statistics, all devices and models
+    DIR/samples.npz                            the samples they came from, per op (results/samples.py)
     DIR/etfarm.log                             the job's full DEBUG log
     DIR/<device>/<model>/device.json           what the device was
     DIR/<device>/<model>/run-<k>/etdump.etdp   raw artifacts of process run k (+ outputs, log, result)
@@ -36,7 +37,8 @@ from pathlib import Path
 from orchestrator import __version__
 from orchestrator.cache import cannot_write_in, write_json_atomic
 from orchestrator.errors import ENVIRONMENT_ERRNOS, UsageError
-from orchestrator.run.results import (
+from orchestrator.results.layout import SAMPLES, STATS
+from orchestrator.results.model import (
     MANIFEST_NAME,
     DeviceResult,
     Job,
@@ -48,10 +50,12 @@ from orchestrator.run.results import (
 )
 from orchestrator.versions import tool_versions
 
+__all__ = ["DEVICE_JSON", "LOG", "MANIFEST", "ROLLUPS", "SAMPLES", "STATS", "RunDirectory", "as_recorded",
+           "check_out", "new_run_id", "now"]
+
 log = logging.getLogger(__name__)
 
 MANIFEST = MANIFEST_NAME
-STATS = "stats.csv"
 ROLLUPS = "rollups.csv"  # time per module subtree and per op type, from stats.csv (profiles/rollups.py)
 LOG = "etfarm.log"
 DEVICE_JSON = "device.json"

@@ -23,9 +23,9 @@ from typing import Any, ClassVar, get_args, get_origin, get_type_hints
 from orchestrator.artifacts.build import RUNNER_REL
 from orchestrator.artifacts.generation import GenerationArgs, LlmRunFigures
 from orchestrator.errors import DataError
-from orchestrator.run.codec import Layout, encode
-from orchestrator.run.contention import Contention
-from orchestrator.run.footprint import RunnerMemory
+from orchestrator.results.codec import Layout, encode
+from orchestrator.results.contention import Contention
+from orchestrator.results.footprint import RunnerMemory
 
 __all__ = ["RUNNER_REL", "RunnerInvocation", "RunnerResult", "parse_result", "result_line"]
 
@@ -41,7 +41,7 @@ MAX_TIME_MS = 86_400_000.0  # one day, for any time (no process run may take lon
 MAX_BYTES = 1 << 50  # a petabyte, for any size in bytes or KiB
 MAX_THREADS = 1 << 16
 # Rounds of the runner's calibration workload (64x64 GEMM + 2 MiB of copies each) a process run asks for: none.
-# The runner's own contention measure (run/contention.py) catches every run the workload flagged, per execution, at
+# The runner's own contention measure (results/contention.py) catches every run the workload flagged, per execution, at
 # a hundredth of its cost (benchmarks/README.md "Contention"); `--calibration_rounds` stays in the runner.
 CALIBRATION_ROUNDS = 0
 
@@ -120,8 +120,8 @@ class RunnerResult:
     pss_kb: int | None = None
     mode: str | None = None  # "forward" or "generate"
     llm: LlmRunFigures | None = None  # generation mode: the `llm` object (artifacts/generation.py)
-    memory: RunnerMemory | None = None  # memory by owner (run/footprint.py), since issue 39
-    contention: Contention | None = None  # what took the CPU away per execution (run/contention.py); older runners: None
+    memory: RunnerMemory | None = None  # memory by owner (results/footprint.py), since issue 39
+    contention: Contention | None = None  # what took the CPU away per execution (results/contention.py); older runners: None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,19 +14,16 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, TypeAlias
 
-if TYPE_CHECKING:  # results.py imports this module (RunOrder, through job_config.py)
-    from orchestrator.run.results import ProcessRun
+from orchestrator.results.job_config import RunOrder
+
+if TYPE_CHECKING:
+    from orchestrator.results.model import ProcessRun
 
 Order: TypeAlias = "list[tuple[str, ProcessRun]]"  # (model name, process run), in the order they ran
 
-
-class RunOrder(StrEnum):
-    INTERLEAVED = "interleaved"
-    SEQUENTIAL = "sequential"
-    ABBA = "abba"
+__all__ = ["Order", "RunOrder", "ScheduledRun", "schedule_runs"]
 
 
 @dataclass(frozen=True)

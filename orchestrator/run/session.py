@@ -26,13 +26,13 @@ from device_agents import DeviceSpec
 from device_agents.base import DeviceAgent
 from device_agents.step import kill_step_command
 from orchestrator.errors import EtfarmError, disk_full
+from orchestrator.results.model import DeviceResult
 from orchestrator.run.energy.phase import device_energy, record_energy
 from orchestrator.run.executor import JobContext
 from orchestrator.run.finisher import ModelFinisher
 from orchestrator.run.heartbeat import Heartbeat
 from orchestrator.run.lease import DeviceLease
 from orchestrator.run.process_loop import ProcessRunLoop
-from orchestrator.run.results import DeviceResult
 from orchestrator.run.schedule import Order
 from orchestrator.run.stager import Stager
 

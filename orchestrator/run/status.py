@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from orchestrator.errors import EXIT_DEVICE_FAILED, EXIT_INTERRUPTED, EXIT_OK, Blame, blame_of
-from orchestrator.run.results import DeviceResult, DeviceStatus, JobStatus
+from orchestrator.results.model import DeviceResult, DeviceStatus, JobStatus
 
 
 def ended_device(device: DeviceResult) -> DeviceResult:

@@ -30,8 +30,8 @@ from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.artifacts.pte_info import LlmShape, check_program
 from orchestrator.artifacts.recipes import RecipeSpec, check_recipe_backend, parse_recipes
 from orchestrator.errors import ExportError, UsageError, one_line
+from orchestrator.results.job_config import JobOptions, LeftOut
 from orchestrator.run.belonging import check_beside
-from orchestrator.run.job_config import JobOptions, LeftOut
 
 Point = tuple[ExportedModel, int]  # a model of the job, and the index of the spec it came from
 

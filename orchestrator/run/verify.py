@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.artifacts.tensorfile import read_tensors
-from orchestrator.run.results import Verification, VerificationStatus
+from orchestrator.results.model import Verification, VerificationStatus
 
 # BundledProgram's tolerances (ExecuTorch's example_runner --output_verification).
 RTOL = 1e-3

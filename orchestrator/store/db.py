@@ -21,11 +21,10 @@ from typing import TYPE_CHECKING, Any, Self
 from device_agents.facts import DeviceFacts
 from orchestrator.cache import finite_json
 from orchestrator.errors import Blame, UsageError
-from orchestrator.run.accuracy import Accuracy
-from orchestrator.run.codec import decode, encode
-from orchestrator.run.conditions import DeviceState
-from orchestrator.run.configuration import model_settings
-from orchestrator.run.results import (
+from orchestrator.results.accuracy import Accuracy
+from orchestrator.results.codec import decode, encode
+from orchestrator.results.conditions import DeviceState
+from orchestrator.results.model import (
     DeviceResult,
     DeviceStatus,
     Job,
@@ -38,6 +37,7 @@ from orchestrator.run.results import (
     Verification,
     VerificationStatus,
 )
+from orchestrator.run.configuration import model_settings
 from orchestrator.stats import median, percentile
 from orchestrator.store.bisect_rows import BisectSteps
 from orchestrator.store.footprint_rows import footprint_columns, footprint_fields, footprint_points

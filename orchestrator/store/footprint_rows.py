@@ -8,10 +8,10 @@ import json
 import sqlite3
 from typing import Any
 
-from orchestrator.run.codec import decode, encode
-from orchestrator.run.energy_figures import ModelEnergy
-from orchestrator.run.footprint import ModelMemory
-from orchestrator.run.results import ModelResult
+from orchestrator.results.codec import decode, encode
+from orchestrator.results.energy_figures import ModelEnergy
+from orchestrator.results.footprint import ModelMemory
+from orchestrator.results.model import ModelResult
 
 
 def footprint_columns(model: ModelResult) -> tuple[str | None, str | None, int | None, float | None]:

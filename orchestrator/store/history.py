@@ -27,5 +27,5 @@ class HistoryPoint:
     # the configuration it ran with (run/configuration.py): with device and model, the series it belongs to
     settings: Settings = ()
     verdict: str | None = None  # a nightly's verdict on it (regressed, improved, ...), None when none judged it
-    peak_rss_bytes: int | None = None  # memory by owner's peak RSS (run/footprint.py), store v6
+    peak_rss_bytes: int | None = None  # memory by owner's peak RSS (results/footprint.py), store v6
     uj_per_inference: float | None = None  # energy per inference above idle (run/energy/), store v6

@@ -1,15 +1,16 @@
 """A job read into typed rows for the store: the results model plus every event, with its raw samples.
 
 `job_record(job, run_dir, stats)` is what `etfarm run` records: the job's statistics and the samples
-they came from, in memory (profiles/stat_rows.py `ModelStats`), so no ETDump is read again. A
-(device, model) without samples in memory (a resumed job's finished models, or one whose analysis
-failed) is read from its ETDumps (`run-k/etdump.etdp`), merged and summarised exactly as
-`stats.csv` was (`analysis_core.collect_samples` + `summary_records`, Inspector's statistics).
-stats.csv's rows fill in what the ETDumps cannot give (an ETRecord deleted from the cache: op types
-and module paths; ETDumps deleted: the statistics alone, with no raw samples).
-`read_run(run_dir)` (`etfarm store import DIR`) is the same from the run directory: the manifest
-through `load_manifest`, the rows through the one stats.csv reader. numpy only: importing a run
-never imports pandas or torch.
+they came from, in memory (profiles/stat_rows.py `ModelStats`), so no ETDump is read again.
+`read_run(run_dir)` (`etfarm store import DIR`) is the same from the run's record (results/record.py
+`RunRecord`): the manifest, stats.csv's rows and the samples the job wrote beside them
+(results/samples.py). Either way the samples kept are those of clean executions (`ModelStats.kept`,
+the finisher's rule). A (device, model) with no samples at hand (a run directory written before the
+samples file, or a model whose analysis failed) is read from its ETDumps (`run-k/etdump.etdp`),
+merged and summarised exactly as `stats.csv` was (`analysis_core.collect_samples` + `summary_records`,
+Inspector's statistics). stats.csv's rows fill in what the samples cannot give (op types and module
+paths, which the ETRecord gave; ETDumps deleted: the statistics alone, with no raw samples). numpy
+only: importing a run never imports pandas or torch.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ import numpy as np
 
 from orchestrator.errors import AnalysisError
 from orchestrator.profiles.analysis_core import SampleSet, collect_samples, summary_records
-from orchestrator.profiles.stat_rows import ModelStats, StatRow, group_rows, read_stats_csv
+from orchestrator.profiles.stat_rows import ModelStats, StatRow
+from orchestrator.results.model import Job, ModelResult
+from orchestrator.results.record import RunRecord
 from orchestrator.run.clean_stats import clean_only
-from orchestrator.run.results import Job, ModelResult, load_manifest
-from orchestrator.run.rundir import STATS
 from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS, EventRow
 
@@ -46,9 +47,17 @@ class JobRecord:
 
 def read_run(run_dir: Path) -> JobRecord:
     """The record of a run directory, read from disk (`etfarm store import`)."""
-    run_dir = run_dir.resolve()
-    rows = group_rows(read_stats_csv(run_dir / STATS))
-    return job_record(load_manifest(run_dir), run_dir, [ModelStats(d, m, r) for (d, m), r in rows.items()])
+    return record_of(RunRecord(run_dir.resolve()))
+
+
+def record_of(run: RunRecord) -> JobRecord:
+    """The store's record of a finished run's record: its rows with the samples its samples file holds (a (device,
+    model) it lacks is read from its ETDumps)."""
+    stats = []
+    for (device, model), rows in run.stats.items():
+        found = run.samples(device, model)
+        stats.append(found.as_stats(rows) if found is not None else ModelStats(device, model, rows))
+    return job_record(run.job, run.root, stats)
 
 
 def job_record(job: Job, run_dir: Path, stats: Sequence[ModelStats]) -> JobRecord:
@@ -60,7 +69,7 @@ def job_record(job: Job, run_dir: Path, stats: Sequence[ModelStats]) -> JobRecor
     for device, model in job.results():
         known = by_pair.get((device.name, model.name))
         rows = {r.key: r for r in known.rows} if known is not None else {}
-        samples = known.samples if known is not None else None
+        samples = known.kept if known is not None else None
         if samples is not None:
             labels, model_events = tuple(str(x) for x in samples.run_labels), _from_samples(
                 device.name, model.name, samples, rows)
@@ -88,7 +97,7 @@ def _model_events(run_dir: Path, device: str, model: ModelResult, etrecord: Path
         except AnalysisError:
             samples = None
         if samples is not None:  # the samples the run kept: those of its clean executions, as the finisher chose
-            samples = clean_only(ModelStats(device, model.name, (), samples), model.runs).samples
+            samples = clean_only(ModelStats(device, model.name, (), samples), model.runs).kept
             return labels, _from_samples(device, model.name, samples, rows)
     return (), [_from_csv_row(device, model.name, row) for row in rows.values()]
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.run.results import ModelResult, ModelStatus, ProcessRun
+from orchestrator.results.model import ModelResult, ModelStatus, ProcessRun
 from orchestrator.store.llm_points import figures_of
 
 TOP_LAYERS = 12  # a point keeps its costliest events: a series' layer trends are drawn from these

@@ -20,8 +20,8 @@ from device_agents import DeviceSpec
 from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.errors import EXIT_OK, UsageError
 from orchestrator.progress import Progress
+from orchestrator.results.model import JobOptions
 from orchestrator.run.job import JobResult, run_job
-from orchestrator.run.results import JobOptions
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.compare import (
     Comparison,

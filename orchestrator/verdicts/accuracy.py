@@ -1,6 +1,6 @@
 """An accuracy drop is a verdict of its own (docs/how-to/quantized.md, docs/explanation/verdicts.md).
 
-A quantized configuration's accuracy (run/accuracy.py: its outputs against the fp32 eager model's on the
+A quantized configuration's accuracy (results/accuracy.py: its outputs against the fp32 eager model's on the
 reference inputs) is deterministic for a given program and device: no sampling, no interval. B's accuracy is
 judged against A's for the same (device, model, configuration): B `accuracy-dropped` when its SNR fell by more
 than `SNR_DROP_DB` or its top-1 agreement by more than `TOP1_DROP`. A drop fails `compare` and a night (exit 1)
@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.run.accuracy import Accuracy
+from orchestrator.results.accuracy import Accuracy
 
 SNR_DROP_DB = 3.0  # half the signal-to-noise power ratio: far beyond a program's run-to-run difference (none)
 TOP1_DROP = 0.01  # one class-score row in a hundred now picks another class

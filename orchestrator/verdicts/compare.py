@@ -2,8 +2,9 @@
 
 A `Side` is what one half of a comparison measured for one model on one device: its process
 runs (end-to-end samples from the results model, `ProcessRun.execute_ms` of the traced runs)
-and their per-op samples: read from each run's ETDump (`profiles.analysis_core.collect_samples`,
-numpy only: op_samples.py) or given in memory (`OpSamples`). Sides come from run directories (`side_from_job`),
+and their per-op samples: from the samples file the job wrote (results/samples.py), from each run's ETDump
+where a run directory has none (`profiles.analysis_core.collect_samples`, numpy only: op_samples.py), or
+given in memory (`OpSamples`). Sides come from run directories (`side_from_job`),
 possibly pooled over several jobs (`pool`), so `compare A B`, `run --ab` (two models of one job)
 and `nightly` share one path. Every op of a pair is estimated in one batch (statistics.estimate_many).
 
@@ -32,9 +33,9 @@ from typing import Any
 
 from orchestrator.artifacts.generation import LlmRunFigures
 from orchestrator.errors import EXIT_OK, Blame, DataError, UsageError, one_line
-from orchestrator.run.accuracy import Accuracy
-from orchestrator.run.footprint import ModelMemory
-from orchestrator.run.results import (
+from orchestrator.results.accuracy import Accuracy
+from orchestrator.results.footprint import ModelMemory
+from orchestrator.results.model import (
     Job,
     ModelResult,
     ModelStatus,
@@ -42,6 +43,7 @@ from orchestrator.run.results import (
     VerificationStatus,
     load_manifest,
 )
+from orchestrator.run.rundir import SAMPLES
 from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.verdicts.accuracy import AccuracyVerdict, accuracy_verdict
 from orchestrator.verdicts.below import BelowThreshold, below_threshold
@@ -59,7 +61,7 @@ from orchestrator.verdicts.llm_metrics import MetricVerdict, metric_verdicts
 from orchestrator.verdicts.locate import SideIdentities, located, ops_where, side_identities
 from orchestrator.verdicts.memory import MemoryVerdict, memory_verdict
 from orchestrator.verdicts.noise import NoiseFinder, NoiseFloor
-from orchestrator.verdicts.op_samples import OpKey, OpSamples, joined, read_op_samples
+from orchestrator.verdicts.op_samples import OpKey, OpSamples, joined, read_op_samples, recorded_op_samples
 from orchestrator.verdicts.statistics import (
     Estimate,
     Verdict,
@@ -87,6 +89,7 @@ class SideRun:
     llm: LlmRunFigures | None = None  # an LLM's generations: TTFT and decode verdicts (llm_metrics.py)
     clean: tuple[bool, ...] | None = None  # per execution of the run: it waited for no CPU (None: not measured)
     dropped: int = 0  # executions left out of `execute_ms` as contended
+    samples_file: Path | None = None  # its run directory's samples file (results/samples.py), when it has one
 
 
 @dataclass(frozen=True)
@@ -147,14 +150,15 @@ def side_from_job(root: str | Path, job: Job, device: str, model: str, labels: S
 
 def _side_run(root: Path, run: ProcessRun, every: bool = False) -> SideRun:
     """A process run as verdicts use it: its clean executions only when the runner measured contention
-    (run/contention.py: `ProcessRun.clean`); every execution of a run recorded before that, or (`every`) of a model
+    (results/contention.py: `ProcessRun.clean`); every execution of a run recorded before that, or (`every`) of a model
     none of whose executions was clean."""
     etdump = next((root / a for a in run.artifacts if Path(a).name == ETDUMP_NAME), None)
     etdump = etdump if etdump is not None and etdump.is_file() else None
+    recorded = root / SAMPLES if (root / SAMPLES).is_file() else None
     if every or run.contention is None or not run.contention.wait_ms:  # every execution counts, none is dropped
-        return SideRun(run.label, run.execute_ms, etdump, run.llm)
+        return SideRun(run.label, run.execute_ms, etdump, run.llm, samples_file=recorded)
     kept = run.clean_execute_ms
-    return SideRun(run.label, kept, etdump, run.llm, run.clean, len(run.execute_ms) - len(kept))
+    return SideRun(run.label, kept, etdump, run.llm, run.clean, len(run.execute_ms) - len(kept), recorded)
 
 
 def _program(root: Path, job: Job, model: str) -> str | None:
@@ -483,6 +487,12 @@ def _per_op_runs(side: Side) -> OpSamples:
     """(event_block, op identity) -> (event_index, one array of samples per run), operators only."""
     if side.op_samples is not None:
         return side.op_samples
+    if side.runs and all(r.samples_file is not None for r in side.runs):
+        found = recorded_op_samples([(r.samples_file, r.label) for r in side.runs if r.samples_file is not None],
+                                    side.device, side.model, dict(side.identities))
+        if found is not None:
+            return clean_ops(found, [r.clean for r in side.runs])
+    # A run directory written before samples.npz (or a model whose samples it lacks): the runs' ETDumps, read again.
     traced = [r for r in side.runs if r.etdump is not None]
     found = read_op_samples([r.etdump for r in traced], dict(side.identities)) if traced else OpSamples({})
     return clean_ops(found, [r.clean for r in traced])

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.results.model import DeviceStatus, Job, JobStatus
 from orchestrator.run.configuration import (
     SETTINGS,
     UNKNOWN,
@@ -31,7 +32,6 @@ from orchestrator.run.configuration import (
     model_settings,
     setting_differences,
 )
-from orchestrator.run.results import DeviceStatus, Job, JobStatus
 from orchestrator.verdicts.statistics import Verdict
 
 __all__ = ["SETTINGS", "UNKNOWN", "IncompleteSide", "SeriesKey", "SettingDifference", "Settings", "model_settings",

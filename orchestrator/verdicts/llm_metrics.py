@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.artifacts.generation import LlmRunFigures
-from orchestrator.run.llm_figures import DECODE_RATE, TTFT, metric_samples
+from orchestrator.results.llm_figures import DECODE_RATE, TTFT, metric_samples
 from orchestrator.verdicts.statistics import Estimate, Verdict, VerdictSettings, decide, estimate
 
 # metric -> (label, higher is better)

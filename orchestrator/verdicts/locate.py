@@ -22,15 +22,14 @@ if TYPE_CHECKING:
 
 
 def ops_where(run_dir: Path) -> dict[tuple[str, str], dict[tuple[str, int], tuple[str, str]]]:
-    """(device, model) -> (event_block, event_index) -> (module path, source line), from the run's stats.csv."""
+    """(device, model) -> (event_block, event_index) -> (module path, source line), from the run's stats.csv (read
+    once with the sides' identities: `_grouped`)."""
     try:
-        rows = read_stats_csv(run_dir / STATS)
-    except DataError:
+        grouped = _grouped(run_dir / STATS)
+    except (DataError, AnalysisError):
         return {}
-    out: dict[tuple[str, str], dict[tuple[str, int], tuple[str, str]]] = {}
-    for row in rows:
-        out.setdefault((row.device, row.model), {})[row.key] = (row.module_path or "", row.source_line or "")
-    return out
+    return {pair: {row.key: (row.module_path or "", row.source_line or "") for row in rows}
+            for pair, rows in grouped.items()}
 
 
 def located(ops: tuple[OpVerdict, ...], where: dict[tuple[str, int], tuple[str, str]]) -> tuple[OpVerdict, ...]:
@@ -44,12 +43,15 @@ SideIdentities = tuple[tuple[tuple[str, int], OpIdentity], ...]  # ((event_block
 def side_identities(run_dir: Path, device: str, model: str) -> SideIdentities:
     """Each event's op identity for one (device, model) of a run (() when its stats.csv has none or is unreadable:
     the side's ops are then keyed by their names)."""
-    path = run_dir / STATS
     try:
-        grouped = _GROUPED.get([file_key(path)], lambda: group_rows(read_stats_csv(path)))
+        grouped = _grouped(run_dir / STATS)
     except (DataError, AnalysisError):  # unreadable, or gone: keyed by names
         return ()
     return tuple((row.key, row.identity) for row in grouped.get((device, model), ()))
+
+
+def _grouped(path: Path) -> dict[tuple[str, str], tuple[StatRow, ...]]:
+    return _GROUPED.get([file_key(path)], lambda: group_rows(read_stats_csv(path)))
 
 
 # A run's stats.csv grouped, kept while the file is unchanged: a night reads one run's sides many times.

@@ -1,6 +1,6 @@
 """`memory-grew`, a verdict of its own (issue 39): B's peak RSS beyond A's by more than a threshold.
 
-A model's peak resident memory (run/footprint.py: the median run's VmHWM, whose owners explain it) is
+A model's peak resident memory (results/footprint.py: the median run's VmHWM, whose owners explain it) is
 nearly deterministic for a given program, runtime and device, so B against A needs no interval: B
 `memory-grew` when its peak exceeds A's by more than `memory_threshold` (10 % unless the plan or
 `compare` says otherwise). It fails `compare` and a night (exit 1) as a latency regression does, and the
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.run.footprint import OWNERS, ModelMemory
+from orchestrator.results.footprint import OWNERS, ModelMemory
 
 DEFAULT_MEMORY_THRESHOLD = 0.10
 

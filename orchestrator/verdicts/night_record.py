@@ -1,9 +1,10 @@
 """What a night left beside each of its run directories, for readers that start from the store (`etfarm publish`).
 
-A run's verdicts are in DIR/verdicts.json (baseline.record_verdicts); which night the run belongs to, the night's
-page and its confirmations are in DIR/night.json, written by `etfarm nightly` once the night's page is written
-(`record_night`). `read_marks(run_dir)` reads both back as typed marks; a file that is missing or unreadable gives
-none (a plain `etfarm run`, or a night from before night.json).
+A run's verdicts are in DIR/verdicts.json (recorded.record_verdicts; read by results/verdicts_file.py); which
+night the run belongs to, the night's page and its confirmations are in DIR/night.json, written by `etfarm
+nightly` once the night's page is written (`record_night`). `read_marks(run_dir)` reads both back as typed
+marks; a file that is missing or unreadable gives none (a plain `etfarm run`, or a night from before
+night.json).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from orchestrator.cache import read_json_object, write_json_atomic
 from orchestrator.ids import is_id
-from orchestrator.verdicts.recorded import VERDICTS_JSON
+from orchestrator.results.verdicts_file import recorded_pairs
 
 NIGHT_JSON = "night.json"
 
@@ -69,15 +70,7 @@ def record_night(run_dirs: Sequence[Path], night_id: str, page: Path | None, ver
 
 def read_marks(run_dir: Path) -> tuple[dict[tuple[str, str], PairMark], NightMark | None]:
     """The run's verdicts per (device, model) and its night, from the files beside it."""
-    verdicts = read_json_object(run_dir / VERDICTS_JSON)
-    marks = {}
-    for pair in verdicts.get("pairs", ()) if isinstance(verdicts.get("pairs"), list) else ():
-        if not isinstance(pair, dict) or not pair.get("device") or not pair.get("model_b"):
-            continue
-        ratio = (pair.get("estimate") or {}).get("ratio")
-        marks[(str(pair["device"]), str(pair["model_b"]))] = PairMark(
-            str(pair.get("verdict", "")), bool(pair.get("regressed")),
-            float(ratio) if isinstance(ratio, (int, float)) else None)
+    marks = {(p.device, p.model_b): PairMark(p.verdict, p.regressed, p.ratio) for p in recorded_pairs(run_dir)}
     night = read_json_object(run_dir / NIGHT_JSON)
     if not is_id(night.get("night")):  # none, or not an id: it would name a site's file (nights/<id>.html)
         return marks, None

@@ -45,8 +45,8 @@ from orchestrator.errors import (
     one_line,
 )
 from orchestrator.progress import Progress
+from orchestrator.results.model import JobOptions
 from orchestrator.run.job import JobResult, run_job
-from orchestrator.run.results import JobOptions
 from orchestrator.run.rundir import new_run_id
 from orchestrator.run.schedule import RunOrder
 from orchestrator.run.sweep import NotExported, export_configurations

@@ -46,8 +46,8 @@ from orchestrator.artifacts.lowering import BACKENDS
 from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes, recipe_words
 from orchestrator.errors import ConfigError, UsageError
 from orchestrator.farm import scheduler_problem
-from orchestrator.run.limits import LIMITS
-from orchestrator.run.results import JobOptions
+from orchestrator.results.limits import LIMITS
+from orchestrator.results.model import JobOptions
 from orchestrator.verdicts.baseline import LAST_GOOD
 from orchestrator.verdicts.memory import DEFAULT_MEMORY_THRESHOLD
 from orchestrator.verdicts.statistics import (
@@ -268,7 +268,7 @@ def _recipes(path: Path, value: Any, models: tuple[PlanModel, ...]) -> tuple[str
 
 
 def _count(path: Path, data: dict[str, Any], key: str, default: int) -> int:
-    """A count within JobOptions' bounds (run/limits.py), as the command line's."""
+    """A count within JobOptions' bounds (results/limits.py), as the command line's."""
     value = data.get(key, default)
     least, most = LIMITS[key]
     if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:

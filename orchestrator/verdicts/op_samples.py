@@ -1,4 +1,5 @@
-"""A side's per-op samples: read from its runs' ETDumps (numpy only) or given in memory.
+"""A side's per-op samples: from its run directories' samples files (results/samples.py, written by the job), read
+from its runs' ETDumps where a run directory has none (numpy only), or given in memory.
 
 Per op, events are keyed by block and op identity (profiles/op_identity.py: module path, ATen op and
 occurrence, from the side's stats.csv where the run had an ETRecord; else from the event's name, a
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.profiles.analysis_core import collect_samples
 from orchestrator.profiles.op_identity import EVENT, OpIdentity
+from orchestrator.results.samples import PairSamples, joined_runs, pair_samples
 
 if TYPE_CHECKING:
     from orchestrator.profiles.analysis_core import SampleSet
@@ -63,6 +65,22 @@ def joined(a: OpSamples, b: OpSamples) -> tuple[OpSamples, OpSamples]:
 def read_op_samples(etdumps: Sequence[Path], identities: Identities | None = None) -> OpSamples:
     """The per-op samples of process runs from their ETDumps, one run per file, in order."""
     return op_samples_of(collect_samples(etdumps, run_labels=list(range(len(etdumps)))), identities)
+
+
+def recorded_op_samples(runs: Sequence[tuple[Path, str]], device: str, model: str,
+                        identities: Identities | None = None) -> OpSamples | None:
+    """The per-op samples of process runs of (device, model), each named by its run directory's samples file and its
+    label, in order, as `read_op_samples` of their ETDumps gives them; None when some run is not in its file."""
+    files: dict[Path, PairSamples | None] = {}
+    pieces = []
+    for path, label in runs:
+        if path not in files:
+            files[path] = pair_samples(path, device, model)
+        found = files[path]
+        if found is None or label not in found.samples.run_labels:
+            return None
+        pieces.append((found.samples, label))
+    return op_samples_of(joined_runs(pieces), identities)
 
 
 def op_samples_of(samples: SampleSet, identities: Identities | None = None) -> OpSamples:

@@ -1,4 +1,5 @@
-"""Verdicts recorded beside a run (DIR/verdicts.json): written by `nightly`, read by `last-good` and `history`.
+"""Verdicts recorded beside a run (DIR/verdicts.json): written by `nightly`, read by `last-good` and `history`
+through the one typed reader of the file (results/verdicts_file.py).
 
 Light on purpose (no numpy): `etfarm history` reads them to show a nightly's regressed run as regressed.
 """
@@ -8,13 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.cache import read_json_object, write_json_atomic
+from orchestrator.cache import write_json_atomic
+from orchestrator.results.verdicts_file import VERDICTS_JSON, recorded_pairs
 from orchestrator.verdicts.statistics import Verdict
 
 if TYPE_CHECKING:
     from orchestrator.verdicts.compare import Comparison
 
-VERDICTS_JSON = "verdicts.json"
+__all__ = ["VERDICTS_JSON", "WRONG_OUTPUTS", "marked_regressed", "record_verdicts", "recorded_verdicts"]
 WRONG_OUTPUTS = "wrong-outputs"  # a pair whose outputs failed verification, whatever its latency did
 
 
@@ -29,10 +31,8 @@ def recorded_verdicts(run_dir: Path) -> dict[tuple[str, str], str]:
     """The verdict recorded beside the run per (device, model): `regressed` for a pair that regressed anywhere (end
     to end, an op, a metric, its series), `wrong-outputs` for a failed verification, else the pair's verdict.
     Empty when nothing judged the run or its file cannot be read."""
-    pairs = [p for p in read_json_object(Path(run_dir) / VERDICTS_JSON).get("pairs", ()) if isinstance(p, dict)]
-    return {(str(p.get("device")), str(p.get("model_b"))):
-            WRONG_OUTPUTS if p.get("verification_failed") else
-            Verdict.REGRESSED.value if p.get("regressed") else str(p.get("verdict")) for p in pairs}
+    return {(p.device, p.model_b): WRONG_OUTPUTS if p.verification_failed else
+            Verdict.REGRESSED.value if p.regressed else p.verdict for p in recorded_pairs(run_dir)}
 
 
 def marked_regressed(run_dir: Path, device: str, model: str) -> bool:

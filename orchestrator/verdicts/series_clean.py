@@ -1,7 +1,7 @@
 """Which stored nights a series may stand on (issue 37, item 5): a night with too few clean executions is left out.
 
 Change points, the automatic noise floor and the series verdict read each night's statistic over its clean
-executions (the ones that waited for no CPU: run/contention.py). A night most of whose executions were contended
+executions (the ones that waited for no CPU: results/contention.py). A night most of whose executions were contended
 says more about the machine that night than about the model, and its few clean ones are the lucky ones: it is left
 out of the series (the night's page says which nights and why), never silently averaged in. Nights whose runner
 measured no contention (older manifests) are kept, as before.

@@ -86,7 +86,7 @@ class Center(StrEnum):
     FAST_STATE = "fast-state"  # the fast state's level, states modelled (states.py): old plans; no longer the default
 
 
-# The mean of per-run medians (clean executions only: run/contention.py) is the default since issue 37: replayed over
+# The mean of per-run medians (clean executions only: results/contention.py) is the default since issue 37: replayed over
 # the noise corpus of real jobs under five environments (benchmarks/bench_trust.py, docs/guide/trust.md) it raised no
 # false `regressed` and its interval held 93-100 % coverage, where `fast-state` (a model of speed states fitted to
 # one quiet VM) held 50-94 %. `fast-state` and `fast` stay accepted (old plans keep working) and compute as before.

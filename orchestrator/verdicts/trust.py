@@ -8,7 +8,7 @@ threshold: a comparison too noisy to see a change of the threshold's size is `in
 see >= 14 %"), never `unchanged`.
 
 Sides measured under materially different contention (the share of executions that waited for a CPU, from the
-runner's run-queue wait: run/contention.py) are `inconclusive` whatever their ratio, regressed and improved
+runner's run-queue wait: results/contention.py) are `inconclusive` whatever their ratio, regressed and improved
 included: the difference may be the load's. Materially different: the shares differ by at least
 LOAD_POINTS (absolute) AND one is at least LOAD_FACTOR times the other (3 % against 41 % is; 40 % against 48 %
 is not). Sides without contention data (manifests before it was measured) are judged as before.

@@ -84,7 +84,7 @@ def clean_executions(etdump: Path) -> list[bool] | None:
     run_dir, model_dir, device_dir = etdump.parent, etdump.parent.parent, etdump.parent.parent.parent
     if not (device_dir.parent / "manifest.json").is_file():
         return None
-    from orchestrator.run.results import load_manifest
+    from orchestrator.results.model import load_manifest
 
     device = load_manifest(device_dir.parent).device(device_dir.name)
     model = device.model(model_dir.name) if device is not None else None

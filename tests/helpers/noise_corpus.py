@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.profiles.op_identity import OpIdentity
-from orchestrator.run.contention import clean_mask
+from orchestrator.results.contention import clean_mask
 from orchestrator.verdicts.compare import Side, SideRun
 from orchestrator.verdicts.op_samples import OpSamples
 

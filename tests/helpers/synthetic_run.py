@@ -16,8 +16,8 @@ import numpy as np
 
 from device_agents.facts import DeviceFacts
 from orchestrator.cache import write_json_atomic
-from orchestrator.run.conditions import DeviceState
-from orchestrator.run.results import (
+from orchestrator.results.conditions import DeviceState
+from orchestrator.results.model import (
     DeviceResult,
     DeviceStatus,
     Job,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from device_agents.facts import DeviceFacts
-from orchestrator.run.results import (
+from orchestrator.results.model import (
     DeviceResult,
     DeviceStatus,
     Job,

@@ -29,7 +29,7 @@ from device_agents import DeviceSpec
 from orchestrator.emulate.adbserver import AdbTestServer
 from orchestrator.emulate.android import AndroidPhone, start_android_phone
 from orchestrator.emulate.android_root import Cluster
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from tests.helpers.inspector_stats import assert_stats_equal_inspector
 from tests.helpers.inventory import write_inventory
 from tests.helpers.tools import missing

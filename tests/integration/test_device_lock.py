@@ -139,7 +139,7 @@ def test_two_inventory_names_for_one_board_in_one_job_never_interleave(sshd_host
 
 @pytest.mark.slow
 def test_a_reset_connection_is_retried_and_recorded_in_the_manifest(sshd_host: SshTestHost, tmp_path: Path) -> None:
-    from orchestrator.run.results import load_manifest
+    from orchestrator.results.model import load_manifest
     from tests.helpers.inventory import write_inventory
     from tests.integration.testbed.delayproxy import DelayProxy
 

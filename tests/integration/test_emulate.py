@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from orchestrator.emulate import TAG_VAR, descendant_pids
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_CNN = f"{REPO / 'configs' / 'models' / 'tiny_cnn.py'}:build"

@@ -18,8 +18,8 @@ import pytest
 from device_agents import DeviceSpec
 from orchestrator.emulate.adbserver import AdbTestServer
 from orchestrator.emulate.android import AndroidPhone, start_android_phone
+from orchestrator.results.model import load_manifest
 from orchestrator.run.energy.sensors import parse_powerstats
-from orchestrator.run.results import load_manifest
 from tests.helpers.inventory import write_inventory
 from tests.helpers.tools import missing
 from tests.integration.test_android_run import etfarm

@@ -174,6 +174,13 @@ def test_one_run_across_two_workers_writes_what_a_local_run_writes(
         # Progress streamed from the workers, printed like local progress.
         assert f"[{name}] tiny_cnn: run 2/2" in result.stderr
     dist_stats = _check_stats(out, ("host-a", "host-b"))
+    # The samples came back from the workers in memory and lie beside stats.csv, every one measured (results/samples.py)
+    from orchestrator.results.samples import read_samples
+
+    recorded = read_samples(out / "samples.npz")
+    assert recorded is not None and sorted(recorded.pairs()) == [("host-a", "tiny_cnn"), ("host-b", "tiny_cnn")]
+    assert all((found := recorded.pair(d, "tiny_cnn")) is not None and found.samples.duration_ms.size
+               == measured_samples(dist_stats[dist_stats["device"] == d]).sum() for d in ("host-a", "host-b"))
     # The artifacts went to each worker once; a second run ships nothing.
     assert result.stderr.count("sent 0 file(s)") == 0
     again = etfarm("run", "--scheduler", farm.address, "--devices", "host-a,host-b", "--model", TINY, *SMALL_RUN,

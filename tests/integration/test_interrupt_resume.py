@@ -210,6 +210,11 @@ def test_resume_after_sigkill_keeps_the_runs_recorded_before_it(tmp_path: Path) 
     assert model is not None and model.status == "ok"
     assert [r.label for r in model.runs] == [f"run-{k}" for k in range(1, RUNS + 1)]
     assert model.runs[0].execute_ms == killed.device("local").model("tiny_mlp").runs[0].execute_ms  # type: ignore[union-attr]
+    # the resumed job wrote the samples of every run, those from before the kill too (results/samples.py)
+    from orchestrator.results.samples import pair_samples
+
+    recorded = pair_samples(out / "samples.npz", "local", "tiny_mlp")
+    assert recorded is not None and recorded.samples.run_labels == tuple(f"run-{k}" for k in range(1, RUNS + 1))
 
     # Killed after its last run was recorded (the manifest still says running): resuming only closes the job.
     from dataclasses import replace

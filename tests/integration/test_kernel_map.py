@@ -26,7 +26,7 @@ from orchestrator.profiles.etdump import read_etdump
 from orchestrator.profiles.etdump_events import EventInfo, group_blocks
 from orchestrator.profiles.kernel_align import operator_family
 from orchestrator.profiles.kernel_map import KernelLink, load_kernel_program
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

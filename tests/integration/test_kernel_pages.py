@@ -18,7 +18,7 @@ import pytest
 from orchestrator.artifacts.modelspec import load_factory_result, parse_model_spec
 from orchestrator.profiles.kernel_align import operator_family
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

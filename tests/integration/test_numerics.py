@@ -13,7 +13,7 @@ import pytest
 from device_agents import DeviceSpec
 from orchestrator.numerics import Metric, analyze_run
 from orchestrator.profiles.debug_buffer import intermediate_bytes_per_execution
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from tests.helpers.inspector_numerics import assert_gaps_equal_inspector
 from tests.helpers.inventory import write_inventory
 
@@ -105,8 +105,8 @@ def test_numerics_cli_names_diverging_ops_and_exits_1(tmp_path: Path) -> None:
 def test_too_small_debug_buffer_is_a_clear_error(tmp_path: Path) -> None:
     from orchestrator.artifacts.modelspec import parse_model_spec
     from orchestrator.progress import Progress
+    from orchestrator.results.model import JobOptions
     from orchestrator.run.job import run_job
-    from orchestrator.run.results import JobOptions
 
     local = DeviceSpec("local", "host", str(tmp_path / "local"))
     options = JobOptions(runs=1, iterations=2, warmup=0, untraced_runs=0, intermediate_outputs=True, debug_buffer_size=4096)

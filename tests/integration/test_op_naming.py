@@ -21,7 +21,7 @@ import pytest
 
 from orchestrator.profiles.analysis_core import IDENTITY_COLUMNS, KERNEL_COLUMNS, LINK_COLUMNS, STATS_COLUMNS
 from orchestrator.profiles.stat_rows import CLEAN_COLUMNS
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

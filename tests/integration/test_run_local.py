@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from tests.helpers.inspector_stats import assert_stats_equal_inspector
 
 REPO = Path(__file__).resolve().parents[2]

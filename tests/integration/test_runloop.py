@@ -21,8 +21,8 @@ from device_agents import DeviceSpec, create_agent
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.profiles.stat_rows import read_stats_csv
 from orchestrator.progress import Progress
+from orchestrator.results.model import JobOptions, load_manifest
 from orchestrator.run.job import run_job
-from orchestrator.run.results import JobOptions, load_manifest
 from tests.helpers.busy import REALTIME_RUNNER, busy_loop, realtime_available
 from tests.helpers.tools import missing
 

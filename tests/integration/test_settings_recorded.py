@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.results.model import load_manifest
 from orchestrator.run.configuration import SETTINGS, UNKNOWN, model_settings
-from orchestrator.run.results import load_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 MLP = f"{REPO / 'configs' / 'models' / 'tiny_mlp.py'}:build"

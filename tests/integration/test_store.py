@@ -23,7 +23,7 @@ from device_agents import DeviceSpec
 from orchestrator.cache import write_json_atomic
 from orchestrator.emulate.sshd import start_sshd
 from orchestrator.profiles.analysis_core import collect_samples
-from orchestrator.run.results import ProcessRun, load_manifest
+from orchestrator.results.model import ProcessRun, load_manifest
 from orchestrator.store import open_store
 from orchestrator.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate, user_version
 from tests.helpers.inspector_stats import clean_executions

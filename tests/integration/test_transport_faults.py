@@ -23,7 +23,7 @@ from device_agents.ssh import SSHAgent
 from orchestrator.emulate.adbserver import AdbTestDevice
 from orchestrator.emulate.sshd import SshTestHost
 from orchestrator.errors import DeviceError
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from tests.helpers.docs_pages import fault_bounds, run_retry_bounds
 from tests.integration.testbed import descendant_pids
 

@@ -22,7 +22,7 @@ from orchestrator.artifacts import targets
 from orchestrator.artifacts.build import RunnerBuild, build_runner, read_build_info
 from orchestrator.artifacts.lowering import export_model
 from orchestrator.artifacts.modelspec import parse_model_spec
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from tests.helpers.inventory import write_inventory
 
 pytestmark = pytest.mark.slow

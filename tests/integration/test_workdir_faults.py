@@ -24,8 +24,8 @@ from device_agents.base import DeviceAgent
 from orchestrator.emulate.adbserver import AdbTestDevice
 from orchestrator.emulate.sshd import SshTestHost
 from orchestrator.errors import DeviceRefused
+from orchestrator.results.model import load_manifest
 from orchestrator.run.locks import REMOTE_LOCK_REL, remote_lock
-from orchestrator.run.results import load_manifest
 from tests.helpers.inventory import write_inventory
 
 REPO = Path(__file__).resolve().parents[2]

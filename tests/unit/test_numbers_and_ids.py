@@ -12,7 +12,7 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.errors import ConfigError, DataError
 from orchestrator.ids import checked_id, is_id
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from orchestrator.verdicts.night_record import read_marks
 from orchestrator.yamlfile import load_yaml
 

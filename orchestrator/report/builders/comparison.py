@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING
 from orchestrator.errors import EtfarmError
 from orchestrator.profiles.model_structure import StructureDiff, read_structure, structure_diff
 from orchestrator.profiles.op_identity import FRAMEWORK_EVENTS
-from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
+from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.builders.ops import op_group
 from orchestrator.report.builders.trust import WORRYING, trust_notes
 from orchestrator.report.model import ComparisonView, PairStructure, Report, StructureChange, TrustNote
-from orchestrator.run.results import load_manifest
-from orchestrator.run.rundir import STATS
+from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import Comparison, PairVerdict
 
 if TYPE_CHECKING:  # nightly imports the job engine; a page of `compare` must not pay for it
@@ -41,17 +41,18 @@ MODULES_LISTED = 6
 
 def comparison_view(comparison: Comparison, runs: Sequence[Report], title: str, output_dir: Path | None,
                     confirmations: Sequence[Confirmation] = (), notes: Sequence[str] = ()) -> ComparisonView:
-    cache: dict[Path, dict[tuple[str, str], tuple[StatRow, ...]]] = {}
+    records: dict[Path, RunRecord] = {}  # each run directory's files read once, however many pairs it has
+
+    def record(run_dir: Path | None) -> RunRecord | None:
+        return records.setdefault(run_dir, RunRecord(run_dir)) if run_dir is not None else None
 
     def rows(run_dir: Path | None, device: str, model: str) -> tuple[StatRow, ...] | None:
-        if run_dir is None:
-            return None
-        if run_dir not in cache:
-            cache[run_dir] = group_rows(read_stats_csv(run_dir / STATS))
-        return cache[run_dir].get((device, model))
+        found = record(run_dir)
+        return found.stats.get((device, model)) if found is not None else None
 
     structure = tuple(replace(pair_structure(p.device, p.model, rows(p.dir_a, p.device, p.model_a),
-                                             rows(p.dir_b, p.device, p.model_b)), model_diff=_model_diff(p))
+                                             rows(p.dir_b, p.device, p.model_b)),
+                              model_diff=_model_diff(p, record(p.dir_a), record(p.dir_b)))
                       for p in comparison.pairs)
     links = tuple((p.device, p.model, href) for p in comparison.pairs
                   if (href := _baseline_href(p, output_dir)))
@@ -72,13 +73,13 @@ def pair_structure(device: str, model: str, rows_a: Sequence[StatRow] | None,
                          tuple(m for m in mods_a if m not in mods_b)[:MODULES_LISTED], True)
 
 
-def _model_diff(pair: PairVerdict) -> StructureDiff | None:
+def _model_diff(pair: PairVerdict, record_a: RunRecord | None, record_b: RunRecord | None) -> StructureDiff | None:
     """A's model against B's from their ETRecords (shapes, parameters, dtypes) and the programs' sizes on the device;
     None when a side's run directory, manifest or ETRecord is gone or unreadable."""
     sides = []
-    for run_dir, model in ((pair.dir_a, pair.model_a), (pair.dir_b, pair.model_b)):
+    for record, model in ((record_a, pair.model_a), (record_b, pair.model_b)):
         try:
-            job = load_manifest(run_dir) if run_dir is not None else None
+            job = record.job if record is not None else None
         except EtfarmError:
             return None
         artifacts = job.model_artifacts(model) if job is not None else None

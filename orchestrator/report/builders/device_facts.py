@@ -9,7 +9,7 @@ from __future__ import annotations
 from device_agents.facts import AndroidFacts, shown
 from device_agents.facts import DeviceFacts as Described
 from orchestrator.report.model import DeviceFacts
-from orchestrator.run.results import DeviceResult
+from orchestrator.results.model import DeviceResult
 
 
 def device_facts(device: DeviceResult) -> DeviceFacts:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from orchestrator.run.results import Job
+from orchestrator.results.model import Job
 from orchestrator.store import open_store, store_path
 from orchestrator.store.history import HistoryPoint
 

@@ -2,7 +2,7 @@
 each decode step's latency (docs/architecture.md, "LLMs").
 
 Computed here once, as frozen data (report/model/llm.py), from the results model (each process run's
-generations: run/llm_figures.py) and the statistics' phase columns (profiles/phases.py);
+generations: results/llm_figures.py) and the statistics' phase columns (profiles/phases.py);
 report/page/llm.py turns it into page sections, which the HTML and Markdown renderers write out, and
 report/render/charts.py draws its per-step decode chart. One `LlmSection` per model that generated on
 some device, its devices in the report's order.
@@ -17,8 +17,8 @@ from orchestrator.profiles.source import op_where
 from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.builders.ops import below_resolution
 from orchestrator.report.model import LlmDevice, LlmSection, PhaseOp
-from orchestrator.run.llm_figures import llm_figures
-from orchestrator.run.results import Job
+from orchestrator.results.llm_figures import llm_figures
+from orchestrator.results.model import Job
 
 PHASE_OPS = 8  # ops per device and phase
 EXECUTE = "Method::execute"

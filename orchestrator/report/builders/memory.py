@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from orchestrator.report.model import MemoryRow
-from orchestrator.run.results import Job
+from orchestrator.results.model import Job
 
 
 def memory_rows(job: Job, devices: Sequence[str]) -> tuple[MemoryRow, ...]:

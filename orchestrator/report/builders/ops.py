@@ -4,7 +4,8 @@ group, and the ops side by side across devices (docs/architecture.md, "Reports")
 Across devices an op is joined by its identity (profiles/op_identity.py: module path, ATen op, occurrence),
 never by its kernel's name: XNNPACK names one convolution `... F32 IGEMM` on x86 and `... PF32 IGEMM` on
 aarch64. Each device's ratio to the baseline has its interval over process runs (ratios.py), from the
-op's per-run samples in the runs' ETDumps (verdicts/op_samples.py) when they are at hand.
+op's per-run samples: the run's samples file (results/samples.py), or its ETDumps where the run directory has none
+(verdicts/op_samples.py), when they are at hand.
 
 Every share is of the method's mean execute time; DELEGATE_CALL is left out when its delegate's
 kernels are listed (shares would count twice); an event under the timer's resolution is marked so
@@ -24,15 +25,17 @@ from orchestrator.profiles.source import telling_source_lines
 from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.builders.ratios import ratio_with_ci
 from orchestrator.report.model import DeviceOps, Interval, OpRatioRow, OpStat
-from orchestrator.run.results import ModelResult
+from orchestrator.results.model import ModelResult
+from orchestrator.run.rundir import SAMPLES
 from orchestrator.run.runner_contract import ETDUMP_NAME
-from orchestrator.verdicts.op_samples import read_op_samples
+from orchestrator.verdicts.op_samples import read_op_samples, recorded_op_samples
 
 TOP_OPS = 10  # slowest events listed per device
 RATIO_ROWS = 15  # events in the op x device ratio table
 GROUPS_SHOWN = 8  # op groups in the stacked chart; the rest joins "other"
 NOT_OPS = FRAMEWORK_NAMES
-# ETDumps read again for the op ratios' intervals up to this much per device (an LLM's run more: no interval).
+# A run directory without samples.npz: its ETDumps are read again for the op ratios' intervals up to this much per
+# device (an LLM's run more: no interval). With samples.npz there is no such cap: reading it is cheap.
 OP_RUNS_MAX_BYTES = 256 << 20
 KERNEL_RESOLUTION_MS = 0.001  # XNNPACK's kernel events are timed in whole microseconds
 
@@ -153,15 +156,22 @@ def _p50_below(op: OpStat) -> bool:
     return below_resolution(op.p50_ms, op.delegated)
 
 
-def device_op_runs(root: Path, result: ModelResult, rows: Sequence[StatRow]) -> dict[OpKey, list[Any]]:
-    """One device's per-op samples per traced process run, keyed as its rows' identities, from the runs' ETDumps
-    ({} when there are none, more than OP_RUNS_MAX_BYTES, or unreadable: the ratios then have no interval)."""
+def device_op_runs(root: Path, device: str, result: ModelResult, rows: Sequence[StatRow]) -> dict[OpKey, list[Any]]:
+    """One device's per-op samples per traced process run, keyed as its rows' identities, from the run's samples file,
+    else from the runs' ETDumps ({} when there are none, more than OP_RUNS_MAX_BYTES, or unreadable: the ratios then
+    have no interval)."""
+    identities = {row.key: row.identity for row in rows}
+    labels = [r.label for r in result.traced_runs]
+    recorded = recorded_op_samples([(root / SAMPLES, label) for label in labels], device, result.name, identities)
+    if labels and recorded is not None:
+        return {key: runs for key, (_, runs) in recorded.ops.items()}
+    # A run directory written before samples.npz: the ETDumps, read again.
     paths = [root / a for r in result.traced_runs for a in r.artifacts if Path(a).name == ETDUMP_NAME]
     paths = [p for p in paths if p.is_file()]
     if not paths or sum(p.stat().st_size for p in paths) > OP_RUNS_MAX_BYTES:
         return {}
     try:
-        found = read_op_samples(paths, {row.key: row.identity for row in rows})
+        found = read_op_samples(paths, identities)
     except EtfarmError:
         return {}
     return {key: runs for key, (_, runs) in found.ops.items()}

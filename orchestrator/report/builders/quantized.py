@@ -3,7 +3,7 @@
 For each model of a job lowered with export recipes (`--recipe fp32,int8-static`), grouped across its recipes:
 per device, each recipe's end-to-end p50 and its speed-up against the fp32 recipe with the 95 % interval of
 the report's one statistic (ratios.py: process runs resampled), the program's size, peak memory, and the
-accuracy its outputs paid against the fp32 eager model (run/accuracy.py); per device the same layers under
+accuracy its outputs paid against the fp32 eager model (results/accuracy.py); per device the same layers under
 each recipe (profiles/op_identity.py: the kernels of a module summed, whatever XNNPACK calls them) and their
 speed-ups; per quantized recipe, which layer loses accuracy (numerics/layer_accuracy.py). Computed once
 here into report/model/quantized.py's types; page/quantized.py lays it out and render/charts.py draws its
@@ -21,7 +21,7 @@ from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.builders.ops import below_resolution
 from orchestrator.report.builders.ratios import p50, ratio_with_ci
 from orchestrator.report.model import DeviceRecipes, LayerSpeed, RecipeGroup, RecipeRow
-from orchestrator.run.results import Job, ModelArtifacts, ModelResult
+from orchestrator.results.model import Job, ModelArtifacts, ModelResult
 
 EXECUTE_BLOCK = "Execute"
 

@@ -23,7 +23,7 @@ from orchestrator.numerics import analyze_run
 from orchestrator.numerics.model import NumericsReport
 from orchestrator.profiles.delegation import coverage
 from orchestrator.profiles.rollups import rollup
-from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
+from orchestrator.profiles.stat_rows import StatRow, group_rows
 from orchestrator.report.builders.claims import CLAIM_MARGIN, speed_claim
 from orchestrator.report.builders.device_facts import device_facts
 from orchestrator.report.builders.history import HISTORY_RUNS
@@ -49,11 +49,11 @@ from orchestrator.report.model import (
     ModelSection,
     Report,
 )
+from orchestrator.results.llm_figures import generation_key
+from orchestrator.results.model import DeviceResult, Job, ModelResult
+from orchestrator.results.record import RunRecord
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.configuration import Settings, configuration_label, varying_settings
-from orchestrator.run.llm_figures import generation_key
-from orchestrator.run.results import DeviceResult, Job, ModelResult, load_manifest
-from orchestrator.run.rundir import STATS
 from orchestrator.stats import BETWEEN_RUNS_LIMIT, WITHIN_RUN_LIMIT, coefficient_of_variation, median, percentile
 from orchestrator.store.history import HistoryPoint
 
@@ -64,7 +64,7 @@ METHODS = (
     "p50: numpy's linear median of every clean measured execution of the traced process runs (wall clock per "
     "execution, timed by the runner); p90 likewise. Every latency, ratio and headline on this page uses that p50.",
     "Clean: an execution whose threads waited for a CPU (run-queue wait, read by the runner) no longer than "
-    "max(50 us, 2 % of its time) (run/contention.py); the others are left out of every statistic and counted under "
+    "max(50 us, 2 % of its time) (results/contention.py); the others are left out of every statistic and counted under "
     "What to trust; when none was clean, all are used.",
     f"Ratios: p50 / p50. {CI_LEVEL:.0%} interval: cluster bootstrap ({RESAMPLES} resamples, seed {SEED}) that draws "
     "each side's process runs with replacement and pools their executions: the process run is the replication unit. "
@@ -89,7 +89,7 @@ METHODS = (
 )
 
 LLM_METHOD = (
-    "LLMs (run/llm_figures.py): time to first token, prefill and decode tokens/s are medians over every measured "
+    "LLMs (results/llm_figures.py): time to first token, prefill and decode tokens/s are medians over every measured "
     "generation of the traced process runs (decode tokens/s = generated tokens / decode time; \"no ETDump\": the "
     "untraced runs'); per-phase ops from the ETDump blocks of prefill calls and decode steps (profiles/phases.py), "
     "share = mean / that phase's Method::execute mean; RSS and PSS read after prefill and after decode.")
@@ -102,10 +102,9 @@ def build_report(
     history_runs: int = HISTORY_RUNS,
     numerics: NumericsReport | None = None,
 ) -> Report:
-    """The report of one run directory: its manifest and stats.csv, read from disk (`etfarm report DIR`)."""
-    root = Path(run_dir)
-    return build_job_report(load_manifest(root), root, read_stats_csv(root / STATS), baseline, history, history_runs,
-                            numerics)
+    """The report of one run directory: its manifest and stats.csv, read from its record (`etfarm report DIR`)."""
+    record = RunRecord(run_dir)
+    return build_job_report(record.job, record.root, record.all_rows, baseline, history, history_runs, numerics)
 
 
 def build_job_report(
@@ -229,11 +228,11 @@ def _model_section(
 def _op_runs(root: Path, present: Sequence[tuple[DeviceResult, ModelResult]],
              stats: Mapping[tuple[str, str], Sequence[StatRow]], name: str) -> dict[str, dict]:
     """Per device, its ops' samples per process run (for the op x device ratios' intervals)."""
-    return {d.name: device_op_runs(root, m, stats.get((d.name, name), ())) for d, m in present}
+    return {d.name: device_op_runs(root, d.name, m, stats.get((d.name, name), ())) for d, m in present}
 
 
 def _runs(model: ModelResult) -> list[tuple[float, ...]]:
-    """Each traced run's clean executions (run/contention.py); all of them when no execution of the model was clean."""
+    """Each traced run's clean executions (results/contention.py); all of them when no execution of the model was clean."""
     clean = [r.clean_execute_ms for r in model.traced_runs if r.clean_execute_ms]
     return clean or [r.execute_ms for r in model.traced_runs if r.execute_ms]
 

@@ -5,7 +5,7 @@ Per device and model of a job:
   `throttled`: the clocks dropped), each with its calibration delta, worded by
   run/calibration.py's `flag_text` exactly as the progress lines and the summary word it. They
   stay in the statistics (the numbers are what was measured); the flag says how far to trust them;
-- the executions left out of the statistics because they waited for a CPU (run/contention.py), with how
+- the executions left out of the statistics because they waited for a CPU (results/contention.py), with how
   contended the device was;
 - runs that are NOT in the statistics, and why: a try cut off and repeated (the device's
   `attempts`), the planned runs a partial model is missing, the untraced runs (only in the
@@ -20,9 +20,9 @@ from collections.abc import Iterable
 
 from orchestrator.report.builders.ratios import MIN_RUNS_FOR_INTERVAL, ratio_with_ci
 from orchestrator.report.model import Interval, TracerOverhead, TrustNote
+from orchestrator.results.contention import contention_text
+from orchestrator.results.model import Attempt, DeviceResult, Job, ModelResult
 from orchestrator.run.calibration import flag_text
-from orchestrator.run.contention import contention_text
-from orchestrator.run.results import Attempt, DeviceResult, Job, ModelResult
 
 # `etfarm devices emulate`: the device is qemu on a host; its figures say how etfarm works, not how fast the hardware is
 EMULATED_NOTE = ("an emulated device (qemu on a host, `etfarm devices emulate`): its timings are emulation, not the "

@@ -23,7 +23,7 @@ class Measure(StrEnum):
     DECODE_TOKENS_PER_S = "decode-tokens-per-s"  # bigger is better: github-benchmark's list takes ms per token
     ENERGY_UJ = "energy-per-inference"  # microjoules above idle per inference, its 95 % interval as low / high
     POWER_MW = "power"  # average power above idle while the model ran
-    # memory by owner after the executions (run/footprint.py Owners), bytes
+    # memory by owner after the executions (results/footprint.py Owners), bytes
     MEMORY_PROGRAM_BYTES = "memory-program"
     MEMORY_PLANNED_BYTES = "memory-planned"
     MEMORY_DELEGATE_BYTES = "memory-delegate"
@@ -31,7 +31,7 @@ class Measure(StrEnum):
     MEMORY_OTHER_BYTES = "memory-other"
 
 
-# Each owner of run/footprint.py's Owners and its measure.
+# Each owner of results/footprint.py's Owners and its measure.
 OWNER_MEASURES: dict[str, Measure] = {
     "program": Measure.MEMORY_PROGRAM_BYTES, "planned": Measure.MEMORY_PLANNED_BYTES,
     "delegate": Measure.MEMORY_DELEGATE_BYTES, "runtime": Measure.MEMORY_RUNTIME_BYTES,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.run.energy_figures import ModelEnergy
-from orchestrator.run.footprint import ModelMemory
+from orchestrator.results.energy_figures import ModelEnergy
+from orchestrator.results.footprint import ModelMemory
 
 
 @dataclass(frozen=True)
@@ -18,5 +18,5 @@ class MemoryRow:
     pss_kb: int | None
     planned_bytes: int | None
     program_bytes: int | None
-    by_owner: ModelMemory | None = None  # memory by owner (run/footprint.py), since issue 39
+    by_owner: ModelMemory | None = None  # memory by owner (results/footprint.py), since issue 39
     energy: ModelEnergy | None = None  # energy per inference, or why none (run/energy/)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from orchestrator.numerics.layer_accuracy import LayerAccuracy
-from orchestrator.run.accuracy import Accuracy
+from orchestrator.results.accuracy import Accuracy
 
 if TYPE_CHECKING:  # report.py's Report holds these groups: its Interval is only named here
     from orchestrator.report.model.report import Interval

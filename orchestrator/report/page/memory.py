@@ -5,7 +5,7 @@ from __future__ import annotations
 from orchestrator.report.formats import fmt_kib, format_bytes
 from orchestrator.report.model import MemoryRow
 from orchestrator.report.page.blocks import Block, Figure, Paragraph, RunView, Section, Table, muted, text
-from orchestrator.run.footprint import OWNERS
+from orchestrator.results.footprint import OWNERS
 
 HEADERS = ("model", "device", "peak RSS", "PSS after load", "PSS", "planned", "program")
 OWNER_HEADERS = ("model", "device", *OWNERS, "owners / peak", "energy per inference", "average power")

@@ -25,7 +25,7 @@ from orchestrator.report.page.blocks import (
     strong,
     text,
 )
-from orchestrator.run.accuracy import Accuracy
+from orchestrator.results.accuracy import Accuracy
 
 CHART_KIND = "latency-accuracy"  # render/charts.py draws it per group, by the group's name
 

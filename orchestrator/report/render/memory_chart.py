@@ -1,6 +1,6 @@
 """Memory by owner as a stacked bar per device and model (a recipe is a model of its own: `mlp-int8-static`).
 
-Each bar is one (device, model)'s split after its measured executions (run/footprint.py): program, planned,
+Each bar is one (device, model)'s split after its measured executions (results/footprint.py): program, planned,
 delegate, runtime, other, in MiB, with the peak RSS as a tick, so the owners' sum and the peak are seen side by
 side (fp32 against int8: the delegate's packed weights shrink). Hover text gives each owner in bytes and whether it
 was counted or measured as a delta. matplotlib is imported in charts.py's helpers only.
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from orchestrator.report.model import MemoryRow, Report
 from orchestrator.report.page.blocks import Chart, Charts
 from orchestrator.report.render.charts import WIDTH_IN, _figure, _setup, _svg
-from orchestrator.run.footprint import OWNERS
+from orchestrator.results.footprint import OWNERS
 
 KIND = "memory-owners"  # Charts.of(MEMORY_CHART_MODEL, KIND)
 MEMORY_CHART_MODEL = ""  # not one model's: the whole run's

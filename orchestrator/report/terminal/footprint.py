@@ -1,6 +1,6 @@
 """Memory by owner and energy per inference in the terminal (issue 39): the summary's words, `history`'s table.
 
-Formatting only, light (no numpy): the figures come from the results model (run/footprint.py, run/energy/) and,
+Formatting only, light (no numpy): the figures come from the results model (results/footprint.py, run/energy/) and,
 for `history`, from the store's typed points (store/footprint_rows.py)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 from orchestrator.report.formats import format_bytes
 from orchestrator.report.terminal.table import format_table
-from orchestrator.run.energy_figures import ModelEnergy
-from orchestrator.run.footprint import OWNERS
-from orchestrator.run.results import ModelResult
+from orchestrator.results.energy_figures import ModelEnergy
+from orchestrator.results.footprint import OWNERS
+from orchestrator.results.model import ModelResult
 from orchestrator.store import StoredJob
 
 MIB = float(1 << 20)

@@ -17,9 +17,9 @@ from orchestrator.report.formats import fmt_ms
 from orchestrator.report.terminal.footprint import footprint_history_table
 from orchestrator.report.terminal.llm_history import llm_history_table
 from orchestrator.report.terminal.table import format_table
+from orchestrator.results.model import Job, ModelResult
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.configuration import Settings, configuration_label, varying_settings
-from orchestrator.run.results import Job, ModelResult
 from orchestrator.stats import percentile
 from orchestrator.store import HistoryPoint, StoredJob
 from orchestrator.verdicts.recorded import WRONG_OUTPUTS

@@ -1,6 +1,6 @@
 """The printed summary of LLMs: time to first token, tokens per second, memory, and the ops of each phase.
 
-Formatting only: the figures come from run/llm_figures.py (over the process runs' generations)
+Formatting only: the figures come from results/llm_figures.py (over the process runs' generations)
 and the phase columns of the statistics (profiles/phases.py). `llm_lines` is one line per
 (device, model) that generated; `phase_tables` lists, per model and device, the ops that take the
 most time per forward call in prefill and in decode, with their share of that phase's
@@ -18,8 +18,8 @@ from orchestrator.report.builders.ops import below_resolution
 from orchestrator.report.escape import terminal_text
 from orchestrator.report.formats import clip, fmt_kib, fmt_ms, fmt_percent, fmt_rate, op_ms
 from orchestrator.report.terminal.table import format_table
-from orchestrator.run.llm_figures import LlmFigures, llm_figures
-from orchestrator.run.results import Job
+from orchestrator.results.llm_figures import LlmFigures, llm_figures
+from orchestrator.results.model import Job
 from orchestrator.verdicts.compare import PairVerdict
 from orchestrator.verdicts.statistics import Verdict
 

@@ -12,9 +12,9 @@ from orchestrator.report.escape import terminal_text
 from orchestrator.report.formats import clip, fmt_ms, fmt_percent, format_bytes, tracer_cost
 from orchestrator.report.terminal.footprint import footprint_text
 from orchestrator.report.terminal.table import format_table, timed
+from orchestrator.results.contention import contention_text
+from orchestrator.results.model import DeviceResult, Job
 from orchestrator.run.calibration import flag_text
-from orchestrator.run.contention import contention_text
-from orchestrator.run.results import DeviceResult, Job
 from orchestrator.stats import percentile
 
 NOT_OPERATORS = (*FRAMEWORK_EVENTS, *HIDDEN_WHEN_PRINTING)  # shown in the method summary or hidden, not among the operators

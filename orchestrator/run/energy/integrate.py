@@ -15,8 +15,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from orchestrator.results.energy_figures import EnergyPhase, ModelEnergy, RailEnergy
 from orchestrator.run.energy.sensors import Kind, Reading
-from orchestrator.run.energy_figures import EnergyPhase, ModelEnergy, RailEnergy
 
 __all__ = ["PhaseSamples", "Sample", "energy_uj", "phase_energy", "summarize"]
 

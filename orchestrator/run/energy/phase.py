@@ -19,13 +19,13 @@ from dataclasses import dataclass, replace
 from device_agents.base import DeviceAgent
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.errors import EtfarmError
+from orchestrator.results.energy_figures import ModelEnergy
+from orchestrator.results.job_config import JobOptions
+from orchestrator.results.model import DeviceResult
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.energy.integrate import PhaseSamples, Sample, summarize
 from orchestrator.run.energy.sensors import DETECT_COMMAND, NO_SENSOR, SENSORS, Sensor
-from orchestrator.run.energy_figures import ModelEnergy
-from orchestrator.run.job_config import JobOptions
 from orchestrator.run.launch import Launch
-from orchestrator.run.results import DeviceResult
 from orchestrator.run.runner_contract import RunnerInvocation, parse_result
 from orchestrator.run.schedule import Order
 from orchestrator.run.stager import Staged

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from orchestrator.cache import write_json_atomic
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store
 from orchestrator.verdicts.noise import estimate_replicate_floor
 from tests.integration.verdicts.pinned import etfarm, mlp_variants, pinned_inventory

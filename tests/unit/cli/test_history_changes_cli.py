@@ -10,7 +10,7 @@ import pytest
 
 from orchestrator.cache import write_json_atomic
 from orchestrator.cli import main
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from tests.unit.store.rundirs import make_run_dir
 
 
@@ -47,7 +47,7 @@ def test_runs_flagged_interfered_are_left_out_of_changes_and_marked(tmp_path: Pa
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """The issue's case: one job shared the cores (its runs flagged interfered by the calibration) and measured
     1.77x; it is left out of --changes (and named as left out), and `history` marks it and shows the backend."""
-    from orchestrator.run.results import RunFlag
+    from orchestrator.results.model import RunFlag
 
     levels = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.77, 1.0, 1.01, 0.99, 1.0, 1.02]
     paths = [run_at(tmp_path / "runs", i, level) for i, level in enumerate(levels)]

@@ -7,8 +7,8 @@ from typing import Any
 
 from orchestrator.farm.executor import inside
 from orchestrator.farm.streamed import AnnouncingRunDirectory, StreamedRuns, read_files, run_event
+from orchestrator.results.model import DeviceResult, DeviceStatus, JobConfig, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.device_record import DeviceRecord
-from orchestrator.run.results import DeviceResult, DeviceStatus, JobConfig, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.rundir import RunDirectory
 
 

@@ -17,7 +17,7 @@ from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.farm.dask import FarmDevice, FarmOptions
 from orchestrator.farm.executor import FarmExecutor
 from orchestrator.farm.task import TaskRequest, task_build
-from orchestrator.run.results import DeviceStatus
+from orchestrator.results.model import DeviceStatus
 from tests.unit.run.test_job_status import FakeFarm, _run, stubbed  # noqa: F401 - `stubbed` is a fixture
 
 LAUNCHER = ("./lib/ld-linux-aarch64.so.1", "--library-path", "./lib")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orchestrator.farm.tries import FIRST_STEP, Tries, step_event
-from orchestrator.run.results import Attempt
+from orchestrator.results.model import Attempt
 
 
 def _tries() -> tuple[Tries, list[tuple[str, Attempt]]]:

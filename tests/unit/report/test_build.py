@@ -174,7 +174,7 @@ def test_building_a_report_draws_nothing(tmp_path: Path) -> None:
 def test_android_product_from_describe_facts(tmp_path: Path) -> None:
     from device_agents.facts import DeviceFacts
     from orchestrator.report.builders.device_facts import device_facts
-    from orchestrator.run.results import DeviceResult
+    from orchestrator.results.model import DeviceResult
 
     facts = DeviceFacts.parse("abi=aarch64\nandroid.product.model=Pixel 8\nandroid.product.manufacturer=Google\n"
                               "android.build.version.release=15\n")

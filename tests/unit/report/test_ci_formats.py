@@ -15,8 +15,8 @@ from orchestrator.report.builders.report import build_report
 from orchestrator.report.model import MemoryRow, Report
 from orchestrator.report.model.ci import Measure
 from orchestrator.report.render.ci import render_bmf, render_github_benchmark, render_hud
-from orchestrator.run.energy_figures import ModelEnergy
-from orchestrator.run.footprint import ModelMemory, Owners
+from orchestrator.results.energy_figures import ModelEnergy
+from orchestrator.results.footprint import ModelMemory, Owners
 from tests.helpers.synthetic_run import make_run_dir
 
 # Bencher's published JSON Schema of the Bencher Metric Format (bencher.dev/docs/reference/bencher-metric-format).

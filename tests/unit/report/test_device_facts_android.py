@@ -6,8 +6,8 @@ import pytest
 
 from device_agents.facts import DeviceFacts, RunnerFacts
 from orchestrator.report.builders.device_facts import device_facts
-from orchestrator.run.conditions import DeviceState
-from orchestrator.run.results import DeviceResult, ModelResult, ModelStatus, ProcessRun
+from orchestrator.results.conditions import DeviceState
+from orchestrator.results.model import DeviceResult, ModelResult, ModelStatus, ProcessRun
 
 PHONE_TEXT = """abi=aarch64
 cores=9
@@ -52,8 +52,8 @@ def test_a_device_reporting_garbage_is_shown_as_it_said_and_breaks_no_reader() -
     facts shows or skips them, none fails on them."""
     from device_agents.facts import DeviceFacts
     from orchestrator.cli.devices import _facts_line
+    from orchestrator.results.conditions import max_temperature_c
     from orchestrator.run.affinity import NoClusters, resolve
-    from orchestrator.run.conditions import max_temperature_c
     from tests.unit.device_agents.test_facts import HOSTILE
 
     facts = DeviceFacts.parse(HOSTILE)

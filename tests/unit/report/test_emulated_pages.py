@@ -11,8 +11,8 @@ from orchestrator.report.dashboard.pages import configuration
 from orchestrator.report.page.sections import run_page
 from orchestrator.report.render.markdown import render_markdown
 from orchestrator.report.terminal.summary import wall_clock_lines
+from orchestrator.results.model import load_manifest
 from orchestrator.run.configuration import configuration_label, model_settings
-from orchestrator.run.results import load_manifest
 from orchestrator.verdicts.compare import compare_jobs
 from orchestrator.verdicts.likeness import SeriesKey
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings

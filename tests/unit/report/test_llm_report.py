@@ -15,7 +15,7 @@ from orchestrator.report.render.charts import report_charts
 from orchestrator.report.render.html import render_html
 from orchestrator.report.render.markdown import render_markdown
 from orchestrator.report.terminal.llm import llm_lines, phase_tables
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from tests.unit.store.test_llm_store import llm_run_dir
 
 
@@ -55,7 +55,7 @@ def test_the_section_puts_devices_side_by_side_with_the_phases_and_a_step_chart(
     groups = charts.of("mlp", "op-groups")
     assert groups is not None and "per forward call" in groups.svg and "per execution" not in groups.svg
     assert "<script>alert" not in html and "&lt;script&gt;alert" in html  # names are escaped
-    assert "LLMs (run/llm_figures.py)" in html  # how the figures were computed
+    assert "LLMs (results/llm_figures.py)" in html  # how the figures were computed
     markdown = render_markdown(run_page(report, charts), "charts")
     markdown = markdown[markdown.index("### LLMs"):markdown.index("### Memory")]  # the page's one escaping rule
     assert "#### Model `mlp`" in markdown and "![mlp: per-step decode latency](charts/mlp-decode-steps.svg)" in markdown

@@ -122,7 +122,7 @@ def test_the_run_hooks_warning_never_calls_a_failed_jobs_results_complete(tmp_pa
     """A disk that filled mid-run: the report fails too, and its warning used to say "are complete"."""
     from dataclasses import replace
 
-    from orchestrator.run.results import JobStatus, load_manifest
+    from orchestrator.results.model import JobStatus, load_manifest
 
     run = make_run_dir(tmp_path / "run", devices=("a",))
     (run / REPORT_HTML).mkdir()  # the report cannot be written there

@@ -20,7 +20,7 @@ from orchestrator.report.page.comparison import comparison_page
 from orchestrator.report.page.sections import run_page
 from orchestrator.report.render.html import render_html
 from orchestrator.report.terminal.summary import summary
-from orchestrator.run.results import RunFlag, load_manifest
+from orchestrator.results.model import RunFlag, load_manifest
 from orchestrator.store import open_store
 from orchestrator.verdicts.compare import compare_against
 from tests.helpers.synthetic_run import make_run_dir

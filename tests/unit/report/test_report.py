@@ -2,7 +2,7 @@ from dataclasses import replace
 
 from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.terminal.summary import format_table, summary, wall_clock_lines
-from orchestrator.run.results import (
+from orchestrator.results.model import (
     DeviceResult,
     DeviceStatus,
     Job,
@@ -94,7 +94,7 @@ def test_every_public_name_of_a_subpackage_resolves_to_what_it_names() -> None:
 
 
 def test_wall_clock_lines_show_memory_cold_load_and_flags() -> None:
-    from orchestrator.run.results import RunFlag
+    from orchestrator.results.model import RunFlag
 
     runs = (ProcessRun("run-1", True, (1.0,), load_ms=9.0, cold=True, peak_rss_kb=7 * 1024, planned_memory_bytes=1536,
                        program_bytes=3 << 20),

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from orchestrator.report.builders.trust import trust_notes
-from orchestrator.run.job_config import JobConfig
-from orchestrator.run.results import Attempt, DeviceResult, DeviceStatus, Job, JobStatus
+from orchestrator.results.job_config import JobConfig
+from orchestrator.results.model import Attempt, DeviceResult, DeviceStatus, Job, JobStatus
 
 
 def test_a_failed_try_is_said_to_be_tried_again_only_when_it_was() -> None:

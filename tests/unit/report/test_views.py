@@ -1,4 +1,4 @@
-"""report/terminal/views.py: the `run --json` document, derived from the results model's one JSON form (run/codec.py)."""
+"""report/terminal/views.py: the `run --json` document, derived from the results model's one JSON form (results/codec.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from device_agents.facts import DeviceFacts
 from orchestrator.errors import Blame, one_line
 from orchestrator.report.terminal.views import job_view, json_text
-from orchestrator.run.results import (
+from orchestrator.results.model import (
     DeviceResult,
     DeviceStatus,
     Job,

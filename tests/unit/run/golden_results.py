@@ -1,6 +1,6 @@
 """A results model with every field set (and the edge cases of reading), shared by the manifest golden test.
 
-`rich_job()` sets every field of every class of run/results.py to a non-default value, so a field
+`rich_job()` sets every field of every class of results/model.py to a non-default value, so a field
 written in the wrong place, under another key or in another order changes the golden JSON.
 `READ_CASES` are manifest fragments the reader must keep accepting (keys missing, nulls, old files).
 """
@@ -12,10 +12,10 @@ from typing import Any
 from device_agents.facts import DeviceFacts
 from orchestrator.artifacts.recipes import RecipeInfo
 from orchestrator.errors import Blame
-from orchestrator.run.accuracy import Accuracy
-from orchestrator.run.conditions import DeviceState
-from orchestrator.run.contention import Contention
-from orchestrator.run.results import (
+from orchestrator.results.accuracy import Accuracy
+from orchestrator.results.conditions import DeviceState
+from orchestrator.results.contention import Contention
+from orchestrator.results.model import (
     Attempt,
     DeviceResult,
     DeviceStatus,

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.artifacts.tensorfile import write_tensors
-from orchestrator.run.accuracy import compare_outputs, output_accuracy, snr_db
+from orchestrator.results.accuracy import compare_outputs, output_accuracy, snr_db
 
 
 def test_snr_is_signal_power_over_error_power_in_db() -> None:

@@ -16,8 +16,8 @@ from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.artifacts.pte_info import check_program
 from orchestrator.artifacts.tensorfile import write_tensors
 from orchestrator.errors import DataError
+from orchestrator.results.job_config import JobOptions
 from orchestrator.run.belonging import check_beside
-from orchestrator.run.job_config import JobOptions
 from orchestrator.run.sweep import sweep_models
 from tests.helpers.etdumps import PORTABLE, XNNPACK, real_model
 

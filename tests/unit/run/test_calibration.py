@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from device_agents.facts import DeviceFacts
+from orchestrator.results.conditions import DeviceState
+from orchestrator.results.model import ProcessRun, RunFlag
 from orchestrator.run.calibration import SLOWDOWN_THRESHOLD, flag_runs
-from orchestrator.run.conditions import DeviceState
-from orchestrator.run.results import ProcessRun, RunFlag
 
 
 def run(label: str, before: float | None, after: float | None, khz: int | None = None, thermal: int | None = None) -> ProcessRun:
@@ -50,8 +50,8 @@ def test_progress_lines_and_the_summary_come_from_one_rule() -> None:
     (the untraced run) moves the reference. The news after each run, replayed, ends in exactly what the summary
     says: every flagged run with its final figure, run 1 included."""
     from orchestrator.report.terminal.summary import wall_clock_lines
+    from orchestrator.results.model import DeviceResult, DeviceStatus, Job, JobConfig, JobStatus, ModelResult, ModelStatus
     from orchestrator.run.calibration import flag_news, flag_text
-    from orchestrator.run.results import DeviceResult, DeviceStatus, Job, JobConfig, JobStatus, ModelResult, ModelStatus
 
     order = [("m", run("run-1", 15.0, 15.8)), ("m", run("run-2", 14.0, 14.2)), ("m", run("run-3", 15.2, 15.3)),
              ("m", run("e2e-1", 10.0, 10.1))]

@@ -1,8 +1,8 @@
 import pytest
 
 from device_agents.facts import DeviceFacts
-from orchestrator.run.conditions import COOLDOWN_POLL_SEC, CoolDown, DeviceState, Gate, cool_down, max_temperature_c
-from orchestrator.run.results import ModelResult, ModelStatus, ProcessRun
+from orchestrator.results.conditions import COOLDOWN_POLL_SEC, CoolDown, DeviceState, Gate, cool_down, max_temperature_c
+from orchestrator.results.model import ModelResult, ModelStatus, ProcessRun
 from orchestrator.stats import coefficient_of_variation
 
 

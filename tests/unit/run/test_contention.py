@@ -1,10 +1,10 @@
-"""run/contention.py: the one rule that drops contended executions, and what a model reports of it."""
+"""results/contention.py: the one rule that drops contended executions, and what a model reports of it."""
 
 from __future__ import annotations
 
 import pytest
 
-from orchestrator.run.contention import (
+from orchestrator.results.contention import (
     WAIT_FLOOR_MS,
     WAIT_SHARE,
     Contention,
@@ -13,7 +13,7 @@ from orchestrator.run.contention import (
     contention_summary,
     wait_bound_ms,
 )
-from orchestrator.run.results import ModelResult, ModelStatus, ProcessRun
+from orchestrator.results.model import ModelResult, ModelStatus, ProcessRun
 
 
 def test_the_bound_is_the_floor_for_short_executions_and_a_share_for_long_ones() -> None:
@@ -71,7 +71,7 @@ def test_a_model_without_measurements_reports_none() -> None:
 
 
 def test_how_contention_is_worded() -> None:
-    from orchestrator.run.contention import contention_text
+    from orchestrator.results.contention import contention_text
 
     summary = ContentionSummary(executions=80, contended=40, wait_ms_p50=0.177, wait_ms_max=23.1, cpu_over_wall=0.48)
     assert contention_text(summary) == ("40 of 80 executions waited for a CPU (50%), wait p50 0.177 ms, max 23.1 ms; "

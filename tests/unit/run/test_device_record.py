@@ -7,8 +7,7 @@ from pathlib import Path
 
 from device_agents.facts import DeviceFacts
 from orchestrator.errors import Blame, DeviceError
-from orchestrator.run.device_record import DeviceRecord
-from orchestrator.run.results import (
+from orchestrator.results.model import (
     Attempt,
     DeviceResult,
     DeviceStatus,
@@ -17,6 +16,7 @@ from orchestrator.run.results import (
     ModelStatus,
     load_manifest,
 )
+from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.rundir import RunDirectory
 
 

@@ -1,4 +1,4 @@
-"""run/footprint.py: the runner's memory object checked, and which run a model's memory by owner comes from."""
+"""results/footprint.py: the runner's memory object checked, and which run a model's memory by owner comes from."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.run.footprint import RunnerMemory, model_memory
-from orchestrator.run.results import ProcessRun
+from orchestrator.results.footprint import RunnerMemory, model_memory
+from orchestrator.results.model import ProcessRun
 
 
 def split(delegate: int, peak: int, other: int = 5 << 20) -> dict[str, int]:

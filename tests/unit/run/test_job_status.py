@@ -38,13 +38,7 @@ from orchestrator.farm.executor import FarmExecutor
 from orchestrator.farm.task import TaskReply, TaskRequest
 from orchestrator.profiles.stat_rows import ModelStats, StatRow
 from orchestrator.progress import Progress
-from orchestrator.run import job as engine
-from orchestrator.run import job_stats, local_executor
-from orchestrator.run.executor import JobContext
-from orchestrator.run.heartbeat import Heartbeat
-from orchestrator.run.job import JobResult, run_job_on
-from orchestrator.run.local_executor import LocalExecutor
-from orchestrator.run.results import (
+from orchestrator.results.model import (
     DeviceResult,
     DeviceStatus,
     JobOptions,
@@ -55,6 +49,12 @@ from orchestrator.run.results import (
     VerificationStatus,
     load_manifest,
 )
+from orchestrator.run import job as engine
+from orchestrator.run import job_stats, local_executor
+from orchestrator.run.executor import JobContext
+from orchestrator.run.heartbeat import Heartbeat
+from orchestrator.run.job import JobResult, run_job_on
+from orchestrator.run.local_executor import LocalExecutor
 from tests.helpers.pte_programs import forward_program
 
 # (how each device ends, host disk full at stats.csv) -> (the job's status, its exit code)

@@ -1,5 +1,5 @@
 """The runner's result in generation mode and PSS: the `llm` object typed and checked against what was asked
-(runner_contract.py), kept per process run (results.ProcessRun.llm), summarised (run/llm_figures.py)."""
+(runner_contract.py), kept per process run (results.ProcessRun.llm), summarised (results/llm_figures.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from orchestrator.artifacts.generation import GenerationArgs
 from orchestrator.errors import DataError
-from orchestrator.run.llm_figures import DECODE_RATE, TTFT, llm_figures, metric_runs
-from orchestrator.run.results import ProcessRun
+from orchestrator.results.llm_figures import DECODE_RATE, TTFT, llm_figures, metric_runs
+from orchestrator.results.model import ProcessRun
 from orchestrator.run.runner_contract import RunnerInvocation, parse_result
 
 ASKED = GenerationArgs(prompt_len=4, gen_len=3, prompt_seed=7)

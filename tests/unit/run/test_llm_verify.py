@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from orchestrator.results.model import ProcessRun, VerificationStatus
 from orchestrator.run.llm_verify import verify_generations
-from orchestrator.run.results import ProcessRun, VerificationStatus
 from tests.helpers.llm_figures import llm_run
 
 

@@ -1,4 +1,4 @@
-"""run/codec.py + run/results.py: the manifest is written from the dataclass fields, byte for byte as before.
+"""results/codec.py + results/model.py: the manifest is written from the dataclass fields, byte for byte as before.
 
 `manifest_golden.json` was written by the hand-kept `to_dict`s this replaced (every field set,
 keys in the order they wrote them, as `history show --json` prints them); the reads below are
@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 import pytest
 
 from orchestrator.errors import DataError
-from orchestrator.run.codec import FLAT, KEYED, Layout, decode, encode
-from orchestrator.run.results import (
+from orchestrator.results.codec import FLAT, KEYED, Layout, decode, encode
+from orchestrator.results.model import (
     Attempt,
     DeviceResult,
     Job,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.cache import write_json_atomic
-from orchestrator.run.results import (
+from orchestrator.results.model import (
     DeviceResult,
     DeviceStatus,
     Job,

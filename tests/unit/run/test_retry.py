@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.errors import CommandFailed, DataError, DeviceError, DeviceRefused
-from orchestrator.run.results import Attempt, DeviceResult, DeviceStatus
+from orchestrator.results.model import Attempt, DeviceResult, DeviceStatus
 from orchestrator.run.retry import RetryPolicy, retryable, with_retries
 
 FAST = RetryPolicy(attempts=3, budget_s=10.0, first_wait_s=0.01, max_wait_s=0.02)

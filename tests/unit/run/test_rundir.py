@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from device_agents.facts import DeviceFacts
-from orchestrator.run.conditions import DeviceState
-from orchestrator.run.results import (
+from orchestrator.results.conditions import DeviceState
+from orchestrator.results.model import (
     DeviceResult,
     DeviceStatus,
     JobConfig,
@@ -43,7 +43,7 @@ def test_the_job_in_memory_reads_as_its_manifest(tmp_path: Path) -> None:
 
 
 def test_room_is_held_back_while_the_job_runs_and_given_back_at_its_end(tmp_path: Path) -> None:
-    from orchestrator.run.results import JobStatus
+    from orchestrator.results.model import JobStatus
     from orchestrator.run.rundir import RESERVE, RESERVE_MIN_BYTES
 
     rundir = RunDirectory.create(tmp_path / "run", JobConfig(("local",), ("m.py:f",), "xnnpack"))
@@ -59,8 +59,8 @@ def test_a_disk_that_filled_mid_run_still_gets_the_jobs_end(tmp_path: Path, monk
     said once; the last write uses the room given back, so the manifest never stays `running`."""
     import errno
 
+    from orchestrator.results.model import JobStatus
     from orchestrator.run import rundir as module
-    from orchestrator.run.results import JobStatus
 
     rundir = RunDirectory.create(tmp_path / "run", JobConfig(("local",), ("m.py:f",), "xnnpack"))
     reserve = rundir.root / module.RESERVE

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from orchestrator.errors import DataError
-from orchestrator.run.contention import Contention
-from orchestrator.run.results import ProcessRun
+from orchestrator.results.contention import Contention
+from orchestrator.results.model import ProcessRun
 from orchestrator.run.runner_contract import RunnerResult, parse_result
 from tests.unit.run.test_runner_contract import INVOCATION, SOURCE, printed, stdout
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from orchestrator.errors import Blame, DataError
-from orchestrator.run.results import ProcessRun
+from orchestrator.results.model import ProcessRun
 from orchestrator.run.runner_contract import (
     MAX_TIME_MS,
     RunnerInvocation,
@@ -53,7 +53,7 @@ def test_a_good_line_is_typed_field_for_field_and_kept_as_printed() -> None:
 
 
 def test_the_memory_object_is_typed() -> None:
-    """Since issue 39: memory by owner (run/footprint.py), kept in result.json as printed."""
+    """Since issue 39: memory by owner (results/footprint.py), kept in result.json as printed."""
     split = {"program": 100, "planned": 8, "delegate": 300, "runtime": 6, "other": 50, "rss": 400, "peak_rss": 470}
     memory = {"counted": ["program", "planned", "runtime"], "delta": ["delegate", "other"], "source": "statm",
               "delegated": True, "load": split, "end": split}

@@ -12,11 +12,11 @@ from device_agents import DeviceSpec
 from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.errors import Blame
 from orchestrator.progress import Progress
+from orchestrator.results.model import DeviceStatus, JobConfig, JobOptions
 from orchestrator.run.executor import JobContext
 from orchestrator.run.job_stats import JobStats
 from orchestrator.run.lease import DeviceLease
 from orchestrator.run.plan import JobPlan
-from orchestrator.run.results import DeviceStatus, JobConfig, JobOptions
 from orchestrator.run.rundir import RunDirectory
 from orchestrator.run.session import DeviceSession
 

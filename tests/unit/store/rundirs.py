@@ -7,8 +7,8 @@ from pathlib import Path
 from device_agents.facts import DeviceFacts
 from orchestrator.cache import write_json_atomic
 from orchestrator.errors import Blame
-from orchestrator.run.conditions import DeviceState
-from orchestrator.run.results import (
+from orchestrator.results.conditions import DeviceState
+from orchestrator.results.model import (
     DeviceResult,
     DeviceStatus,
     Job,

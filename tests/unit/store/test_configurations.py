@@ -15,7 +15,7 @@ from orchestrator.cache import write_json_atomic
 from orchestrator.cli import main
 from orchestrator.report.builders.report import build_report
 from orchestrator.report.render.charts import report_charts
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store
 from tests.unit.store.rundirs import make_run_dir
 

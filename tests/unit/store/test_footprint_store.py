@@ -8,9 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.cache import write_json_atomic
-from orchestrator.run.energy_figures import EnergyPhase, ModelEnergy, RailEnergy
-from orchestrator.run.footprint import Footprint, ModelMemory, Owners
-from orchestrator.run.results import load_manifest
+from orchestrator.results.energy_figures import EnergyPhase, ModelEnergy, RailEnergy
+from orchestrator.results.footprint import Footprint, ModelMemory, Owners
+from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store
 from tests.unit.store.rundirs import make_run_dir
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from orchestrator.cache import write_json_atomic
 from orchestrator.report.terminal.history import history_table, run_details
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store
 from tests.helpers.llm_figures import llm_run
 from tests.unit.store.rundirs import make_run_dir

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from orchestrator.artifacts.recipes import RecipeInfo
 from orchestrator.cache import write_json_atomic
-from orchestrator.run.accuracy import Accuracy
-from orchestrator.run.results import load_manifest
+from orchestrator.results.accuracy import Accuracy
+from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store
 from tests.unit.store.rundirs import make_run_dir
 

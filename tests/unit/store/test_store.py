@@ -10,7 +10,7 @@ import pytest
 
 from orchestrator.errors import DataError, UsageError
 from orchestrator.profiles.analysis_core import collect_samples
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store, resolve_run, store_path
 from tests.unit.store.rundirs import make_run_dir
 

@@ -14,7 +14,7 @@ from device_agents import DeviceSpec
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.errors import UsageError
 from orchestrator.progress import Progress
-from orchestrator.run.results import (
+from orchestrator.results.model import (
     DeviceResult,
     DeviceStatus,
     Job,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.run.accuracy import Accuracy
+from orchestrator.results.accuracy import Accuracy
 from orchestrator.verdicts.accuracy import SNR_DROP_DB, accuracy_verdict
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from orchestrator.errors import Blame
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
-from orchestrator.run.results import VerificationStatus
+from orchestrator.results.model import VerificationStatus
 from orchestrator.verdicts.compare import (
     Comparison,
     PairVerdict,

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.report.terminal.verdicts import verdict_table
-from orchestrator.run.codec import encode
-from orchestrator.run.footprint import Footprint, ModelMemory, Owners
+from orchestrator.results.codec import encode
+from orchestrator.results.footprint import Footprint, ModelMemory, Owners
 from orchestrator.verdicts.compare import compare_jobs
 from orchestrator.verdicts.memory import memory_verdict
 from orchestrator.verdicts.nightly_plan import load_plan

@@ -12,7 +12,16 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from orchestrator.artifacts.export_entry import META_NAME, PTE_NAME
-from orchestrator.run.results import DeviceResult, Job, JobConfig, JobOptions, JobStatus, ModelArtifacts, ModelResult, ModelStatus
+from orchestrator.results.model import (
+    DeviceResult,
+    Job,
+    JobConfig,
+    JobOptions,
+    JobStatus,
+    ModelArtifacts,
+    ModelResult,
+    ModelStatus,
+)
 from orchestrator.verdicts.compare import PairVerdict
 from orchestrator.verdicts.confirm_ab import baseline_program, interleaved_groups, suspected, without_baseline
 from orchestrator.verdicts.statistics import Verdict

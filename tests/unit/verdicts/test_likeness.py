@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from orchestrator.verdicts.compare import compare_jobs
 from orchestrator.verdicts.likeness import SETTINGS, SettingDifference, model_settings, side_gap
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings

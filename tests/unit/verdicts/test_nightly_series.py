@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from orchestrator.report.terminal.verdicts import verdict_table
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store
 from orchestrator.verdicts.compare import Comparison
 from orchestrator.verdicts.nightly import _compare

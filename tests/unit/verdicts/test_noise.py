@@ -16,7 +16,7 @@ from orchestrator.cli import main
 from orchestrator.cli.compare import parse_noise_floor
 from orchestrator.errors import UsageError
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
-from orchestrator.run.results import load_manifest
+from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store
 from orchestrator.verdicts.baseline import good_history, history_noise_finder
 from orchestrator.verdicts.compare import Comparison, Side, SideRun, compare_sides

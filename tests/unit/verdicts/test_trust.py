@@ -10,8 +10,8 @@ import numpy as np
 
 from orchestrator.profiles.op_identity import OpIdentity
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
-from orchestrator.run.contention import Contention
-from orchestrator.run.results import ProcessRun
+from orchestrator.results.contention import Contention
+from orchestrator.results.model import ProcessRun
 from orchestrator.verdicts.compare import Comparison, Side, SideRun, _side_run, clean_ops, compare_sides
 from orchestrator.verdicts.figures import side_figures
 from orchestrator.verdicts.noise import NoiseFloor

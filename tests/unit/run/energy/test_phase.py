@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from orchestrator.results.job_config import JobOptions
 from orchestrator.run.energy.phase import parse_phase, plan_for, script
 from orchestrator.run.energy.sensors import SENSORS
-from orchestrator.run.job_config import JobOptions
 from orchestrator.run.runner_contract import RunnerInvocation
 
 ODPM = SENSORS["odpm"]

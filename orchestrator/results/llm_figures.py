@@ -19,7 +19,7 @@ from orchestrator.artifacts.generation import GenerationFigures, LlmRunFigures
 from orchestrator.stats import median
 
 if TYPE_CHECKING:
-    from orchestrator.run.results import Job, ProcessRun
+    from orchestrator.results.model import Job, ProcessRun
 
 TTFT, DECODE_RATE = "ttft", "decode_tokens_per_s"
 

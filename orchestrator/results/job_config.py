@@ -1,20 +1,28 @@
 """What a job was asked to do: its settings (`JobConfig`, `JobOptions`) and the models it used.
 
-Part of the results model (run/results.py, which re-exports these): recorded in `manifest.json`
+Part of the results model (results/model.py, which re-exports these): recorded in `manifest.json`
 under `config` (flat: `config.runs`, `config.devices`, ...) and `models`, so a job can be repeated
-or resumed with the same settings. Written and read by run/codec.py from the fields below.
+or resumed with the same settings. Written and read by results/codec.py from the fields below.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from typing import Any
 
 from orchestrator.artifacts.recipes import RecipeInfo
-from orchestrator.run.codec import FLAT, decode, encode
-from orchestrator.run.limits import check_bounds
-from orchestrator.run.schedule import RunOrder
+from orchestrator.results.codec import FLAT, decode, encode
+from orchestrator.results.limits import check_bounds
+
+
+class RunOrder(StrEnum):
+    """The order of a device's process runs (run/schedule.py): a setting of the job, so its record's."""
+
+    INTERLEAVED = "interleaved"
+    SEQUENTIAL = "sequential"
+    ABBA = "abba"
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,7 @@ class JobOptions:
     energy_phases: int = 3  # --energy-phases: repeated phases, for an interval
 
     def __post_init__(self) -> None:
-        # Every count and duration bounded, whatever built it (command line, plan, manifest): run/limits.py.
+        # Every count and duration bounded, whatever built it (command line, plan, manifest): results/limits.py.
         check_bounds({f.name: getattr(self, f.name) for f in fields(self)})
 
     def to_dict(self) -> dict[str, Any]:

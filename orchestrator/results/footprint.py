@@ -26,10 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.run.codec import FieldError, decode
+from orchestrator.results.codec import FieldError, decode
 
 if TYPE_CHECKING:
-    from orchestrator.run.results import ProcessRun
+    from orchestrator.results.model import ProcessRun
 
 __all__ = ["OWNERS", "Footprint", "MemorySplit", "ModelMemory", "Owners", "RunnerMemory", "model_memory"]
 

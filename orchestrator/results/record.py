@@ -1,0 +1,73 @@
+"""The record of a finished run: one object for what its directory holds, each part read when first asked.
+
+    DIR/manifest.json   RunRecord.job           the results model (results/model.py `load_manifest`)
+    DIR/stats.csv       RunRecord.rows(d, m)    per-event statistics (profiles/stat_rows.py, the one reader)
+    DIR/samples.npz     RunRecord.samples(d, m) the per-op samples they came from (results/samples.py)
+    DIR/verdicts.json   RunRecord.verdicts      the comparison recorded beside it (results/verdicts_file.py)
+
+Readers that start from a run directory take a `RunRecord` rather than a path and a reader of their own; a job
+still in memory hands its `Job` in (`RunRecord(root, job)`), and no manifest is read. numpy is imported only
+when statistics or samples are asked for.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchestrator.results.layout import SAMPLES, STATS
+from orchestrator.results.model import Job, load_manifest
+from orchestrator.results.verdicts_file import RecordedPair, recorded_pairs
+
+if TYPE_CHECKING:
+    from orchestrator.profiles.stat_rows import StatRow
+    from orchestrator.results.samples import PairSamples, SamplesFile
+
+
+class RunRecord:
+    """A finished run's directory, read lazily: each file once, when first asked (from one thread)."""
+
+    def __init__(self, root: str | Path, job: Job | None = None) -> None:
+        self.root = Path(root)
+        if job is not None:
+            self.__dict__["job"] = job  # what `job` would hold once read: no manifest is read
+
+    @cached_property
+    def job(self) -> Job:
+        """The results model (a DataError naming the file when it is missing or not whole)."""
+        return load_manifest(self.root)
+
+    @cached_property
+    def all_rows(self) -> tuple[StatRow, ...]:
+        """Every row of stats.csv, in its order (a DataError when the file is missing or not whole)."""
+        from orchestrator.profiles.stat_rows import read_stats_csv
+
+        return read_stats_csv(self.root / STATS)
+
+    @cached_property
+    def stats(self) -> dict[tuple[str, str], tuple[StatRow, ...]]:
+        """stats.csv's rows per (device, model)."""
+        from orchestrator.profiles.stat_rows import group_rows
+
+        return group_rows(self.all_rows)
+
+    def rows(self, device: str, model: str) -> tuple[StatRow, ...]:
+        return self.stats.get((device, model), ())
+
+    @cached_property
+    def samples_file(self) -> SamplesFile | None:
+        """The run's samples file; None when it has none it can read (a run written before it: read its ETDumps)."""
+        from orchestrator.results.samples import read_samples
+
+        return read_samples(self.root / SAMPLES)
+
+    def samples(self, device: str, model: str) -> PairSamples | None:
+        """A (device, model)'s per-op samples as the job recorded them; None when the samples file lacks them."""
+        found = self.samples_file
+        return found.pair(device, model) if found is not None else None
+
+    @cached_property
+    def verdicts(self) -> tuple[RecordedPair, ...]:
+        """The comparison recorded beside the run, pair by pair (none when nothing judged it)."""
+        return recorded_pairs(self.root)

@@ -1,0 +1,82 @@
+"""results/record.py and results/verdicts_file.py: a finished run's record, read lazily, and verdicts.json read
+typed through the codec (what `history`, `last-good` and `publish` see of it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from orchestrator.cache import write_json_atomic
+from orchestrator.errors import DataError
+from orchestrator.profiles.stat_rows import model_stats, write_stats_csv
+from orchestrator.results.record import RunRecord
+from orchestrator.results.samples import write_samples
+from orchestrator.results.verdicts_file import RecordedPair, recorded_pairs
+from orchestrator.verdicts.night_record import read_marks
+from orchestrator.verdicts.recorded import WRONG_OUTPUTS, recorded_verdicts
+from tests.helpers.etdumps import build_etdump, typical_runs
+from tests.unit.run.golden_results import rich_job
+
+
+def _run_dir(root: Path) -> Path:
+    job = rich_job()
+    write_json_atomic(root / "manifest.json", job.to_dict())
+    device, model = next(iter(job.results()))
+    dump = root / device.name / model.name / "run-1" / "etdump.etdp"
+    dump.parent.mkdir(parents=True)
+    dump.write_bytes(build_etdump(typical_runs(iterations=3, layers=2)))
+    stats = model_stats(device.name, model.name, [dump], None)
+    write_stats_csv(root / "stats.csv", stats.rows)
+    write_samples(root / "samples.npz", [stats])
+    return root
+
+
+def test_a_record_reads_each_file_once_when_asked(tmp_path: Path) -> None:
+    root = _run_dir(tmp_path)
+    record = RunRecord(root)
+    device, model = next(iter(record.job.results()))
+    assert record.job == rich_job() and record.job is record.job  # read once, kept
+    rows = record.rows(device.name, model.name)
+    assert rows and rows == record.stats[(device.name, model.name)] and record.rows("nowhere", "x") == ()
+    found = record.samples(device.name, model.name)
+    assert found is not None and found.samples.run_labels == ("run-1",)
+    assert sum(r.samples for r in rows) == found.samples.duration_ms.size
+    assert record.samples("nowhere", "x") is None and record.verdicts == ()
+
+
+def test_a_record_given_its_job_reads_no_manifest(tmp_path: Path) -> None:
+    job = rich_job()
+    assert RunRecord(tmp_path, job).job is job  # no manifest.json there
+    with pytest.raises(DataError):
+        _ = RunRecord(tmp_path).job
+    assert RunRecord(tmp_path).samples("d", "m") is None  # a run directory without samples.npz
+
+
+def test_verdicts_read_typed_and_what_does_not_decode_is_left_out(tmp_path: Path) -> None:
+    pairs = [
+        {"device": "pixel8", "model_b": "mlp", "verdict": "unchanged", "regressed": True, "estimate": {"ratio": 1.25},
+         "ops": [{"anything": "else"}]},  # what the readers do not need is ignored
+        {"device": "pixel8", "model_b": "cnn", "verdict": "improved", "verification_failed": True, "estimate": None},
+        {"device": "rpi5", "model_b": "mlp", "verdict": "new"},
+        {"device": "rpi5", "model_b": "cnn", "regressed": "yes"},  # not a boolean: not this file's pair
+        {"device": "", "model_b": "mlp"}, "not a pair",
+    ]
+    (tmp_path / "verdicts.json").write_text(json.dumps({"pairs": pairs}))
+    found = recorded_pairs(tmp_path)
+    assert found == (RecordedPair("pixel8", "mlp", "unchanged", True, estimate=found[0].estimate),
+                     RecordedPair("pixel8", "cnn", "improved", verification_failed=True),
+                     RecordedPair("rpi5", "mlp", "new"))
+    assert [p.ratio for p in found] == [1.25, None, None]
+    assert recorded_verdicts(tmp_path) == {("pixel8", "mlp"): "regressed", ("pixel8", "cnn"): WRONG_OUTPUTS,
+                                           ("rpi5", "mlp"): "new"}
+    marks, night = read_marks(tmp_path)
+    assert night is None and (marks[("pixel8", "mlp")].regressed, marks[("pixel8", "mlp")].ratio) == (True, 1.25)
+    assert RunRecord(tmp_path).verdicts == found
+
+
+@pytest.mark.parametrize("text", ["", "[1, 2]", '{"pairs": 3}', "{not json"])
+def test_no_verdicts_from_a_file_that_holds_none(tmp_path: Path, text: str) -> None:
+    (tmp_path / "verdicts.json").write_text(text)
+    assert recorded_pairs(tmp_path) == () and recorded_verdicts(tmp_path) == {}
