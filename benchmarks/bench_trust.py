@@ -26,16 +26,17 @@ import json
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides  # noqa: E402
+from orchestrator.verdicts.paired import PAIRED, by_round  # noqa: E402
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings, run_median  # noqa: E402
 from orchestrator.verdicts.trust import JOB_SHIFT_SD  # noqa: E402
-from tests.helpers.noise_corpus import CORPUS, Recorded, envs, load, slowed  # noqa: E402
+from tests.helpers.noise_corpus import CORPUS, Recorded, envs, load, pooled, slowed  # noqa: E402
 
 FACTORS = (1.05, 1.10, 2.0)
 
@@ -95,7 +96,7 @@ def compare_pairs(jobs: list[Side]) -> Iterable[tuple[Side, Side]]:
 
 def ab_pairs(abs_: list[Recorded]) -> Iterable[tuple[Side, Side]]:
     for job in abs_:
-        a, b = job.sides["cnn-a"], job.sides["cnn-b"]
+        a, b = by_round(job.sides["cnn-a"], job.sides["cnn-b"])  # round k of A beside round k of B (aligned already)
         yield a, b
         yield b, a
 
@@ -109,25 +110,48 @@ def score(pairs: Iterable[tuple[Side, Side]], settings: VerdictSettings) -> Tall
     return tally
 
 
-def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettings) -> Tally:
-    """Each job against the one before; a suspected regression confirmed by an interleaved A/B job."""
+def score_until_confident(abs_: list[Recorded], settings: VerdictSettings, max_runs: int = 40) -> Tally:
+    """`run --ab --until-confident`: each A/B job (both ways round), and while its end-to-end verdict is inconclusive,
+    the environment's next A/B job's rounds pooled in (as run_ab pools its extra jobs), up to `max_runs` a side. The
+    corpus has 4 A/B jobs an environment, so the extra rounds are the other jobs' (pairs share jobs: not independent)."""
+    tally = Tally()
+    for k in range(len(abs_)):
+        jobs = abs_[k:] + abs_[:k]
+        for first, second in (("cnn-a", "cnn-b"), ("cnn-b", "cnn-a")):
+            for factor in (1.0, *FACTORS):
+                pair, used = None, 0
+                while used < len(jobs) and (pair is None or pair.unjudged):
+                    used += 1
+                    a, b = pooled([j.sides[first] for j in jobs[:used]]), pooled([j.sides[second] for j in jobs[:used]])
+                    if len(b.runs) > max_runs:
+                        break
+                    pair = compare_sides(a, slowed(b, factor) if factor != 1.0 else b, settings)
+                assert pair is not None
+                tally.aa(pair) if factor == 1.0 else tally.slow(factor, pair)
+    return tally
+
+
+def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettings,
+                 confirming: VerdictSettings | None = None) -> Tally:
+    """Each job against the one before; a suspected regression confirmed by an interleaved A/B job (judged with
+    `confirming`, default `settings`)."""
     tally = Tally()
     confirmations = list(ab_pairs(abs_))
     for k in range(1, len(jobs)):
         base, night = jobs[k - 1], jobs[k]
         confirm_a, confirm_b = confirmations[k % len(confirmations)]
-        tally.aa(_night(base, night, confirm_a, confirm_b, settings, 1.0))
+        tally.aa(_night(base, night, confirm_a, confirm_b, settings, 1.0, confirming))
         for factor in FACTORS:
-            tally.slow(factor, _night(base, night, confirm_a, confirm_b, settings, factor))
+            tally.slow(factor, _night(base, night, confirm_a, confirm_b, settings, factor, confirming))
     return tally
 
 
 def _night(base: Side, night: Side, confirm_a: Side, confirm_b: Side, settings: VerdictSettings,
-           factor: float) -> PairVerdict:
+           factor: float, confirming: VerdictSettings | None = None) -> PairVerdict:
     first = compare_sides(base, slowed(night, factor) if factor != 1.0 else night, settings)
     if not (first.regressed or first.unjudged):  # judged and clean: nothing to confirm
         return first
-    return compare_sides(confirm_a, slowed(confirm_b, factor) if factor != 1.0 else confirm_b, settings)
+    return compare_sides(confirm_a, slowed(confirm_b, factor) if factor != 1.0 else confirm_b, confirming or settings)
 
 
 def measure(corpus: tuple[Recorded, ...], centers: list[str]) -> dict[str, dict[str, dict[str, object]]]:
@@ -138,8 +162,15 @@ def measure(corpus: tuple[Recorded, ...], centers: list[str]) -> dict[str, dict[
         out.setdefault(env, {})["jobs"] = _describe(jobs)
         for center in centers:
             settings = VerdictSettings(center=center, job_shift=JOB_SHIFT_SD)  # as `etfarm compare` sets it
+            if center == PAIRED:  # interleaved jobs only: the night's own job against its last good is separate jobs
+                ab = VerdictSettings(center=PAIRED)
+                out[env][f"run --ab, {center}"] = score(ab_pairs(abs_), ab).row()
+                out[env][f"--until-confident, {center}"] = score_until_confident(abs_, ab).row()
+                out[env][f"nightly, {center}"] = score_nights(jobs, abs_, replace(settings, center="mean"), ab).row()
+                continue
             out.setdefault(env, {})[f"compare, {center}"] = score(compare_pairs(jobs), settings).row()
             out[env][f"run --ab, {center}"] = score(ab_pairs(abs_), settings).row()
+            out[env][f"--until-confident, {center}"] = score_until_confident(abs_, replace(settings, job_shift=0)).row()
             out[env][f"nightly, {center}"] = score_nights(jobs, abs_, settings).row()
             print(f"  {env} {center} done", file=sys.stderr, flush=True)
     return out
@@ -174,7 +205,9 @@ def markdown(results: dict[str, dict[str, dict[str, object]]]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS)
-    parser.add_argument("--center", nargs="+", default=["mean", "fast-state"])
+    parser.add_argument("--center", nargs="+", default=["mean", "fast-state", PAIRED],
+                        help=f"statistics to score; {PAIRED!r}: interleaved jobs' paired estimator (verdicts/paired.py), "
+                             "scored on run --ab and the nightly's interleaved settlement only")
     parser.add_argument("--raw", action="store_true", help="every execution, as if no contention were measured")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
