@@ -1,21 +1,24 @@
 """Verdicts you can trust on any machine (issue 37): false alarms, interval coverage and power per environment.
 
-    PYTHONPATH=. .venv/bin/python -m benchmarks.bench_trust [--corpus FILE] [--center fast-state mean] [--json]
+    PYTHONPATH=. .venv/bin/python -m benchmarks.bench_trust [--corpus FILE] [--center mean fast-state paired] [--json]
 
 Replays the noise corpus (benchmarks/noise_corpus.py records it; tests/unit/verdicts/fixtures/noise_corpus.npz:
 real tiny_cnn jobs, 10 process runs x 30 executions, under quiet / blas / bursty / quota / slow) through the
 verdicts' own code (compare.compare_sides: end to end and every op, trust.py's rules), per environment:
 - compare: every ordered pair of the environment's separate jobs (6 jobs: 30 pairs), as `etfarm compare A B`;
 - run --ab: each A/B job of tiny_cnn against a byte-identical copy (A B B A in one job), both ways round;
+- --until-confident: run --ab's pairs, and while one is inconclusive end to end the environment's next A/B job's
+  rounds pooled in (as `run --ab --until-confident` pools its extra jobs), up to 40 runs a side;
 - nightly: each job against the one before it (last good, no history: no noise floor); a night that is regressed
   or could not be judged is settled by an interleaved A/B job of the same environment (issue 37 item 4, as
-  `run --ab` would: the corpus's A/B jobs, B slowed as the night was), whose verdict is the night's. NOTE: the
-  nightly command itself still confirms with a fresh job of the new model alone; this replays the design.
+  `run --ab` would: the corpus's A/B jobs, B slowed as the night was), whose verdict is the night's (as the
+  nightly confirms when the baseline's program can be found: verdicts/confirm_ab.py).
 For each: false `regressed` (any verdict, end to end or per op, on identical programs; target <= 1 %), the share
 the verdicts could not judge (inconclusive: exit 3), interval coverage end to end (the 95 % interval holds 1 on
 identical programs, and the injected factor on slowed ones; target >= 90 %), and power: B's samples (end to end
 and every op) multiplied by 1.05, 1.10 and 2 (the share called `regressed` end to end).
-Thresholds: the defaults (5 % end to end, 10 % per op).
+Thresholds: the defaults (5 % end to end, 10 % per op). `--center paired` scores interleaved jobs' paired estimator
+(verdicts/paired.py) on the interleaved rows only (run --ab, --until-confident, the nightly's settlement).
 """
 
 from __future__ import annotations
