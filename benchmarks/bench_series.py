@@ -1,7 +1,7 @@
 """Power and false alarms of the nightly verdicts over many simulated nights (issue 32, items 5 and 6).
 
     PYTHONPATH=. .venv/bin/python -m benchmarks.bench_series [--trials 100] [--history 10] [--recorded DIR ...]
-        [--thresholds 5 3] [--nights-only] [--json]
+        [--thresholds 5 3] [--center mean] [--nights-only] [--json]
 
 Nights are synthetic jobs of the testbed's process model (tests/helpers/two_state.py: fitted to 58 real jobs of
 the 40-layer MLP), judged by the nightly's own code on in-memory series (verdicts/series.py and compare.py):
@@ -47,7 +47,7 @@ sys.path[:0] = [str(ROOT)]
 from orchestrator.verdicts.compare import Side, SideRun, compare_sides  # noqa: E402
 from orchestrator.verdicts.noise import estimate_floor  # noqa: E402
 from orchestrator.verdicts.series import WINDOW, SeriesPoint, judge, levels, replicate_floor  # noqa: E402
-from orchestrator.verdicts.statistics import VerdictSettings, decide, estimate  # noqa: E402
+from orchestrator.verdicts.statistics import DEFAULT_CENTER, VerdictSettings, decide, estimate  # noqa: E402
 from tests.helpers.two_state import two_state_job  # noqa: E402
 
 Scale = Callable[[int], float]  # night (1, 2, ...) -> the model's time against the base model's
@@ -88,11 +88,12 @@ def first_regressed(nights: list[dict[str, Any]]) -> int | None:
     return next((n["night"] for n in nights if n["regressed"]), None)
 
 
-def scenarios(trials: int, history: int, seed: int, thresholds: tuple[float, ...] = (0.05, 0.03)) -> dict[str, Any]:
+def scenarios(trials: int, history: int, seed: int, thresholds: tuple[float, ...] = (0.05, 0.03),
+              center: str = DEFAULT_CENTER) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     out: dict[str, Any] = {}
     for threshold in thresholds:
-        settings, tag = VerdictSettings(threshold=threshold), f"threshold{round(threshold * 100)}"
+        settings, tag = VerdictSettings(threshold=threshold, center=center), f"threshold{round(threshold * 100)}"
         aa = [run_nights(rng, lambda n: 1.0, 20, history, settings, 10) for _ in range(trials)]
         out[f"aa_{tag}"] = {"trials": trials, "nights": 20 * trials,
                             "trials_with_a_regression": sum(any(n["regressed"] for n in t) for t in aa) / trials,
@@ -225,13 +226,15 @@ def main() -> int:
     parser.add_argument("--recorded", type=Path, nargs="*", default=[], help="directories of recorded real jobs")
     parser.add_argument("--record", type=Path, help="record the real jobs under this directory first, then score them")
     parser.add_argument("--thresholds", type=float, nargs="+", default=[5.0, 3.0], help="percent, nights' scenarios")
+    parser.add_argument("--center", default=DEFAULT_CENTER, help="the nights' statistic (the plan's `center:`)")
     parser.add_argument("--nights-only", action="store_true", help="the nights' scenarios, not the single comparisons")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.record is not None:
         args.recorded = [*args.recorded, *record(args.record)]
     started = time.perf_counter()
-    result = {"scenarios": scenarios(args.trials, args.history, args.seed, tuple(t / 100 for t in args.thresholds)),
+    result = {"scenarios": scenarios(args.trials, args.history, args.seed, tuple(t / 100 for t in args.thresholds),
+                                   args.center),
               "statistics": None if args.nights_only else statistics(args.trials * 2, args.seed, args.recorded),
               "elapsed_s": None}
     result["elapsed_s"] = round(time.perf_counter() - started, 1)
