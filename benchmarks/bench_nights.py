@@ -4,7 +4,7 @@
         [--trials T] [--history H] [--threshold 5] [--runs 10] [--out DIR] [--json]
 
 Each night is `verdicts.nightly.run_nightly` (what `etfarm nightly --plan` runs) with the example plan's
-defaults (configs/nightly.yaml: 10 process runs x 50 iterations, 5 warmup, threshold 5 %, center fast-state,
+defaults (configs/nightly.yaml: 10 process runs x 50 iterations, 5 warmup, threshold 5 %, center: the default (mean since issue 37),
 noise_floor auto, confirm true, baseline last-good) on `local` pinned to core 1 (`taskset -c 1`), its own
 results store, and the model of the issue: configs/models/deep_mlp.py (40 Linear+ReLU layers), copied, whose
 DEPTH is edited between nights as a developer edits a model file:

@@ -1,21 +1,24 @@
 """Verdicts you can trust on any machine (issue 37): false alarms, interval coverage and power per environment.
 
-    PYTHONPATH=. .venv/bin/python -m benchmarks.bench_trust [--corpus FILE] [--center fast-state mean] [--json]
+    PYTHONPATH=. .venv/bin/python -m benchmarks.bench_trust [--corpus FILE] [--center mean fast-state paired] [--json]
 
 Replays the noise corpus (benchmarks/noise_corpus.py records it; tests/unit/verdicts/fixtures/noise_corpus.npz:
 real tiny_cnn jobs, 10 process runs x 30 executions, under quiet / blas / bursty / quota / slow) through the
 verdicts' own code (compare.compare_sides: end to end and every op, trust.py's rules), per environment:
 - compare: every ordered pair of the environment's separate jobs (6 jobs: 30 pairs), as `etfarm compare A B`;
 - run --ab: each A/B job of tiny_cnn against a byte-identical copy (A B B A in one job), both ways round;
+- --until-confident: run --ab's pairs, and while one is inconclusive end to end the environment's next A/B job's
+  rounds pooled in (as `run --ab --until-confident` pools its extra jobs), up to 40 runs a side;
 - nightly: each job against the one before it (last good, no history: no noise floor); a night that is regressed
   or could not be judged is settled by an interleaved A/B job of the same environment (issue 37 item 4, as
-  `run --ab` would: the corpus's A/B jobs, B slowed as the night was), whose verdict is the night's. NOTE: the
-  nightly command itself still confirms with a fresh job of the new model alone; this replays the design.
+  `run --ab` would: the corpus's A/B jobs, B slowed as the night was), whose verdict is the night's (as the
+  nightly confirms when the baseline's program can be found: verdicts/confirm_ab.py).
 For each: false `regressed` (any verdict, end to end or per op, on identical programs; target <= 1 %), the share
 the verdicts could not judge (inconclusive: exit 3), interval coverage end to end (the 95 % interval holds 1 on
 identical programs, and the injected factor on slowed ones; target >= 90 %), and power: B's samples (end to end
 and every op) multiplied by 1.05, 1.10 and 2 (the share called `regressed` end to end).
-Thresholds: the defaults (5 % end to end, 10 % per op).
+Thresholds: the defaults (5 % end to end, 10 % per op). `--center paired` scores interleaved jobs' paired estimator
+(verdicts/paired.py) on the interleaved rows only (run --ab, --until-confident, the nightly's settlement).
 """
 
 from __future__ import annotations
@@ -26,16 +29,17 @@ import json
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides  # noqa: E402
+from orchestrator.verdicts.paired import PAIRED, by_round  # noqa: E402
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings, run_median  # noqa: E402
 from orchestrator.verdicts.trust import JOB_SHIFT_SD  # noqa: E402
-from tests.helpers.noise_corpus import CORPUS, Recorded, envs, load, slowed  # noqa: E402
+from tests.helpers.noise_corpus import CORPUS, Recorded, envs, load, pooled, slowed  # noqa: E402
 
 FACTORS = (1.05, 1.10, 2.0)
 
@@ -95,7 +99,7 @@ def compare_pairs(jobs: list[Side]) -> Iterable[tuple[Side, Side]]:
 
 def ab_pairs(abs_: list[Recorded]) -> Iterable[tuple[Side, Side]]:
     for job in abs_:
-        a, b = job.sides["cnn-a"], job.sides["cnn-b"]
+        a, b = by_round(job.sides["cnn-a"], job.sides["cnn-b"])  # round k of A beside round k of B (aligned already)
         yield a, b
         yield b, a
 
@@ -109,25 +113,48 @@ def score(pairs: Iterable[tuple[Side, Side]], settings: VerdictSettings) -> Tall
     return tally
 
 
-def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettings) -> Tally:
-    """Each job against the one before; a suspected regression confirmed by an interleaved A/B job."""
+def score_until_confident(abs_: list[Recorded], settings: VerdictSettings, max_runs: int = 40) -> Tally:
+    """`run --ab --until-confident`: each A/B job (both ways round), and while its end-to-end verdict is inconclusive,
+    the environment's next A/B job's rounds pooled in (as run_ab pools its extra jobs), up to `max_runs` a side. The
+    corpus has 4 A/B jobs an environment, so the extra rounds are the other jobs' (pairs share jobs: not independent)."""
+    tally = Tally()
+    for k in range(len(abs_)):
+        jobs = abs_[k:] + abs_[:k]
+        for first, second in (("cnn-a", "cnn-b"), ("cnn-b", "cnn-a")):
+            for factor in (1.0, *FACTORS):
+                pair, used = None, 0
+                while used < len(jobs) and (pair is None or pair.unjudged):
+                    used += 1
+                    a, b = pooled([j.sides[first] for j in jobs[:used]]), pooled([j.sides[second] for j in jobs[:used]])
+                    if len(b.runs) > max_runs:
+                        break
+                    pair = compare_sides(a, slowed(b, factor) if factor != 1.0 else b, settings)
+                assert pair is not None
+                tally.aa(pair) if factor == 1.0 else tally.slow(factor, pair)
+    return tally
+
+
+def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettings,
+                 confirming: VerdictSettings | None = None) -> Tally:
+    """Each job against the one before; a suspected regression confirmed by an interleaved A/B job (judged with
+    `confirming`, default `settings`)."""
     tally = Tally()
     confirmations = list(ab_pairs(abs_))
     for k in range(1, len(jobs)):
         base, night = jobs[k - 1], jobs[k]
         confirm_a, confirm_b = confirmations[k % len(confirmations)]
-        tally.aa(_night(base, night, confirm_a, confirm_b, settings, 1.0))
+        tally.aa(_night(base, night, confirm_a, confirm_b, settings, 1.0, confirming))
         for factor in FACTORS:
-            tally.slow(factor, _night(base, night, confirm_a, confirm_b, settings, factor))
+            tally.slow(factor, _night(base, night, confirm_a, confirm_b, settings, factor, confirming))
     return tally
 
 
 def _night(base: Side, night: Side, confirm_a: Side, confirm_b: Side, settings: VerdictSettings,
-           factor: float) -> PairVerdict:
+           factor: float, confirming: VerdictSettings | None = None) -> PairVerdict:
     first = compare_sides(base, slowed(night, factor) if factor != 1.0 else night, settings)
     if not (first.regressed or first.unjudged):  # judged and clean: nothing to confirm
         return first
-    return compare_sides(confirm_a, slowed(confirm_b, factor) if factor != 1.0 else confirm_b, settings)
+    return compare_sides(confirm_a, slowed(confirm_b, factor) if factor != 1.0 else confirm_b, confirming or settings)
 
 
 def measure(corpus: tuple[Recorded, ...], centers: list[str]) -> dict[str, dict[str, dict[str, object]]]:
@@ -138,8 +165,15 @@ def measure(corpus: tuple[Recorded, ...], centers: list[str]) -> dict[str, dict[
         out.setdefault(env, {})["jobs"] = _describe(jobs)
         for center in centers:
             settings = VerdictSettings(center=center, job_shift=JOB_SHIFT_SD)  # as `etfarm compare` sets it
+            if center == PAIRED:  # interleaved jobs only: the night's own job against its last good is separate jobs
+                ab = VerdictSettings(center=PAIRED)
+                out[env][f"run --ab, {center}"] = score(ab_pairs(abs_), ab).row()
+                out[env][f"--until-confident, {center}"] = score_until_confident(abs_, ab).row()
+                out[env][f"nightly, {center}"] = score_nights(jobs, abs_, replace(settings, center="mean"), ab).row()
+                continue
             out.setdefault(env, {})[f"compare, {center}"] = score(compare_pairs(jobs), settings).row()
             out[env][f"run --ab, {center}"] = score(ab_pairs(abs_), settings).row()
+            out[env][f"--until-confident, {center}"] = score_until_confident(abs_, replace(settings, job_shift=0)).row()
             out[env][f"nightly, {center}"] = score_nights(jobs, abs_, settings).row()
             print(f"  {env} {center} done", file=sys.stderr, flush=True)
     return out
@@ -174,7 +208,9 @@ def markdown(results: dict[str, dict[str, dict[str, object]]]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS)
-    parser.add_argument("--center", nargs="+", default=["mean", "fast-state"])
+    parser.add_argument("--center", nargs="+", default=["mean", "fast-state", PAIRED],
+                        help=f"statistics to score; {PAIRED!r}: interleaved jobs' paired estimator (verdicts/paired.py), "
+                             "scored on run --ab and the nightly's interleaved settlement only")
     parser.add_argument("--raw", action="store_true", help="every execution, as if no contention were measured")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

@@ -62,14 +62,13 @@ from orchestrator.verdicts.locate import SideIdentities, located, ops_where, sid
 from orchestrator.verdicts.memory import MemoryVerdict, memory_verdict
 from orchestrator.verdicts.noise import NoiseFinder, NoiseFloor
 from orchestrator.verdicts.op_samples import OpKey, OpSamples, joined, read_op_samples, recorded_op_samples
+from orchestrator.verdicts.paired import estimate, estimate_many  # statistics', or paired by round (center "paired")
 from orchestrator.verdicts.statistics import (
     Estimate,
     Verdict,
     VerdictSettings,
     adjust_p_values,
     decide,
-    estimate,
-    estimate_many,
     statistic_name,
 )
 from orchestrator.verdicts.trust import Judged, Load, judged, settle_command, widened

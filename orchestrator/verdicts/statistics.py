@@ -63,7 +63,9 @@ RunSamples = Sequence[Sequence[float]]  # one sequence of samples per process ru
 def statistic_name(center: str) -> str:
     """A side's statistic under `center`, as columns, sentences and JSON name it: a different estimator from a
     report's p50, so it never appears without its own name."""
-    return {"fast": "fastest run median", "fast-state": "fast-state level"}.get(center, "mean run median")
+    names = {"fast": "fastest run median", "fast-state": "fast-state level",
+             "paired": "mean run median; ratio paired by ABBA round"}  # verdicts/paired.py
+    return names.get(center, "mean run median")
 
 
 class Center(StrEnum):
@@ -185,7 +187,8 @@ def estimate_many(pairs: Sequence[tuple[RunSamples, RunSamples]], *, confidence:
 
     Each estimate draws its bootstrap from `seed` alone, so it is the same however it is batched;
     pairs whose runs have the same lengths share one set of gathers (bootstrap.py)."""
-    center = Center(center)
+    # "paired" (an interleaved job's rounds) is verdicts/paired.py's; what reaches here of it (LLM metrics) is unpaired
+    center = Center.MEAN if center == "paired" else Center(center)
     if center is Center.FAST_STATE:
         return [_state_estimate(a, b, confidence) for a, b in pairs]
     measured: list[tuple[int, _Side, _Side]] = []

@@ -75,5 +75,17 @@ def slowed(side: Side, factor: float) -> Side:
     return replace(side, runs=runs, op_samples=slow)  # the same job: its source stays
 
 
+def pooled(sides: list[Side]) -> Side:
+    """Several jobs' sides of one model as one (what `run --ab --until-confident` pools): runs and per-op samples
+    end to end, in job order."""
+    ops: dict = {}
+    for side in sides:
+        for key, (index, arrays) in (side.op_samples.ops if side.op_samples is not None else {}).items():
+            ops.setdefault(key, (index, []))[1].extend(arrays)
+    first = sides[0]
+    return replace(first, source="+".join(s.source for s in sides), runs=tuple(r for s in sides for r in s.runs),
+                   op_samples=OpSamples(ops))
+
+
 def envs(corpus: tuple[Recorded, ...]) -> list[str]:
     return list(dict.fromkeys(r.env for r in corpus))
