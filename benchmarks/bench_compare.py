@@ -40,8 +40,9 @@ from typing import Any
 import numpy as np
 
 from orchestrator.profiles.op_identity import OpIdentity
-from orchestrator.verdicts.compare import Side, SideRun, compare_jobs, compare_sides, side_from_job
+from orchestrator.verdicts.compare import Side, compare_jobs, compare_sides, side_from_job
 from orchestrator.verdicts.op_samples import OpSamples
+from orchestrator.verdicts.sides import SideRun
 from orchestrator.verdicts.statistics import VerdictSettings, decide, estimate
 from tests.helpers import verdicts_reference as reference
 

@@ -44,9 +44,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from orchestrator.verdicts.compare import Side, SideRun, compare_sides  # noqa: E402
+from orchestrator.verdicts.compare import Side, compare_sides  # noqa: E402
 from orchestrator.verdicts.noise import estimate_floor  # noqa: E402
 from orchestrator.verdicts.series import WINDOW, SeriesPoint, judge, levels, replicate_floor  # noqa: E402
+from orchestrator.verdicts.sides import SideRun
 from orchestrator.verdicts.statistics import DEFAULT_CENTER, VerdictSettings, decide, estimate  # noqa: E402
 from tests.helpers.two_state import two_state_job  # noqa: E402
 

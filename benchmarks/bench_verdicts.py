@@ -44,8 +44,9 @@ from orchestrator.progress import Progress
 from orchestrator.results.model import JobOptions, load_manifest
 from orchestrator.run.job import run_job
 from orchestrator.run.schedule import RunOrder
-from orchestrator.verdicts.compare import Side, compare_sides, pool, side_from_job
+from orchestrator.verdicts.compare import Side, compare_sides, side_from_job
 from orchestrator.verdicts.noise import WINDOW, NoiseFloor, estimate_floor
+from orchestrator.verdicts.sides import pool
 from orchestrator.verdicts.statistics import VerdictSettings, run_median
 
 MODEL = ROOT / "configs" / "models" / "deep_mlp.py"

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli.options import JunitOption
+from orchestrator.cli.options import JunitOption, StoreOption
 from orchestrator.errors import UsageError
 from orchestrator.report.destination import check_target
 from orchestrator.verdicts.statistics import CENTER_HELP, DEFAULT_CENTER, check_center
@@ -18,43 +18,40 @@ def register(app: typer.Typer) -> None:
     app.command("compare")(compare)
 
 
+ARef = Annotated[str | None, typer.Argument(
+    help="Baseline (A): a run directory or stored run id. Given alone, it is B, compared with --baseline.")]
+BRef = Annotated[str | None, typer.Argument(
+    help="Candidate (B): a run directory or stored run id. Default: the newest stored run.")]
+BaselineOption = Annotated[str, typer.Option(
+    help="When A is not given: 'last-good' (per device and model, the newest earlier stored run of the same "
+    "model name, device and settings that was not marked regressed) or a run id.")]
+CompareThresholdOption = Annotated[float, typer.Option(
+    min=0, help="Practical size of an end-to-end regression, in percent.")]
+CompareOpThresholdOption = Annotated[float, typer.Option(min=0, help="Practical size of a per-op regression, in percent.")]
+NoiseFloorOption = Annotated[str, typer.Option(
+    metavar="auto|PCT",
+    help="The device's job-to-job noise: a regression (end to end and per op) must exceed it. A percentage, "
+    "or 'auto': "
+    "per device and model, the 95 % bound of the ratio between consecutive good stored runs of the same "
+    "settings (needs the store and at least 6 such runs; the table's 'noise floor' column says which).")]
+NoOpsOption = Annotated[bool, typer.Option("--no-ops", help="End-to-end verdicts only (skip reading ETDumps).")]
+HtmlOption = Annotated[Path | None, typer.Option(
+    "--html", help="Also write the A/B page (verdicts, per-op verdicts naming your layers, what changed in the "
+                   "model, what to trust, B's report) to this file: the page `etfarm report B --against A` writes.")]
+
+
 def compare(
-    a: Annotated[
-        str | None,
-        typer.Argument(help="Baseline (A): a run directory or stored run id. Given alone, it is B, compared with --baseline."),
-    ] = None,
-    b: Annotated[
-        str | None, typer.Argument(help="Candidate (B): a run directory or stored run id. Default: the newest stored run.")
-    ] = None,
-    baseline: Annotated[
-        str,
-        typer.Option(
-            help="When A is not given: 'last-good' (per device and model, the newest earlier stored run of the same "
-            "model name, device and settings that was not marked regressed) or a run id."
-        ),
-    ] = "last-good",
-    threshold: Annotated[float, typer.Option(min=0, help="Practical size of an end-to-end regression, in percent.")] = 5.0,
-    op_threshold: Annotated[float, typer.Option(min=0, help="Practical size of a per-op regression, in percent.")] = 10.0,
-    noise_floor: Annotated[
-        str,
-        typer.Option(
-            metavar="auto|PCT",
-            help="The device's job-to-job noise: a regression (end to end and per op) must exceed it. A percentage, "
-            "or 'auto': "
-            "per device and model, the 95 % bound of the ratio between consecutive good stored runs of the same "
-            "settings (needs the store and at least 6 such runs; the table's 'noise floor' column says which).",
-        ),
-    ] = "0",
+    a: ARef = None,
+    b: BRef = None,
+    baseline: BaselineOption = "last-good",
+    threshold: CompareThresholdOption = 5.0,
+    op_threshold: CompareOpThresholdOption = 10.0,
+    noise_floor: NoiseFloorOption = "0",
     center: Annotated[str, typer.Option(help=CENTER_HELP)] = DEFAULT_CENTER,
-    no_ops: Annotated[bool, typer.Option("--no-ops", help="End-to-end verdicts only (skip reading ETDumps).")] = False,
-    store: Annotated[
-        Path | None, typer.Option("--store", help="Results store (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")
-    ] = None,
+    no_ops: NoOpsOption = False,
+    store: StoreOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdicts as JSON.")] = False,
-    html: Annotated[Path | None, typer.Option(
-        "--html", help="Also write the A/B page (verdicts, per-op verdicts naming your layers, what changed in the "
-                       "model, what to trust, B's report) to this file: the page `etfarm report B --against A` writes.")
-    ] = None,
+    html: HtmlOption = None,
     junit: JunitOption = None,
 ) -> None:
     """Per device and model, end to end and per op: regressed, improved, unchanged or inconclusive.

@@ -7,7 +7,15 @@ from typing import Annotated, Any
 
 import typer
 
-from orchestrator.cli.options import JunitOption, SchedulerOption, TlsCaOption, TlsCertOption, TlsKeyOption
+from orchestrator.cli.options import (
+    JunitOption,
+    QuietOption,
+    SchedulerOption,
+    StoreOption,
+    TlsCaOption,
+    TlsCertOption,
+    TlsKeyOption,
+)
 from orchestrator.progress import Progress
 from orchestrator.report.destination import check_target
 from orchestrator.store import open_store
@@ -17,22 +25,21 @@ def register(app: typer.Typer) -> None:
     app.command("nightly")(nightly)
 
 
+PlanOption = Annotated[Path, typer.Option(
+    "--plan", help="Nightly plan YAML: devices, models, runs, iterations, warmup, threshold, center, "
+    "noise_floor (auto, the default: per device and model from stored good runs; or a percentage), "
+    "baseline, report; optionally confirm, scheduler, threads, prompt_len, gen_len, publish (the dashboard), "
+    "bisect, repo, bisect_budget (a confirmed regression's culprit commit) "
+    "(configs/nightly.yaml shows every key).")]
+PlanConfigOption = Annotated[Path | None, typer.Option(
+    help="Device inventory YAML when the plan names none (default $ETFARM_CONFIG).")]
+
+
 def nightly(
-    plan: Annotated[
-        Path,
-        typer.Option("--plan", help="Nightly plan YAML: devices, models, runs, iterations, warmup, threshold, center, "
-                     "noise_floor (auto, the default: per device and model from stored good runs; or a percentage), "
-                     "baseline, report; optionally confirm, scheduler, threads, prompt_len, gen_len, publish (the dashboard), "
-                     "bisect, repo, bisect_budget (a confirmed regression's culprit commit) "
-                     "(configs/nightly.yaml shows every key)."),
-    ],
-    config: Annotated[
-        Path | None, typer.Option(help="Device inventory YAML when the plan names none (default $ETFARM_CONFIG).")
-    ] = None,
-    store: Annotated[
-        Path | None, typer.Option("--store", help="Results store (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    plan: PlanOption,
+    config: PlanConfigOption = None,
+    store: StoreOption = None,
+    quiet: QuietOption = False,
     scheduler: SchedulerOption = None,
     tls_ca_file: TlsCaOption = None,
     tls_cert: TlsCertOption = None,

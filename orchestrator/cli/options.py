@@ -34,6 +34,9 @@ JunitOption = Annotated[Path | None, typer.Option(
     "--junit", metavar="FILE", help="Also write the verdicts as JUnit XML for CI test reporters: a testsuite per device, "
     "a testcase per (device, model) and per op that regressed; failure: regressed, wrong outputs, accuracy dropped; "
     "skipped: not judged (no data, new, inconclusive, settings differ).")]
+# Commands that read the store (compare, nightly): where it is (store/location.py reads $ETFARM_STORE itself).
+StoreOption = Annotated[Path | None, typer.Option(
+    "--store", help="Results store (default $ETFARM_STORE, else $XDG_DATA_HOME/etfarm/results.db).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (progress stays on stderr).")]
 
 # Dask TLS (etfarm worker, run --scheduler, farm status): see orchestrator/farm/security.py.

@@ -23,13 +23,8 @@ from orchestrator.progress import Progress
 from orchestrator.results.model import JobOptions
 from orchestrator.run.job import JobResult, run_job
 from orchestrator.run.schedule import RunOrder
-from orchestrator.verdicts.compare import (
-    Comparison,
-    PairVerdict,
-    compare_sides,
-    pool,
-    side_from_job,
-)
+from orchestrator.verdicts.compare import Comparison, PairVerdict, compare_sides, side_from_job
+from orchestrator.verdicts.sides import pool
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 
 

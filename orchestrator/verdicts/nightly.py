@@ -29,27 +29,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.artifacts.modelspec import parse_model_spec, parse_model_specs
-from orchestrator.artifacts.pte_info import check_program
+from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.cache import cache_dir
-from orchestrator.config import load_inventory
 from orchestrator.errors import (
     EXIT_INTERRUPTED,
-    Blame,
-    ConfigError,
-    EtfarmError,
-    ExportError,
-    ModelSpecError,
-    UsageError,
-    blame_of,
-    one_line,
 )
 from orchestrator.progress import Progress
-from orchestrator.results.model import JobOptions
-from orchestrator.run.job import JobResult, run_job
+from orchestrator.run.job import JobResult
 from orchestrator.run.rundir import new_run_id
 from orchestrator.run.schedule import RunOrder
-from orchestrator.run.sweep import NotExported, export_configurations
 from orchestrator.store import Store
 from orchestrator.store.ingest import job_record
 from orchestrator.verdicts.ab import ab_comparison
@@ -69,6 +57,16 @@ from orchestrator.verdicts.confirm_ab import (
     suspected,
     without_baseline,
 )
+from orchestrator.verdicts.nightly_jobs import (
+    JobRunner,
+    ModelFailure,
+    exportable,
+    farm_runner,
+    host_runner,
+    new_dir,
+    plan_job_specs,
+    record_job,
+)
 from orchestrator.verdicts.nightly_plan import NightlyPlan
 from orchestrator.verdicts.recorded import record_verdicts
 from orchestrator.verdicts.series import SeriesPoint, judge, replicate_floor
@@ -76,38 +74,6 @@ from orchestrator.verdicts.series_clean import LeftOutNight, clean_enough
 from orchestrator.verdicts.statistics import Verdict
 
 EXIT_NIGHTLY_UNMEASURED = 3
-
-
-@dataclass(frozen=True)
-class ModelFailure:
-    """A plan model, or one configuration of it (an export recipe), that could not be exported or loaded: that
-    model's failure, not the night's."""
-
-    model: str  # the model's name, or the configuration's (tiny_cnn-int8da-int4w)
-    spec: str
-    backend: str
-    reason: str  # the exporter's error, one line
-    blame: Blame
-    recipe: str | None = None  # the configuration's export recipe; None: the model itself failed
-
-    @classmethod
-    def of_configuration(cls, lost: NotExported, backend: str) -> ModelFailure:
-        """A configuration the job leaves out too (run/sweep.py), as the night's failure of that configuration."""
-        return cls(lost.name, lost.spec, backend, lost.reason, ExportError.blame, lost.recipe)
-
-    @property
-    def lowering(self) -> str:
-        return self.backend + (f", recipe {self.recipe}" if self.recipe else "")
-
-    @property
-    def note(self) -> str:
-        return f"model {self.model} ({self.spec}, {self.lowering}) NOT MEASURED: {self.reason}"
-
-    def pairs(self, devices: Sequence[str]) -> tuple[PairVerdict, ...]:
-        """Its (device, model) pairs: no data, never a regression (the night exits 3 for them)."""
-        why = f"not exported ({self.lowering}): {self.reason}"
-        return tuple(PairVerdict(d, self.model, self.model, Verdict.NO_DATA, reason=why, blame=self.blame)
-                     for d in devices)
 
 
 @dataclass(frozen=True)
@@ -154,17 +120,17 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
         named_finder(store, plan.baseline)  # a baseline that names nothing is refused before any job runs
     if plan.reference:
         named_finder(store, plan.reference, "reference")  # so is a pinned reference
-    run, own_runtimes = _farm_runner(plan, farm, progress) if farm is not None else _host_runner(plan, config, progress)
+    run, own_runtimes = farm_runner(plan, farm, progress) if farm is not None else host_runner(plan, config, progress)
     jobs: list[JobResult] = []
     failures: list[ModelFailure] = []
-    for backend, planned in _planjob_specs(plan).items():
-        specs, lost = _exportable(planned, backend, own_runtimes, progress, plan.options())
+    for backend, planned in plan_job_specs(plan).items():
+        specs, lost = exportable(planned, backend, own_runtimes, progress, plan.options())
         failures += lost
         if not specs:
             continue
         plan.out.mkdir(parents=True, exist_ok=True)
-        jobs.append(run(specs, backend, *_new_dir(plan.out), list(plan.devices)))
-        _record(store, jobs[-1])
+        jobs.append(run(specs, backend, *new_dir(plan.out), list(plan.devices)))
+        record_job(store, jobs[-1])
         if jobs[-1].interrupted:
             return _interrupted(plan, jobs)
     pairs, first_pairs, notes = [], [], []
@@ -227,44 +193,8 @@ def _confirmed(plan: NightlyPlan, jobs: Sequence[JobResult], pairs: Sequence[Pai
     return found
 
 
-def _exportable(specs: Sequence[Any], backend: str, own_runtimes: bool, progress: Progress,
-                options: JobOptions) -> tuple[list[Any], list[ModelFailure]]:
-    """The specs whose model exports and whose program loads, and the failures of the others, each exported on
-    its own (the job exports them again: a cache hit). `own_runtimes`: every device runs the user's own
-    ExecuTorch, which may have the llama:: custom ops (run/job.own_runtimes). With export recipes each recipe is
-    a configuration (run/sweep.py): one that cannot export is that configuration's failure, and the job leaves
-    it out too."""
-    good, failed = [], []
-    for spec in specs:
-        try:
-            models, _, lost = export_configurations([spec], backend, options, progress)
-            for model in models:
-                check_program(model.pte, custom_ops=own_runtimes)
-        except EtfarmError as exc:  # the model's own failure; a KeyboardInterrupt still stops the night
-            failed.append(ModelFailure(spec.name, spec.text, backend, one_line(str(exc)), blame_of(exc)))
-            progress(f"{failed[-1].note}; the other models run")
-            continue
-        failed += [ModelFailure.of_configuration(lost_one, backend) for lost_one in lost]
-        good.append(spec)
-    return good, failed
-
-
 def _night_id(jobs: Sequence[JobResult]) -> str:
     return jobs[0].job.run_id if jobs else new_run_id()
-
-
-def _planjob_specs(plan: NightlyPlan) -> dict[str, list[Any]]:
-    """The plan's model specs per backend (a job each), resolved and named before anything runs, by
-    `run`'s rule: the same model listed twice, or two models of one name, is a usage error."""
-    jobs = {}
-    for backend in dict.fromkeys(m.backend for m in plan.models):
-        models = [m for m in plan.models if m.backend == backend]
-        try:
-            jobs[backend] = parse_model_specs([m.spec for m in models], [m.name for m in models],
-                                              hint="list each model once, or give each its own name")
-        except (UsageError, ModelSpecError) as exc:  # a spec that names no file, two models of one name
-            raise ConfigError(plan.path, "models", str(exc)) from None
-    return jobs
 
 
 def _interrupted(plan: NightlyPlan, jobs: Sequence[JobResult]) -> NightlyOutcome:
@@ -339,7 +269,7 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
         spec_b, = job_specs(result, {model})
         spec_a = parse_model_spec(str(pte), f"{model}{BASELINE_SUFFIX}")
         progress(f"confirming {model} on {', '.join(devices)}: A B B A with the baseline's program (run {baseline_run})")
-        again = run([spec_a, spec_b], result.job.config.backend, *_new_dir(plan.out), devices, RunOrder.ABBA)
+        again = run([spec_a, spec_b], result.job.config.backend, *new_dir(plan.out), devices, RunOrder.ABBA)
         kept, stats = without_baseline(again.recorded, again.stats, spec_a.name)
         store.record_job(job_record(kept, again.rundir.root, stats))
         if again.interrupted:
@@ -354,53 +284,11 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
     alone = [p for p in alone if p.regressed]  # a fresh job alone cannot settle a different load: left as it is
     if alone:
         devices = list(dict.fromkeys(p.device for p in alone))
-        again = run(job_specs(result, {p.model_b for p in alone}), result.job.config.backend, *_new_dir(plan.out), devices)
-        _record(store, again)
+        again = run(job_specs(result, {p.model_b for p in alone}), result.job.config.backend, *new_dir(plan.out), devices)
+        record_job(store, again)
         second = {(p.device, p.model_b): p for p in _compare(plan, store, again).pairs}
         done.append((again, {(p.device, p.model_b): second.get((p.device, p.model_b)) for p in alone},
                      "alone: " + "; ".join(why)))
     return done
 
 
-def _record(store: Store, result: JobResult) -> None:
-    """The job into the store from memory: its statistics and samples, no ETDump read again."""
-    store.record_job(job_record(result.recorded, result.rundir.root, result.stats))
-
-
-JobRunner = Callable[..., JobResult]  # (specs, backend, out, run id, devices[, order]) -> the job
-
-
-def _host_runner(plan: NightlyPlan, config: Path | None, progress: Progress) -> tuple[JobRunner, bool]:
-    """The runner of the night's jobs on this host, and whether every device runs the user's own runtime."""
-    inventory = load_inventory(plan.config or config)
-    devices = inventory.select(list(plan.devices))  # every device of the plan is known before anything runs
-    def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str],
-            order: RunOrder | None = None) -> JobResult:
-        options = plan.options() if order is None else replace(plan.options(), order=order)
-        return run_job(inventory.select(names), specs, backend=backend, options=options, out=out,
-                       progress=progress, config_file=inventory.path, run_id=run_id)
-
-    return run, bool(devices) and all(d.runtime for d in devices)
-
-
-def _farm_runner(plan: NightlyPlan, farm: Any, progress: Progress) -> tuple[JobRunner, bool]:
-    """The runner of the night's jobs on the farm; its workers' runtimes are not known until the job runs, so
-    a program needing the llama:: custom ops is left to the job to refuse."""
-    from orchestrator.farm.client import run_distributed  # a night on this host never imports the farm's package
-
-    def run(specs: list[Any], backend: str, out: Path, run_id: str, names: list[str],
-            order: RunOrder | None = None) -> JobResult:
-        options = plan.options() if order is None else replace(plan.options(), order=order)
-        return run_distributed(names, specs, backend=backend, options=options, out=out, progress=progress,
-                               farm=farm, run_id=run_id)
-
-    return run, True
-
-
-def _new_dir(root: Path) -> tuple[Path, str]:
-    """A fresh run directory under `root` named by the job's run id (and that id)."""
-    for _ in range(10):
-        run_id = new_run_id()
-        if not (root / run_id).exists():
-            return root / run_id, run_id
-    raise EtfarmError(f"{root}: cannot find a free run directory name")

@@ -31,8 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides, pool
+from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides
 from orchestrator.verdicts.noise import NoiseFloor, estimate_replicate_floor
+from orchestrator.verdicts.sides import pool
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings, run_median
 from orchestrator.words import counted
 

@@ -18,8 +18,9 @@ import numpy as np
 
 from orchestrator.profiles.op_identity import OpIdentity
 from orchestrator.results.contention import clean_mask
-from orchestrator.verdicts.compare import Side, SideRun
+from orchestrator.verdicts.compare import Side
 from orchestrator.verdicts.op_samples import OpSamples
+from orchestrator.verdicts.sides import SideRun
 
 CORPUS = Path(__file__).resolve().parents[1] / "unit" / "verdicts" / "fixtures" / "noise_corpus.npz"
 

@@ -89,7 +89,8 @@ def test_the_memory_table_has_every_model_kind_with_pss(tmp_path: Path) -> None:
 def test_the_ab_page_gives_the_llm_metric_verdicts_in_words_and_in_a_table() -> None:
     from orchestrator.report.builders.comparison import comparison_view
     from orchestrator.report.page.comparison import comparison_page
-    from orchestrator.verdicts.compare import Comparison, Side, SideRun, compare_sides
+    from orchestrator.verdicts.compare import Comparison, Side, compare_sides
+    from orchestrator.verdicts.sides import SideRun
     from orchestrator.verdicts.statistics import VerdictSettings
     from tests.unit.verdicts.test_llm_metrics import runs
 

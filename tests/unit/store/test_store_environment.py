@@ -13,8 +13,9 @@ import pytest
 from orchestrator.cache import finite_json
 from orchestrator.errors import UsageError
 from orchestrator.store import open_store
-from orchestrator.store.db import Store, _json
+from orchestrator.store.db import Store
 from orchestrator.store.ingest import read_run
+from orchestrator.store.write import _json
 from tests.unit.store.rundirs import make_run_dir
 
 

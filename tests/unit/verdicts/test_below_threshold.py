@@ -6,7 +6,8 @@ from __future__ import annotations
 from orchestrator.report.escape import md_text
 from orchestrator.report.page.comparison import _unlike_clause
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
-from orchestrator.verdicts.compare import Comparison, Side, SideRun, compare_sides
+from orchestrator.verdicts.compare import Comparison, Side, compare_sides
+from orchestrator.verdicts.sides import SideRun
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 from tests.unit.verdicts.test_states import jobs
 

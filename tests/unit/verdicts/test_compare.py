@@ -9,15 +9,8 @@ import numpy as np
 from orchestrator.errors import Blame
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.results.model import VerificationStatus
-from orchestrator.verdicts.compare import (
-    Comparison,
-    PairVerdict,
-    Side,
-    SideRun,
-    compare_jobs,
-    compare_sides,
-    pool,
-)
+from orchestrator.verdicts.compare import Comparison, PairVerdict, Side, compare_jobs, compare_sides
+from orchestrator.verdicts.sides import SideRun, pool
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 
 SETTINGS = VerdictSettings(resamples=300)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import random
 
-from orchestrator.verdicts.compare import Side, SideRun, compare_sides
+from orchestrator.verdicts.compare import Side, compare_sides
 from orchestrator.verdicts.llm_metrics import metric_verdicts
+from orchestrator.verdicts.sides import SideRun
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 from tests.helpers.llm_figures import llm_run
 

@@ -19,9 +19,10 @@ from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_tabl
 from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store
 from orchestrator.verdicts.baseline import good_history, history_noise_finder
-from orchestrator.verdicts.compare import Comparison, Side, SideRun, compare_sides
+from orchestrator.verdicts.compare import Comparison, Side, compare_sides
 from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, NoiseFloor, estimate_floor, estimate_replicate_floor
 from orchestrator.verdicts.recorded import VERDICTS_JSON
+from orchestrator.verdicts.sides import SideRun
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 from tests.unit.store.rundirs import make_run_dir
 

@@ -55,7 +55,8 @@ def _kernel_dump(path: Path, precision: str, slow: int, runs: int = 3) -> list[P
 def test_one_layer_joins_across_cpus_by_its_identity(tmp_path: Path) -> None:
     """F32 kernels on one side, PF32 on the other: by name nothing is compared; by identity both convolutions are."""
     from orchestrator.profiles.op_identity import OpIdentity
-    from orchestrator.verdicts.compare import Side, SideRun, compare_sides
+    from orchestrator.verdicts.compare import Side, compare_sides
+    from orchestrator.verdicts.sides import SideRun
 
     conv = "aten.convolution.default"
     identities = ((("Execute", 0), OpIdentity("features.0", conv)), (("Execute", 1), OpIdentity("features.3", conv)))
@@ -76,7 +77,8 @@ def test_a_baseline_recorded_before_identities_still_joins_its_ops(tmp_path: Pat
     """One device, the baseline's stats.csv from before identities (a kernel keyed by its XNNPACK family), the new
     run's by ATen op: the identities cannot line up, the names do, so every op is still compared."""
     from orchestrator.profiles.op_identity import EVENT, OpIdentity
-    from orchestrator.verdicts.compare import Side, SideRun, compare_sides
+    from orchestrator.verdicts.compare import Side, compare_sides
+    from orchestrator.verdicts.sides import SideRun
 
     old = tuple((("Execute", k), OpIdentity(f"features.{3 * k}", "Convolution", 0, EVENT)) for k in range(2))
     new = tuple((("Execute", k), OpIdentity(f"features.{3 * k}", "aten.convolution.default")) for k in range(2))

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from orchestrator.verdicts.compare import Side, SideRun
+from orchestrator.verdicts.compare import Side
 from orchestrator.verdicts.noise import estimate_floor
 from orchestrator.verdicts.series import SeriesPoint, judge, levels, replicate_floor
+from orchestrator.verdicts.sides import SideRun
 from orchestrator.verdicts.statistics import VerdictSettings
 from tests.unit.verdicts.test_states import jobs
 

@@ -3,9 +3,10 @@ clean is left out, a night without contention data is kept, and the series verdi
 
 from __future__ import annotations
 
-from orchestrator.verdicts.compare import PairVerdict, Side, SideRun
+from orchestrator.verdicts.compare import PairVerdict, Side
 from orchestrator.verdicts.series import SeriesPoint, SeriesVerdict
 from orchestrator.verdicts.series_clean import clean_enough
+from orchestrator.verdicts.sides import SideRun
 from orchestrator.verdicts.statistics import Verdict
 
 

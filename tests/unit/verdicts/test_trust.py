@@ -12,10 +12,11 @@ from orchestrator.profiles.op_identity import OpIdentity
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.results.contention import Contention
 from orchestrator.results.model import ProcessRun
-from orchestrator.verdicts.compare import Comparison, Side, SideRun, _side_run, clean_ops, compare_sides
+from orchestrator.verdicts.compare import Comparison, Side, compare_sides
 from orchestrator.verdicts.figures import side_figures
 from orchestrator.verdicts.noise import NoiseFloor
 from orchestrator.verdicts.op_samples import OpSamples
+from orchestrator.verdicts.sides import SideRun, _side_run, clean_ops
 from orchestrator.verdicts.statistics import Estimate, Verdict, VerdictSettings
 from orchestrator.verdicts.trust import Load, detectable_change, judged, loads_differ, settle_command
 
