@@ -4,6 +4,8 @@
                                                       the method (states.py: the fast-state statistic, the
                                                       default; bootstrap.py: the resampling of mean and fast;
                                                       ranks.py: Mann-Whitney U, Benjamini-Hochberg)
+    centers/ (mean.py, fast.py, fast_state.py)       the statistics a side is reduced to (--center), one module
+                                                      each, registered (a new one is one module)
     below.below_threshold(est, p, verdict, threshold) -> BelowThreshold   a confident change under the threshold
     compare.compare_jobs(A, B) / compare_against(B, finder) / compare_sides -> Comparison, PairVerdict
     likeness.model_settings / setting_differences / side_gap   what must match (backend, iterations, warmup,

@@ -2,8 +2,8 @@
 
 One replicate of a side: draw its process runs with replacement, then, within each drawn run,
 `draws` iterations with replacement (`draws` = the side's longest run, as statistics.py has
-always done), take each drawn run's median, and the side's center of those medians (mean,
-minimum or median: statistics.Center). The ratio B/A of the two sides' centers, over
+always done), take each drawn run's median, and the side's center of those medians (the statistic's:
+centers/). The ratio B/A of the two sides' centers, over
 `resamples` replicates, gives the percentile interval.
 
 Drawing `draws` iterations and taking their median costs `draws` random numbers and a partition
@@ -32,8 +32,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
-
-MEAN, FAST, MEDIAN = "mean", "fast", "median"  # statistics.Center's values
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,8 +97,9 @@ def draw_resamples(lengths: tuple[int, ...], rng: Any, resamples: int) -> Draws:
     return Draws((base + lower).T.copy(), None if upper is None else (base + upper).T.copy())
 
 
-def resampled_centers(values: Any, draws: Draws, center: str) -> Any:
-    """(ops, resamples): each op's center of per-run bootstrap medians in each replicate.
+def resampled_medians(values: Any, draws: Draws) -> Any:
+    """(ops, runs, resamples): each op's per-run bootstrap medians in each replicate (a statistic of centers/ reduces
+    them over runs: its `resampled`).
 
     `values` is (ops, runs, width) with each run's values sorted ascending in its first
     `lengths[j]` places; every op takes the same draws."""
@@ -111,11 +110,7 @@ def resampled_centers(values: Any, draws: Draws, center: str) -> Any:
     if draws.upper is not None:
         medians += np.take(flat, draws.upper, axis=1)
         medians /= 2.0
-    if center == FAST:
-        return medians.min(axis=1)
-    if center == MEDIAN:
-        return np.median(medians, axis=1)
-    return medians.mean(axis=1)
+    return medians
 
 
 def _middle_positions(picked: Any, lengths: tuple[int, ...], draws: int, rng: Any) -> tuple[Any, Any]:

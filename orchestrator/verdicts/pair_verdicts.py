@@ -18,7 +18,13 @@ from orchestrator.verdicts.likeness import IncompleteSide, SettingDifference
 from orchestrator.verdicts.llm_metrics import MetricVerdict
 from orchestrator.verdicts.memory import MemoryVerdict
 from orchestrator.verdicts.noise import NoiseFloor
-from orchestrator.verdicts.statistics import Estimate, Verdict, VerdictSettings, statistic_name
+from orchestrator.verdicts.statistics import (
+    Estimate,
+    Verdict,
+    VerdictSettings,
+    can_reach_significance,
+    statistic_name,
+)
 from orchestrator.verdicts.trust import Load
 
 EXIT_REGRESSION = 1
@@ -185,6 +191,14 @@ class Comparison:
         if self.regressed or self.verification_failed or self.accuracy_dropped or self.memory_grew:
             return EXIT_REGRESSION
         return EXIT_UNJUDGED if self.unjudged else EXIT_OK
+
+    @property
+    def too_few_runs(self) -> list[str]:
+        """Devices where a pair has too few runs for the test ever to be significant (statistics.py
+        `can_reach_significance`, from its own run counts): its verdicts can only be unchanged or inconclusive."""
+        s = self.settings
+        return sorted({p.device for p in self.pairs if p.estimate is not None
+                       and not can_reach_significance(p.estimate.runs_a, p.estimate.runs_b, s.center, s.alpha)})
 
     @property
     def headline(self) -> str:

@@ -47,7 +47,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from orchestrator.verdicts.bootstrap import draw_resamples, resampled_centers
+from orchestrator.verdicts import centers
+from orchestrator.verdicts.bootstrap import draw_resamples, resampled_medians
+from orchestrator.verdicts.centers import CenterStatistic
+from orchestrator.verdicts.estimates import Estimate, RunSamples
 from orchestrator.verdicts.memory import DEFAULT_MEMORY_THRESHOLD
 from orchestrator.verdicts.ranks import benjamini_hochberg, mannwhitneyu_two_sided
 
@@ -57,54 +60,46 @@ DEFAULT_ALPHA = 0.05
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 2000
 
-RunSamples = Sequence[Sequence[float]]  # one sequence of samples per process run
+def statistic(center: str) -> CenterStatistic:
+    """The registered statistic named `center` (centers/); a name not registered is a ValueError, as `Center(name)`."""
+    found = centers.find(center)
+    if found is None:
+        raise ValueError(f"{center!r} is not a verdict statistic")
+    return found
 
 
 def statistic_name(center: str) -> str:
     """A side's statistic under `center`, as columns, sentences and JSON name it: a different estimator from a
     report's p50, so it never appears without its own name."""
-    names = {"fast": "fastest run median", "fast-state": "fast-state level",
-             "paired": "mean run median; ratio paired by ABBA round"}  # verdicts/paired.py
-    return names.get(center, "mean run median")
+    if center == "paired":  # an interleaved job's rounds: verdicts/paired.py, not a --center choice
+        return "mean run median; ratio paired by ABBA round"
+    return (centers.find(center) or statistic(DEFAULT_CENTER)).label
 
 
-class Center(StrEnum):
-    """A side's location statistic over its per-run medians.
+# A side's location statistic over its per-run medians, one module each in centers/ (mean.py, fast.py, fast_state.py:
+# what each is and why); the enum's members are the registry's, so `Center.MEAN` and plans' names keep working.
+Center = StrEnum("Center", {s.name.upper().replace("-", "_"): s.name for s in centers.registered()})  # type: ignore[misc]
 
-    MEAN: their mean; every process counts. FAST: their minimum, with the rank test on the faster
-    half of each side's runs: the speed of the uncontended state, for devices whose processes
-    land in a fast state or in slower, interfered ones (docs/architecture.md, "Measurement"): interference only adds time.
-    FAST has far more power there (see docs/explanation/verdicts.md) but assumes each side has
-    some runs in the fast state; a whole job stuck in a slow state moves it, and its bootstrap interval
-    (of a minimum) does not hold its coverage. FAST_STATE models the states (states.py): which state each
-    run landed in, B/A within the fast state with a t interval on the spread within states, and an interval
-    spanning every reading when a side may have missed the fast state. It was the default, measured best on
-    one quiet VM (benchmarks/README.md "Verdicts: the statistics and the nights"); on the noise corpus of issue 37
-    (five environments, real jobs) its interval missed the truth in up to half of the pairs, so MEAN, on clean
-    executions, is the default now (docs/guide/trust.md)."""
-
-    MEAN = "mean"
-    FAST = "fast"
-    FAST_STATE = "fast-state"  # the fast state's level, states modelled (states.py): old plans; no longer the default
+# The mean of per-run medians (clean executions only: run/contention.py) is the default since issue 37 (centers/mean.py
+# says why); `fast-state` and `fast` stay accepted (old plans keep working) and compute as before.
+DEFAULT_CENTER = Center.MEAN  # type: ignore[attr-defined]
 
 
-# The mean of per-run medians (clean executions only: results/contention.py) is the default since issue 37: replayed over
-# the noise corpus of real jobs under five environments (benchmarks/bench_trust.py, docs/guide/trust.md) it raised no
-# false `regressed` and its interval held 93-100 % coverage, where `fast-state` (a model of speed states fitted to
-# one quiet VM) held 50-94 %. `fast-state` and `fast` stay accepted (old plans keep working) and compute as before.
-DEFAULT_CENTER = Center.MEAN
-CENTER_HELP = ("A side's statistic over its per-run medians of clean executions: 'mean' (default: their mean; on the "
-               "noise corpus of issue 37 no false regression in any environment, interval coverage 93-100 %), "
-               "'fast-state' (speed states modelled, fitted to one quiet VM: coverage 50-94 % on the corpus; kept "
-               "for old plans) or 'fast' (their minimum; kept for old plans). docs/guide/trust.md.")
+def _center_help() -> str:
+    parts = [s.help for s in sorted(centers.registered(), key=lambda s: (s.help_order, s.name))]
+    listed = ", ".join(parts[:-1]) + " or " + parts[-1] if len(parts) > 1 else parts[0]
+    return f"A side's statistic over its per-run medians of clean executions: {listed}. docs/guide/trust.md."
+
+
+CENTER_HELP = _center_help()
 
 
 def check_center(value: str, where: str = "--center") -> str:
     """`value` as a Center's name, or a UsageError naming `where` and the choices."""
     from orchestrator.errors import UsageError
 
-    if value not in {c.value for c in Center}:
-        raise UsageError(f"{where}: {value!r}; choose {', '.join(c.value for c in Center)}")
+    if centers.find(value) is None:
+        raise UsageError(f"{where}: {value!r}; choose {', '.join(s.name for s in centers.registered())}")
     return value
 
 
@@ -145,36 +140,13 @@ class VerdictSettings:
                 "job_shift": self.job_shift}
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """B against A: ratio of medians (B / A, > 1 is slower), its bootstrap interval, the rank test."""
-
-    ratio: float
-    ci_low: float
-    ci_high: float
-    p_value: float  # two-sided Mann-Whitney U on per-run medians, before any adjustment
-    runs_a: int
-    runs_b: int
-    median_a_ms: float  # A's statistic: the mean (fast: the minimum; fast-state: the fast state's level) of its per-run medians
-    median_b_ms: float
-    states_a: str | None = None  # fast-state: A's runs by state ("6 fast + 4 at 1.40x")
-    states_b: str | None = None
-    state_note: str | None = None  # fast-state: why the interval spans several readings of the states
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ratio": self.ratio, "ci_low": self.ci_low, "ci_high": self.ci_high, "p_value": self.p_value,
-                "runs_a": self.runs_a, "runs_b": self.runs_b, "median_a_ms": self.median_a_ms,
-                "median_b_ms": self.median_b_ms, "states_a": self.states_a, "states_b": self.states_b,
-                "state_note": self.state_note}
-
-
 def usable_runs(runs: RunSamples) -> list[list[float]]:
     """The runs that have at least one sample."""
     return [list(r) for r in runs if len(r)]
 
 
 def estimate(a: RunSamples, b: RunSamples, *, confidence: float = DEFAULT_CONFIDENCE,
-             resamples: int = DEFAULT_RESAMPLES, seed: int = 0, center: str = Center.MEAN) -> Estimate | None:
+             resamples: int = DEFAULT_RESAMPLES, seed: int = 0, center: str = DEFAULT_CENTER) -> Estimate | None:
     """The ratio of run-averaged medians B / A with its hierarchical-bootstrap interval and p-value.
 
     None when either side has no samples, or A's median is not positive (nothing to divide by)."""
@@ -182,18 +154,19 @@ def estimate(a: RunSamples, b: RunSamples, *, confidence: float = DEFAULT_CONFID
 
 
 def estimate_many(pairs: Sequence[tuple[RunSamples, RunSamples]], *, confidence: float = DEFAULT_CONFIDENCE,
-                  resamples: int = DEFAULT_RESAMPLES, seed: int = 0, center: str = Center.MEAN) -> list[Estimate | None]:
+                  resamples: int = DEFAULT_RESAMPLES, seed: int = 0, center: str = DEFAULT_CENTER) -> list[Estimate | None]:
     """`[estimate(a, b, ...) for a, b in pairs]`, computed together (every op of a comparison at once).
 
     Each estimate draws its bootstrap from `seed` alone, so it is the same however it is batched;
     pairs whose runs have the same lengths share one set of gathers (bootstrap.py)."""
     # "paired" (an interleaved job's rounds) is verdicts/paired.py's; what reaches here of it (LLM metrics) is unpaired
-    center = Center.MEAN if center == "paired" else Center(center)
-    if center is Center.FAST_STATE:
-        return [_state_estimate(a, b, confidence) for a, b in pairs]
+    stat = statistic("mean" if center == "paired" else center)
+    own = stat.estimates(pairs, confidence)
+    if own is not None:  # a statistic with an estimate of its own (fast-state: its states)
+        return own
     measured: list[tuple[int, _Side, _Side]] = []
     for k, (a, b) in enumerate(pairs):
-        side_a, side_b = _Side.of(a, center), _Side.of(b, center)
+        side_a, side_b = _Side.of(a, stat), _Side.of(b, stat)
         if side_a is not None and side_b is not None and not side_a.statistic <= 0:  # nothing to divide by
             measured.append((k, side_a, side_b))
     groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[tuple[int, _Side, _Side]]] = {}
@@ -201,7 +174,7 @@ def estimate_many(pairs: Sequence[tuple[RunSamples, RunSamples]], *, confidence:
         groups.setdefault((member[1].lengths, member[2].lengths), []).append(member)
     intervals: dict[int, tuple[float, float]] = {}
     for members in groups.values():
-        found = _intervals([m[1] for m in members], [m[2] for m in members], confidence, resamples, seed, center)
+        found = _intervals([m[1] for m in members], [m[2] for m in members], confidence, resamples, seed, stat)
         intervals.update((k, interval) for (k, _, _), interval in zip(members, found, strict=True))
     p_values = rank_p_values([(side_a.medians, side_b.medians) for _, side_a, side_b in measured], center)
     out: list[Estimate | None] = [None] * len(pairs)
@@ -220,10 +193,10 @@ class _Side:
     values: Any  # float64 (runs, width), each run sorted ascending in its first lengths[j] places
     lengths: tuple[int, ...]
     medians: Any  # float64 (runs,): np.median of each run
-    statistic: float  # `run_median`: the mean (FAST: the minimum) of the per-run medians
+    statistic: float  # `run_median`: the statistic's (centers/) of the per-run medians
 
     @classmethod
-    def of(cls, runs: RunSamples, center: str) -> _Side | None:
+    def of(cls, runs: RunSamples, stat: CenterStatistic) -> _Side | None:
         import numpy as np
 
         arrays = [np.asarray(r, dtype=np.float64) for r in runs if len(r)]
@@ -242,8 +215,7 @@ class _Side:
         else:  # np.median of a sorted run: the middle value, or the mean of the two middle ones
             rows = np.arange(len(arrays))
             medians = (values[rows, (n - 1) // 2] + values[rows, n // 2]) / 2
-        statistic = float(np.min(medians) if center == Center.FAST else np.mean(medians))
-        return cls(values, lengths, medians, statistic)
+        return cls(values, lengths, medians, stat.of_medians(medians))
 
 
 # Gathers of (ops, resamples, runs) values per chunk of ops: bounds memory at ~64 MB per side.
@@ -251,7 +223,7 @@ _CHUNK_VALUES = 8_000_000
 
 
 def _intervals(a: list[_Side], b: list[_Side], confidence: float, resamples: int, seed: int,
-               center: str) -> list[tuple[float, float]]:
+               stat: CenterStatistic) -> list[tuple[float, float]]:
     """The bootstrap percentile interval of B/A for sides whose runs have the same lengths."""
     import numpy as np
 
@@ -265,7 +237,7 @@ def _intervals(a: list[_Side], b: list[_Side], confidence: float, resamples: int
         values_a = np.stack([s.values for s in a[start : start + per_chunk]])
         values_b = np.stack([s.values for s in b[start : start + per_chunk]])
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratios = resampled_centers(values_b, draws_b, center) / resampled_centers(values_a, draws_a, center)
+            ratios = stat.resampled(resampled_medians(values_b, draws_b)) / stat.resampled(resampled_medians(values_a, draws_a))
         out.extend(_percentiles(ratios, tail))
     return out
 
@@ -289,37 +261,12 @@ def _percentiles(ratios: Any, tail: float) -> list[tuple[float, float]]:
     return out
 
 
-def run_median(runs: RunSamples, center: str = Center.MEAN) -> float:
-    """A side's statistic: the mean (FAST: the minimum; FAST_STATE: the fast state's level) of its per-run medians."""
-    import numpy as np
-
-    medians = [float(np.median(r)) for r in runs if len(r)]
-    if center == Center.FAST_STATE:
-        from orchestrator.verdicts.states import states_of
-
-        found = states_of(medians)
-        return math.exp(found.levels[0]) if found is not None else math.nan
-    return float(np.min(medians) if center == Center.FAST else np.mean(medians))
+def run_median(runs: RunSamples, center: str = DEFAULT_CENTER) -> float:
+    """A side's statistic (centers/: the mean, the minimum, the fast state's level, ...) of its per-run medians."""
+    return statistic(center).run_median(runs)
 
 
-def _state_estimate(a: RunSamples, b: RunSamples, confidence: float) -> Estimate | None:
-    """B/A within the fast state (states.py); None when a side has no positive per-run median."""
-    import numpy as np
-
-    from orchestrator.verdicts.states import compare_states, states_of
-
-    states_a = states_of([float(np.median(r)) for r in a if len(r)])
-    states_b = states_of([float(np.median(r)) for r in b if len(r)])
-    if states_a is None or states_b is None:
-        return None
-    found = compare_states(states_a, states_b, confidence)
-    return Estimate(ratio=found.ratio, ci_low=found.ci_low, ci_high=found.ci_high, p_value=found.p_value,
-                    runs_a=states_a.runs, runs_b=states_b.runs, median_a_ms=found.level_a_ms,
-                    median_b_ms=found.level_b_ms, states_a=states_a.describe(), states_b=states_b.describe(),
-                    state_note=found.note)
-
-
-def rank_p_value(a: RunSamples, b: RunSamples, center: str = Center.MEAN) -> float:
+def rank_p_value(a: RunSamples, b: RunSamples, center: str = DEFAULT_CENTER) -> float:
     """Two-sided Mann-Whitney U on per-run medians (FAST: the faster half of each side's runs);
     1.0 when a side has fewer than two runs."""
     import numpy as np
@@ -329,19 +276,19 @@ def rank_p_value(a: RunSamples, b: RunSamples, center: str = Center.MEAN) -> flo
     return rank_p_values([(med_a, med_b)], center)[0]
 
 
-def rank_p_values(medians: Sequence[tuple[Sequence[float], Sequence[float]]], center: str = Center.MEAN) -> list[float]:
+def rank_p_values(medians: Sequence[tuple[Sequence[float], Sequence[float]]], center: str = DEFAULT_CENTER) -> list[float]:
     """`rank_p_value` of many (A's per-run medians, B's per-run medians) pairs, one call per shape:
     the method `mannwhitneyu` would choose for each pair alone (exact for 8 runs or fewer a side
     without ties, else asymptotic) is passed explicitly, so batching changes no p-value (ranks.py:
     scipy.stats' test, to the last bit, without importing scipy.stats)."""
     import numpy as np
 
+    stat = statistic(center)
     out = [1.0] * len(medians)
     shapes: dict[tuple[int, int, str], list[tuple[int, list[float], list[float]]]] = {}
     for k, (ma, mb) in enumerate(medians):
         med_a, med_b = sorted(float(x) for x in ma), sorted(float(x) for x in mb)
-        if center == Center.FAST:
-            med_a, med_b = med_a[: (len(med_a) + 1) // 2], med_b[: (len(med_b) + 1) // 2]
+        med_a, med_b = stat.tested(med_a), stat.tested(med_b)  # fast: the faster half of each side's runs
         if len(med_a) < 2 or len(med_b) < 2 or len(set(med_a) | set(med_b)) == 1:
             continue  # no test, or all equal: no evidence of any difference
         ties = len(set(med_a) | set(med_b)) < len(med_a) + len(med_b)
@@ -355,20 +302,31 @@ def rank_p_values(medians: Sequence[tuple[Sequence[float], Sequence[float]]], ce
     return out
 
 
-def runs_for_significance(center: str = Center.MEAN, alpha: float = DEFAULT_ALPHA) -> int:
-    """The fewest process runs per side with which the rank test can reach `alpha` at all: the exact
+def runs_for_significance(center: str = DEFAULT_CENTER, alpha: float = DEFAULT_ALPHA) -> int:
+    """The fewest process runs per side with which the test can reach `alpha` at all: the exact
     two-sided Mann-Whitney p of k runs against k is at least 2 / C(2k, k) (0.1 for 3 against 3,
-    0.029 for 4 against 4). MEAN tests every run (4); FAST the faster half (7). FAST_STATE's t test
-    (states.py) needs a spread to measure: two runs a side (the spread is floored, so a large effect is
-    significant with one degree of freedom)."""
-    if center == Center.FAST_STATE:
-        return 2
+    0.029 for 4 against 4). MEAN tests every run (4); FAST the faster half (7). A statistic with a test of its
+    own says (fast-state's t test: 2)."""
+    stat = statistic(center)
+    own = stat.significance_runs(alpha)
+    if own is not None:
+        return own
     n = 2
     while True:
-        tested = (n + 1) // 2 if center == Center.FAST else n
+        tested = len(stat.tested(list(range(n))))
         if 2 / math.comb(2 * tested, tested) < alpha:
             return n
         n += 1
+
+
+def can_reach_significance(runs_a: int, runs_b: int, center: str, alpha: float) -> bool:
+    """Whether ANY outcome of these run counts could give p < alpha: the p-value of complete separation (every
+    run of B slower than every run of A) by the verdicts' own test."""
+    own = statistic(center).can_reach(runs_a, runs_b, alpha)
+    if own is not None:
+        return own
+    best = rank_p_values([([float(k) for k in range(runs_a)], [float(runs_a + k) for k in range(runs_b)])], center)[0]
+    return best < alpha
 
 
 def adjust_p_values(p_values: Sequence[float]) -> list[float]:

@@ -18,7 +18,7 @@ from orchestrator.run.configuration import configuration_label, varying_settings
 from orchestrator.verdicts.changes import SeriesChanges
 from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
 from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, WINDOW
-from orchestrator.verdicts.statistics import Center, Verdict, rank_p_values, runs_for_significance, statistic_name
+from orchestrator.verdicts.statistics import Verdict, runs_for_significance, statistic, statistic_name
 
 _NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.SETTINGS_DIFFER)
 
@@ -143,21 +143,11 @@ def legend(comparison: Comparison) -> str:
     ops = sum(len(p.ops) for p in comparison.pairs)
     skipped = sum(p.ops_skipped for p in comparison.pairs)
     # (the columns say the same: statistic_name)
-    return (f"B = {comparison.b} against A = {comparison.a}; {_method(s.center, s.confidence)} "
+    return (f"B = {comparison.b} against A = {comparison.a}; {statistic(s.center).method(s.confidence)} "
             f"(Benjamini-Hochberg across {ops} ops; {skipped} skipped: unmatched or too fast to time); "
             f"thresholds {s.threshold:.0%} end to end, {s.op_threshold:.0%} per op"
             + (f", noise floor {s.noise_floor:.0%}" if s.noise_floor else "") + _auto_legend(s.auto_noise_floor)
             + _too_few_runs(comparison) + _unlike(comparison) + _seen(comparison))
-
-
-def _method(center: str, confidence: float) -> str:
-    if center == "fast-state":
-        return (f"ratio B/A of the fast state's level (each process run's median assigned to a speed state), "
-                f"{confidence:.0%} CI and p from Student's t on the spread within states")
-    statistic = "fastest per-run median" if center == "fast" else "mean of per-run medians"
-    tested = "the faster half of the per-run medians" if center == "fast" else "per-run medians"
-    return (f"ratio B/A of the {statistic}, {confidence:.0%} CI by hierarchical bootstrap over process runs, p from "
-            f"Mann-Whitney U on {tested}")
 
 
 def _seen(comparison: Comparison) -> str:
@@ -196,25 +186,15 @@ def _unlike(comparison: Comparison) -> str:
 def _too_few_runs(comparison: Comparison) -> str:
     """Say it when a pair has too few runs for the rank test ever to be significant: its verdicts can
     only be unchanged or inconclusive, whatever the ratio. Decided per pair from its own run counts
-    (`can_reach_significance`), so the legend never contradicts a verdict in the table."""
+    (`Comparison.too_few_runs`), so the legend never contradicts a verdict in the table."""
     s = comparison.settings
     needed = runs_for_significance(s.center, s.alpha)
-    short = sorted({p.device for p in comparison.pairs if p.estimate is not None
-                    and not can_reach_significance(p.estimate.runs_a, p.estimate.runs_b, s.center, s.alpha)})
+    short = comparison.too_few_runs
     if not short:
         return ""
     return (f"; TOO FEW RUNS on {', '.join(short)}: with center {s.center} and those run counts the rank test cannot "
             f"reach p < {s.alpha:g} (with equal counts a side needs {needed}), so nothing there can be called "
             "regressed or improved")
-
-
-def can_reach_significance(runs_a: int, runs_b: int, center: str, alpha: float) -> bool:
-    """Whether ANY outcome of these run counts could give p < alpha: the p-value of complete separation (every
-    run of B slower than every run of A) by the verdicts' own rank test."""
-    if center == Center.FAST_STATE:  # a t test on the spread within states: one degree of freedom suffices
-        return runs_a >= 1 and runs_b >= 1 and runs_a + runs_b >= 3
-    best = rank_p_values([([float(k) for k in range(runs_a)], [float(runs_a + k) for k in range(runs_b)])], center)[0]
-    return best < alpha
 
 
 def _auto_legend(auto: bool) -> str:

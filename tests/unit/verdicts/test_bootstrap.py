@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import pytest
 
-from orchestrator.verdicts.bootstrap import MEAN, draw_resamples, median_law, resampled_centers
+from orchestrator.verdicts.bootstrap import draw_resamples, median_law, resampled_medians
 from orchestrator.verdicts.statistics import estimate, estimate_many
 
 
@@ -61,7 +61,7 @@ def test_draws_follow_brute_force_resampling(lengths: tuple[int, ...]) -> None:
     for j, r in enumerate(runs):
         values[0, j, : len(r)] = r
     resamples = 100_000
-    new = resampled_centers(values, draw_resamples(lengths, np.random.default_rng(1), resamples), MEAN)[0]
+    new = resampled_medians(values, draw_resamples(lengths, np.random.default_rng(1), resamples)).mean(axis=1)[0]  # mean's
     brute_rng = np.random.default_rng(2)
     picked = brute_rng.integers(0, len(runs), (resamples, len(runs)))
     n_of = np.array(lengths)[picked]

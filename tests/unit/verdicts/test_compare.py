@@ -80,7 +80,8 @@ def test_no_verdict_contradicts_the_legend() -> None:
     """For every pair of run counts (2-12 a side, both centers): a REGRESSED pair is never listed under TOO FEW RUNS,
     and a pair listed there cannot be regressed. The issue's case: 10 runs against 6 under `fast` tests 5 against 3,
     whose exact p can reach 2 / C(8, 3) = 0.036: that pair may be regressed, and the legend must not say otherwise."""
-    from orchestrator.report.terminal.verdicts import can_reach_significance, legend
+    from orchestrator.report.terminal.verdicts import legend
+    from orchestrator.verdicts.statistics import can_reach_significance
 
     for center in ("mean", "fast"):
         settings = VerdictSettings(resamples=200, center=center)

@@ -1,0 +1,33 @@
+"""What a ratio estimate is (`Estimate`: B against A) and what it is made from (`RunSamples`), apart from how it is
+computed (statistics.py, and each statistic of centers/), so a statistic's module can build one."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+RunSamples = Sequence[Sequence[float]]  # one sequence of samples per process run
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """B against A: ratio of medians (B / A, > 1 is slower), its bootstrap interval, the rank test."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float  # two-sided Mann-Whitney U on per-run medians, before any adjustment
+    runs_a: int
+    runs_b: int
+    median_a_ms: float  # A's statistic: the mean (fast: the minimum; fast-state: the fast state's level) of its per-run medians
+    median_b_ms: float
+    states_a: str | None = None  # fast-state: A's runs by state ("6 fast + 4 at 1.40x")
+    states_b: str | None = None
+    state_note: str | None = None  # fast-state: why the interval spans several readings of the states
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ratio": self.ratio, "ci_low": self.ci_low, "ci_high": self.ci_high, "p_value": self.p_value,
+                "runs_a": self.runs_a, "runs_b": self.runs_b, "median_a_ms": self.median_a_ms,
+                "median_b_ms": self.median_b_ms, "states_a": self.states_a, "states_b": self.states_b,
+                "state_note": self.state_note}
