@@ -62,7 +62,9 @@ DEFAULT_RESAMPLES = 2000
 
 def statistic(center: str) -> CenterStatistic:
     """The registered statistic named `center` (centers/); a name not registered is a ValueError, as `Center(name)`."""
-    found = centers.find(center)
+    # "paired" (an interleaved job's rounds, verdicts/paired.py) reduces each side as the mean does where it reaches
+    # here (LLM metrics, ranks): the pairing is paired.py's alone
+    found = centers.find("mean" if center == "paired" else center)
     if found is None:
         raise ValueError(f"{center!r} is not a verdict statistic")
     return found
@@ -159,8 +161,7 @@ def estimate_many(pairs: Sequence[tuple[RunSamples, RunSamples]], *, confidence:
 
     Each estimate draws its bootstrap from `seed` alone, so it is the same however it is batched;
     pairs whose runs have the same lengths share one set of gathers (bootstrap.py)."""
-    # "paired" (an interleaved job's rounds) is verdicts/paired.py's; what reaches here of it (LLM metrics) is unpaired
-    stat = statistic("mean" if center == "paired" else center)
+    stat = statistic(center)
     own = stat.estimates(pairs, confidence)
     if own is not None:  # a statistic with an estimate of its own (fast-state: its states)
         return own
