@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from orchestrator.profiles.stat_rows import StatRow
     from orchestrator.report.model import Report
     from orchestrator.report.page.blocks import Chart, Charts, Page
-    from orchestrator.verdicts.nightly import Confirmation
+    from orchestrator.verdicts.confirmation import Confirmation
 
 LATEST_MD = "latest.md"
 

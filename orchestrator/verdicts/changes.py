@@ -25,11 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.run.configuration import Settings
-from orchestrator.store.history import HistoryPoint
 from orchestrator.verdicts.statistics import DEFAULT_THRESHOLD
+
+if TYPE_CHECKING:  # the store's rows are read by the caller (history --changes): verdicts open no store
+    from orchestrator.store.history import HistoryPoint
 
 MIN_SIGMA = 0.01  # log units: below ~1 % noise the series is treated as 1 % noisy
 PENALTY_FACTOR = 5.0

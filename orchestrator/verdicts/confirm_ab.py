@@ -28,8 +28,6 @@ from orchestrator.run.job import JobResult
 from orchestrator.store import Store
 from orchestrator.verdicts.baseline import LAST_GOOD, last_good_finder, named_finder
 from orchestrator.verdicts.compare import BaselineFinder, PairVerdict
-from orchestrator.verdicts.statistics import Verdict
-from orchestrator.verdicts.trust import loads_differ
 
 BASELINE_SUFFIX = "-baseline"  # the baseline program's name in the interleaved job: `<model>-baseline`
 
@@ -50,40 +48,9 @@ class BaselineProgram:
         return f"the baseline's program ({self.model}, run {self.run_id}) cannot be found: {self.missing}"
 
 
-@dataclass(frozen=True)
-class Confirmation:
-    """A (device, model) a night found regressed, run again at once: whether the second job showed it too."""
-
-    device: str
-    model: str
-    first_run: str  # the night's job that found the regression
-    confirm_run: str  # the job that ran it again
-    confirmed: bool
-    verdict: str  # the second comparison's verdict (the night's verdict for the pair)
-    how: str = ""  # interleaved with the baseline's program (confirm_ab.py), or alone and why
-    suspected: str = "regressed"  # what the night's own job found: regressed, or not judged for a different load
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "model": self.model, "first_run": self.first_run,
-                "confirm_run": self.confirm_run, "confirmed": self.confirmed, "verdict": self.verdict,
-                "how": self.how, "suspected": self.suspected}
-
-    @property
-    def note(self) -> str:
-        how = f" ({self.how})" if self.how else ""
-        return (f"{self.device} {self.model}: {self.suspected} in run {self.first_run}; "
-                + ("confirmed" if self.confirmed else f"NOT confirmed ({self.verdict})") + f" by run {self.confirm_run}{how}")
-
-
 def baseline_finder(baseline: str, store: Store, job: Job) -> BaselineFinder:
     """The plan's baseline of each (device, model) of `job`: the last good run, or the run the plan names."""
     return last_good_finder(store, job) if baseline == LAST_GOOD else named_finder(store, baseline)
-
-
-def suspected(pair: PairVerdict) -> bool:
-    """Whether a night's pair goes to the confirmation: regressed, or not judged because its job and the baseline's
-    ran under different load (trust.py), which only both programs in one job can settle."""
-    return pair.regressed or (pair.verdict is Verdict.INCONCLUSIVE and loads_differ(*pair.loads))
 
 
 Groups = dict[tuple[str, Path, str], list[str]]  # (model, baseline .pte, baseline run) -> its devices

@@ -48,15 +48,8 @@ from orchestrator.verdicts.baseline import (
     series_point,
 )
 from orchestrator.verdicts.compare import Comparison, PairVerdict, compare_against
-from orchestrator.verdicts.confirm_ab import (
-    BASELINE_SUFFIX,
-    Confirmation,
-    baseline_finder,
-    interleaved_groups,
-    job_specs,
-    suspected,
-    without_baseline,
-)
+from orchestrator.verdicts.confirm_ab import BASELINE_SUFFIX, baseline_finder, interleaved_groups, job_specs, without_baseline
+from orchestrator.verdicts.confirmation import Confirmation, suspected
 from orchestrator.verdicts.nightly_jobs import (
     JobRunner,
     ModelFailure,

@@ -32,8 +32,8 @@ from orchestrator.results.model import load_manifest
 from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import Comparison, PairVerdict
 
-if TYPE_CHECKING:  # nightly imports the job engine; a page of `compare` must not pay for it
-    from orchestrator.verdicts.nightly import Confirmation
+if TYPE_CHECKING:
+    from orchestrator.verdicts.confirmation import Confirmation
 
 _NOT_OPS = frozenset({*FRAMEWORK_EVENTS, "OPERATOR_CALL", "DELEGATE_CALL"})
 MODULES_LISTED = 6

@@ -12,8 +12,8 @@ from orchestrator.profiles.model_structure import StructureDiff
 from orchestrator.report.model.report import Report, TrustNote
 from orchestrator.verdicts.compare import Comparison
 
-if TYPE_CHECKING:  # nightly imports the job engine; a page of `compare` must not pay for it
-    from orchestrator.verdicts.nightly import Confirmation
+if TYPE_CHECKING:
+    from orchestrator.verdicts.confirmation import Confirmation
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from orchestrator.results.model import (
     ModelStatus,
 )
 from orchestrator.verdicts.compare import PairVerdict
-from orchestrator.verdicts.confirm_ab import baseline_program, interleaved_groups, suspected, without_baseline
+from orchestrator.verdicts.confirm_ab import baseline_program, interleaved_groups, without_baseline
+from orchestrator.verdicts.confirmation import suspected
 from orchestrator.verdicts.statistics import Verdict
 from orchestrator.verdicts.trust import Load
 

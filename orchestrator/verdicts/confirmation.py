@@ -1,0 +1,43 @@
+"""What a night's confirmation found (`Confirmation`), and which pairs go to one (`suspected`): the workflow that runs
+it is app/confirm_ab.py; pages and the night's record read these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.verdicts.pair_verdicts import PairVerdict
+from orchestrator.verdicts.statistics import Verdict
+from orchestrator.verdicts.trust import loads_differ
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """A (device, model) a night found regressed, run again at once: whether the second job showed it too."""
+
+    device: str
+    model: str
+    first_run: str  # the night's job that found the regression
+    confirm_run: str  # the job that ran it again
+    confirmed: bool
+    verdict: str  # the second comparison's verdict (the night's verdict for the pair)
+    how: str = ""  # interleaved with the baseline's program (confirm_ab.py), or alone and why
+    suspected: str = "regressed"  # what the night's own job found: regressed, or not judged for a different load
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "model": self.model, "first_run": self.first_run,
+                "confirm_run": self.confirm_run, "confirmed": self.confirmed, "verdict": self.verdict,
+                "how": self.how, "suspected": self.suspected}
+
+    @property
+    def note(self) -> str:
+        how = f" ({self.how})" if self.how else ""
+        return (f"{self.device} {self.model}: {self.suspected} in run {self.first_run}; "
+                + ("confirmed" if self.confirmed else f"NOT confirmed ({self.verdict})") + f" by run {self.confirm_run}{how}")
+
+
+def suspected(pair: PairVerdict) -> bool:
+    """Whether a night's pair goes to the confirmation: regressed, or not judged because its job and the baseline's
+    ran under different load (trust.py), which only both programs in one job can settle."""
+    return pair.regressed or (pair.verdict is Verdict.INCONCLUSIVE and loads_differ(*pair.loads))
