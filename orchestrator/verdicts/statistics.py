@@ -82,7 +82,7 @@ def statistic_name(center: str) -> str:
 # what each is and why); the enum's members are the registry's, so `Center.MEAN` and plans' names keep working.
 Center = StrEnum("Center", {s.name.upper().replace("-", "_"): s.name for s in centers.registered()})  # type: ignore[misc]
 
-# The mean of per-run medians (clean executions only: run/contention.py) is the default since issue 37 (centers/mean.py
+# The mean of per-run medians (clean executions only: results/contention.py) is the default since issue 37 (centers/mean.py
 # says why); `fast-state` and `fast` stay accepted (old plans keep working) and compute as before.
 DEFAULT_CENTER = Center.MEAN  # type: ignore[attr-defined]
 

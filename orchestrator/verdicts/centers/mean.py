@@ -1,4 +1,4 @@
-"""`mean`, the default: the mean of a side's per-run medians (of clean executions only: run/contention.py); every
+"""`mean`, the default: the mean of a side's per-run medians (of clean executions only: results/contention.py); every
 process counts.
 
 The default since issue 37: replayed over the noise corpus of real jobs under five environments
