@@ -3,7 +3,7 @@
     PYTHONPATH=. .venv/bin/python -m benchmarks.bench_nights --scenario aa|creep|step|alternate [--nights N]
         [--trials T] [--history H] [--threshold 5] [--runs 10] [--out DIR] [--json]
 
-Each night is `verdicts.nightly.run_nightly` (what `etfarm nightly --plan` runs) with the example plan's
+Each night is `app.nightly.run_nightly` (what `etfarm nightly --plan` runs) with the example plan's
 defaults (configs/nightly.yaml: 10 process runs x 50 iterations, 5 warmup, threshold 5 %, center: the default (mean since issue 37),
 noise_floor auto, confirm true, baseline last-good) on `local` pinned to core 1 (`taskset -c 1`), its own
 results store, and the model of the issue: configs/models/deep_mlp.py (40 Linear+ReLU layers), copied, whose
@@ -33,10 +33,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
+from orchestrator.app.nightly import run_nightly  # noqa: E402
+from orchestrator.app.nightly_plan import load_plan  # noqa: E402
 from orchestrator.progress import Progress  # noqa: E402
 from orchestrator.store import open_store  # noqa: E402
-from orchestrator.verdicts.nightly import run_nightly  # noqa: E402
-from orchestrator.verdicts.nightly_plan import load_plan  # noqa: E402
 
 MODEL = ROOT / "configs" / "models" / "deep_mlp.py"
 

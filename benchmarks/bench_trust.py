@@ -12,7 +12,7 @@ verdicts' own code (compare.compare_sides: end to end and every op, trust.py's r
 - nightly: each job against the one before it (last good, no history: no noise floor); a night that is regressed
   or could not be judged is settled by an interleaved A/B job of the same environment (issue 37 item 4, as
   `run --ab` would: the corpus's A/B jobs, B slowed as the night was), whose verdict is the night's (as the
-  nightly confirms when the baseline's program can be found: verdicts/confirm_ab.py).
+  nightly confirms when the baseline's program can be found: app/confirm_ab.py).
 For each: false `regressed` (any verdict, end to end or per op, on identical programs; target <= 1 %), the share
 the verdicts could not judge (inconclusive: exit 3), interval coverage end to end (the 95 % interval holds 1 on
 identical programs, and the injected factor on slowed ones; target >= 90 %), and power: B's samples (end to end

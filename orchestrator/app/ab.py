@@ -7,6 +7,7 @@ writes: verdicts first, every op) goes into the first job's directory as report-
 
 from __future__ import annotations
 
+from orchestrator.app.ab_run import run_ab
 from orchestrator.app.console import Console
 from orchestrator.app.record import record_job
 from orchestrator.app.request import JobRequest
@@ -17,7 +18,6 @@ from orchestrator.report.comparison_output import RunInput, write_ab_page, write
 from orchestrator.report.destination import AB_PAGE
 from orchestrator.report.terminal.verdicts import verdict_table
 from orchestrator.results.model import JobOptions
-from orchestrator.verdicts.ab import run_ab
 from orchestrator.verdicts.statistics import VerdictSettings
 
 

@@ -21,6 +21,7 @@ from orchestrator.app.bisect import BisectJob, bisect
 from orchestrator.app.bisect_range import git, repo_root
 from orchestrator.app.bisect_search import Reason
 from orchestrator.app.console import Console
+from orchestrator.app.nightly_plan import NightlyPlan
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.cache import read_json_object
 from orchestrator.config import load_inventory
@@ -30,7 +31,6 @@ from orchestrator.run.job import JobResult
 from orchestrator.store import Store
 from orchestrator.verdicts.compare import PairVerdict
 from orchestrator.verdicts.night_record import NIGHT_JSON
-from orchestrator.verdicts.nightly_plan import NightlyPlan
 from orchestrator.verdicts.statistics import VerdictSettings
 
 REPO_HEAD = "repo_head"  # night.json: the plan's `repo:` HEAD when the night ran

@@ -71,9 +71,9 @@ def compare(
     could not be judged.
     """
     # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.app.baseline import compare_refs
     from orchestrator.report.comparison_output import write_ab_page, write_junit
     from orchestrator.report.terminal.verdicts import verdict_table
-    from orchestrator.verdicts.baseline import compare_refs
     from orchestrator.verdicts.statistics import VerdictSettings
     from orchestrator.verdicts.trust import JOB_SHIFT_SD
 

@@ -61,9 +61,9 @@ def nightly(
     """
     # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.app.bisect_night import bisect_night
+    from orchestrator.app.nightly import run_nightly
+    from orchestrator.app.nightly_plan import load_plan
     from orchestrator.report.terminal.verdicts import verdict_table
-    from orchestrator.verdicts.nightly import run_nightly
-    from orchestrator.verdicts.nightly_plan import load_plan
 
     loaded = load_plan(plan)
     if loaded.publish is not None:

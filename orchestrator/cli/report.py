@@ -70,8 +70,8 @@ def report(
 
 def _against(run: str, against: str, fmt: ReportFormat, output: str | None, store: Path | None) -> None:
     # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.app.baseline import compare_refs
     from orchestrator.report.comparison_output import write_ab_page
-    from orchestrator.verdicts.baseline import compare_refs
     from orchestrator.verdicts.statistics import VerdictSettings
     from orchestrator.verdicts.trust import JOB_SHIFT_SD
 

@@ -80,7 +80,7 @@ def test_the_cli_reference_lists_every_option_help_prints() -> None:
 
 def test_the_nightly_plan_reference_names_every_key_and_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The example plan on reference/nightly-plan.md sets every key a plan may have, and the plan reader takes it."""
-    from orchestrator.verdicts.nightly_plan import _KEYS, load_plan
+    from orchestrator.app.nightly_plan import _KEYS, load_plan
 
     page = (ROOT / "docs" / "reference" / "nightly-plan.md").read_text(encoding="utf-8")
     (example,) = re.findall(r"```yaml\n(.*?)```", page, flags=re.S)

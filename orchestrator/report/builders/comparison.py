@@ -7,7 +7,7 @@ The verdicts themselves are verdicts/compare.py's; this adds what the page needs
   the ops added or removed by identity, parameter and output shapes per layer, parameter counts, dtypes
   and the programs' sizes: a model whose layers became 8x wider names them;
 - each pair's baseline run and a link to its page when one exists beside the output;
-- a night's confirmations (verdicts/nightly.py), and the runs' trust notes, A's and B's;
+- a night's confirmations (app/nightly.py), and the runs' trust notes, A's and B's;
 - B's run reports (for a night, every job of it, the confirmation folded in).
 """
 

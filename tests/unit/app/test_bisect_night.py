@@ -8,10 +8,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from orchestrator.app.bisect_night import REPO_HEAD, NightBisect, _baseline_commit, night_repo_head
+from orchestrator.app.nightly_plan import NightlyPlan
 from orchestrator.results.job_config import ModelArtifacts
 from orchestrator.verdicts.compare import PairVerdict
 from orchestrator.verdicts.night_record import NIGHT_JSON
-from orchestrator.verdicts.nightly_plan import NightlyPlan
 from orchestrator.verdicts.statistics import Verdict
 from tests.helpers.git_repo import make_repo
 

@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from orchestrator.app.nightly_plan import load_plan
 from orchestrator.report.terminal.verdicts import verdict_table
 from orchestrator.results.codec import encode
 from orchestrator.results.footprint import Footprint, ModelMemory, Owners
 from orchestrator.verdicts.compare import compare_jobs
 from orchestrator.verdicts.memory import memory_verdict
-from orchestrator.verdicts.nightly_plan import load_plan
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 from tests.helpers.synthetic_run import make_run_dir
 

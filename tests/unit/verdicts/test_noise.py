@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from orchestrator.app.baseline import good_history, history_noise_finder
 from orchestrator.cache import write_json_atomic
 from orchestrator.cli import main
 from orchestrator.cli.compare import parse_noise_floor
@@ -18,7 +19,6 @@ from orchestrator.errors import UsageError
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store
-from orchestrator.verdicts.baseline import good_history, history_noise_finder
 from orchestrator.verdicts.compare import Comparison, Side, compare_sides
 from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, NoiseFloor, estimate_floor, estimate_replicate_floor
 from orchestrator.verdicts.recorded import VERDICTS_JSON

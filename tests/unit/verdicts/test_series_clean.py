@@ -38,7 +38,7 @@ def test_the_series_verdict_names_the_nights_left_out() -> None:
 
 
 def test_a_nights_history_leaves_the_busy_nights_out_and_keeps_why(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from orchestrator.verdicts import nightly
+    from orchestrator.app import nightly
 
     stored = [night("quiet", 0), night("busy", 15), night("quiet-too", 2)]
     monkeypatch.setattr(nightly, "series_history", lambda store, job, device, model: list(stored))

@@ -1,18 +1,18 @@
 """A night regressed against its series though not against its last good run: the night's verdict reads
 `regressed`, and says what the neighbour comparison alone said. Real SQLite store, synthetic run directories
-(deterministic samples), the nightly's own comparison step (verdicts/nightly.py `_compare`)."""
+(deterministic samples), the nightly's own comparison step (app/nightly.py `_compare`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
 
+from orchestrator.app.nightly import _compare
+from orchestrator.app.nightly_plan import NightlyPlan
 from orchestrator.report.terminal.verdicts import verdict_table
 from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store
 from orchestrator.verdicts.compare import Comparison
-from orchestrator.verdicts.nightly import _compare
-from orchestrator.verdicts.nightly_plan import NightlyPlan
 from orchestrator.verdicts.recorded import marked_regressed
 from orchestrator.verdicts.statistics import Verdict
 from tests.unit.store.rundirs import make_run_dir

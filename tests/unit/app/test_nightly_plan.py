@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.app.nightly_plan import PlanModel, load_plan
 from orchestrator.errors import ConfigError
-from orchestrator.verdicts.nightly_plan import PlanModel, load_plan
 
 REPO = Path(__file__).resolve().parents[3]
 

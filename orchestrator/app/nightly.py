@@ -29,6 +29,25 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from orchestrator.app.ab_run import ab_comparison
+from orchestrator.app.baseline import (
+    LAST_GOOD,
+    named_finder,
+    series_history,
+    series_point,
+)
+from orchestrator.app.confirm_ab import BASELINE_SUFFIX, baseline_finder, interleaved_groups, job_specs, without_baseline
+from orchestrator.app.nightly_jobs import (
+    JobRunner,
+    ModelFailure,
+    exportable,
+    farm_runner,
+    host_runner,
+    new_dir,
+    plan_job_specs,
+    record_job,
+)
+from orchestrator.app.nightly_plan import NightlyPlan
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.cache import cache_dir
 from orchestrator.errors import (
@@ -40,27 +59,8 @@ from orchestrator.run.rundir import new_run_id
 from orchestrator.run.schedule import RunOrder
 from orchestrator.store import Store
 from orchestrator.store.ingest import job_record
-from orchestrator.verdicts.ab import ab_comparison
-from orchestrator.verdicts.baseline import (
-    LAST_GOOD,
-    named_finder,
-    series_history,
-    series_point,
-)
 from orchestrator.verdicts.compare import Comparison, PairVerdict, compare_against
-from orchestrator.verdicts.confirm_ab import BASELINE_SUFFIX, baseline_finder, interleaved_groups, job_specs, without_baseline
 from orchestrator.verdicts.confirmation import Confirmation, suspected
-from orchestrator.verdicts.nightly_jobs import (
-    JobRunner,
-    ModelFailure,
-    exportable,
-    farm_runner,
-    host_runner,
-    new_dir,
-    plan_job_specs,
-    record_job,
-)
-from orchestrator.verdicts.nightly_plan import NightlyPlan
 from orchestrator.verdicts.recorded import record_verdicts
 from orchestrator.verdicts.series import SeriesPoint, judge, replicate_floor
 from orchestrator.verdicts.series_clean import LeftOutNight, clean_enough

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from device_agents import DeviceSpec
+from orchestrator.app import ab_run as ab
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.errors import UsageError
 from orchestrator.progress import Progress
@@ -26,7 +27,6 @@ from orchestrator.results.model import (
     ProcessRun,
 )
 from orchestrator.run.schedule import RunOrder
-from orchestrator.verdicts import ab
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 
 LEVELS = {"pixel8": 1.0, "rpi5": 2.0}  # B's speed relative to A per device: same, twice as slow

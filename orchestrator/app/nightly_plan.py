@@ -42,13 +42,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orchestrator.app.baseline import LAST_GOOD
 from orchestrator.artifacts.lowering import BACKENDS
 from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes, recipe_words
 from orchestrator.errors import ConfigError, UsageError
 from orchestrator.farm import scheduler_problem
 from orchestrator.results.limits import LIMITS
 from orchestrator.results.model import JobOptions
-from orchestrator.verdicts.baseline import LAST_GOOD
 from orchestrator.verdicts.memory import DEFAULT_MEMORY_THRESHOLD
 from orchestrator.verdicts.statistics import (
     DEFAULT_CENTER,

@@ -2,7 +2,7 @@
 
 A regression a night finds is measured again the way Pinpoint confirms one: both programs in one job,
 their process runs alternating ABBA (run/schedule.py), so whatever state the host or device is in hits
-both sides alike; the interleaved verdict (verdicts/ab.py) is the night's verdict for the pair.
+both sides alike; the interleaved verdict (app/ab_run.py) is the night's verdict for the pair.
 
 The baseline's program is brought back by its identity, the export key its run's manifest records
 (ModelArtifacts.key: the content hash of the model file with the exporter's settings): the .pte the
@@ -20,13 +20,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from orchestrator.app.baseline import LAST_GOOD, last_good_finder, named_finder
 from orchestrator.artifacts.export_entry import META_NAME, PTE_NAME
 from orchestrator.artifacts.modelspec import ModelSpec, parse_model_spec
 from orchestrator.cache import sha256_file
 from orchestrator.results.model import Job, JobOptions, ModelArtifacts
 from orchestrator.run.job import JobResult
 from orchestrator.store import Store
-from orchestrator.verdicts.baseline import LAST_GOOD, last_good_finder, named_finder
 from orchestrator.verdicts.compare import BaselineFinder, PairVerdict
 
 BASELINE_SUFFIX = "-baseline"  # the baseline program's name in the interleaved job: `<model>-baseline`

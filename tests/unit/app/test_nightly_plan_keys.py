@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.app.nightly_plan import load_plan
 from orchestrator.errors import ConfigError
-from orchestrator.verdicts.nightly_plan import load_plan
 
 BASE = "devices: [a]\nmodels: [m.py:build]\nreport: r\n"
 

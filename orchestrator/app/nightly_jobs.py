@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from orchestrator.app.nightly_plan import NightlyPlan
 from orchestrator.artifacts.modelspec import parse_model_specs
 from orchestrator.artifacts.pte_info import check_program
 from orchestrator.config import load_inventory
@@ -22,7 +23,6 @@ from orchestrator.run.schedule import RunOrder
 from orchestrator.run.sweep import NotExported, export_configurations
 from orchestrator.store import Store
 from orchestrator.store.ingest import job_record
-from orchestrator.verdicts.nightly_plan import NightlyPlan
 from orchestrator.verdicts.pair_verdicts import PairVerdict
 from orchestrator.verdicts.statistics import Verdict
 

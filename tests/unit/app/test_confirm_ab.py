@@ -1,4 +1,4 @@
-"""Which program a night's interleaved confirmation runs as the baseline (verdicts/confirm_ab.py), on real files:
+"""Which program a night's interleaved confirmation runs as the baseline (app/confirm_ab.py), on real files:
 the recorded .pte while it still holds the program of the recorded export key, else an export cache entry of that
 key, else nothing and why; and which regressed pairs go interleaved (one job per model and program) or alone.
 The interleaved job itself: tests/integration/verdicts/test_nightly.py."""
@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
+from orchestrator.app.confirm_ab import baseline_program, interleaved_groups, without_baseline
 from orchestrator.artifacts.export_entry import META_NAME, PTE_NAME
 from orchestrator.results.model import (
     DeviceResult,
@@ -23,7 +24,6 @@ from orchestrator.results.model import (
     ModelStatus,
 )
 from orchestrator.verdicts.compare import PairVerdict
-from orchestrator.verdicts.confirm_ab import baseline_program, interleaved_groups, without_baseline
 from orchestrator.verdicts.confirmation import suspected
 from orchestrator.verdicts.statistics import Verdict
 from orchestrator.verdicts.trust import Load
