@@ -4,7 +4,7 @@ A probe checks the commit out (bisect_range.Worktrees), exports the model file t
 an unchanged source is not exported again) and hashes the .pte. A program byte-identical to GOOD's is
 not slower, without a run; one identical to a program measured earlier in this bisect takes that step's
 outcome; with --resume, one the store holds for (GOOD's program, this program, this setup) takes the
-stored step. Anything else is an A/B job through `run --ab`'s machinery (app/ab_run.run_ab: GOOD and
+stored step. Anything else is an A/B job through `run --ab`'s machinery (app/ab.run_ab: GOOD and
 the candidate interleaved ABBA on each device, with `until_confident` more rounds while inconclusive),
 recorded in the store with its A/B page. A commit whose model is missing, does not export, or whose
 job measured nothing is skipped, with the reason.
@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from device_agents import DeviceSpec
-from orchestrator.app.ab_run import run_ab
+from orchestrator.app.ab import run_ab
 from orchestrator.app.bisect_range import Commit, Worktrees, forget_modules
 from orchestrator.app.bisect_search import Outcome, Step, Stop
 from orchestrator.app.console import Console

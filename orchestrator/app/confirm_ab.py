@@ -2,7 +2,7 @@
 
 A regression a night finds is measured again the way Pinpoint confirms one: both programs in one job,
 their process runs alternating ABBA (run/schedule.py), so whatever state the host or device is in hits
-both sides alike; the interleaved verdict (app/ab_run.py) is the night's verdict for the pair.
+both sides alike; the interleaved verdict (app/ab.py) is the night's verdict for the pair.
 
 The baseline's program is brought back by its identity, the export key its run's manifest records
 (ModelArtifacts.key: the content hash of the model file with the exporter's settings): the .pte the

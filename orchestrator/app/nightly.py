@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.app.ab_run import ab_comparison
+from orchestrator.app.ab import ab_comparison
 from orchestrator.app.baseline import (
     LAST_GOOD,
     named_finder,

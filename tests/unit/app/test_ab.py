@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from device_agents import DeviceSpec
-from orchestrator.app import ab_run as ab
+from orchestrator.app import ab
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.errors import UsageError
 from orchestrator.progress import Progress
