@@ -12,7 +12,8 @@ from pathlib import Path
 
 from orchestrator.errors import EtfarmError
 
-_CHECKOUT_ROOT = Path(__file__).resolve().parent.parent
+# the directory holding the orchestrator package (a checkout's top), wherever this module sits inside it
+_CHECKOUT_ROOT = Path(str(resources.files("orchestrator"))).resolve().parent
 SHIPPED_PACKAGE_DIR = "shipped"  # under the orchestrator package, in a wheel
 
 # A file each resource directory must hold, so an unrelated `configs/` folder is never taken.
