@@ -2,7 +2,7 @@
 
 The product fixes runners/ and configs/ at the top of the checkout; setuptools' `data-files`
 (the old way to ship them) is deprecated and lands outside any package. Instead build_py copies
-them to `orchestrator/shipped/{runners,configs}` in the build tree, where `orchestrator.resources`
+them to `orchestrator/shipped/{runners,configs}` in the build tree, where `orchestrator.base.resources`
 finds them with importlib.resources in a regular install. Everything else is in pyproject.toml.
 """
 

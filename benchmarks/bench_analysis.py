@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.cache import cache_dir, sha256_parts  # noqa: E402
+from orchestrator.base.cache import cache_dir, sha256_parts  # noqa: E402
 
 LIBRARY_TARGET = 50.0
 PROCESS_TARGET = 20.0

@@ -32,7 +32,7 @@ from typing import Any
 
 from device_agents import DeviceSpec
 from orchestrator.artifacts.modelspec import parse_model_spec
-from orchestrator.progress import Progress
+from orchestrator.base.progress import Progress
 from orchestrator.results.model import JobOptions
 from orchestrator.run.job import run_job
 

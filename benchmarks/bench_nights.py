@@ -35,7 +35,7 @@ sys.path[:0] = [str(ROOT)]
 
 from orchestrator.app.nightly import run_nightly  # noqa: E402
 from orchestrator.app.nightly_plan import load_plan  # noqa: E402
-from orchestrator.progress import Progress  # noqa: E402
+from orchestrator.base.progress import Progress  # noqa: E402
 from orchestrator.store import open_store  # noqa: E402
 
 MODEL = ROOT / "configs" / "models" / "deep_mlp.py"

@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.cache import cache_dir, sha256_parts  # noqa: E402 - after the sys.path line above
+from orchestrator.base.cache import cache_dir, sha256_parts  # noqa: E402 - after the sys.path line above
 
 LIBRARY_TARGET = 10.0
 PROCESS_TARGET = 10.0

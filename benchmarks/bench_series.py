@@ -170,7 +170,7 @@ def record(root: Path) -> list[Path]:
 
     from device_agents import DeviceSpec
     from orchestrator.artifacts.modelspec import parse_model_spec
-    from orchestrator.progress import Progress
+    from orchestrator.base.progress import Progress
     from orchestrator.results.model import JobOptions
     from orchestrator.run.job import run_job
 

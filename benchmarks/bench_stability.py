@@ -19,7 +19,7 @@ core 1 (`cpus: "1"` / `exec_prefix: taskset -c 1`). Conditions, per device and m
 Per job: each traced process run's within-run spread (IQR / median of its executions), the spread
 between process runs (IQR / median of the per-run medians), the old CV of all executions, and the
 calibration flags. The report prints, per condition, the quantiles of each measure over jobs and
-how often the thresholds of orchestrator/stats.py fire. Models: configs/models/tiny_cnn.py
+how often the thresholds of orchestrator/base/stats.py fire. Models: configs/models/tiny_cnn.py
 (~0.3 ms per execution) and deep_mlp.py (~0.02 ms).
 """
 
@@ -40,7 +40,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "integration")]
 
 from device_agents import DeviceSpec  # noqa: E402
 from orchestrator.artifacts.modelspec import parse_model_spec  # noqa: E402
-from orchestrator.progress import Progress  # noqa: E402
+from orchestrator.base.progress import Progress  # noqa: E402
 from orchestrator.results.model import JobOptions, ModelResult  # noqa: E402
 from orchestrator.run.job import run_job  # noqa: E402
 
@@ -64,7 +64,7 @@ class JobFigures:
     medians: tuple[float, ...] = ()  # per traced run
     labels: tuple[str, ...] = ()
     flagged_labels: tuple[str, ...] = ()
-    unstable: bool = False  # orchestrator/stats.py's rule, as the report applies it
+    unstable: bool = False  # orchestrator/base/stats.py's rule, as the report applies it
     reasons: tuple[str, ...] = ()
 
 

@@ -40,7 +40,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "integration")]
 
 from device_agents import DeviceSpec
 from orchestrator.artifacts.modelspec import parse_model_spec
-from orchestrator.progress import Progress
+from orchestrator.base.progress import Progress
 from orchestrator.results.model import JobOptions, load_manifest
 from orchestrator.run.job import run_job
 from orchestrator.run.schedule import RunOrder

@@ -14,7 +14,7 @@ from typing import Any
 
 from device_agents.base import DeviceAgent, ExecResult, StageReport
 from device_agents.spec import DeviceSpec, TransportSettings, TrustedKey
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 
 
 @dataclass(frozen=True)

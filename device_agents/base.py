@@ -23,9 +23,9 @@ from device_agents.facts import DeviceFacts
 from device_agents.spec import DeviceSpec
 from device_agents.staging import HASH_BYTES_PER_SEC, StageReport
 from device_agents.workdir import check_relative, check_workdir, safe_destination
-from orchestrator.cleanup import close_quietly
-from orchestrator.errors import CommandFailed
-from orchestrator.procs import CommandResult
+from orchestrator.base.cleanup import close_quietly
+from orchestrator.base.errors import CommandFailed
+from orchestrator.base.procs import CommandResult
 
 # Grace between the device-side `timeout` and the host giving up on the transport (docs/how-to/boards.md: 15 s).
 HOST_DEADLINE_GRACE_SEC = 15.0
@@ -82,7 +82,7 @@ class DeviceAgent(ABC):
 
     def close(self) -> None:
         """Close the connection. Never raises: after a fault the link may be dead already, and the
-        error the user must see is the fault, not a failed close (orchestrator/cleanup.py)."""
+        error the user must see is the fault, not a failed close (orchestrator/base/cleanup.py)."""
         close_quietly(f"the connection to {self.spec.name}", self._close, self.log)
 
     def reconnect(self) -> None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from device_agents.emulated import emulated_facts
 from device_agents.keyvalues import KeyPath, leaves, nest, parse_key_values, sorted_keys
-from orchestrator.errors import CommandFailed
+from orchestrator.base.errors import CommandFailed
 
 if TYPE_CHECKING:
     from device_agents.base import DeviceAgent

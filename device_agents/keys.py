@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import ConfigError
-from orchestrator.yamlfile import shorten
+from orchestrator.base.errors import ConfigError
+from orchestrator.base.yamlfile import shorten
 
 _KINDS = {int: "an integer", float: "a number", str: "a string"}
 

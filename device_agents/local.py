@@ -6,8 +6,8 @@ import shutil
 from pathlib import Path
 
 from device_agents.base import DeviceAgent, RawExecResult
-from orchestrator import procs
-from orchestrator.errors import DeviceError
+from orchestrator.base import procs
+from orchestrator.base.errors import DeviceError
 
 
 class LocalAgent(DeviceAgent):

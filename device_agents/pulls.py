@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from device_agents.workdir import safe_destination
-from orchestrator.errors import CommandFailed, DeviceError, DeviceRefused
+from orchestrator.base.errors import CommandFailed, DeviceError, DeviceRefused
 
 if TYPE_CHECKING:
     from device_agents.base import DeviceAgent

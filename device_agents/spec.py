@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from device_agents.presence import AlwaysPresent, Presence
-from orchestrator.cache import cache_dir
+from orchestrator.base.cache import cache_dir
 
 if TYPE_CHECKING:
     from typing import Self

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.cache import sha256_file
-from orchestrator.errors import DeviceError
+from orchestrator.base.cache import sha256_file
+from orchestrator.base.errors import DeviceError
 
 if TYPE_CHECKING:
     from device_agents.base import DeviceAgent

@@ -34,8 +34,8 @@ from device_agents.base import HOST_DEADLINE_GRACE_SEC, DeviceAgent
 from device_agents.emulated import emulated_facts
 from device_agents.facts import DeviceFacts
 from device_agents.workdir import safe_destination
-from orchestrator.cache import sha256_file
-from orchestrator.errors import DeviceError
+from orchestrator.base.cache import sha256_file
+from orchestrator.base.errors import DeviceError
 
 STEP_REL = "bin/etfarm_step.sh"
 DESCRIBE_REL = "bin/etfarm_describe.sh"

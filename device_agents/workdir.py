@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.errors import DeviceError, DeviceRefused, one_line
+from orchestrator.base.errors import DeviceError, DeviceRefused, one_line
 
 if TYPE_CHECKING:
     from device_agents.base import DeviceAgent

@@ -26,9 +26,9 @@ from device_agents import TRANSPORTS, DeviceSpec, settings_type
 from device_agents.adb.discover import adb_device_spec, default_server, device_abi
 from device_agents.keys import InventoryEntry, describe
 from orchestrator.artifacts.targets import ANDROID_ABI_TARGETS, TARGETS, target_for_abi
-from orchestrator.cache import cache_dir
-from orchestrator.errors import ConfigError, UsageError
-from orchestrator.yamlfile import load_yaml, shorten
+from orchestrator.base.cache import cache_dir
+from orchestrator.base.errors import ConfigError, UsageError
+from orchestrator.base.yamlfile import load_yaml, shorten
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 NAME_MAX = 64

@@ -80,7 +80,7 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # What a cache holds that is the same for every test process: content-addressed and published atomically
-# (orchestrator/cache.py publish_dir), so parallel workers can share them and export or build each thing once.
+# (orchestrator/base/cache.py publish_dir), so parallel workers can share them and export or build each thing once.
 SHARED_CACHE_ENTRIES = ("exports", "builds", "runtimes")
 
 

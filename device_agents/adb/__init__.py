@@ -2,11 +2,11 @@
 server's own protocol (wire.py: no adbutils) for the discovery of devices a server sees (`adb:SERIAL`,
 discover.py) and for a device's presence, tracked as phones come and go (track.py).
 
-Names are imported on first use (orchestrator/lazy.py), so reading an inventory with adb devices
+Names are imported on first use (orchestrator/base/lazy.py), so reading an inventory with adb devices
 never imports adbutils; `from device_agents.adb import AdbAgent` does.
 """
 
-from orchestrator.lazy import lazy_api
+from orchestrator.base.lazy import lazy_api
 
 _API = {
     "AdbAgent": "agent",

@@ -19,8 +19,8 @@ from typing import ClassVar
 from device_agents.adb.client import TRANSPORT_ERRORS, AdbServer, Device
 from device_agents.adb.settings import adb_settings
 from device_agents.base import STALL_TIMEOUT_SEC, DeviceAgent, DeviceSpec, RawExecResult
-from orchestrator.cleanup import close_quietly
-from orchestrator.errors import DeviceError, DeviceRefused
+from orchestrator.base.cleanup import close_quietly
+from orchestrator.base.errors import DeviceError, DeviceRefused
 
 POLL_SEC = 0.2
 RECV_BYTES = 1 << 16

@@ -22,7 +22,7 @@ from adbutils import AdbError
 from adbutils._adb import AdbConnection
 from adbutils.errors import AdbConnectionError, AdbTimeout
 
-from orchestrator.cleanup import close_quietly
+from orchestrator.base.cleanup import close_quietly
 
 CONNECT_TIMEOUT_SEC = 3  # to the adb server, as adbutils does
 # Errors adbutils lets through when the server or the device goes away.

@@ -19,7 +19,7 @@ from device_agents.adb import wire
 from device_agents.adb.settings import DEFAULT_ADB_HOST, DEFAULT_ADB_PORT, DEFAULT_WORKDIR, AdbSettings
 from device_agents.adb.wire import Server
 from device_agents.spec import DeviceSpec
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 
 ADB_NAME_PREFIX = "adb:"  # `--devices adb:SERIAL`
 QUERY_TIMEOUT_SEC = 15.0

@@ -9,7 +9,7 @@ from device_agents.adb.track import AdbListing
 from device_agents.keys import InventoryEntry
 from device_agents.presence import Presence
 from device_agents.spec import DeviceSpec, TransportSettings
-from orchestrator.errors import DeviceRefused
+from orchestrator.base.errors import DeviceRefused
 
 DEFAULT_ADB_HOST = "127.0.0.1"  # etfarm never starts a server: it asks the one the inventory names
 DEFAULT_ADB_PORT = 5037

@@ -1,10 +1,10 @@
 """The ssh transport: settings (no paramiko), the agent and its parts, trusting a host key.
 
-Names are imported on first use (orchestrator/lazy.py), so reading an inventory with ssh devices
+Names are imported on first use (orchestrator/base/lazy.py), so reading an inventory with ssh devices
 never imports paramiko; `from device_agents.ssh import SSHAgent` does.
 """
 
-from orchestrator.lazy import lazy_api
+from orchestrator.base.lazy import lazy_api
 
 _API = {
     "SSHAgent": "agent",

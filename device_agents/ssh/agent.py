@@ -22,7 +22,7 @@ from device_agents.ssh.link import SshLink
 from device_agents.ssh.settings import ssh_settings
 from device_agents.ssh.sftp import SftpSession
 from device_agents.ssh.shell import PersistentShell
-from orchestrator.errors import DeviceError
+from orchestrator.base.errors import DeviceError
 
 
 @dataclass(frozen=True)

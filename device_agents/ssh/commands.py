@@ -15,7 +15,7 @@ import paramiko
 
 from device_agents.base import RawExecResult
 from device_agents.ssh.link import SshLink
-from orchestrator.errors import said
+from orchestrator.base.errors import said
 
 # Stderr is kept to its last bytes: that is where errors are.
 STDERR_KEEP_BYTES = 1 << 20

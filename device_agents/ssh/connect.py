@@ -20,7 +20,7 @@ import paramiko
 from device_agents.ssh.keyfile import load_key
 from device_agents.ssh.known_hosts import KnownHosts, load_known_hosts
 from device_agents.ssh.settings import SshSettings
-from orchestrator.errors import DeviceError, DeviceRefused, one_line
+from orchestrator.base.errors import DeviceError, DeviceRefused, one_line
 
 # paramiko logs its transport thread's failures (a server that never sends its banner: a traceback of
 # 60 lines) at ERROR; Python's last-resort handler, or a root handler some library set up (torch's

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import paramiko
 
-from orchestrator.errors import DeviceError
+from orchestrator.base.errors import DeviceError
 
 REVOKED = "@revoked"
 CERT_AUTHORITY = "@cert-authority"

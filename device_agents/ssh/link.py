@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 
 import paramiko
 
-from orchestrator.cleanup import close_quietly
-from orchestrator.errors import DeviceError
+from orchestrator.base.cleanup import close_quietly
+from orchestrator.base.errors import DeviceError
 
 # Reads of a command's or the shell's channel wake this often to check their deadline.
 POLL_SEC = 0.2

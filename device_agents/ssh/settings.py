@@ -13,7 +13,7 @@ from typing import ClassVar, cast
 from device_agents.keys import InventoryEntry
 from device_agents.presence import Presence, ServerBanner
 from device_agents.spec import DeviceSpec, TransportSettings
-from orchestrator.errors import ConfigError, DeviceRefused
+from orchestrator.base.errors import ConfigError, DeviceRefused
 
 DEFAULT_PORT = 22
 DEFAULT_KNOWN_HOSTS = "~/.config/etfarm/known_hosts"

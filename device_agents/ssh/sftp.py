@@ -15,8 +15,8 @@ import paramiko
 
 from device_agents.ssh.connect import WINDOW_BYTES
 from device_agents.ssh.link import SshLink
-from orchestrator.cleanup import close_quietly
-from orchestrator.errors import DeviceError, DeviceRefused, said
+from orchestrator.base.cleanup import close_quietly
+from orchestrator.base.errors import DeviceError, DeviceRefused, said
 
 SFTP_SAFE_REQUEST_BYTES = 32 * 1024
 SFTP_MAX_REQUEST_BYTES = 255 * 1024

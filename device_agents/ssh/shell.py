@@ -17,8 +17,8 @@ import paramiko
 from device_agents.base import RawExecResult
 from device_agents.ssh.commands import RECV_BYTES, keep_stderr
 from device_agents.ssh.link import SshLink
-from orchestrator.cleanup import close_quietly
-from orchestrator.errors import said
+from orchestrator.base.cleanup import close_quietly
+from orchestrator.base.errors import said
 
 
 class PersistentShell:

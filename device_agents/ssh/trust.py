@@ -11,8 +11,8 @@ from device_agents.spec import DeviceSpec, TrustedKey
 from device_agents.ssh.connect import host_key_fingerprint
 from device_agents.ssh.known_hosts import load_known_hosts
 from device_agents.ssh.settings import SshSettings, ssh_settings
-from orchestrator.cache import write_text_atomic
-from orchestrator.errors import DeviceError, DeviceRefused, said
+from orchestrator.base.cache import write_text_atomic
+from orchestrator.base.errors import DeviceError, DeviceRefused, said
 
 
 def trust_host_key(spec: DeviceSpec) -> TrustedKey:

@@ -26,9 +26,9 @@ from orchestrator.app.console import Console
 from orchestrator.app.record import record_job
 from orchestrator.app.request import JobRequest
 from orchestrator.artifacts.modelspec import ModelSpec, parse_model_spec
+from orchestrator.base.errors import EXIT_OK, UsageError
+from orchestrator.base.progress import Progress
 from orchestrator.config import load_inventory
-from orchestrator.errors import EXIT_OK, UsageError
-from orchestrator.progress import Progress
 from orchestrator.report.comparison_output import RunInput, write_ab_page, write_junit
 from orchestrator.report.destination import AB_PAGE
 from orchestrator.report.terminal.verdicts import verdict_table

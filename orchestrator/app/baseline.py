@@ -26,7 +26,7 @@ import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 from orchestrator.results.model import DeviceStatus, Job, JobStatus, ModelStatus, VerificationStatus, load_manifest
 from orchestrator.store import Store, open_store, resolve_run, store_path
 from orchestrator.verdicts.compare import (

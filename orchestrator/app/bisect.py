@@ -23,10 +23,10 @@ from orchestrator.app.bisect_range import CommitRange, Worktrees, commit_range
 from orchestrator.app.bisect_search import Outcome, Reason, Step, search
 from orchestrator.app.console import Console
 from orchestrator.app.request import JobRequest
-from orchestrator.cache import write_json_atomic
+from orchestrator.base.cache import write_json_atomic
+from orchestrator.base.errors import EXIT_INTERRUPTED, EtfarmError, UsageError, one_line
+from orchestrator.base.progress import Progress
 from orchestrator.config import load_inventory
-from orchestrator.errors import EXIT_INTERRUPTED, EtfarmError, UsageError, one_line
-from orchestrator.progress import Progress
 from orchestrator.results.model import JobOptions
 from orchestrator.run.rundir import new_run_id
 from orchestrator.verdicts.statistics import VerdictSettings, check_center

@@ -23,10 +23,10 @@ from orchestrator.app.bisect_search import Reason
 from orchestrator.app.console import Console
 from orchestrator.app.nightly_plan import NightlyPlan
 from orchestrator.artifacts.modelspec import parse_model_spec
-from orchestrator.cache import read_json_object
+from orchestrator.base.cache import read_json_object
+from orchestrator.base.errors import EtfarmError, one_line
+from orchestrator.base.progress import Progress
 from orchestrator.config import load_inventory
-from orchestrator.errors import EtfarmError, one_line
-from orchestrator.progress import Progress
 from orchestrator.run.job import JobResult
 from orchestrator.store import Store
 from orchestrator.verdicts.compare import PairVerdict

@@ -14,7 +14,7 @@ from typing import Any
 
 from orchestrator.app.bisect_range import Commit, CommitRange
 from orchestrator.app.bisect_search import Reason, Search, Step
-from orchestrator.cache import write_text_atomic
+from orchestrator.base.cache import write_text_atomic
 from orchestrator.report.formats import clip
 from orchestrator.report.page.blocks import Page, Paragraph, Section, Table, badge, code, link, strong, text
 from orchestrator.report.render.html import render_html

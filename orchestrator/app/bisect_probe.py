@@ -22,9 +22,9 @@ from orchestrator.app.bisect_search import Outcome, Step, Stop
 from orchestrator.app.console import Console
 from orchestrator.app.record import record_job
 from orchestrator.artifacts.modelspec import ModelSpec, parse_model_spec
-from orchestrator.cache import sha256_file
-from orchestrator.errors import EtfarmError, one_line
-from orchestrator.progress import Progress
+from orchestrator.base.cache import sha256_file
+from orchestrator.base.errors import EtfarmError, one_line
+from orchestrator.base.progress import Progress
 from orchestrator.report.comparison_output import RunInput, write_ab_page
 from orchestrator.report.destination import AB_PAGE
 from orchestrator.results.model import JobOptions

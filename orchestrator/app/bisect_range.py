@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from orchestrator.errors import UsageError
-from orchestrator.procs import CommandResult, run, which
+from orchestrator.base.errors import UsageError
+from orchestrator.base.procs import CommandResult, run, which
 
 GIT_TIMEOUT_S = 60.0  # a worktree of a large repository takes a while; a hung git must not hang the bisect
 WORKTREE_PREFIX = "etfarm-bisect-"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from orchestrator.cache import cannot_write_in
-from orchestrator.errors import UsageError
+from orchestrator.base.cache import cannot_write_in
+from orchestrator.base.errors import UsageError
 from orchestrator.store.location import check_place, store_path
 
 

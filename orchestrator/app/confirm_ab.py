@@ -23,7 +23,7 @@ from typing import Any
 from orchestrator.app.baseline import LAST_GOOD, last_good_finder, named_finder
 from orchestrator.artifacts.export_entry import META_NAME, PTE_NAME
 from orchestrator.artifacts.modelspec import ModelSpec, parse_model_spec
-from orchestrator.cache import sha256_file
+from orchestrator.base.cache import sha256_file
 from orchestrator.results.model import Job, JobOptions, ModelArtifacts
 from orchestrator.run.job import JobResult
 from orchestrator.store import Store

@@ -49,11 +49,11 @@ from orchestrator.app.nightly_jobs import (
 )
 from orchestrator.app.nightly_plan import NightlyPlan
 from orchestrator.artifacts.modelspec import parse_model_spec
-from orchestrator.cache import cache_dir
-from orchestrator.errors import (
+from orchestrator.base.cache import cache_dir
+from orchestrator.base.errors import (
     EXIT_INTERRUPTED,
 )
-from orchestrator.progress import Progress
+from orchestrator.base.progress import Progress
 from orchestrator.run.job import JobResult
 from orchestrator.run.rundir import new_run_id
 from orchestrator.run.schedule import RunOrder

@@ -13,9 +13,9 @@ from typing import Any
 from orchestrator.app.nightly_plan import NightlyPlan
 from orchestrator.artifacts.modelspec import parse_model_specs
 from orchestrator.artifacts.pte_info import check_program
+from orchestrator.base.errors import Blame, ConfigError, EtfarmError, ExportError, ModelSpecError, UsageError, blame_of, one_line
+from orchestrator.base.progress import Progress
 from orchestrator.config import load_inventory
-from orchestrator.errors import Blame, ConfigError, EtfarmError, ExportError, ModelSpecError, UsageError, blame_of, one_line
-from orchestrator.progress import Progress
 from orchestrator.results.model import JobOptions
 from orchestrator.run.job import JobResult, run_job
 from orchestrator.run.rundir import new_run_id

@@ -45,7 +45,8 @@ from typing import Any
 from orchestrator.app.baseline import LAST_GOOD
 from orchestrator.artifacts.lowering import BACKENDS
 from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes, recipe_words
-from orchestrator.errors import ConfigError, UsageError
+from orchestrator.base.errors import ConfigError, UsageError
+from orchestrator.base.yamlfile import load_yaml, shorten
 from orchestrator.farm import scheduler_problem
 from orchestrator.results.limits import LIMITS
 from orchestrator.results.model import JobOptions
@@ -57,7 +58,6 @@ from orchestrator.verdicts.statistics import (
     Center,
     VerdictSettings,
 )
-from orchestrator.yamlfile import load_yaml, shorten
 
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
          "config", "backend", "center", "noise_floor", "scheduler", "confirm", "threads", "prompt_len", "gen_len",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes, recipe_words
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 from orchestrator.report.destination import check_target
 from orchestrator.results.codec import FieldError
 from orchestrator.results.model import JobOptions

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from orchestrator.app.checks import check_writable_dir
 from orchestrator.app.request import OPTIONS, JobRequest
 from orchestrator.artifacts import parse_model_specs
+from orchestrator.base.errors import UsageError
+from orchestrator.base.progress import Progress
 from orchestrator.config import load_inventory
-from orchestrator.errors import UsageError
-from orchestrator.progress import Progress
 from orchestrator.results.model import JobOptions
 from orchestrator.run import MANIFEST, load_manifest, resume_job
 

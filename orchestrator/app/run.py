@@ -19,10 +19,10 @@ from orchestrator.app.record import record_job
 from orchestrator.app.request import JobRequest
 from orchestrator.app.resume import resume_recorded_job
 from orchestrator.artifacts import parse_model_specs
+from orchestrator.base.errors import UsageError, one_line
+from orchestrator.base.progress import Progress
 from orchestrator.config import load_inventory
-from orchestrator.errors import UsageError, one_line
 from orchestrator.numerics import analyze_job, render_text, write_files
-from orchestrator.progress import Progress
 from orchestrator.report import job_view, json_text, wall_clock_lines
 from orchestrator.report.output import write_run_report
 from orchestrator.report.terminal.llm import llm_lines, phase_tables

@@ -33,7 +33,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import cache, procs
 from orchestrator.artifacts import targets
 from orchestrator.artifacts.glibc_bundle import glibc_bundle
 from orchestrator.artifacts.runner_info import (
@@ -46,8 +45,9 @@ from orchestrator.artifacts.runner_info import (
 )
 from orchestrator.artifacts.targets import ANDROID_TARGET, TARGETS, Toolchain
 from orchestrator.artifacts.user_runtime import USER_BUILD_OPTIONS, UserRuntime, user_runtime
-from orchestrator.errors import BuildError, UsageError
-from orchestrator.resources import resource_dir
+from orchestrator.base import cache, procs
+from orchestrator.base.errors import BuildError, UsageError
+from orchestrator.base.resources import resource_dir
 
 __all__ = ["TARGETS", "RunnerBuild", "RuntimeInfo", "build_runner", "runner_env", "launch_words", "build_key",
            "sources_digest", "runner_slot"]

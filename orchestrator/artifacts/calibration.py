@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.artifacts.modelspec import model_code
-from orchestrator.errors import ModelSpecError
+from orchestrator.base.errors import ModelSpecError
 
 MAX_CALIBRATION_BATCHES = 100_000  # beyond it a generator was meant, not a sequence
 

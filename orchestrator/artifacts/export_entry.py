@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.artifacts.modelspec import ModelSpec, model_code
-from orchestrator.errors import ExportError
+from orchestrator.base.errors import ExportError
 
 PTE_NAME = "model.pte"
 ETRECORD_NAME = "etrecord.bin"

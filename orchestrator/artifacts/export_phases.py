@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.errors import ConfigurationFailed, EtfarmError, one_line
+from orchestrator.base.errors import ConfigurationFailed, EtfarmError, one_line
 
 # In the order they run; the last three are etfarm's own (the eager run is the fp32 model, ~ one forward).
 PHASES = ("eager run", "capture", "calibration", "quantization", "lowering", "ETRecord", "host reference",

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.errors import DataError
+from orchestrator.base.errors import DataError
 
 PREFILL, DECODE = "prefill", "decode"
 DEFAULT_PROMPT_LEN = 32  # the runner's defaults (runners/etfarm_args.h)

@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import cache
-from orchestrator.errors import BuildError
+from orchestrator.base import cache
+from orchestrator.base.errors import BuildError
 
 SYSROOT_LIB = Path("/usr/aarch64-linux-gnu/lib")
 MACHINE = "EM_AARCH64"

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from orchestrator.errors import ConfigurationFailed, one_line
+from orchestrator.base.errors import ConfigurationFailed, one_line
 
 _ERROR_LINE = re.compile(r"(\[[^\]]+\]\s*)?[^\n]*\berror\b[^\n]*", re.IGNORECASE)
 _LOG_PREFIX = re.compile(r"^[A-Z] \d\d:\d\d:\d\d\.\d+ executorch:\s*")  # ET_LOG's "E 00:00:00.123 executorch:"

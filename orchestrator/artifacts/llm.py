@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import DataError, ModelSpecError
+from orchestrator.base.errors import DataError, ModelSpecError
 
 REFERENCE_FORMAT = "etfarm-llm-reference/1"
 REQUIRED_PARAMS = ("dim", "n_layers", "n_heads", "vocab_size")

@@ -19,10 +19,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator import cache, procs
 from orchestrator.artifacts.llm import LlmRecipe, LlmReference, ReferenceGeneration, seeded_prompt
 from orchestrator.artifacts.pte_info import LlmShape, read_pte_info
-from orchestrator.errors import ExportError
+from orchestrator.base import cache, procs
+from orchestrator.base.errors import ExportError
 
 EXPORTER = "executorch.examples.models.llama.export_llama"
 LLM_REFERENCE_NAME = "llm_reference.json"

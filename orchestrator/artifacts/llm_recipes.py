@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from orchestrator.artifacts.llm import LlmRecipe
 from orchestrator.artifacts.recipes import RecipeInfo, RecipeSpec
-from orchestrator.errors import ConfigurationFailed
+from orchestrator.base.errors import ConfigurationFailed
 
 # XNNPackRecipeType member -> export_llama's flags for the same quantization.
 LLM_RECIPE_ARGS: dict[str, tuple[str, ...]] = {

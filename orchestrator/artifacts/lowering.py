@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator import cache
 from orchestrator.artifacts.calibration import CalibratedModel
 from orchestrator.artifacts.export_entry import (
     EAGER_OUTPUTS_NAME,
@@ -45,8 +44,9 @@ from orchestrator.artifacts.modelspec import ModelSpec, call_factory, check_fact
 from orchestrator.artifacts.recipe_export import export_recipe_into
 from orchestrator.artifacts.recipes import RecipeInfo, RecipeSpec
 from orchestrator.artifacts.runtime_noise import runtime_noise_dropped, without_partial_graph
-from orchestrator.errors import ConfigurationFailed, ExportError, ModelSpecError, UsageError
-from orchestrator.versions import tool_versions
+from orchestrator.base import cache
+from orchestrator.base.errors import ConfigurationFailed, ExportError, ModelSpecError, UsageError
+from orchestrator.base.versions import tool_versions
 
 BACKENDS = ("xnnpack", "portable")
 # Bump when the export recipe or the artifact layout changes: old cache entries are then ignored.

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from orchestrator.errors import EtfarmError, ModelSpecError, UsageError, not_a_file, said
+from orchestrator.base.errors import EtfarmError, ModelSpecError, UsageError, not_a_file, said
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.cache import sha256_file
-from orchestrator.procs import run, which
+from orchestrator.base.cache import sha256_file
+from orchestrator.base.procs import run, which
 
 GIT_TIMEOUT_S = 10.0
 

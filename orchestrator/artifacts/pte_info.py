@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.errors import DataError, UsageError
+from orchestrator.base.errors import DataError, UsageError
 
 SUPPORTED_IDENTIFIER = "ET12"  # what executorch==1.5.1's runtime loads
 HEAD_BYTES = 64  # ExecuTorch's kNumHeadBytes: enough for the extended header

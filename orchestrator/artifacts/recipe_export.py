@@ -32,7 +32,7 @@ from orchestrator.artifacts.export_phases import OWN_PHASES, PhaseClock
 from orchestrator.artifacts.modelspec import ModelSpec, check_factory_result
 from orchestrator.artifacts.recipe_lowering import host_outputs, lower_with_recipe
 from orchestrator.artifacts.recipes import RecipeInfo, RecipeSpec
-from orchestrator.cache import sha256_file, write_json_atomic
+from orchestrator.base.cache import sha256_file, write_json_atomic
 
 
 def export_recipe_into(spec: ModelSpec, result: Any, recipe: RecipeSpec, out: Path,

@@ -22,7 +22,7 @@ from orchestrator.artifacts.host_reference import run_on_host
 from orchestrator.artifacts.modelspec import call_factory, model_code
 from orchestrator.artifacts.recipes import RECIPE_BACKEND, RecipeSpec, available_recipes
 from orchestrator.artifacts.runtime_noise import without_partial_graph
-from orchestrator.errors import ConfigurationFailed, ModelSpecError, UsageError, one_line
+from orchestrator.base.errors import ConfigurationFailed, ModelSpecError, UsageError, one_line
 
 
 @dataclass(frozen=True)

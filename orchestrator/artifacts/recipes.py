@@ -25,7 +25,7 @@ from pathlib import Path
 
 from orchestrator.artifacts.model_sources import local_sources
 from orchestrator.artifacts.modelspec import ModelSpec, parse_model_spec
-from orchestrator.errors import ModelSpecError, UsageError
+from orchestrator.base.errors import ModelSpecError, UsageError
 
 RECIPE_BACKEND = "xnnpack"  # the provider whose recipe types etfarm names: the backend its runners carry
 _TYPES_FILE = ("backends", "xnnpack", "recipes", "xnnpack_recipe_types.py")

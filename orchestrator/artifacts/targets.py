@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import cache, procs
-from orchestrator.errors import BuildError
+from orchestrator.base import cache, procs
+from orchestrator.base.errors import BuildError
 
 TARGETS = ("host", "linux-aarch64", "android-arm64-v8a")
 ANDROID_TARGET = "android-arm64-v8a"

@@ -22,14 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.cache import write_bytes_atomic
-from orchestrator.errors import AnalysisError
-from orchestrator.scalar_types import BOOL, BYTE, CHAR, DOUBLE, FLOAT, HALF, INT, LONG, SHORT, scalar_dtypes
+from orchestrator.base.cache import write_bytes_atomic
+from orchestrator.base.errors import AnalysisError
+from orchestrator.base.scalar_types import BOOL, BYTE, CHAR, DOUBLE, FLOAT, HALF, INT, LONG, SHORT, scalar_dtypes
 
 MAGIC = b"ETFT"
 VERSION = 1
 
-# The ScalarType codes the runner reads and writes (orchestrator/scalar_types.py has them all).
+# The ScalarType codes the runner reads and writes (orchestrator/base/scalar_types.py has them all).
 SCALAR_TYPES: dict[int, np.dtype] = scalar_dtypes(BYTE, CHAR, SHORT, INT, LONG, HALF, FLOAT, DOUBLE, BOOL)
 _CODES = {dtype: code for code, dtype in SCALAR_TYPES.items()}
 

@@ -21,8 +21,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import cache
-from orchestrator.errors import UsageError
+from orchestrator.base import cache
+from orchestrator.base.errors import UsageError
 
 # Where an install prefix keeps executorch-config.cmake, in the order they are tried.
 CONFIG_DIRS = ("lib/cmake/ExecuTorch", "lib64/cmake/ExecuTorch", "share/cmake", "lib/cmake/executorch")

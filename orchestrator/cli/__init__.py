@@ -25,6 +25,15 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from orchestrator.base.errors import (
+    EXIT_DEVICE_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    EtfarmError,
+    environment_problem,
+    one_line,
+)
+from orchestrator.base.versions import version_line
 from orchestrator.cli import (
     analyze,
     bisect,
@@ -45,15 +54,6 @@ from orchestrator.cli import (
 )
 from orchestrator.cli.help_fold import fold_option_help
 from orchestrator.cli.logs import log_to_stderr, record_crash
-from orchestrator.errors import (
-    EXIT_DEVICE_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_USAGE,
-    EtfarmError,
-    environment_problem,
-    one_line,
-)
-from orchestrator.versions import version_line
 
 __all__ = ["app", "main", "program"]
 

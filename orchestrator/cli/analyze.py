@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
+from orchestrator.base.errors import AnalysisError
 from orchestrator.cli.options import JsonOption
-from orchestrator.errors import AnalysisError
 
 
 def register(app: typer.Typer) -> None:
@@ -88,7 +88,7 @@ def _write_csv(out: Path, rows: list[Any], linked: bool) -> None:
 
 def _write_rollups(out: Path, summed: Any) -> None:
     """The roll-ups beside the statistics (`stats.rollups.csv` for `--out stats.csv`), in rollups.csv's columns."""
-    from orchestrator.cache import write_text_atomic
+    from orchestrator.base.cache import write_text_atomic
     from orchestrator.profiles.rollups import rollups_csv
 
     try:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from orchestrator.base.progress import Progress
 from orchestrator.cli.options import JsonOption, Target
-from orchestrator.progress import Progress
 from orchestrator.report import json_text
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.base.errors import UsageError
 from orchestrator.cli.options import JunitOption, StoreOption
-from orchestrator.errors import UsageError
 from orchestrator.report.destination import check_target
 from orchestrator.verdicts.statistics import CENTER_HELP, DEFAULT_CENTER, check_center
 

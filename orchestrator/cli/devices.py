@@ -8,11 +8,11 @@ import typer
 
 from device_agents import trust_host_key
 from device_agents.facts import AndroidFacts, DeviceFacts, shown
+from orchestrator.base.errors import EXIT_DEVICE_FAILED, one_line
 from orchestrator.cli.emulate import HELP as EMULATE_HELP
 from orchestrator.cli.emulate import emulate
 from orchestrator.cli.options import ConfigOption, JsonOption
 from orchestrator.config import load_inventory
-from orchestrator.errors import EXIT_DEVICE_FAILED, one_line
 from orchestrator.report import format_table, json_text
 
 devices_app = typer.Typer(

@@ -32,7 +32,7 @@ def emulate(
     # loaded when the command runs: cli/__init__ imports every command module to register it
     import yaml
 
-    from orchestrator.cache import write_text_atomic
+    from orchestrator.base.cache import write_text_atomic
     from orchestrator.config import load_inventory
     from orchestrator.emulate.fleet import check_names, remove_tree, start_fleet
 

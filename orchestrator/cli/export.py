@@ -10,8 +10,8 @@ import typer
 
 from orchestrator.artifacts import copy_artifacts, export_model, parse_model_spec
 from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes
+from orchestrator.base.progress import Progress
 from orchestrator.cli.options import Backend, JsonOption, RecipeOption, recipes_joined
-from orchestrator.progress import Progress
 from orchestrator.report import json_text
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 from orchestrator.store import open_store, store_path
 
 if TYPE_CHECKING:

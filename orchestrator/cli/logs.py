@@ -12,8 +12,8 @@ import sys
 import time
 import traceback
 
-from orchestrator.cache import cache_dir, write_text_atomic
-from orchestrator.progress import PROGRESS_LOGGER
+from orchestrator.base.cache import cache_dir, write_text_atomic
+from orchestrator.base.progress import PROGRESS_LOGGER
 
 ROOT_LOGGER = "etfarm"
 CONSOLE_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"

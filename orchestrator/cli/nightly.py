@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from orchestrator.base.progress import Progress
 from orchestrator.cli.options import (
     JunitOption,
     QuietOption,
@@ -16,7 +17,6 @@ from orchestrator.cli.options import (
     TlsCertOption,
     TlsKeyOption,
 )
-from orchestrator.progress import Progress
 from orchestrator.report.destination import check_target
 from orchestrator.store import open_store
 
@@ -111,7 +111,7 @@ def nightly(
 def _junit(comparison: Any, target: Path) -> None:
     """The night's verdicts as JUnit XML. A file that cannot be written is a warning: the verdicts stand."""
     # loaded when the command runs: cli/__init__ imports every command module to register it
-    from orchestrator.errors import EtfarmError
+    from orchestrator.base.errors import EtfarmError
     from orchestrator.report.comparison_output import write_junit
 
     try:
@@ -124,7 +124,7 @@ def _record_night(outcome: Any, page: Path | None) -> None:
     """night.json beside each of the night's runs: its page, verdict counts and confirmations (what `publish` reads)."""
     # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.app.bisect_night import REPO_HEAD, night_repo_head
-    from orchestrator.errors import EtfarmError
+    from orchestrator.base.errors import EtfarmError
     from orchestrator.verdicts.night_record import record_night
 
     counts: dict[str, int] = {}
@@ -143,7 +143,7 @@ def _check_publish(plan: Any, store: Path | None) -> None:
     """The plan's `publish:` folder, before the night runs: new, empty or this store's site, and apart from the
     folders the night writes (its reports and runs would be files of the site's folder)."""
     # loaded when the command runs: cli/__init__ imports every command module to register it
-    from orchestrator.errors import ConfigError
+    from orchestrator.base.errors import ConfigError
     from orchestrator.report.dashboard.target import refusal
     from orchestrator.store import store_path
 
@@ -162,7 +162,7 @@ def _publish(out: Path, store: Path | None) -> None:
     """The plan's `publish: DIR`: the dashboard from the store. A site that cannot be written is a warning: the
     night's verdicts and exit code stand."""
     # loaded when the command runs: cli/__init__ imports every command module to register it
-    from orchestrator.errors import EtfarmError
+    from orchestrator.base.errors import EtfarmError
     from orchestrator.report.dashboard.site import publish
 
     try:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.app.checks import check_writable_dir
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 
 METRICS = ("mse", "l1", "snr")
 EXIT_NOT_COMPARED = 3  # as `nightly`: nothing regressed, but something could not be measured

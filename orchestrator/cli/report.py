@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 from orchestrator.report.builders.history import history_points
 from orchestrator.report.destination import AB_PREFIX, ReportFormat
 from orchestrator.results.model import load_manifest

@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.base.errors import UsageError
+from orchestrator.base.progress import Progress
 from orchestrator.cli.options import ConfigOption, SchedulerOption, TlsCaOption, TlsCertOption, TlsKeyOption
 from orchestrator.config import load_inventory
-from orchestrator.errors import UsageError
-from orchestrator.progress import Progress
 
 
 def register(app: typer.Typer) -> None:

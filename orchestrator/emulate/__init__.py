@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import NoReturn
 
-from orchestrator.errors import EtfarmError
+from orchestrator.base.errors import EtfarmError
 
 __all__ = ["TAG_VAR", "ToolMissing", "descendant_pids", "free_port", "kill_tagged", "missing", "new_tag",
            "require_tool", "tagged_env", "tagged_pids", "wait_port"]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 
 from . import require_tool
 from .adbserver import AdbTestServer, start_adb_server

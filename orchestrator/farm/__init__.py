@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.errors import EXIT_INFRASTRUCTURE, InfrastructureError, UsageError
+from orchestrator.base.errors import EXIT_INFRASTRUCTURE, InfrastructureError, UsageError
 
 RESOURCE_PREFIX = "dev-"
 # What etfarm hands Dask as a scheduler: tcp:// or tls:// (the README's two), a host (name, IPv4, [IPv6]), a port.

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.cache import cache_dir, sha256_file, write_bytes_atomic
+from orchestrator.base.cache import cache_dir, sha256_file, write_bytes_atomic
 
 if TYPE_CHECKING:
     from orchestrator.artifacts.build import RunnerBuild

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from orchestrator.artifacts.modelspec import ModelSpec
+from orchestrator.base.progress import Progress
 from orchestrator.farm.dask import FarmOptions, connect
 from orchestrator.farm.executor import FarmExecutor
-from orchestrator.progress import Progress
 from orchestrator.results.model import JobOptions
 from orchestrator.run.job import JobResult, resume_job_on, run_job_on
 

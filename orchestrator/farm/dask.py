@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import DeviceError, UsageError, said
+from orchestrator.base.errors import DeviceError, UsageError, said
 from orchestrator.farm import RESOURCE_PREFIX, FarmUnreachable, check_scheduler, require_distributed, resource_name
 from orchestrator.farm.blobs import ShipReport, ship
 from orchestrator.farm.task import LacksArtifacts, TaskReply, TaskRequest, progress_topic, run_task, stop_event_name

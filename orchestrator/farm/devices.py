@@ -20,7 +20,7 @@ from pathlib import Path
 
 from device_agents import DeviceSpec
 from device_agents.presence import PresenceWatch
-from orchestrator.errors import EtfarmError
+from orchestrator.base.errors import EtfarmError
 from orchestrator.farm import resource_name
 
 log = logging.getLogger(__name__)

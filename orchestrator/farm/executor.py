@@ -33,9 +33,9 @@ from typing import Any, Self
 
 from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.artifacts.lowering import ExportedModel
-from orchestrator.cache import write_bytes_atomic
-from orchestrator.cleanup import close_quietly
-from orchestrator.errors import DeviceError, EtfarmError, UsageError, said
+from orchestrator.base.cache import write_bytes_atomic
+from orchestrator.base.cleanup import close_quietly
+from orchestrator.base.errors import DeviceError, EtfarmError, UsageError, said
 from orchestrator.farm import FarmUnreachable
 from orchestrator.farm.blobs import BlobRef, JobBlobs
 from orchestrator.farm.dask import DaskFarm, FarmDevice, FarmOptions, TaskLost

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 from orchestrator.farm import require_distributed
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.cache import write_bytes_atomic
+from orchestrator.base.cache import write_bytes_atomic
 from orchestrator.farm.blobs import QUESTION_TIMEOUT_SEC
 from orchestrator.results.model import DeviceResult, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.device_record import DeviceRecord

@@ -35,13 +35,13 @@ from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.artifacts.generation import Workload
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.artifacts.runner_info import RuntimeInfo, runner_slot
-from orchestrator.cache import cache_dir
-from orchestrator.errors import InfrastructureError, UsageError
+from orchestrator.base.cache import cache_dir
+from orchestrator.base.errors import InfrastructureError, UsageError
+from orchestrator.base.progress import Progress
 from orchestrator.farm.blobs import MODEL_ROLES, BlobRef, materialize, missing
 from orchestrator.farm.streamed import AnnouncingRunDirectory, run_event
 from orchestrator.farm.tries import FIRST_STEP, step_event
 from orchestrator.profiles.stat_rows import ModelStats
-from orchestrator.progress import Progress
 from orchestrator.results.model import DeviceResult, JobConfig, JobOptions, ProcessRun
 from orchestrator.run.executor import JobContext
 from orchestrator.run.heartbeat import Heartbeat

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.cleanup import close_quietly
-from orchestrator.errors import UsageError, said
+from orchestrator.base.cleanup import close_quietly
+from orchestrator.base.errors import UsageError, said
 from orchestrator.farm import FarmUnreachable, check_scheduler, require_distributed
 from orchestrator.farm.dask import CONNECT_TIMEOUT_SEC  # a worker waits for its scheduler as run and farm status do
 from orchestrator.farm.devices import InventoryWatch, Offer
@@ -133,7 +133,7 @@ async def _close_worker(worker: Any) -> None:
     """Close the worker; a scheduler that died first must not turn the shutdown into a second error."""
     try:
         await worker.close()
-    except Exception:  # noqa: BLE001 - the rule of orchestrator/cleanup.py, for a coroutine
+    except Exception:  # noqa: BLE001 - the rule of orchestrator/base/cleanup.py, for a coroutine
         log.debug("closing the worker failed (scheduler gone?)", exc_info=True)
 
 

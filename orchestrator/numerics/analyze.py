@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.errors import AnalysisError, DataError, UsageError
+from orchestrator.base.errors import AnalysisError, DataError, UsageError
 from orchestrator.numerics.mapping import (
     find_op_names,
     map_runtime_aot_intermediate_outputs,

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from orchestrator.artifacts.modelspec import LOADED_PREFIX
-from orchestrator.errors import DataError
+from orchestrator.base.errors import DataError
 from orchestrator.numerics.mapping import DebugHandle, unwrap
 from orchestrator.numerics.sources import AotReference, load_reference
 from orchestrator.profiles.op_identity import OpIdentity, graph_op, numbered

@@ -12,7 +12,7 @@ import math
 from dataclasses import asdict
 from pathlib import Path
 
-from orchestrator.cache import write_json_atomic, write_text_atomic
+from orchestrator.base.cache import write_json_atomic, write_text_atomic
 from orchestrator.numerics.model import (
     AGAINST_AOT,
     Comparison,

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.numerics.mapping import (
     DebugHandle,
     merge_runtime_overlapping_debug_handles,

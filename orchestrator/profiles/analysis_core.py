@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.belongs import check_belongs
 from orchestrator.profiles.etdump import read_etdump
 from orchestrator.profiles.etdump_events import EventInfo, Signature, block_key, durations_ms, group_blocks

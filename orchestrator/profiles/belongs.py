@@ -27,7 +27,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.etdump_events import EventInfo
 from orchestrator.profiles.etrecord import RESERVED_FRAMEWORK_EVENT_NAMES, ETRecordInfo
 from orchestrator.profiles.pte_program import read_delegate_calls

@@ -25,7 +25,7 @@ import os
 import zipfile
 from typing import Any
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.etrecord import (
     DEBUG_HANDLE_MAP,
     DELEGATE_MAP,

@@ -18,7 +18,7 @@ import zipfile
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.etrecord import EDGE_PROGRAM, ETRECORD_IDENTIFIER, FORWARD, read_member
 from orchestrator.profiles.file_memo import FileMemo, file_key
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import flatbuffers
 import numpy as np
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.etdump_flatbuffer import (
     Buffer,
     Corrupt,

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.etdump import KIND_DEBUG, KIND_PROFILE, ETDump
 
 MAX_UINT32 = 2**32 - 1  # Inspector's wrap-around bound (`Event._calculate_elapsed_time`)

@@ -23,9 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.errors import AnalysisError
-from orchestrator.profiles.etdump import ETDump
-from orchestrator.scalar_types import (
+from orchestrator.base.errors import AnalysisError
+from orchestrator.base.scalar_types import (
     BITS16,
     BOOL,
     BYTE,
@@ -39,6 +38,7 @@ from orchestrator.scalar_types import (
     UINT16,
     scalar_dtypes,
 )
+from orchestrator.profiles.etdump import ETDump
 
 # etdump.ValueType
 VALUE_NULL, VALUE_INT, VALUE_BOOL, VALUE_FLOAT, VALUE_DOUBLE, VALUE_TENSOR, VALUE_TENSOR_LIST, VALUE_STRING = range(8)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.file_memo import FileMemo, file_key
 
 ETRECORD_IDENTIFIER = "ETRECORD_V0"

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 
 V = TypeVar("V")
 FileKey = tuple[str, int, int]

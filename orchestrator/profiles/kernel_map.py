@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.edge_flow import EdgeFlow, load_edge_flow
 from orchestrator.profiles.edge_flow import clear_cache as clear_edge_flows
 from orchestrator.profiles.etdump_events import EventInfo

@@ -21,7 +21,7 @@ import mmap
 import os
 from dataclasses import dataclass
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.flatbuf import Buffer, FlatBufferError, Table, identifier, root
 
 FILE_IDENTIFIER_PREFIX = b"ET"  # ET12 today; older programs used other ET?? identifiers

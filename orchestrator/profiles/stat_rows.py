@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.cache import write_text_atomic
-from orchestrator.errors import DataError
+from orchestrator.base.cache import write_text_atomic
+from orchestrator.base.errors import DataError
 from orchestrator.profiles.analysis_core import (
     EVENT_COLUMNS,
     IDENTITY_COLUMNS,

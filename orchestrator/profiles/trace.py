@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.cache import write_text_atomic
-from orchestrator.errors import AnalysisError
+from orchestrator.base.cache import write_text_atomic
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.etdump import read_etdump
 from orchestrator.profiles.etdump_events import block_key, durations_ms, group_blocks, start_times
 from orchestrator.profiles.etrecord import load_etrecord

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.flatbuf import FlatBufferError, Table, identifier, root
 
 HEADER_MAGIC = b"XH00"

@@ -24,7 +24,7 @@ Public API, imported lazily on first use (PEP 562) so that importing the package
 
 from __future__ import annotations
 
-from orchestrator.lazy import lazy_api
+from orchestrator.base.lazy import lazy_api
 
 _API = {
     "format_table": "terminal.table",

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.cache import write_json_atomic
-from orchestrator.errors import UsageError
+from orchestrator.base.cache import write_json_atomic
+from orchestrator.base.errors import UsageError
 from orchestrator.profiles.stat_rows import read_stats_csv
 from orchestrator.report.builders.comparison import comparison_view
 from orchestrator.report.builders.history import history_points

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 
-from orchestrator.cache import write_text_atomic
-from orchestrator.errors import UsageError
+from orchestrator.base.cache import write_text_atomic
+from orchestrator.base.errors import UsageError
 
 REPORT_HTML = "report.html"
 AB_PREFIX = "report-vs-"  # `report B --against A` writes B/report-vs-<A's run id>.<ext>

@@ -41,7 +41,7 @@ from enum import Enum
 from functools import cache
 from typing import Any, TypeVar
 
-from orchestrator.cache import finite_json
+from orchestrator.base.cache import finite_json
 from orchestrator.config import is_plain_name
 
 T = TypeVar("T")

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.stats import median
+from orchestrator.base.stats import median
 
 __all__ = ["WAIT_FLOOR_MS", "WAIT_SHARE", "Contention", "ContentionSummary", "clean_mask", "contention_summary",
            "contention_text", "wait_bound_ms"]

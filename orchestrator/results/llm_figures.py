@@ -6,7 +6,7 @@ step's latency, memory after prefill and after decode. `LlmFigures` gathers them
 model) for the summary, the report and the manifest's derived `summary.llm`; `metric_runs` gives the
 per-process-run samples the verdicts compare (verdicts/llm_metrics.py). Headline figures are over
 the traced runs, as the wall clock is; the untraced runs' decode rate is shown beside them (the
-event tracer's cost on tiny decode steps). Medians are numpy's linear percentile (orchestrator.stats).
+event tracer's cost on tiny decode steps). Medians are numpy's linear percentile (orchestrator.base.stats).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.artifacts.generation import GenerationFigures, LlmRunFigures
-from orchestrator.stats import median
+from orchestrator.base.stats import median
 
 if TYPE_CHECKING:
     from orchestrator.results.model import Job, ProcessRun

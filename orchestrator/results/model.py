@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from device_agents.facts import DeviceFacts
-from orchestrator.errors import Blame, DataError
-from orchestrator.ids import checked_id
+from orchestrator.base.errors import Blame, DataError
+from orchestrator.base.ids import checked_id
+from orchestrator.base.stats import Stability, coefficient_of_variation, median, stability
+from orchestrator.base.wholefile import json_problem
 from orchestrator.results.accuracy import Accuracy
 from orchestrator.results.codec import KEYED, FieldError, Layout, decode, encode
 from orchestrator.results.contention import ContentionSummary, contention_summary
@@ -34,8 +36,6 @@ from orchestrator.results.job_config import JobConfig, JobOptions, LeftOut, Mode
 from orchestrator.results.layout import MANIFEST
 from orchestrator.results.llm_figures import llm_summary
 from orchestrator.results.runs import ProcessRun, RunFlag
-from orchestrator.stats import Stability, coefficient_of_variation, median, stability
-from orchestrator.wholefile import json_problem
 
 __all__ = [
     "MANIFEST_NAME", "SCHEMA_VERSION", "Attempt", "DeviceResult", "DeviceStatus", "Job", "JobConfig", "JobStatus",
@@ -196,7 +196,7 @@ class ModelResult:
 
     @property
     def stability(self) -> Stability:
-        """Within-run and between-run spread of the traced runs' executions (orchestrator/stats.py)."""
+        """Within-run and between-run spread of the traced runs' executions (orchestrator/base/stats.py)."""
         return stability([r.execute_ms for r in self.traced_runs], [r.label for r in self.traced_runs],
                          {r.label for r in self.flagged_runs})
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.cache import write_bytes_atomic
-from orchestrator.errors import DataError
+from orchestrator.base.cache import write_bytes_atomic
+from orchestrator.base.errors import DataError
 from orchestrator.profiles.analysis_core import SampleSet
 from orchestrator.profiles.etdump_events import EventInfo, Signature, block_key
 from orchestrator.profiles.file_memo import FileMemo, file_key

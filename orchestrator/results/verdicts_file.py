@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.cache import read_json_object
+from orchestrator.base.cache import read_json_object
 from orchestrator.results.codec import FieldError, decode
 from orchestrator.results.layout import VERDICTS
 

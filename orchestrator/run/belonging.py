@@ -23,7 +23,7 @@ from pathlib import Path
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.artifacts.pte_info import RUNNER_METHOD, PteInfo, PteMethod, signature_problem
 from orchestrator.artifacts.tensorfile import read_tensors
-from orchestrator.errors import AnalysisError, DataError
+from orchestrator.base.errors import AnalysisError, DataError
 from orchestrator.profiles.belongs import check_program_belongs
 from orchestrator.profiles.etrecord import load_etrecord
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from orchestrator.errors import Blame, EtfarmError, blame_of, disk_full, environment_problem
+from orchestrator.base.errors import Blame, EtfarmError, blame_of, disk_full, environment_problem
 from orchestrator.results.model import Attempt, DeviceResult, DeviceStatus, ModelResult
 from orchestrator.run.rundir import RunDirectory
 from orchestrator.run.status import ended_device, interrupted_device

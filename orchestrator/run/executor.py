@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, Self
 
 from orchestrator.artifacts.runner_info import runner_slot
-from orchestrator.errors import DeviceError
-from orchestrator.progress import Progress
+from orchestrator.base.errors import DeviceError
+from orchestrator.base.progress import Progress
 from orchestrator.results.model import JobOptions
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.job_stats import JobStats

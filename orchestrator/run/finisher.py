@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from orchestrator.artifacts.lowering import ExportedModel
-from orchestrator.errors import Blame, EtfarmError
+from orchestrator.base.errors import Blame, EtfarmError
 from orchestrator.profiles.phases import with_phases
 from orchestrator.profiles.stat_rows import model_stats
 from orchestrator.results.accuracy import output_accuracy

@@ -29,9 +29,10 @@ from orchestrator.artifacts.build import build_runner, runner_slot
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.artifacts.provenance import model_provenance
-from orchestrator.errors import EtfarmError, UsageError
+from orchestrator.base.errors import EtfarmError, UsageError
+from orchestrator.base.progress import Progress
+from orchestrator.base.words import counted
 from orchestrator.profiles.stat_rows import ModelStats, StatRow
-from orchestrator.progress import Progress
 from orchestrator.results.model import (
     DeviceResult,
     Job,
@@ -49,7 +50,6 @@ from orchestrator.run.plan import JobPlan
 from orchestrator.run.rundir import LOG, RunDirectory, as_recorded, check_out
 from orchestrator.run.status import exit_code, job_status
 from orchestrator.run.sweep import NotExported, export_configurations, sweep_models
-from orchestrator.words import counted
 
 if TYPE_CHECKING:
     from orchestrator.artifacts.build import RunnerBuild

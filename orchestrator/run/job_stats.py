@@ -14,8 +14,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from orchestrator.cache import write_text_atomic
-from orchestrator.errors import DISK_FULL_ERRNOS
+from orchestrator.base.cache import write_text_atomic
+from orchestrator.base.errors import DISK_FULL_ERRNOS
 from orchestrator.profiles.rollups import rollup, rollups_csv
 from orchestrator.profiles.stat_rows import ModelStats, StatRow, group_rows, read_stats_csv, write_stats_csv
 from orchestrator.results.samples import PairSamples, read_samples, write_samples

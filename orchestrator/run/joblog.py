@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from orchestrator.cleanup import close_quietly
+from orchestrator.base.cleanup import close_quietly
 
 JOB_LOGGER = "etfarm"  # the whole hierarchy: etfarm.progress.*, etfarm.device.<name>, ...
 LOG_FORMAT = "%(asctime)s.%(msecs)03d %(threadName)s %(name)s %(levelname)s %(message)s"

@@ -22,7 +22,7 @@ from device_agents.facts import DeviceFacts
 from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.artifacts.runner_info import RuntimeInfo
 from orchestrator.artifacts.targets import ANDROID_ABI_TARGETS, target_for_abi
-from orchestrator.errors import Blame, DeviceRefused
+from orchestrator.base.errors import Blame, DeviceRefused
 from orchestrator.run import affinity
 from orchestrator.run.controls import affinity_prefix
 

@@ -18,8 +18,8 @@ from typing import Protocol, Self
 from device_agents import DeviceSpec
 from device_agents.base import HOST_DEADLINE_GRACE_SEC, STALL_TIMEOUT_SEC
 from device_agents.step import STEP_OVERHEAD_SEC
-from orchestrator import procs
-from orchestrator.errors import Blame, UsageError
+from orchestrator.base import procs
+from orchestrator.base.errors import Blame, UsageError
 from orchestrator.results.model import DeviceResult, DeviceStatus, JobOptions
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.executor import JobContext

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 from device_agents.base import DeviceAgent
 from device_agents.workdir import device_reason
-from orchestrator.cache import cache_dir
-from orchestrator.errors import DeviceError, DeviceRefused, EtfarmError, one_line
+from orchestrator.base.cache import cache_dir
+from orchestrator.base.errors import DeviceError, DeviceRefused, EtfarmError, one_line
 from orchestrator.run.retry import retryable
 
 log = logging.getLogger(__name__)

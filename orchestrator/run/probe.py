@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from device_agents import DeviceSpec, create_agent
 from device_agents.adb.discover import adb_device_spec
 from device_agents.facts import DeviceFacts
+from orchestrator.base.errors import EtfarmError
 from orchestrator.config import ADB_NAME_PREFIX, adb_spec
-from orchestrator.errors import EtfarmError
 from orchestrator.results.model import Attempt
 from orchestrator.run.retry import DEFAULT_POLICY, RetryPolicy, with_retries
 

@@ -21,8 +21,8 @@ from device_agents.base import DeviceAgent
 from device_agents.facts import DeviceFacts
 from device_agents.keyvalues import parse_key_values
 from orchestrator.artifacts.lowering import ExportedModel
-from orchestrator.cache import write_json_atomic
-from orchestrator.errors import DataError, EtfarmError
+from orchestrator.base.cache import write_json_atomic
+from orchestrator.base.errors import DataError, EtfarmError
 from orchestrator.profiles.debug_buffer import debug_buffer_size
 from orchestrator.results.model import JobOptions, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.calibration import flag_news

@@ -27,8 +27,8 @@ from device_agents.base import DeviceAgent
 from device_agents.facts import DeviceFacts
 from device_agents.step import StepRequest, kill_step_command, run_step
 from orchestrator.artifacts.lowering import ExportedModel
-from orchestrator.cache import write_json_atomic, write_text_atomic
-from orchestrator.errors import CommandFailed, DataError, DeviceError
+from orchestrator.base.cache import write_json_atomic, write_text_atomic
+from orchestrator.base.errors import CommandFailed, DataError, DeviceError
 from orchestrator.results.conditions import CoolDown, DeviceState, cool_down
 from orchestrator.results.model import JobOptions, ProcessRun
 from orchestrator.run.launch import Launch

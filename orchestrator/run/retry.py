@@ -28,7 +28,7 @@ from typing import TypeVar
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential
 
-from orchestrator.errors import CommandFailed, DeviceError, DeviceRefused, one_line
+from orchestrator.base.errors import CommandFailed, DeviceError, DeviceRefused, one_line
 from orchestrator.results.model import Attempt
 
 log = logging.getLogger(__name__)

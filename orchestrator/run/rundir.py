@@ -35,8 +35,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator import __version__
-from orchestrator.cache import cannot_write_in, write_json_atomic
-from orchestrator.errors import ENVIRONMENT_ERRNOS, UsageError
+from orchestrator.base.cache import cannot_write_in, write_json_atomic
+from orchestrator.base.errors import ENVIRONMENT_ERRNOS, UsageError
+from orchestrator.base.versions import tool_versions
 from orchestrator.results.layout import SAMPLES, STATS
 from orchestrator.results.model import (
     MANIFEST_NAME,
@@ -48,7 +49,6 @@ from orchestrator.results.model import (
     ModelArtifacts,
     load_manifest,
 )
-from orchestrator.versions import tool_versions
 
 __all__ = ["DEVICE_JSON", "LOG", "MANIFEST", "ROLLUPS", "SAMPLES", "STATS", "RunDirectory", "as_recorded",
            "check_out", "new_run_id", "now"]

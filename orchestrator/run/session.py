@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from device_agents import DeviceSpec
 from device_agents.base import DeviceAgent
 from device_agents.step import kill_step_command
-from orchestrator.errors import EtfarmError, disk_full
+from orchestrator.base.errors import EtfarmError, disk_full
 from orchestrator.results.model import DeviceResult
 from orchestrator.run.energy.phase import device_energy, record_energy
 from orchestrator.run.executor import JobContext

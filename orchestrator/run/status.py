@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from orchestrator.errors import EXIT_DEVICE_FAILED, EXIT_INTERRUPTED, EXIT_OK, Blame, blame_of
+from orchestrator.base.errors import EXIT_DEVICE_FAILED, EXIT_INTERRUPTED, EXIT_OK, Blame, blame_of
 from orchestrator.results.model import DeviceResult, DeviceStatus, JobStatus
 
 

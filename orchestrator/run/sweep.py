@@ -29,7 +29,7 @@ from orchestrator.artifacts.lowering import ExportedModel, export_model
 from orchestrator.artifacts.modelspec import ModelSpec
 from orchestrator.artifacts.pte_info import LlmShape, check_program
 from orchestrator.artifacts.recipes import RecipeSpec, check_recipe_backend, parse_recipes
-from orchestrator.errors import ExportError, UsageError, one_line
+from orchestrator.base.errors import ExportError, UsageError, one_line
 from orchestrator.results.job_config import JobOptions, LeftOut
 from orchestrator.run.belonging import check_beside
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
 from device_agents.facts import DeviceFacts
-from orchestrator.errors import Blame, UsageError
+from orchestrator.base.errors import Blame, UsageError
 from orchestrator.results.accuracy import Accuracy
 from orchestrator.results.codec import decode
 from orchestrator.results.conditions import DeviceState

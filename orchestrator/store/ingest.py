@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.analysis_core import SampleSet, collect_samples, summary_records
 from orchestrator.profiles.stat_rows import ModelStats, StatRow
 from orchestrator.results.model import Job, ModelResult

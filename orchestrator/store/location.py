@@ -16,7 +16,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from orchestrator.errors import DataError, UsageError, environment_problem
+from orchestrator.base.errors import DataError, UsageError, environment_problem
 from orchestrator.results.model import MANIFEST_NAME
 from orchestrator.store.db import Store
 from orchestrator.store.schema import SCHEMA_VERSION, connect, user_version

@@ -17,7 +17,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from orchestrator.errors import DataError
+from orchestrator.base.errors import DataError
 
 BUSY_TIMEOUT_MS = 30_000
 

@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.cache import finite_json
-from orchestrator.errors import Blame
+from orchestrator.base.cache import finite_json
+from orchestrator.base.errors import Blame
+from orchestrator.base.stats import median, percentile
 from orchestrator.results.codec import encode
 from orchestrator.results.model import DeviceResult
-from orchestrator.stats import median, percentile
 from orchestrator.store.footprint_rows import footprint_columns
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS
 

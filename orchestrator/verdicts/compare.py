@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import Blame, DataError, UsageError, one_line
+from orchestrator.base.errors import Blame, DataError, UsageError, one_line
 from orchestrator.results.model import Job, VerificationStatus, load_manifest
 from orchestrator.verdicts.accuracy import accuracy_verdict
 from orchestrator.verdicts.below import below_threshold

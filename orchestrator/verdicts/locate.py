@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.errors import AnalysisError, DataError
+from orchestrator.base.errors import AnalysisError, DataError
 from orchestrator.profiles.file_memo import FileMemo, file_key
 from orchestrator.profiles.op_identity import OpIdentity
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv

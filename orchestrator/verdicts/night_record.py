@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.cache import read_json_object, write_json_atomic
-from orchestrator.ids import is_id
+from orchestrator.base.cache import read_json_object, write_json_atomic
+from orchestrator.base.ids import is_id
 from orchestrator.results.verdicts_file import recorded_pairs
 
 NIGHT_JSON = "night.json"

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import EXIT_OK, Blame
+from orchestrator.base.errors import EXIT_OK, Blame
 from orchestrator.verdicts.accuracy import AccuracyVerdict
 from orchestrator.verdicts.below import BelowThreshold
 from orchestrator.verdicts.figures import SideFigures

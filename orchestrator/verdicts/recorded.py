@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.cache import write_json_atomic
+from orchestrator.base.cache import write_json_atomic
 from orchestrator.results.verdicts_file import VERDICTS_JSON, recorded_pairs
 from orchestrator.verdicts.statistics import Verdict
 

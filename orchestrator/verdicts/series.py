@@ -31,11 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from orchestrator.base.words import counted
 from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides
 from orchestrator.verdicts.noise import NoiseFloor, estimate_replicate_floor
 from orchestrator.verdicts.sides import pool
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings, run_median
-from orchestrator.words import counted
 
 WINDOW = 30  # newest good jobs of a series judged with the night
 

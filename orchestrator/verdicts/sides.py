@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from orchestrator.artifacts.generation import LlmRunFigures
-from orchestrator.errors import Blame
+from orchestrator.base.errors import Blame
 from orchestrator.results.accuracy import Accuracy
 from orchestrator.results.footprint import ModelMemory
 from orchestrator.results.model import Job, ModelResult, ModelStatus, ProcessRun, VerificationStatus

@@ -3,7 +3,7 @@
 The verdicts' ratio estimates (docs/architecture.md, "Measurement"): `estimate` and
 `estimate_many` share one bootstrap (bootstrap.py); a report's ratios between devices are
 report/builders/ratios.py's (p50 over every execution, the same process-run resampling).
-orchestrator/stats.py keeps the light descriptive statistics
+orchestrator/base/stats.py keeps the light descriptive statistics
 (median, percentile, CV, the instability rule).
 
 The replication unit is the PROCESS RUN. Iterations inside one runner process are correlated
@@ -98,7 +98,7 @@ CENTER_HELP = _center_help()
 
 def check_center(value: str, where: str = "--center") -> str:
     """`value` as a Center's name, or a UsageError naming `where` and the choices."""
-    from orchestrator.errors import UsageError
+    from orchestrator.base.errors import UsageError
 
     if centers.find(value) is None:
         raise UsageError(f"{where}: {value!r}; choose {', '.join(s.name for s in centers.registered())}")

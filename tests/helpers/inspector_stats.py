@@ -1,7 +1,7 @@
 """ExecuTorch's Inspector as the reference for our statistics, merged across run files.
 
 Every column of stats.csv is checked against Inspector per event: the statistics of its samples
-(numpy's definitions, computed here independently of orchestrator.stats), and, when the run had
+(numpy's definitions, computed here independently of orchestrator.base.stats), and, when the run had
 the model's ETRecord, what Inspector links each event to (op types, delegate backend, module;
 a delegate's kernels, to which Inspector gives no module, get theirs from etfarm's kernel map,
 checked against the model's structure in test_op_naming.py and test_kernel_map.py). A run that analysed without the ETRecord therefore fails here (the link columns are missing).

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from device_agents.facts import DeviceFacts
-from orchestrator.cache import write_json_atomic
+from orchestrator.base.cache import write_json_atomic
 from orchestrator.results.conditions import DeviceState
 from orchestrator.results.model import (
     DeviceResult,

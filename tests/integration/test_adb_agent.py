@@ -14,8 +14,8 @@ from device_agents import create_agent
 from device_agents.adb import AdbAgent
 from device_agents.adb.settings import AdbSettings
 from device_agents.base import DeviceSpec, ExecResult
+from orchestrator.base.errors import DeviceError
 from orchestrator.emulate.adbserver import AdbTestDevice, AdbTestServer
-from orchestrator.errors import DeviceError
 
 
 def test_workflow(adb_device: DeviceSpec, tmp_path: Path) -> None:

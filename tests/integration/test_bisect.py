@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from orchestrator.base.errors import EXIT_INTERRUPTED
 from orchestrator.cli import main
-from orchestrator.errors import EXIT_INTERRUPTED
 from tests.helpers.git_repo import FACTORY, MODEL, git, make_repo, mlp_source, worktrees
 
 SPEC = f"{MODEL}:{FACTORY}"

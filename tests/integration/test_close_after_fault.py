@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from device_agents import DeviceAgent, create_agent
+from orchestrator.base.errors import DeviceError
 from orchestrator.emulate.adbserver import AdbTestDevice
 from orchestrator.emulate.sshd import SshTestHost
-from orchestrator.errors import DeviceError
 from tests.integration.test_transport_faults import strike_when_moving, timed
 
 GATE_WAIT_SEC = 10.0

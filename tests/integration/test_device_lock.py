@@ -15,8 +15,8 @@ import pytest
 
 from device_agents import create_agent
 from device_agents.step import StepRequest, run_step, step_files
+from orchestrator.base.errors import DeviceRefused
 from orchestrator.emulate.sshd import SshTestHost
-from orchestrator.errors import DeviceRefused
 from orchestrator.run import locks
 from orchestrator.run.locks import REMOTE_LOCK_REL, remote_lock
 
@@ -190,7 +190,7 @@ def test_after_a_link_failure_the_lock_is_released_within_the_bound(ssh_server_f
                                                                     monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
     import signal
 
-    from orchestrator.errors import DeviceError
+    from orchestrator.base.errors import DeviceError
     from tests.integration.testbed import descendant_pids
 
     monkeypatch.setattr(locks, "REMOTE_LOCK_RELEASE_LOST_SEC", 3.0)

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from device_agents import DeviceSpec
-from orchestrator.errors import EXIT_INTERRUPTED
+from orchestrator.base.errors import EXIT_INTERRUPTED
 from orchestrator.run import load_manifest
 from orchestrator.store import open_store
 from tests.helpers.inspector_stats import measured_samples
@@ -219,7 +219,7 @@ def test_resume_after_sigkill_keeps_the_runs_recorded_before_it(tmp_path: Path) 
     # Killed after its last run was recorded (the manifest still says running): resuming only closes the job.
     from dataclasses import replace
 
-    from orchestrator.cache import write_json_atomic
+    from orchestrator.base.cache import write_json_atomic
     from orchestrator.run import JobStatus
 
     write_json_atomic(out / "manifest.json", replace(load_manifest(out), status=JobStatus.RUNNING).to_dict())

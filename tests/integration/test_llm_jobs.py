@@ -18,11 +18,11 @@ import pandas as pd
 import pytest
 
 from device_agents import DeviceSpec
-from orchestrator import procs
 from orchestrator.artifacts.generation import LlmRunFigures, phase_of_call
 from orchestrator.artifacts.llm import LlmRecipe
 from orchestrator.artifacts.lowering import ExportedModel, export_model
 from orchestrator.artifacts.modelspec import parse_model_spec
+from orchestrator.base import procs
 from orchestrator.profiles.analysis_core import IDENTITY_COLUMNS
 from orchestrator.profiles.etdump import KIND_PROFILE, read_etdump
 from orchestrator.profiles.stat_rows import PHASE_COLUMNS, read_stats_csv

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orchestrator import procs
 from orchestrator.artifacts.build import RunnerBuild, build_runner, runner_env
 from orchestrator.artifacts.generation import LlmRunFigures, phase_of_call
 from orchestrator.artifacts.llm import LlmReference, check_tokens, seeded_prompt
@@ -24,6 +23,7 @@ from orchestrator.artifacts.lowering import ExportedModel, export_model
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.artifacts.pte_info import read_pte_info, unsupported_ops_message
 from orchestrator.artifacts.tensorfile import read_tensors, write_tensors
+from orchestrator.base import procs
 from tests.helpers.tools import missing
 
 pytestmark = pytest.mark.slow

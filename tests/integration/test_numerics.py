@@ -104,7 +104,7 @@ def test_numerics_cli_names_diverging_ops_and_exits_1(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_too_small_debug_buffer_is_a_clear_error(tmp_path: Path) -> None:
     from orchestrator.artifacts.modelspec import parse_model_spec
-    from orchestrator.progress import Progress
+    from orchestrator.base.progress import Progress
     from orchestrator.results.model import JobOptions
     from orchestrator.run.job import run_job
 

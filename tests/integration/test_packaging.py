@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import resources
+from orchestrator.base import resources
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = "orchestrator/shipped/"
@@ -54,7 +54,7 @@ def test_resource_dir_finds_installed_layout(wheel: Path, tmp_path: Path) -> Non
     install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-compile", "-q", "--target", str(target),
                               str(wheel)], capture_output=True, text=True, timeout=300)
     assert install.returncode == 0, install.stderr
-    probe = ("import orchestrator, orchestrator.resources as r\n"
+    probe = ("import orchestrator, orchestrator.base.resources as r\n"
              "print(orchestrator.__file__)\n"
              "print(r.resource_dir('runners'))\nprint(r.resource_dir('configs'))\n")
     env = {**os.environ, "PYTHONPATH": str(target)}

@@ -19,8 +19,8 @@ import pytest
 
 from device_agents import DeviceSpec, create_agent
 from orchestrator.artifacts.modelspec import parse_model_spec
+from orchestrator.base.progress import Progress
 from orchestrator.profiles.stat_rows import read_stats_csv
-from orchestrator.progress import Progress
 from orchestrator.results.model import JobOptions, load_manifest
 from orchestrator.run.job import run_job
 from tests.helpers.busy import REALTIME_RUNNER, busy_loop, realtime_available

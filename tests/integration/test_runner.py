@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orchestrator import procs
 from orchestrator.artifacts.build import RunnerBuild, build_runner, runner_env
 from orchestrator.artifacts.tensorfile import read_tensors, write_tensors
+from orchestrator.base import procs
 from tests.helpers.tools import missing
 
 pytestmark = pytest.mark.slow

@@ -14,8 +14,8 @@ from testbed import agent_checks
 from device_agents import create_agent
 from device_agents.base import DeviceSpec, ExecResult
 from device_agents.ssh import SSHAgent, trust_host_key
+from orchestrator.base.errors import DeviceError
 from orchestrator.emulate.sshd import SshTestHost
-from orchestrator.errors import DeviceError
 
 
 def test_workflow(ssh_device: DeviceSpec, tmp_path: Path) -> None:

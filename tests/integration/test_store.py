@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from device_agents import DeviceSpec
-from orchestrator.cache import write_json_atomic
+from orchestrator.base.cache import write_json_atomic
 from orchestrator.emulate.sshd import start_sshd
 from orchestrator.profiles.analysis_core import collect_samples
 from orchestrator.results.model import ProcessRun, load_manifest

@@ -20,9 +20,9 @@ from device_agents import DeviceSpec, create_agent
 from device_agents.adb import AdbAgent
 from device_agents.base import HOST_DEADLINE_GRACE_SEC
 from device_agents.ssh import SSHAgent
+from orchestrator.base.errors import DeviceError
 from orchestrator.emulate.adbserver import AdbTestDevice
 from orchestrator.emulate.sshd import SshTestHost
-from orchestrator.errors import DeviceError
 from orchestrator.results.model import load_manifest
 from tests.helpers.docs_pages import fault_bounds, run_retry_bounds
 from tests.integration.testbed import descendant_pids

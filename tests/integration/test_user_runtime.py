@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from device_agents import DeviceSpec
-from orchestrator import procs
 from orchestrator.artifacts import targets
 from orchestrator.artifacts.build import RunnerBuild, build_runner, read_build_info
 from orchestrator.artifacts.lowering import export_model
 from orchestrator.artifacts.modelspec import parse_model_spec
+from orchestrator.base import procs
 from orchestrator.results.model import load_manifest
 from tests.helpers.inventory import write_inventory
 

@@ -21,9 +21,9 @@ import pytest
 
 from device_agents import DeviceSpec, create_agent
 from device_agents.base import DeviceAgent
+from orchestrator.base.errors import DeviceRefused
 from orchestrator.emulate.adbserver import AdbTestDevice
 from orchestrator.emulate.sshd import SshTestHost
-from orchestrator.errors import DeviceRefused
 from orchestrator.results.model import load_manifest
 from orchestrator.run.locks import REMOTE_LOCK_REL, remote_lock
 from tests.helpers.inventory import write_inventory

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import cache
-from orchestrator.cache import write_bytes_atomic, write_json_atomic, write_text_atomic
+from orchestrator.base import cache
+from orchestrator.base.cache import write_bytes_atomic, write_json_atomic, write_text_atomic
 
 
 def test_replaces_the_file_whole_and_leaves_no_temporary(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ import pytest
 from device_agents.adb.settings import AdbSettings
 from device_agents.spec import LocalSettings
 from device_agents.ssh.settings import SshSettings
+from orchestrator.base.errors import ConfigError, UsageError
 from orchestrator.config import default_config_path, load_inventory
-from orchestrator.errors import ConfigError, UsageError
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 
-from orchestrator.errors import DeviceError, disk_full
+from orchestrator.base.errors import DeviceError, disk_full
 
 
 def test_disk_full_finds_the_path_through_wrapping_errors() -> None:

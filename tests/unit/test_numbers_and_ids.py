@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.base.errors import ConfigError, DataError
+from orchestrator.base.ids import checked_id, is_id
+from orchestrator.base.yamlfile import load_yaml
 from orchestrator.cli import main
-from orchestrator.errors import ConfigError, DataError
-from orchestrator.ids import checked_id, is_id
 from orchestrator.results.model import load_manifest
 from orchestrator.verdicts.night_record import read_marks
-from orchestrator.yamlfile import load_yaml
 
 HUGE = "9" * 5000  # past Python's 4300-digit limit for int(str): the parser itself raised ValueError
 

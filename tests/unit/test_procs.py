@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from orchestrator import procs
+from orchestrator.base import procs
 
 
 def _alive(pid: int) -> bool:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from orchestrator.wholefile import json_cut_short, json_problem
+from orchestrator.base.wholefile import json_cut_short, json_problem
 from tests.unit.run.golden_results import rich_job
 
 

@@ -1,4 +1,4 @@
-from orchestrator.words import counted
+from orchestrator.base.words import counted
 
 
 def test_counts_are_written_in_their_number() -> None:

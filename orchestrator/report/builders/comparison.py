@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.errors import EtfarmError
+from orchestrator.base.errors import EtfarmError
 from orchestrator.profiles.model_structure import StructureDiff, read_structure, structure_diff
 from orchestrator.profiles.op_identity import FRAMEWORK_EVENTS
 from orchestrator.profiles.stat_rows import StatRow

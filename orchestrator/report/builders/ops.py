@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import EtfarmError
+from orchestrator.base.errors import EtfarmError
 from orchestrator.profiles.op_identity import DELEGATE_CALL, FRAMEWORK_NAMES, OpIdentity, event_group
 from orchestrator.profiles.source import telling_source_lines
 from orchestrator.profiles.stat_rows import StatRow

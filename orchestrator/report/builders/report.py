@@ -9,7 +9,7 @@ them from it (report/render/charts.py): a builder never draws.
 One statistic per claim (`METHODS`, stated on every page): latency is the p50 of every measured
 execution of the traced process runs; every ratio is a ratio of those p50s with a cluster
 bootstrap interval over process runs (ratios.py); "fastest" only where those intervals say so
-(claims.py); stability by the robust rule of orchestrator/stats.py; what to trust in trust.py.
+(claims.py); stability by the robust rule of orchestrator/base/stats.py; what to trust in trust.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from orchestrator.errors import EtfarmError, UsageError
+from orchestrator.base.errors import EtfarmError, UsageError
+from orchestrator.base.stats import BETWEEN_RUNS_LIMIT, WITHIN_RUN_LIMIT, coefficient_of_variation, median, percentile
 from orchestrator.numerics import analyze_run
 from orchestrator.numerics.model import NumericsReport
 from orchestrator.profiles.delegation import coverage
@@ -54,7 +55,6 @@ from orchestrator.results.model import DeviceResult, Job, ModelResult
 from orchestrator.results.record import RunRecord
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.configuration import Settings, configuration_label, varying_settings
-from orchestrator.stats import BETWEEN_RUNS_LIMIT, WITHIN_RUN_LIMIT, coefficient_of_variation, median, percentile
 from orchestrator.store.history import HistoryPoint
 
 # One colour per device, in the report's device order, in every chart of a report (render/charts.py).
@@ -71,7 +71,7 @@ METHODS = (
     f"Fewer than {MIN_RUNS_FOR_INTERVAL} runs on a side: no interval.",
     f"Fastest: the lowest p50, claimed only when its interval against every other device lies above "
     f"1 + {CLAIM_MARGIN:.0%}; otherwise no clear difference.",
-    f"Stability (orchestrator/stats.py): a typical process run's IQR / median of its executions (unstable above "
+    f"Stability (orchestrator/base/stats.py): a typical process run's IQR / median of its executions (unstable above "
     f"{WITHIN_RUN_LIMIT:.0%}) and the IQR / median of the per-run medians of the runs the calibration did not flag "
     f"(unstable above {BETWEEN_RUNS_LIMIT:.0%}); limits measured in benchmarks/README.md \"Stability\".",
     "Interfered / throttled (runs made before the calibration workload was retired): the workload, timed before and "

@@ -11,7 +11,7 @@ Per device and model of a job:
   `attempts`), the planned runs a partial model is missing, the untraced runs (only in the
   untraced p50 and the tracer's overhead), the cold first run (load times apart);
 - the tracer's overhead with its interval, from enough untraced runs, or marked unreliable;
-- an unstable result, with the reasons orchestrator/stats.py gives.
+- an unstable result, with the reasons orchestrator/base/stats.py gives.
 """
 
 from __future__ import annotations

@@ -22,9 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator.cache import cannot_write_in, write_bytes_atomic
-from orchestrator.errors import DataError, UsageError
-from orchestrator.ids import is_id
+from orchestrator.base.cache import cannot_write_in, write_bytes_atomic
+from orchestrator.base.errors import DataError, UsageError
+from orchestrator.base.ids import is_id
 from orchestrator.store import open_store, store_path
 from orchestrator.verdicts.likeness import SeriesKey
 from orchestrator.verdicts.night_record import NightMark

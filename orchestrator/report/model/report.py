@@ -109,7 +109,7 @@ class DeviceLatency:
     fastest: bool
     flags: tuple[Flag, ...] = ()
     error: str | None = None
-    within_spread: float | None = None  # a typical run's IQR / median (orchestrator/stats.py)
+    within_spread: float | None = None  # a typical run's IQR / median (orchestrator/base/stats.py)
     between_spread: float | None = None  # IQR / median of the per-run medians (unflagged runs)
     tracer: TracerOverhead | None = None
     flagged_runs: tuple[FlaggedRun, ...] = ()

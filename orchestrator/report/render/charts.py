@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from orchestrator.base.words import counted
 from orchestrator.report.builders.report import DEVICE_PALETTE as PALETTE
 from orchestrator.report.formats import clip as _clip
 from orchestrator.report.formats import fmt_ms, fmt_rate
@@ -30,7 +31,6 @@ from orchestrator.report.model import LlmSection, ModelSection, RecipeGroup, Rep
 from orchestrator.report.page.blocks import Chart, Charts
 from orchestrator.report.page.quantized import CHART_KIND as LATENCY_ACCURACY
 from orchestrator.run.configuration import configuration_label, varying_settings
-from orchestrator.words import counted
 
 # Op groups get colours of their own (ColorBrewer Set3), so no group is mistaken for a device.
 GROUP_PALETTE = ("#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#bc80bd", "#ccebc5")

@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from orchestrator.cache import finite_json
+from orchestrator.base.cache import finite_json
 from orchestrator.profiles.stat_rows import csv_line
 from orchestrator.report.model import Report
 

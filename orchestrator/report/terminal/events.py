@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from orchestrator.base.stats import UNSTABLE_CV, is_unstable
 from orchestrator.profiles.op_identity import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
 from orchestrator.profiles.source import op_where, short_op_types
 from orchestrator.report.formats import clip, fmt_ms, fmt_percent, time_column
 from orchestrator.report.terminal.table import format_table
-from orchestrator.stats import UNSTABLE_CV, is_unstable
 
 _RIGHT_ALIGNED = {"#", "samples", "cv", *(f"{key} {unit}" for key in ("avg", "p50", "p90") for unit in ("ms", "us"))}
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from device_agents.facts import DeviceFacts
+from orchestrator.base.stats import percentile
 from orchestrator.report.formats import fmt_ms
 from orchestrator.report.terminal.footprint import footprint_history_table
 from orchestrator.report.terminal.llm_history import llm_history_table
@@ -20,7 +21,6 @@ from orchestrator.report.terminal.table import format_table
 from orchestrator.results.model import Job, ModelResult
 from orchestrator.run.calibration import flag_text
 from orchestrator.run.configuration import Settings, configuration_label, varying_settings
-from orchestrator.stats import percentile
 from orchestrator.store import HistoryPoint, StoredJob
 from orchestrator.verdicts.recorded import WRONG_OUTPUTS
 from orchestrator.verdicts.statistics import Verdict

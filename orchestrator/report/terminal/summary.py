@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from orchestrator.base.stats import percentile
 from orchestrator.profiles.op_identity import FRAMEWORK_EVENTS, HIDDEN_WHEN_PRINTING
 from orchestrator.profiles.source import op_where, telling_source_lines
 from orchestrator.profiles.stat_rows import StatRow
@@ -15,7 +16,6 @@ from orchestrator.report.terminal.table import format_table, timed
 from orchestrator.results.contention import contention_text
 from orchestrator.results.model import DeviceResult, Job
 from orchestrator.run.calibration import flag_text
-from orchestrator.stats import percentile
 
 NOT_OPERATORS = (*FRAMEWORK_EVENTS, *HIDDEN_WHEN_PRINTING)  # shown in the method summary or hidden, not among the operators
 

@@ -15,10 +15,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from orchestrator.cache import finite_json
-from orchestrator.errors import one_line
+from orchestrator.base.cache import finite_json
+from orchestrator.base.errors import one_line
+from orchestrator.base.stats import percentile
 from orchestrator.results.model import DeviceResult, Job, ModelResult
-from orchestrator.stats import percentile
 
 # The summary's raw samples: every execution and load, which the manifest keeps and a view leaves out.
 RAW_SAMPLES = frozenset({"wall_execute_ms", "untraced_execute_ms", "load_ms", "warm_load_ms"})

@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 
 from device_agents.base import DeviceAgent
 from orchestrator.artifacts.lowering import ExportedModel
-from orchestrator.errors import EtfarmError
+from orchestrator.base.errors import EtfarmError
+from orchestrator.base.stats import median
 from orchestrator.results.energy_figures import ModelEnergy
 from orchestrator.results.job_config import JobOptions
 from orchestrator.results.model import DeviceResult
@@ -29,7 +30,6 @@ from orchestrator.run.launch import Launch
 from orchestrator.run.runner_contract import RunnerInvocation, parse_result
 from orchestrator.run.schedule import Order
 from orchestrator.run.stager import Staged
-from orchestrator.stats import median
 
 __all__ = ["EnergyPlan", "detect_sensor", "device_energy", "measure_model", "record_energy", "script"]
 

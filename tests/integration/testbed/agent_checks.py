@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from device_agents.base import DeviceAgent
-from orchestrator.errors import CommandFailed, DeviceError
+from orchestrator.base.errors import CommandFailed, DeviceError
 
 # Names that break naive quoting: spaces, both quotes, `;`, `$`, a backslash-free glob.
 AWKWARD = "it's a \"model\"; rm -rf x $HOME *.pte"

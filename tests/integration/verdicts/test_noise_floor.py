@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orchestrator.cache import write_json_atomic
+from orchestrator.base.cache import write_json_atomic
 from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store
 from orchestrator.verdicts.noise import estimate_replicate_floor

@@ -13,8 +13,8 @@ import pytest
 from device_agents import DeviceSpec
 from orchestrator.app import ab
 from orchestrator.artifacts.modelspec import parse_model_spec
-from orchestrator.errors import UsageError
-from orchestrator.progress import Progress
+from orchestrator.base.errors import UsageError
+from orchestrator.base.progress import Progress
 from orchestrator.results.model import (
     DeviceResult,
     DeviceStatus,

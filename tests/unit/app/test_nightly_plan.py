@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.app.nightly_plan import PlanModel, load_plan
-from orchestrator.errors import ConfigError
+from orchestrator.base.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.app.nightly_plan import load_plan
-from orchestrator.errors import ConfigError
+from orchestrator.base.errors import ConfigError
 
 BASE = "devices: [a]\nmodels: [m.py:build]\nreport: r\n"
 

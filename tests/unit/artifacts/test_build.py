@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from orchestrator import procs
 from orchestrator.artifacts import build, targets
 from orchestrator.artifacts.targets import Toolchain
-from orchestrator.errors import BuildError, UsageError
-from orchestrator.procs import CommandResult
+from orchestrator.base import procs
+from orchestrator.base.errors import BuildError, UsageError
+from orchestrator.base.procs import CommandResult
 
 REPO_RUNNERS = Path(__file__).resolve().parents[3] / "runners"
 

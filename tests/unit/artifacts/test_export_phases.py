@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.artifacts.export_phases import ExportPhases, PhaseClock
-from orchestrator.errors import ExportError, ModelSpecError
+from orchestrator.base.errors import ExportError, ModelSpecError
 
 # ExecuTorch 1.5.1's stage artifacts of a static int8 export (duration_ms per StageType value), as recorded.
 STAGES_MS = {"source_transform": 0.0, "quantize": 9000.0, "torch_export": 3000.0,

@@ -11,7 +11,7 @@ import pytest
 from orchestrator.artifacts import lowering
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.artifacts.recipes import RecipeSpec
-from orchestrator.errors import ConfigurationFailed, ExportError
+from orchestrator.base.errors import ConfigurationFailed, ExportError
 
 REASON = "the host's reference run of 'm.py:build' with recipe int8-dynamic failed: [XNNExecutor.cpp:169] boom"
 DYNAMIC = RecipeSpec("int8-dynamic", "int8-dynamic", "PT2E_INT8_DYNAMIC_PER_CHANNEL")

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from orchestrator.artifacts.host_reference import run_on_host, runtime_reason
-from orchestrator.errors import ExportError
+from orchestrator.base.errors import ExportError
 
 # What ExecuTorch 1.5.1's runtime wrote running MobileNetV2's int8-dynamic program (issue 41), as recorded.
 RECORDED = ("E 00:00:12.345678 executorch:XNNExecutor.cpp:169] Internal Error: Propagating input shapes failed with "

@@ -13,7 +13,7 @@ from orchestrator.artifacts import lowering
 from orchestrator.artifacts.generation import DECODE, PREFILL, GenerationArgs, LlmRunFigures, phase_of_call
 from orchestrator.artifacts.llm import LlmRecipe, LlmReference, ReferenceGeneration, check_tokens, seeded_prompt
 from orchestrator.artifacts.modelspec import parse_model_spec
-from orchestrator.errors import DataError, ModelSpecError
+from orchestrator.base.errors import DataError, ModelSpecError
 
 PARAMS = {"dim": 64, "n_layers": 2, "n_heads": 4, "vocab_size": 512}
 

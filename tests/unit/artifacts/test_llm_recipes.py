@@ -7,7 +7,7 @@ import pytest
 from orchestrator.artifacts.llm import LlmRecipe
 from orchestrator.artifacts.llm_recipes import llm_under_recipe
 from orchestrator.artifacts.recipes import RecipeSpec
-from orchestrator.errors import ExportError
+from orchestrator.base.errors import ExportError
 
 PARAMS = {"dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "vocab_size": 512}
 

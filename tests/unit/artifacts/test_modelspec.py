@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.artifacts.modelspec import parse_model_spec, parse_model_specs
-from orchestrator.errors import ModelSpecError, UsageError
+from orchestrator.base.errors import ModelSpecError, UsageError
 
 
 def test_file_spec_resolves_path_factory_and_name(tmp_path: Path) -> None:
@@ -124,7 +124,7 @@ def test_a_model_files_classes_are_found_by_their_modules_name(tmp_path: Path) -
 
 def test_model_code_turns_what_the_users_code_raises_into_its_one_line_error() -> None:
     from orchestrator.artifacts.modelspec import model_code
-    from orchestrator.errors import DataError
+    from orchestrator.base.errors import DataError
 
     with pytest.raises(ModelSpecError) as err, model_code("m.py:build", "its calibration"):
         raise ValueError("line one\nline two")

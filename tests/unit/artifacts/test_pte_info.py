@@ -9,7 +9,7 @@ import flatbuffers
 import pytest
 
 from orchestrator.artifacts.pte_info import check_program, read_pte_info, unsupported_ops_message
-from orchestrator.errors import DataError, UsageError
+from orchestrator.base.errors import DataError, UsageError
 from tests.helpers.pte_programs import (
     FLOAT,
     INT,

@@ -17,7 +17,7 @@ from orchestrator.artifacts.recipes import (
     parse_recipes,
     recipe_words,
 )
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 
 INSTALLED = {"fp32": "FP32", "int8-dynamic": "PT2E_INT8_DYNAMIC_PER_CHANNEL", "int8-static": "PT2E_INT8_STATIC_PER_CHANNEL",
              "int8-static-per-tensor": "PT2E_INT8_STATIC_PER_TENSOR",

@@ -13,7 +13,7 @@ import pytest
 
 from orchestrator.artifacts import build, glibc_bundle, targets, user_runtime
 from orchestrator.artifacts.targets import Toolchain
-from orchestrator.errors import BuildError, UsageError
+from orchestrator.base.errors import BuildError, UsageError
 from tests.unit.artifacts.test_build import env  # noqa: F401  (the fixture)
 
 ANDROID = "android-arm64-v8a"

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from orchestrator.artifacts.tensorfile import read_tensors, write_tensors
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.run.verify import verify_outputs
 
 

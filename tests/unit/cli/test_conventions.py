@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.base.errors import CommandFailed, ModelSpecError
 from orchestrator.cli import devices as devices_command
 from orchestrator.cli import main
-from orchestrator.errors import CommandFailed, ModelSpecError
 
 
 def etfarm(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cache import write_json_atomic
+from orchestrator.base.cache import write_json_atomic
 from orchestrator.cli import main
 from orchestrator.results.model import load_manifest
 from tests.unit.store.rundirs import make_run_dir

@@ -16,7 +16,7 @@ from device_agents.base import (
     ExecResult,
     safe_destination,
 )
-from orchestrator.errors import CommandFailed, DeviceError
+from orchestrator.base.errors import CommandFailed, DeviceError
 
 
 class FakeAgent(DeviceAgent):

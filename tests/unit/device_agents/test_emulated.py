@@ -8,7 +8,7 @@ from typing import Any
 from device_agents import DeviceSpec
 from device_agents.emulated import HOST_MARK, emulated_facts, loader_path
 from device_agents.facts import DeviceFacts
-from orchestrator.procs import CommandResult
+from orchestrator.base.procs import CommandResult
 
 DIAGNOSTICS = 'uname.sysname="Linux"\nuname.machine="aarch64"\nuname.release="6.1"\n'
 

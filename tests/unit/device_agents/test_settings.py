@@ -26,8 +26,8 @@ from device_agents.adb.track import AdbListing
 from device_agents.presence import AlwaysPresent, ServerBanner
 from device_agents.spec import LocalSettings
 from device_agents.ssh.settings import SshSettings
+from orchestrator.base.errors import ConfigError, DeviceRefused, UsageError
 from orchestrator.config import load_inventory
-from orchestrator.errors import ConfigError, DeviceRefused, UsageError
 
 ROOT = Path(__file__).resolve().parents[3]
 # The only places that may branch on a transport's name: the registry and its transports, and the parser.

@@ -9,7 +9,7 @@ import pytest
 
 from device_agents.ssh import sftp as sftp_module
 from device_agents.ssh.link import SshLink
-from orchestrator.errors import DeviceError, said
+from orchestrator.base.errors import DeviceError, said
 
 
 class OpenLink(SshLink):

@@ -16,7 +16,7 @@ import pytest
 from device_agents.base import DeviceSpec, RawExecResult
 from device_agents.local import LocalAgent
 from device_agents.step import STEP_REL, StepRequest, parse_frames, run_step, step_files
-from orchestrator.errors import DeviceError
+from orchestrator.base.errors import DeviceError
 
 NONCE = "n0"
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from device_agents.step import parse_frames
-from orchestrator.errors import DeviceError
+from orchestrator.base.errors import DeviceError
 from tests.unit.device_agents.test_step import GOOD, NONCE
 
 

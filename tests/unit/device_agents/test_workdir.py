@@ -10,7 +10,7 @@ import pytest
 
 from device_agents.base import DeviceSpec, ExecResult
 from device_agents.workdir import check_workdir, device_reason
-from orchestrator.errors import DeviceError, DeviceRefused
+from orchestrator.base.errors import DeviceError, DeviceRefused
 from tests.unit.device_agents.test_base_agent import FakeAgent
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.errors import DeviceError, UsageError
+from orchestrator.base.errors import DeviceError, UsageError
 from orchestrator.farm.executor import inside
 from orchestrator.farm.security import make_security
 from orchestrator.farm.status import WorkerRow, status_lines

@@ -15,8 +15,8 @@ import pytest
 from device_agents import DeviceSpec
 from device_agents.adb.settings import AdbSettings
 from device_agents.adb.track import AdbListing
+from orchestrator.base.errors import ConfigError
 from orchestrator.config import load_inventory
-from orchestrator.errors import ConfigError
 from orchestrator.farm.devices import InventoryWatch
 from tests.helpers.inventory import write_inventory
 

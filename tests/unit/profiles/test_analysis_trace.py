@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.trace import build_trace, write_trace
 from tests.helpers.etdumps import Profile, Run, build_etdump, typical_runs
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.analysis_core import collect_samples
 from tests.helpers.etdumps import PORTABLE, XNNPACK, build_etdump, real_etdump, real_model, typical_runs
 from tests.unit.profiles.test_etrecord import EDGE, node, write_etrecord

@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # `tests.helpers` under any import mode
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles import etdump_flatbuffer as flatbuffer
 from orchestrator.profiles.etdump import (
     KIND_ALLOCATION,

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.etdump import parse_etdump
 from orchestrator.profiles.etdump_events import durations_ms, group_blocks
 from tests.helpers.etdumps import Debug, Profile, Run, build_etdump, typical_runs

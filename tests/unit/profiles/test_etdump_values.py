@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.etdump import parse_etdump
 from orchestrator.profiles.etdump_events import event_debug_rows, group_blocks
 from orchestrator.profiles.etdump_values import debug_value

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.etrecord import TensorMeta, load_etrecord, module_stack, op_name
 
 EDGE = "executorch.exir.dialects.edge.ops."

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.file_memo import FileMemo, file_key
 
 

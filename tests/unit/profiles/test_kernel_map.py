@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from orchestrator.errors import AnalysisError
+from orchestrator.base.errors import AnalysisError
 from orchestrator.profiles.edge_flow import EdgeFlow, edge_flow
 from orchestrator.profiles.etdump_events import EventInfo
 from orchestrator.profiles.etrecord import OpNode

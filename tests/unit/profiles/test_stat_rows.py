@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from orchestrator.errors import DataError
+from orchestrator.base.errors import DataError
 from orchestrator.profiles.analysis import load_samples, summarize
 from orchestrator.profiles.analysis_core import (
     EVENT_COLUMNS,

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 from orchestrator.report.builders.ratios import _pooled_p50s, ratio_with_ci
 from orchestrator.report.builders.report import build_report
 from orchestrator.report.render.charts import report_charts

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.base.errors import UsageError
 from orchestrator.cli import main
-from orchestrator.errors import UsageError
 from orchestrator.report.dashboard.site import MANIFEST, publish
 from orchestrator.store import open_store
 from tests.helpers.synthetic_store import Nights, record_nights

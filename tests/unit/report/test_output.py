@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 from orchestrator.report.destination import REPORT_HTML, ReportFormat, check_target
 from orchestrator.report.output import write_report, write_run_report
 from tests.helpers.synthetic_run import make_run_dir

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cache import write_json_atomic
+from orchestrator.base.cache import write_json_atomic
 from orchestrator.cli import main
 from orchestrator.profiles.stat_rows import read_stats_csv
 from orchestrator.report.builders.comparison import comparison_view

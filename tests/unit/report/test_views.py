@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device_agents.facts import DeviceFacts
-from orchestrator.errors import Blame, one_line
+from orchestrator.base.errors import Blame, one_line
 from orchestrator.report.terminal.views import job_view, json_text
 from orchestrator.results.model import (
     DeviceResult,

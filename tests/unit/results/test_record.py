@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cache import write_json_atomic
-from orchestrator.errors import DataError
+from orchestrator.base.cache import write_json_atomic
+from orchestrator.base.errors import DataError
 from orchestrator.profiles.stat_rows import model_stats, write_stats_csv
 from orchestrator.results.record import RunRecord
 from orchestrator.results.samples import write_samples

@@ -11,7 +11,7 @@ from typing import Any
 
 from device_agents.facts import DeviceFacts
 from orchestrator.artifacts.recipes import RecipeInfo
-from orchestrator.errors import Blame
+from orchestrator.base.errors import Blame
 from orchestrator.results.accuracy import Accuracy
 from orchestrator.results.conditions import DeviceState
 from orchestrator.results.contention import Contention

@@ -12,7 +12,7 @@ from device_agents.base import DeviceSpec
 from device_agents.facts import DeviceFacts
 from device_agents.ssh.settings import SshSettings
 from orchestrator.artifacts.build import RunnerBuild
-from orchestrator.errors import Blame
+from orchestrator.base.errors import Blame
 from orchestrator.run.affinity import NoClusters, cpu_list, parse_cpu_list, resolve
 from orchestrator.run.launch import DeviceMismatch, Launch, prepare_launch
 

@@ -15,7 +15,7 @@ import pytest
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.artifacts.pte_info import check_program
 from orchestrator.artifacts.tensorfile import write_tensors
-from orchestrator.errors import DataError
+from orchestrator.base.errors import DataError
 from orchestrator.results.job_config import JobOptions
 from orchestrator.run.belonging import check_beside
 from orchestrator.run.sweep import sweep_models

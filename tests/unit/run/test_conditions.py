@@ -1,9 +1,9 @@
 import pytest
 
 from device_agents.facts import DeviceFacts
+from orchestrator.base.stats import coefficient_of_variation
 from orchestrator.results.conditions import COOLDOWN_POLL_SEC, CoolDown, DeviceState, Gate, cool_down, max_temperature_c
 from orchestrator.results.model import ModelResult, ModelStatus, ProcessRun
-from orchestrator.stats import coefficient_of_variation
 
 
 def tracer_overhead(traced: list[float], untraced: list[float]) -> float | None:

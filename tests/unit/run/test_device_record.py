@@ -6,7 +6,7 @@ import errno
 from pathlib import Path
 
 from device_agents.facts import DeviceFacts
-from orchestrator.errors import Blame, DeviceError
+from orchestrator.base.errors import Blame, DeviceError
 from orchestrator.results.model import (
     Attempt,
     DeviceResult,

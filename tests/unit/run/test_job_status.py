@@ -29,7 +29,8 @@ from device_agents import DeviceSpec
 from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.artifacts.modelspec import ModelSpec
-from orchestrator.errors import Blame
+from orchestrator.base.errors import Blame
+from orchestrator.base.progress import Progress
 from orchestrator.farm import resource_name
 from orchestrator.farm import task as farm_task
 from orchestrator.farm.blobs import ShipReport
@@ -37,7 +38,6 @@ from orchestrator.farm.dask import FarmDevice, FarmOptions
 from orchestrator.farm.executor import FarmExecutor
 from orchestrator.farm.task import TaskReply, TaskRequest
 from orchestrator.profiles.stat_rows import ModelStats, StatRow
-from orchestrator.progress import Progress
 from orchestrator.results.model import (
     DeviceResult,
     DeviceStatus,

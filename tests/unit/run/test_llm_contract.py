@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from orchestrator.artifacts.generation import GenerationArgs
-from orchestrator.errors import DataError
+from orchestrator.base.errors import DataError
 from orchestrator.results.llm_figures import DECODE_RATE, TTFT, llm_figures, metric_runs
 from orchestrator.results.model import ProcessRun
 from orchestrator.run.runner_contract import RunnerInvocation, parse_result

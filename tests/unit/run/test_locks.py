@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.errors import DeviceError
+from orchestrator.base.errors import DeviceError
 from orchestrator.run.locks import device_lock
 
 HOLDER = """
@@ -116,7 +116,7 @@ class _LockAgent:
     ("refused", ["release"]),
 ])
 def test_release_after_a_failure_reconnects_only_when_the_link_failed(error: str, calls: list[str]) -> None:
-    from orchestrator.errors import DeviceRefused
+    from orchestrator.base.errors import DeviceRefused
     from orchestrator.run.locks import remote_lock
     from orchestrator.run.process_run import LinkLost, RunnerFailed
 
@@ -151,7 +151,7 @@ def test_a_wait_for_the_host_lock_says_who_holds_it_and_for_how_long_again_and_a
 
 def test_a_host_lock_file_that_cannot_be_opened_fails_the_device_naming_it(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from orchestrator.errors import DeviceRefused
+    from orchestrator.base.errors import DeviceRefused
 
     monkeypatch.setenv("ETFARM_CACHE_DIR", str(tmp_path))
     (tmp_path / "locks" / "dev-d.lock").mkdir(parents=True)  # a directory where the lock file goes
@@ -192,7 +192,7 @@ def take(agent: _LockAgent, **options: Any) -> None:
 ])
 def test_a_lock_the_device_cannot_make_fails_at_once_naming_the_lock_and_why(answer: str, reason: str) -> None:
     """Not "an unknown holder (lock 0 s old)" waited for until --lock-timeout (or for ever)."""
-    from orchestrator.errors import DeviceRefused
+    from orchestrator.base.errors import DeviceRefused
 
     agent = _AnsweringAgent(answer)
     for wait in (True, False):
@@ -204,7 +204,7 @@ def test_a_lock_the_device_cannot_make_fails_at_once_naming_the_lock_and_why(ans
 
 def test_a_wait_for_the_device_lock_is_reported_again_and_again_until_the_timeout(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from orchestrator.errors import DeviceRefused
+    from orchestrator.base.errors import DeviceRefused
     from orchestrator.run import locks
 
     monkeypatch.setattr(locks, "LOCK_WAIT_REPORT_SEC", 0.2)

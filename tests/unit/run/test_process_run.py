@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from device_agents.base import DeviceSpec, ExecResult
-from orchestrator.errors import DeviceRefused
+from orchestrator.base.errors import DeviceRefused
 from orchestrator.run.process_run import prepare_retry
 
 

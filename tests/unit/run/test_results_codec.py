@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from orchestrator.errors import DataError
+from orchestrator.base.errors import DataError
 from orchestrator.results.codec import FLAT, KEYED, Layout, decode, encode
 from orchestrator.results.model import (
     Attempt,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.errors import CommandFailed, DataError, DeviceError, DeviceRefused
+from orchestrator.base.errors import CommandFailed, DataError, DeviceError, DeviceRefused
 from orchestrator.results.model import Attempt, DeviceResult, DeviceStatus
 from orchestrator.run.retry import RetryPolicy, retryable, with_retries
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.errors import DataError
+from orchestrator.base.errors import DataError
 from orchestrator.results.contention import Contention
 from orchestrator.results.model import ProcessRun
 from orchestrator.run.runner_contract import RunnerResult, parse_result

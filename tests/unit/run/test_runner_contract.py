@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.errors import Blame, DataError
+from orchestrator.base.errors import Blame, DataError
 from orchestrator.results.model import ProcessRun
 from orchestrator.run.runner_contract import (
     MAX_TIME_MS,

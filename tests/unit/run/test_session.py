@@ -10,8 +10,8 @@ import pytest
 
 from device_agents import DeviceSpec
 from orchestrator.artifacts.build import RunnerBuild
-from orchestrator.errors import Blame
-from orchestrator.progress import Progress
+from orchestrator.base.errors import Blame
+from orchestrator.base.progress import Progress
 from orchestrator.results.model import DeviceStatus, JobConfig, JobOptions
 from orchestrator.run.executor import JobContext
 from orchestrator.run.job_stats import JobStats

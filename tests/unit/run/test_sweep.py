@@ -11,7 +11,7 @@ import pytest
 from orchestrator.app.request import JobRequest, int_list
 from orchestrator.artifacts.generation import GenerationArgs, Workload
 from orchestrator.artifacts.lowering import ExportedModel
-from orchestrator.errors import DataError, UsageError
+from orchestrator.base.errors import DataError, UsageError
 from orchestrator.results.job_config import JobOptions
 from orchestrator.run.sweep import sweep_models
 from tests.helpers.pte_programs import forward_program, llm_plans, program

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from device_agents.facts import DeviceFacts
-from orchestrator.cache import write_json_atomic
-from orchestrator.errors import Blame
+from orchestrator.base.cache import write_json_atomic
+from orchestrator.base.errors import Blame
 from orchestrator.results.conditions import DeviceState
 from orchestrator.results.model import (
     DeviceResult,

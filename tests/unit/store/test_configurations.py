@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cache import write_json_atomic
+from orchestrator.base.cache import write_json_atomic
 from orchestrator.cli import main
 from orchestrator.report.builders.report import build_report
 from orchestrator.report.render.charts import report_charts

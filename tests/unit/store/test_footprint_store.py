@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
-from orchestrator.cache import write_json_atomic
+from orchestrator.base.cache import write_json_atomic
 from orchestrator.results.energy_figures import EnergyPhase, ModelEnergy, RailEnergy
 from orchestrator.results.footprint import Footprint, ModelMemory, Owners
 from orchestrator.results.model import load_manifest

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from orchestrator.cache import write_json_atomic
+from orchestrator.base.cache import write_json_atomic
 from orchestrator.report.terminal.history import history_table, run_details
 from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.artifacts.recipes import RecipeInfo
-from orchestrator.cache import write_json_atomic
+from orchestrator.base.cache import write_json_atomic
 from orchestrator.results.accuracy import Accuracy
 from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store

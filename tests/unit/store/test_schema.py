@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.errors import DataError
+from orchestrator.base.errors import DataError
 from orchestrator.store.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,

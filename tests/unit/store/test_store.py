@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orchestrator.errors import DataError, UsageError
+from orchestrator.base.errors import DataError, UsageError
 from orchestrator.profiles.analysis_core import collect_samples
 from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store, resolve_run, store_path

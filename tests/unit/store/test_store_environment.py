@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cache import finite_json
-from orchestrator.errors import UsageError
+from orchestrator.base.cache import finite_json
+from orchestrator.base.errors import UsageError
 from orchestrator.store import open_store
 from orchestrator.store.db import Store
 from orchestrator.store.ingest import read_run

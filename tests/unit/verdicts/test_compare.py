@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.errors import Blame
+from orchestrator.base.errors import Blame
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.results.model import VerificationStatus
 from orchestrator.verdicts.compare import Comparison, PairVerdict, Side, compare_jobs, compare_sides

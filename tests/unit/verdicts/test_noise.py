@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from orchestrator.app.baseline import good_history, history_noise_finder
-from orchestrator.cache import write_json_atomic
+from orchestrator.base.cache import write_json_atomic
+from orchestrator.base.errors import UsageError
 from orchestrator.cli import main
 from orchestrator.cli.compare import parse_noise_floor
-from orchestrator.errors import UsageError
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.results.model import load_manifest
 from orchestrator.store import open_store

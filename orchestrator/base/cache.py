@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 
 HASH_CHUNK_BYTES = 1 << 20
 

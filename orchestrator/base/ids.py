@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from orchestrator.errors import DataError
+from orchestrator.base.errors import DataError
 
 ID_MAX = 128
 _ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:-]{{0,{ID_MAX - 1}}}")

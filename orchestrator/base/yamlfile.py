@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import ConfigError, not_a_file
+from orchestrator.base.errors import ConfigError, not_a_file
 
 MAX_FILE_BYTES = 1 << 20  # an inventory or plan is a few kB
 MAX_ALIASES = 100  # anchors are handy; hundreds of them are an attack

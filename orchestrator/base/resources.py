@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from orchestrator.errors import EtfarmError
+from orchestrator.base.errors import EtfarmError
 
 # the directory holding the orchestrator package (a checkout's top), wherever this module sits inside it
 _CHECKOUT_ROOT = Path(str(resources.files("orchestrator"))).resolve().parent
