@@ -34,7 +34,7 @@ from device_agents import DeviceSpec
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.base.progress import Progress
 from orchestrator.results.model import JobOptions
-from orchestrator.run.job import run_job
+from orchestrator.run.engine.job import run_job
 
 MODEL = str(Path(__file__).resolve().parents[1] / "configs" / "models" / "tiny_cnn.py") + ":build"
 OPTIONS = JobOptions(runs=3, iterations=20, warmup=3, untraced_runs=0)

@@ -18,7 +18,7 @@ from device_agents import DeviceSpec
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.base.progress import Progress
 from orchestrator.results.model import JobOptions
-from orchestrator.run.job import run_job
+from orchestrator.run.engine.job import run_job
 
 MODEL = str(Path(__file__).parent / "models" / "deep_mlp.py") + ":build"
 OPTIONS = JobOptions(runs=3, iterations=200, warmup=5, cpu_threads=1)

@@ -13,7 +13,7 @@ machine's load. Per process run:
 
 Variants:
 - before: the old loop, six device commands per run (rm, mkdir, describe, the runner, then a
-  stat + a pull per file), as orchestrator/run/session.py did before this change;
+  stat + a pull per file), as orchestrator/run/engine/session.py did before this change;
 - step+sftp: one device command (device_agents/step.py), files pulled over the job's open SFTP
   session (ssh) or adb sync (adb), sizes from the step's listing, sha256 checked;
 - step+stream: one device command, files back on the same stream, a new session per run;

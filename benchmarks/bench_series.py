@@ -172,7 +172,7 @@ def record(root: Path) -> list[Path]:
     from orchestrator.artifacts.modelspec import parse_model_spec
     from orchestrator.base.progress import Progress
     from orchestrator.results.model import JobOptions
-    from orchestrator.run.job import run_job
+    from orchestrator.run.engine.job import run_job
 
     text = (ROOT / "configs" / "models" / "deep_mlp.py").read_text()
     orders = [RECORD_ORDERS[0], list(RECORD_ORDERS[1])]

@@ -42,7 +42,7 @@ from device_agents import DeviceSpec  # noqa: E402
 from orchestrator.artifacts.modelspec import parse_model_spec  # noqa: E402
 from orchestrator.base.progress import Progress  # noqa: E402
 from orchestrator.results.model import JobOptions, ModelResult  # noqa: E402
-from orchestrator.run.job import run_job  # noqa: E402
+from orchestrator.run.engine.job import run_job  # noqa: E402
 
 MODELS = {"tiny_cnn": ROOT / "configs" / "models" / "tiny_cnn.py", "deep_mlp": ROOT / "configs" / "models" / "deep_mlp.py"}
 CORE = "1"

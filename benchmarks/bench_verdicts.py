@@ -42,7 +42,7 @@ from device_agents import DeviceSpec
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.base.progress import Progress
 from orchestrator.results.model import JobOptions, load_manifest
-from orchestrator.run.job import run_job
+from orchestrator.run.engine.job import run_job
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.compare import Side, compare_sides, side_from_job
 from orchestrator.verdicts.noise import WINDOW, NoiseFloor, estimate_floor

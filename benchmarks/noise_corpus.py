@@ -43,7 +43,7 @@ from device_agents import DeviceSpec
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.base.progress import Progress
 from orchestrator.results.model import JobOptions
-from orchestrator.run.job import run_job
+from orchestrator.run.engine.job import run_job
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.compare import side_from_job
 from orchestrator.verdicts.op_samples import read_op_samples

@@ -1,6 +1,6 @@
 """`key=value` lines from a device, as a nested mapping: `a.b.c=v` nests, finite numbers become numbers.
 
-What describe.sh prints (device facts, facts.py) and what control commands print (run/controls.py)
+What describe.sh prints (device facts, facts.py) and what control commands print (run/device/controls.py)
 read the same way. A device's output is not trusted: lines without `=` are skipped, a key that
 would nest under a value already given is dropped, and a value that reads as a number beyond
 64 bits, or as nan or inf, stays text (JSON, the manifest and the store, hold no NaN, and SQLite no

@@ -33,7 +33,7 @@ class TransportSettings(ABC):
     TRANSPORT: ClassVar[str]  # its name in device_agents.TRANSPORTS (`transport:` in the inventory)
     KEYS: ClassVar[tuple[str, ...]] = ()  # the inventory keys it reads, beside the common ones
     DEFAULT_TARGET: ClassVar[str | None] = None  # the target a device gets when the file names none
-    ANDROID: ClassVar[bool] = False  # every device of this transport runs Android (run/controls.py)
+    ANDROID: ClassVar[bool] = False  # every device of this transport runs Android (run/device/controls.py)
 
     @classmethod
     @abstractmethod
@@ -108,7 +108,7 @@ class DeviceSpec:
     source: str = "<built-in>"  # the inventory file, or where a built-in spec came from
     threads: int = 0  # runner CPU threads; 0: the runner's default
     # The runner's CPU affinity: taskset's list syntax ("4-7", "0,2"), or `big` / `prime` (the fastest
-    # clusters, from the device's own facts: orchestrator/run/affinity.py).
+    # clusters, from the device's own facts: orchestrator/run/device/affinity.py).
     cpus: str | None = None
     runtime: str | None = None  # the user's ExecuTorch install prefix (`runtime: PATH`), None: etfarm's own runtime
     description: str = ""  # free text for people (`etfarm devices` shows it)

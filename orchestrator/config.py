@@ -45,7 +45,7 @@ _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 # allows the serial's ':' (`adb:127.0.0.1:5555`), never first, never a path separator.
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 ADB_SERIAL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")
-CPU_CLUSTERS = ("big", "prime")  # resolved on the device from its own facts (orchestrator/run/affinity.py)
+CPU_CLUSTERS = ("big", "prime")  # resolved on the device from its own facts (orchestrator/run/device/affinity.py)
 ADB_NAME_PREFIX = "adb:"
 
 

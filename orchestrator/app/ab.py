@@ -33,7 +33,7 @@ from orchestrator.report.comparison_output import RunInput, write_ab_page, write
 from orchestrator.report.destination import AB_PAGE
 from orchestrator.report.terminal.verdicts import verdict_table
 from orchestrator.results.model import JobOptions
-from orchestrator.run.job import JobResult, run_job
+from orchestrator.run.engine.job import JobResult, run_job
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.compare import Comparison, PairVerdict, compare_sides, side_from_job
 from orchestrator.verdicts.sides import pool

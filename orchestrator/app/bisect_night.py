@@ -27,7 +27,7 @@ from orchestrator.base.cache import read_json_object
 from orchestrator.base.errors import EtfarmError, one_line
 from orchestrator.base.progress import Progress
 from orchestrator.config import load_inventory
-from orchestrator.run.job import JobResult
+from orchestrator.run.engine.job import JobResult
 from orchestrator.store import Store
 from orchestrator.verdicts.compare import PairVerdict
 from orchestrator.verdicts.night_record import NIGHT_JSON

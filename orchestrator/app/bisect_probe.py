@@ -28,7 +28,7 @@ from orchestrator.base.progress import Progress
 from orchestrator.report.comparison_output import RunInput, write_ab_page
 from orchestrator.report.destination import AB_PAGE
 from orchestrator.results.model import JobOptions
-from orchestrator.run.sweep import export_configurations
+from orchestrator.run.engine.sweep import export_configurations
 from orchestrator.store import open_store
 from orchestrator.verdicts.compare import Comparison
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings

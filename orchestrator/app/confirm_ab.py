@@ -25,7 +25,7 @@ from orchestrator.artifacts.export_entry import META_NAME, PTE_NAME
 from orchestrator.artifacts.modelspec import ModelSpec, parse_model_spec
 from orchestrator.base.cache import sha256_file
 from orchestrator.results.model import Job, JobOptions, ModelArtifacts
-from orchestrator.run.job import JobResult
+from orchestrator.run.engine.job import JobResult
 from orchestrator.store import Store
 from orchestrator.verdicts.compare import BaselineFinder, PairVerdict
 

@@ -12,7 +12,7 @@ program cannot be loaded) is that model's failure: each model is exported and it
 own before its job, and one that fails is left out of the job, its (device, model) pairs `no-data` with the
 exporter's reason in one line (`ModelFailure`); the other models run and are judged. With export recipes
 (`recipe:`), each recipe of a model is a configuration of its own: a recipe that cannot export the model is
-that configuration's `ModelFailure` (the job leaves it out too, run/sweep.py `NotExported`), its other
+that configuration's `ModelFailure` (the job leaves it out too, run/engine/sweep.py `NotExported`), its other
 configurations run.
 
 Exit code (`NightlyOutcome.exit_code`): 130 when Ctrl-C or SIGTERM stopped a job (what finished is
@@ -54,7 +54,7 @@ from orchestrator.base.errors import (
     EXIT_INTERRUPTED,
 )
 from orchestrator.base.progress import Progress
-from orchestrator.run.job import JobResult
+from orchestrator.run.engine.job import JobResult
 from orchestrator.run.rundir import new_run_id
 from orchestrator.run.schedule import RunOrder
 from orchestrator.store import Store

@@ -17,10 +17,10 @@ from orchestrator.base.errors import Blame, ConfigError, EtfarmError, ExportErro
 from orchestrator.base.progress import Progress
 from orchestrator.config import load_inventory
 from orchestrator.results.model import JobOptions
-from orchestrator.run.job import JobResult, run_job
+from orchestrator.run.engine.job import JobResult, run_job
+from orchestrator.run.engine.sweep import NotExported, export_configurations
 from orchestrator.run.rundir import new_run_id
 from orchestrator.run.schedule import RunOrder
-from orchestrator.run.sweep import NotExported, export_configurations
 from orchestrator.store import Store
 from orchestrator.store.ingest import job_record
 from orchestrator.verdicts.pair_verdicts import PairVerdict
@@ -41,7 +41,7 @@ class ModelFailure:
 
     @classmethod
     def of_configuration(cls, lost: NotExported, backend: str) -> ModelFailure:
-        """A configuration the job leaves out too (run/sweep.py), as the night's failure of that configuration."""
+        """A configuration the job leaves out too (run/engine/sweep.py), as the night's failure of that configuration."""
         return cls(lost.name, lost.spec, backend, lost.reason, ExportError.blame, lost.recipe)
 
     @property
@@ -63,8 +63,8 @@ def exportable(specs: Sequence[Any], backend: str, own_runtimes: bool, progress:
                 options: JobOptions) -> tuple[list[Any], list[ModelFailure]]:
     """The specs whose model exports and whose program loads, and the failures of the others, each exported on
     its own (the job exports them again: a cache hit). `own_runtimes`: every device runs the user's own
-    ExecuTorch, which may have the llama:: custom ops (run/job.own_runtimes). With export recipes each recipe is
-    a configuration (run/sweep.py): one that cannot export is that configuration's failure, and the job leaves
+    ExecuTorch, which may have the llama:: custom ops (run/engine/job.own_runtimes). With export recipes each recipe is
+    a configuration (run/engine/sweep.py): one that cannot export is that configuration's failure, and the job leaves
     it out too."""
     good, failed = [], []
     for spec in specs:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.app.console import Console
-from orchestrator.run.job import JobResult
+from orchestrator.run.engine.job import JobResult
 from orchestrator.store import open_store, store_path
 from orchestrator.store.ingest import job_record
 

@@ -24,7 +24,7 @@ from orchestrator.results.model import JobOptions
 from orchestrator.run import MANIFEST, load_manifest, resume_job
 
 if TYPE_CHECKING:
-    from orchestrator.run.job import JobResult
+    from orchestrator.run.engine.job import JobResult
 
 def resume_recorded_job(request: JobRequest, options: JobOptions, progress: Progress) -> JobResult:
     """Check the command line against DIR's manifest, then run what DIR is missing (one resume at a time)."""

@@ -32,7 +32,7 @@ from orchestrator.run import run_job
 
 if TYPE_CHECKING:
     from orchestrator.numerics.model import NumericsReport
-    from orchestrator.run.job import JobResult
+    from orchestrator.run.engine.job import JobResult
 
 
 def run_command(request: JobRequest, console: Console) -> int:

@@ -8,7 +8,8 @@ feeds and its own phases. The progress line names each phase with its time and t
 phases (`own_share`), which should stay under a quarter of the export.
 
 A phase that raises is that configuration's failure: `PhaseClock.phase` turns anything but etfarm's own
-errors into a `ConfigurationFailed` (an ExportError) naming the phase and the tool's own message (run/sweep.py leaves it out).
+errors into a `ConfigurationFailed` (an ExportError) naming the phase and the tool's own message
+(run/engine/sweep.py leaves it out).
 """
 
 from __future__ import annotations

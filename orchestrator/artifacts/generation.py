@@ -8,7 +8,7 @@ the k-th measured call of a process run (the k-th instance of the `Execute` bloc
 Inspector merges those blocks into one event block whose samples are in call order.
 
 A `Workload` is what a model's process runs ask of the runner: one point of a job's sweep
-(`--threads`, `--prompt-len`, `--gen-len` lists: run/sweep.py), with `GenerationArgs` for an LLM.
+(`--threads`, `--prompt-len`, `--gen-len` lists: run/engine/sweep.py), with `GenerationArgs` for an LLM.
 """
 
 from __future__ import annotations

@@ -69,8 +69,8 @@ class ExportedModel:
     cached: bool
     numerics_reference: Path | None = None  # AOT intermediate outputs (see numerics_reference.py)
     llm_reference: Path | None = None  # an LLM's eager greedy tokens (see llm.py); no inputs/reference_outputs then
-    workload: Workload = Workload()  # what its process runs ask of the runner: a job's sweep point (run/sweep.py)
-    given: bool = False  # a .pte the user gave, its other files found beside it: checked to be of it (run/belonging.py)
+    workload: Workload = Workload()  # what its process runs ask of the runner: a job's sweep point (run/engine/sweep.py)
+    given: bool = False  # a .pte the user gave, its other files found beside it: checked to be of it (run/engine/belonging.py)
     recipe: RecipeInfo | None = None  # lowered with an export recipe (--recipe): which, and how it was quantized
     eager_outputs: Path | None = None  # a recipe export: the fp32 eager model's outputs on the inputs (accuracy)
     eager_reference: Path | None = None  # a recipe export: the fp32 eager model's intermediate outputs (per layer)

@@ -45,7 +45,7 @@ def devices(
         return
     # loaded when the command runs: cli/__init__ imports every command module to register it
     from device_agents.adb.discover import unnamed_devices
-    from orchestrator.run.probe import entry_json, listing, probe_all, unnamed_entry
+    from orchestrator.run.device.probe import entry_json, listing, probe_all, unnamed_entry
 
     inventory = load_inventory(config)
     specs = list(inventory.devices.values())
@@ -77,7 +77,7 @@ def check(name: Annotated[str, typer.Argument(help="Device name")], config: Conf
           as_json: JsonOption = False) -> None:
     """Connect to NAME, describe it, and report (a line of text; --json: the whole entry); exit 1 when unreachable."""
     # loaded when the command runs: cli/__init__ imports every command module to register it
-    from orchestrator.run.probe import entry_json, probe
+    from orchestrator.run.device.probe import entry_json, probe
 
     entry = probe(load_inventory(config).select(name)[0])
     if as_json:

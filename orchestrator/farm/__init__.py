@@ -15,7 +15,7 @@ never imports dask (tests/integration/test_farm.py checks it).
 - `executor.py` the farm's executor: one task per (device, model), replies merged through each device's
                 DeviceRecord at once, models cut short finished by run/finisher.py, worker loss, the device
                 deadline, Ctrl-C
-- `client.py`   `etfarm run --scheduler`: the job engine (run/job.py) with the farm's executor
+- `client.py`   `etfarm run --scheduler`: the job engine (run/engine/job.py) with the farm's executor
 
 Imports point one way (checked by import-linter): client -> executor -> dask -> task -> streamed, tries -> blobs.
 - `status.py`   `etfarm farm status`: workers, their devices, what each is running

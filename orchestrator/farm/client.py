@@ -1,4 +1,4 @@
-"""`etfarm run --scheduler`: the job engine (run/job.py) with the farm's executor.
+"""`etfarm run --scheduler`: the job engine (run/engine/job.py) with the farm's executor.
 
 `run_distributed` and `resume_distributed` are the job engine's `run_job_on`/`resume_job_on` with a
 `FarmExecutor` (executor.py): the job is assembled, planned and judged as on one host, its devices
@@ -16,7 +16,7 @@ from orchestrator.base.progress import Progress
 from orchestrator.farm.dask import FarmOptions, connect
 from orchestrator.farm.executor import FarmExecutor
 from orchestrator.results.model import JobOptions
-from orchestrator.run.job import JobResult, resume_job_on, run_job_on
+from orchestrator.run.engine.job import JobResult, resume_job_on, run_job_on
 
 __all__ = ["FarmOptions", "connect", "resume_distributed", "run_distributed"]
 

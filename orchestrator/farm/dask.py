@@ -6,7 +6,7 @@ longer pending into an outcome (`outcome`), the run's progress topic and its sto
 executor and the CLI's `farm status` (`connect`) start here; nothing here knows about jobs.
 
 Retries: a task is submitted without Dask `retries`. Whether a failed step is tried again is
-decided once, in the device session where the error is raised (run/retry.py), on this host and on
+decided once, in the device session where the error is raised (run/device/retry.py), on this host and on
 a worker alike; the task's reply carries the tries it made. Dask runs a task again only when the
 worker running it is lost (its scheduler puts the task back; after `allowed-failures` losses it
 gives up with KilledWorker): the executor records each lost try (tries.py).

@@ -13,7 +13,7 @@ The engine's rules are the single host's: every change to a device's entry goes 
 DeviceRecord (a task's reply is merged, with the tries it made), a model whose task ends without a
 reply is finished by run/finisher.py over the runs its worker streamed (verified, flagged,
 analysed: `partial`, the reason as its error), retries are decided where the error is raised
-(run/retry.py, in the task's session), and an interruption is nobody's fault (run/status.py).
+(run/device/retry.py, in the task's session), and an interruption is nobody's fault (run/status.py).
 What is Dask's alone: losing a worker (Dask puts its tasks back; they run wherever the device is
 offered again; each lost try is recorded as an attempt of the step it was in, tries.py), the
 device deadline (a task that waits longer than `device_deadline_s` with no worker offering its
@@ -44,9 +44,9 @@ from orchestrator.farm.task import LacksArtifacts, TaskReply, TaskRequest
 from orchestrator.farm.tries import Tries
 from orchestrator.results.model import DeviceStatus
 from orchestrator.run.device_record import DeviceRecord
+from orchestrator.run.engine.session import Interrupted
 from orchestrator.run.executor import JobContext
 from orchestrator.run.finisher import ModelFinisher
-from orchestrator.run.session import Interrupted
 
 POLL_SEC = 1.0
 MAX_SHIP_ATTEMPTS = 3  # deliveries of missing artifacts to a worker before its task fails

@@ -6,11 +6,11 @@ started through its own loader on an Android phone), since the runner's files al
 The client builds every runner: a worker's device that names its own `runtime:` prefix is refused.
 A resumed run's task also carries the model's finished process runs (`done`) and their files
 (`prior`, by hash too): the session runs only the missing ones and analyses them all, as a resumed
-single-host session does. The session is the single-host one (run/session.py): it takes the
+single-host session does. The session is the single-host one (run/engine/session.py): it takes the
 device lock on this worker, stages, runs, pulls and analyses, writing `<device>/<model>/...` into a
 private RunDirectory. The task returns that subtree's files and the typed results (`TaskReply`:
 the session's DeviceRecord of the device, with the tries it made); the client merges them into
-the job's run directory. Whatever failed was retried, or not, where it was raised (run/retry.py),
+the job's run directory. Whatever failed was retried, or not, where it was raised (run/device/retry.py),
 as on a single host: the task never asks Dask to run it again. A task that cannot start a
 session (the device left this worker's inventory, a `runtime:` prefix) raises an etfarm error,
 which the client records with its blame. Each try announces its steps (tries.py), so a try lost
@@ -43,12 +43,12 @@ from orchestrator.farm.streamed import AnnouncingRunDirectory, run_event
 from orchestrator.farm.tries import FIRST_STEP, step_event
 from orchestrator.profiles.stat_rows import ModelStats
 from orchestrator.results.model import DeviceResult, JobConfig, JobOptions, ProcessRun
+from orchestrator.run.device.heartbeat import Heartbeat
+from orchestrator.run.engine.session import DeviceSession
 from orchestrator.run.executor import JobContext
-from orchestrator.run.heartbeat import Heartbeat
 from orchestrator.run.job_stats import JobStats
 from orchestrator.run.plan import JobPlan
 from orchestrator.run.runner_contract import RUNNER_REL
-from orchestrator.run.session import DeviceSession
 
 RUNNER_DIR = "runner"
 MODEL_DIR = "model"

@@ -1,7 +1,7 @@
 """The tries of each farm task, and the ones lost with their worker, recorded as a single host records a lost link.
 
 A device session on one host retries a step when the link fails under it, and records the failed
-try as an `Attempt` named after the step (run/retry.py: `connect`, `stage`, `run MODEL run-K`).
+try as an `Attempt` named after the step (run/device/retry.py: `connect`, `stage`, `run MODEL run-K`).
 On a farm the same loss is the worker dying mid-step; Dask then runs the task again elsewhere
 (farm/dask.py). So that a farm's manifest lists what a single host's lists, each start of a task on
 a worker (a try, with its own token) announces itself and every retried step it starts, as a Dask
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.results.model import Attempt
-from orchestrator.run.retry import now_iso
+from orchestrator.run.device.retry import now_iso
 
 STEP_EVENT = "step"  # the `kind` of a try's announcement on the progress topic
 FIRST_STEP = "start"  # a try's step before its first retried one (waiting for the device's host lock, ...)

@@ -10,7 +10,7 @@ away, 1 when it is back or newly added):
   devices alone publishes the change at once, without waiting for the interval.
 The scheduler in this distributed version does not re-examine tasks waiting for a resource when an
 existing worker's resources change, so the client nudges it (client.py, `nudge_unrunnable`).
-The device lock (run/locks.py) is taken by the task on this host, where the device is.
+The device lock (run/device/locks.py) is taken by the task on this host, where the device is.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ class RunOrder(StrEnum):
 @dataclass(frozen=True)
 class LeftOut:
     """A configuration (a model under one export recipe) the job left out because its export, quantization or
-    the host's reference run of its program failed (run/sweep.py); the other configurations run. `reason` is
+    the host's reference run of its program failed (run/engine/sweep.py); the other configurations run. `reason` is
     the exporter's or the runtime's own message, in one line."""
 
     name: str  # the model's name at that configuration (`mobilenet_v2-int8-dynamic`)
@@ -87,7 +87,7 @@ class JobOptions:
     max_temp_c: float | None = None  # before each run, wait until the device is at most this hot
     order: RunOrder = RunOrder.INTERLEAVED  # how the models' process runs alternate on a device
     seed: int = 0  # of the interleaving shuffle
-    # Sweeps (run/sweep.py): a list makes each model one model per point, named after it ("-t2", "-p128", "-g64").
+    # Sweeps (run/engine/sweep.py): a list makes each model one model per point, named after it ("-t2", "-p128", "-g64").
     thread_counts: tuple[int, ...] = ()  # --threads 1,2,4 (a single --threads N is cpu_threads)
     prompt_lens: tuple[int, ...] = ()  # LLMs: prompt tokens per generation (empty: the default)
     gen_lens: tuple[int, ...] = ()  # LLMs: generated tokens per generation (empty: the eager reference's, else 32)

@@ -258,7 +258,7 @@ class DeviceResult:
     models: tuple[ModelResult, ...] = field(default=(), metadata=KEYED)
     runner_key: str | None = None  # cache key of the runner build the device ran
     controls: Mapping[str, Any] = field(default_factory=dict)  # device controls set for the job (perf mode)
-    attempts: tuple[Attempt, ...] = ()  # failed tries of retried steps, in order (run/retry.py)
+    attempts: tuple[Attempt, ...] = ()  # failed tries of retried steps, in order (run/device/retry.py)
     emulated: bool = False  # qemu on a host, not the hardware (inventory `emulated: true`): timings are emulation
 
     def model(self, name: str) -> ModelResult | None:

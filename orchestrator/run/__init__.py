@@ -15,11 +15,11 @@ from __future__ import annotations
 from orchestrator.base.lazy import lazy_api
 
 _API = {
-    "JobResult": "job",
-    "run_job": "job",
-    "resume_job": "job",
-    "run_job_on": "job",
-    "resume_job_on": "job",
+    "JobResult": "engine.job",
+    "run_job": "engine.job",
+    "resume_job": "engine.job",
+    "run_job_on": "engine.job",
+    "resume_job_on": "engine.job",
     "Job": "orchestrator.results.model",
     "JobConfig": "orchestrator.results.model",
     "JobStatus": "orchestrator.results.model",
@@ -36,9 +36,9 @@ _API = {
     "LOG": "rundir",
     "MANIFEST": "rundir",
     "STATS": "rundir",
-    "probe_all": "probe",
-    "Launch": "launch",
-    "prepare_launch": "launch",
+    "probe_all": "device.probe",
+    "Launch": "loop.launch",
+    "prepare_launch": "loop.launch",
 }
 __all__ = sorted(_API)
 

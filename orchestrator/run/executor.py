@@ -1,7 +1,7 @@
 """How a job's devices run: the executor interface (docs/architecture.md, "The job engine: executors").
 
-The engine (run/job.py) assembles the job, plans it, builds the runners and judges the result;
-an executor only runs the plan's devices. Two exist: `LocalExecutor` (run/local_executor.py), a
+The engine (run/engine/job.py) assembles the job, plans it, builds the runners and judges the result;
+an executor only runs the plan's devices. Two exist: `LocalExecutor` (run/engine/local_executor.py), a
 thread per device session on this host, and the farm's (orchestrator/farm/executor.py), one Dask
 task per (device, model). An executor:
 

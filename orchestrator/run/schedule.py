@@ -6,7 +6,7 @@ Drift and heat over a job should hit every model alike, so by default rounds are
 alternates two models A B B A A B ... for an A/B comparison. Untraced runs follow the traced
 ones in the same order. Pure and deterministic: the same inputs give the same schedule.
 `Order` is what a device has done of it: (model, process run) in the order they ran, the loop's
-record (run/process_loop.py) and what the finisher flags and analyses (run/finisher.py).
+record (run/loop/process_loop.py) and what the finisher flags and analyses (run/finisher.py).
 """
 
 from __future__ import annotations

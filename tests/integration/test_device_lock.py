@@ -17,8 +17,8 @@ from device_agents import create_agent
 from device_agents.step import StepRequest, run_step, step_files
 from orchestrator.base.errors import DeviceRefused
 from orchestrator.emulate.sshd import SshTestHost
-from orchestrator.run import locks
-from orchestrator.run.locks import REMOTE_LOCK_REL, remote_lock
+from orchestrator.run.device import locks
+from orchestrator.run.device.locks import REMOTE_LOCK_REL, remote_lock
 
 
 def test_second_holder_fails_or_waits_naming_the_first(sshd_host: SshTestHost, tmp_path: Path,
@@ -241,7 +241,7 @@ def test_lock_timeout_is_one_budget_for_the_host_and_the_device_lock(sshd_host: 
     # Holds the host lock until told on stdin: the hold is measured from the job's wait, not from a
     # start-up that a loaded machine makes slow.
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys\nfrom orchestrator.run.locks import device_lock\n"
+        [sys.executable, "-c", "import sys\nfrom orchestrator.run.device.locks import device_lock\n"
          "with device_lock('busy-board'):\n    print('locked', flush=True)\n    sys.stdin.readline()\n"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

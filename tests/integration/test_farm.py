@@ -635,7 +635,7 @@ def test_a_tls_scheduler_admits_certificate_holders_only(tmp_path: Path) -> None
 def test_a_refused_host_key_and_a_crashing_runner_are_tried_once_as_on_one_host(
         farm: Farm, ssh_server_factory: Callable[[], SshTestHost], tmp_path: Path) -> None:
     """The same faults on the farm and on one host: the same attempts, blame, status and exit code. Neither is
-    tried again (run/retry.py): a refusal would meet the same key, a crashing runner the same crash."""
+    tried again (run/device/retry.py): a refusal would meet the same key, a crashing runner the same crash."""
     refusing = ssh_server_factory()  # answers probes, but the device's known_hosts does not know its key
     host_k = refusing.spec("host-k", tmp_path / "work-k", known_hosts=tmp_path / "empty" / "known_hosts")
     starts = tmp_path / "runner-starts"

@@ -193,7 +193,7 @@ def test_sshd_killed_and_restarted_mid_run_retries_the_run(ssh_server_factory: C
     reconnects, keeps its device lock, kills the runner the dropped link left running, runs run 2 again,
     and the job completes `ok` with every run and the failed try in the manifest."""
     from orchestrator.results.model import load_manifest
-    from orchestrator.run.locks import REMOTE_LOCK_REL
+    from orchestrator.run.device.locks import REMOTE_LOCK_REL
 
     host = ssh_server_factory()
     workdir = tmp_path / "board-workdir"
@@ -254,7 +254,7 @@ def test_adb_device_daemon_restarted_mid_run_retries_the_run(adb_testdevice: obj
     """adbd dies during run 2 (and every command it started with it) and comes back: the run is repeated
     after a reconnect and the job completes `ok` with the failed try recorded."""
     from orchestrator.results.model import load_manifest
-    from orchestrator.run.locks import REMOTE_LOCK_REL
+    from orchestrator.run.device.locks import REMOTE_LOCK_REL
 
     spec = adb_testdevice.spec("phone", exec_prefix=SLOW_START)  # type: ignore[attr-defined]
     workdir = Path(spec.workdir)

@@ -15,7 +15,7 @@ from testbed.chromium import visit
 
 from device_agents import DeviceSpec
 from orchestrator.report.destination import REPORT_HTML
-from orchestrator.run.locks import device_lock
+from orchestrator.run.device.locks import device_lock
 from tests.helpers.inspector_stats import assert_stats_equal_inspector
 from tests.helpers.inventory import with_workdir, write_inventory
 

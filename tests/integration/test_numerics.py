@@ -106,7 +106,7 @@ def test_too_small_debug_buffer_is_a_clear_error(tmp_path: Path) -> None:
     from orchestrator.artifacts.modelspec import parse_model_spec
     from orchestrator.base.progress import Progress
     from orchestrator.results.model import JobOptions
-    from orchestrator.run.job import run_job
+    from orchestrator.run.engine.job import run_job
 
     local = DeviceSpec("local", "host", str(tmp_path / "local"))
     options = JobOptions(runs=1, iterations=2, warmup=0, untraced_runs=0, intermediate_outputs=True, debug_buffer_size=4096)

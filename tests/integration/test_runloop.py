@@ -22,7 +22,7 @@ from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.base.progress import Progress
 from orchestrator.profiles.stat_rows import read_stats_csv
 from orchestrator.results.model import JobOptions, load_manifest
-from orchestrator.run.job import run_job
+from orchestrator.run.engine.job import run_job
 from tests.helpers.busy import REALTIME_RUNNER, busy_loop, realtime_available
 from tests.helpers.tools import missing
 

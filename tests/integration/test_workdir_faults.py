@@ -25,7 +25,7 @@ from orchestrator.base.errors import DeviceRefused
 from orchestrator.emulate.adbserver import AdbTestDevice
 from orchestrator.emulate.sshd import SshTestHost
 from orchestrator.results.model import load_manifest
-from orchestrator.run.locks import REMOTE_LOCK_REL, remote_lock
+from orchestrator.run.device.locks import REMOTE_LOCK_REL, remote_lock
 from tests.helpers.inventory import write_inventory
 
 REPO = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 
 Per model and device: the share of op time in delegated kernels, the time outside the delegate, and which ATen
 ops stayed outside it, biggest first: what to look at first when a model is slow. Then each configuration the
-job could not export (run/sweep.py), with the exporter's or the runtime's own reason.
+job could not export (run/engine/sweep.py), with the exporter's or the runtime's own reason.
 """
 
 from __future__ import annotations

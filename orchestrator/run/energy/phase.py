@@ -23,13 +23,13 @@ from orchestrator.base.stats import median
 from orchestrator.results.energy_figures import ModelEnergy
 from orchestrator.results.job_config import JobOptions
 from orchestrator.results.model import DeviceResult
+from orchestrator.run.device.stager import Staged
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.energy.integrate import PhaseSamples, Sample, summarize
 from orchestrator.run.energy.sensors import DETECT_COMMAND, NO_SENSOR, SENSORS, Sensor
-from orchestrator.run.launch import Launch
+from orchestrator.run.loop.launch import Launch
 from orchestrator.run.runner_contract import RunnerInvocation, parse_result
 from orchestrator.run.schedule import Order
-from orchestrator.run.stager import Staged
 
 __all__ = ["EnergyPlan", "detect_sensor", "device_energy", "measure_model", "record_energy", "script"]
 

@@ -40,7 +40,7 @@ def test_the_task_carries_the_runtime_and_the_worker_starts_the_runner_through_i
     bundled = RunnerBuild("host", "runner-key", runner.parent.parent, runner, (), cached=True, runtime="bundled-glibc",
                           launcher=LAUNCHER, bundled=("ld-linux-aarch64.so.1", "libc.so.6"), executorch_dir="/et/share/cmake",
                           backends=("XnnpackBackend",))
-    monkeypatch.setattr("orchestrator.run.job.build_runner", lambda target, log, runtime=None: bundled)
+    monkeypatch.setattr("orchestrator.run.engine.job.build_runner", lambda target, log, runtime=None: bundled)
     farm = RecordingFarm({"phone": "ok"})
     _run(FarmExecutor(FarmOptions("tcp://fake:8786"), farm=farm), ["phone"], tmp_path / "run")
     (request,) = farm.requests

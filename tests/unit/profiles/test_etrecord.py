@@ -181,7 +181,7 @@ def test_zip_bomb_member_is_refused_not_inflated(tmp_path: Path, monkeypatch: py
 
 
 def test_the_edge_programs_user_inputs_and_outputs_are_read(tmp_path: Path) -> None:
-    """What run/belonging.py compares with a given .pte's forward: user inputs and outputs only, dtypes by name,
+    """What run/engine/belonging.py compares with a given .pte's forward: user inputs and outputs only, dtypes by name,
     a symbolic size as None; an edge program without its signature gives None (nothing to compare)."""
     def tensor(dtype: int, *sizes: int | str) -> dict[str, Any]:
         return {"dtype": dtype, "sizes": [{"as_int": s} if isinstance(s, int) else {"as_expr": {"expr_str": s}} for s in sizes]}

@@ -53,7 +53,7 @@ def test_a_device_reporting_garbage_is_shown_as_it_said_and_breaks_no_reader() -
     from device_agents.facts import DeviceFacts
     from orchestrator.cli.devices import _facts_line
     from orchestrator.results.conditions import max_temperature_c
-    from orchestrator.run.affinity import NoClusters, resolve
+    from orchestrator.run.device.affinity import NoClusters, resolve
     from tests.unit.device_agents.test_facts import HOSTILE
 
     facts = DeviceFacts.parse(HOSTILE)

@@ -1,4 +1,4 @@
-"""run/affinity.py and run/launch.py: `cpus: big|prime` from a device's facts, and the ABI check before staging."""
+"""run/device/affinity.py and run/loop/launch.py: `cpus: big|prime` from a device's facts, and the ABI check before staging."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from device_agents.facts import DeviceFacts
 from device_agents.ssh.settings import SshSettings
 from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.base.errors import Blame
-from orchestrator.run.affinity import NoClusters, cpu_list, parse_cpu_list, resolve
-from orchestrator.run.launch import DeviceMismatch, Launch, prepare_launch
+from orchestrator.run.device.affinity import NoClusters, cpu_list, parse_cpu_list, resolve
+from orchestrator.run.loop.launch import DeviceMismatch, Launch, prepare_launch
 
 PIXEL8 = {"clusters": {"cpu0": {"cpus": "0-3", "cores": 4, "max_khz": 1704000, "capacity": 250},
                        "cpu4": {"cpus": "4-7", "cores": 4, "max_khz": 2367000, "capacity": 620},

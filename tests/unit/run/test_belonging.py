@@ -1,4 +1,4 @@
-"""run/belonging.py: the files beside a .pte given directly are of its program, or refused before anything runs.
+"""run/engine/belonging.py: the files beside a .pte given directly are of its program, or refused before anything runs.
 
 Real exports (MLPs of 16 features; tests/helpers/etdumps.py) with ETFT files written here: the program's own
 files pass; inputs and reference outputs of other shapes or dtypes, and an ETRecord of another program, are a
@@ -17,8 +17,8 @@ from orchestrator.artifacts.pte_info import check_program
 from orchestrator.artifacts.tensorfile import write_tensors
 from orchestrator.base.errors import DataError
 from orchestrator.results.job_config import JobOptions
-from orchestrator.run.belonging import check_beside
-from orchestrator.run.sweep import sweep_models
+from orchestrator.run.engine.belonging import check_beside
+from orchestrator.run.engine.sweep import sweep_models
 from tests.helpers.etdumps import PORTABLE, XNNPACK, real_model
 
 pytestmark = pytest.mark.slow  # exports (a few seconds each, once per process)

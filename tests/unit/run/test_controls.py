@@ -1,4 +1,4 @@
-"""run.controls: CPU affinity words and Android's fixed performance mode, as the device sees them."""
+"""run.device.controls: CPU affinity words and Android's fixed performance mode, as the device sees them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from device_agents.base import DeviceSpec
 from device_agents.local import LocalAgent
 from device_agents.spec import LocalSettings
 from device_agents.ssh.settings import SshSettings
-from orchestrator.run.controls import affinity_prefix, restore_commands, setup_commands
+from orchestrator.run.device.controls import affinity_prefix, restore_commands, setup_commands
 
 
 def spec(transport: str = "ssh", target: str = "linux-aarch64", cpus: str | None = None) -> DeviceSpec:

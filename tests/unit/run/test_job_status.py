@@ -49,12 +49,13 @@ from orchestrator.results.model import (
     VerificationStatus,
     load_manifest,
 )
-from orchestrator.run import job as engine
-from orchestrator.run import job_stats, local_executor
+from orchestrator.run import job_stats
+from orchestrator.run.device.heartbeat import Heartbeat
+from orchestrator.run.engine import job as engine
+from orchestrator.run.engine import local_executor
+from orchestrator.run.engine.job import JobResult, run_job_on
+from orchestrator.run.engine.local_executor import LocalExecutor
 from orchestrator.run.executor import JobContext
-from orchestrator.run.heartbeat import Heartbeat
-from orchestrator.run.job import JobResult, run_job_on
-from orchestrator.run.local_executor import LocalExecutor
 from tests.helpers.pte_programs import forward_program
 
 # (how each device ends, host disk full at stats.csv) -> (the job's status, its exit code)
@@ -178,7 +179,7 @@ def stubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[bool],
     runner = tmp_path / "runner" / "bin" / "etfarm_runner"
     runner.parent.mkdir(parents=True)
     runner.write_bytes(b"runner")
-    monkeypatch.setattr("orchestrator.run.sweep.export_model", lambda spec, backend, recipe, log: ExportedModel(
+    monkeypatch.setattr("orchestrator.run.engine.sweep.export_model", lambda spec, backend, recipe, log: ExportedModel(
         MODEL, spec.text, backend, "k" * 16, pte, None, None, None, cached=True))
     monkeypatch.setattr(engine, "build_runner", lambda target, log, runtime=None: RunnerBuild(
         target, "runner-key", runner.parent.parent, runner, (), cached=True))

@@ -1,4 +1,4 @@
-"""run/joblog.py: the job log never turns a full or read-only disk into an error of the job."""
+"""run/engine/joblog.py: the job log never turns a full or read-only disk into an error of the job."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.run.joblog import JOB_LOGGER, JobLogFile, job_log
+from orchestrator.run.engine.joblog import JOB_LOGGER, JobLogFile, job_log
 
 
 class FullDisk:

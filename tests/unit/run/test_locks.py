@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from orchestrator.base.errors import DeviceError
-from orchestrator.run.locks import device_lock
+from orchestrator.run.device.locks import device_lock
 
 HOLDER = """
 import sys, time
-from orchestrator.run.locks import device_lock
+from orchestrator.run.device.locks import device_lock
 with device_lock(sys.argv[1]):
     print("locked", flush=True)
     time.sleep(float(sys.argv[2]))
@@ -67,7 +67,7 @@ def test_lock_timeout_gives_up_naming_the_holder_and_the_option() -> None:
 
 
 def test_one_lock_timeout_budget_for_both_locks() -> None:
-    from orchestrator.run.locks import budget_left
+    from orchestrator.run.device.locks import budget_left
 
     assert budget_left(None, 12.0) is None
     assert budget_left(10.0, 4.0) == 6.0
@@ -117,8 +117,8 @@ class _LockAgent:
 ])
 def test_release_after_a_failure_reconnects_only_when_the_link_failed(error: str, calls: list[str]) -> None:
     from orchestrator.base.errors import DeviceRefused
-    from orchestrator.run.locks import remote_lock
-    from orchestrator.run.process_run import LinkLost, RunnerFailed
+    from orchestrator.run.device.locks import remote_lock
+    from orchestrator.run.loop.process_run import LinkLost, RunnerFailed
 
     raised = {"link": LinkLost("board", "connection lost"), "runner": RunnerFailed("board", "runner", None, "", True),
               "refused": DeviceRefused("board", "lost the device lock")}[error]
@@ -130,7 +130,7 @@ def test_release_after_a_failure_reconnects_only_when_the_link_failed(error: str
 
 def test_a_wait_for_the_host_lock_says_who_holds_it_and_for_how_long_again_and_again(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from orchestrator.run import locks
+    from orchestrator.run.device import locks
 
     monkeypatch.setattr(locks, "LOCK_WAIT_REPORT_SEC", 0.2)
     monkeypatch.setattr(locks, "LOCK_POLL_SEC", 0.02)
@@ -176,7 +176,7 @@ class _AnsweringAgent(_LockAgent):
 
 
 def take(agent: _LockAgent, **options: Any) -> None:
-    from orchestrator.run.locks import remote_lock
+    from orchestrator.run.device.locks import remote_lock
 
     with remote_lock(agent, **options):  # type: ignore[arg-type]
         pass
@@ -205,7 +205,7 @@ def test_a_lock_the_device_cannot_make_fails_at_once_naming_the_lock_and_why(ans
 def test_a_wait_for_the_device_lock_is_reported_again_and_again_until_the_timeout(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from orchestrator.base.errors import DeviceRefused
-    from orchestrator.run import locks
+    from orchestrator.run.device import locks
 
     monkeypatch.setattr(locks, "LOCK_WAIT_REPORT_SEC", 0.2)
     monkeypatch.setattr(locks, "REMOTE_LOCK_POLL_SEC", 0.02)
@@ -221,7 +221,7 @@ def test_a_wait_for_the_device_lock_is_reported_again_and_again_until_the_timeou
 
 def test_a_wait_is_said_when_it_begins_when_the_holder_changes_and_every_interval(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from orchestrator.run import locks
+    from orchestrator.run.device import locks
 
     now = [1000.0]
     monkeypatch.setattr(locks.time, "monotonic", lambda: now[0])
@@ -245,7 +245,7 @@ def test_a_wait_is_said_when_it_begins_when_the_holder_changes_and_every_interva
 
 
 def test_the_docs_state_how_often_a_wait_is_reported() -> None:
-    from orchestrator.run import locks
+    from orchestrator.run.device import locks
     from tests.helpers.docs_pages import lock_wait_report_s
 
     assert lock_wait_report_s() == locks.LOCK_WAIT_REPORT_SEC

@@ -1,4 +1,4 @@
-"""run/process_run.py: what happens between a process run cut off by the link and its next try."""
+"""run/loop/process_run.py: what happens between a process run cut off by the link and its next try."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from device_agents.base import DeviceSpec, ExecResult
 from orchestrator.base.errors import DeviceRefused
-from orchestrator.run.process_run import prepare_retry
+from orchestrator.run.loop.process_run import prepare_retry
 
 
 class FakeAgent:
@@ -61,7 +61,7 @@ def test_a_device_that_lost_its_lock_and_workdir_is_staged_again_first() -> None
 
 
 def test_the_runners_own_refusal_is_the_whole_error() -> None:
-    from orchestrator.run.process_run import RunnerFailed, runner_failure
+    from orchestrator.run.loop.process_run import RunnerFailed, runner_failure
 
     line = ("etfarm_runner: error: program '/w/m.pte' method 'forward' needs backends it does not register: "
             "XnnpackBackend (registered: QnnBackend; build the runner against a runtime that has them)")
@@ -77,7 +77,7 @@ RUNTIME_LOG = ('ETFARM_BACKENDS ["XnnpackBackend"]\n'
 
 def test_a_failure_line_is_the_runners_last_error_line_not_its_log() -> None:
     """Issue 31: the device's error was ~1 KB of runtime log ending in the runner's own line."""
-    from orchestrator.run.process_run import runner_failure
+    from orchestrator.run.loop.process_run import runner_failure
 
     log = "d/m/run-1/runner.log"
     said = "input 0: inputs file '/w/in.etft' has shape [4, 64] but the method expects [1, 3, 64, 64]"

@@ -6,7 +6,7 @@ import pytest
 
 from orchestrator.base.errors import CommandFailed, DataError, DeviceError, DeviceRefused
 from orchestrator.results.model import Attempt, DeviceResult, DeviceStatus
-from orchestrator.run.retry import RetryPolicy, retryable, with_retries
+from orchestrator.run.device.retry import RetryPolicy, retryable, with_retries
 
 FAST = RetryPolicy(attempts=3, budget_s=10.0, first_wait_s=0.01, max_wait_s=0.02)
 
@@ -69,7 +69,7 @@ def test_attempts_round_trip_through_the_manifest_dict() -> None:
 
 
 def test_a_model_fault_is_never_retried_a_lost_link_is() -> None:
-    from orchestrator.run.process_run import LinkLost, RunnerFailed, RunnerOutputMissing
+    from orchestrator.run.loop.process_run import LinkLost, RunnerFailed, RunnerOutputMissing
 
     crash = RunnerFailed("d", "runner (m, run-2)", 139, "segfault")
     own_deadline = RunnerFailed("d", "runner (m, run-2)", None, "", timed_out=True)  # the runner's --timeout

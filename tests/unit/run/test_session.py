@@ -1,4 +1,4 @@
-"""run/session.py: how a device session records a failure it did not expect."""
+"""run/engine/session.py: how a device session records a failure it did not expect."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.base.errors import Blame
 from orchestrator.base.progress import Progress
 from orchestrator.results.model import DeviceStatus, JobConfig, JobOptions
+from orchestrator.run.device.lease import DeviceLease
+from orchestrator.run.engine.session import DeviceSession
 from orchestrator.run.executor import JobContext
 from orchestrator.run.job_stats import JobStats
-from orchestrator.run.lease import DeviceLease
 from orchestrator.run.plan import JobPlan
 from orchestrator.run.rundir import RunDirectory
-from orchestrator.run.session import DeviceSession
 
 
 def test_the_hosts_files_refusing_a_path_fail_the_device_as_infrastructure_not_a_bug(

@@ -1,4 +1,4 @@
-"""run/sweep.py: each program checked, an LLM recognised from its .pte, a job's sweep made one model per point;
+"""run/engine/sweep.py: each program checked, an LLM recognised from its .pte, a job's sweep made one model per point;
 app/run.py's list options."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from orchestrator.artifacts.generation import GenerationArgs, Workload
 from orchestrator.artifacts.lowering import ExportedModel
 from orchestrator.base.errors import DataError, UsageError
 from orchestrator.results.job_config import JobOptions
-from orchestrator.run.sweep import sweep_models
+from orchestrator.run.engine.sweep import sweep_models
 from tests.helpers.pte_programs import forward_program, llm_plans, program
 
 
@@ -97,11 +97,11 @@ def test_list_options() -> None:
 def test_two_configurations_named_alike_are_refused_before_any_export(tmp_path: Path) -> None:
     from orchestrator.artifacts.modelspec import parse_model_spec
     from orchestrator.artifacts.recipes import RecipeSpec
-    from orchestrator.run.sweep import export_configurations
+    from orchestrator.run.engine.sweep import export_configurations
 
     (tmp_path / "m.py").write_text("raise SystemExit('never imported: names are checked first')\n")
     specs = [parse_model_spec(f"{tmp_path / 'm.py'}:build", "m-a"), parse_model_spec(f"{tmp_path / 'm.py'}:build", "m")]
-    from orchestrator.run import sweep
+    from orchestrator.run.engine import sweep
 
     recipes = (RecipeSpec("r.py:b", "b"), RecipeSpec("r.py:a_b", "a-b"))  # "m-a" + "b" and "m" + "a-b": "m-a-b"
     with pytest.raises(UsageError, match="the sweep names two models 'm-a-b'"):

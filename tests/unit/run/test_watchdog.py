@@ -6,9 +6,9 @@ import threading
 from pathlib import Path
 
 from orchestrator.results.model import DeviceResult, DeviceStatus, JobConfig, JobOptions
+from orchestrator.run.device.heartbeat import Heartbeat
 from orchestrator.run.device_record import DeviceRecord
-from orchestrator.run.heartbeat import Heartbeat
-from orchestrator.run.local_executor import DeviceThreads, watchdog_limit_s
+from orchestrator.run.engine.local_executor import DeviceThreads, watchdog_limit_s
 from orchestrator.run.rundir import RunDirectory
 
 

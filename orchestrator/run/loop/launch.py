@@ -5,8 +5,8 @@
   other with `LD_LIBRARY_PATH` pointing at its libraries (`RunnerBuild.start_words`/`env`).
 - The ABI check: an Android device whose `ro.product.cpu.abi` runs another target than the
   inventory's (or none of etfarm's: a 32-bit phone) is refused in one line, before staging.
-- The affinity: `cpus:` as a list pins the runner with `taskset MASK` (run/controls.py); `big` or
-  `prime` are resolved from the device's clusters first (run/affinity.py).
+- The affinity: `cpus:` as a list pins the runner with `taskset MASK` (run/device/controls.py); `big` or
+  `prime` are resolved from the device's clusters first (run/device/affinity.py).
 
 The ABI check and a named cluster cost one describe of the device; other devices pay nothing here.
 """
@@ -23,8 +23,8 @@ from orchestrator.artifacts.build import RunnerBuild
 from orchestrator.artifacts.runner_info import RuntimeInfo
 from orchestrator.artifacts.targets import ANDROID_ABI_TARGETS, target_for_abi
 from orchestrator.base.errors import Blame, DeviceRefused
-from orchestrator.run import affinity
-from orchestrator.run.controls import affinity_prefix
+from orchestrator.run.device import affinity
+from orchestrator.run.device.controls import affinity_prefix
 
 ABI_FACT = "ro.product.cpu.abi"
 

@@ -1,11 +1,11 @@
 """A device held for one session: both locks, a connection, and the way back after a transport fault.
 
 `DeviceLease` takes the host's file lock of the device, connects (retried), then takes the lock in
-the device's workdir (run/locks.py: one --lock-timeout budget for both); while either waits for
+the device's workdir (run/device/locks.py: one --lock-timeout budget for both); while either waits for
 another job the heartbeat says `waiting`, so the watchdog does not take a queued device for a
 wedged one. `reconnect` is what goes before a retried step: a new connection, on which the device
 lock must still be this session's (`RemoteLock.revalidate`). `retry` runs an idempotent step
-with run/retry.py's policy, recording every failed attempt in the device's record.
+with run/device/retry.py's policy, recording every failed attempt in the device's record.
 See docs/architecture.md, "Faults: transports".
 """
 
@@ -18,10 +18,10 @@ from typing import TypeVar
 from device_agents import DeviceSpec, create_agent
 from device_agents.base import DeviceAgent
 from orchestrator.results.model import JobOptions
+from orchestrator.run.device.heartbeat import Heartbeat
+from orchestrator.run.device.locks import RemoteLock, budget_left, device_lock, remote_lock
+from orchestrator.run.device.retry import with_retries
 from orchestrator.run.device_record import DeviceRecord
-from orchestrator.run.heartbeat import Heartbeat
-from orchestrator.run.locks import RemoteLock, budget_left, device_lock, remote_lock
-from orchestrator.run.retry import with_retries
 
 T = TypeVar("T")
 
@@ -75,6 +75,6 @@ class DeviceLease:
             self.lock.revalidate()  # staging is what comes next anyway
 
     def retry(self, step: str, call: Callable[[], T], before_retry: Callable[[], None]) -> T:
-        """An idempotent step, retried after transport faults (run/retry.py); every failure recorded."""
+        """An idempotent step, retried after transport faults (run/device/retry.py); every failure recorded."""
         self.heartbeat.trying(step)
         return with_retries(step, call, record=self.record.attempt, before_retry=before_retry, say=self.say)

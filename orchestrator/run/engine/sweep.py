@@ -3,7 +3,7 @@
 Before anything is pushed (docs/architecture.md, "LLMs" and "Contracts: model spec"), every
 exported or given program is checked (`pte_info.check_program`: a whole ET12 program with the
 method the runner runs, no operators the runtime lacks; for a given .pte, the files beside it are of
-it: run/belonging.py) and read: a KV-cache LLM (`PteInfo.llm`)
+it: run/engine/belonging.py) and read: a KV-cache LLM (`PteInfo.llm`)
 is profiled by generation, whatever made it. Each model spec is exported once per export recipe
 (`JobOptions.recipes`, `--recipe fp32,int8-static`: `export_configurations`), then each model becomes one
 model per point of the job's sweep (`JobOptions.thread_counts`, `prompt_lens`, `gen_lens`: `--threads`,
@@ -31,7 +31,7 @@ from orchestrator.artifacts.pte_info import LlmShape, check_program
 from orchestrator.artifacts.recipes import RecipeSpec, check_recipe_backend, parse_recipes
 from orchestrator.base.errors import ExportError, UsageError, one_line
 from orchestrator.results.job_config import JobOptions, LeftOut
-from orchestrator.run.belonging import check_beside
+from orchestrator.run.engine.belonging import check_beside
 
 Point = tuple[ExportedModel, int]  # a model of the job, and the index of the spec it came from
 

@@ -1,7 +1,7 @@
 """Device controls for a job: CPU affinity for the runner, Android's fixed performance mode.
 
 - `cpus:` in the inventory (e.g. `"4-7"` or `"2"`, checked by config.py; `big` / `prime` resolved from the device's
-  clusters first, run/launch.py) pins the runner with `taskset MASK` (the hex mask of those cpus), before the
+  clusters first, run/loop/launch.py) pins the runner with `taskset MASK` (the hex mask of those cpus), before the
   device's `exec_prefix`: Android's toybox taskset takes a mask only (no `-c LIST`), and so do util-linux's and
   busybox's, so the one form works on Linux boards and phones alike.
 - On Android, fixed performance mode (`cmd power set-fixed-performance-mode-enabled true`) is

@@ -3,7 +3,7 @@
 Health: `ok` (answered at once), `degraded` (answered, but only after retries of transport
 faults or slower than DEGRADED_AFTER_SEC), `offline` (no answer within the retry budget, or a
 refusal such as an unknown host key). The probe connects and describes with the same retries
-as a job (run/retry.py).
+as a job (run/device/retry.py).
 
 Beside the inventory's devices, the adb devices that an adb server sees (adb's default server and
 every server the inventory names) and the inventory does not name are listed as `adb:SERIAL`, the
@@ -22,7 +22,7 @@ from device_agents.facts import DeviceFacts
 from orchestrator.base.errors import EtfarmError
 from orchestrator.config import ADB_NAME_PREFIX, adb_spec
 from orchestrator.results.model import Attempt
-from orchestrator.run.retry import DEFAULT_POLICY, RetryPolicy, with_retries
+from orchestrator.run.device.retry import DEFAULT_POLICY, RetryPolicy, with_retries
 
 if TYPE_CHECKING:
     from device_agents.adb.discover import SeenDevice

@@ -4,7 +4,7 @@
 program's own (artifacts/lowering.py `_existing_pte`). Files of another model there made a job that
 ran and then lied: ops labelled with the other model's layers, a device blamed for inputs it could
 not take, outputs marked wrong for a shape the reference could never have. So, torch-free, before
-any device is contacted (run/sweep.py calls `check_beside` for every given program):
+any device is contacted (run/engine/sweep.py calls `check_beside` for every given program):
 
 - inputs and reference outputs: their count, dtypes and shapes against `forward`'s signature as the
   .pte declares it (artifacts/pte_info.py; a dynamic size may be smaller than its bound);

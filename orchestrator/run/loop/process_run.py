@@ -6,7 +6,7 @@ tells the two kinds of failure apart, because only one of them may be retried:
 
 - `LinkLost` (a DeviceError: infrastructure): the transport ended the step without the runner's
   exit status (connection dropped, sshd or adbd restarted, a stalled link met the host deadline).
-  The session reconnects and runs it again (run/retry.py).
+  The session reconnects and runs it again (run/device/retry.py).
 - `RunnerFailed` / `RunnerOutputMissing` (`ModelFault`): the runner crashed, exited non-zero, met
   its device-side `--timeout`, or did not write its ETDump. Another try would meet it again.
 
@@ -31,9 +31,9 @@ from orchestrator.base.cache import write_json_atomic, write_text_atomic
 from orchestrator.base.errors import CommandFailed, DataError, DeviceError
 from orchestrator.results.conditions import CoolDown, DeviceState, cool_down
 from orchestrator.results.model import JobOptions, ProcessRun
-from orchestrator.run.launch import Launch
-from orchestrator.run.locks import RemoteLock
-from orchestrator.run.retry import ModelFault
+from orchestrator.run.device.locks import RemoteLock
+from orchestrator.run.device.retry import ModelFault
+from orchestrator.run.loop.launch import Launch
 from orchestrator.run.rundir import RunDirectory
 from orchestrator.run.runner_contract import (
     DEVICE_STATE_JSON,
@@ -90,7 +90,7 @@ def run_once(agent: DeviceAgent, options: JobOptions, plan: RunPlan, rundir: Run
              launch: Launch) -> tuple[ProcessRun, DeviceFacts]:
     """One process run: a single device command (cleanup, facts, runner, files back); returns the
     run and the device facts the step recorded, with the runner's runtime under `runner`. `launch`:
-    how the runner starts there (run/launch.py). `started(out_rel)` just before the device command
+    how the runner starts there (run/loop/launch.py). `started(out_rel)` just before the device command
     (the session may then kill it on Ctrl-C), `started(None)` once it is over."""
     spec = agent.spec
     run_local = rundir.process_run_dir(spec.name, plan.model.name, plan.label)

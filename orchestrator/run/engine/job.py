@@ -42,14 +42,14 @@ from orchestrator.results.model import (
     ModelArtifacts,
     load_manifest,
 )
+from orchestrator.run.engine.joblog import job_log
+from orchestrator.run.engine.local_executor import LocalExecutor
+from orchestrator.run.engine.sweep import NotExported, export_configurations, sweep_models
 from orchestrator.run.executor import DeviceRef, Executor, JobContext
 from orchestrator.run.job_stats import JobStats
-from orchestrator.run.joblog import job_log
-from orchestrator.run.local_executor import LocalExecutor
 from orchestrator.run.plan import JobPlan
 from orchestrator.run.rundir import LOG, RunDirectory, as_recorded, check_out
 from orchestrator.run.status import exit_code, job_status
-from orchestrator.run.sweep import NotExported, export_configurations, sweep_models
 
 if TYPE_CHECKING:
     from orchestrator.artifacts.build import RunnerBuild
@@ -111,7 +111,7 @@ def run_job_on(executor: Executor, device_names: Sequence[str], specs: Sequence[
                                options=options, config_file=str(config_file) if config_file else None,
                                scheduler=executor.scheduler, names=tuple(s.name for s in specs))
             # Export and check before the run directory exists: a bad model is a usage or data error and leaves
-            # nothing behind; each program is checked, an LLM recognised, a sweep expanded (run/sweep.py).
+            # nothing behind; each program is checked, an LLM recognised, a sweep expanded (run/engine/sweep.py).
             exported, spec_of, not_exported = export_configurations(specs, backend, options, progress)
             points = sweep_models(exported, options, custom_ops=own_runtimes(devices), spec_of=spec_of)
             models = [model for model, _ in points]

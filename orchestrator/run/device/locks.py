@@ -38,7 +38,7 @@ from device_agents.base import DeviceAgent
 from device_agents.workdir import device_reason
 from orchestrator.base.cache import cache_dir
 from orchestrator.base.errors import DeviceError, DeviceRefused, EtfarmError, one_line
-from orchestrator.run.retry import retryable
+from orchestrator.run.device.retry import retryable
 
 log = logging.getLogger(__name__)
 

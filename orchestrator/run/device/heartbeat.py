@@ -3,7 +3,7 @@
 A device session beats at every step it finishes (and before each bounded retry); while it
 waits for another job's device lock it is `waiting`, and no progress is expected (`--lock-timeout`
 bounds that wait). The watchdog gives up a session that is neither waiting nor beating for longer
-than one process run's whole step may take. Each retried step it starts (run/retry.py: connect,
+than one process run's whole step may take. Each retried step it starts (run/device/retry.py: connect,
 stage, run MODEL run-K) is handed to `on_step`: a farm task announces it, so that a try lost with
 its worker is recorded at the step it was in (farm/tries.py).
 """
@@ -23,7 +23,7 @@ class Heartbeat:
         self.on_step = on_step
 
     def trying(self, step: str) -> None:
-        """A retried step starts (its name as run/retry.py records a failed try of it)."""
+        """A retried step starts (its name as run/device/retry.py records a failed try of it)."""
         self.on_step(step)
 
     def beat(self) -> None:

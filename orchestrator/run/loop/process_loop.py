@@ -2,7 +2,7 @@
 
 The device's controls (Android performance mode, ...) are set first and restored after, unless
 the job was interrupted. Each process run the schedule asks for (run/schedule.py: interleaved,
-sequential or ABBA) that a resumed job has not done yet runs through run/process_run.py, retried
+sequential or ABBA) that a resumed job has not done yet runs through run/loop/process_run.py, retried
 after a transport fault (reconnect, re-validate the lock, kill the cut-off runner: `prepare_retry`),
 and is recorded at once with its model (`partial` until the model is finished), so even a killed
 etfarm leaves its finished runs resumable. A model's first (cold) run records what the device was
@@ -26,15 +26,15 @@ from orchestrator.base.errors import DataError, EtfarmError
 from orchestrator.profiles.debug_buffer import debug_buffer_size
 from orchestrator.results.model import JobOptions, ModelResult, ModelStatus, ProcessRun
 from orchestrator.run.calibration import flag_news
-from orchestrator.run.controls import restore_commands, setup_commands
+from orchestrator.run.device.controls import restore_commands, setup_commands
+from orchestrator.run.device.heartbeat import Heartbeat
+from orchestrator.run.device.lease import DeviceLease
+from orchestrator.run.device.stager import Staged, Stager
 from orchestrator.run.device_record import DeviceRecord
-from orchestrator.run.heartbeat import Heartbeat
-from orchestrator.run.launch import Launch, prepare_launch
-from orchestrator.run.lease import DeviceLease
-from orchestrator.run.process_run import RunPlan, prepare_retry, run_once
+from orchestrator.run.loop.launch import Launch, prepare_launch
+from orchestrator.run.loop.process_run import RunPlan, prepare_retry, run_once
 from orchestrator.run.rundir import DEVICE_JSON, RunDirectory
 from orchestrator.run.schedule import Order, ScheduledRun, schedule_runs
-from orchestrator.run.stager import Staged, Stager
 
 
 class ProcessRunLoop:
@@ -56,7 +56,7 @@ class ProcessRunLoop:
         self.launch = Launch.of(stager.build, spec.workdir)  # settled by `prepare`
 
     def prepare(self, agent: DeviceAgent) -> Staged:
-        """Check the device and settle how the runner starts there (run/launch.py), stage (both retried), then set
+        """Check the device and settle how the runner starts there (run/loop/launch.py), stage (both retried), then set
         the device's controls."""
         self.heartbeat.beat()
         self.launch = self.lease.retry("check the device", lambda: prepare_launch(agent, self.spec, self.stager.build,
@@ -101,7 +101,7 @@ class ProcessRunLoop:
         return run
 
     def _one_run(self, agent: DeviceAgent, plan: RunPlan) -> ProcessRun:
-        """One process run (run/process_run.py); the model's first one records the device's facts."""
+        """One process run (run/loop/process_run.py); the model's first one records the device's facts."""
         run, facts = run_once(agent, self.options, plan, self.rundir, debug_buffer_size=self._debug_buffer_size(plan.model),
                               say=self.say, started=self._step_started, launch=self.launch)
         if plan.cold:

@@ -21,10 +21,10 @@ from device_agents.step import STEP_OVERHEAD_SEC
 from orchestrator.base import procs
 from orchestrator.base.errors import Blame, UsageError
 from orchestrator.results.model import DeviceResult, DeviceStatus, JobOptions
+from orchestrator.run.device.heartbeat import Heartbeat
 from orchestrator.run.device_record import DeviceRecord
+from orchestrator.run.engine.session import DeviceSession
 from orchestrator.run.executor import JobContext
-from orchestrator.run.heartbeat import Heartbeat
-from orchestrator.run.session import DeviceSession
 
 WAIT_POLL_SEC = 0.5  # the main thread's longest sleep while devices run (Ctrl-C and the watchdog act within it)
 WATCHDOG_GRACE_SEC = 30.0  # on top of a step's own deadlines before a silent device thread is given up
@@ -32,7 +32,7 @@ STOP_WAIT_SEC = 15.0  # Ctrl-C: how long device threads get to record what finis
 
 
 class Watched(Protocol):
-    """What the threads and the watchdog use of a device session (run/session.py)."""
+    """What the threads and the watchdog use of a device session (run/engine/session.py)."""
 
     name: str
     record: DeviceRecord

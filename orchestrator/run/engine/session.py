@@ -1,6 +1,6 @@
 """One device's part of a job: lease the device, stage, run the missing process runs, finish each model.
 
-A DeviceSession runs in its own thread (run/local_executor.py) or in a farm task (the farm's
+A DeviceSession runs in its own thread (run/engine/local_executor.py) or in a farm task (the farm's
 task.py); it only touches its own subtree of the run directory and records through its
 `DeviceRecord`, so devices never wait on each other. Failures are recorded with who is to blame,
 never raised. The parts, each a module of run/ (docs/architecture.md, "The job engine: a device session"):
@@ -27,14 +27,14 @@ from device_agents.base import DeviceAgent
 from device_agents.step import kill_step_command
 from orchestrator.base.errors import EtfarmError, disk_full
 from orchestrator.results.model import DeviceResult
+from orchestrator.run.device.heartbeat import Heartbeat
+from orchestrator.run.device.lease import DeviceLease
+from orchestrator.run.device.stager import Stager
 from orchestrator.run.energy.phase import device_energy, record_energy
 from orchestrator.run.executor import JobContext
 from orchestrator.run.finisher import ModelFinisher
-from orchestrator.run.heartbeat import Heartbeat
-from orchestrator.run.lease import DeviceLease
-from orchestrator.run.process_loop import ProcessRunLoop
+from orchestrator.run.loop.process_loop import ProcessRunLoop
 from orchestrator.run.schedule import Order
-from orchestrator.run.stager import Stager
 
 if TYPE_CHECKING:
     from orchestrator.artifacts.build import RunnerBuild
