@@ -1,13 +1,14 @@
-"""A job: the engine, its executor on this host (a device session per thread), the run directory, the
-results model, the runner's contract, conditions, locks, verification.
+"""A job: the engine (engine/: the job, its executor on this host, a device session per thread), the process-run
+loop (loop/), a leased device (device/: locks, lease, staging), the run directory, the results model, the runner's
+contract, conditions, verification.
 
 Public API, imported lazily on first use (PEP 562) so that importing the package stays light:
-    job: JobResult, run_job, resume_job, run_job_on, resume_job_on
+    engine.job: JobResult, run_job, resume_job, run_job_on, resume_job_on
     results: Job, JobConfig, JobStatus, DeviceResult, DeviceStatus, ModelResult, ModelStatus, ProcessRun,
              JobOptions, Verification, VerificationStatus, load_manifest
     rundir: RunDirectory, LOG, MANIFEST, STATS
-    probe: probe_all (and probe.probe, reached by its module: a name the package cannot re-export)
-    launch: Launch, prepare_launch (how the runner starts on a device: launcher, ABI check, cpus big/prime)
+    device.probe: probe_all (and probe.probe, reached by its module: a name the package cannot re-export)
+    loop.launch: Launch, prepare_launch (how the runner starts on a device: launcher, ABI check, cpus big/prime)
 """
 
 from __future__ import annotations
