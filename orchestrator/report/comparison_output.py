@@ -53,7 +53,7 @@ class RunInput:
 def run_reports(runs: Sequence[RunInput], store: Path | None) -> list[Report]:
     out = []
     for run in runs:
-        job = run.engine.job or load_manifest(run.root)
+        job = run.job or load_manifest(run.root)
         rows = run.rows if run.rows is not None else read_stats_csv(run.root / STATS)
         out.append(build_job_report(job, run.root, rows, history=history_points(job, store)))
     return out
