@@ -57,7 +57,7 @@ def record_of(run: RunRecord) -> JobRecord:
     for (device, model), rows in run.stats.items():
         found = run.samples(device, model)
         stats.append(found.as_stats(rows) if found is not None else ModelStats(device, model, rows))
-    return job_record(run.engine.job, run.root, stats)
+    return job_record(run.job, run.root, stats)
 
 
 def job_record(job: Job, run_dir: Path, stats: Sequence[ModelStats]) -> JobRecord:
