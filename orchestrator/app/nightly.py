@@ -130,7 +130,8 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     again_jobs: list[JobResult] = []
     confirmations: list[Confirmation] = []
     for result in jobs:
-        part = _compare(plan, store, result)
+        histories = _Histories(store, result.job)
+        part = _compare(plan, store, result, histories)
         notes.append(f"run {result.job.run_id}: {result.rundir.root}")
         regressed = [p for p in part.pairs if suspected(p)]  # regressed, or not judged for a different load
         first_pairs += part.pairs  # what the night's own jobs found (a bisect starts from their baselines)
@@ -142,6 +143,8 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
             second = {key: (again, how, p) for again, found, how in confirming for key, p in found.items()}
             for pair in (p for p in regressed if (p.device, p.model_b) in second):
                 again, how, found = second[(pair.device, pair.model_b)]
+                found = _series_again(plan, store, again, histories, pair, found)
+                second[(pair.device, pair.model_b)] = (again, how, found)
                 confirmations.append(Confirmation(pair.device, pair.model_b, result.job.run_id, again.job.run_id,
                                                   found is None or found.regressed, (found or pair).verdict.value, how,
                                                   "regressed" if pair.regressed else "not judged (different load)"))
@@ -164,9 +167,21 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
                           tuple(confirmations), failures=tuple(failures), bisects=bisects)
 
 
+def _series_again(plan: NightlyPlan, store: Store, again: JobResult, histories: _Histories, pair: PairVerdict,
+                  found: PairVerdict | None) -> PairVerdict | None:
+    """The confirmation's pair with the series judged again, on the confirmation's own runs of tonight's program
+    against the history the night was judged against (and its noise floor): a second job, as a confirmation is.
+    A pair judged with a series of its own already (a confirmation of the model alone, `_compare`d) is kept."""
+    if found is None or found.series is not None:
+        return found
+    return _judge_series(plan, store, again, histories, replace(found, noise=pair.noise))
+
+
 def _settled(pair: PairVerdict, found: PairVerdict | None) -> PairVerdict:
-    """The night's pair after its interleaved confirmation: that job's verdict, with the series and LLM metrics the
-    night's own job judged (the confirmation job has no series of its own)."""
+    """The night's pair after its interleaved confirmation: that job's verdict and its series verdict (tonight's
+    program measured again, judged against the same history: a step or a creep the night's series saw must show
+    there too, so one noisy job cannot fail a confirmed night), else the series and LLM metrics of the night's own
+    job (a confirmation that could not judge its series)."""
     return pair if found is None else replace(found, series=found.series or pair.series,
                                               metrics=found.metrics or pair.metrics)
 
@@ -199,11 +214,10 @@ def _interrupted(plan: NightlyPlan, jobs: Sequence[JobResult]) -> NightlyOutcome
                           interrupted=True)
 
 
-def _compare(plan: NightlyPlan, store: Store, result: JobResult) -> Comparison:
+def _compare(plan: NightlyPlan, store: Store, result: JobResult, histories: _Histories) -> Comparison:
     """A night's job against its baselines; its verdicts are recorded beside it (a regressed job is never
     a later baseline, confirmed or not: an outlier job is no baseline either)."""
     finder = baseline_finder(plan.baseline, store, result.job)
-    histories = _Histories(store, result.job)
     noise = (lambda d, m: replicate_floor(histories(d, m), plan.center)) if plan.noise_floor is None else None
     part = compare_against(result.rundir.root, finder, plan.settings, a_label=plan.baseline, noise=noise)
     part = replace(part, pairs=tuple(_judge_series(plan, store, result, histories, pair) for pair in part.pairs))
@@ -279,7 +293,7 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
         devices = list(dict.fromkeys(p.device for p in alone))
         again = run(job_specs(result, {p.model_b for p in alone}), result.job.config.backend, *new_dir(plan.out), devices)
         record_job(store, again)
-        second = {(p.device, p.model_b): p for p in _compare(plan, store, again).pairs}
+        second = {(p.device, p.model_b): p for p in _compare(plan, store, again, _Histories(store, again.job)).pairs}
         done.append((again, {(p.device, p.model_b): second.get((p.device, p.model_b)) for p in alone},
                      "alone: " + "; ".join(why)))
     return done
