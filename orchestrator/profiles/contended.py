@@ -54,21 +54,28 @@ def drop_contended(stats: ModelStats, clean: Mapping[str, Sequence[bool]], calls
     samples = stats.samples
     if not clean or samples is None or samples.duration_ms.size == 0:
         return stats
-    drop = contended_mask(samples, clean, calls)
-    if not drop.any() or not (_in_calls(samples) & ~drop).any():  # nothing contended, or nothing clean: keep all
+    drop = left_out(samples, clean, calls)
+    if drop is None:
         return replace(stats, rows=tuple(replace(row, contended_samples=0) for row in stats.rows))
     kept = subset(samples, ~drop)
     width = max(len(events) for events in samples.block_events) + 1
     raw = samples.block.astype(np.int64) * width + samples.event_index
-    left_out = np.bincount(raw[drop], minlength=len(samples.block_events) * width)
+    dropped = np.bincount(raw[drop], minlength=len(samples.block_events) * width)
     new = {row.key: row for row in rows_of(kept, stats.device, stats.model)}
     block_of = {key: b for b, key in enumerate(samples.block_keys)}
     rows = []
     for row in stats.rows:  # every event keeps its row, in the order the whole samples gave, and its phase figures
-        count = int(left_out[block_of[row.event_block] * width + row.event_index])
+        count = int(dropped[block_of[row.event_block] * width + row.event_index])
         phases = {column: getattr(row, column) for column in PHASE_COLUMNS}
         rows.append(replace(new.get(row.key, _emptied(row)), **phases, contended_samples=count))
     return replace(stats, rows=tuple(rows), contended=drop)  # every sample kept, those left out marked
+
+
+def left_out(samples: SampleSet, clean: Mapping[str, Sequence[bool]], calls: Mapping[str, int]) -> np.ndarray | None:
+    """The samples statistics leave out (`contended_mask`), or None when none is: nothing was contended, or nothing
+    at all was clean (every execution then counts, as the end-to-end figures count them)."""
+    drop = contended_mask(samples, clean, calls)
+    return None if not drop.any() or not (_in_calls(samples) & ~drop).any() else drop
 
 
 def _in_calls(samples: SampleSet) -> np.ndarray:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchestrator.profiles.contended import drop_contended
+from orchestrator.profiles.analysis_core import SampleSet
+from orchestrator.profiles.contended import drop_contended, left_out
 from orchestrator.profiles.phases import RunCalls
-from orchestrator.profiles.stat_rows import ModelStats
+from orchestrator.profiles.stat_rows import ModelStats, subset
 from orchestrator.results.model import ProcessRun
 
 
@@ -24,5 +25,17 @@ def run_calls(runs: Sequence[ProcessRun]) -> dict[str, RunCalls]:
 def clean_only(stats: ModelStats, runs: Sequence[ProcessRun]) -> ModelStats:
     """`stats` without the samples of the executions that waited for a CPU (results/contention.py), each row
     counting what it left out; unchanged where contention was not measured."""
+    return drop_contended(stats, *_measured(runs))
+
+
+def clean_samples(samples: SampleSet, runs: Sequence[ProcessRun]) -> SampleSet:
+    """The samples `clean_only` keeps, without recomputing any statistics (what a store import needs)."""
+    clean, calls = _measured(runs)
+    drop = left_out(samples, clean, calls) if clean and samples.duration_ms.size else None
+    return samples if drop is None else subset(samples, ~drop)
+
+
+def _measured(runs: Sequence[ProcessRun]) -> tuple[dict[str, tuple[bool, ...]], dict[str, int]]:
+    """Per traced run whose contention was measured, which executions were clean; per LLM run, calls per execution."""
     measured = {r.label: r.clean for r in runs if r.traced and r.contention is not None}
-    return drop_contended(stats, measured, {label: c.per_generation for label, c in run_calls(runs).items()})
+    return measured, {label: c.per_generation for label, c in run_calls(runs).items()}

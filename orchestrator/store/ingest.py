@@ -28,7 +28,7 @@ from orchestrator.profiles.analysis_core import SampleSet, collect_samples, summ
 from orchestrator.profiles.stat_rows import ModelStats, StatRow
 from orchestrator.results.model import Job, ModelResult
 from orchestrator.results.record import RunRecord
-from orchestrator.run.clean_stats import clean_only
+from orchestrator.run.clean_stats import clean_samples
 from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS, EventRow
 
@@ -97,7 +97,7 @@ def _model_events(run_dir: Path, device: str, model: ModelResult, etrecord: Path
         except AnalysisError:
             samples = None
         if samples is not None:  # the samples the run kept: those of its clean executions, as the finisher chose
-            samples = clean_only(ModelStats(device, model.name, (), samples), model.runs).kept
+            samples = clean_samples(samples, model.runs)
             return labels, _from_samples(device, model.name, samples, rows)
     return (), [_from_csv_row(device, model.name, row) for row in rows.values()]
 
