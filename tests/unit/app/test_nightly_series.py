@@ -11,7 +11,7 @@ from orchestrator.app.nightly import _compare, _Histories
 from orchestrator.app.nightly_plan import NightlyPlan
 from orchestrator.report.terminal.verdicts import verdict_table
 from orchestrator.results.model import load_manifest
-from orchestrator.store import open_store
+from orchestrator.store import Store, open_store
 from orchestrator.verdicts.compare import Comparison
 from orchestrator.verdicts.recorded import marked_regressed
 from orchestrator.verdicts.statistics import Verdict
@@ -21,17 +21,23 @@ from tests.unit.verdicts.test_noise import scaled
 FACTORS = [1.0] * 6 + [1.04, 1.04]  # six nights, then a step of 4 % that passed (under the 5 % threshold)
 
 
+def _drifted_series(tmp_path: Path, store: Store) -> tuple[NightlyPlan, Path]:
+    """FACTORS' nights in the store, then tonight's job at 1.09x (recorded too), and the plan that judges it: the
+    series logic on the statistic its synthetic nights were made for (fast-state)."""
+    for k, factor in enumerate(FACTORS):
+        store.record(scaled(make_run_dir(tmp_path / "runs", f"run-{k}", f"2026-01-0{k + 1}T00:00:00+0000",
+                                         devices=("local",), runs=6, iterations=10), factor))
+    night = scaled(make_run_dir(tmp_path / "runs", "run-b", "2026-01-20T00:00:00+0000", devices=("local",), runs=6,
+                                iterations=10), 1.09)
+    store.record(night)
+    plan = NightlyPlan(path=tmp_path / "plan.yaml", devices=("local",), models=(), report=tmp_path, out=tmp_path,
+                       center="fast-state")
+    return plan, night
+
+
 def test_a_drift_that_passed_night_by_night_is_regressed_against_the_series(tmp_path: Path) -> None:
-    db = tmp_path / "results.db"
-    with open_store(db) as store:
-        for k, factor in enumerate(FACTORS):
-            store.record(scaled(make_run_dir(tmp_path / "runs", f"run-{k}", f"2026-01-0{k + 1}T00:00:00+0000",
-                                             devices=("local",), runs=6, iterations=10), factor))
-        night = scaled(make_run_dir(tmp_path / "runs", "run-b", "2026-01-20T00:00:00+0000", devices=("local",), runs=6,
-                                    iterations=10), 1.09)
-        store.record(night)
-        plan = NightlyPlan(path=tmp_path / "plan.yaml", devices=("local",), models=(), report=tmp_path, out=tmp_path,
-                           center="fast-state")  # the series logic on the statistic its synthetic nights were made for
+    with open_store(tmp_path / "results.db") as store:
+        plan, night = _drifted_series(tmp_path, store)
         result = SimpleNamespace(rundir=SimpleNamespace(root=night), job=load_manifest(night))
         (pair,) = _compare(plan, store, result, _Histories(store, result.job)).pairs  # type: ignore[arg-type]
     assert pair.source_a == "run-7" and pair.estimate is not None and pair.estimate.ratio < 1.05  # 1.09 / 1.04
@@ -54,16 +60,8 @@ def test_the_confirmation_judges_the_series_again_on_its_own_runs(tmp_path: Path
 
     from orchestrator.app.nightly import _series_again, _settled
 
-    db = tmp_path / "results.db"
-    with open_store(db) as store:
-        for k, factor in enumerate(FACTORS):
-            store.record(scaled(make_run_dir(tmp_path / "runs", f"run-{k}", f"2026-01-0{k + 1}T00:00:00+0000",
-                                             devices=("local",), runs=6, iterations=10), factor))
-        night = scaled(make_run_dir(tmp_path / "runs", "run-b", "2026-01-20T00:00:00+0000", devices=("local",), runs=6,
-                                    iterations=10), 1.09)
-        store.record(night)
-        plan = NightlyPlan(path=tmp_path / "plan.yaml", devices=("local",), models=(), report=tmp_path, out=tmp_path,
-                           center="fast-state")
+    with open_store(tmp_path / "results.db") as store:
+        plan, night = _drifted_series(tmp_path, store)
         result = SimpleNamespace(rundir=SimpleNamespace(root=night), job=load_manifest(night))
         histories = _Histories(store, result.job)
         (pair,) = _compare(plan, store, result, histories).pairs  # type: ignore[arg-type]
