@@ -102,7 +102,7 @@ EnergyOption = Annotated[bool, typer.Option(
                      "docs/guide/memory-and-energy.md.")]
 EnergySecondsOption = Annotated[float, typer.Option(
     "--energy-seconds", min=LIMITS["energy_s"][0], max=_most("energy_s"),
-    help="With --energy: each phase's executions last at least this long (and 100 sensor periods).")]
+    help="With --energy: each phase's executions last at least this long (and a power sensor's 100 periods).")]
 EnergyPhasesOption = Annotated[int, typer.Option(
     "--energy-phases", min=1, max=_most("energy_phases"), help="With --energy: repeated phases, for an interval.")]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")]

@@ -97,8 +97,8 @@ def test_the_emulated_board_reads_its_pmic(rpi5_device: DeviceSpec, tmp_path: Pa
     config = write_inventory(tmp_path / "devices.yaml", [rpi5_device])
     out = tmp_path / "run"
     result = etfarm("run", "--config", str(config), "--devices", "rpi5", "--model", f"{WIDE}:build_small",
-                    "--name", "small", *SMALL, "--energy", "--energy-seconds", "2", "--energy-phases", "2",
-                    "--out", str(out))
+                    "--name", "small", *SMALL, "--energy", "--energy-seconds", "2", "--energy-phases", "1",
+                    "--out", str(out))  # one phase: a power sensor's phase lasts 100 periods (10 s)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     model = load_manifest(out).device("rpi5").model("small")  # type: ignore[union-attr]
     assert model is not None and model.energy is not None

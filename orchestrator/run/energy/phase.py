@@ -3,8 +3,8 @@
 One device command finds the sensor (sensors.DETECT_COMMAND); none gives every model `available:
 false` with the reason. Otherwise each model gets `phases` device commands, each one: settle 1 s,
 sample the sensor for the idle time (nothing of ours running), then start the runner without the
-event tracer or the calibration for enough executions to last max(energy_s, 100 sensor periods) at the
-model's median speed, sampling until it exits. The samples go back in the command's output (`@@ <ns>`
+event tracer or the calibration for enough executions to last energy_s at the model's median speed (a power
+sensor's: max(energy_s, 100 sensor periods)), sampling until it exits. The samples go back in the command's output (`@@ <ns>`
 before each reading), then the runner's result line, so the executions counted are the runner's own.
 A phase that fails makes the model's energy unavailable with the reason; the job goes on.
 """
@@ -26,7 +26,7 @@ from orchestrator.results.model import DeviceResult
 from orchestrator.run.device.stager import Staged
 from orchestrator.run.device_record import DeviceRecord
 from orchestrator.run.energy.integrate import PhaseSamples, Sample, summarize
-from orchestrator.run.energy.sensors import DETECT_COMMAND, NO_SENSOR, SENSORS, Sensor
+from orchestrator.run.energy.sensors import DETECT_COMMAND, NO_SENSOR, SENSORS, Kind, Sensor
 from orchestrator.run.loop.launch import Launch
 from orchestrator.run.runner_contract import RunnerInvocation, parse_result
 from orchestrator.run.schedule import Order
@@ -35,7 +35,9 @@ __all__ = ["EnergyPlan", "detect_sensor", "device_energy", "measure_model", "rec
 
 DETECT_TIMEOUT_S = 30.0
 SETTLE_S = 1.0
-MIN_SAMPLES = 100  # the executions span at least this many sensor periods
+# A power sensor is integrated over its snapshots, so the executions span at least this many of its periods; a
+# counter's energy is exact between two readings, so for one the user's --energy-seconds alone decides.
+MIN_SAMPLES = 100
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,10 @@ def detect_sensor(agent: DeviceAgent) -> Sensor | str:
 
 
 def plan_for(options: JobOptions, sensor: Sensor, invocation: RunnerInvocation, median_ms: float) -> EnergyPlan:
-    """Executions enough for max(energy_s, 100 periods) at `median_ms` each; idle for half that, 3 s at least."""
-    active_s = max(options.energy_s, MIN_SAMPLES * sensor.period_s)
+    """Executions enough for energy_s (a power sensor's: max(energy_s, 100 periods)) at `median_ms` each; idle for
+    half that, 3 s at least."""
+    floor_s = MIN_SAMPLES * sensor.period_s if sensor.kind is Kind.POWER else 0.0
+    active_s = max(options.energy_s, floor_s)
     executions = max(1, math.ceil(active_s * 1000.0 / max(median_ms, 1e-3)))
     executions = min(executions, 1_000_000)
     return EnergyPlan(replace(invocation, iterations=executions, traced=False, calibration_rounds=0),

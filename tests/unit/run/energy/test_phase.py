@@ -18,12 +18,14 @@ def meter(energy: int) -> str:
             f"  ChannelId: 0, Timestamp (ms): 1, Duration (ms): 1, Energy (uWs): {energy}")
 
 
-def test_a_phase_lasts_ten_seconds_or_a_hundred_periods_at_the_models_speed() -> None:
+def test_a_phase_lasts_energy_s_and_a_power_sensors_hundred_periods_at_the_models_speed() -> None:
     plan = plan_for(JobOptions(energy_s=10.0), ODPM, BASE, median_ms=4.0)
     assert plan.invocation.iterations == 2500 and not plan.invocation.traced
     assert plan.invocation.calibration_rounds == 0 and plan.active_s == 10.0 and plan.idle_s == 5.0
-    slow_sensor = plan_for(JobOptions(energy_s=1.0), SENSORS["pmic"], BASE, median_ms=100.0)
+    slow_sensor = plan_for(JobOptions(energy_s=1.0), SENSORS["pmic"], BASE, median_ms=100.0)  # power: 100 periods
     assert slow_sensor.active_s == pytest.approx(10.0) and slow_sensor.invocation.iterations == 100
+    counter = plan_for(JobOptions(energy_s=1.0), ODPM, BASE, median_ms=100.0)  # a counter: exact between two readings
+    assert counter.active_s == pytest.approx(1.0) and counter.invocation.iterations == 10 and counter.idle_s == 3.0
     assert plan_for(JobOptions(energy_s=0.5), ODPM, BASE, median_ms=1e9).invocation.iterations == 1
 
 
