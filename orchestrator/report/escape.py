@@ -13,6 +13,8 @@ did not write itself, with one function per format:
 - `terminal_text`: control characters (ESC sequences, carriage returns, bells) shown as
   `\\xNN`, so a name cannot move the cursor or recolour a terminal; tab and newline too, so a
   name cannot break a table's lines;
+- `script_json`: JSON a page's script reads (inline or a script file), ASCII, with every `<` written `\\u003c`:
+  a name holding `</script>` or `<!--` can neither close the script element nor change how HTML reads it;
 - CSV is written by the `csv` module (RFC 4180 quoting) and JSON by `json` (string escapes):
   their own rules, round-tripping every name exactly.
 
@@ -23,6 +25,7 @@ shows in every format the same way.
 from __future__ import annotations
 
 import html
+import json
 import re
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -58,3 +61,7 @@ def md_line_start(text: str) -> str:
 
 def terminal_text(text: str) -> str:
     return visible(text)
+
+
+def script_json(value: object) -> str:
+    return json.dumps(value, separators=(",", ":")).replace("<", "\\u003c")

@@ -1,5 +1,6 @@
 """What every page of the site shares, written once into DIR/assets/: plotly.js (from the plotly wheel: the site
-needs no network), the style sheet and the series pages' one script (each page carries only its data)."""
+needs no network), the style sheet (the report pages' own: render/html.py `CSS`, the pages being report pages written
+by the same renderer) and the series pages' one script (each page carries only its data)."""
 
 from __future__ import annotations
 
@@ -17,25 +18,6 @@ def plotly_js() -> bytes:
 
     return (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
 
-
-CSS = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 1.2em 2em; color: #222; }
-nav a { margin-right: 1.2em; }
-table { border-collapse: collapse; margin: 0.6em 0 1.2em; }
-th, td { padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: left; vertical-align: middle; }
-th { background: #f4f4f4; }
-tr.group th { background: #e8eef6; font-weight: 600; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.verdict { padding: 1px 6px; border-radius: 3px; background: #eee; white-space: nowrap; }
-.verdict.regressed { background: #c0392b; color: #fff; }
-.verdict.improved { background: #1e8449; color: #fff; }
-.verdict.inconclusive { background: #f5cba7; }
-.confirmed { color: #c0392b; font-weight: 600; }
-.filters label { margin-right: 1em; }
-.empty { font-size: 1.2em; color: #555; }
-.chart { width: 100%; max-width: 1100px; }
-small, .muted { color: #666; }
-"""
 
 INDEX_JS = """
 (function () {

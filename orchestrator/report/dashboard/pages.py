@@ -1,5 +1,6 @@
-"""The site's index, nights and regressions pages: static HTML, every name escaped (report/escape.py), the
-index's filters a small inline script, its trend lines inline SVG (no chart library needed for 100 rows)."""
+"""The site's index, nights and regressions pages, built as report pages (report/page/blocks.py) that site.py writes
+with the report's HTML renderer (report/render/html.py): one writer and one escaping rule for every name. The index's
+filters are a small inline script over its rows' keys, its trend lines inline SVG (render/trend_line.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,27 @@ import os
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote
 
-from orchestrator.report.escape import html_text
 from orchestrator.report.formats import fmt_ms, ratio
+from orchestrator.report.page.blocks import (
+    Filters,
+    Page,
+    Paragraph,
+    Row,
+    Script,
+    ScriptData,
+    Section,
+    Span,
+    Table,
+    Text,
+    badge,
+    code,
+    inline_chart,
+    link,
+    link_or_label,
+    text,
+    verdict_badge,
+)
+from orchestrator.report.render.trend_line import trend_line
 from orchestrator.verdicts.likeness import UNKNOWN, SeriesKey
 
 from .assets import INDEX_JS, STYLE
@@ -18,17 +38,18 @@ from .model import Night, Summary
 from .model import utc as when
 
 INDEX, NIGHTS, REGRESSIONS = "index.html", "nights.html", "regressions.html"
-SPARK_POINTS = 60  # the newest points a row's trend line draws
+INDEX_COLUMNS = ("Model", "Device", "Configuration", "Trend", "Latest p50 [runs' range]", "Latest verdict",
+                 "Change points", "Moved")
+FILTERS = ("device", "model", "backend", "verdict")  # the index rows' keys its script filters by
+CONFIRMED = badge("confirmed", "bad", "run again at once, the regression showed again")
 
 
-def shell(title: str, body: str, depth: int = 0, scripts: Sequence[str] = ()) -> str:
-    """A page of the site; `depth`: how far below DIR it is (series/ pages are 1), for the shared assets."""
+def site_page(title: str, sections: Iterable[Section], meta: Text = (), heading: str = "", depth: int = 0,
+              scripts: Sequence[Script | ScriptData] = ()) -> Page:
+    """A page of the site; `depth`: how far below DIR it is (series/ pages are 1), for the shared assets and links."""
     up = "../" * depth
-    tags = "".join(f'<script src="{up}{s}"></script>' if s.endswith(".js") else f"<script>{s}</script>" for s in scripts)
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html_text(title)}</title>'
-            f'<link rel="stylesheet" href="{up}{STYLE}"></head><body>'
-            f'<nav><a href="{up}{INDEX}">Series</a><a href="{up}{NIGHTS}">Nights</a>'
-            f'<a href="{up}{REGRESSIONS}">Regressions</a></nav>{body}{tags}</body></html>\n')
+    return Page(title, meta, tuple(sections), heading=heading, stylesheet=up + STYLE, scripts=tuple(scripts),
+                site=(("Series", up + INDEX), ("Nights", up + NIGHTS), ("Regressions", up + REGRESSIONS)))
 
 
 def latency(latest: tuple[float, float | None, float | None] | None) -> str:
@@ -40,11 +61,10 @@ def latency(latest: tuple[float, float | None, float | None] | None) -> str:
     return f"{fmt_ms(p50)} ms{spread}"
 
 
-def verdict_badge(verdict: str | None, regressed: bool = False, confirmed: bool | None = None) -> str:
+def verdict_text(verdict: str | None, regressed: bool = False, confirmed: bool | None = None) -> Text:
     if verdict is None:
-        return '<span class="verdict">-</span>'
-    mark = ' <span class="confirmed">confirmed</span>' if regressed and confirmed else ""
-    return f'<span class="verdict {html_text(verdict)}">{html_text(verdict)}</span>{mark}'
+        return text("-")
+    return text(verdict_badge(verdict), *((" ", CONFIRMED) if regressed and confirmed else ()))
 
 
 def configuration(key: SeriesKey, siblings: Iterable[SeriesKey] = ()) -> str:
@@ -59,95 +79,75 @@ def configuration(key: SeriesKey, siblings: Iterable[SeriesKey] = ()) -> str:
         (k, v) not in quiet and v != UNKNOWN and k not in ("iterations", "warmup")))
 
 
-def sparkline(summary: Summary) -> str:
-    """The newest points' p50 as a small SVG line; regressions red."""
-    values = summary.trend
-    if not values:
-        return ""
-    low, high = min(values), max(values)
-    span = (high - low) or 1.0
-    xy = [(2 + 116 * k / max(len(values) - 1, 1), 22 - 20 * (v - low) / span) for k, v in enumerate(values)]
-    dots = "".join(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="#c0392b"/>'
-                   for (x, y), bad in zip(xy, summary.trend_regressed, strict=True) if bad)
-    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)
-    return (f'<svg class="spark" width="120" height="24" viewBox="0 0 120 24" role="img" '
-            f'aria-label="trend of {len(values)} nights"><polyline fill="none" stroke="#2c3e50" stroke-width="1.2" '
-            f'points="{line}"/>{dots}</svg>')
-
-
-def index_page(series: Sequence[Summary], store: str, runs: int) -> str:
+def index_page(series: Sequence[Summary], store: str, runs: int) -> Page:
     if not series:
-        body = (f"<h1>etfarm dashboard</h1><p class=\"empty\">No stored runs: the store {html_text(store)} holds "
-                "nothing to publish yet (`etfarm run` and `etfarm nightly` record runs into it).</p>")
-        return shell("etfarm dashboard: empty store", body)
-    filters = "".join(f'<label>{k} <select data-filter="{k}"><option value="">all</option></select></label>'
-                      for k in ("device", "model", "backend", "verdict"))
+        return site_page("etfarm dashboard: empty store", [_said(text(
+            f"No stored runs: the store {store} holds nothing to publish yet (", code("etfarm run"), " and ",
+            code("etfarm nightly"), " record runs into it)."))], heading="etfarm dashboard")
     groups: dict[str, list[Summary]] = {}  # by model and device, in the order of their most recently moved series
     for s in series:
         groups.setdefault(f"{s.key.model} on {s.key.device}", []).append(s)
-    rows = []
+    rows: list[Row] = []
     for name, members in groups.items():
-        rows.append(f'<tr class="group" data-group="{html_text(name)}"><th colspan="8">{html_text(name)}</th></tr>')
+        rows.append(Row((text(name),), (("group", name),), group=True))
         rows += [_index_row(s, name, [m.key for m in members]) for s in members]
-    body = (f"<h1>etfarm dashboard</h1><p>{len(series)} series from {runs} stored runs in {html_text(store)}; "
-            f"<span id=\"shown\">{len(series)}</span> shown, the most recently moved first.</p>{index_matrix(series)}"
-            f'<p class="filters">{filters}</p><table id="series"><thead><tr><th>Model</th><th>Device</th>'
-            "<th>Configuration</th><th>Trend</th><th>Latest p50 [runs' range]</th><th>Latest verdict</th>"
-            f"<th>Change points</th><th>Moved</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
-    return shell("etfarm dashboard", body, scripts=[INDEX_JS])
+    meta = text(f"{len(series)} series from {runs} stored runs in {store}; ", Span(str(len(series)), anchor="shown"),
+                " shown, the most recently moved first.")
+    table = Table(INDEX_COLUMNS, tuple(rows), numeric=(False,) * 4 + (True,), anchor="series")
+    matrix = index_matrix(series)
+    return site_page("etfarm dashboard", [*((matrix,) if matrix else ()), Section((), blocks=(Filters(FILTERS), table))],
+                     meta, scripts=[Script(code=INDEX_JS)])
 
 
-def _index_row(s: Summary, group: str, siblings: Sequence[SeriesKey]) -> str:
+def _index_row(s: Summary, group: str, siblings: Sequence[SeriesKey]) -> Row:
     shown = "; ".join(f"{ratio(c.ratio)} at {c.commits}" for c in s.changes[-3:])
     more = f" (+{len(s.changes) - 3} earlier)" if len(s.changes) > 3 else ""
-    attrs = " ".join(f'data-{k}="{html_text(v)}"' for k, v in (
-        ("series", s.slug), ("group", group), ("device", s.key.device), ("model", s.key.model),
-        ("backend", s.backend), ("verdict", s.verdict or "-")))
-    return (f"<tr {attrs}><td><a href=\"series/{s.slug}.html\">{html_text(s.key.model)}</a></td>"
-            f"<td>{html_text(s.key.device)}</td><td>{html_text(configuration(s.key, siblings))}</td><td>{sparkline(s)}</td>"
-            f'<td class="num">{latency(s.latest)}</td>'
-            f"<td>{verdict_badge(s.verdict, s.verdict_regressed, s.verdict_confirmed)}</td>"
-            f"<td>{html_text(shown + more) or '-'}</td><td>{html_text(when(s.moved)) if s.moved else '-'}</td></tr>")
+    trend = trend_line(f"trend-{s.slug}", s.trend, s.trend_regressed)
+    keys = (("series", s.slug), ("group", group), ("device", s.key.device), ("model", s.key.model),
+            ("backend", s.backend), ("verdict", s.verdict or "-"))
+    return Row((text(link(s.key.model, f"series/{s.slug}.html")), text(s.key.device), text(configuration(s.key, siblings)),
+                text(inline_chart(trend)) if trend else (), text(latency(s.latest)),
+                verdict_text(s.verdict, s.verdict_regressed, s.verdict_confirmed), text(shown + more or "-"),
+                text(when(s.moved) if s.moved else "-")), keys)
 
 
-def nights_page(nights: Sequence[Night], out: str) -> str:
+def nights_page(nights: Sequence[Night], out: str) -> Page:
     if not nights:
-        return shell("etfarm nights", "<h1>Nights</h1><p class=\"empty\">No nightly runs in the store yet.</p>")
-    rows = "".join(
-        f"<tr><td>{html_text(when(n.started))}</td><td>{_page_link(n.page, out, n.night_id)}</td>"
-        f"<td>{html_text(', '.join(f'{count} {v}' for v, count in sorted(n.verdicts.items())) or '-')}</td>"
-        f"<td>{html_text(' '.join(n.runs))}</td></tr>" for n in nights)
-    body = (f"<h1>Nights</h1><p>{len(nights)} nights, newest first.</p><table><thead><tr><th>Started (UTC)</th>"
-            f"<th>Night</th><th>Verdicts</th><th>Runs</th></tr></thead><tbody>{rows}</tbody></table>")
-    return shell("etfarm nights", body)
+        return site_page("etfarm nights", [_said(text("No nightly runs in the store yet."))], heading="Nights")
+    rows = tuple((text(when(n.started)), text(link_or_label(n.night_id, page_href(n.page, out))),
+                  text(", ".join(f"{count} {v}" for v, count in sorted(n.verdicts.items())) or "-"), text(" ".join(n.runs)))
+                 for n in nights)
+    table = Table(("Started (UTC)", "Night", "Verdicts", "Runs"), rows)
+    return site_page("etfarm nights", [Section((), blocks=(table,))], text(f"{len(nights)} nights, newest first."),
+                     heading="Nights")
 
 
-def _culprit(sha: str) -> str:
-    """The commit a night's bisect named (etfarm bisect), under the range it searched."""
-    return f"<br>culprit <code>{html_text(sha[:12])}</code>" if sha else ""
-
-
-def regressions_page(series: Sequence[Summary], out: str) -> str:
+def regressions_page(series: Sequence[Summary], out: str) -> Page:
     found = sorted(((s, r) for s in series for r in s.regressions), key=lambda sr: (sr[1].started, sr[1].run_id),
                    reverse=True)
     if not found:
-        return shell("etfarm regressions", "<h1>Regressions</h1><p class=\"empty\">No night found a regression.</p>")
-    rows = "".join(
-        f"<tr><td>{html_text(when(r.started))}</td>"
-        f"<td><a href=\"series/{s.slug}.html\">{html_text(f'{s.key.model} on {s.key.device}')}</a> "
-        f"{html_text(configuration(s.key, [x.key for x in series]))}</td>"
-        f'<td class="num">{ratio(r.ratio)}</td><td>{confirmation(r.confirmed)}</td>'
-        f"<td>{html_text(r.commits)}{_culprit(r.culprit)}</td>"
-        f"<td>{_link(r.link.removeprefix('../'), r.run_id) if r.link.startswith('../') else html_text(r.run_id)}</td>"
-        "</tr>" for s, r in found)
-    body = (f"<h1>Regressions</h1><p>{len(found)} regressions found by nights, newest first.</p><table><thead><tr>"
-            "<th>When (UTC)</th><th>Series</th><th>How much</th><th>Confirmed</th><th>Between commits</th><th>Run</th>"
-            f"</tr></thead><tbody>{rows}</tbody></table>")
-    return shell("etfarm regressions", body)
+        return site_page("etfarm regressions", [_said(text("No night found a regression."))], heading="Regressions")
+    rows = tuple(
+        (text(when(r.started)),
+         text(link(f"{s.key.model} on {s.key.device}", f"series/{s.slug}.html"), " ",
+              configuration(s.key, [x.key for x in series])),
+         text(ratio(r.ratio)), confirmation(r.confirmed),
+         text(r.commits, *(("; culprit ", code(r.culprit[:12])) if r.culprit else ())),  # the commit `bisect` named
+         text(link_or_label(r.run_id, r.link.removeprefix("../") if r.link.startswith("../") else None)))
+        for s, r in found)
+    table = Table(("When (UTC)", "Series", "How much", "Confirmed", "Between commits", "Run"), rows,
+                  numeric=(False, False, True))
+    return site_page("etfarm regressions", [Section((), blocks=(table,))],
+                     text(f"{len(found)} regressions found by nights, newest first."), heading="Regressions")
 
 
-def confirmation(confirmed: bool | None) -> str:
-    return {True: '<span class="confirmed">confirmed</span>', False: "not confirmed"}.get(confirmed, "not run again")  # type: ignore[arg-type]
+def _said(body: Text) -> Section:
+    """What an empty page says, in the box a page's answer goes in."""
+    return Section((), blocks=(Paragraph(body, tone="answer"),))
+
+
+def confirmation(confirmed: bool | None) -> Text:
+    return text(CONFIRMED if confirmed else "not confirmed" if confirmed is False else "not run again")
 
 
 def page_href(page: str | None, start: str) -> str:
@@ -163,11 +163,3 @@ def _relative_folder(folder: str, start: str) -> str:
     """`folder` from `start`, URL-quoted (a '#' or '?' in a folder name stays a path), with a trailing slash; a night's
     pages share a few folders, so this is worked out once per folder."""
     return quote(os.path.relpath(folder, start)) + "/"
-
-
-def _page_link(page: str | None, out: str, text: str) -> str:
-    return _link(page_href(page, out), text)
-
-
-def _link(href: str, text: str) -> str:
-    return f'<a href="{html_text(href)}">{html_text(text)}</a>' if href else html_text(text)

@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 
+from orchestrator.report.escape import script_json
 from orchestrator.store.history import HistoryPoint
 from orchestrator.verdicts.changes import find_changes
 from orchestrator.verdicts.likeness import SeriesKey
@@ -123,9 +124,8 @@ _DATA_START, _DATA_END = "window.etfarmSeries = ", ";\n"
 def data_script(data: SeriesData) -> str:
     """The series' columns as the script its page loads (DIR/data/series/<slug>.js: a page opened from the file system
     may load a script, not fetch JSON), and what the next publish reads back (`data_from_script`)."""
-    body = json.dumps({"slug": data.slug, "layer_names": list(data.layer_names),
-                       "columns": {c: list(data.columns[c]) for c in COLUMNS}}, separators=(",", ":"))
-    return _DATA_START + body.replace("</", "<\\/") + _DATA_END
+    return _DATA_START + script_json({"slug": data.slug, "layer_names": list(data.layer_names),
+                                      "columns": {c: list(data.columns[c]) for c in COLUMNS}}) + _DATA_END
 
 
 def data_from_script(key: SeriesKey, text: str) -> SeriesData:

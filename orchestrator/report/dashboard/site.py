@@ -25,6 +25,7 @@ from typing import Any
 from orchestrator.base.cache import cannot_write_in, write_bytes_atomic
 from orchestrator.base.errors import DataError, UsageError
 from orchestrator.base.ids import is_id
+from orchestrator.report.render.html import CSS, render_html
 from orchestrator.store import open_store, store_path
 from orchestrator.verdicts.likeness import SeriesKey
 from orchestrator.verdicts.night_record import NightMark
@@ -85,7 +86,7 @@ def publish(out: Path, store: Path | None = None) -> Published:
     files.update({f"{SERIES_DATA}/{name}.js": data_script(data).encode() for name, data in reading.changed.items()})
     if manifest.get("plotly") != _plotly_version() or not (out / assets.PLOTLY).is_file():
         files[assets.PLOTLY] = assets.plotly_js()
-    files[assets.STYLE], files[assets.SERIES_SCRIPT] = assets.CSS.encode(), assets.SERIES_JS.encode()
+    files[assets.STYLE], files[assets.SERIES_SCRIPT] = CSS.encode(), assets.SERIES_JS.encode()
     for name, data in files.items():
         _write(out, name, data)
     for name in reading.gone:
@@ -223,16 +224,18 @@ def _page_bytes(page: str | None) -> bytes | None:
 
 
 def _pages(out: Path, reading: _Reading, store: str) -> dict[str, bytes]:
-    """The indexes, and the page of every series that changed now (or whose page was missing)."""
+    """The indexes, and the page of every series that changed now (or whose page was missing), each built as a report
+    page and written by the report's HTML renderer."""
     summaries = ordered(reading.summaries.values())
     nights, copies = _night_pages(out, _nights(reading.runs))
-    files = {INDEX: index_page(summaries, store, len(reading.runs)).encode(),
-             NIGHTS: nights_page(nights, ".").encode(), **copies,
-             REGRESSIONS: regressions_page(summaries, str(out)).encode()}
+    files = {INDEX: render_html(index_page(summaries, store, len(reading.runs))).encode(),
+             NIGHTS: render_html(nights_page(nights, ".")).encode(), **copies,
+             REGRESSIONS: render_html(regressions_page(summaries, str(out))).encode()}
     for summary in summaries:
         data = reading.changed.get(summary.slug)
         if data is not None:
-            files[f"series/{summary.slug}.html"] = series_page(data, summary, [s.key for s in summaries]).encode()
+            page = series_page(data, summary, [s.key for s in summaries])
+            files[f"series/{summary.slug}.html"] = render_html(page).encode()
     return files
 
 

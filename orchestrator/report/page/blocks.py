@@ -7,9 +7,14 @@ sentence for sentence, and neither computes anything.
 
 Text is a tuple of `Span`s: plain, or `strong` / `code` / `muted`, a `badge` (a short verdict
 or flag with a tone, its `title` the reason, shown on hover in HTML and in words in Markdown),
-or a link (`href`: "#anchor" or a relative file). A run's sections (page/sections.py) include
-an LLM's generation figures (page/llm.py) and memory (page/memory.py) as page blocks like any other.
+or a link (`href`: "#anchor" or a relative file), or a small chart in the line (a trend in a table
+cell). A run's sections (page/sections.py) include an LLM's generation figures (page/llm.py) and
+memory (page/memory.py) as page blocks like any other.
 A `Figure` shows a `Chart` that render/charts.py drew for the page (`Charts`: none for formats without).
+
+The dashboard's pages (report/dashboard/) are pages too: a site's links above the title, a shared style sheet, a
+table whose rows carry the keys its filters choose by (`Row`, `Filters`), boxes its plotly charts are drawn into
+(`ScriptChart`) and the scripts that draw them (`Script`, `ScriptData`): HTML only, a Markdown page leaves them out.
 """
 
 from __future__ import annotations
@@ -29,10 +34,17 @@ class Span:
     badge: str = ""  # a badge's tone: "good", "info", "warn", "bad"
     title: str = ""  # why (a badge's reason); HTML shows it on hover, Markdown does not repeat it
     href: str = ""  # "#anchor" or a relative file
+    chart: Chart | None = None  # a small chart in the line (a trend in a table cell): its SVG in HTML, title otherwise
+    anchor: str = ""  # plain text under an id a page's script writes into (the dashboard index's count of rows shown)
 
     def __post_init__(self) -> None:
-        if self.href and ":" in self.href:  # no scheme: nothing to fetch, no javascript:
+        if self.href and not linkable(self.href):
             raise ValueError(f"a page links only within itself or to a relative file, not {self.href!r}")
+
+
+def linkable(href: str) -> bool:
+    """A link a page may hold: no scheme (nothing to fetch, no javascript:), only within itself or a relative file."""
+    return ":" not in href
 
 
 Text = tuple[Span, ...]
@@ -72,6 +84,24 @@ def link(label: str, href: str) -> Span:
     return Span(label, href=href)
 
 
+def link_or_label(label: str, href: str | None) -> Span:
+    """A link where there is one a page may hold (files named in a site's own data), else the label alone."""
+    return Span(label, href=href) if href and linkable(href) else Span(label)
+
+
+def inline_chart(chart: Chart) -> Span:
+    return Span(chart.title, chart=chart)
+
+
+# A verdict's badge tone, on every page that shows one (an A/B page, a night, the dashboard).
+VERDICT_TONE = {"regressed": "bad", "improved": "good", "unchanged": "good", "inconclusive": "warn", "no-data": "bad",
+                "new": "info", "settings-differ": "warn"}
+
+
+def verdict_badge(verdict: str, reason: str = "") -> Span:
+    return badge(verdict, VERDICT_TONE.get(verdict, "info"), reason)
+
+
 def anchor(*parts: str) -> str:
     """An id for `#` links from names the user chose: letters, digits and `_.-` kept, anything else `-`, and a short
     digest of the name when something was replaced (so two names never share an anchor)."""
@@ -109,11 +139,37 @@ class Bullets:
 
 
 @dataclass(frozen=True)
+class Row:
+    """A row that says more than its cells: the keys a page's `Filters` choose rows by (`data`, in HTML `data-*`
+    attributes), or a heading over the rows after it (`group`: one cell across the table, `data` naming the group)."""
+
+    cells: tuple[Text, ...]
+    data: tuple[tuple[str, str], ...] = ()
+    group: bool = False
+
+
+@dataclass(frozen=True)
 class Table:
     headers: tuple[str, ...]
-    rows: tuple[tuple[Text, ...], ...]
+    rows: tuple[tuple[Text, ...] | Row, ...]
     numeric: tuple[bool, ...] = ()  # right-aligned columns
     caption: Text = ()  # a line above the table (a device's name, ...)
+    anchor: str = ""  # an id (a page's script finds the table by it)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """One chooser per key over the rows of the table after it (`Row.data`), "all" first: the page's script fills
+    and applies them (the dashboard's index); HTML only."""
+
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ScriptChart:
+    """An empty box a page's script draws a chart into (the dashboard's plotly charts); HTML only."""
+
+    anchor: str
 
 
 @dataclass(frozen=True)
@@ -166,7 +222,24 @@ class Section:
     nav: str = ""  # the label the page's navigation lists it under ("": not listed)
 
 
-Block = Paragraph | Bullets | Table | Figure | Grid | Section
+Block = Paragraph | Bullets | Table | Figure | Grid | Section | Filters | ScriptChart
+
+
+@dataclass(frozen=True)
+class Script:
+    """A script a page runs (a report's page has none): a relative file (`src`), or our own code inline (`code`)."""
+
+    src: str = ""
+    code: str = ""
+
+
+@dataclass(frozen=True)
+class ScriptData:
+    """Data for a page's script, JSON under an id (`value`: lists, dicts, strings, numbers); the renderer escapes it
+    (escape.script_json)."""
+
+    anchor: str
+    value: object
 
 
 @dataclass(frozen=True)
@@ -174,6 +247,10 @@ class Page:
     title: str
     meta: Text  # run ids, status, settings: the line under the title
     sections: tuple[Section, ...] = ()
+    heading: str = ""  # the title shown on the page, when it differs from the window's (`title`)
+    site: tuple[tuple[str, str], ...] = ()  # (label, relative file) of a site's pages, above the heading
+    stylesheet: str = ""  # a shared style sheet (a relative file); "": the style inline, the page stands alone
+    scripts: tuple[Script | ScriptData, ...] = ()  # after the page's blocks, in order
 
     @property
     def nav(self) -> tuple[tuple[str, str], ...]:

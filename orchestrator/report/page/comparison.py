@@ -38,6 +38,7 @@ from orchestrator.report.page.blocks import (
     muted,
     strong,
     text,
+    verdict_badge,
 )
 from orchestrator.report.page.closing import methods_section
 from orchestrator.report.page.run import flag_badge
@@ -48,8 +49,6 @@ from orchestrator.verdicts.compare import OpVerdict, PairVerdict
 from orchestrator.verdicts.llm_metrics import MetricVerdict
 from orchestrator.verdicts.statistics import Verdict, statistic_name
 
-TONE = {"regressed": "bad", "improved": "good", "unchanged": "good", "inconclusive": "warn", "no-data": "bad",
-        "new": "info", "settings-differ": "warn"}
 _NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.SETTINGS_DIFFER)
 VERDICT_METHODS = (
     "Verdicts (orchestrator/verdicts/statistics.py): the ratio B/A of each side's statistic over its per-process-run "
@@ -107,7 +106,7 @@ def verdicts_section(view: ComparisonView) -> Section:
 
 def pair_sentence(view: ComparisonView, pair: PairVerdict) -> Text:
     name = strong(f"{pair.device} {pair.model}")
-    verdict = badge(pair.verdict.value, TONE.get(pair.verdict.value, "info"), pair.reason or "")
+    verdict = verdict_badge(pair.verdict.value, pair.reason or "")
     est = pair.estimate
     if pair.verdict is Verdict.NEW:
         return text(name, ": ", verdict, " no baseline yet: this run becomes it.")
@@ -151,7 +150,7 @@ def _unlike_clause(pair: PairVerdict) -> Text:
 def metric_clause(m: MetricVerdict, level: float) -> Text:
     """An LLM metric's verdict in words: "decode tokens/s regressed: 0.52x the baseline's [0.49, 0.55] (812 -> 420)"."""
     a, b = (fmt_rate(m.value_a), fmt_rate(m.value_b)) if m.higher_is_better else (fmt_ms(m.value_a), fmt_ms(m.value_b))
-    return text(m.label, " ", badge(m.verdict.value, TONE.get(m.verdict.value, "info")),
+    return text(m.label, " ", verdict_badge(m.verdict.value),
                 f": {ratio(m.ratio)} the baseline's {interval(Interval(m.ci_low, m.ci_high, level))} ({a} -> {b} {m.unit})")
 
 
@@ -159,7 +158,7 @@ def metrics_table(pairs: Sequence[PairVerdict]) -> tuple[Block, ...]:
     """An LLM's verdicts on time to first token and decode tokens/s (verdicts/llm_metrics.py); () for other models."""
     rows = tuple((text(p.device), text(p.model), text(f"{m.label} ({'higher' if m.higher_is_better else 'lower'} is "
                                                       "better)"),
-                  text(badge(m.verdict.value, TONE.get(m.verdict.value, "info"))), text(f"{m.ratio:.3f}x"),
+                  text(verdict_badge(m.verdict.value)), text(f"{m.ratio:.3f}x"),
                   text(f"[{m.ci_low:.3f}, {m.ci_high:.3f}]"),
                   text(fmt_rate(m.value_a) if m.higher_is_better else fmt_ms(m.value_a)),
                   text(fmt_rate(m.value_b) if m.higher_is_better else fmt_ms(m.value_b)), text(m.unit),
@@ -183,7 +182,7 @@ def _verdict_row(view: ComparisonView, pair: PairVerdict) -> tuple[Text, ...]:
     confirmation = view.confirmation(pair.device, pair.model_b)
     confirmed = text("-") if confirmation is None else text(Span(
         "confirmed" if confirmation.confirmed else "NOT confirmed", title=f"by run {confirmation.confirm_run}"))
-    verdict = text(badge(pair.verdict.value, TONE.get(pair.verdict.value, "info"), pair.reason or ""),
+    verdict = text(verdict_badge(pair.verdict.value, pair.reason or ""),
                    " (outputs WRONG)" if pair.verification_failed else "",
                    *((" ", badge("accuracy dropped", "bad", pair.accuracy.reason)) if pair.accuracy_dropped else ()))
     figures: tuple[Text, ...] = (text("-"),) * 6
@@ -211,7 +210,7 @@ def op_verdicts_section(view: ComparisonView) -> Section:
     if not telling_source_lines(o.source_line for _, o in ops):  # one line for every op tells no layer apart
         ops = [(p, replace(o, source_line="")) for p, o in ops]
     rows = tuple((text(p.device), text(p.model), _op_name(o), _where(o),
-                  text(badge(o.verdict.value, TONE[o.verdict.value])), text(f"{o.estimate.ratio:.3f}x"),
+                  text(verdict_badge(o.verdict.value)), text(f"{o.estimate.ratio:.3f}x"),
                   text(_ci_text(o.estimate.ci_low, o.estimate.ci_high)), text(f"{o.p_adjusted:.3g}"))
                  for p, o in ops)
     return Section(text("Per-op verdicts"), "op-verdicts", (

@@ -1,16 +1,35 @@
-"""The HTML renderer: one self-contained page (inline CSS and SVG, no script, no network).
+"""The HTML renderer: one page, written out of a `page.blocks.Page`; the one HTML writer of every page (a run's
+report, an A/B page, a night, a bisect, the dashboard's site).
 
-Writes out a `page.blocks.Page` and computes nothing: the page was built from the report data
-(page/sections.py, page/comparison.py) and says what the Markdown summary says. Every piece of
-text goes through `escape.html_text`; charts are our own SVG, inlined.
+Writes out the page and computes nothing: the page was built from the report data (page/sections.py,
+page/comparison.py, report/dashboard/) and says what the Markdown summary says. Every piece of text goes through
+`escape.html_text`, data for a script through `escape.script_json`; charts are our own SVG, inlined. A report's page
+stands alone (inline CSS and SVG, no script, no network); a dashboard page links the site's style sheet (this `CSS`)
+and scripts, all files of the site.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 
-from orchestrator.report.escape import html_text
-from orchestrator.report.page.blocks import Block, Bullets, Figure, Grid, Page, Paragraph, Section, Span, Table, Text
+from orchestrator.report.escape import html_text, script_json
+from orchestrator.report.page.blocks import (
+    Block,
+    Bullets,
+    Figure,
+    Filters,
+    Grid,
+    Page,
+    Paragraph,
+    Row,
+    Script,
+    ScriptChart,
+    ScriptData,
+    Section,
+    Span,
+    Table,
+    Text,
+)
 
 CSS = """
 :root { --fg:#1d232a; --muted:#5f6b76; --line:#e3e7eb; --bg:#ffffff; --panel:#f6f8fa; --ok:#1f7a3d;
@@ -45,29 +64,43 @@ footer { margin-top:36px; color:var(--muted); font-size:12px; } footer li { marg
 .good { background:#dcf2e3; color:var(--ok); } .info { background:#e4ecf7; color:var(--accent); }
 details > summary { cursor:pointer; font-weight:600; margin:18px 0 6px; }
 a { color:var(--accent); }
+nav.site { margin:0 0 10px; font-size:14px; }
+tr.group th { background:#e8eef6; }
+.filters label { margin-right:1em; }
+div.chart { width:100%; max-width:1100px; }
 """
 _STYLE = {"strong": "b", "code": "code", "muted": "span"}
 
 
 def render_html(page: Page) -> str:
     nav = "".join(f'<a href="{html_text(href)}">{html_text(label)}</a>' for label, href in page.nav)
+    site = "".join(f'<a href="{html_text(href)}">{html_text(label)}</a>' for label, href in page.site)
+    style = (f'<link rel="stylesheet" href="{html_text(page.stylesheet)}">' if page.stylesheet
+             else f"<style>{CSS}</style>")
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<link rel="icon" href="data:,">',  # no favicon request: the page needs nothing from anywhere
-        f"<title>{html_text(page.title)}</title><style>{CSS}</style></head><body><main>",
-        f'<header><h1>{html_text(page.title)}</h1><div class="meta">{inline(page.meta)}</div>'
+        f"<title>{html_text(page.title)}</title>{style}</head><body><main>",
+        "<header>" + (f'<nav class="site">{site}</nav>' if site else "")
+        + f"<h1>{html_text(page.heading or page.title)}</h1>"
+        + (f'<div class="meta">{inline(page.meta)}</div>' if page.meta else "")
         + (f"<nav>{nav}</nav>" if nav else "") + "</header>",
         *(_block(s) for s in page.sections),
-        "</main></body></html>",
+        "</main>",
+        *(_script(s) for s in page.scripts),
+        "</body></html>",
     ]
     return "\n".join(parts) + "\n"
 
 
-def render_blocks(blocks: Sequence[Block]) -> str:
-    """Blocks as HTML without a page around them (the dashboard's index embeds the device x model matrix)."""
-    return "\n".join(_block(b) for b in blocks)
+def _script(script: Script | ScriptData) -> str:
+    if isinstance(script, ScriptData):
+        return f'<script type="application/json" id="{html_text(script.anchor)}">{script_json(script.value)}</script>'
+    if script.src:
+        return f'<script src="{html_text(script.src)}"></script>'
+    return f"<script>{script.code}</script>"  # our own code, never a name
 
 
 def inline(spans: Text) -> str:
@@ -77,7 +110,11 @@ def inline(spans: Text) -> str:
 def _span(span: Span) -> str:
     body = html_text(span.text)
     title = f' title="{html_text(span.title)}"' if span.title else ""
-    if span.badge:
+    if span.chart is not None:
+        body = span.chart.svg
+    elif span.anchor:
+        body = f'<span id="{html_text(span.anchor)}"{title}>{body}</span>'
+    elif span.badge:
         body = f'<span class="badge {span.badge}"{title}>{body}</span>'
     elif span.style == "muted":
         body = f'<span class="muted"{title}>{body}</span>'
@@ -108,6 +145,12 @@ def _block(block: Block) -> str:
                 f"{html_text(chart.title)}</figcaption></figure>")
     if isinstance(block, Grid):
         return '<div class="grid">' + "".join(f"<div>{_block(b)}</div>" for b in block.blocks) + "</div>"
+    if isinstance(block, Filters):
+        return '<p class="filters">' + "".join(
+            f'<label>{html_text(k)} <select data-filter="{html_text(k)}"><option value="">all</option></select></label>'
+            for k in block.keys) + "</p>"
+    if isinstance(block, ScriptChart):
+        return f'<div class="chart" id="{html_text(block.anchor)}"></div>'
     raise TypeError(f"not a page block: {block!r}")
 
 
@@ -121,7 +164,8 @@ def _section(section: Section) -> str:
     body = "\n".join(_block(b) for b in section.blocks)
     if section.collapsed:
         return f"<details{anchor}><summary>{inline(section.title)}</summary>{body}</details>"
-    return f"<section{anchor}><{tag}>{inline(section.title)}</{tag}>{body}</section>"
+    heading = f"<{tag}>{inline(section.title)}</{tag}>" if section.title else ""  # untitled: blocks under the header
+    return f"<section{anchor}>{heading}{body}</section>"
 
 
 def _table(table: Table) -> str:
@@ -131,6 +175,16 @@ def _table(table: Table) -> str:
     def cell(k: int, value: Text) -> str:
         return f'<td class="n">{inline(value)}</td>' if k < len(numeric) and numeric[k] else f"<td>{inline(value)}</td>"
 
-    body = "".join("<tr>" + "".join(cell(k, c) for k, c in enumerate(row)) + "</tr>" for row in table.rows)
+    body = "".join(_row(row, cell, len(table.headers)) for row in table.rows)
     caption = f"<p>{inline(table.caption)}</p>" if table.caption else ""
-    return f"{caption}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    anchor = f' id="{html_text(table.anchor)}"' if table.anchor else ""
+    return f"{caption}<table{anchor}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _row(row: tuple[Text, ...] | Row, cell: Callable[[int, Text], str], width: int) -> str:
+    if not isinstance(row, Row):
+        return "<tr>" + "".join(cell(k, c) for k, c in enumerate(row)) + "</tr>"
+    data = "".join(f' data-{html_text(k)}="{html_text(v)}"' for k, v in row.data)
+    if row.group:
+        return f'<tr class="group"{data}><th colspan="{width}">{inline(row.cells[0])}</th></tr>'
+    return f"<tr{data}>" + "".join(cell(k, c) for k, c in enumerate(row.cells)) + "</tr>"

@@ -4,13 +4,28 @@ The same page as the HTML, block for block: tables and verdicts always; charts o
 links (`charts/<stem>.svg`), written beside the Markdown file by `write_report` when `--output`
 names a directory (GitHub renders SVG files referenced by relative path, not data: URIs, so
 nothing is inlined). Every piece of text goes through `escape.md_text` (`md_line_start` where it
-begins a line); a badge is its label in bold, a muted span in italics.
+begins a line); a badge is its label in bold, a muted span in italics. What only a script shows (the dashboard's
+filters and plotly charts) is left out; an inline chart is its title.
 """
 
 from __future__ import annotations
 
 from orchestrator.report.escape import html_text, md_line_start, md_text
-from orchestrator.report.page.blocks import Block, Bullets, Figure, Grid, Page, Paragraph, Section, Span, Table, Text
+from orchestrator.report.page.blocks import (
+    Block,
+    Bullets,
+    Figure,
+    Filters,
+    Grid,
+    Page,
+    Paragraph,
+    Row,
+    ScriptChart,
+    Section,
+    Span,
+    Table,
+    Text,
+)
 
 CHART_DIR = "charts"
 _BADGE_MARK = {"bad": "⛔ ", "warn": "⚠ "}
@@ -18,7 +33,7 @@ _BADGE_MARK = {"bad": "⛔ ", "warn": "⚠ "}
 
 def render_markdown(page: Page, chart_dir: str | None = None) -> str:
     """`chart_dir`: a relative folder holding `<stem>.svg` per chart, or None for no images."""
-    out = [f"## {md_text(page.title)}", "", line(page.meta), ""]
+    out = [f"## {md_text(page.heading or page.title)}", "", line(page.meta), ""]
     for section in page.sections:
         out += _block(section, chart_dir)
     return "\n".join(out).rstrip("\n") + "\n"
@@ -36,6 +51,8 @@ def line(spans: Text) -> str:
 
 
 def _span(span: Span) -> str:
+    if span.chart is not None:
+        return f"_{md_text(span.chart.title)}_"
     raw = md_text(span.text)
     core = raw.strip()
     if not core:
@@ -77,6 +94,8 @@ def _block(block: Block, chart_dir: str | None) -> list[str]:
         return [f"![{md_text(chart.title)}]({chart_dir}/{chart.stem}.svg)", ""] if chart_dir else []
     if isinstance(block, Grid):
         return [line for b in block.blocks for line in _block(b, chart_dir)]
+    if isinstance(block, Filters | ScriptChart):
+        return []
     raise TypeError(f"not a page block: {block!r}")
 
 
@@ -85,6 +104,8 @@ def _section(section: Section, chart_dir: str | None) -> list[str]:
     if section.collapsed:  # raw HTML in Markdown: its text is escaped as HTML
         summary = "".join(html_text(s.text) for s in section.title)
         return [f"<details><summary>{summary}</summary>", "", *body, "</details>", ""]
+    if not section.title:
+        return body
     return ["#" * (section.level + 1) + " " + inline(section.title), "", *body]
 
 
@@ -97,5 +118,11 @@ def _table(table: Table) -> list[str]:
 
     out = [line(table.caption), ""] if table.caption else []
     out += [row([md_text(h) for h in table.headers]), "|" + "|".join(marks) + "|"]
-    out += [row([inline(c) for c in cells]) for cells in table.rows]
+    out += [row(_cells(r, len(table.headers))) for r in table.rows]
     return [*out, ""]
+
+
+def _cells(row: tuple[Text, ...] | Row, width: int) -> list[str]:
+    if isinstance(row, Row) and row.group:  # a heading row: its name in bold in the first cell
+        return [f"**{inline(row.cells[0])}**", *([""] * (width - 1))]
+    return [inline(c) for c in (row.cells if isinstance(row, Row) else row)]

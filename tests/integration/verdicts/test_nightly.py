@@ -184,7 +184,7 @@ def _the_dashboard_in_chromium(site: Path, report: Path, work: Path, before: str
     index = visit_file(site / "index.html", work / "chromium-index", window=(1280, 900))
     assert index.requests == [] and index.console == [], (index.requests, index.console)
     rows = re.findall(r'<tr data-series="([^"]+)"[^>]*data-device="pinned"[^>]*data-verdict="([^"]+)"', index.dom)
-    assert [verdict for _, verdict in rows] == ["regressed"] and 'class="confirmed">confirmed<' in index.dom
+    assert [verdict for _, verdict in rows] == ["regressed"] and re.search(r'class="badge bad"[^>]*>confirmed<', index.dom)
     page = site / "series" / f"{rows[0][0]}.html"
     seen = visit_file(page, work / "chromium-series")
     if os.environ.get(SCREENSHOT_KEEP):

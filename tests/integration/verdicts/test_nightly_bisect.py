@@ -51,4 +51,4 @@ def test_a_regressed_night_names_the_culprit(tmp_path: Path, capsys: pytest.Capt
     assert Path(found["page"]).is_file()  # the bisect's own page, its step's A/B page beside
 
     assert main(["publish", "--out", str(site), "--store", str(store)]) == 0
-    assert f"culprit <code>{c2[:12]}</code>" in (site / "regressions.html").read_text()
+    assert f'culprit <span class="mono">{c2[:12]}</span>' in (site / "regressions.html").read_text()
