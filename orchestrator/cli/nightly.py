@@ -18,6 +18,7 @@ from orchestrator.cli.options import (
     TlsKeyOption,
 )
 from orchestrator.report.destination import check_target
+from orchestrator.results.codec import encode
 from orchestrator.store import open_store
 
 
@@ -132,7 +133,7 @@ def _record_night(outcome: Any, page: Path | None) -> None:
         counts[pair.verdict.value] = counts.get(pair.verdict.value, 0) + 1
     try:
         record_night([j.rundir.root for j in outcome.jobs], outcome.night_id, page, counts,
-                     [c.to_dict() for c in outcome.confirmations],
+                     [encode(c) for c in outcome.confirmations],
                      {"bisects": [b.to_dict() for b in outcome.bisects], REPO_HEAD: night_repo_head(outcome.plan)})
     except (OSError, EtfarmError) as exc:  # the verdicts are decided and recorded: a run directory we cannot write
         typer.echo(f"warning: night.json not written beside the runs ({exc}); the dashboard shows them without "
