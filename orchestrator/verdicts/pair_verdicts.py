@@ -128,7 +128,7 @@ class PairVerdict:
                 "verification_failed": self.verification_failed, "source_a": self.source_a,
                 "source_b": self.source_b, "noise_floor": self.noise.to_dict() if self.noise else None,
                 "metrics": [m.to_dict() for m in self.metrics],
-                "settings_differ": [d.to_dict() for d in self.differences],
+                "settings_differ": [encode(d) for d in self.differences],
                 "incomplete": [encode(i) for i in self.incomplete],
                 "below_threshold": encode(self.below) if self.below else None,
                 "series": self.series.to_dict() if self.series is not None else None, "ops": [o.to_dict() for o in self.ops],

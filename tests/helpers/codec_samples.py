@@ -70,6 +70,23 @@ def samples() -> dict[str, list[Any]]:
                             "page.html", ("run-1",), True),
                        Step("def", "docs", Outcome.SKIPPED, "skipped", reason="export failed")],
         "Comparison": [Comparison("run-a", "run-b", settings, (slower, same))],
+        **_more(),
+    }
+
+
+def _more() -> dict[str, list[Any]]:
+    """Added after 219bdb2 (their `to_dict`s' JSON was written at 8305c92, the last commit that had them)."""
+    from orchestrator.app.bisect_night import NightBisect
+    from orchestrator.farm.status import WorkerRow
+    from orchestrator.results.contention import ContentionSummary
+    from orchestrator.run.configuration import SettingDifference
+
+    return {
+        "SettingDifference": [SettingDifference("backend", "xnnpack", "portable")],
+        "WorkerRow": [WorkerRow("tcp://h:1", "w1", {"pixel8": True, "rpi5": False}, ("task-1",))],
+        "ContentionSummary": [ContentionSummary(60, 6, 0.2, 1.5, 0.9, 12, 3), ContentionSummary()],
+        "NightBisect": [NightBisect("pixel8", "mlp", "run-1", "a" * 40, "b" * 40, "c" * 40, "deeper", 1.2, measured=2),
+                        NightBisect("pixel8", "mlp", "run-1", None, None, None, reason="one commit", budget_ran_out=True)],
     }
 
 
