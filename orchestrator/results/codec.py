@@ -29,8 +29,9 @@ statistic with nothing to divide by: the file writer makes it null, `cache.write
 reads null back as NaN.
 Field metadata says how one field is written: `KEYED` (a tuple of dataclasses written as a mapping by
 their `name`), `FLAT` (a dataclass whose keys are merged into its parent's, after the parent's own),
-`PAIRS` (a tuple of (name, value) pairs written as a mapping: a configuration's settings), and
-`named(key)` the JSON key of a field whose Python name differs (read back by that key too).
+`PAIRS` (a tuple of (name, value) pairs written as a mapping: a configuration's settings),
+`NAN_NULL` (a `float` whose NaN means "unknown": written null even in a `raw_floats` class, read back
+as NaN), and `named(key)` the JSON key of a field whose Python name differs (read back by that key too).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ T = TypeVar("T")
 KEYED: Mapping[str, Any] = types.MappingProxyType({"codec": "keyed"})
 FLAT: Mapping[str, Any] = types.MappingProxyType({"codec": "flat"})
 PAIRS: Mapping[str, Any] = types.MappingProxyType({"codec": "pairs"})
+NAN_NULL: Mapping[str, Any] = types.MappingProxyType({"nan": "null"})
 _MISSING = dataclasses.MISSING
 
 
@@ -212,8 +214,9 @@ def _plan(f: dataclasses.Field[Any], tp: Any, raw_floats: bool = False) -> _Fiel
         return _Field(f.name, dict, lambda v: tuple((str(k), str(x)) for k, x in _mapping(v).items()), "plain",
                       required, tuple, key=key)
     write, read, empty = _converters(tp)
-    if raw_floats and tp is float:
-        write, read = _identity, _raw_float
+    if tp is float and (raw_floats or f.metadata.get("nan") == "null"):
+        read = _raw_float
+        write = _identity if f.metadata.get("nan") != "null" else (lambda v: None if math.isnan(v) else v)
     return _Field(f.name, write, read, mode, required, empty, key=key)
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from orchestrator.base.errors import EXIT_OK, Blame
-from orchestrator.results.codec import encode
+from orchestrator.results.codec import FLAT, NAN_NULL, Layout, encode, named
 from orchestrator.verdicts.accuracy import AccuracyVerdict
 from orchestrator.verdicts.below import BelowThreshold
 from orchestrator.verdicts.figures import SideFigures
@@ -37,20 +37,19 @@ class OpVerdict:
     event_index: int
     event_name: str
     verdict: Verdict
-    estimate: Estimate
+    estimate: Estimate = field(metadata=FLAT)
     p_adjusted: float
     module_path: str = ""  # where the op is in the user's model (B's stats.csv; '' when unknown or the model itself)
     source_line: str = ""
     op: str = ""  # the op's identity, as people read it (`features.3 convolution`): what both sides were joined by
     op_basis: str = ""  # how much the identity knows (op_identity.py: model, delegate, event)
-    detectable: float = math.nan  # the smallest change its samples could detect (trust.py)
-    blind: str | None = None  # why it could not be judged, when inconclusive (trust.py)
+    detectable: float = field(default=math.nan, metadata=NAN_NULL)  # the smallest change its samples could detect
+    blind: str | None = field(default=None, metadata=named("could_not_judge"))  # why not judged, when inconclusive
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"event_block": self.event_block, "event_index": self.event_index, "event_name": self.event_name,
-                "op": self.op, "op_basis": self.op_basis, "verdict": self.verdict.value, "p_adjusted": self.p_adjusted,
-                "module_path": self.module_path, "source_line": self.source_line, "detectable": _finite(self.detectable),
-                "could_not_judge": self.blind, **encode(self.estimate)}
+    # the estimate's keys after the op's own: one flat row per op (verdicts.json `pairs.*.ops`)
+    LAYOUT: ClassVar[Layout] = Layout(raw_floats=True, order=(
+        "event_block", "event_index", "event_name", "op", "op_basis", "verdict", "p_adjusted", "module_path",
+        "source_line", "detectable", "could_not_judge"))
 
 
 def _finite(value: float) -> float | None:
@@ -131,7 +130,7 @@ class PairVerdict:
                 "settings_differ": [encode(d) for d in self.differences],
                 "incomplete": [encode(i) for i in self.incomplete],
                 "below_threshold": encode(self.below) if self.below else None,
-                "series": self.series.to_dict() if self.series is not None else None, "ops": [o.to_dict() for o in self.ops],
+                "series": self.series.to_dict() if self.series is not None else None, "ops": [encode(o) for o in self.ops],
                 "accuracy": encode(self.accuracy) if self.accuracy else None, "accuracy_dropped": self.accuracy_dropped,
                 "memory": encode(self.memory) if self.memory else None, "memory_grew": self.memory_grew,
                 "detectable": _finite(self.detectable), "could_not_judge": self.blind, "settle": self.settle,

@@ -85,9 +85,22 @@ def _more() -> dict[str, list[Any]]:
         "SettingDifference": [SettingDifference("backend", "xnnpack", "portable")],
         "WorkerRow": [WorkerRow("tcp://h:1", "w1", {"pixel8": True, "rpi5": False}, ("task-1",))],
         "ContentionSummary": [ContentionSummary(60, 6, 0.2, 1.5, 0.9, 12, 3), ContentionSummary()],
+        "OpVerdict": _op_verdicts(),
         "NightBisect": [NightBisect("pixel8", "mlp", "run-1", "a" * 40, "b" * 40, "c" * 40, "deeper", 1.2, measured=2),
                         NightBisect("pixel8", "mlp", "run-1", None, None, None, reason="one commit", budget_ran_out=True)],
     }
+
+
+def _op_verdicts() -> list[Any]:
+    """Added after 8305c92 (their `to_dict`'s JSON was written at 4fdb1c2)."""
+    from orchestrator.verdicts.estimates import Estimate
+    from orchestrator.verdicts.pair_verdicts import OpVerdict
+    from orchestrator.verdicts.statistics import Verdict
+
+    estimate = Estimate(1.25, 1.1, 1.4, 0.004, 6, 5, 2.0, 2.5)
+    return [OpVerdict("main", 3, "conv", Verdict.REGRESSED, estimate, 0.01, "features.3", "m.py:12", "features.3 conv",
+                      "model", 0.08),
+            OpVerdict("main", 4, "relu", Verdict.INCONCLUSIVE, estimate, 0.5, blind="too noisy")]
 
 
 def written(objects: dict[str, list[Any]]) -> dict[str, list[Any]]:

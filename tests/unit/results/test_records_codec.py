@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -40,6 +41,18 @@ def test_a_renamed_key_is_read_by_its_json_name_and_a_wrong_one_is_named() -> No
     assert "peak_a" not in data and data["peak_rss_bytes_b"] == 1500 and data["ratio"] == 1.5
     with pytest.raises(FieldError, match="peak_rss_bytes_a: expected a whole number"):
         decode(MemoryVerdict, {**data, "peak_rss_bytes_a": "lots"})
+
+
+def test_an_op_verdict_writes_its_estimate_flat_and_an_unknown_detectable_change_as_null() -> None:
+    ops = NOW["OpVerdict"]
+    assert "estimate" not in BEFORE["OpVerdict"][0] and BEFORE["OpVerdict"][1]["detectable"] is None
+    for op, before in zip(ops, BEFORE["OpVerdict"], strict=True):
+        assert _same(decode(type(op), before), op)
+    unknown = replace(ops[0], detectable=math.nan, blind="too noisy")
+    data = encode(unknown)
+    assert data["detectable"] is None and data["could_not_judge"] == "too noisy" and data["ratio"] == ops[0].estimate.ratio
+    back = decode(type(unknown), data)
+    assert math.isnan(back.detectable) and back.estimate == unknown.estimate and back.blind == "too noisy"
 
 
 def _same(a: object, b: object) -> bool:
