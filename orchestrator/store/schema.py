@@ -254,7 +254,10 @@ def migrate(conn: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRAT
             for statement in _statements(script) if isinstance(script, str) else ():
                 conn.execute(statement)
             if callable(script):
-                script(conn)
+                try:
+                    script(conn)
+                except (ValueError, KeyError, TypeError) as exc:  # a row it cannot read: the store stays as it was
+                    raise DataError(f"{source}: cannot migrate to schema version {step + 1}: {exc}") from None
             conn.execute(f"PRAGMA user_version = {step + 1}")
         conn.execute("COMMIT")
     except BaseException:

@@ -7,6 +7,9 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
+from orchestrator.base.errors import DataError
 from orchestrator.results.model import Job
 from orchestrator.store import open_store
 from orchestrator.store.schema import SCHEMA_VERSION, user_version
@@ -49,6 +52,17 @@ def test_process_runs_stored_before_v3_get_their_json_from_the_old_columns(tmp_p
     assert [(r.label, r.traced, r.load_ms, r.device_state, r.artifacts, r.runner) for r in runs] == [
         (r.label, r.traced, r.load_ms, r.device_state, r.artifacts, r.runner) for r in expected]
     assert [r.execute_ms for r in runs] == [r.execute_ms for r in expected]
+
+
+def test_a_v8_row_it_cannot_read_is_one_error_and_the_store_stays_at_v8(tmp_path: Path) -> None:
+    path = tmp_path / "results.db"
+    old_store.load(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE results SET verification = 'maybe'")
+    with pytest.raises(DataError, match=r"results.db: cannot migrate to schema version 9: 'maybe' is not a valid"):
+        open_store(path)
+    with sqlite3.connect(path) as conn:
+        assert user_version(conn) == 8 and "result_json" not in _columns(conn, "results")
 
 
 def test_a_v9_row_is_the_codec_json_of_the_model_result_without_its_runs(tmp_path: Path) -> None:
