@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from orchestrator.app.bisect import BisectJob, bisect
 from orchestrator.app.bisect_range import git, repo_root
@@ -61,9 +60,6 @@ class NightBisect:
             return (f"{where}: culprit {self.culprit[:12]} ({self.subject}){ratio}, {self.measured} commit(s) measured"
                     + (f"; {self.reason}" if self.reason else "") + (f"; page {self.page}" if self.page else ""))
         return f"{where}: no culprit named ({self.reason})" + (f"; page {self.page}" if self.page else "")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def night_repo_head(plan: NightlyPlan) -> str | None:

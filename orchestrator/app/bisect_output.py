@@ -19,6 +19,7 @@ from orchestrator.report.formats import clip
 from orchestrator.report.page.blocks import Page, Paragraph, Section, Table, badge, code, link, strong, text
 from orchestrator.report.render.html import render_html
 from orchestrator.report.terminal.table import format_table
+from orchestrator.results.codec import encode
 
 BISECT_PAGE = "bisect.html"
 BISECT_JSON = "bisect.json"
@@ -74,7 +75,7 @@ class BisectResult:
                 "against_good": _figures(step), "against_parent": _figures(self.against_parent or step),
                 "parent": self.parent.sha if self.culprit else None,
                 "suspects": [self.range.commits[i].sha for i in self.search.suspects],
-                "measured": list(self.measured), "steps": [s.to_dict() for s in self.search.steps],
+                "measured": list(self.measured), "steps": [encode(s) for s in self.search.steps],
                 "good": self.range.good.sha, "bad": self.range.bad.sha, "commits": len(self.range.commits),
                 "model": self.model, "repo": str(self.range.root), "budget": self.budget,
                 "budget_ran_out": self.search.reason is Reason.BUDGET}

@@ -27,6 +27,7 @@ from orchestrator.base.errors import EtfarmError, one_line
 from orchestrator.base.progress import Progress
 from orchestrator.report.comparison_output import RunInput, write_ab_page
 from orchestrator.report.destination import AB_PAGE
+from orchestrator.results.codec import decode, encode
 from orchestrator.results.model import JobOptions
 from orchestrator.run.engine.sweep import export_configurations
 from orchestrator.store import open_store
@@ -138,7 +139,7 @@ class Prober:
             return None
         try:
             step = step_from_dict(found)
-        except (KeyError, TypeError, ValueError):
+        except ValueError:  # codec.FieldError: a step this etfarm cannot read is measured again
             return None
         self.progress(f"{program.commit.short}: step taken from the store (--resume)")
         return replace(step, sha=program.commit.sha, subject=program.commit.subject, measured=False, resumed=True)
@@ -148,7 +149,7 @@ class Prober:
             return
         try:
             with open_store(self.setup.store) as store:
-                store.bisect_steps().record(self.good.pte, program.pte, self.setup.key, step.to_dict())
+                store.bisect_steps().record(self.good.pte, program.pte, self.setup.key, encode(step))
         except EtfarmError as exc:  # the bisect goes on; only --resume loses this step
             self.console.err(f"warning: bisect step not recorded in the store ({exc})")
 
@@ -188,12 +189,6 @@ def judged(commit: Commit, comparison: Comparison) -> Step:
 
 
 def step_from_dict(data: dict[str, object]) -> Step:
-    def number(key: str) -> float | None:
-        value = data.get(key)
-        return float(value) if isinstance(value, (int, float)) else None
-
-    return Step(str(data["sha"]), str(data.get("subject", "")), Outcome(str(data["outcome"])), str(data["verdict"]),
-                ratio=number("ratio"), ci_low=number("ci_low"), ci_high=number("ci_high"),
-                measured=bool(data.get("measured")), reason=str(data.get("reason", "")), pte=str(data.get("pte", "")),
-                page=str(data.get("page", "")), run_ids=tuple(str(r) for r in data.get("run_ids") or ()))  # type: ignore[union-attr]
+    """A step as the store keeps it (its codec JSON); a FieldError (ValueError) when it is not one."""
+    return decode(Step, data)
 

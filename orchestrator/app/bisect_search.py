@@ -15,6 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import ClassVar
+
+from orchestrator.results.codec import Layout
 
 
 class Outcome(StrEnum):
@@ -42,11 +45,7 @@ class Step:
     run_ids: tuple[str, ...] = ()
     resumed: bool = False  # taken from the store (--resume), not measured in this bisect
 
-    def to_dict(self) -> dict[str, object]:
-        return {"sha": self.sha, "subject": self.subject, "outcome": self.outcome.value, "verdict": self.verdict,
-                "ratio": self.ratio, "ci_low": self.ci_low, "ci_high": self.ci_high, "measured": self.measured,
-                "reason": self.reason, "pte": self.pte, "page": self.page, "run_ids": list(self.run_ids),
-                "resumed": self.resumed}
+    LAYOUT: ClassVar[Layout] = Layout(raw_floats=True)
 
 
 class Reason(StrEnum):

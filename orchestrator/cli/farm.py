@@ -9,6 +9,7 @@ import typer
 from orchestrator.base.cleanup import close_quietly
 from orchestrator.base.errors import UsageError
 from orchestrator.cli.options import JsonOption, SchedulerOption, TlsCaOption, TlsCertOption, TlsKeyOption
+from orchestrator.results.codec import encode
 
 farm_app = typer.Typer(help="The Dask farm: workers and their devices.", no_args_is_help=True)
 
@@ -39,7 +40,7 @@ def status(
     finally:
         close_quietly(f"the connection to {scheduler}", client.close)
     if as_json:
-        typer.echo(json.dumps({"scheduler": scheduler, "workers": [r.to_dict() for r in rows]}, indent=2))
+        typer.echo(json.dumps({"scheduler": scheduler, "workers": [encode(r) for r in rows]}, indent=2))
         return
     for line in status_lines(rows, scheduler):
         typer.echo(line)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from orchestrator.base.errors import UsageError
+from orchestrator.results.codec import encode
 from orchestrator.store import open_store, store_path
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def _print_changes(runs: list[StoredJob], as_json: bool) -> None:
 
     found = find_changes([p for r in runs for p in r.points])
     if as_json:
-        typer.echo(json.dumps([s.to_dict() for s in found], indent=2))
+        typer.echo(json.dumps([encode(s) for s in found], indent=2))
         return
     # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.report.terminal.verdicts import changes_table

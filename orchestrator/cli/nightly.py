@@ -18,6 +18,7 @@ from orchestrator.cli.options import (
     TlsKeyOption,
 )
 from orchestrator.report.destination import check_target
+from orchestrator.results.codec import encode
 from orchestrator.store import open_store
 
 
@@ -132,8 +133,8 @@ def _record_night(outcome: Any, page: Path | None) -> None:
         counts[pair.verdict.value] = counts.get(pair.verdict.value, 0) + 1
     try:
         record_night([j.rundir.root for j in outcome.jobs], outcome.night_id, page, counts,
-                     [c.to_dict() for c in outcome.confirmations],
-                     {"bisects": [b.to_dict() for b in outcome.bisects], REPO_HEAD: night_repo_head(outcome.plan)})
+                     [encode(c) for c in outcome.confirmations],
+                     {"bisects": [encode(b) for b in outcome.bisects], REPO_HEAD: night_repo_head(outcome.plan)})
     except (OSError, EtfarmError) as exc:  # the verdicts are decided and recorded: a run directory we cannot write
         typer.echo(f"warning: night.json not written beside the runs ({exc}); the dashboard shows them without "
                    "their night", err=True)
@@ -183,7 +184,7 @@ def _night_pages(outcome: Any, store: Path | None, notes: list[str]) -> list[Pat
     title = f"etfarm nightly {outcome.night_id}: {comparison.headline}"
     try:
         written = write_night(comparison, runs, outcome.plan.report, f"nightly-{outcome.night_id}", title,
-                              store, outcome.confirmations, notes, {"bisects": [b.to_dict() for b in outcome.bisects]})
+                              store, outcome.confirmations, notes, {"bisects": [encode(b) for b in outcome.bisects]})
     except Exception as exc:  # noqa: BLE001 - the verdicts are decided and recorded; a page failure must not change them
         typer.echo(f"warning: nightly report not written ({type(exc).__name__}: {exc})", err=True)
         return []

@@ -19,9 +19,6 @@ class WorkerRow:
     devices: dict[str, bool]  # name -> online
     running: tuple[str, ...]  # task keys in processing on this worker
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"address": self.address, "name": self.name, "devices": dict(self.devices), "running": list(self.running)}
-
 
 def farm_status(client: Any) -> list[WorkerRow]:
     info = client.scheduler_info(n_workers=-1)["workers"]

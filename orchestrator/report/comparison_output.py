@@ -28,6 +28,7 @@ from orchestrator.report.page.comparison import comparison_page
 from orchestrator.report.render.charts import report_charts
 from orchestrator.report.render.junit import render_junit
 from orchestrator.report.render.memory_chart import with_memory_chart
+from orchestrator.results.codec import encode
 from orchestrator.results.model import Job, load_manifest
 from orchestrator.run.rundir import STATS
 from orchestrator.verdicts.compare import Comparison
@@ -112,7 +113,7 @@ def write_night(comparison: Comparison, runs: Sequence[RunInput], directory: Pat
     charts/) and the verdicts as JSON (`<name>.json`, with the confirmations and `extra`: its bisects)."""
     directory.mkdir(parents=True, exist_ok=True)
     write_json_atomic(directory / f"{name}.json", {**json.loads(json.dumps(comparison.to_dict())),
-                                                   "confirmations": [c.to_dict() for c in confirmations],
+                                                   "confirmations": [encode(c) for c in confirmations],
                                                    "notes": list(notes), **(extra or {})})
     reports = run_reports(runs, store)
     charts = _charts(reports)

@@ -22,9 +22,16 @@ mappings (empty) and nested dataclasses (read from `{}`). How a class lays its k
 its `LAYOUT` (a `Layout`): keys written `first` and `last` around the others (in declaration
 order), the field that names it in its parent's mapping (`key`: left out of its own dict and
 given back on reading), and `derived` figures written for readers and ignored on reading
-(ModelResult's `summary`). Field metadata says how one field is written: `KEYED` (a tuple of
-dataclasses written as a mapping by their `name`) or `FLAT` (a dataclass whose keys are merged
-into its parent's, after the parent's own).
+(ModelResult's `summary`: a method or property, or a (key, attribute) pair when the key is not its
+name), and `order`, when given, the whole order of the keys (figures and derived ones among them, as
+`compare --json` prints them). `raw_floats` writes a `float` as it is, NaN included (a verdict's
+statistic with nothing to divide by: the file writer makes it null, `cache.write_json_atomic`), and
+reads null back as NaN.
+Field metadata says how one field is written: `KEYED` (a tuple of dataclasses written as a mapping by
+their `name`), `FLAT` (a dataclass whose keys are merged into its parent's, after the parent's own),
+`PAIRS` (a tuple of (name, value) pairs written as a mapping: a configuration's settings),
+`NAN_NULL` (a `float` whose NaN means "unknown": written null even in a `raw_floats` class, read back
+as NaN), and `named(key)` the JSON key of a field whose Python name differs (read back by that key too).
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ from orchestrator.config import is_plain_name
 T = TypeVar("T")
 KEYED: Mapping[str, Any] = types.MappingProxyType({"codec": "keyed"})
 FLAT: Mapping[str, Any] = types.MappingProxyType({"codec": "flat"})
+PAIRS: Mapping[str, Any] = types.MappingProxyType({"codec": "pairs"})
+NAN_NULL: Mapping[str, Any] = types.MappingProxyType({"nan": "null"})
 _MISSING = dataclasses.MISSING
 
 
@@ -57,7 +66,14 @@ class Layout:
     first: tuple[str, ...] = ()
     last: tuple[str, ...] = ()
     key: str | None = None
-    derived: tuple[str, ...] = ()
+    derived: tuple[str | tuple[str, str], ...] = ()
+    order: tuple[str, ...] = ()
+    raw_floats: bool = False
+
+
+def named(key: str, *more: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Field metadata: the field's JSON key is `key` (merged with other metadata, e.g. `PAIRS`)."""
+    return types.MappingProxyType({k: v for m in more for k, v in m.items()} | {"json": key})
 
 
 _PLAIN = Layout()
@@ -72,6 +88,11 @@ class _Field:
     required: bool
     empty: Callable[[], Any] | None  # the value of a missing required key, None: the key is required
     item: type | None = None  # keyed: the item class
+    key: str = ""  # its JSON key ("": its name)
+
+    @property
+    def json(self) -> str:
+        return self.key or self.name
 
 
 def encode(obj: Any) -> dict[str, Any]:
@@ -85,13 +106,17 @@ def encode(obj: Any) -> dict[str, Any]:
         if f.mode == "flat":
             flat.append(encode(value))
         elif f.mode == "keyed":
-            out[f.name] = {item.name: encode(item) for item in value}
+            out[f.json] = {item.name: encode(item) for item in value}
         else:
-            out[f.name] = f.write(value)
+            out[f.json] = f.write(value)
     for extra in flat:
         out.update(extra)
-    for name in layout.derived:
-        out[name] = getattr(obj, name)()
+    for derived in layout.derived:
+        key, attribute = (derived, derived) if isinstance(derived, str) else derived
+        value = getattr(obj, attribute)
+        out[key] = value() if callable(value) else value
+    if layout.order:
+        out = {**{k: out[k] for k in layout.order if k in out}, **out}
     return out
 
 
@@ -119,17 +144,17 @@ def decode(cls: type[T], data: Mapping[str, Any], **given: Any) -> T:
             continue
         if f.mode == "flat":
             values[f.name] = decode(_hints(cls)[f.name], data)
-        elif f.name in data:
-            raw = data[f.name]
+        elif f.json in data:
+            raw = data[f.json]
             try:
                 values[f.name] = _read_keyed(f, raw) if f.mode == "keyed" else f.read(raw)
             except FieldError as exc:
-                raise exc.under(f.name) from None
+                raise exc.under(f.json) from None
             except (TypeError, ValueError, KeyError, AttributeError) as exc:
-                raise FieldError((f.name,), str(exc)) from None
+                raise FieldError((f.json,), str(exc)) from None
         elif f.required:
             if f.empty is None:
-                raise FieldError((f.name,), "missing")
+                raise FieldError((f.json,), "missing")
             values[f.name] = f.empty()
     try:
         return cls(**values)
@@ -172,20 +197,27 @@ def _fields(cls: type) -> tuple[_Field, ...]:
     """The fields `encode` writes, in the order it writes them (flat ones last, merged)."""
     layout = _layout(cls)
     hints = _hints(cls)
-    plans = {f.name: _plan(f, hints[f.name]) for f in dataclasses.fields(cls) if f.name != layout.key}
+    plans = {f.name: _plan(f, hints[f.name], layout.raw_floats) for f in dataclasses.fields(cls) if f.name != layout.key}
     first = [plans[n] for n in layout.first]
     last = [plans[n] for n in layout.last]
     middle = [p for n, p in plans.items() if n not in layout.first and n not in layout.last]
     return tuple(first + middle + last)
 
 
-def _plan(f: dataclasses.Field[Any], tp: Any) -> _Field:
+def _plan(f: dataclasses.Field[Any], tp: Any, raw_floats: bool = False) -> _Field:
     required = f.default is _MISSING and f.default_factory is _MISSING
     mode = f.metadata.get("codec", "plain")
+    key = f.metadata.get("json", "")
     if mode == "keyed":
-        return _Field(f.name, _identity, _identity, mode, required, tuple, item=typing.get_args(tp)[0])
+        return _Field(f.name, _identity, _identity, mode, required, tuple, item=typing.get_args(tp)[0], key=key)
+    if mode == "pairs":  # ((name, value), ...) <-> {name: value}
+        return _Field(f.name, dict, lambda v: tuple((str(k), str(x)) for k, x in _mapping(v).items()), "plain",
+                      required, tuple, key=key)
     write, read, empty = _converters(tp)
-    return _Field(f.name, write, read, mode, required, empty)
+    if tp is float and (raw_floats or f.metadata.get("nan") == "null"):
+        read = _raw_float
+        write = _identity if f.metadata.get("nan") != "null" else (lambda v: None if math.isnan(v) else v)
+    return _Field(f.name, write, read, mode, required, empty, key=key)
 
 
 def _converters(tp: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Callable[[], Any] | None]:
@@ -274,6 +306,13 @@ def _finite(value: Any) -> float:
     if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
         raise FieldError((), f"expected a finite number, got {_shown(value)}")
     return float(number)
+
+
+def _raw_float(value: Any) -> float:
+    """A `raw_floats` class's float: NaN as written in memory, or null as the file writer made it, is NaN."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return math.nan if value is None else value
+    return _finite(value)
 
 
 def _sequence(value: Any) -> Any:

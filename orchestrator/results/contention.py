@@ -32,9 +32,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
 from orchestrator.base.stats import median
+from orchestrator.results.codec import Layout
 
 __all__ = ["WAIT_FLOOR_MS", "WAIT_SHARE", "Contention", "ContentionSummary", "clean_mask", "contention_summary",
            "contention_text", "wait_bound_ms"]
@@ -107,10 +108,9 @@ class ContentionSummary:
         """The share of measured executions dropped as contended; None when nothing was measured."""
         return self.contended / self.executions if self.executions else None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"executions": self.executions, "contended": self.contended, "contended_share": self.contended_share,
-                "wait_ms_p50": self.wait_ms_p50, "wait_ms_max": self.wait_ms_max, "cpu_over_wall": self.cpu_over_wall,
-                "involuntary_switches": self.involuntary_switches, "migrations": self.migrations}
+    LAYOUT: ClassVar[Layout] = Layout(derived=("contended_share",), order=(
+        "executions", "contended", "contended_share", "wait_ms_p50", "wait_ms_max", "cpu_over_wall",
+        "involuntary_switches", "migrations"))
 
 
 def contention_text(summary: ContentionSummary) -> str | None:

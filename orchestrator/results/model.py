@@ -215,7 +215,7 @@ class ModelResult:
                                  for r in self.flagged_runs},
                 "tracer_overhead": self.tracer_overhead, "execute_cv": self.execute_cv,
                 "within_run_spread": self.stability.within, "between_run_spread": self.stability.between,
-                "unstable": self.unstable, "contention": self.contention_summary.to_dict(), **llm_summary(self.runs)}
+                "unstable": self.unstable, "contention": encode(self.contention_summary), **llm_summary(self.runs)}
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from orchestrator.results.llm_figures import generation_key
 from orchestrator.results.model import Job
@@ -111,9 +110,6 @@ class SettingDifference:
 
     def describe(self) -> str:
         return f"{self.setting} {self.a} (A) vs {self.b} (B)"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"setting": self.setting, "a": self.a, "b": self.b}
 
 
 def setting_differences(a: Settings, b: Settings) -> tuple[SettingDifference, ...]:

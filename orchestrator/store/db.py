@@ -3,7 +3,8 @@
 `Store.record(run_dir)` writes a whole run in one `BEGIN IMMEDIATE` transaction, replacing any
 earlier record of the same run id (a resumed run re-recorded), so concurrent writers serialise
 on SQLite's lock (WAL + busy_timeout) and a reader never sees half a run. `Store.job(run_id)`
-rebuilds the `results.Job` from typed rows: `job.to_dict()` equals the manifest's.
+rebuilds the `results.Job` from the codec's JSON each row keeps (a model result in `results.result_json`, its
+process runs in `process_runs.run_json` beside their samples): `job.to_dict()` equals the manifest's.
 """
 
 from __future__ import annotations
@@ -14,13 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from device_agents.facts import DeviceFacts
 from orchestrator.base.errors import Blame, UsageError
-from orchestrator.results.accuracy import Accuracy
-from orchestrator.results.codec import decode
-from orchestrator.results.conditions import DeviceState
 from orchestrator.results.model import (
     DeviceResult,
     DeviceStatus,
@@ -29,14 +27,10 @@ from orchestrator.results.model import (
     JobStatus,
     ModelArtifacts,
     ModelResult,
-    ModelStatus,
-    ProcessRun,
-    Verification,
-    VerificationStatus,
 )
 from orchestrator.run.configuration import model_settings
 from orchestrator.store.bisect_rows import BisectSteps
-from orchestrator.store.footprint_rows import footprint_fields, footprint_points
+from orchestrator.store.footprint_rows import footprint_points
 from orchestrator.store.history import HistoryPoint
 from orchestrator.store.llm_points import memory_and_llm
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS, EventRow
@@ -148,31 +142,18 @@ class Store:
                    host=json.loads(host), models=models, devices=devices, schema_version=schema_version)
 
     def _model_results(self, run_id: str, device: str, samples: bool = True) -> tuple[ModelResult, ...]:
-        out = []
-        for model, status, error, blame, vstatus, vdetail, vdiff, vruns, accuracy, memory, energy in self._conn.execute(
-                "SELECT model, status, error, blame, verification, verification_detail, verification_max_abs_diff, "
-                "verification_runs_checked, accuracy_json, memory_json, energy_json FROM results "
-                "WHERE run_id = ? AND device = ? ORDER BY ordinal",
-                (run_id, device)):
-            verification = (Verification(VerificationStatus(vstatus), vdetail or "", vdiff, int(vruns or 0))
-                            if vstatus is not None else None)
-            runs = tuple(
-                ProcessRun.from_dict({**json.loads(whole), "execute_ms": _floats(blob).tolist() if samples else []})
-                if whole is not None else
-                ProcessRun(label=label, traced=bool(traced), execute_ms=tuple(_floats(blob).tolist()) if samples else (),
-                           load_ms=load,
-                           program_load_ms=pload, device_state=DeviceState.from_json(json.loads(state)),
-                           artifacts=tuple(json.loads(arts)),
-                           runner=json.loads(runner))
-                for label, traced, blob, load, pload, state, arts, runner, whole in self._conn.execute(
-                    "SELECT label, traced, execute_ms, load_ms, program_load_ms, device_state_json, artifacts_json, "
-                    "runner_json, run_json FROM process_runs WHERE run_id = ? AND device = ? AND model = ? ORDER BY ordinal",
-                    (run_id, device, model)))
-            out.append(ModelResult(name=model, status=ModelStatus(status), runs=runs, verification=verification,
-                                   error=error, blame=_blame(blame),
-                                   accuracy=decode(Accuracy, json.loads(accuracy)) if accuracy else None,
-                                   **footprint_fields(memory, energy)))
-        return tuple(out)
+        """The device's model results: each row's codec JSON (write.result_json) with its process runs' (run_json)
+        and, with `samples`, their execute samples."""
+        runs: dict[str, list[dict[str, Any]]] = {}
+        for model, blob, whole in self._conn.execute(
+                "SELECT model, execute_ms, run_json FROM process_runs WHERE run_id = ? AND device = ? "
+                "ORDER BY ordinal", (run_id, device)):
+            runs.setdefault(model, []).append({**json.loads(whole), "execute_ms": _floats(blob).tolist() if samples else []})
+        return tuple(
+            ModelResult.from_dict(model, {**json.loads(whole), "runs": runs.get(model, [])})
+            for model, whole in self._conn.execute(
+                "SELECT model, result_json FROM results WHERE run_id = ? AND device = ? ORDER BY ordinal",
+                (run_id, device)))
 
     def run_dir(self, run_id: str) -> Path | None:
         """Where the run directory was when recorded, if it is still there."""

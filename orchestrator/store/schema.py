@@ -6,15 +6,17 @@ transaction that re-reads the version once it holds the write lock, so two proce
 an old database at once migrate it once, and a failing migration leaves it as it was. A
 database written by a newer etfarm is refused, never half understood.
 
-Every table is STRICT. Free-form mappings of the results model (device facts, per-run device
-state, the runner's extra report, the job's settings) are JSON text; everything queried is a
-typed column; raw samples are little-endian float64 BLOBs (one per event, one per process run).
+Every table is STRICT. Free-form mappings of the results model (device facts, the job's settings)
+are JSON text, and so are a model result and a process run whole, as the codec writes them (v9);
+everything queried is a typed column; raw samples are little-endian float64 BLOBs (one per event,
+one per process run). A migration is SQL, or a step in Python where rows must be rewritten (v9).
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from orchestrator.base.errors import DataError
@@ -190,11 +192,21 @@ ALTER TABLE results ADD COLUMN peak_rss_bytes INTEGER;
 ALTER TABLE results ADD COLUMN uj_per_inference REAL;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
+
+
+def _v9(conn: sqlite3.Connection) -> None:
+    """v9: results and process runs kept as the codec's JSON plus the columns queried (migrate_v9.py)."""
+    from orchestrator.store.migrate_v9 import migrate_v9  # the results model loads only when migrating
+
+    migrate_v9(conn)
+
+
+Migration = str | Callable[[sqlite3.Connection], None]  # a SQL script, or a step that needs the results model
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _v9)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def connect(path: Path, migrations: tuple[str, ...] = MIGRATIONS) -> sqlite3.Connection:
+def connect(path: Path, migrations: tuple[Migration, ...] = MIGRATIONS) -> sqlite3.Connection:
     """Open (creating if needed) the store at `path`, migrated to the newest schema."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -227,7 +239,7 @@ def user_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
-def migrate(conn: sqlite3.Connection, migrations: tuple[str, ...] = MIGRATIONS, source: str = "store") -> int:
+def migrate(conn: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRATIONS, source: str = "store") -> int:
     """Apply the missing migrations in one transaction; returns the version reached."""
     if user_version(conn) == len(migrations):
         return len(migrations)
@@ -238,8 +250,14 @@ def migrate(conn: sqlite3.Connection, migrations: tuple[str, ...] = MIGRATIONS, 
             raise DataError(f"{source}: store schema version {version} is newer than this etfarm reads "
                             f"({len(migrations)}); upgrade etfarm")
         for step in range(version, len(migrations)):
-            for statement in _statements(migrations[step]):
+            script = migrations[step]
+            for statement in _statements(script) if isinstance(script, str) else ():
                 conn.execute(statement)
+            if callable(script):
+                try:
+                    script(conn)
+                except (ValueError, KeyError, TypeError) as exc:  # a row it cannot read: the store stays as it was
+                    raise DataError(f"{source}: cannot migrate to schema version {step + 1}: {exc}") from None
             conn.execute(f"PRAGMA user_version = {step + 1}")
         conn.execute("COMMIT")
     except BaseException:

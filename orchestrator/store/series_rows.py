@@ -79,7 +79,7 @@ class SeriesRows:
             runs, layers = _process_runs(self._conn, chunk), _layers(self._conn, chunk)
             rows = self._conn.execute(
                     "SELECT r.run_id, r.started, d.name, m.name, d.status, res.status, res.e2e_p50_ms, res.load_p50_ms, "
-                    "m.git_commit, res.uj_per_inference, json_extract(res.memory_json, '$.by_owner.delegate') "
+                    "m.git_commit, res.uj_per_inference, json_extract(res.result_json, '$.memory.by_owner.delegate') "
                     "FROM runs r JOIN devices d ON d.run_id = r.run_id JOIN models m ON m.run_id = r.run_id "
                     "LEFT JOIN results res ON res.run_id = r.run_id AND res.device = d.name AND res.model = m.name "
                     f"WHERE r.run_id IN {_IDS} ORDER BY r.run_id, d.ordinal, m.ordinal", (chunk,))

@@ -16,7 +16,7 @@ from orchestrator.base.cache import finite_json
 from orchestrator.base.errors import Blame
 from orchestrator.base.stats import median, percentile
 from orchestrator.results.codec import encode
-from orchestrator.results.model import DeviceResult
+from orchestrator.results.model import DeviceResult, ModelResult, ProcessRun
 from orchestrator.store.footprint_rows import footprint_columns
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS
 
@@ -37,14 +37,14 @@ def write_job(conn: sqlite3.Connection, record: JobRecord) -> None:
             (job.run_id, job.started, _timestamp(job.started), job.finished, job.status.value, str(record.run_dir),
              time.strftime("%Y-%m-%dT%H:%M:%S%z"), job.schema_version, job.host.get("hostname"),
              job.versions.get("etfarm"), job.versions.get("executorch"), job.versions.get("torch"),
-             _json(job.config.to_dict()), _json(job.versions), _json(job.host)))
+             json_text(job.config.to_dict()), json_text(job.versions), json_text(job.host)))
         conn.executemany(
             "INSERT INTO models (run_id, ordinal, name, spec, backend, export_key, content_hash, git_commit, pte, "
             "etrecord, inputs, reference_outputs, numerics_reference, recipe, model_json) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [(job.run_id, k, m.name, m.spec, m.backend, m.key, m.content_hash, m.git_commit, m.pte, m.etrecord,
               m.inputs, m.reference_outputs, m.numerics_reference, m.recipe.text if m.recipe else None,
-              _json(m.to_dict())) for k, m in enumerate(job.models)])
+              json_text(m.to_dict())) for k, m in enumerate(job.models)])
         for k, device in enumerate(job.devices):
             _insert_device(conn, job.run_id, k, device, record)
         conn.executemany(
@@ -67,29 +67,37 @@ def _insert_device(conn: sqlite3.Connection, run_id: str, ordinal: int, device: 
     conn.execute("INSERT INTO devices (run_id, ordinal, name, transport, target, status, error, blame, runner_key, "
                  "facts_json, controls_json, emulated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                  (run_id, ordinal, device.name, device.transport, device.target, device.status.value, device.error,
-                  _enum(device.blame), device.runner_key, _json(device.facts.to_json()), _json(device.controls),
+                  _enum(device.blame), device.runner_key, json_text(device.facts.to_json()), json_text(device.controls),
                   int(device.emulated)))
     for k, model in enumerate(device.models):
-        v = model.verification
         p90 = percentile(model.reported_execute_ms, 90)
         conn.execute(
-            "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (run_id, device.name, k, model.name, model.status.value, model.error, _enum(model.blame),
-             v.status.value if v else None, v.detail if v else None, v.max_abs_diff if v else None,
-             v.runs_checked if v else None, median(model.reported_execute_ms), p90,
+            "INSERT INTO results (run_id, device, ordinal, model, status, e2e_p50_ms, e2e_p90_ms, untraced_p50_ms, "
+            "load_p50_ms, sample_runs_json, peak_rss_bytes, uj_per_inference, result_json) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (run_id, device.name, k, model.name, model.status.value, median(model.reported_execute_ms), p90,
              median(model.untraced_execute_ms), median(model.warm_load_ms),  # the report's load p50: warm runs
-             _json(list(record.sample_runs.get((device.name, model.name), ()))),
-             _json(encode(model.accuracy)) if model.accuracy else None, *footprint_columns(model)))
+             json_text(list(record.sample_runs.get((device.name, model.name), ()))), *footprint_columns(model),
+             json_text(result_json(model))))
         conn.executemany(
-            "INSERT INTO process_runs (run_id, device, model, ordinal, label, traced, execute_ms, load_ms, "
-            "program_load_ms, device_state_json, artifacts_json, runner_json, run_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [(run_id, device.name, model.name, j, r.label, int(r.traced), _blob(r.execute_ms, "<f8"),
-              r.load_ms, r.program_load_ms, _json(r.device_state.to_json()), _json(list(r.artifacts)), _json(r.runner),
-              _json({k: v for k, v in r.to_dict().items() if k != "execute_ms"}))
+            "INSERT INTO process_runs (run_id, device, model, ordinal, label, traced, execute_ms, run_json) "
+            "VALUES (?,?,?,?,?,?,?,?)",
+            [(run_id, device.name, model.name, j, r.label, int(r.traced), _blob(r.execute_ms, "<f8"), json_text(run_json(r)))
              for j, r in enumerate(model.runs)])
 
 
-def _json(value: Mapping[str, Any] | Iterable[Any]) -> str:
+def result_json(model: ModelResult) -> dict[str, Any]:
+    """What a results row keeps of a model result: its codec JSON but its process runs (rows of their own, below)
+    and the summary (derived, recomputed on reading)."""
+    return {k: v for k, v in encode(model).items() if k not in ("runs", "summary")}
+
+
+def run_json(run: ProcessRun) -> dict[str, Any]:
+    """What a process_runs row keeps of a run beside its samples: its codec JSON but `execute_ms` (the BLOB)."""
+    return {k: v for k, v in encode(run).items() if k != "execute_ms"}
+
+
+def json_text(value: Mapping[str, Any] | Iterable[Any]) -> str:
     """Free-form JSON text: a non-finite number is null (cache.py `finite_json`), never a bare NaN."""
     return json.dumps(finite_json(value if isinstance(value, (dict, list)) else dict(value)),  # type: ignore[arg-type]
                       allow_nan=False)

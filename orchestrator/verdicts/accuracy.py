@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from orchestrator.results.accuracy import Accuracy
 
@@ -30,10 +29,6 @@ class AccuracyVerdict:
     top1_b: float | None
     dropped: bool
     reason: str  # in words: what dropped, or that it held
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"snr_a_db": self.snr_a_db, "snr_b_db": self.snr_b_db, "top1_a": self.top1_a, "top1_b": self.top1_b,
-                "dropped": self.dropped, "reason": self.reason}
 
 
 def accuracy_verdict(a: Accuracy | None, b: Accuracy | None) -> AccuracyVerdict | None:

@@ -9,8 +9,9 @@ creeping is the series verdict's (series.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
+from orchestrator.results.codec import Layout
 from orchestrator.verdicts.statistics import DEFAULT_ALPHA, Estimate, Verdict
 
 
@@ -31,9 +32,7 @@ class BelowThreshold:
         return (f"{pct(self.ratio):.1f} % {self.direction} [{bounds[0]:.1f}, {bounds[1]:.1f}], {where} the "
                 f"{self.threshold:.0%} threshold")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"direction": self.direction, "ratio": self.ratio, "ci_low": self.ci_low, "ci_high": self.ci_high,
-                "threshold": self.threshold, "text": self.describe()}
+    LAYOUT: ClassVar[Layout] = Layout(derived=(("text", "describe"),), raw_floats=True)
 
 
 def below_threshold(est: Estimate | None, p_value: float, verdict: Verdict, threshold: float,

@@ -24,9 +24,10 @@ how many it left out.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, ClassVar
 
+from orchestrator.results.codec import PAIRS, Layout, named
 from orchestrator.run.configuration import Settings
 from orchestrator.verdicts.statistics import DEFAULT_THRESHOLD
 
@@ -52,10 +53,8 @@ class ChangePoint:
     def ratio(self) -> float:
         return self.after_ms / self.before_ms
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "model": self.model, "run_id": self.run_id, "started": self.started,
-                "git_commit": self.git_commit, "before_ms": self.before_ms, "after_ms": self.after_ms,
-                "ratio": self.ratio, "index": self.index}
+    LAYOUT: ClassVar[Layout] = Layout(derived=("ratio",), raw_floats=True, order=(
+        "device", "model", "run_id", "started", "git_commit", "before_ms", "after_ms", "ratio", "index"))
 
 
 @dataclass(frozen=True)
@@ -66,13 +65,12 @@ class SeriesChanges:
     sigma: float  # estimated noise, log units (~ relative)
     penalty: float
     changes: tuple[ChangePoint, ...]
-    left_out: tuple[str, ...] = ()  # run ids left out: a process run was flagged interfered or throttled
-    settings: Settings = ()  # the series' configuration (run/configuration.py), () when not known
+    # run ids left out: a process run was flagged interfered or throttled
+    left_out: tuple[str, ...] = field(default=(), metadata=named("left_out_flagged"))
+    settings: Settings = field(default=(), metadata=PAIRS)  # the series' configuration (run/configuration.py), () when not known
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "model": self.model, "settings": dict(self.settings), "points": self.points,
-                "sigma": self.sigma, "penalty": self.penalty, "changes": [c.to_dict() for c in self.changes],
-                "left_out_flagged": list(self.left_out)}
+    LAYOUT: ClassVar[Layout] = Layout(raw_floats=True, order=(
+        "device", "model", "settings", "points", "sigma", "penalty", "changes", "left_out_flagged"))
 
 
 def find_changes(points: Sequence[HistoryPoint], min_size: int = 2, min_shift: float = DEFAULT_THRESHOLD,

@@ -5,7 +5,6 @@ it is app/confirm_ab.py; pages and the night's record read these.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from orchestrator.verdicts.pair_verdicts import PairVerdict
 from orchestrator.verdicts.statistics import Verdict
@@ -24,11 +23,6 @@ class Confirmation:
     verdict: str  # the second comparison's verdict (the night's verdict for the pair)
     how: str = ""  # interleaved with the baseline's program (confirm_ab.py), or alone and why
     suspected: str = "regressed"  # what the night's own job found: regressed, or not judged for a different load
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "model": self.model, "first_run": self.first_run,
-                "confirm_run": self.confirm_run, "confirmed": self.confirmed, "verdict": self.verdict,
-                "how": self.how, "suspected": self.suspected}
 
     @property
     def note(self) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
+
+from orchestrator.results.codec import Layout
 
 RunSamples = Sequence[Sequence[float]]  # one sequence of samples per process run
 
@@ -26,8 +28,4 @@ class Estimate:
     states_b: str | None = None
     state_note: str | None = None  # fast-state: why the interval spans several readings of the states
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"ratio": self.ratio, "ci_low": self.ci_low, "ci_high": self.ci_high, "p_value": self.p_value,
-                "runs_a": self.runs_a, "runs_b": self.runs_b, "median_a_ms": self.median_a_ms,
-                "median_b_ms": self.median_b_ms, "states_a": self.states_a, "states_b": self.states_b,
-                "state_note": self.state_note}
+    LAYOUT: ClassVar[Layout] = Layout(raw_floats=True)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
+
+from orchestrator.results.codec import Layout
 
 TRIM = 0.10  # from each end
 
@@ -21,8 +23,7 @@ class SideFigures:
     trimmed_mean_ms: float
     executions: int  # clean executions they are over
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"p50_ms": self.p50_ms, "trimmed_mean_ms": self.trimmed_mean_ms, "executions": self.executions}
+    LAYOUT: ClassVar[Layout] = Layout(raw_floats=True)
 
 
 def side_figures(runs: Sequence[Sequence[float]]) -> SideFigures | None:

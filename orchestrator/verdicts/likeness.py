@@ -20,9 +20,9 @@ verdicts stand on the runs it has (the statistics account for fewer runs), and t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
+from orchestrator.results.codec import PAIRS
 from orchestrator.results.model import DeviceStatus, Job, JobStatus
 from orchestrator.run.configuration import (
     SETTINGS,
@@ -46,7 +46,7 @@ class SeriesKey:
 
     device: str
     model: str
-    settings: Settings
+    settings: Settings = field(metadata=PAIRS)
 
     @classmethod
     def of(cls, job: Job, device: str, model: str) -> SeriesKey:
@@ -60,9 +60,6 @@ class SeriesKey:
     def describe(self) -> str:
         return f"{self.device} {self.model} ({', '.join(f'{k} {v}' for k, v in self.settings)})"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "model": self.model, "settings": dict(self.settings)}
-
 
 @dataclass(frozen=True)
 class IncompleteSide:
@@ -74,9 +71,6 @@ class IncompleteSide:
 
     def describe(self) -> str:
         return f"{self.side} ({self.source}): {self.why}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"side": self.side, "source": self.source, "why": self.why}
 
 
 def side_gap(job: Job, device: str, model: str) -> str | None:

@@ -9,9 +9,10 @@ owner that grew most is named. Between sides of different settings (another reci
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import ClassVar
 
+from orchestrator.results.codec import Layout, named
 from orchestrator.results.footprint import OWNERS, ModelMemory
 
 DEFAULT_MEMORY_THRESHOLD = 0.10
@@ -19,8 +20,8 @@ DEFAULT_MEMORY_THRESHOLD = 0.10
 
 @dataclass(frozen=True)
 class MemoryVerdict:
-    peak_a: int
-    peak_b: int
+    peak_a: int = field(metadata=named("peak_rss_bytes_a"))
+    peak_b: int = field(metadata=named("peak_rss_bytes_b"))
     threshold: float
     grew: bool
     reason: str
@@ -29,9 +30,8 @@ class MemoryVerdict:
     def ratio(self) -> float:
         return self.peak_b / self.peak_a
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"peak_rss_bytes_a": self.peak_a, "peak_rss_bytes_b": self.peak_b, "ratio": self.ratio,
-                "threshold": self.threshold, "grew": self.grew, "reason": self.reason}
+    LAYOUT: ClassVar[Layout] = Layout(derived=("ratio",), raw_floats=True, order=(
+        "peak_rss_bytes_a", "peak_rss_bytes_b", "ratio", "threshold", "grew", "reason"))
 
 
 def memory_verdict(a: ModelMemory | None, b: ModelMemory | None,

@@ -8,9 +8,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from orchestrator.base.errors import EXIT_OK, Blame
+from orchestrator.results.codec import FLAT, NAN_NULL, Layout, encode, named
 from orchestrator.verdicts.accuracy import AccuracyVerdict
 from orchestrator.verdicts.below import BelowThreshold
 from orchestrator.verdicts.figures import SideFigures
@@ -36,20 +37,19 @@ class OpVerdict:
     event_index: int
     event_name: str
     verdict: Verdict
-    estimate: Estimate
+    estimate: Estimate = field(metadata=FLAT)
     p_adjusted: float
     module_path: str = ""  # where the op is in the user's model (B's stats.csv; '' when unknown or the model itself)
     source_line: str = ""
     op: str = ""  # the op's identity, as people read it (`features.3 convolution`): what both sides were joined by
     op_basis: str = ""  # how much the identity knows (op_identity.py: model, delegate, event)
-    detectable: float = math.nan  # the smallest change its samples could detect (trust.py)
-    blind: str | None = None  # why it could not be judged, when inconclusive (trust.py)
+    detectable: float = field(default=math.nan, metadata=NAN_NULL)  # the smallest change its samples could detect
+    blind: str | None = field(default=None, metadata=named("could_not_judge"))  # why not judged, when inconclusive
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"event_block": self.event_block, "event_index": self.event_index, "event_name": self.event_name,
-                "op": self.op, "op_basis": self.op_basis, "verdict": self.verdict.value, "p_adjusted": self.p_adjusted,
-                "module_path": self.module_path, "source_line": self.source_line, "detectable": _finite(self.detectable),
-                "could_not_judge": self.blind, **self.estimate.to_dict()}
+    # the estimate's keys after the op's own: one flat row per op (verdicts.json `pairs.*.ops`)
+    LAYOUT: ClassVar[Layout] = Layout(raw_floats=True, order=(
+        "event_block", "event_index", "event_name", "op", "op_basis", "verdict", "p_adjusted", "module_path",
+        "source_line", "detectable", "could_not_judge"))
 
 
 def _finite(value: float) -> float | None:
@@ -121,24 +121,24 @@ class PairVerdict:
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "model_a": self.model_a, "model_b": self.model_b, "verdict": self.verdict.value,
-                "estimate": self.estimate.to_dict() if self.estimate else None, "threshold": self.threshold,
+                "estimate": encode(self.estimate) if self.estimate else None, "threshold": self.threshold,
                 "op_threshold": self.op_threshold, "regressed": self.regressed, "ops_skipped": self.ops_skipped,
                 "reason": self.reason, "blame": self.blame.value if self.blame else None,
                 "verification_failed": self.verification_failed, "source_a": self.source_a,
                 "source_b": self.source_b, "noise_floor": self.noise.to_dict() if self.noise else None,
                 "metrics": [m.to_dict() for m in self.metrics],
-                "settings_differ": [d.to_dict() for d in self.differences],
-                "incomplete": [i.to_dict() for i in self.incomplete],
-                "below_threshold": self.below.to_dict() if self.below else None,
-                "series": self.series.to_dict() if self.series is not None else None, "ops": [o.to_dict() for o in self.ops],
-                "accuracy": self.accuracy.to_dict() if self.accuracy else None, "accuracy_dropped": self.accuracy_dropped,
-                "memory": self.memory.to_dict() if self.memory else None, "memory_grew": self.memory_grew,
+                "settings_differ": [encode(d) for d in self.differences],
+                "incomplete": [encode(i) for i in self.incomplete],
+                "below_threshold": encode(self.below) if self.below else None,
+                "series": self.series.to_dict() if self.series is not None else None, "ops": [encode(o) for o in self.ops],
+                "accuracy": encode(self.accuracy) if self.accuracy else None, "accuracy_dropped": self.accuracy_dropped,
+                "memory": encode(self.memory) if self.memory else None, "memory_grew": self.memory_grew,
                 "detectable": _finite(self.detectable), "could_not_judge": self.blind, "settle": self.settle,
-                "contention": {"a": self.loads[0].to_dict() if self.loads[0] else None,
-                               "b": self.loads[1].to_dict() if self.loads[1] else None,
+                "contention": {"a": encode(self.loads[0]) if self.loads[0] else None,
+                               "b": encode(self.loads[1]) if self.loads[1] else None,
                                "dropped_a": self.dropped[0], "dropped_b": self.dropped[1]},
-                "figures": {"a": self.figures[0].to_dict() if self.figures[0] else None,
-                            "b": self.figures[1].to_dict() if self.figures[1] else None}}
+                "figures": {"a": encode(self.figures[0]) if self.figures[0] else None,
+                            "b": encode(self.figures[1]) if self.figures[1] else None}}
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,7 @@ class Comparison:
         return "; ".join(parts) if parts else "no regression"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "settings": self.settings.to_dict(),
+        return {"a": self.a, "b": self.b, "settings": encode(self.settings),
                 # what each estimate's median_a_ms / median_b_ms is (not a report's p50: an estimator of its own)
                 "statistic": statistic_name(self.settings.center), "regressed": self.regressed,
                 "headline": self.headline, "could_not_judge": len(self.unjudged),

@@ -29,9 +29,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from orchestrator.base.words import counted
+from orchestrator.results.codec import Layout, encode
 from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides
 from orchestrator.verdicts.noise import NoiseFloor, estimate_replicate_floor
 from orchestrator.verdicts.sides import pool
@@ -63,8 +64,7 @@ class Step:
     def describe(self) -> str:
         return f"{self.run_id}" + (f" (commit {self.git_commit[:12]})" if self.git_commit else "") + f" {self.ratio:.3f}x"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "started": self.started, "git_commit": self.git_commit, "ratio": self.ratio}
+    LAYOUT: ClassVar[Layout] = Layout(raw_floats=True)
 
 
 @dataclass(frozen=True)
@@ -100,12 +100,12 @@ class SeriesVerdict:
         return {"verdict": self.verdict.value, "regressed": self.regressed, "reference": self.reference,
                 "reference_runs": list(self.reference_runs), "points": self.points,
                 "night": _short(self.night), "sustained": _short(self.sustained) if self.sustained else None,
-                "steps": [s.to_dict() for s in self.steps], "left_out": [n.to_dict() for n in self.left_out],
+                "steps": [encode(s) for s in self.steps], "left_out": [encode(n) for n in self.left_out],
                 "text": self.describe()}
 
 
 def _short(pair: PairVerdict) -> dict[str, Any]:
-    return {"verdict": pair.verdict.value, "estimate": pair.estimate.to_dict() if pair.estimate else None,
+    return {"verdict": pair.verdict.value, "estimate": encode(pair.estimate) if pair.estimate else None,
             "threshold": pair.threshold, "source_a": pair.source_a, "source_b": pair.source_b}
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
+
+from orchestrator.results.codec import Layout
 
 MIN_CLEAN_SHARE = 0.5  # at least half of a night's executions clean, or it is left out of its series
 
@@ -28,8 +30,7 @@ class LeftOutNight:
         return (f"run {self.run_id} ({self.clean} of {self.measured} executions clean, "
                 f"under {MIN_CLEAN_SHARE:.0%})")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "clean": self.clean, "measured": self.measured, "text": self.describe()}
+    LAYOUT: ClassVar[Layout] = Layout(derived=(("text", "describe"),))
 
 
 def clean_enough(points: Sequence[Any]) -> tuple[list[Any], tuple[LeftOutNight, ...]]:

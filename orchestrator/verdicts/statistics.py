@@ -45,8 +45,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
+from orchestrator.results.codec import Layout
 from orchestrator.verdicts import centers
 from orchestrator.verdicts.bootstrap import draw_resamples, resampled_medians
 from orchestrator.verdicts.centers import CenterStatistic
@@ -134,12 +135,7 @@ class VerdictSettings:
     def effective(self, threshold: float) -> float:
         return max(threshold, self.noise_floor)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"threshold": self.threshold, "op_threshold": self.op_threshold, "alpha": self.alpha,
-                "confidence": self.confidence, "resamples": self.resamples, "seed": self.seed,
-                "noise_floor": self.noise_floor, "center": self.center,
-                "auto_noise_floor": self.auto_noise_floor, "memory_threshold": self.memory_threshold,
-                "job_shift": self.job_shift}
+    LAYOUT: ClassVar[Layout] = Layout(raw_floats=True)
 
 
 def usable_runs(runs: RunSamples) -> list[list[float]]:

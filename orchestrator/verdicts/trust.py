@@ -22,8 +22,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
+from typing import ClassVar
 
+from orchestrator.results.codec import Layout
 from orchestrator.verdicts.statistics import Estimate, Verdict
 
 POWER = 0.80
@@ -54,8 +55,7 @@ class Load:
     def share(self) -> float:
         return self.contended / self.measured if self.measured else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"contended": self.contended, "measured": self.measured, "share": self.share}
+    LAYOUT: ClassVar[Layout] = Layout(derived=("share",))
 
 
 @dataclass(frozen=True)

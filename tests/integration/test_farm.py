@@ -30,6 +30,7 @@ from device_agents import DeviceSpec  # noqa: E402
 from orchestrator.artifacts.tensorfile import read_tensors, write_tensors  # noqa: E402
 from orchestrator.emulate.sshd import SshTestHost  # noqa: E402
 from orchestrator.farm.status import farm_status  # noqa: E402
+from orchestrator.results.codec import encode
 from orchestrator.run import DeviceStatus, JobStatus, ModelStatus, load_manifest  # noqa: E402
 from tests.helpers.inspector_stats import assert_stats_equal_inspector, measured_samples  # noqa: E402
 from tests.helpers.inventory import write_inventory  # noqa: E402
@@ -98,7 +99,7 @@ class Farm:
             from distributed import Client
 
             self.client = Client(self.address, timeout=STARTUP_SEC, set_as_default=False)
-        return {"scheduler": self.address, "workers": [row.to_dict() for row in farm_status(self.client)]}
+        return {"scheduler": self.address, "workers": [encode(row) for row in farm_status(self.client)]}
 
     def wait_online(self, device: str, timeout_s: float = STARTUP_SEC) -> dict:
         deadline = time.monotonic() + timeout_s

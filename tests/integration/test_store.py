@@ -201,6 +201,16 @@ def test_two_processes_recording_at_once(fleet: FleetRun, tmp_path: Path) -> Non
     assert _counts(db) == {t: n * 17 for t, n in per_run.items()}
 
 
+# v1 columns a v9 store keeps only in the codec's JSON of a model result (results) or of a process run (process_runs)
+_V1_FROM_JSON = {("results", column): f"json_extract(result_json, '$.{path}')" for column, path in (
+    ("error", "error"), ("blame", "blame"), ("verification", "verification.status"),
+    ("verification_detail", "verification.detail"), ("verification_max_abs_diff", "verification.max_abs_diff"),
+    ("verification_runs_checked", "verification.runs_checked"))} | {
+    ("process_runs", column): f"json_extract(run_json, '$.{path}')" for column, path in (
+    ("load_ms", "load_ms"), ("program_load_ms", "program_load_ms"), ("device_state_json", "device_state"),
+    ("artifacts_json", "artifacts"), ("runner_json", "runner"))}
+
+
 @pytest.mark.slow
 def test_store_at_schema_v1_is_migrated(fleet: FleetRun, tmp_path: Path) -> None:
     """A store etfarm wrote at version 1 (the fixture schema), holding this run, opened by this etfarm."""
@@ -209,9 +219,10 @@ def test_store_at_schema_v1_is_migrated(fleet: FleetRun, tmp_path: Path) -> None
     conn.executescript((Path(__file__).parent / "fixtures" / "store_v1.sql").read_text())
     assert user_version(conn) == 1
     conn.execute("ATTACH DATABASE ? AS new", (str(fleet.store),))
-    for table in TABLES:  # the run's rows, in the columns version 1 had
+    for table in TABLES:  # the run's rows, in the columns version 1 had (since v9 some are in the rows' JSON)
         columns = [row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")]
-        conn.execute(f"INSERT INTO main.{table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM new.{table}")
+        values = [_V1_FROM_JSON.get((table, c), c) for c in columns]
+        conn.execute(f"INSERT INTO main.{table} ({', '.join(columns)}) SELECT {', '.join(values)} FROM new.{table}")
     conn.execute("DETACH DATABASE new")
     conn.close()
 

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 from orchestrator.app.bisect_night import REPO_HEAD, NightBisect, _baseline_commit, night_repo_head
 from orchestrator.app.nightly_plan import NightlyPlan
+from orchestrator.results.codec import encode
 from orchestrator.results.job_config import ModelArtifacts
 from orchestrator.verdicts.compare import PairVerdict
 from orchestrator.verdicts.night_record import NIGHT_JSON
@@ -63,4 +64,4 @@ def test_what_the_night_says() -> None:
     assert found.note == f"bisect local mlp: culprit {'c' * 12} (model: deeper) 1.200x against good, 2 commit(s) measured"
     none = NightBisect("local", "mlp", "r1", "a" * 40, "b" * 40, None, reason="budget of 2 measured commits ran out")
     assert none.note == "bisect local mlp: no culprit named (budget of 2 measured commits ran out)"
-    assert found.to_dict()["culprit"] == "c" * 40
+    assert encode(found)["culprit"] == "c" * 40

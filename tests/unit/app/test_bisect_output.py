@@ -9,6 +9,7 @@ from orchestrator.app.bisect_output import BisectResult, steps_table, write_page
 from orchestrator.app.bisect_probe import judged, step_from_dict
 from orchestrator.app.bisect_range import Commit, CommitRange
 from orchestrator.app.bisect_search import Outcome, Reason, Search, Step
+from orchestrator.results.codec import encode
 from orchestrator.store import open_store
 from orchestrator.verdicts.compare import Comparison, PairVerdict
 from orchestrator.verdicts.night_record import read_marks, record_night
@@ -48,7 +49,7 @@ def test_no_culprit_says_why_and_where(tmp_path: Path) -> None:
 def test_steps_kept_in_the_store_round_trip(tmp_path: Path) -> None:
     step = Step("a" * 40, "s", Outcome.NOT_SLOWER, "unchanged", 1.01, 0.99, 1.03, measured=True, pte="p", run_ids=("r",))
     with open_store(tmp_path / "r.db") as store:
-        store.bisect_steps().record("good", "p", "setup", step.to_dict())
+        store.bisect_steps().record("good", "p", "setup", encode(step))
         assert store.bisect_steps().find("good", "p", "other setup") is None
         found = store.bisect_steps().find("good", "p", "setup")
     assert found is not None and step_from_dict(found) == step

@@ -54,4 +54,4 @@ def test_no_sensor_stores_no_figure(tmp_path: Path) -> None:
         store.record(run)
         assert store.job("r1").device("local").model("mlp").energy == unavailable  # type: ignore[union-attr]
     with sqlite3.connect(tmp_path / "s.db") as conn:
-        assert conn.execute("SELECT uj_per_inference, energy_json IS NOT NULL FROM results WHERE device = 'local'").fetchall() == [(None, 1)]
+        assert conn.execute("SELECT uj_per_inference, json_extract(result_json, '$.energy') IS NOT NULL FROM results WHERE device = 'local'").fetchall() == [(None, 1)]

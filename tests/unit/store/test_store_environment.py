@@ -15,7 +15,7 @@ from orchestrator.base.errors import UsageError
 from orchestrator.store import open_store
 from orchestrator.store.db import Store
 from orchestrator.store.ingest import read_run
-from orchestrator.store.write import _json
+from orchestrator.store.write import json_text
 from tests.unit.store.rundirs import make_run_dir
 
 
@@ -41,6 +41,6 @@ def test_a_device_is_no_store(tmp_path: Path) -> None:
 
 
 def test_free_form_json_holds_no_nan() -> None:
-    text = _json({"temp": math.nan, "nested": [math.inf, {"x": -math.inf}], "ok": 1.5})
+    text = json_text({"temp": math.nan, "nested": [math.inf, {"x": -math.inf}], "ok": 1.5})
     assert text == '{"temp": null, "nested": [null, {"x": null}], "ok": 1.5}'
     assert finite_json((1.0, math.nan)) == [1.0, None]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
+from orchestrator.results.codec import encode
 from orchestrator.results.model import load_manifest
 from orchestrator.verdicts.compare import compare_jobs
 from orchestrator.verdicts.likeness import SETTINGS, SettingDifference, model_settings, side_gap
@@ -85,7 +86,7 @@ def test_an_interrupted_b_is_named_and_keeps_its_verdict(tmp_path: Path) -> None
     (side,) = pair.incomplete
     assert (side.side, side.source) == ("B", "20261122-000001-bbbb")
     assert side.why == "its job was interrupted (Ctrl-C or SIGTERM): 4 of 6 process runs"
-    assert comparison.to_dict()["pairs"][0]["incomplete"] == [side.to_dict()]
+    assert comparison.to_dict()["pairs"][0]["incomplete"] == [encode(side)]
     table = verdict_table(comparison)
     assert "(B incomplete)" in table and f"INCOMPLETE side, its verdicts stand on the runs it has: {side.describe()}" \
         in table

@@ -1,0 +1,120 @@
+"""Records of every kind the codec writes beside the results model (verdicts, night records, bisect steps), built
+the same way each time, and the JSON etfarm wrote for them before these classes went through the codec
+(tests/unit/results/fixtures/records_before_codec.json, written by `python -m tests.helpers.codec_samples`
+at 5689d1e, the last commit whose hand-written `to_dict`s produced it)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+FIXTURE = Path(__file__).resolve().parents[1] / "unit" / "results" / "fixtures" / "records_before_codec.json"
+
+
+def samples() -> dict[str, list[Any]]:
+    """Per class name, instances covering its None, NaN and computed fields."""
+    import numpy as np
+
+    from orchestrator.app.bisect_search import Outcome, Step
+    from orchestrator.verdicts.accuracy import AccuracyVerdict
+    from orchestrator.verdicts.below import BelowThreshold
+    from orchestrator.verdicts.changes import ChangePoint, SeriesChanges
+    from orchestrator.verdicts.compare import Comparison, compare_sides
+    from orchestrator.verdicts.confirmation import Confirmation
+    from orchestrator.verdicts.estimates import Estimate
+    from orchestrator.verdicts.figures import SideFigures
+    from orchestrator.verdicts.likeness import IncompleteSide, SeriesKey
+    from orchestrator.verdicts.memory import MemoryVerdict
+    from orchestrator.verdicts.noise import NoiseFloor
+    from orchestrator.verdicts.series import Step as SeriesStep
+    from orchestrator.verdicts.series_clean import LeftOutNight
+    from orchestrator.verdicts.sides import Side, SideRun
+    from orchestrator.verdicts.statistics import VerdictSettings
+    from orchestrator.verdicts.trust import Load
+
+    estimate = Estimate(1.25, 1.1, 1.4, 0.004, 6, 5, 2.0, 2.5)
+    fast = Estimate(0.9, 0.8, math.nan, math.nan, 3, 3, 1.0, 0.9, "6 fast", "4 at 1.40x", "spans two readings")
+    settings = VerdictSettings(resamples=300)
+
+    def side(level: float, seed: int, source: str) -> Side:
+        rng = np.random.default_rng(seed)
+        return Side(source, "pixel8", "mlp", tuple(SideRun(f"run-{k}", tuple(level * (1 + 0.01 * rng.standard_normal(10))),
+                                                           None) for k in range(6)))
+
+    slower = compare_sides(side(1.0, 1, "run-a"), side(1.5, 2, "run-b"), settings)
+    same = compare_sides(side(1.0, 3, "run-a"), side(1.0, 4, "run-b"), settings,
+                         noise=NoiseFloor(0.03, jobs=8, method="replicates", groups=2))
+    return {
+        "Estimate": [estimate, fast],
+        "Load": [Load(3, 40), Load(0, 0)],
+        "SideFigures": [SideFigures(2.0, 2.1, 60)],
+        "AccuracyVerdict": [AccuracyVerdict(None, 31.5, 1.0, 0.98, True, "SNR fell 9 dB")],
+        "Confirmation": [Confirmation("pixel8", "mlp", "run-1", "run-2", True, "regressed", "interleaved"),
+                         Confirmation("pixel8", "mlp", "run-1", "run-2", False, "unchanged")],
+        "BelowThreshold": [BelowThreshold("slower", 1.03, 1.01, 1.05, 0.05)],
+        "MemoryVerdict": [MemoryVerdict(1000, 1500, 0.1, True, "delegate +500 B")],
+        "LeftOutNight": [LeftOutNight("run-7", 10, 60)],
+        "ChangePoint": [ChangePoint("pixel8", "mlp", "run-3", "2026-01-03T00:00:00+0000", None, 2.0, 2.6, 3)],
+        "SeriesChanges": [SeriesChanges("pixel8", "mlp", 9, 0.02, 4.5,
+                                        (ChangePoint("pixel8", "mlp", "run-3", "2026-01-03", "abc", 2.0, 2.6, 3),),
+                                        ("run-5",), (("backend", "xnnpack"), ("threads", "4")))],
+        "SeriesStep": [SeriesStep("run-3", "2026-01-03", "abc", 1.3), SeriesStep("run-4", "2026-01-04", None, 0.8)],
+        "IncompleteSide": [IncompleteSide("A", "run-1", "interrupted")],
+        "SeriesKey": [SeriesKey("pixel8", "mlp", (("backend", "xnnpack"), ("threads", "4")))],
+        "NoiseFloor": [NoiseFloor(0.03, jobs=8), NoiseFloor(None, jobs=2), NoiseFloor(0.05, auto=False),
+                       NoiseFloor(0.04, jobs=9, method="replicates", groups=3)],
+        "VerdictSettings": [settings, VerdictSettings(center="mean", auto_noise_floor=True, job_shift=0.02)],
+        "BisectStep": [Step("abc", "speed up", Outcome.SLOWER, "regressed", 1.3, 1.2, 1.4, True, "", "p.pte",
+                            "page.html", ("run-1",), True),
+                       Step("def", "docs", Outcome.SKIPPED, "skipped", reason="export failed")],
+        "Comparison": [Comparison("run-a", "run-b", settings, (slower, same))],
+        **_more(),
+    }
+
+
+def _more() -> dict[str, list[Any]]:
+    """Added after 219bdb2 (their `to_dict`s' JSON was written at 8305c92, the last commit that had them)."""
+    from orchestrator.app.bisect_night import NightBisect
+    from orchestrator.farm.status import WorkerRow
+    from orchestrator.results.contention import ContentionSummary
+    from orchestrator.run.configuration import SettingDifference
+
+    return {
+        "SettingDifference": [SettingDifference("backend", "xnnpack", "portable")],
+        "WorkerRow": [WorkerRow("tcp://h:1", "w1", {"pixel8": True, "rpi5": False}, ("task-1",))],
+        "ContentionSummary": [ContentionSummary(60, 6, 0.2, 1.5, 0.9, 12, 3), ContentionSummary()],
+        "OpVerdict": _op_verdicts(),
+        "NightBisect": [NightBisect("pixel8", "mlp", "run-1", "a" * 40, "b" * 40, "c" * 40, "deeper", 1.2, measured=2),
+                        NightBisect("pixel8", "mlp", "run-1", None, None, None, reason="one commit", budget_ran_out=True)],
+    }
+
+
+def _op_verdicts() -> list[Any]:
+    """Added after 8305c92 (their `to_dict`'s JSON was written at 4fdb1c2)."""
+    from orchestrator.verdicts.estimates import Estimate
+    from orchestrator.verdicts.pair_verdicts import OpVerdict
+    from orchestrator.verdicts.statistics import Verdict
+
+    estimate = Estimate(1.25, 1.1, 1.4, 0.004, 6, 5, 2.0, 2.5)
+    return [OpVerdict("main", 3, "conv", Verdict.REGRESSED, estimate, 0.01, "features.3", "m.py:12", "features.3 conv",
+                      "model", 0.08),
+            OpVerdict("main", 4, "relu", Verdict.INCONCLUSIVE, estimate, 0.5, blind="too noisy")]
+
+
+def written(objects: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """What each object's JSON form is (its `to_dict`, or the codec's `encode`)."""
+    from orchestrator.results.codec import encode
+
+    return {name: [obj.to_dict() if hasattr(obj, "to_dict") else encode(obj) for obj in objs]
+            for name, objs in objects.items()}
+
+
+def main() -> None:
+    FIXTURE.parent.mkdir(parents=True, exist_ok=True)
+    FIXTURE.write_text(json.dumps(written(samples()), indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

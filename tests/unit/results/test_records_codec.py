@@ -1,0 +1,61 @@
+"""Verdict, night and bisect records go through the one codec (results/codec.py) and write what etfarm wrote before
+they did: the JSON of each sample record equals, key order and NaN included, the fixture the hand-written
+`to_dict`s produced (tests/helpers/codec_samples.py); records etfarm reads back decode to equal objects."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import pytest
+
+from orchestrator.results.codec import FieldError, decode, encode
+from tests.helpers.codec_samples import FIXTURE, samples, written
+
+BEFORE = json.loads(FIXTURE.read_text(encoding="utf-8"))
+NOW = samples()
+
+
+@pytest.mark.parametrize("name", sorted(BEFORE))
+def test_each_record_writes_the_json_it_wrote_before_the_codec(name: str) -> None:
+    # text, not dicts: key order is what `compare --json` and `history --json changes` print, NaN must stay NaN
+    assert json.dumps(written({name: NOW[name]})[name]) == json.dumps(BEFORE[name])
+
+
+@pytest.mark.parametrize("name", ["Estimate", "Load", "SideFigures", "Confirmation", "BelowThreshold", "MemoryVerdict",
+                                  "LeftOutNight", "ChangePoint", "SeriesChanges", "SeriesStep", "IncompleteSide",
+                                  "SeriesKey", "VerdictSettings", "BisectStep", "SettingDifference", "WorkerRow",
+                                  "ContentionSummary", "NightBisect"])
+def test_records_read_back_equal_from_the_files_written_before(name: str) -> None:
+    for obj, before in zip(NOW[name], BEFORE[name], strict=True):
+        back = decode(type(obj), before)
+        assert _same(back, obj), (name, back, obj)
+        assert _same(decode(type(obj), encode(obj)), obj)
+
+
+def test_a_renamed_key_is_read_by_its_json_name_and_a_wrong_one_is_named() -> None:
+    from orchestrator.verdicts.memory import MemoryVerdict
+
+    data = encode(MemoryVerdict(1000, 1500, 0.1, True, "grew"))
+    assert "peak_a" not in data and data["peak_rss_bytes_b"] == 1500 and data["ratio"] == 1.5
+    with pytest.raises(FieldError, match="peak_rss_bytes_a: expected a whole number"):
+        decode(MemoryVerdict, {**data, "peak_rss_bytes_a": "lots"})
+
+
+def test_an_op_verdict_writes_its_estimate_flat_and_an_unknown_detectable_change_as_null() -> None:
+    ops = NOW["OpVerdict"]
+    assert "estimate" not in BEFORE["OpVerdict"][0] and BEFORE["OpVerdict"][1]["detectable"] is None
+    for op, before in zip(ops, BEFORE["OpVerdict"], strict=True):
+        assert _same(decode(type(op), before), op)
+    unknown = replace(ops[0], detectable=math.nan, blind="too noisy")
+    data = encode(unknown)
+    assert data["detectable"] is None and data["could_not_judge"] == "too noisy" and data["ratio"] == ops[0].estimate.ratio
+    back = decode(type(unknown), data)
+    assert math.isnan(back.detectable) and back.estimate == unknown.estimate and back.blind == "too noisy"
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal, NaN equal to NaN (an estimate with nothing to divide by)."""
+    return json.dumps(encode(a), default=str) == json.dumps(encode(b), default=str) and (
+        a == b or any(isinstance(v, float) and math.isnan(v) for v in encode(a).values()))
