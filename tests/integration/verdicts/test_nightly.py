@@ -96,7 +96,10 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     assert "none (1 of 6 runs)" in (report / "latest.md").read_text()
     repeat_id = verdicts["pairs"][0]["source_b"]  # the night's job (or its confirmation, had it been flagged)
     night_page = report / f"nightly-{verdicts['b'].split('+')[0]}.html"
-    assert f"pinned mlp: {verdicts['pairs'][0]['verdict']}" in page_text(night_page)
+    # named as the page names a pair: "mlp-baseline -> mlp" when an interleaved confirmation judged it
+    shown = first_pair["model_b"] if first_pair["model_a"] == first_pair["model_b"] else \
+        f"{first_pair['model_a']} -> {first_pair['model_b']}"
+    assert f"pinned {shown}: {first_pair['verdict']}" in page_text(night_page)
     assert 'class="badge good">fastest<' not in night_page.read_text()  # no winner named
 
     slowed_commit = commit(model, MODEL.read_text().replace("DEPTH = 40", "DEPTH = 160"))  # four times the depth
