@@ -22,14 +22,12 @@ user's own ExecuTorch install, every backend and kernel library it offers linked
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,9 +166,9 @@ def build_runner(target: str, *, force: bool = False, log: Log = lambda s: None,
         return _result(target, key, root, cached=True)
     if procs.which("cmake") is None:
         raise BuildError("cmake not found: building the runner needs cmake >= 3.24 (apt-get install cmake)")
-    log(f"building etfarm_runner for {target} ({plan.toolchain.cxx})")
 
     def make(staging: Path) -> dict[str, object]:
+        log(f"building etfarm_runner for {target} ({plan.toolchain.cxx})")
         work = staging / "_work"
         executorch_dir = plan.build(staging, work, log)
         shutil.rmtree(work, ignore_errors=True)
@@ -209,7 +207,17 @@ def _bundled_glibc_build(force: bool, log: Log, user: UserRuntime | None) -> Run
 
 def _publish(target: str, key: str, root: Path, force: bool, make: Callable[[Path], dict[str, object]],
              log: Log) -> RunnerBuild:
-    """Fill a staging dir with `make` (it returns build.json's fields), then publish it as `root`."""
+    """Fill a staging dir with `make` (it returns build.json's fields), then publish it as `root`; one process at a
+    time (another that built it meanwhile leaves it to be found)."""
+    with cache.making("builds", key, lambda: log(f"waiting for another etfarm process building the runner for "
+                                                 f"{target}")):
+        if not force and _is_complete(root):
+            return _result(target, key, root, cached=True)
+        return _build_and_publish(target, key, root, force, make, log)
+
+
+def _build_and_publish(target: str, key: str, root: Path, force: bool, make: Callable[[Path], dict[str, object]],
+                       log: Log) -> RunnerBuild:
     started = time.monotonic()
     staging = cache.staging_dir("builds")
     try:
@@ -298,7 +306,7 @@ def _android_runtime(inputs: targets.AndroidInputs, jobs: int, log: Log) -> Path
     key = cache.sha256_parts([BUILD_FORMAT, inputs.identity, *targets.ANDROID_EXECUTORCH_OPTIONS])
     runtimes = cache.cache_dir("runtimes")
     prefix = runtimes / f"executorch-android-{targets.ANDROID_ABI}-{key[:20]}"
-    with _file_lock(runtimes / f"{prefix.name}.lock"):
+    with cache.file_lock(runtimes / f"{prefix.name}.lock"):
         if targets.android_runtime_json(prefix).is_file():
             return prefix
         shutil.rmtree(prefix, ignore_errors=True)  # a partial install left by a crash
@@ -377,16 +385,6 @@ def _retire(root: Path) -> None:
     except OSError:
         return
     shutil.rmtree(aside, ignore_errors=True)
-
-
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def read_build_info(build: RunnerBuild) -> dict[str, object]:

@@ -122,18 +122,44 @@ def export_model(
                              "a model factory (file.py:factory)")
         return _existing_pte(spec, backend)
     key = export_key(spec, backend, recipe)
-    entry = cache.cache_dir("exports") / "-".join([spec.name, *([recipe.label] if recipe else []), key[:16]])
-    if not force:
-        entry = _same_export(entry, key)
-    if (entry / META_NAME).is_file() and not force:
+    found = None if force else _cached(spec, backend, recipe, key, log)
+    if found is not None:
+        return found
+    waiting = f"waiting for another etfarm process exporting {spec.name} ({_how(backend, recipe)})"
+    with cache.making("exports", key, lambda: log(waiting)):  # two processes missing one export make it once
+        found = None if force else _cached(spec, backend, recipe, key, log)
+        return found if found is not None else _export(spec, backend, recipe, key, log)
+
+
+def _cached(spec: ModelSpec, backend: str, recipe: RecipeSpec | None, key: str,
+            log: Callable[[str], None]) -> ExportedModel | None:
+    """The cached export of `key`; None on a miss; ConfigurationFailed when this configuration failed before."""
+    entry = _same_export(_entry(spec, recipe, key), key)
+    if (entry / META_NAME).is_file():
         log(f"export cached: {spec.name} ({_how(backend, recipe)}) {entry}")
         return _from_entry(spec, backend, key, entry, cached=True)
-    failed = cache.cache_dir("exports") / f"failed-{key[:32]}.json"  # a configuration that failed: remembered
-    if failed.is_file() and not force and (reason := _failed_before(failed, key)):
+    failed = _failed_marker(key)  # a configuration that failed: remembered
+    if failed.is_file() and (reason := _failed_before(failed, key)):
         log(f"export failed before: {spec.name} ({_how(backend, recipe)}), same sources, versions and recipe "
             f"(`etfarm export --force` tries again)")
         raise ConfigurationFailed(reason)
-    if force and entry.exists():
+    return None
+
+
+def _entry(spec: ModelSpec, recipe: RecipeSpec | None, key: str) -> Path:
+    return cache.cache_dir("exports") / "-".join([spec.name, *([recipe.label] if recipe else []), key[:16]])
+
+
+def _failed_marker(key: str) -> Path:
+    return cache.cache_dir("exports") / f"failed-{key[:32]}.json"
+
+
+def _export(spec: ModelSpec, backend: str, recipe: RecipeSpec | None, key: str,
+            log: Callable[[str], None]) -> ExportedModel:
+    """Lower `spec` into a staging dir and publish it as the cache entry of `key` (a failure is remembered)."""
+    entry = _entry(spec, recipe, key)
+    failed = _failed_marker(key)
+    if entry.exists():  # --force, or an entry without its META: made again
         shutil.rmtree(entry)
     log(f"exporting {spec.name} with {_how(backend, recipe)} (imports torch, takes a few seconds)")
     staging = cache.staging_dir("exports")

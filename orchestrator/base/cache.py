@@ -7,13 +7,15 @@ never leaves a half-written entry that looks complete.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +93,31 @@ def _fsync_path(path: Path, directory: bool) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@contextmanager
+def file_lock(path: Path, on_wait: Callable[[], None] = lambda: None) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (created if missing); `on_wait` is called once if another process holds
+    it. The kernel drops the lock when its holder exits, killed or not, so a crashed holder never blocks."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_wait()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def making(kind: str, key: str, on_wait: Callable[[], None] = lambda: None) -> Iterator[None]:
+    """One process at a time makes the entry `key` of `kind`: two etfarm processes on one host that miss the same
+    export or runner build make it once, the second finding it made when the first is done (callers look again
+    inside). Published entries need no lock to be read: publish_dir renames them into place whole."""
+    with file_lock(cache_dir(kind) / f".making-{key[:32]}.lock", on_wait):
+        yield
 
 
 def staging_dir(kind: str) -> Path:
