@@ -69,7 +69,7 @@ def test_verdicts_read_typed_and_what_does_not_decode_is_left_out(tmp_path: Path
                      RecordedPair("pixel8", "cnn", "improved", verification_failed=True),
                      RecordedPair("rpi5", "mlp", "new"))
     assert [p.ratio for p in found] == [1.25, None, None]
-    assert recorded_verdicts(tmp_path) == {("pixel8", "mlp"): "regressed", ("pixel8", "cnn"): WRONG_OUTPUTS,
+    assert recorded_verdicts(RunRecord(tmp_path)) == {("pixel8", "mlp"): "regressed", ("pixel8", "cnn"): WRONG_OUTPUTS,
                                            ("rpi5", "mlp"): "new"}
     marks, night = read_marks(tmp_path)
     assert night is None and (marks[("pixel8", "mlp")].regressed, marks[("pixel8", "mlp")].ratio) == (True, 1.25)
@@ -79,4 +79,4 @@ def test_verdicts_read_typed_and_what_does_not_decode_is_left_out(tmp_path: Path
 @pytest.mark.parametrize("text", ["", "[1, 2]", '{"pairs": 3}', "{not json"])
 def test_no_verdicts_from_a_file_that_holds_none(tmp_path: Path, text: str) -> None:
     (tmp_path / "verdicts.json").write_text(text)
-    assert recorded_pairs(tmp_path) == () and recorded_verdicts(tmp_path) == {}
+    assert recorded_pairs(tmp_path) == () and recorded_verdicts(RunRecord(tmp_path)) == {}
