@@ -151,6 +151,7 @@ _WRITER = """
 import os, sys, time
 from pathlib import Path
 from orchestrator.store import open_store
+from orchestrator.results.record import RunRecord
 from orchestrator.store.ingest import read_run  # imported before the start line, like the other writer
 db, gate, dirs = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
 (gate / str(os.getpid())).touch()
@@ -159,7 +160,7 @@ while len(list(gate.iterdir())) < 2:  # both writers ready: go together
 with open_store(db) as store:
     first = time.time()
     for d in dirs:
-        store.record(Path(d))
+        store.record(RunRecord(d))
     print(first, time.time())
 """
 
