@@ -11,7 +11,7 @@ import pytest
 from orchestrator.base.cache import write_json_atomic
 from orchestrator.base.errors import DataError
 from orchestrator.profiles.stat_rows import model_stats, write_stats_csv
-from orchestrator.results.record import RunRecord
+from orchestrator.results.record import RunRecord, run_root
 from orchestrator.results.samples import write_samples
 from orchestrator.results.verdicts_file import RecordedPair, recorded_pairs
 from orchestrator.verdicts.night_record import read_marks
@@ -52,6 +52,37 @@ def test_a_record_given_its_job_reads_no_manifest(tmp_path: Path) -> None:
     with pytest.raises(DataError):
         _ = RunRecord(tmp_path).job
     assert RunRecord(tmp_path).samples("d", "m") is None  # a run directory without samples.npz
+
+
+def test_a_record_given_its_rows_reads_no_stats_csv(tmp_path: Path) -> None:
+    root = _run_dir(tmp_path)
+    rows = RunRecord(root).all_rows
+    (root / "stats.csv").write_text("not,a,stats,file\n")  # it would fail, were it read
+    record = RunRecord(root, rows=rows)
+    assert record.all_rows == rows and record.rows(rows[0].device, rows[0].model) == tuple(
+        r for r in rows if (r.device, r.model) == (rows[0].device, rows[0].model))
+    with pytest.raises(DataError, match="not an etfarm stats.csv"):
+        _ = RunRecord(root).stats
+    assert RunRecord(root).stats_or_none() == {}  # verdicts then key the ops by their names
+
+
+def test_stats_are_read_again_only_when_the_file_changes(tmp_path: Path) -> None:
+    root = _run_dir(tmp_path)
+    first, again = RunRecord(root).stats, RunRecord(root).stats
+    assert first is again  # a night's many records of one run read its stats.csv once
+    rows = [r for pair in first.values() for r in pair]
+    write_stats_csv(root / "stats.csv", rows[:1])
+    assert sum(map(len, RunRecord(root).stats.values())) == 1
+    (root / "stats.csv").unlink()
+    assert RunRecord(root).stats == {}  # no device measured anything: no rows, as before
+
+
+def test_present_and_run_root_say_what_is_a_run_directory(tmp_path: Path) -> None:
+    root = _run_dir(tmp_path / "run")
+    assert RunRecord(root).present and not RunRecord(tmp_path).present
+    assert RunRecord(tmp_path, rich_job()).present  # a job in memory is there
+    assert run_root(root) == root and run_root(root / "manifest.json") == root
+    assert run_root(tmp_path) is None and run_root(root / "stats.csv") is None and run_root(tmp_path / "gone") is None
 
 
 def test_verdicts_read_typed_and_what_does_not_decode_is_left_out(tmp_path: Path) -> None:
