@@ -42,6 +42,14 @@ class RunRecord:
     def __repr__(self) -> str:
         return f"RunRecord({str(self.root)!r})"
 
+    # Records of one directory are one run's: sides built from them compare equal, as they did when they held its
+    # path, so what is cached per side (verdicts/sides.py `per_op_runs`) is found again.
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RunRecord) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
     @property
     def present(self) -> bool:
         """Whether the directory holds a manifest (a stored run whose directory is gone, or a path that names no run,

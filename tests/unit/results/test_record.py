@@ -77,6 +77,11 @@ def test_stats_are_read_again_only_when_the_file_changes(tmp_path: Path) -> None
     assert RunRecord(root).stats == {}  # no device measured anything: no rows, as before
 
 
+def test_records_of_one_directory_are_equal(tmp_path: Path) -> None:
+    assert RunRecord(tmp_path) == RunRecord(tmp_path, rich_job()) and len({RunRecord(tmp_path), RunRecord(tmp_path)}) == 1
+    assert RunRecord(tmp_path / "a") != RunRecord(tmp_path / "b")
+
+
 def test_present_and_run_root_say_what_is_a_run_directory(tmp_path: Path) -> None:
     root = _run_dir(tmp_path / "run")
     assert RunRecord(root).present and not RunRecord(tmp_path).present
