@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from orchestrator.profiles.op_identity import OpIdentity
+from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import Side, compare_jobs, compare_sides, side_from_job
 from orchestrator.verdicts.op_samples import OpSamples
 from orchestrator.verdicts.sides import SideRun
@@ -95,7 +96,7 @@ def old_pair(a: Path, b: Path) -> tuple[dict[Any, str], float]:
     from orchestrator.results.model import load_manifest
 
     started = time.perf_counter()
-    sides = [side_from_job(d, load_manifest(d), "local", "deep_mlp") for d in (a, b)]
+    sides = [side_from_job(RunRecord(d, load_manifest(d)), "local", "deep_mlp") for d in (a, b)]
     ops = [reference.per_op_runs([r.etdump for r in s.runs]) for s in sides]
     e2e = reference.estimate(sides[0].e2e, sides[1].e2e)
     verdicts = {key: v for key, v, _ in reference.op_verdicts(ops[0], ops[1])}
@@ -107,7 +108,7 @@ def bench_pair(root: Path, rounds: int, skip_old: bool) -> dict[str, Any]:
     a, b = pair_dirs(root)
     command_seconds(a, b)  # warm the page cache
     runs = [command_seconds(a, b) for _ in range(rounds)]
-    comparison, in_process, in_process_cpu = timed(lambda: compare_jobs(a, b))
+    comparison, in_process, in_process_cpu = timed(lambda: compare_jobs(RunRecord(a), RunRecord(b)))
     (pair,) = comparison.pairs
     new = {(o.event_block, o.event_name, _occurrence(pair.ops, o)): o.verdict.value for o in pair.ops}
     new["end to end"] = pair.verdict.value

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from orchestrator.report.destination import ReportFormat
 from orchestrator.report.output import write_report
+from orchestrator.results.record import RunRecord
 from orchestrator.store.history import HistoryPoint
 from tests.helpers.synthetic_run import make_run_dir
 
@@ -68,7 +69,7 @@ def main() -> None:
                 times[fmt.value].append(wall)
                 cpu[fmt.value].append(used)
             started = time.monotonic()
-            write_report(run, ReportFormat.HTML, root / "history.html", history=history)
+            write_report(RunRecord(run), ReportFormat.HTML, root / "history.html", history=history)
             with_history.append(time.monotonic() - started)
         size_kb = (root / "out-html" / "report.html").stat().st_size / 1024
     html = statistics.median(times["html"])

@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store  # noqa: E402 - after the sys.path line above
 from orchestrator.store.ingest import read_run  # noqa: E402
 from tests.unit.store.rundirs import make_run_dir  # noqa: E402
@@ -61,16 +62,16 @@ def main() -> int:
         models = tuple(f"model{k}" for k in range(args.models))
         run = make_run_dir(root, "bench-run", "2026-11-22T10:00:00+0000", devices=devices, models=models,
                            runs=args.runs, iterations=args.iterations, layers=args.layers)
-        samples = sum(len(e.samples_ms) for e in read_run(run).events if e.samples_ms is not None)
+        samples = sum(len(e.samples_ms) for e in read_run(RunRecord(run)).events if e.samples_ms is not None)
         times: dict[str, list[float]] = {k: [] for k in ("anchor", "record", "record again", "job", "history_points",
                                                          "event_samples", "etfarm history")}
         size = 0
         for k in range(args.rounds):
             db = root / f"round{k}.db"
-            times["anchor"].append(timed(lambda: read_run(run)))
+            times["anchor"].append(timed(lambda: read_run(RunRecord(run))))
             with open_store(db) as store:
-                times["record"].append(timed(lambda: store.record(run)))
-                times["record again"].append(timed(lambda: store.record(run)))
+                times["record"].append(timed(lambda: store.record(RunRecord(run))))
+                times["record again"].append(timed(lambda: store.record(RunRecord(run))))
                 times["job"].append(timed(lambda: store.job("bench-run")))
                 times["history_points"].append(timed(lambda: store.history_points(models[0])))
                 times["event_samples"].append(timed(lambda: store.event_samples("bench-run", devices[0], models[0])))

@@ -42,6 +42,7 @@ from device_agents import DeviceSpec
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.base.progress import Progress
 from orchestrator.results.model import JobOptions, load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.run.engine.job import run_job
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.compare import Side, compare_sides, side_from_job
@@ -55,7 +56,7 @@ CENTERS = (VerdictSettings(center="mean"), VerdictSettings(center="fast"))  # bo
 
 def side(run_dir: Path, device: str) -> Side:
     job = load_manifest(run_dir)
-    return side_from_job(run_dir, job, device, "mlp")
+    return side_from_job(RunRecord(run_dir, job), device, "mlp")
 
 
 def run_jobs(device: DeviceSpec, models: dict[str, Path], order: list[str], out: Path, runs: int,
@@ -194,16 +195,16 @@ def measure_ab(transport: str, pairs: int, runs: int, iterations: int, pool_k: i
                     kept = tmpdir / "runs" / f"{i:03d}-{kind}"
                     if (kept / "manifest.json").is_file():  # --keep DIR of an earlier run: score it again
                         job = load_manifest(kept)
-                        done[kind].append((side_from_job(kept, job, "pinned", "mlp-a"),
-                                           side_from_job(kept, job, "pinned", f"mlp-{kind}")))
+                        done[kind].append((side_from_job(RunRecord(kept, job), "pinned", "mlp-a"),
+                                           side_from_job(RunRecord(kept, job), "pinned", f"mlp-{kind}")))
                         continue
                     result = run_job([device], [specs["a"], specs[kind]], backend="xnnpack", options=options,
                                      out=tmpdir / "runs" / f"{i:03d}-{kind}", progress=Progress(quiet=True))
                     if result.exit_code != 0:
                         raise SystemExit(f"job {i} ({kind}) failed: {result.job.devices[0].error}")
                     root, job = result.rundir.root, result.job
-                    done[kind].append((side_from_job(root, job, "pinned", "mlp-a"),
-                                       side_from_job(root, job, "pinned", f"mlp-{kind}")))
+                    done[kind].append((side_from_job(RunRecord(root, job), "pinned", "mlp-a"),
+                                       side_from_job(RunRecord(root, job), "pinned", f"mlp-{kind}")))
                     print(f"  ab job {i + 1}/{pairs} {kind}", file=sys.stderr, flush=True)
         finally:
             if host is not None:

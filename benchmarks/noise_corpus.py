@@ -43,6 +43,7 @@ from device_agents import DeviceSpec
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.base.progress import Progress
 from orchestrator.results.model import JobOptions
+from orchestrator.results.record import RunRecord
 from orchestrator.run.engine.job import run_job
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.compare import side_from_job
@@ -110,7 +111,7 @@ def one_job(device: DeviceSpec, specs: list[Any], options: JobOptions, out: Path
         raise SystemExit(f"job {out.name} failed: {result.job.devices[0].error}")
     found: dict[str, Any] = {}
     for spec in specs:
-        side = side_from_job(out, result.job, device.name, spec.name)
+        side = side_from_job(RunRecord(out, result.job), device.name, spec.name)
         model = result.job.device(device.name).model(spec.name)
         waits = [r.contention.wait_ms if r.contention is not None and r.contention.wait_ms else None
                  for r in model.traced_runs]

@@ -29,10 +29,11 @@ from orchestrator.artifacts.modelspec import ModelSpec, parse_model_spec
 from orchestrator.base.errors import EXIT_OK, UsageError
 from orchestrator.base.progress import Progress
 from orchestrator.config import load_inventory
-from orchestrator.report.comparison_output import RunInput, write_ab_page, write_junit
+from orchestrator.report.comparison_output import write_ab_page, write_junit
 from orchestrator.report.destination import AB_PAGE
 from orchestrator.report.terminal.verdicts import verdict_table
 from orchestrator.results.model import JobOptions
+from orchestrator.results.record import RunRecord
 from orchestrator.run.engine.job import JobResult, run_job
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.compare import Comparison, PairVerdict, compare_sides, side_from_job
@@ -93,8 +94,9 @@ def ab_comparison(jobs: Sequence[JobResult], devices: Sequence[str], a: str, b: 
         if not held:  # stopped before the device ran (Ctrl-C while the runner was built)
             pairs.append(PairVerdict(device, a, b, Verdict.NO_DATA, reason="not run (the job stopped first)"))
             continue
-        side_a = pool(side_from_job(j.rundir.root, j.job, device, a) for j in held)
-        side_b = pool(side_from_job(j.rundir.root, j.job, device, b) for j in held)
+        runs = [RunRecord(j.rundir.root, j.job) for j in held]
+        side_a = pool(side_from_job(run, device, a) for run in runs)
+        side_b = pool(side_from_job(run, device, b) for run in runs)
         pairs.append(compare_sides(side_a, side_b, settings))
     ids = "+".join(j.job.run_id for j in jobs)
     return Comparison(f"{a} ({ids})", f"{b} ({ids})", settings, tuple(pairs))
@@ -121,7 +123,7 @@ def run_ab_job(request: JobRequest, options: JobOptions, progress: Progress, con
             record_job(job, request.store, console)
     # after recording: a page that cannot be written loses nothing measured
     page = write_ab_page(outcome.comparison, outcome.jobs[0].rundir.root / AB_PAGE, request.store,
-                         runs=[RunInput(j.rundir.root, j.job) for j in outcome.jobs])
+                         runs=[RunRecord(j.rundir.root, j.job) for j in outcome.jobs])
     console.out(f"A/B page: {page}")
     if request.junit is not None:
         console.out(f"JUnit: {write_junit(outcome.comparison, request.junit)}")

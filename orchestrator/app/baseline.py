@@ -27,10 +27,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from orchestrator.base.errors import UsageError
-from orchestrator.results.model import DeviceStatus, Job, JobStatus, ModelStatus, VerificationStatus, load_manifest
+from orchestrator.results.model import DeviceStatus, Job, JobStatus, ModelStatus, VerificationStatus
+from orchestrator.results.record import RunRecord
 from orchestrator.store import Store, open_store, resolve_run, store_path
 from orchestrator.verdicts.compare import (
-    Baseline,
     BaselineFinder,
     Comparison,
     check_common,
@@ -49,7 +49,8 @@ LAST_GOOD = "last-good"
 _SCAN_LIMIT = 200  # stored runs looked at per (device, model), newest first
 
 
-def _good(run_dir: Path, job: Job, device: str, model: str) -> bool:
+def _good(run: RunRecord, device: str, model: str) -> bool:
+    job = run.job
     if job.status in (JobStatus.RUNNING, JobStatus.INTERRUPTED):  # stopped part-way: partial data is no baseline
         return False
     dev = job.device(device)
@@ -59,10 +60,10 @@ def _good(run_dir: Path, job: Job, device: str, model: str) -> bool:
         return False
     if result.verification is not None and result.verification.status is VerificationStatus.FAIL:
         return False
-    return not marked_regressed(run_dir, device, model)
+    return not marked_regressed(run, device, model)
 
 
-def good_history(store: Store, job_b: Job, device: str, model: str) -> Iterator[Baseline]:
+def good_history(store: Store, job_b: Job, device: str, model: str) -> Iterator[RunRecord]:
     """The stored good runs of (device, model) older than `job_b` with its settings, newest first.
 
     `last-good` is the first of them; the noise floor (noise.py) is estimated from the first
@@ -71,16 +72,17 @@ def good_history(store: Store, job_b: Job, device: str, model: str) -> Iterator[
     for run in store.jobs(model=model, device=device, limit=_SCAN_LIMIT):
         if run.run_id == job_b.run_id or run.started > job_b.started or run.run_dir is None:
             continue
-        if not (run.run_dir / "manifest.json").is_file():
+        record = RunRecord(run.run_dir)
+        if not record.present:
             continue
-        job = load_manifest(run.run_dir)
-        if wanted.matches(SeriesKey.of(job, device, model)) and _good(run.run_dir, job, device, model):
-            yield run.run_dir, job
+        job = record.job
+        if wanted.matches(SeriesKey.of(job, device, model)) and _good(record, device, model):
+            yield record
 
 
 def last_good_finder(store: Store, job_b: Job) -> BaselineFinder:
     """`last-good` for each (device, model) of `job_b`, looked up in `store`."""
-    def find(device: str, model: str) -> Baseline | None:
+    def find(device: str, model: str) -> RunRecord | None:
         return next(good_history(store, job_b, device, model), None)
 
     return find
@@ -90,13 +92,14 @@ def series_history(store: Store, job_b: Job, device: str, model: str, window: in
     """The newest `window` good stored jobs of the series of (device, model) in `job_b`, oldest first
     (series.py judges them with the night; their replicates give the noise floor)."""
     history = list(itertools.islice(good_history(store, job_b, device, model), window))
-    return [series_point(run_dir, job, device, model) for run_dir, job in reversed(history)]
+    return [series_point(run, device, model) for run in reversed(history)]
 
 
-def series_point(run_dir: Path, job: Job, device: str, model: str) -> SeriesPoint:
+def series_point(run: RunRecord, device: str, model: str) -> SeriesPoint:
+    job = run.job
     artifacts = job.model_artifacts(model)
     return SeriesPoint(job.run_id, job.started, artifacts.git_commit if artifacts else None,
-                       artifacts.content_hash if artifacts else None, side_from_job(run_dir, job, device, model))
+                       artifacts.content_hash if artifacts else None, side_from_job(run, device, model))
 
 
 def history_noise_finder(store: Store, job_b: Job, center: str, window: int = WINDOW) -> NoiseFinder:
@@ -114,17 +117,19 @@ def named_finder(store: Store | None, ref: str, what: str = "baseline") -> Basel
     return lambda device, model: found
 
 
-def named_run(store: Store | None, ref: str, what: str = "baseline") -> Baseline:
-    """The run a reference names: a run directory, or a stored run id whose directory is still there."""
-    path = Path(ref).expanduser()
-    if not (path / "manifest.json").is_file():
+def named_run(store: Store | None, ref: str, what: str = "baseline") -> RunRecord:
+    """The run a reference names: a run directory, or a stored run id whose directory is still there (its manifest
+    read now: one that is not whole is refused before anything runs)."""
+    run = RunRecord(Path(ref).expanduser())
+    if not run.present:
         if store is None or not store.has_job(ref):
             raise UsageError(f"{what} {ref!r}: neither a run directory nor a stored run id")
         found = store.run_dir(ref)
-        if found is None or not (found / "manifest.json").is_file():
+        if found is None or not RunRecord(found).present:
             raise UsageError(f"{what} {ref!r}: its run directory is gone")
-        path = found
-    return path, load_manifest(path)
+        run = RunRecord(found)
+    run.job  # noqa: B018 - read now, as the reference is named
+    return run
 
 
 def compare_refs(a: str | None, b: str | None, settings: VerdictSettings, *, baseline: str = LAST_GOOD,
@@ -141,35 +146,32 @@ def compare_refs(a: str | None, b: str | None, settings: VerdictSettings, *, bas
         raise UsageError(f"{need} a results store (none at {store_path(store)})")
     with open_store(store) as opened:
         if a is not None and b is not None:
-            a_dir, b_dir = _resolve(a, store, "A"), _resolve(b, store, "B")
-            check_common(a_dir, load_manifest(a_dir), b_dir, load_manifest(b_dir))
-            finder, label = named_finder(opened, str(a_dir)), load_manifest(a_dir).run_id
-            job_b = load_manifest(b_dir)
+            run_a, run_b = _resolve(a, store, "A"), _resolve(b, store, "B")
+            check_common(run_a, run_b)
+            finder, label = named_finder(opened, str(run_a.root)), run_a.job.run_id
         else:
-            b_dir = _resolve(a, store, "B") if a is not None else _newest(opened)
+            run_b = _resolve(a, store, "B") if a is not None else _newest(opened)
             label = baseline
-            job_b = load_manifest(b_dir)
             if baseline == LAST_GOOD:
-                finder = last_good_finder(opened, job_b)
+                finder = last_good_finder(opened, run_b.job)
             else:  # a baseline the user names must share some (device, model) with B
-                named = named_run(opened, baseline)
-                check_common(named[0], named[1], b_dir, job_b)
+                check_common(named_run(opened, baseline), run_b)
                 finder = named_finder(opened, baseline)
-        noise = history_noise_finder(opened, job_b, settings.center) if auto else None
-        return compare_against(b_dir, finder, settings, per_op=per_op, a_label=label, noise=noise)
+        noise = history_noise_finder(opened, run_b.job, settings.center) if auto else None
+        return compare_against(run_b, finder, settings, per_op=per_op, a_label=label, noise=noise)
 
 
-def _resolve(ref: str, store: Path | None, which: str) -> Path:
+def _resolve(ref: str, store: Path | None, which: str) -> RunRecord:
     try:
-        return resolve_run(ref, store)
+        return RunRecord(resolve_run(ref, store))
     except UsageError as exc:
         raise UsageError(f"{which}: {exc}") from None
 
 
-def _newest(opened: Store) -> Path:
+def _newest(opened: Store) -> RunRecord:
     runs = opened.jobs(limit=1)
     if not runs:
         raise UsageError(f"the store {opened.path} holds no runs; give run directories")
     if runs[0].run_dir is None:
         raise UsageError(f"newest stored run {runs[0].run_id}: its run directory is gone")
-    return runs[0].run_dir
+    return RunRecord(runs[0].run_dir)

@@ -25,10 +25,11 @@ from orchestrator.artifacts.modelspec import ModelSpec, parse_model_spec
 from orchestrator.base.cache import sha256_file
 from orchestrator.base.errors import EtfarmError, one_line
 from orchestrator.base.progress import Progress
-from orchestrator.report.comparison_output import RunInput, write_ab_page
+from orchestrator.report.comparison_output import write_ab_page
 from orchestrator.report.destination import AB_PAGE
 from orchestrator.results.codec import decode, encode
 from orchestrator.results.model import JobOptions
+from orchestrator.results.record import RunRecord
 from orchestrator.run.engine.sweep import export_configurations
 from orchestrator.store import open_store
 from orchestrator.verdicts.compare import Comparison
@@ -127,7 +128,7 @@ class Prober:
         if against_good:
             self.measured.append(b.commit.sha)
         page = write_ab_page(outcome.comparison, outcome.jobs[0].rundir.root / AB_PAGE, s.store,
-                             runs=[RunInput(j.rundir.root, j.job) for j in outcome.jobs])
+                             runs=[RunRecord(j.rundir.root, j.job) for j in outcome.jobs])
         step = judged(b.commit, outcome.comparison)
         return replace(step, measured=True, pte=b.pte, page=str(page), run_ids=tuple(j.job.run_id for j in outcome.jobs))
 

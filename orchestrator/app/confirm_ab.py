@@ -70,7 +70,7 @@ def interleaved_groups(finder: BaselineFinder, regressed: Sequence[PairVerdict],
         elif found is None:
             reason = "no baseline run: confirmed by a fresh job alone"
         else:
-            program = baseline_program(found[1], pair.model_a, exports)
+            program = baseline_program(found.job, pair.model_a, exports)
             if program.pte is not None:
                 groups.setdefault((pair.model_b, program.pte, program.run_id), []).append(pair.device)
                 continue

@@ -54,6 +54,7 @@ from orchestrator.base.errors import (
     EXIT_INTERRUPTED,
 )
 from orchestrator.base.progress import Progress
+from orchestrator.results.record import RunRecord
 from orchestrator.run.engine.job import JobResult
 from orchestrator.run.rundir import new_run_id
 from orchestrator.run.schedule import RunOrder
@@ -219,7 +220,7 @@ def _compare(plan: NightlyPlan, store: Store, result: JobResult, histories: _His
     a later baseline, confirmed or not: an outlier job is no baseline either)."""
     finder = baseline_finder(plan.baseline, store, result.job)
     noise = (lambda d, m: replicate_floor(histories(d, m), plan.center)) if plan.noise_floor is None else None
-    part = compare_against(result.rundir.root, finder, plan.settings, a_label=plan.baseline, noise=noise)
+    part = compare_against(RunRecord(result.rundir.root), finder, plan.settings, a_label=plan.baseline, noise=noise)
     part = replace(part, pairs=tuple(_judge_series(plan, store, result, histories, pair) for pair in part.pairs))
     record_verdicts(result.rundir.root, part)
     return part
@@ -246,7 +247,7 @@ def _judge_series(plan: NightlyPlan, store: Store, result: JobResult, histories:
     pinned one. Pairs without a measurement or whose sides ran with other settings are left as they are."""
     if pair.estimate is None or pair.verdict in (Verdict.NO_DATA, Verdict.NEW, Verdict.SETTINGS_DIFFER):
         return pair
-    night = series_point(result.rundir.root, result.job, pair.device, pair.model_b)
+    night = series_point(RunRecord(result.rundir.root, result.job), pair.device, pair.model_b)
     pinned = _pinned(store, plan.reference, pair.device, pair.model_b) if plan.reference else None
     found = judge(histories(pair.device, pair.model_b), night, plan.settings, pair.noise, pinned)
     if found is None:
@@ -259,9 +260,10 @@ def _judge_series(plan: NightlyPlan, store: Store, result: JobResult, histories:
 
 
 def _pinned(store: Store, ref: str, device: str, model: str) -> SeriesPoint | None:
-    run_dir, job = named_finder(store, ref, "reference")(device, model)
-    dev = job.device(device)
-    return series_point(run_dir, job, device, model) if dev is not None and dev.model(model) is not None else None
+    found = named_finder(store, ref, "reference")(device, model)
+    assert found is not None  # a named run is found for every pair
+    dev = found.job.device(device)
+    return series_point(found, device, model) if dev is not None and dev.model(model) is not None else None
 
 
 def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult, regressed: Sequence[PairVerdict],

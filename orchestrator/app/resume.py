@@ -21,7 +21,8 @@ from orchestrator.base.errors import UsageError
 from orchestrator.base.progress import Progress
 from orchestrator.config import load_inventory
 from orchestrator.results.model import JobOptions
-from orchestrator.run import MANIFEST, load_manifest, resume_job
+from orchestrator.results.record import RunRecord
+from orchestrator.run import resume_job
 
 if TYPE_CHECKING:
     from orchestrator.run.engine.job import JobResult
@@ -30,14 +31,15 @@ def resume_recorded_job(request: JobRequest, options: JobOptions, progress: Prog
     """Check the command line against DIR's manifest, then run what DIR is missing (one resume at a time)."""
     root = request.resume
     assert root is not None
-    if not (root / MANIFEST).is_file():
-        raise UsageError(f"--resume {root}: no {MANIFEST} there (not an etfarm run directory)")
+    run = RunRecord(root)
+    if not run.present:
+        raise UsageError(f"--resume {root}: no manifest.json there (not an etfarm run directory)")
     check_writable_dir(root, "--resume")  # a read-only run directory fails now, not after the export
-    return _resume(root, request, options, progress)
+    return _resume(run, request, options, progress)
 
 
-def _resume(root: Path, request: JobRequest, options: JobOptions, progress: Progress) -> JobResult:
-    job = load_manifest(root)
+def _resume(run: RunRecord, request: JobRequest, options: JobOptions, progress: Progress) -> JobResult:
+    root, job = run.root, run.job
     recorded = job.config
     checks: dict[str, tuple[str, Any, Any]] = {
         "model": ("--model", list(request.model or ()), list(recorded.models)),

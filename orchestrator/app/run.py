@@ -80,8 +80,7 @@ def finish(result: JobResult, request: JobRequest, console: Console) -> int:
         write_files(numerics, root)
     report = None
     if not request.no_report:
-        report = write_run_report(root, warn=console.err, store=request.store, numerics=numerics,  # analysed once
-                                  job=result.recorded, rows=result.rows)
+        report = write_run_report(result.record, warn=console.err, store=request.store, numerics=numerics)  # analysed once
     if request.as_json:
         console.out(json_text(job_view(result.job, root, result.exit_code, report)))
     else:

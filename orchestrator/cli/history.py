@@ -114,9 +114,10 @@ def _with_verdicts(run: StoredJob) -> StoredJob:
     if run.run_dir is None:
         return run
     # loaded when the command runs: cli/__init__ imports every command module to register it
+    from orchestrator.results.record import RunRecord
     from orchestrator.verdicts.recorded import recorded_verdicts
 
-    verdicts = recorded_verdicts(run.run_dir)
+    verdicts = recorded_verdicts(RunRecord(run.run_dir))
     return replace(run, points=tuple(replace(p, verdict=verdicts.get((p.device, p.model))) for p in run.points))
 
 

@@ -177,10 +177,10 @@ def _night_pages(outcome: Any, store: Path | None, notes: list[str]) -> list[Pat
     in), and its verdicts as JSON, in the plan's report directory. A page that cannot be written is a warning:
     the verdicts and the exit code stand."""
     # loaded when the command runs: cli/__init__ imports every command module to register it
-    from orchestrator.report.comparison_output import RunInput, write_night
+    from orchestrator.report.comparison_output import write_night
 
     comparison = outcome.comparison
-    runs = [RunInput(j.rundir.root, j.recorded, j.rows) for j in outcome.jobs]
+    runs = [j.record for j in outcome.jobs]
     title = f"etfarm nightly {outcome.night_id}: {comparison.headline}"
     try:
         written = write_night(comparison, runs, outcome.plan.report, f"nightly-{outcome.night_id}", title,

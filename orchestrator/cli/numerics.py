@@ -40,6 +40,7 @@ def numerics(
         to_json,
         write_files,
     )
+    from orchestrator.results.record import RunRecord
 
     if metric.lower() not in METRICS:
         raise UsageError(f"--metric: unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
@@ -47,7 +48,7 @@ def numerics(
         raise UsageError(f"{run}: not a run directory")
 
     check_writable_dir(run, "etfarm numerics")  # it writes numerics.json and numerics.csv there
-    report = analyze_run(run, Metric(metric.lower()), threshold, reference_device)
+    report = analyze_run(RunRecord(run), Metric(metric.lower()), threshold, reference_device)
     write_files(report, run)
     typer.echo(to_json(report) if as_json else render_text(report))
     raise typer.Exit(1 if report.diverges else EXIT_NOT_COMPARED if report.incomplete else 0)

@@ -10,7 +10,7 @@ import typer
 from orchestrator.base.errors import UsageError
 from orchestrator.report.builders.history import history_points
 from orchestrator.report.destination import AB_PREFIX, ReportFormat
-from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.store import resolve_run
 
 
@@ -60,9 +60,8 @@ def report(
     if against is not None:
         _against(run, against, format, output, store)
         return
-    run_dir = resolve_run(run, store)
-    job = load_manifest(run_dir)  # read once: for the history and the report
-    written = write_report(run_dir, format, output, baseline=baseline, history=history_points(job, store), job=job,
+    record = RunRecord(resolve_run(run, store))  # read once: for the history and the report
+    written = write_report(record, format, output, baseline=baseline, history=history_points(record.job, store),
                            threshold=threshold / 100.0)
     if written is not None:
         typer.echo(f"report: {written}")

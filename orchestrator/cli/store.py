@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli.history import StoreOption
-from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
 
 store_app = typer.Typer(help="The results store (SQLite) that history, report and compare read.", no_args_is_help=True)
@@ -26,12 +26,9 @@ def import_runs(
     """Record run directories in the store; a run already there is replaced, never duplicated."""
     with open_store(store) as opened:
         for run_dir in run_dirs:
-            already = _run_id_of(run_dir)
-            replaced = opened.has_job(already)
-            run_id = opened.record(run_dir)
+            run = RunRecord(run_dir)
+            replaced = opened.has_job(run.job.run_id)
+            run_id = opened.record(run)
             typer.echo(f"{'re-recorded' if replaced else 'recorded'} {run_id} from {run_dir}")
         typer.echo(f"store: {opened.path}")
 
-
-def _run_id_of(run_dir: Path) -> str:
-    return load_manifest(run_dir).run_id

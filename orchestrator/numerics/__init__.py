@@ -1,7 +1,7 @@
 """Numerical debugging per device: which op diverges, on which device.
 
 Public API (torch-free):
-- `analyze_run(run_dir, metric, threshold, reference_device) -> NumericsReport`
+- `analyze_run(run, metric, threshold, reference_device) -> NumericsReport` (`run`: a results.record.RunRecord)
 - `analyze_job(job, root, ...)`: the same for a job in memory (`etfarm run --numerics`)
 - `write_files(report, run_dir)`: DIR/<device>/<model>/numerics.csv and DIR/numerics.json
 - `render_text(report)`, `render_markdown(report)`, `to_json(report)`

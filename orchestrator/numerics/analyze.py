@@ -46,7 +46,8 @@ from orchestrator.numerics.sources import (
     runtime_outputs,
 )
 from orchestrator.profiles.etrecord import ETRecordInfo, load_etrecord
-from orchestrator.results.model import Job, ModelArtifacts, ModelResult, load_manifest
+from orchestrator.results.model import Job, ModelArtifacts, ModelResult
+from orchestrator.results.record import RunRecord
 from orchestrator.run.runner_contract import DEBUG_NAME, ETDUMP_NAME
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
@@ -102,11 +103,10 @@ def gaps_between_devices(reference: RuntimeOutputs, other: RuntimeOutputs, aot: 
     return rows
 
 
-def analyze_run(run_dir: str | Path, metric: Metric = Metric.MSE, threshold: float | None = None,
+def analyze_run(run: RunRecord, metric: Metric = Metric.MSE, threshold: float | None = None,
                 reference_device: str | None = None) -> NumericsReport:
-    """The numerics report of a run directory (see the module docstring)."""
-    root = Path(run_dir)
-    return analyze_job(load_manifest(root), root, metric, threshold, reference_device)
+    """The numerics report of a run (see the module docstring)."""
+    return analyze_job(run.job, run.root, metric, threshold, reference_device)
 
 
 def analyze_job(job: Job, root: Path, metric: Metric = Metric.MSE, threshold: float | None = None,

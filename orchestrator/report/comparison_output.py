@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.base.cache import write_json_atomic
 from orchestrator.base.errors import UsageError
-from orchestrator.profiles.stat_rows import read_stats_csv
 from orchestrator.report.builders.comparison import comparison_view
 from orchestrator.report.builders.history import history_points
 from orchestrator.report.builders.junit import junit_report
@@ -29,12 +27,10 @@ from orchestrator.report.render.charts import report_charts
 from orchestrator.report.render.junit import render_junit
 from orchestrator.report.render.memory_chart import with_memory_chart
 from orchestrator.results.codec import encode
-from orchestrator.results.model import Job, load_manifest
-from orchestrator.run.rundir import STATS
+from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import Comparison
 
 if TYPE_CHECKING:
-    from orchestrator.profiles.stat_rows import StatRow
     from orchestrator.report.model import Report
     from orchestrator.report.page.blocks import Chart, Charts, Page
     from orchestrator.verdicts.confirmation import Confirmation
@@ -42,22 +38,9 @@ if TYPE_CHECKING:
 LATEST_MD = "latest.md"
 
 
-@dataclass(frozen=True)
-class RunInput:
-    """One of B's runs: its directory, and its job and statistics when the caller has them in memory."""
-
-    root: Path
-    job: Job | None = None
-    rows: Sequence[StatRow] | None = None
-
-
-def run_reports(runs: Sequence[RunInput], store: Path | None) -> list[Report]:
-    out = []
-    for run in runs:
-        job = run.job or load_manifest(run.root)
-        rows = run.rows if run.rows is not None else read_stats_csv(run.root / STATS)
-        out.append(build_job_report(job, run.root, rows, history=history_points(job, store)))
-    return out
+def run_reports(runs: Sequence[RunRecord], store: Path | None) -> list[Report]:
+    """A report of each of B's runs (their job and statistics in memory when the caller has them)."""
+    return [build_job_report(run, history=history_points(run.job, store)) for run in runs]
 
 
 def comparison_page_of(comparison: Comparison, reports: Sequence[Report], charts: Mapping[str, Charts], title: str,
@@ -75,7 +58,7 @@ def _all(charts: Mapping[str, Charts]) -> list[Chart]:
     return [c for drawn in charts.values() for c in drawn.all]
 
 
-def write_comparison(comparison: Comparison, runs: Sequence[RunInput], fmt: ReportFormat, target: Path, title: str,
+def write_comparison(comparison: Comparison, runs: Sequence[RunRecord], fmt: ReportFormat, target: Path, title: str,
                      store: Path | None, run_dirs: Sequence[Path] = (), option: str = "--output") -> Path:
     """One A/B page into `target` (never over a run's own files: output.guard_output); `option` is the flag
     that named it, for the one line a target that cannot be written gets."""
@@ -91,7 +74,7 @@ def write_comparison(comparison: Comparison, runs: Sequence[RunInput], fmt: Repo
 
 
 def write_ab_page(comparison: Comparison, target: Path, store: Path | None, fmt: str = "html",
-                  option: str = "--output", runs: Sequence[RunInput] | None = None) -> Path:
+                  option: str = "--output", runs: Sequence[RunRecord] | None = None) -> Path:
     """The A/B page of a comparison (what `compare --html`, `report --against` and `run --ab` write). B's runs are
     `runs` (`run --ab`: its jobs, in memory), else the one run directory every pair's B came from; `option` is the
     flag that named `target`."""
@@ -99,14 +82,14 @@ def write_ab_page(comparison: Comparison, target: Path, store: Path | None, fmt:
         roots = list(dict.fromkeys(p.dir_b for p in comparison.pairs if p.dir_b is not None))
         if len(roots) != 1:
             raise UsageError(f"{option}: the comparison has no single run B to report on")
-        runs = [RunInput(roots[0])]
+        runs = [RunRecord(roots[0])]
     bases = [p.dir_a for p in comparison.pairs if p.dir_a is not None]
     return write_comparison(comparison, runs, ReportFormat(fmt), target,
                             f"etfarm comparison: {comparison.b} against {comparison.a}", store, run_dirs=bases,
                             option=option)
 
 
-def write_night(comparison: Comparison, runs: Sequence[RunInput], directory: Path, name: str, title: str,
+def write_night(comparison: Comparison, runs: Sequence[RunRecord], directory: Path, name: str, title: str,
                 store: Path | None, confirmations: Sequence[Confirmation], notes: Sequence[str],
                 extra: Mapping[str, Any] | None = None) -> list[Path]:
     """A night's one HTML (`<name>.html`), the same page in Markdown (`<name>.md` and `latest.md`, charts in

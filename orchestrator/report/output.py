@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.profiles.stat_rows import StatRow, read_stats_csv
 from orchestrator.report.builders.ci import ci_points
 from orchestrator.report.builders.history import history_points
 from orchestrator.report.builders.matrix import DEFAULT_MATRIX_THRESHOLD
@@ -34,8 +33,8 @@ from orchestrator.report.render.export import render_csv, render_json
 from orchestrator.report.render.html import render_html
 from orchestrator.report.render.markdown import CHART_DIR, render_markdown
 from orchestrator.report.render.memory_chart import with_memory_chart
-from orchestrator.results.model import Job, JobStatus, load_manifest
-from orchestrator.run.rundir import STATS
+from orchestrator.results.model import Job, JobStatus
+from orchestrator.results.record import RunRecord
 from orchestrator.store.history import HistoryPoint
 
 if TYPE_CHECKING:
@@ -45,28 +44,22 @@ DATA_RENDERERS = {ReportFormat.JSON: render_json, ReportFormat.CSV: render_csv}
 
 
 def write_report(
-    run_dir: Path,
+    run: RunRecord,
     fmt: ReportFormat,
     output: str | Path | None,
     baseline: str | None = None,
     history: Sequence[HistoryPoint] = (),
     numerics: NumericsReport | None = None,
-    job: Job | None = None,
-    rows: Sequence[StatRow] | None = None,
     threshold: float = DEFAULT_MATRIX_THRESHOLD,
 ) -> Path | None:
-    """Build and write the report; returns the file written, or None when it went to stdout.
+    """Build and write the report of a run (its job and statistics from its record: in memory after `etfarm run`);
+    returns the file written, or None when it went to stdout.
 
-    `output` as the user typed it: a trailing '/' means a directory even before it exists. `job` and
-    `rows`: the job and its statistics when the caller has them (else read from `run_dir`)."""
+    `output` as the user typed it: a trailing '/' means a directory even before it exists."""
     as_dir = output is not None and is_dir_target(output)
     output = Path(output) if output is not None else None
-    if job is None:
-        job = load_manifest(run_dir)
-    if rows is None:
-        rows = read_stats_csv(run_dir / STATS)
-    report = build_job_report(job, run_dir, rows, baseline=baseline, history=history, numerics=numerics,
-                              threshold=threshold)
+    run_dir = run.root
+    report = build_job_report(run, baseline=baseline, history=history, numerics=numerics, threshold=threshold)
     if output is None and fmt is ReportFormat.HTML:
         output = run_dir / REPORT_HTML
     target = target_file(output, fmt, as_dir) if output is not None else None
@@ -86,19 +79,17 @@ def write_report(
     return target
 
 
-def write_run_report(run_dir: Path, warn: Callable[[str], None], store: Path | None = None,
-                     numerics: NumericsReport | None = None, job: Job | None = None,
-                     rows: Sequence[StatRow] | None = None) -> Path | None:
+def write_run_report(run: RunRecord, warn: Callable[[str], None], store: Path | None = None,
+                     numerics: NumericsReport | None = None) -> Path | None:
     """The `etfarm run` hook: DIR/report.html (history from `store`), or a warning. Never raises:
-    the results are already safe in the run directory. `job`, `rows`: the job in memory."""
+    the results are already safe in the run directory. `run`: the job in memory."""
+    job: Job | None = None
     try:
-        if job is None:
-            job = load_manifest(run_dir)
-        return write_report(run_dir, ReportFormat.HTML, None, history=history_points(job, store), numerics=numerics,
-                            job=job, rows=rows)
+        job = run.job
+        return write_report(run, ReportFormat.HTML, None, history=history_points(job, store), numerics=numerics)
     except Exception as exc:  # noqa: BLE001 - any failure here must leave the finished run alone
-        warn(f"warning: report not written ({type(exc).__name__}: {exc}); the results in {run_dir} are "
-             f"{_what_is_kept(job)}, run `etfarm report {run_dir}` to retry")
+        warn(f"warning: report not written ({type(exc).__name__}: {exc}); the results in {run.root} are "
+             f"{_what_is_kept(job)}, run `etfarm report {run.root}` to retry")
         return None
 
 

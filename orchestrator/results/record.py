@@ -5,18 +5,22 @@
     DIR/samples.npz     RunRecord.samples(d, m) the per-op samples they came from (results/samples.py)
     DIR/verdicts.json   RunRecord.verdicts      the comparison recorded beside it (results/verdicts_file.py)
 
-Readers that start from a run directory take a `RunRecord` rather than a path and a reader of their own; a job
-still in memory hands its `Job` in (`RunRecord(root, job)`), and no manifest is read. numpy is imported only
-when statistics or samples are asked for.
+Readers that start from a run directory take a `RunRecord` rather than a path and a reader of their own: the
+command or workflow that is given a path makes the record, once. A job still in memory hands its `Job` and its
+statistics in (`RunRecord(root, job, rows)`), and neither file is read. numpy is imported only when statistics or
+samples are asked for.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.results.layout import SAMPLES, STATS
+from orchestrator.base.errors import AnalysisError, DataError
+from orchestrator.profiles.file_memo import FileMemo, file_key
+from orchestrator.results.layout import MANIFEST, SAMPLES, STATS
 from orchestrator.results.model import Job, load_manifest
 from orchestrator.results.verdicts_file import RecordedPair, recorded_pairs
 
@@ -28,10 +32,29 @@ if TYPE_CHECKING:
 class RunRecord:
     """A finished run's directory, read lazily: each file once, when first asked (from one thread)."""
 
-    def __init__(self, root: str | Path, job: Job | None = None) -> None:
+    def __init__(self, root: str | Path, job: Job | None = None, rows: Sequence[StatRow] | None = None) -> None:
         self.root = Path(root)
         if job is not None:
             self.__dict__["job"] = job  # what `job` would hold once read: no manifest is read
+        if rows is not None:
+            self.__dict__["all_rows"] = tuple(rows)  # the job's statistics in memory: stats.csv is not read
+
+    def __repr__(self) -> str:
+        return f"RunRecord({str(self.root)!r})"
+
+    # Records of one directory are one run's: sides built from them compare equal, as they did when they held its
+    # path, so what is cached per side (verdicts/sides.py `per_op_runs`) is found again.
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RunRecord) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    @property
+    def present(self) -> bool:
+        """Whether the directory holds a manifest (a stored run whose directory is gone, or a path that names no run,
+        does not)."""
+        return "job" in self.__dict__ or (self.root / MANIFEST).is_file()
 
     @cached_property
     def job(self) -> Job:
@@ -47,10 +70,19 @@ class RunRecord:
 
     @cached_property
     def stats(self) -> dict[tuple[str, str], tuple[StatRow, ...]]:
-        """stats.csv's rows per (device, model)."""
-        from orchestrator.profiles.stat_rows import group_rows
+        """stats.csv's rows per (device, model) (a DataError when it is not whole)."""
+        if "all_rows" in self.__dict__:
+            from orchestrator.profiles.stat_rows import group_rows
 
-        return group_rows(self.all_rows)
+            return group_rows(self.all_rows)
+        return grouped_stats(self.root / STATS)
+
+    def stats_or_none(self) -> dict[tuple[str, str], tuple[StatRow, ...]]:
+        """stats.csv's rows per (device, model); none when it is missing or unreadable (ops keyed by their names)."""
+        try:
+            return self.stats
+        except (DataError, AnalysisError):
+            return {}
 
     def rows(self, device: str, model: str) -> tuple[StatRow, ...]:
         return self.stats.get((device, model), ())
@@ -71,3 +103,27 @@ class RunRecord:
     def verdicts(self) -> tuple[RecordedPair, ...]:
         """The comparison recorded beside the run, pair by pair (none when nothing judged it)."""
         return recorded_pairs(self.root)
+
+
+def run_root(path: Path) -> Path | None:
+    """The run directory a path names: a directory holding a manifest, or a manifest itself; None when neither."""
+    if path.is_dir() and (path / MANIFEST).is_file():
+        return path
+    if path.name == MANIFEST and path.is_file():
+        return path.parent
+    return None
+
+
+def grouped_stats(path: Path) -> dict[tuple[str, str], tuple[StatRow, ...]]:
+    """A stats.csv's rows per (device, model), kept while the file is unchanged: a night reads one run's sides many
+    times, each through a record of its own."""
+    from orchestrator.profiles.stat_rows import group_rows, read_stats_csv
+
+    try:
+        key = file_key(path)
+    except AnalysisError:  # no such file (no device measured anything): no rows, as read_stats_csv says
+        return group_rows(read_stats_csv(path))
+    return _GROUPED.get([key], lambda: group_rows(read_stats_csv(path)))
+
+
+_GROUPED: FileMemo[dict[tuple[str, str], tuple[StatRow, ...]]] = FileMemo()

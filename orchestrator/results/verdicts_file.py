@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.base.cache import read_json_object
+from orchestrator.base.cache import read_json_object, write_json_atomic
 from orchestrator.results.codec import FieldError, decode
 from orchestrator.results.layout import VERDICTS
 
@@ -38,6 +38,13 @@ class RecordedPair:
     @property
     def ratio(self) -> float | None:
         return self.estimate.ratio if self.estimate is not None else None
+
+
+def write_verdicts(run_dir: Path, comparison: dict[str, object]) -> Path:
+    """Write a comparison's dict beside the run (DIR/verdicts.json, atomically); the file written."""
+    path = Path(run_dir) / VERDICTS_JSON
+    write_json_atomic(path, comparison)
+    return path
 
 
 def recorded_pairs(run_dir: Path) -> tuple[RecordedPair, ...]:

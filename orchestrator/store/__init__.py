@@ -1,7 +1,7 @@
 """The results store (SQLite): every run's results model, raw samples and statistics, kept for history.
 
     open_store(path=None) -> Store          --store FILE, $ETFARM_STORE, $XDG_DATA_HOME/etfarm/results.db
-    Store.record(run_dir) -> run id         idempotent by run id; re-recording replaces
+    Store.record(run) -> run id             a results.record.RunRecord; idempotent by run id, re-recording replaces
     Store.jobs(model, device, since, limit) -> [StoredJob]           newest first
     Store.job(run_id) -> results.Job        equal to load_manifest of the run directory
     Store.run_dir(run_id) -> Path | None

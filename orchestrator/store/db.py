@@ -1,6 +1,6 @@
 """The results store: record run directories, read back the results model, history and raw samples.
 
-`Store.record(run_dir)` writes a whole run in one `BEGIN IMMEDIATE` transaction, replacing any
+`Store.record(run)` writes a whole run (its `RunRecord`) in one `BEGIN IMMEDIATE` transaction, replacing any
 earlier record of the same run id (a resumed run re-recorded), so concurrent writers serialise
 on SQLite's lock (WAL + busy_timeout) and a reader never sees half a run. `Store.job(run_id)`
 rebuilds the `results.Job` from the codec's JSON each row keeps (a model result in `results.result_json`, its
@@ -40,6 +40,7 @@ from orchestrator.store.write import write_job
 if TYPE_CHECKING:  # numpy and the run reader load only when recording or reading samples: `history` starts fast
     import numpy as np
 
+    from orchestrator.results.record import RunRecord
     from orchestrator.store.ingest import JobRecord
 
 EventKey = tuple[str, int]  # (event_block, event_index)
@@ -83,12 +84,12 @@ class Store:
 
     # ---- writing -------------------------------------------------------------------
 
-    def record(self, run_dir: Path) -> str:
-        """Record (or re-record) the run directory; returns its run id."""
+    def record(self, run: RunRecord) -> str:
+        """Record (or re-record) a finished run from its directory; returns its run id."""
         # numpy (ETDumps) only when recording: `etfarm history` opens the store without it
         from orchestrator.store.ingest import read_run
 
-        return self.record_job(read_run(Path(run_dir)))
+        return self.record_job(read_run(run))
 
     def record_job(self, record: JobRecord) -> str:
         """Record the run in one transaction. A full disk or a read-only store is a UsageError naming the store

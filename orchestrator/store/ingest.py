@@ -2,7 +2,7 @@
 
 `job_record(job, run_dir, stats)` is what `etfarm run` records: the job's statistics and the samples
 they came from, in memory (profiles/stat_rows.py `ModelStats`), so no ETDump is read again.
-`read_run(run_dir)` (`etfarm store import DIR`) is the same from the run's record (results/record.py
+`read_run(run)` (`etfarm store import DIR`) is the same from the run's record (results/record.py
 `RunRecord`): the manifest, stats.csv's rows and the samples the job wrote beside them
 (results/samples.py). Either way the samples kept are those of clean executions (`ModelStats.kept`,
 the finisher's rule). A (device, model) with no samples at hand (a run directory written before the
@@ -45,19 +45,14 @@ class JobRecord:
     sample_runs: Mapping[tuple[str, str], tuple[str, ...]]  # (device, model) -> labels of the ETDumps read
 
 
-def read_run(run_dir: Path) -> JobRecord:
-    """The record of a run directory, read from disk (`etfarm store import`)."""
-    return record_of(RunRecord(run_dir.resolve()))
-
-
-def record_of(run: RunRecord) -> JobRecord:
-    """The store's record of a finished run's record: its rows with the samples its samples file holds (a (device,
-    model) it lacks is read from its ETDumps)."""
+def read_run(run: RunRecord) -> JobRecord:
+    """The store's record of a finished run, read from its directory (`etfarm store import`): its rows with the
+    samples its samples file holds (a (device, model) it lacks is read from its ETDumps)."""
     stats = []
     for (device, model), rows in run.stats.items():
         found = run.samples(device, model)
         stats.append(found.as_stats(rows) if found is not None else ModelStats(device, model, rows))
-    return job_record(run.job, run.root, stats)
+    return job_record(run.job, run.root.resolve(), stats)
 
 
 def job_record(job: Job, run_dir: Path, stats: Sequence[ModelStats]) -> JobRecord:

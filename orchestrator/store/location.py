@@ -17,7 +17,7 @@ import sqlite3
 from pathlib import Path
 
 from orchestrator.base.errors import DataError, UsageError, environment_problem
-from orchestrator.results.model import MANIFEST_NAME
+from orchestrator.results.record import run_root
 from orchestrator.store.db import Store
 from orchestrator.store.schema import SCHEMA_VERSION, connect, user_version
 
@@ -111,11 +111,9 @@ def connect_read_only(path: Path) -> sqlite3.Connection:
 
 def resolve_run(ref: str, store: Path | None = None) -> Path:
     """A run directory from a path to one, or from a stored run id (its recorded directory)."""
-    candidate = Path(ref).expanduser()
-    if candidate.is_dir() and (candidate / MANIFEST_NAME).is_file():
-        return candidate.resolve()
-    if candidate.name == MANIFEST_NAME and candidate.is_file():
-        return candidate.parent.resolve()
+    named = run_root(Path(ref).expanduser())
+    if named is not None:
+        return named.resolve()
     location = store_path(store)
     if not location.is_file():
         raise UsageError(f"{ref}: neither a run directory nor a stored run id (no store at {location})")

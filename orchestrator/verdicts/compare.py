@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from orchestrator.base.errors import Blame, DataError, UsageError, one_line
-from orchestrator.results.model import Job, VerificationStatus, load_manifest
+from orchestrator.results.model import Job, VerificationStatus
+from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.accuracy import accuracy_verdict
 from orchestrator.verdicts.below import below_threshold
 from orchestrator.verdicts.figures import side_figures
@@ -160,52 +160,52 @@ def _tick(*sides: Sequence[Any]) -> float:
     steps = np.diff(found)
     return float(steps[steps > 0].min()) if steps.size and (steps > 0).any() else 0.0
 
-Baseline = tuple[Path, Job]  # a run directory and its results model
-BaselineFinder = Callable[[str, str], "Baseline | None"]  # (device, model) -> the run to compare with
+BaselineFinder = Callable[[str, str], "RunRecord | None"]  # (device, model) -> the run to compare with
 
 
-def compare_jobs(a_dir: str | Path, b_dir: str | Path, settings: VerdictSettings = DEFAULT_SETTINGS,
+def compare_jobs(a: RunRecord, b: RunRecord, settings: VerdictSettings = DEFAULT_SETTINGS,
                  per_op: bool = True) -> Comparison:
     """Every (device, model) of B against the same (device, model) of A, matched by name (some must match)."""
-    job_a = load_manifest(a_dir)
-    check_common(Path(a_dir), job_a, Path(b_dir), load_manifest(b_dir))
-    return compare_against(b_dir, lambda device, model: (Path(a_dir), job_a), settings, per_op, a_label=job_a.run_id)
+    check_common(a, b)
+    return compare_against(b, lambda device, model: a, settings, per_op, a_label=a.job.run_id)
 
 
-def compare_against(b_dir: str | Path, baseline: BaselineFinder, settings: VerdictSettings = DEFAULT_SETTINGS,
+def compare_against(b: RunRecord, baseline: BaselineFinder, settings: VerdictSettings = DEFAULT_SETTINGS,
                     per_op: bool = True, a_label: str = "baseline", noise: NoiseFinder | None = None) -> Comparison:
-    """Every (device, model) of the run at `b_dir` against the run `baseline(device, model)` names.
+    """Every (device, model) of the run `b` against the run `baseline(device, model)` names.
 
     A pair whose baseline does not hold that (device, model) at all is `new` (it becomes the
     baseline); one whose baseline or B side failed is `no-data`. `noise(device, model)`, when
     given, is each measured pair's noise floor (baseline.history_noise_finder)."""
-    job_b = load_manifest(b_dir)
-    where = ops_where(Path(b_dir))
+    job_b = b.job
+    b_dir = b.root
+    where = ops_where(b)
     pairs = []
     for device in job_b.devices:
         for model in [m.name for m in device.models] or list(_job_model_names(job_b)):
-            side_b = side_from_job(b_dir, job_b, device.name, model)
+            side_b = side_from_job(b, device.name, model)
             found = baseline(device.name, model)
-            if side_b.missing is None and (found is None or not _holds(found[1], device.name, model)):
+            if side_b.missing is None and (found is None or not _holds(found.job, device.name, model)):
                 pairs.append(PairVerdict(device.name, model, model, Verdict.NEW, source_b=job_b.run_id,
                                          reason="no baseline yet: this run becomes it",
                                          verification_failed=side_b.verification is VerificationStatus.FAIL,
-                                         dir_b=Path(b_dir)))  # its page's trust notes come from B's run
+                                         dir_b=b_dir))  # its page's trust notes come from B's run
                 continue
-            side_a = (side_from_job(found[0], found[1], device.name, model) if found is not None
+            side_a = (side_from_job(found, device.name, model) if found is not None
                       else Side(a_label, device.name, model, missing="no baseline", blame=Blame.USAGE))
             measured = side_a.missing is None and side_b.missing is None
             floor = noise(device.name, model) if noise is not None and measured else None
             pair = compare_sides(side_a, side_b, settings, per_op, floor)
-            pairs.append(replace(pair, dir_a=Path(found[0]) if found is not None else None, dir_b=Path(b_dir),
+            pairs.append(replace(pair, dir_a=found.root if found is not None else None, dir_b=b_dir,
                                  ops=located(pair.ops, where.get((device.name, model), {}))))
     return Comparison(a_label, job_b.run_id, settings, tuple(pairs))
 
 
 
-def check_common(a_dir: Path, job_a: Job, b_dir: Path, job_b: Job) -> None:
+def check_common(a: RunRecord, b: RunRecord) -> None:
     """A named A and B must share some (device, model): else every pair would be `new` (exit 0), an answer to a
     question nobody asked. A usage error naming both sides."""
+    a_dir, job_a, b_dir, job_b = a.root, a.job, b.root, b.job
     wanted = [(d.name, m) for d in job_b.devices for m in [r.name for r in d.models] or list(_job_model_names(job_b))]
     if wanted and not any(_holds(job_a, device, model) for device, model in wanted):
         raise UsageError(f"A {job_a.run_id} ({_what(job_a)}, {a_dir}) and B {job_b.run_id} ({_what(job_b)}, {b_dir}) "

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.profiles.analysis_core import collect_samples
 from orchestrator.profiles.op_identity import EVENT, OpIdentity
-from orchestrator.results.samples import PairSamples, joined_runs, pair_samples
+from orchestrator.results.samples import PairSamples, joined_runs
 
 if TYPE_CHECKING:
     from orchestrator.profiles.analysis_core import SampleSet
+    from orchestrator.results.record import RunRecord
 
 _FRAMEWORK = ("Method::execute", "Method::init", "Program::load_method")
 OpKey = tuple[str, OpIdentity]  # (event_block, the op's identity)
@@ -67,16 +68,16 @@ def read_op_samples(etdumps: Sequence[Path], identities: Identities | None = Non
     return op_samples_of(collect_samples(etdumps, run_labels=list(range(len(etdumps)))), identities)
 
 
-def recorded_op_samples(runs: Sequence[tuple[Path, str]], device: str, model: str,
+def recorded_op_samples(runs: Sequence[tuple[RunRecord, str]], device: str, model: str,
                         identities: Identities | None = None) -> OpSamples | None:
-    """The per-op samples of process runs of (device, model), each named by its run directory's samples file and its
-    label, in order, as `read_op_samples` of their ETDumps gives them; None when some run is not in its file."""
+    """The per-op samples of process runs of (device, model), each named by its run's record and its label, in
+    order, as `read_op_samples` of their ETDumps gives them; None when some run is not in its samples file."""
     files: dict[Path, PairSamples | None] = {}
     pieces = []
-    for path, label in runs:
-        if path not in files:
-            files[path] = pair_samples(path, device, model)
-        found = files[path]
+    for record, label in runs:
+        if record.root not in files:
+            files[record.root] = record.samples(device, model)
+        found = files[record.root]
         if found is None or label not in found.samples.run_labels:
             return None
         pieces.append((found.samples, label))

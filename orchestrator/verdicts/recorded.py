@@ -9,11 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.base.cache import write_json_atomic
-from orchestrator.results.verdicts_file import VERDICTS_JSON, recorded_pairs
+from orchestrator.results.verdicts_file import VERDICTS_JSON, write_verdicts
 from orchestrator.verdicts.statistics import Verdict
 
 if TYPE_CHECKING:
+    from orchestrator.results.record import RunRecord
     from orchestrator.verdicts.compare import Comparison
 
 __all__ = ["VERDICTS_JSON", "WRONG_OUTPUTS", "marked_regressed", "record_verdicts", "recorded_verdicts"]
@@ -22,19 +22,17 @@ WRONG_OUTPUTS = "wrong-outputs"  # a pair whose outputs failed verification, wha
 
 def record_verdicts(run_dir: Path, comparison: Comparison) -> Path:
     """Write the comparison beside the run (DIR/verdicts.json), for `last-good`, `history` and people."""
-    path = Path(run_dir) / VERDICTS_JSON
-    write_json_atomic(path, comparison.to_dict())
-    return path
+    return write_verdicts(run_dir, comparison.to_dict())
 
 
-def recorded_verdicts(run_dir: Path) -> dict[tuple[str, str], str]:
+def recorded_verdicts(run: RunRecord) -> dict[tuple[str, str], str]:
     """The verdict recorded beside the run per (device, model): `regressed` for a pair that regressed anywhere (end
     to end, an op, a metric, its series), `wrong-outputs` for a failed verification, else the pair's verdict.
     Empty when nothing judged the run or its file cannot be read."""
     return {(p.device, p.model_b): WRONG_OUTPUTS if p.verification_failed else
-            Verdict.REGRESSED.value if p.regressed else p.verdict for p in recorded_pairs(run_dir)}
+            Verdict.REGRESSED.value if p.regressed else p.verdict for p in run.verdicts}
 
 
-def marked_regressed(run_dir: Path, device: str, model: str) -> bool:
+def marked_regressed(run: RunRecord, device: str, model: str) -> bool:
     """Whether the run's recorded verdicts say (device, model) regressed or gave wrong outputs: never a baseline."""
-    return recorded_verdicts(run_dir).get((device, model)) in (Verdict.REGRESSED.value, WRONG_OUTPUTS)
+    return recorded_verdicts(run).get((device, model)) in (Verdict.REGRESSED.value, WRONG_OUTPUTS)

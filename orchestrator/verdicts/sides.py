@@ -3,7 +3,7 @@
 A `Side` holds its process runs (end-to-end samples from the results model, `ProcessRun.execute_ms` of the traced
 runs) and their per-op samples: from the samples file the job wrote (results/samples.py), from each run's ETDump
 where a run directory has none (`profiles.analysis_core.collect_samples`, numpy only: op_samples.py), or given in
-memory (`OpSamples`). Sides come from run directories (`side_from_job`), possibly pooled
+memory (`OpSamples`). Sides come from run records (`side_from_job`), possibly pooled
 over several jobs (`pool`), so `compare A B`, `run --ab` (two models of one job) and `nightly` share one path
 (compare.py judges them).
 """
@@ -20,7 +20,7 @@ from orchestrator.base.errors import Blame
 from orchestrator.results.accuracy import Accuracy
 from orchestrator.results.footprint import ModelMemory
 from orchestrator.results.model import Job, ModelResult, ModelStatus, ProcessRun, VerificationStatus
-from orchestrator.run.rundir import SAMPLES
+from orchestrator.results.record import RunRecord
 from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.verdicts.likeness import Settings, model_settings, side_gap
 from orchestrator.verdicts.locate import SideIdentities, side_identities
@@ -38,7 +38,7 @@ class SideRun:
     llm: LlmRunFigures | None = None  # an LLM's generations: TTFT and decode verdicts (llm_metrics.py)
     clean: tuple[bool, ...] | None = None  # per execution of the run: it waited for no CPU (None: not measured)
     dropped: int = 0  # executions left out of `execute_ms` as contended
-    samples_file: Path | None = None  # its run directory's samples file (results/samples.py), when it has one
+    record: RunRecord | None = None  # its run directory (its samples file: results/samples.py), when it has one
 
 
 @dataclass(frozen=True)
@@ -77,9 +77,9 @@ class Side:
         return sum(r.dropped for r in self.runs)
 
 
-def side_from_job(root: str | Path, job: Job, device: str, model: str, labels: Sequence[str] | None = None) -> Side:
-    """The traced runs of `model` on `device` in the job at `root` (optionally only `labels`)."""
-    root = Path(root)
+def side_from_job(run: RunRecord, device: str, model: str, labels: Sequence[str] | None = None) -> Side:
+    """The traced runs of `model` on `device` in the run (optionally only `labels`)."""
+    job = run.job
     dev = job.device(device)
     if dev is None:
         return Side(job.run_id, device, model, missing=f"device {device} is not in run {job.run_id}", blame=Blame.USAGE)
@@ -90,24 +90,23 @@ def side_from_job(root: str | Path, job: Job, device: str, model: str, labels: S
         return Side(job.run_id, device, model, missing=why, blame=blame)
     # no execution of the model clean: every one is kept, as its reported figures keep them (results.py)
     every = not any(r.clean_execute_ms for r in result.traced_runs)
-    runs = tuple(_side_run(root, r, every) for r in result.traced_runs if labels is None or r.label in labels)
+    runs = tuple(_side_run(run, r, every) for r in result.traced_runs if labels is None or r.label in labels)
     return Side(job.run_id, device, model, runs, verification=_verification(result),
                 settings=model_settings(job, model, device), incomplete=side_gap(job, device, model),
-                accuracy=result.accuracy, identities=side_identities(root, device, model), memory=result.memory,
-                program=_program(root, job, model))
+                accuracy=result.accuracy, identities=side_identities(run, device, model), memory=result.memory,
+                program=_program(run.root, job, model))
 
 
-def _side_run(root: Path, run: ProcessRun, every: bool = False) -> SideRun:
+def _side_run(record: RunRecord, run: ProcessRun, every: bool = False) -> SideRun:
     """A process run as verdicts use it: its clean executions only when the runner measured contention
     (results/contention.py: `ProcessRun.clean`); every execution of a run recorded before that, or (`every`) of a model
     none of whose executions was clean."""
-    etdump = next((root / a for a in run.artifacts if Path(a).name == ETDUMP_NAME), None)
+    etdump = next((record.root / a for a in run.artifacts if Path(a).name == ETDUMP_NAME), None)
     etdump = etdump if etdump is not None and etdump.is_file() else None
-    recorded = root / SAMPLES if (root / SAMPLES).is_file() else None
     if every or run.contention is None or not run.contention.wait_ms:  # every execution counts, none is dropped
-        return SideRun(run.label, run.execute_ms, etdump, run.llm, samples_file=recorded)
+        return SideRun(run.label, run.execute_ms, etdump, run.llm, record=record)
     kept = run.clean_execute_ms
-    return SideRun(run.label, kept, etdump, run.llm, run.clean, len(run.execute_ms) - len(kept), recorded)
+    return SideRun(run.label, kept, etdump, run.llm, run.clean, len(run.execute_ms) - len(kept), record)
 
 
 def _program(root: Path, job: Job, model: str) -> str | None:
@@ -144,8 +143,8 @@ def per_op_runs(side: Side) -> OpSamples:
     """(event_block, op identity) -> (event_index, one array of samples per run), operators only."""
     if side.op_samples is not None:
         return side.op_samples
-    if side.runs and all(r.samples_file is not None for r in side.runs):
-        found = recorded_op_samples([(r.samples_file, r.label) for r in side.runs if r.samples_file is not None],
+    if side.runs and all(r.record is not None for r in side.runs):
+        found = recorded_op_samples([(r.record, r.label) for r in side.runs if r.record is not None],
                                     side.device, side.model, dict(side.identities))
         if found is not None:
             return clean_ops(found, [r.clean for r in side.runs])

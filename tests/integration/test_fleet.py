@@ -15,6 +15,7 @@ from testbed.chromium import visit
 
 from device_agents import DeviceSpec
 from orchestrator.report.destination import REPORT_HTML
+from orchestrator.results.record import RunRecord
 from orchestrator.run.device.locks import device_lock
 from tests.helpers.inspector_stats import assert_stats_equal_inspector
 from tests.helpers.inventory import with_workdir, write_inventory
@@ -70,7 +71,7 @@ def _every_convolution_is_compared_across_devices(out: Path, work: Path) -> None
     heatmap cell is empty; the page names the layers, not the kernels."""
     from orchestrator.report.builders.report import build_report
 
-    (section,) = build_report(out).models
+    (section,) = build_report(RunRecord(out)).models
     convolutions = [r for r in section.op_ratios if r.name.endswith(("convolution", "convolution #2"))]
     assert len(convolutions) >= 2 and all(r.basis == "model" for r in convolutions), section.op_ratios
     baseline = [d.device for d in section.latency].index("rpi5")

@@ -19,6 +19,7 @@ from orchestrator.artifacts.modelspec import load_factory_result, parse_model_sp
 from orchestrator.profiles.kernel_align import operator_family
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
 from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -119,7 +120,7 @@ def test_the_report_compare_and_store_speak_of_the_same_modules(run: tuple[Path,
         assert stored.meta["kernel_mapping"] == "mapped" and stored.meta["module_path"] == (row.module_path or None)
     from orchestrator.verdicts.compare import compare_jobs
 
-    pair = next(p for p in compare_jobs(run_dir, run_dir).pairs if p.model == "tiny_cnn")
+    pair = next(p for p in compare_jobs(RunRecord(run_dir), RunRecord(run_dir)).pairs if p.model == "tiny_cnn")
     by_name = {op.event_name: op for op in pair.ops}
     for row in convs:  # per-op verdicts speak of the user's layers
         if row.event_name in by_name:

@@ -14,6 +14,7 @@ from device_agents import DeviceSpec
 from orchestrator.numerics import Metric, analyze_run
 from orchestrator.profiles.debug_buffer import intermediate_bytes_per_execution
 from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from tests.helpers.inspector_numerics import assert_gaps_equal_inspector
 from tests.helpers.inventory import write_inventory
 
@@ -80,8 +81,8 @@ def test_numerics_cli_names_diverging_ops_and_exits_1(tmp_path: Path) -> None:
     assert "diverging: local" in strict.stdout
 
     # The analysis never imports torch (nor executorch): it reads numpy arrays only.
-    code = ("import sys; from orchestrator.numerics import analyze_run; "
-            f"analyze_run({str(out)!r}); print(sorted(m for m in ('torch', 'executorch') if m in sys.modules))")
+    code = ("import sys; from orchestrator.numerics import analyze_run; from orchestrator.results.record import RunRecord; "
+            f"analyze_run(RunRecord({str(out)!r})); print(sorted(m for m in ('torch', 'executorch') if m in sys.modules))")
     probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert probe.stdout.strip() == "[]", probe.stdout + probe.stderr
 
@@ -135,7 +136,7 @@ def test_numerics_on_rpi5_and_adb_devices(rpi5_device: DeviceSpec, adb_device: D
             assert_gaps_equal_inspector(run / "etdump.etdp", run / "debug_output.bin", Path(artifacts.etrecord),
                                         Path(artifacts.numerics_reference))
 
-    report = analyze_run(out, Metric.MSE, 0.0)  # threshold 0: any bit of difference diverges
+    report = analyze_run(RunRecord(out), Metric.MSE, 0.0)  # threshold 0: any bit of difference diverges
     assert report.reference_device == "local"  # the first of --devices
     by_device = {m.device: m for m in report.models}
     adb_vs_local = by_device["adbdev"].comparison("device:local")

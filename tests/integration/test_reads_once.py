@@ -28,6 +28,7 @@ from orchestrator.cli import main
 from orchestrator.profiles.analysis_core import collect_samples
 from orchestrator.profiles.stat_rows import read_stats_csv
 from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
 from tests.helpers.inspector_stats import measured_samples
 
@@ -140,7 +141,7 @@ def test_compare_report_store_import_and_publish_read_no_etdump(counted: Counter
     result = job.device("local").model("tiny_cnn")  # type: ignore[union-attr]
     assert result is not None
     rows = [r for r in read_stats_csv(b / "stats.csv") if r.model == "tiny_cnn"]
-    op_runs = device_op_runs(b, "local", result, rows)  # a multi-device report's op intervals
+    op_runs = device_op_runs(RunRecord(b), "local", result, rows)  # a multi-device report's op intervals
     assert op_runs and dict(counted) == {}  # not one ETDump opened
     for table in ("models", "devices", "results", "process_runs", "events"):
         assert _table(store, table) == _table(imported, table), table  # the store from memory = from the file
@@ -149,7 +150,7 @@ def test_compare_report_store_import_and_publish_read_no_etdump(counted: Counter
     for run in (a, b):
         (run / "samples.npz").rename(run / "samples.npz.away")
     assert _compare_json(a, b, capsys) == compared
-    again = device_op_runs(b, "local", result, rows)
+    again = device_op_runs(RunRecord(b), "local", result, rows)
     assert list(again) == list(op_runs) and all(
         len(x) == len(y) and all(np.array_equal(u, v) for u, v in zip(x, y, strict=True))
         for x, y in zip(again.values(), op_runs.values(), strict=True))

@@ -20,6 +20,7 @@ from tests.helpers.inventory import write_inventory
 from tests.helpers.tools import missing, require_tool
 
 from orchestrator.emulate.sshd import start_sshd  # tests/integration/testbed, on the path by conftest.py  # isort: skip
+from orchestrator.results.record import RunRecord
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -109,7 +110,7 @@ def test_the_report_joins_layers_across_recipes_and_devices(job: tuple[Path, obj
     from orchestrator.report.render.markdown import render_markdown
 
     out, _ = job
-    report = build_report(out)
+    report = build_report(RunRecord(out))
     (group,) = report.quantized
     assert group.name == "tiny_cnn" and group.recipes == ("fp32", "int8-static") and group.baseline == "fp32"
     assert [d.device for d in group.devices] == list(DEVICES)

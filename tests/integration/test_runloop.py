@@ -22,6 +22,7 @@ from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.base.progress import Progress
 from orchestrator.profiles.stat_rows import read_stats_csv
 from orchestrator.results.model import JobOptions, load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.run.engine.job import run_job
 from tests.helpers.busy import REALTIME_RUNNER, busy_loop, realtime_available
 from tests.helpers.tools import missing
@@ -127,7 +128,7 @@ def test_a_busy_loop_on_the_pinned_core_makes_executions_contended(tmp_path: Pat
     from orchestrator.report.page.sections import run_page
     from orchestrator.report.render.markdown import render_markdown
 
-    page = render_markdown(run_page(build_report(tmp_path / "out")))
+    page = render_markdown(run_page(build_report(RunRecord(tmp_path / "out"))))
     trust = page[page.index("### What to trust"):page.index("### Model")]
     assert f"{dropped} of 60 executions waited for a CPU" in trust
 

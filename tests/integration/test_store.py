@@ -24,6 +24,7 @@ from orchestrator.base.cache import write_json_atomic
 from orchestrator.emulate.sshd import start_sshd
 from orchestrator.profiles.analysis_core import collect_samples
 from orchestrator.results.model import ProcessRun, load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
 from orchestrator.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate, user_version
 from tests.helpers.inspector_stats import clean_executions
@@ -150,6 +151,7 @@ _WRITER = """
 import os, sys, time
 from pathlib import Path
 from orchestrator.store import open_store
+from orchestrator.results.record import RunRecord
 from orchestrator.store.ingest import read_run  # imported before the start line, like the other writer
 db, gate, dirs = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
 (gate / str(os.getpid())).touch()
@@ -158,7 +160,7 @@ while len(list(gate.iterdir())) < 2:  # both writers ready: go together
 with open_store(db) as store:
     first = time.time()
     for d in dirs:
-        store.record(Path(d))
+        store.record(RunRecord(d))
     print(first, time.time())
 """
 
@@ -239,7 +241,7 @@ def test_store_at_schema_v1_is_migrated(fleet: FleetRun, tmp_path: Path) -> None
     with open_store(old) as store:
         assert store.job(manifest.run_id).to_dict() == v1_view.to_dict()
         assert [p.device for p in store.history_points("tiny_cnn")] == [d.name for d in manifest.devices]
-        store.record(fleet.run_dir)  # and records into the migrated schema
+        store.record(RunRecord(fleet.run_dir))  # and records into the migrated schema
     conn = sqlite3.connect(old)
     assert user_version(conn) == SCHEMA_VERSION
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +28,6 @@ from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.builders.ops import op_group
 from orchestrator.report.builders.trust import WORRYING, trust_notes
 from orchestrator.report.model import ComparisonView, PairStructure, Report, StructureChange, TrustNote
-from orchestrator.results.model import load_manifest
 from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import Comparison, PairVerdict
 
@@ -57,7 +56,7 @@ def comparison_view(comparison: Comparison, runs: Sequence[Report], title: str, 
     links = tuple((p.device, p.model, href) for p in comparison.pairs
                   if (href := _baseline_href(p, output_dir)))
     return ComparisonView(comparison, title, structure, links, tuple(confirmations),
-                          _trust(comparison) or _trust_of_runs(comparison, runs), tuple(runs), tuple(notes))
+                          _trust(comparison, record) or _trust_of_runs(comparison, runs), tuple(runs), tuple(notes))
 
 
 def pair_structure(device: str, model: str, rows_a: Sequence[StatRow] | None,
@@ -131,16 +130,18 @@ def _trust_of_runs(comparison: Comparison, runs: Sequence[Report]) -> tuple[tupl
                  if (n.device, n.model) in wanted and n.kind in (*WORRYING, "tracer"))
 
 
-def _trust(comparison: Comparison) -> tuple[tuple[str, TrustNote], ...]:
+def _trust(comparison: Comparison,
+           record: Callable[[Path | None], RunRecord | None]) -> tuple[tuple[str, TrustNote], ...]:
     """B's and each baseline's trust notes for the compared (device, model) pairs, each run read once."""
     out: list[tuple[str, TrustNote]] = []
     seen: set[tuple[Path, str, str]] = set()
     for pair in comparison.pairs:
         for label, run_dir, model in (("baseline", pair.dir_a, pair.model_a), ("this run", pair.dir_b, pair.model_b)):
-            if run_dir is None or (run_dir, pair.device, model) in seen or not (run_dir / "manifest.json").is_file():
+            run = record(run_dir)
+            if run is None or (run_dir, pair.device, model) in seen or not run.present:
                 continue
             seen.add((run_dir, pair.device, model))
-            job = load_manifest(run_dir)
+            job = run.job
             out += [(f"{label} {job.run_id}", n) for n in trust_notes(job, [model])
                     if n.device == pair.device and n.kind in (*WORRYING, "tracer")]
     return tuple(out)

@@ -26,7 +26,7 @@ from orchestrator.profiles.stat_rows import StatRow
 from orchestrator.report.builders.ratios import ratio_with_ci
 from orchestrator.report.model import DeviceOps, Interval, OpRatioRow, OpStat
 from orchestrator.results.model import ModelResult
-from orchestrator.run.rundir import SAMPLES
+from orchestrator.results.record import RunRecord
 from orchestrator.run.runner_contract import ETDUMP_NAME
 from orchestrator.verdicts.op_samples import read_op_samples, recorded_op_samples
 
@@ -156,17 +156,17 @@ def _p50_below(op: OpStat) -> bool:
     return below_resolution(op.p50_ms, op.delegated)
 
 
-def device_op_runs(root: Path, device: str, result: ModelResult, rows: Sequence[StatRow]) -> dict[OpKey, list[Any]]:
+def device_op_runs(run: RunRecord, device: str, result: ModelResult, rows: Sequence[StatRow]) -> dict[OpKey, list[Any]]:
     """One device's per-op samples per traced process run, keyed as its rows' identities, from the run's samples file,
     else from the runs' ETDumps ({} when there are none, more than OP_RUNS_MAX_BYTES, or unreadable: the ratios then
     have no interval)."""
     identities = {row.key: row.identity for row in rows}
     labels = [r.label for r in result.traced_runs]
-    recorded = recorded_op_samples([(root / SAMPLES, label) for label in labels], device, result.name, identities)
+    recorded = recorded_op_samples([(run, label) for label in labels], device, result.name, identities)
     if labels and recorded is not None:
         return {key: runs for key, (_, runs) in recorded.ops.items()}
     # A run directory written before samples.npz: the ETDumps, read again.
-    paths = [root / a for r in result.traced_runs for a in r.artifacts if Path(a).name == ETDUMP_NAME]
+    paths = [run.root / a for r in result.traced_runs for a in r.artifacts if Path(a).name == ETDUMP_NAME]
     paths = [p for p in paths if p.is_file()]
     if not paths or sum(p.stat().st_size for p in paths) > OP_RUNS_MAX_BYTES:
         return {}

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 
 from orchestrator.base.errors import EtfarmError, UsageError
 from orchestrator.base.stats import BETWEEN_RUNS_LIMIT, WITHIN_RUN_LIMIT, coefficient_of_variation, median, percentile
@@ -96,30 +95,28 @@ LLM_METHOD = (
 
 
 def build_report(
-    run_dir: str | Path,
+    run: RunRecord,
     baseline: str | None = None,
     history: Sequence[HistoryPoint] = (),
     history_runs: int = HISTORY_RUNS,
     numerics: NumericsReport | None = None,
 ) -> Report:
-    """The report of one run directory: its manifest and stats.csv, read from its record (`etfarm report DIR`)."""
-    record = RunRecord(run_dir)
-    return build_job_report(record.job, record.root, record.all_rows, baseline, history, history_runs, numerics)
+    """The report of one run: its manifest and stats.csv, read from its record (`etfarm report DIR`)."""
+    return build_job_report(run, baseline, history, history_runs, numerics)
 
 
 def build_job_report(
-    job: Job,
-    root: Path,
-    rows: Sequence[StatRow],
+    run: RunRecord,
     baseline: str | None = None,
     history: Sequence[HistoryPoint] = (),
     history_runs: int = HISTORY_RUNS,
     numerics: NumericsReport | None = None,
     threshold: float = DEFAULT_MATRIX_THRESHOLD,
 ) -> Report:
-    """The report of a job and its statistics (in memory after `etfarm run`). `baseline` defaults to the job's
-    first device with results; `numerics`, when the caller has analysed the run's numerics already, is used
-    instead of again."""
+    """The report of a job and its statistics (its record's, in memory after `etfarm run`). `baseline` defaults to
+    the job's first device with results; `numerics`, when the caller has analysed the run's numerics already, is
+    used instead of again."""
+    job, rows = run.job, run.all_rows
     known = [d.name for d in job.devices]
     devices = tuple(dict.fromkeys([*(n for n in job.config.devices if n in known), *known]))  # as the user listed them
     if baseline is not None and baseline not in devices:
@@ -130,7 +127,7 @@ def build_job_report(
         baseline = (measured or list(devices) or [None])[0]
     stats = group_rows(rows)
     names = _model_names(job)
-    sections = tuple(_model_section(job, root, devices, name, baseline, stats, history, history_runs) for name in names)
+    sections = tuple(_model_section(job, run, devices, name, baseline, stats, history, history_runs) for name in names)
     colours = tuple((device, DEVICE_PALETTE[k % len(DEVICE_PALETTE)]) for k, device in enumerate(devices))
     options = job.config.options
     settings = (
@@ -140,7 +137,7 @@ def build_job_report(
     )
     numerics_error = None
     if options.numerics and numerics is None:
-        numerics, numerics_error = _numerics(root)
+        numerics, numerics_error = _numerics(run)
 
     llm = llm_sections(job, rows, devices)
     return Report(
@@ -170,10 +167,10 @@ def build_job_report(
     )
 
 
-def _numerics(root: Path) -> tuple[NumericsReport | None, str | None]:
+def _numerics(run: RunRecord) -> tuple[NumericsReport | None, str | None]:
     """The run's numerics (default metric and threshold, as `etfarm numerics RUN`), or why not."""
     try:
-        return analyze_run(root), None
+        return analyze_run(run), None
     except EtfarmError as exc:
         return None, str(exc)
 
@@ -191,7 +188,7 @@ def _model_names(job: Job) -> list[str]:
 
 def _model_section(
     job: Job,
-    root: Path,
+    run: RunRecord,
     devices: tuple[str, ...],
     name: str,
     baseline: str | None,
@@ -216,7 +213,7 @@ def _model_section(
         latency=tuple(latency),
         ops=device_ops(per_device),
         op_ratios=op_ratios([d.name for d, _ in present], baseline, per_device,
-                            _op_runs(root, present, stats, name) if len(present) > 1 else None),
+                            _op_runs(run, present, stats, name) if len(present) > 1 else None),
         history=history_points,
         history_rows=_history_rows(history_points, [d.name for d, _ in present]),
         claim=claim,
@@ -225,10 +222,10 @@ def _model_section(
     )
 
 
-def _op_runs(root: Path, present: Sequence[tuple[DeviceResult, ModelResult]],
+def _op_runs(run: RunRecord, present: Sequence[tuple[DeviceResult, ModelResult]],
              stats: Mapping[tuple[str, str], Sequence[StatRow]], name: str) -> dict[str, dict]:
     """Per device, its ops' samples per process run (for the op x device ratios' intervals)."""
-    return {d.name: device_op_runs(root, d.name, m, stats.get((d.name, name), ())) for d, m in present}
+    return {d.name: device_op_runs(run, d.name, m, stats.get((d.name, name), ())) for d, m in present}
 
 
 def _runs(model: ModelResult) -> list[tuple[float, ...]]:

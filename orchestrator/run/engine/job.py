@@ -40,8 +40,8 @@ from orchestrator.results.model import (
     JobOptions,
     JobStatus,
     ModelArtifacts,
-    load_manifest,
 )
+from orchestrator.results.record import RunRecord
 from orchestrator.run.engine.joblog import job_log
 from orchestrator.run.engine.local_executor import LocalExecutor
 from orchestrator.run.engine.sweep import NotExported, export_configurations, sweep_models
@@ -73,6 +73,11 @@ class JobResult:
         """The job as manifest.json records it (its order of devices and models): what the store, the report and
         numerics read, as they would from the run directory."""
         return as_recorded(self.job)
+
+    @functools.cached_property
+    def record(self) -> RunRecord:
+        """The finished run's record, its job and statistics in memory (the samples are read from its file)."""
+        return RunRecord(self.rundir.root, self.recorded, self.rows)
 
     @property
     def rows(self) -> tuple[StatRow, ...]:
@@ -130,7 +135,7 @@ def run_job_on(executor: Executor, device_names: Sequence[str], specs: Sequence[
 def resume_job_on(executor: Executor, root: Path, specs: Sequence[ModelSpec], *, progress: Progress) -> JobResult:
     """Run what a recorded job is missing (run/plan.py), with its recorded settings, in its own run directory,
     under its run id; devices with nothing left to run are not contacted."""
-    recorded = load_manifest(root)
+    recorded = RunRecord(root).job
     with job_log(append_to=root / LOG):
         plan = JobPlan.resume(recorded)
         if plan.finished:

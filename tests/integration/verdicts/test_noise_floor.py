@@ -22,6 +22,7 @@ import pytest
 
 from orchestrator.base.cache import write_json_atomic
 from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
 from orchestrator.verdicts.noise import estimate_replicate_floor
 from tests.integration.verdicts.pinned import etfarm, mlp_variants, pinned_inventory
@@ -52,8 +53,8 @@ def farm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     db = root / "results.db"
     with open_store(db) as store:
         for k, factor in enumerate(FACTORS):
-            store.record(shifted_copy(real, root / "history" / f"h{k}", f"hist-{k}",
-                                      f"2026-01-{k + 1:02d}T00:00:00+0000", factor))
+            store.record(RunRecord(shifted_copy(real, root / "history" / f"h{k}", f"hist-{k}",
+                                      f"2026-01-{k + 1:02d}T00:00:00+0000", factor)))
     within = shifted_copy(real, root / "within", "within", "2026-02-01T00:00:00+0000", 1.10)
     twice = shifted_copy(real, root / "twice", "twice", "2026-02-01T00:00:00+0000", 2.0)
     return {"db": db, "within": within, "x2": twice, "history": root / "history"}
@@ -104,7 +105,7 @@ def test_too_short_a_history_is_no_floor_and_says_so(farm: dict[str, Path], tmp_
     db = tmp_path / "young.db"
     with open_store(db) as store:
         for k in range(3):
-            store.record(farm["history"] / f"h{k + 6}")
+            store.record(RunRecord(farm["history"] / f"h{k + 6}"))
     result = etfarm("compare", str(farm["within"]), "--store", str(db), "--no-ops", "--json", "--noise-floor", "auto")
     pair = json.loads(result.stdout)["pairs"][0]
     assert pair["noise_floor"]["floor"] is None and pair["noise_floor"]["stored_runs"] == 3

@@ -23,6 +23,7 @@ from orchestrator.results.model import (
     ModelResult,
     ModelStatus,
 )
+from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import PairVerdict
 from orchestrator.verdicts.confirmation import suspected
 from orchestrator.verdicts.statistics import Verdict
@@ -93,8 +94,8 @@ def test_pairs_go_interleaved_by_model_and_program_or_alone_with_why(tmp_path: P
     cnn_key = "cd" * 32
     jobs = {"mlp": baseline_job(mlp), "cnn": baseline_job(tmp_path / "gone.pte", cnn_key, "cnn")}
 
-    def finder(device: str, model: str) -> tuple[Path, Job] | None:
-        return None if device == "new-phone" else (tmp_path / "runs" / "base-run", jobs[model])
+    def finder(device: str, model: str) -> RunRecord | None:
+        return None if device == "new-phone" else RunRecord(tmp_path / "runs" / "base-run", jobs[model])
 
     pairs = [regressed("pinned", "mlp"), regressed("pixel", "mlp"), regressed("pinned", "cnn"),
              regressed("new-phone", "mlp")]

@@ -11,6 +11,7 @@ from orchestrator.app.nightly import _compare, _Histories
 from orchestrator.app.nightly_plan import NightlyPlan
 from orchestrator.report.terminal.verdicts import verdict_table
 from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.store import Store, open_store
 from orchestrator.verdicts.compare import Comparison
 from orchestrator.verdicts.recorded import marked_regressed
@@ -25,11 +26,11 @@ def _drifted_series(tmp_path: Path, store: Store) -> tuple[NightlyPlan, Path]:
     """FACTORS' nights in the store, then tonight's job at 1.09x (recorded too), and the plan that judges it: the
     series logic on the statistic its synthetic nights were made for (fast-state)."""
     for k, factor in enumerate(FACTORS):
-        store.record(scaled(make_run_dir(tmp_path / "runs", f"run-{k}", f"2026-01-0{k + 1}T00:00:00+0000",
-                                         devices=("local",), runs=6, iterations=10), factor))
+        store.record(RunRecord(scaled(make_run_dir(tmp_path / "runs", f"run-{k}", f"2026-01-0{k + 1}T00:00:00+0000",
+                                         devices=("local",), runs=6, iterations=10), factor)))
     night = scaled(make_run_dir(tmp_path / "runs", "run-b", "2026-01-20T00:00:00+0000", devices=("local",), runs=6,
                                 iterations=10), 1.09)
-    store.record(night)
+    store.record(RunRecord(night))
     plan = NightlyPlan(path=tmp_path / "plan.yaml", devices=("local",), models=(), report=tmp_path, out=tmp_path,
                        center="fast-state")
     return plan, night
@@ -46,7 +47,7 @@ def test_a_drift_that_passed_night_by_night_is_regressed_against_the_series(tmp_
     assert pair.verdict is Verdict.REGRESSED and pair.regressed
     assert pair.reason is not None and pair.reason.startswith("regressed against its series; against the last good "
                                                               "run alone: ")
-    assert marked_regressed(night, "local", "mlp")  # never a later baseline
+    assert marked_regressed(RunRecord(night), "local", "mlp")  # never a later baseline
     table = verdict_table(Comparison("last-good", "run-b", plan.settings, (pair,)))
     assert "REGRESSED" in table
     assert "\\x0a" not in table and "baselines: local mlp: run-7" in table.splitlines()  # a line, not a literal \x0a

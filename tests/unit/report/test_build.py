@@ -14,6 +14,7 @@ from orchestrator.base.errors import UsageError
 from orchestrator.report.builders.ratios import _pooled_p50s, ratio_with_ci
 from orchestrator.report.builders.report import build_report
 from orchestrator.report.render.charts import report_charts
+from orchestrator.results.record import RunRecord
 from orchestrator.store.history import HistoryPoint
 from tests.helpers.synthetic_run import make_run_dir
 
@@ -24,7 +25,7 @@ def latency(report, model: str = "m0"):
 
 def test_ratio_to_baseline_with_a_ci_over_process_runs(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("fast", "slow"), speed=(1.0, 2.0), runs=5)
-    report = build_report(run)
+    report = build_report(RunRecord(run))
     rows = latency(report)
     assert report.baseline == "fast"  # the job's first device by default
     assert rows["fast"].ratio == 1.0 and rows["fast"].ratio_ci is None
@@ -39,10 +40,10 @@ def test_ratio_to_baseline_with_a_ci_over_process_runs(tmp_path: Path) -> None:
 
 def test_baseline_option_and_unknown_baseline(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("fast", "slow"), speed=(1.0, 2.0))
-    rows = latency(build_report(run, baseline="slow"))
+    rows = latency(build_report(RunRecord(run), baseline="slow"))
     assert rows["fast"].ratio == pytest.approx(0.5, rel=0.05)
     with pytest.raises(UsageError, match="--baseline: device 'nope' is not in run .*fast, slow"):
-        build_report(run, baseline="nope")
+        build_report(RunRecord(run), baseline="nope")
 
 
 def test_ci_needs_three_runs_each_side() -> None:
@@ -92,20 +93,20 @@ def test_bootstrap_replicates_are_numpys_p50_of_the_drawn_runs() -> None:
 
 def test_unstable_partial_and_failed_devices_are_flagged(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("a", "b", "dead"), noise=0.4, failed=("dead",))
-    report = build_report(run)
+    report = build_report(RunRecord(run))
     rows = latency(report)
     assert "dead" not in rows  # no result for the model: not a latency row ...
     facts = {f.device: f for f in report.facts}
     assert facts["dead"].error == "device unreachable" and facts["dead"].status == "failed"  # ... but a device fact
     flags = {f.kind: f.reason for f in rows["a"].flags}
-    first_failed = build_report(make_run_dir(tmp_path / "r2", devices=("dead", "a", "b"), failed=("dead",)))
+    first_failed = build_report(RunRecord(make_run_dir(tmp_path / "r2", devices=("dead", "a", "b"), failed=("dead",))))
     assert first_failed.baseline == "a"  # the default baseline is the first device that measured something
     assert "unstable" in flags and "IQR / median; limit 20%" in flags["unstable"]
 
 
 def test_ops_shares_groups_and_op_ratios(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("a", "b"), speed=(1.0, 3.0), kernels=8)
-    section = build_report(run).models[0]
+    section = build_report(RunRecord(run)).models[0]
     ops = {o.device: o for o in section.ops}
     names = [op.name for op in ops["a"].top]
     assert "DELEGATE_CALL" not in names and "Method::execute" not in names  # kernels listed: no double count
@@ -129,7 +130,7 @@ def test_ops_shares_groups_and_op_ratios(tmp_path: Path) -> None:
 
 def test_device_facts_name_frequencies_governor_and_temperatures(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("a",), runs=3)
-    facts = build_report(run).facts[0]
+    facts = build_report(RunRecord(run)).facts[0]
     assert facts.frequencies == "max 1800/2400 MHz, seen 1800-1800 MHz"
     assert facts.governor == "schedutil"
     assert facts.temperatures == "cpu-thermal 40-43 °C over 4 readings"  # 3 traced runs + 1 untraced
@@ -142,17 +143,17 @@ def test_history_keeps_this_model_and_devices_last_runs(tmp_path: Path) -> None:
               for i in range(12) for dev in ("a", "b")]
     points += [HistoryPoint("x", "2026-11-30T00:00:00", "a", "other-model", "ok", 9.0, 9.0, None),
                HistoryPoint("y", "2026-11-30T00:00:00", "c", "m0", "ok", 9.0, 9.0, None)]
-    history = build_report(run, history=points, history_runs=10).models[0].history
+    history = build_report(RunRecord(run), history=points, history_runs=10).models[0].history
     assert [p.run_id for p in history[::2]] == [f"r{i}" for i in range(2, 12)]  # oldest first, last 10 runs
     assert {p.device for p in history} == {"a", "b"}
-    assert build_report(run).models[0].history == ()
+    assert build_report(RunRecord(run)).models[0].history == ()
 
 
 def test_charts_are_deterministic_svg(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("a", "b"))
     points = [HistoryPoint(f"r{i}", f"2026-11-{i + 10:02d}", "a", "m0", "ok", 1.0, 1.1, None) for i in range(3)]
-    first = report_charts(build_report(run, history=points)).all
-    second = report_charts(build_report(run, history=points)).all
+    first = report_charts(build_report(RunRecord(run), history=points)).all
+    second = report_charts(build_report(RunRecord(run), history=points)).all
     assert [c.stem for c in first] == ["m0-latency", "m0-op-groups", "m0-op-heatmap", "m0-history"]
     assert [c.svg for c in first] == [c.svg for c in second]
     for chart in first:
@@ -164,7 +165,8 @@ def test_building_a_report_draws_nothing(tmp_path: Path) -> None:
     """Charts are rendering: the report's data is built without matplotlib, for JSON and CSV as for the pages."""
     run = make_run_dir(tmp_path / "run", devices=("a", "b"))
     probe = ("import sys\nfrom orchestrator.report.builders.report import build_report\n"
-             f"report = build_report({str(run)!r}, history=())\n"
+             "from orchestrator.results.record import RunRecord\n"
+             f"report = build_report(RunRecord({str(run)!r}), history=())\n"
              "print(len(report.models), sorted(m for m in sys.modules if m.startswith('matplotlib'))[:1])")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -187,7 +189,7 @@ def test_history_rows_put_devices_side_by_side_newest_first(tmp_path: Path) -> N
     points = [HistoryPoint("r1", "2026-11-01", "a", "m0", "ok", 1.0, 1.1, "c1"),
               HistoryPoint("r1", "2026-11-01", "b", "m0", "failed", None, None, "c1"),
               HistoryPoint("r2", "2026-11-02", "a", "m0", "ok", 1.5, 1.6, None)]
-    rows = build_report(run, history=points).models[0].history_rows
+    rows = build_report(RunRecord(run), history=points).models[0].history_rows
     assert [(r.run_id, r.p50_ms, r.status, r.git_commit) for r in rows] == [
         ("r2", (1.5, None), ("ok", ""), None), ("r1", (1.0, None), ("ok", "failed"), "c1")]
 
@@ -196,7 +198,7 @@ def test_devices_a_thousand_times_apart_get_readable_charts_and_ratios(tmp_path:
     from orchestrator.report.formats import interval, ratio
 
     run = make_run_dir(tmp_path / "run", devices=("board", "phone"), speed=(1000.0, 1.0))
-    report = build_report(run)
+    report = build_report(RunRecord(run))
     section = report.models[0]
     charts = {c.stem: c.svg for c in report_charts(report).all}
     assert "(log scale)" in charts["m0-latency"]
@@ -204,7 +206,7 @@ def test_devices_a_thousand_times_apart_get_readable_charts_and_ratios(tmp_path:
     phone = section.latency[1]
     assert ratio(phone.ratio) == f"{phone.ratio:.3g}x" and ratio(phone.ratio).startswith(("0.000", "0.001"))
     assert interval(phone.ratio_ci).startswith("[0.000")
-    close = {c.stem: c.svg for c in report_charts(build_report(make_run_dir(tmp_path / "close", devices=("a", "b")))).all}
+    close = {c.stem: c.svg for c in report_charts(build_report(RunRecord(make_run_dir(tmp_path / "close", devices=("a", "b"))))).all}
     assert "(log scale)" not in close["m0-latency"] and "mean ms per execution" in close["m0-op-groups"]
 
 
@@ -213,7 +215,7 @@ def test_rollups_by_module_and_op_type_on_the_page_and_in_json(tmp_path: Path) -
     from orchestrator.report.render.export import render_json
 
     run = make_run_dir(tmp_path / "run", devices=("a", "b"), speed=(1.0, 3.0), kernels=8)
-    report = build_report(run)
+    report = build_report(RunRecord(run))
     section = report.models[0]
     assert [r.device for r in section.rollups] == ["a", "b"]
     a, b = section.rollups

@@ -17,6 +17,7 @@ from orchestrator.report.model.ci import Measure
 from orchestrator.report.render.ci import render_bmf, render_github_benchmark, render_hud
 from orchestrator.results.energy_figures import ModelEnergy
 from orchestrator.results.footprint import ModelMemory, Owners
+from orchestrator.results.record import RunRecord
 from tests.helpers.synthetic_run import make_run_dir
 
 # Bencher's published JSON Schema of the Bencher Metric Format (bencher.dev/docs/reference/bencher-metric-format).
@@ -72,7 +73,7 @@ HUD_SCHEMA = {
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
     run = make_run_dir(tmp_path_factory.mktemp("run"), devices=("pixel8", "rpi5", "dead"), models=("cnn", "mlp"),
                        speed=(1.0, 2.0, 1.0), failed=("dead",), emulated=("rpi5",))
-    return build_report(run)
+    return build_report(RunRecord(run))
 
 
 def test_the_schemas_take_the_published_examples() -> None:

@@ -12,6 +12,7 @@ from orchestrator.cli import main
 from orchestrator.report.builders.comparison import comparison_view
 from orchestrator.report.page.comparison import comparison_page
 from orchestrator.report.render.html import render_html
+from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
 from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
 from orchestrator.verdicts.statistics import Estimate, Verdict, VerdictSettings
@@ -57,8 +58,8 @@ def test_compare_of_runs_with_nothing_in_common_is_one_line_exit_2(tmp_path: Pat
                                                      devices=("local", "rpi5"), models=("mlp", "cnn")))]) != 2
     db = tmp_path / "results.db"  # B given alone against a --baseline the user names: the same rule
     with open_store(db) as store:
-        store.record(a)
-        store.record(b)
+        store.record(RunRecord(a))
+        store.record(RunRecord(b))
     assert main(["compare", str(b), "--baseline", "run-a", "--store", str(db)]) == 2
     assert "no (device, model) in common" in capsys.readouterr().err
 

@@ -12,6 +12,7 @@ from orchestrator.report.page.sections import run_page
 from orchestrator.report.render.markdown import render_markdown
 from orchestrator.report.terminal.summary import wall_clock_lines
 from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.run.configuration import configuration_label, model_settings
 from orchestrator.verdicts.compare import compare_jobs
 from orchestrator.verdicts.likeness import SeriesKey
@@ -21,7 +22,7 @@ from tests.helpers.synthetic_run import make_run_dir
 
 def test_every_view_of_an_emulated_device_says_so(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("pixel8", "rpi5"), models=("cnn",), emulated=("rpi5",))
-    report = build_report(run)
+    report = build_report(RunRecord(run))
     assert report.emulated == ("rpi5",)
     page = render_markdown(run_page(report))
     assert "| model | pixel8 | rpi5 (emulated) |" in page
@@ -31,7 +32,7 @@ def test_every_view_of_an_emulated_device_says_so(tmp_path: Path) -> None:
 
 
 def test_a_report_without_emulated_devices_says_nothing_of_emulation(tmp_path: Path) -> None:
-    report = build_report(make_run_dir(tmp_path / "run", devices=("pixel8", "rpi5"), models=("cnn",)))
+    report = build_report(RunRecord(make_run_dir(tmp_path / "run", devices=("pixel8", "rpi5"), models=("cnn",))))
     assert report.emulated == () and "emulated" not in render_markdown(run_page(report))
 
 
@@ -40,7 +41,7 @@ def test_an_emulated_run_is_never_judged_against_the_hardware(tmp_path: Path) ->
     hardware = make_run_dir(tmp_path / "a", devices=("rpi5",), models=("cnn",), runs=6)
     emulated = make_run_dir(tmp_path / "b", devices=("rpi5",), models=("cnn",), runs=6, speed=(40.0,), emulated=("rpi5",),
                             run_id="20261123-000000-bbbb")
-    (pair,) = compare_jobs(hardware, emulated, VerdictSettings(resamples=200), per_op=False).pairs
+    (pair,) = compare_jobs(RunRecord(hardware), RunRecord(emulated), VerdictSettings(resamples=200), per_op=False).pairs
     assert pair.verdict is Verdict.SETTINGS_DIFFER and not pair.regressed
     assert [(d.setting, d.a, d.b) for d in pair.differences] == [("emulated", "no", "yes")]
     job = load_manifest(emulated)

@@ -35,6 +35,7 @@ from orchestrator.report.render.html import render_html
 from orchestrator.report.render.markdown import render_markdown
 from orchestrator.report.terminal.summary import summary, wall_clock_lines
 from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from tests.helpers.synthetic_run import make_run_dir
 
 HOSTILE = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "a|b", "**bold**", "_x_", "`tick`",
@@ -116,7 +117,7 @@ def flat(text: str) -> str:
 @given(name=NAMES)
 def test_every_format_shows_a_hostile_name_as_text(tmp_path: Path, name: str) -> None:
     run = run_with(tmp_path, name)
-    report = build_report(run)
+    report = build_report(RunRecord(run))
     page = run_page(report)
     shown = flat(visible(name))
 
@@ -164,8 +165,8 @@ def test_the_ab_page_shows_a_hostile_name_as_text(tmp_path: Path, name: str) -> 
                      iterations=5, run_id="20261122-000000-aaaa")
     b = make_run_dir(tmp_path / f"b-{abs(hash(name))}", devices=(device,), models=(model,), module=name + "2", op=name,
                      runs=3, iterations=5, run_id="20261122-000001-bbbb", seed=1)
-    comparison = compare_jobs(a, b, per_op=False)
-    page = comparison_page(comparison_view(comparison, [build_report(b)], f"A/B {name}", tmp_path))
+    comparison = compare_jobs(RunRecord(a), RunRecord(b), per_op=False)
+    page = comparison_page(comparison_view(comparison, [build_report(RunRecord(b))], f"A/B {name}", tmp_path))
     shown = flat(visible(name))
     html = parsed(render_html(page))
     assert {tag for tag, _ in html.tags} <= HTML_TAGS and shown in flat("".join(html.text))

@@ -16,6 +16,7 @@ from orchestrator.report.render.html import render_html
 from orchestrator.report.render.markdown import render_markdown
 from orchestrator.report.terminal.llm import llm_lines, phase_tables
 from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from tests.unit.store.test_llm_store import llm_run_dir
 
 
@@ -38,7 +39,7 @@ def test_the_section_puts_devices_side_by_side_with_the_phases_and_a_step_chart(
     ops = {(o.phase, o.index): o for o in section.phase_ops}
     assert ops[("prefill", 3)].share == 0.75 and ops[("decode", 3)].share == 0.2
 
-    report = build_job_report(job, tmp_path, phase_rows())
+    report = build_job_report(RunRecord(tmp_path, job, phase_rows()))
     charts = report_charts(report)
     chart = charts.of("mlp", "decode-steps")
     assert chart is not None and "<svg" in chart.svg
@@ -75,7 +76,7 @@ def test_the_printed_summary(tmp_path: Path) -> None:
 
 def test_the_memory_table_has_every_model_kind_with_pss(tmp_path: Path) -> None:
     job = load_manifest(llm_run_dir(tmp_path))
-    report = build_job_report(job, tmp_path, phase_rows())
+    report = build_job_report(RunRecord(tmp_path, job, phase_rows()))
     rows = {r.device: r for r in report.memory}
     assert (rows["local"].pss_load_kb, rows["local"].pss_kb, rows["local"].peak_rss_kb) == (402, 602, 900)
     assert rows["rpi5"].pss_kb is None  # a run recorded before PSS

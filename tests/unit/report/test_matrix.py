@@ -18,6 +18,7 @@ from orchestrator.report.page.blocks import plain
 from orchestrator.report.page.sections import run_page
 from orchestrator.report.render.html import render_html
 from orchestrator.report.render.markdown import render_markdown
+from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.likeness import SeriesKey
 from tests.helpers.synthetic_run import make_run_dir
 
@@ -25,7 +26,7 @@ from tests.helpers.synthetic_run import make_run_dir
 def test_the_matrix_is_the_first_section_with_a_unit_per_column(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("pixel8", "rpi5", "local"), models=("cnn", "mlp"),
                        speed=(1.0, 2.0, 1.0), emulated=("rpi5",))
-    report = build_report(run)
+    report = build_report(RunRecord(run))
     page = run_page(report)
     assert page.sections[0].anchor == "matrix"
     matrix = report.matrix
@@ -40,7 +41,7 @@ def test_the_matrix_is_the_first_section_with_a_unit_per_column(tmp_path: Path) 
 
 
 def test_another_baseline_and_threshold_change_the_highlights(tmp_path: Path) -> None:
-    report = build_report(make_run_dir(tmp_path / "run", devices=("pixel8", "rpi5"), models=("cnn",), speed=(1.0, 1.3)),
+    report = build_report(RunRecord(make_run_dir(tmp_path / "run", devices=("pixel8", "rpi5"), models=("cnn",), speed=(1.0, 1.3))),
                           baseline="rpi5")
     assert report.matrix is not None and report.matrix.cells[0][0].beyond is Beyond.FASTER
     wide = device_matrix(report.devices, report.models, "rpi5", threshold=0.5)
@@ -51,7 +52,7 @@ def test_another_baseline_and_threshold_change_the_highlights(tmp_path: Path) ->
 
 
 def test_one_device_has_no_matrix_and_units_follow_the_column(tmp_path: Path) -> None:
-    report = build_report(make_run_dir(tmp_path / "run", devices=("pixel8",), models=("cnn",)))
+    report = build_report(RunRecord(make_run_dir(tmp_path / "run", devices=("pixel8",), models=("cnn",))))
     assert report.matrix is None and run_page(report).sections[0].anchor == "summary"
     assert column_unit([0.012, 0.4, None]) == ("us", 1000.0)
     assert column_unit([0.5, 12.0]) == ("ms", 1.0) and column_unit([9.0, 12_500.0]) == ("s", 0.001)
@@ -67,8 +68,8 @@ def _int8_group() -> RecipeGroup:
 
 
 def test_the_quantized_answer_is_in_the_first_box(tmp_path: Path) -> None:
-    several = build_report(make_run_dir(tmp_path / "a", devices=("pixel8", "rpi5"), models=("cnn",)))
-    one = build_report(make_run_dir(tmp_path / "b", devices=("pixel8",), models=("cnn",)))
+    several = build_report(RunRecord(make_run_dir(tmp_path / "a", devices=("pixel8", "rpi5"), models=("cnn",))))
+    one = build_report(RunRecord(make_run_dir(tmp_path / "b", devices=("pixel8",), models=("cnn",))))
     for report in (replace(several, quantized=(_int8_group(),)), replace(one, quantized=(_int8_group(),))):
         first = run_page(report).sections[0].blocks[0]
         said = plain(first.body)  # type: ignore[attr-defined]
@@ -98,7 +99,7 @@ def test_the_dashboard_index_opens_with_the_newest_matrix() -> None:
 
 
 def test_a_ratio_without_an_interval_is_never_badged(tmp_path: Path) -> None:
-    report = build_report(make_run_dir(tmp_path / "run", devices=("pixel8", "rpi5"), models=("cnn",), speed=(1.0, 3.0),
-                                       runs=2))  # two process runs: no interval, as the claim says
+    report = build_report(RunRecord(make_run_dir(tmp_path / "run", devices=("pixel8", "rpi5"), models=("cnn",), speed=(1.0, 3.0),
+                                       runs=2)))  # two process runs: no interval, as the claim says
     assert report.matrix is not None and report.matrix.cells[1][0].ratio_ci is None
     assert report.matrix.cells[1][0].beyond is Beyond.WITHIN and report.models[0].claim.fastest is None  # type: ignore[union-attr]

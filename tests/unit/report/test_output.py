@@ -11,18 +11,19 @@ import pytest
 from orchestrator.base.errors import UsageError
 from orchestrator.report.destination import REPORT_HTML, ReportFormat, check_target
 from orchestrator.report.output import write_report, write_run_report
+from orchestrator.results.record import RunRecord
 from tests.helpers.synthetic_run import make_run_dir
 
 
 def test_html_goes_beside_the_results_by_default(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("a", "b"))
-    assert write_report(run, ReportFormat.HTML, None) == run / REPORT_HTML
+    assert write_report(RunRecord(run), ReportFormat.HTML, None) == run / REPORT_HTML
     assert (run / REPORT_HTML).read_text().startswith("<!DOCTYPE html>")
 
 
 def test_markdown_into_a_directory_writes_its_charts_beside_it(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("a", "b"))
-    written = write_report(run, ReportFormat.MD, f"{tmp_path}/summary/")
+    written = write_report(RunRecord(run), ReportFormat.MD, f"{tmp_path}/summary/")
     assert written == tmp_path / "summary" / "report.md"
     charts = sorted(p.name for p in (tmp_path / "summary" / "charts").iterdir())
     assert charts == ["m0-latency.svg", "m0-op-groups.svg", "m0-op-heatmap.svg"]
@@ -34,7 +35,7 @@ def test_run_hook_warns_and_keeps_going_when_the_report_fails(tmp_path: Path) ->
     run = make_run_dir(tmp_path / "run", devices=("a",))
     (run / "stats.csv").write_text("not,a,stats,file\n1,2,3,4\n")
     warnings: list[str] = []
-    assert write_run_report(run, warnings.append) is None
+    assert write_run_report(RunRecord(run), warnings.append) is None
     assert len(warnings) == 1 and "report not written" in warnings[0] and "not an etfarm stats.csv" in warnings[0]
     assert (run / "manifest.json").is_file() and not (run / REPORT_HTML).exists()
 
@@ -74,7 +75,7 @@ def test_history_comes_from_the_store(tmp_path: Path) -> None:
                          started=f"2026-11-2{i}T00:00:00+0000", seed=i) for i in range(3)]
     with open_store(db) as store:
         for run in runs:
-            store.record(run)
+            store.record(RunRecord(run))
     result = etfarm("report", "20261120-000002-abcd", "--store", str(db), "--format", "json")
     assert result.returncode == 0, result.stderr
     import json
@@ -128,7 +129,7 @@ def test_the_run_hooks_warning_never_calls_a_failed_jobs_results_complete(tmp_pa
     (run / REPORT_HTML).mkdir()  # the report cannot be written there
     job = load_manifest(run)
     warnings: list[str] = []
-    assert write_run_report(run, warnings.append, job=replace(job, status=JobStatus.FAILED)) is None
+    assert write_run_report(RunRecord(run, job=replace(job, status=JobStatus.FAILED)), warnings.append) is None
     assert len(warnings) == 1 and f"the results in {run} are partial (the job is failed)" in warnings[0], warnings
-    assert write_run_report(run, warnings.append, job=replace(job, status=JobStatus.OK)) is None
+    assert write_run_report(RunRecord(run, job=replace(job, status=JobStatus.OK)), warnings.append) is None
     assert f"the results in {run} are complete" in warnings[1], warnings

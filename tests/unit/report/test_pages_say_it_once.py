@@ -21,6 +21,7 @@ from orchestrator.report.page.sections import run_page
 from orchestrator.report.render.html import render_html
 from orchestrator.report.terminal.summary import summary
 from orchestrator.results.model import RunFlag, load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
 from orchestrator.verdicts.compare import compare_against
 from tests.helpers.synthetic_run import make_run_dir
@@ -48,7 +49,7 @@ def _rewrite_runs(run: Path, change) -> None:  # noqa: ANN001 - a ProcessRun -> 
 def test_a_source_line_every_op_shares_is_not_shown(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("local",), kernels=4)
     _rewrite_stats(run, "tiny_cnn.py:28")
-    report = build_report(run)
+    report = build_report(RunRecord(run))
     assert all(op.source_line == "" for d in report.models[0].ops for op in d.top)
     assert "tiny_cnn.py:28" not in render_html(run_page(report))
     terminal = summary(read_stats_csv(run / "stats.csv"))
@@ -61,7 +62,7 @@ def test_a_tracer_overhead_within_noise_is_said_so(tmp_path: Path) -> None:
     _rewrite_runs(run, lambda r: r if r.traced else dataclasses.replace(r, execute_ms=tuple(1.2 * v for v in r.execute_ms)))
     tracer = tracer_overhead(load_manifest(run).devices[0].models[0])
     assert tracer is not None and tracer.overhead is not None and tracer.overhead < -0.05 and tracer.within_noise
-    html = render_html(run_page(build_report(run)))
+    html = render_html(run_page(build_report(RunRecord(run))))
     assert "within noise" in html and f"{tracer.overhead:+.1%}" not in html.replace("measured " + f"{tracer.overhead:+.1%}", "")
 
 
@@ -69,9 +70,9 @@ def test_a_first_nights_trust_summary_never_contradicts_its_flags(tmp_path: Path
     run = make_run_dir(tmp_path / "run", devices=("local",), kernels=4)
     _rewrite_runs(run, lambda r: dataclasses.replace(r, flag=RunFlag.INTERFERED, slowdown=0.4)
                   if r.label in ("run-3", "run-4") else r)
-    comparison = compare_against(run, lambda device, model: None, per_op=False)  # no baseline yet: every pair new
+    comparison = compare_against(RunRecord(run), lambda device, model: None, per_op=False)  # no baseline yet: every pair new
     assert [p.verdict.value for p in comparison.pairs] == ["new"]
-    html = render_html(comparison_page(comparison_view(comparison, [build_report(run)], "night 1", tmp_path)))
+    html = render_html(comparison_page(comparison_view(comparison, [build_report(RunRecord(run))], "night 1", tmp_path)))
     trust = html[html.index('id="trust"'):]
     trust = trust[:trust.index("</section>")]
     assert "interfered" in trust and "No process run" not in trust
@@ -84,10 +85,10 @@ def test_load_p50_is_one_number_in_the_report_the_store_and_history_show(tmp_pat
     _rewrite_runs(run, lambda r: dataclasses.replace(r, cold=True, load_ms=9.0) if r.label == "run-1" else
                   dataclasses.replace(r, load_ms=1.0) if not r.traced else
                   dataclasses.replace(r, load_ms=2.0 + int(r.label[-1]) / 10))
-    load = build_report(run).models[0].latency[0].load_p50_ms
+    load = build_report(RunRecord(run)).models[0].latency[0].load_p50_ms
     db = tmp_path / "results.db"
     with open_store(db) as store:
-        run_id = store.record(run)
+        run_id = store.record(RunRecord(run))
         stored = store._conn.execute("SELECT load_p50_ms FROM results").fetchone()[0]  # noqa: SLF001
     assert stored == pytest.approx(load)
     assert main(["history", "show", run_id, "--store", str(db)]) == 0

@@ -20,6 +20,7 @@ from orchestrator.report.render.charts import report_charts
 from orchestrator.report.render.export import CSV_COLUMNS, render_csv, render_json
 from orchestrator.report.render.html import render_html as html_of_page
 from orchestrator.report.render.markdown import render_markdown as markdown_of_page
+from orchestrator.results.record import RunRecord
 from orchestrator.store.history import HistoryPoint
 from tests.helpers.synthetic_run import make_run_dir
 
@@ -36,7 +37,7 @@ def render_markdown(report: Report, chart_dir: str | None = None) -> str:
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
     run = make_run_dir(tmp_path_factory.mktemp("run"), devices=("pixel8", "rpi5", "dead"), models=("cnn", "mlp"),
                        speed=(1.0, 2.0, 1.0), failed=("dead",))
-    return build_report(run)
+    return build_report(RunRecord(run))
 
 
 def test_html_is_one_offline_file_with_every_section(report: Report) -> None:
@@ -63,7 +64,7 @@ def test_html_escapes_what_it_shows(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("a", "b"), models=("m",), failed=("b",))
     manifest = run / "manifest.json"
     manifest.write_text(manifest.read_text().replace('"device unreachable"', '"<b>evil</b>"'))
-    page = render_html(build_report(run), charts=False)
+    page = render_html(build_report(RunRecord(run)), charts=False)
     assert "<b>evil</b>" not in page and "&lt;b&gt;evil&lt;/b&gt;" in page
 
 
@@ -71,7 +72,7 @@ def test_html_shows_history_when_the_store_has_some(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("a", "b"))
     points = [HistoryPoint(f"run-{i}", f"2026-11-{10 + i}T00:00:00", "a", "m0", "ok", 1.0 + 0.1 * i, 1.2, "abc1234")
               for i in range(4)]
-    page = render_html(build_report(run, history=points))
+    page = render_html(build_report(RunRecord(run), history=points))
     assert "no history" not in page and "run-3" in page and "abc1234" in page
     assert 'data-chart="m0-history"' in page
 
@@ -123,7 +124,7 @@ def test_csv_is_one_row_per_model_and_device(report: Report) -> None:
 def test_a_run_where_every_device_failed_still_reports(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path / "run", devices=("a", "b"), failed=("a", "b"))
     assert not (run / "stats.csv").exists()
-    report = build_report(run)
+    report = build_report(RunRecord(run))
     page = render_html(report)
     assert "no device produced a result" in page and "device unreachable" in page
     assert "no device produced a result" in render_markdown(report)

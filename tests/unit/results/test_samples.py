@@ -10,6 +10,7 @@ import pytest
 
 from orchestrator.profiles.analysis_core import SampleSet, collect_samples, summary_records
 from orchestrator.profiles.stat_rows import ModelStats, model_stats
+from orchestrator.results.record import RunRecord
 from orchestrator.results.samples import joined_runs, pair_samples, read_samples, write_samples
 from orchestrator.verdicts.op_samples import read_op_samples, recorded_op_samples
 from tests.helpers.etdumps import Profile, Run, build_etdump, typical_runs
@@ -80,13 +81,13 @@ def test_per_op_samples_from_the_file_equal_those_from_the_etdumps(tmp_path: Pat
     paths = _dumps(tmp_path, [(4, 3), (5, 3), (3, 4)])
     write_samples(tmp_path / "samples.npz", [model_stats("d", "m", paths, None)])
     labels = ["run-3", "run-1"]
-    found = recorded_op_samples([(tmp_path / "samples.npz", label) for label in labels], "d", "m")
+    found = recorded_op_samples([(RunRecord(tmp_path), label) for label in labels], "d", "m")
     direct = read_op_samples([paths[2], paths[0]])
     assert found is not None and list(found.ops) == list(direct.ops) and found.names == direct.names
     for key, (index, runs) in direct.ops.items():
         assert found.ops[key][0] == index
         assert all(np.array_equal(x, y) for x, y in zip(found.ops[key][1], runs, strict=True))
-    assert recorded_op_samples([(tmp_path / "samples.npz", "run-9")], "d", "m") is None  # a run it does not hold
+    assert recorded_op_samples([(RunRecord(tmp_path), "run-9")], "d", "m") is None  # a run it does not hold
 
 
 @pytest.mark.parametrize("content", [b"", b"not a zip", None])

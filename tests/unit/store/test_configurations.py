@@ -16,6 +16,7 @@ from orchestrator.cli import main
 from orchestrator.report.builders.report import build_report
 from orchestrator.report.render.charts import report_charts
 from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
 from tests.unit.store.rundirs import make_run_dir
 
@@ -48,7 +49,7 @@ def store_of_three(tmp_path: Path) -> tuple[Path, list[Path]]:
                 k = 4 * c + night
                 dirs.append(configured(make_run_dir(tmp_path / "runs", f"run-{k:02d}", f"2026-01-{k + 1:02d}T00:00:00+0000",
                                                     devices=("local",)), backend, numerics, level))
-                store.record(dirs[-1])
+                store.record(RunRecord(dirs[-1]))
     return db, dirs
 
 
@@ -82,7 +83,7 @@ def test_over_time_chart_draws_each_configuration(store_of_three: tuple[Path, li
     db, dirs = store_of_three
     with open_store(db) as store:
         history = store.history_points("mlp", ["local"], limit=12)
-    report = build_report(dirs[-1], history=history)
+    report = build_report(RunRecord(dirs[-1]), history=history)
     section = report.models[0]
     chart = report_charts(report).of("mlp", "history")
     assert chart is not None

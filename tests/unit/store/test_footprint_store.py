@@ -11,6 +11,7 @@ from orchestrator.base.cache import write_json_atomic
 from orchestrator.results.energy_figures import EnergyPhase, ModelEnergy, RailEnergy
 from orchestrator.results.footprint import Footprint, ModelMemory, Owners
 from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
 from tests.unit.store.rundirs import make_run_dir
 
@@ -32,8 +33,8 @@ def test_memory_and_energy_round_trip_and_reach_history(tmp_path: Path) -> None:
     write_json_atomic(run / "manifest.json", job.to_dict())
     unmeasured = make_run_dir(tmp_path, "r0", "2026-11-19T10:00:00+0000")
     with open_store(tmp_path / "s.db") as store:
-        store.record(unmeasured)
-        store.record(run)
+        store.record(RunRecord(unmeasured))
+        store.record(RunRecord(run))
         stored = store.job("r1")
         points = {p.run_id: p for p in store.history_points("mlp", ["local"])}
     assert stored.device("local").model("mlp").memory == MEMORY  # type: ignore[union-attr]
@@ -51,7 +52,7 @@ def test_no_sensor_stores_no_figure(tmp_path: Path) -> None:
     unavailable = ModelEnergy.unavailable("no power sensor on the device")
     write_json_atomic(run / "manifest.json", job.with_device(device.with_model(replace(model, energy=unavailable))).to_dict())
     with open_store(tmp_path / "s.db") as store:
-        store.record(run)
+        store.record(RunRecord(run))
         assert store.job("r1").device("local").model("mlp").energy == unavailable  # type: ignore[union-attr]
     with sqlite3.connect(tmp_path / "s.db") as conn:
         assert conn.execute("SELECT uj_per_inference, json_extract(result_json, '$.energy') IS NOT NULL FROM results WHERE device = 'local'").fetchall() == [(None, 1)]

@@ -9,6 +9,7 @@ from pathlib import Path
 from orchestrator.base.cache import write_json_atomic
 from orchestrator.report.terminal.history import history_table, run_details
 from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
 from tests.helpers.llm_figures import llm_run
 from tests.unit.store.rundirs import make_run_dir
@@ -33,7 +34,7 @@ def llm_run_dir(tmp_path: Path) -> Path:
 def test_llm_figures_and_pss_round_trip_and_reach_history(tmp_path: Path) -> None:
     run = llm_run_dir(tmp_path)
     with open_store(tmp_path / "s.db") as store:
-        store.record(run)
+        store.record(RunRecord(run))
         assert store.job("r1").to_dict() == load_manifest(run).to_dict()  # llm and PSS included
         (stored,) = store.jobs()
     points = {p.device: p for p in stored.points}
@@ -48,7 +49,7 @@ def test_llm_figures_and_pss_round_trip_and_reach_history(tmp_path: Path) -> Non
 def test_history_of_runs_without_llms_is_unchanged(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path, "r1", "2026-11-20T10:00:00+0000")
     with open_store(tmp_path / "s.db") as store:
-        store.record(run)
+        store.record(RunRecord(run))
         (stored,) = store.jobs()
     assert "LLMs" not in history_table([stored]) and all(p.ttft_ms is None for p in stored.points)
 
@@ -60,7 +61,7 @@ def test_a_dashboard_reads_the_same_llm_figures_and_series_keys_without_the_samp
 
     run = llm_run_dir(tmp_path)
     with open_store(tmp_path / "s.db") as store:
-        store.record(run)
+        store.record(RunRecord(run))
         (stored,) = store.jobs()
         rows = {r.device: r for r in store.series_rows().points(["r1"])["r1"]}
         whole, keys_only = store.job("r1"), store.job("r1", keys_only=True)

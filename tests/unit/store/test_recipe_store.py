@@ -11,6 +11,7 @@ from orchestrator.artifacts.recipes import RecipeInfo
 from orchestrator.base.cache import write_json_atomic
 from orchestrator.results.accuracy import Accuracy
 from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
 from tests.unit.store.rundirs import make_run_dir
 
@@ -29,7 +30,7 @@ def test_recipe_and_accuracy_round_trip(tmp_path: Path) -> None:
     job = replace(job, models=models).with_device(device.with_model(replace(model, accuracy=accuracy)))
     write_json_atomic(run / "manifest.json", job.to_dict())
     with open_store(tmp_path / "s.db") as store:
-        store.record(run)
+        store.record(RunRecord(run))
         stored = store.job("r1")
     assert stored.to_dict() == load_manifest(run).to_dict()
     assert stored.model_artifacts("mlp").recipe == recipe  # type: ignore[union-attr]

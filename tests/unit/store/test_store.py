@@ -11,6 +11,7 @@ import pytest
 from orchestrator.base.errors import DataError, UsageError
 from orchestrator.profiles.analysis_core import collect_samples
 from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store, resolve_run, store_path
 from tests.unit.store.rundirs import make_run_dir
 
@@ -18,7 +19,7 @@ from tests.unit.store.rundirs import make_run_dir
 def test_record_round_trips_the_results_model(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path, "r1", "2026-11-20T10:00:00+0000")
     with open_store(tmp_path / "s.db") as store:
-        assert store.record(run) == "r1"
+        assert store.record(RunRecord(run)) == "r1"
         assert store.job("r1").to_dict() == load_manifest(run).to_dict()
         assert store.run_dir("r1") == run.resolve()
 
@@ -26,14 +27,14 @@ def test_record_round_trips_the_results_model(tmp_path: Path) -> None:
 def test_recording_again_replaces_instead_of_duplicating(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path, "r1", "2026-11-20T10:00:00+0000")
     with open_store(tmp_path / "s.db") as store:
-        store.record(run)
-        store.record(run)
+        store.record(RunRecord(run))
+        store.record(RunRecord(run))
         assert [r.run_id for r in store.jobs()] == ["r1"]
         assert len(store.history_points("mlp")) == 2
         # a resumed run gains a device: re-recording replaces the old record
         shutil.rmtree(run)
         make_run_dir(tmp_path, "r1", "2026-11-20T10:00:00+0000", devices=("local", "rpi5", "pixel"))
-        store.record(run)
+        store.record(RunRecord(run))
         assert store.jobs()[0].devices == tuple(d.name for d in load_manifest(run).devices)
         assert set(store.jobs()[0].devices) == {"local", "rpi5", "pixel"}
         assert len(store.events("r1", "pixel", "mlp")) == len(store.events("r1", "local", "mlp"))
@@ -42,7 +43,7 @@ def test_recording_again_replaces_instead_of_duplicating(tmp_path: Path) -> None
 def test_event_samples_are_the_etdump_samples_per_run(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path, "r1", "2026-11-20T10:00:00+0000", runs=3, iterations=4)
     with open_store(tmp_path / "s.db") as store:
-        store.record(run)
+        store.record(RunRecord(run))
         stored = store.event_samples("r1", "rpi5", "mlp")
         events = store.events("r1", "rpi5", "mlp")
     dumps = sorted((run / "rpi5" / "mlp").glob("run-*/etdump.etdp"))
@@ -62,7 +63,7 @@ def test_execute_samples_traced_and_untraced(tmp_path: Path) -> None:
     run = make_run_dir(tmp_path, "r1", "2026-11-20T10:00:00+0000")
     manifest = load_manifest(run)
     with open_store(tmp_path / "s.db") as store:
-        store.record(run)
+        store.record(RunRecord(run))
         traced = store.execute_samples("r1", "local", "mlp")
         untraced = store.execute_samples("r1", "local", "mlp", traced=False)
     model = manifest.device("local").model("mlp")
@@ -78,7 +79,7 @@ def test_runs_newest_first_and_filtered(tmp_path: Path) -> None:
             make("c", "2026-11-02T10:00:00+0000", devices=("local",))]
     with open_store(tmp_path / "s.db") as store:
         for run in runs:
-            store.record(run)
+            store.record(RunRecord(run))
         assert [r.run_id for r in store.jobs()] == ["b", "c", "a"]
         assert [r.run_id for r in store.jobs(model="mlp")] == ["c", "a"]
         assert [r.run_id for r in store.jobs(device="rpi5")] == ["b", "a"]
@@ -91,8 +92,8 @@ def test_runs_newest_first_and_filtered(tmp_path: Path) -> None:
 def test_history_points_last_runs_of_a_model(tmp_path: Path) -> None:
     with open_store(tmp_path / "s.db") as store:
         for day in range(1, 6):
-            store.record(make_run_dir(tmp_path, f"r{day}", f"2026-11-0{day}T10:00:00+0000",
-                                      failed=("rpi5",) if day == 4 else ()))
+            store.record(RunRecord(make_run_dir(tmp_path, f"r{day}", f"2026-11-0{day}T10:00:00+0000",
+                                      failed=("rpi5",) if day == 4 else ())))
         points = store.history_points("mlp", limit=3)
         assert [(p.run_id, p.device) for p in points] == [("r5", "local"), ("r5", "rpi5"), ("r4", "local"),
                                                            ("r4", "rpi5"), ("r3", "local"), ("r3", "rpi5")]
@@ -113,7 +114,7 @@ def test_stats_csv_alone_is_kept_when_etdumps_are_gone(tmp_path: Path) -> None:
         "device,model,event_block,event_index,event_name,samples,min_ms,p10_ms,p50_ms,p90_ms,avg_ms,max_ms,std_ms,"
         "module_path\nlocal,mlp,Execute,0,native_call_op0.out,6,0.1,0.1,0.2,0.3,0.2,0.3,0.05,layers.0\n")
     with open_store(tmp_path / "s.db") as store:
-        store.record(run)
+        store.record(RunRecord(run))
         (event,) = store.events("r1", "local", "mlp")
         assert event.stats["p50_ms"] == 0.2 and event.meta["module_path"] == "layers.0" and event.samples_ms is None
         assert store.event_samples("r1", "local", "mlp") == {}
@@ -125,7 +126,7 @@ def test_unknown_run_and_resolve_run(tmp_path: Path) -> None:
     with open_store(db) as store:
         with pytest.raises(UsageError, match="no stored run 'zz'"):
             store.job("zz")
-        store.record(run)
+        store.record(RunRecord(run))
     assert resolve_run(str(run), db) == run.resolve()
     assert resolve_run("r1", db) == run.resolve()
     with pytest.raises(UsageError, match="neither a run directory nor a run id"):

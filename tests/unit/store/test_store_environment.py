@@ -12,6 +12,7 @@ import pytest
 
 from orchestrator.base.cache import finite_json
 from orchestrator.base.errors import UsageError
+from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
 from orchestrator.store.db import Store
 from orchestrator.store.ingest import read_run
@@ -26,7 +27,7 @@ def test_a_store_held_past_the_busy_timeout_is_one_usage_line(tmp_path: Path) ->
     holder.execute("BEGIN EXCLUSIVE")
     try:
         conn = sqlite3.connect(path, timeout=0.1, isolation_level=None)
-        record = read_run(make_run_dir(tmp_path, "20260101-000000-aaaa", "2026-01-01T00:00:00+0000"))
+        record = read_run(RunRecord(make_run_dir(tmp_path, "20260101-000000-aaaa", "2026-01-01T00:00:00+0000")))
         with pytest.raises(UsageError, match="another process held it past the 30 s busy timeout"):
             Store(path, conn).record_job(record)
         assert not conn.in_transaction  # rolled back, nothing half written

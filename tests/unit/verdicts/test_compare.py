@@ -9,6 +9,7 @@ import numpy as np
 from orchestrator.base.errors import Blame
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.results.model import VerificationStatus
+from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import Comparison, PairVerdict, Side, compare_jobs, compare_sides
 from orchestrator.verdicts.sides import SideRun, pool
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
@@ -110,7 +111,7 @@ def test_a_corrupt_etdump_gives_its_pair_no_data_and_the_others_verdicts(tmp_pat
     b = run_with_etdumps(tmp_path, "20261102-000000-bbbb", "2026-11-02T00:00:00+0000", runs=3)
     bad = b / "rpi5" / "mlp" / "run-2" / "etdump.etdp"
     bad.write_bytes(b"\x00garbage, not a flatbuffer" * 3)
-    comparison = compare_jobs(a, b, SETTINGS)
+    comparison = compare_jobs(RunRecord(a), RunRecord(b), SETTINGS)
     pairs = {p.device: p for p in comparison.pairs}
     assert pairs["rpi5"].verdict is Verdict.NO_DATA and "etdump" in (pairs["rpi5"].reason or "").lower()
     assert pairs["local"].verdict is not Verdict.NO_DATA and pairs["local"].estimate is not None

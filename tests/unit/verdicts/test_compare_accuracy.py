@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
+from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import compare_jobs
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 from tests.helpers.synthetic_run import make_run_dir
@@ -36,7 +37,7 @@ def run_dir(root: Path, edit: Any, **kw: Any) -> Path:
 def test_an_accuracy_drop_fails_the_comparison_with_its_own_verdict(tmp_path: Path) -> None:
     a = run_dir(tmp_path / "a", quantized(40.0))
     b = run_dir(tmp_path / "b", quantized(25.0), seed=1, run_id="20261122-000001-bbbb")
-    comparison = compare_jobs(a, b, FAST, per_op=False)
+    comparison = compare_jobs(RunRecord(a), RunRecord(b), FAST, per_op=False)
     (pair,) = comparison.pairs
     assert pair.verdict is not Verdict.REGRESSED and pair.accuracy_dropped and comparison.exit_code == 1
     assert comparison.to_dict()["pairs"][0]["accuracy"]["dropped"] is True
@@ -44,7 +45,7 @@ def test_an_accuracy_drop_fails_the_comparison_with_its_own_verdict(tmp_path: Pa
     assert "ACCURACY-DROPPED" in table and "SNR 40.0 dB -> 25.0 dB (down 15.0 dB, beyond 3 dB)" in table
     assert "ACCURACY-DROPPED" in verdict_markdown(comparison)
 
-    held = compare_jobs(a, run_dir(tmp_path / "c", quantized(39.0), seed=2, run_id="20261122-000002-cccc"), FAST,
+    held = compare_jobs(RunRecord(a), RunRecord(run_dir(tmp_path / "c", quantized(39.0), seed=2, run_id="20261122-000002-cccc")), FAST,
                         per_op=False)
     assert not held.accuracy_dropped and held.exit_code == 0 and "accuracy held" in verdict_table(held)
 
@@ -52,6 +53,6 @@ def test_an_accuracy_drop_fails_the_comparison_with_its_own_verdict(tmp_path: Pa
 def test_another_recipe_is_settings_differ_and_its_accuracy_not_judged(tmp_path: Path) -> None:
     a = run_dir(tmp_path / "a", quantized(40.0, "int8-static"))
     b = run_dir(tmp_path / "b", quantized(20.0, "int8-dynamic"), seed=1, run_id="20261122-000001-bbbb")
-    (pair,) = compare_jobs(a, b, FAST, per_op=False).pairs
+    (pair,) = compare_jobs(RunRecord(a), RunRecord(b), FAST, per_op=False).pairs
     assert pair.verdict is Verdict.SETTINGS_DIFFER and pair.accuracy is None
     assert [(d.setting, d.a, d.b) for d in pair.differences] == [("recipe", "int8-static", "int8-dynamic")]

@@ -12,6 +12,7 @@ from orchestrator.app.nightly_plan import load_plan
 from orchestrator.report.terminal.verdicts import verdict_table
 from orchestrator.results.codec import encode
 from orchestrator.results.footprint import Footprint, ModelMemory, Owners
+from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import compare_jobs
 from orchestrator.verdicts.memory import memory_verdict
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
@@ -38,16 +39,16 @@ def run_dir(root: Path, delegate_mib: int, **kw: Any) -> Path:
 def test_a_peak_beyond_the_threshold_fails_the_comparison(tmp_path: Path) -> None:
     a = run_dir(tmp_path / "a", 32)
     b = run_dir(tmp_path / "b", 48, seed=1, run_id="20261122-000001-bbbb")  # 69 -> 85 MiB: +23 %
-    comparison = compare_jobs(a, b, FAST, per_op=False)
+    comparison = compare_jobs(RunRecord(a), RunRecord(b), FAST, per_op=False)
     (pair,) = comparison.pairs
     assert pair.verdict is not Verdict.REGRESSED and pair.memory_grew and comparison.exit_code == 1
     assert comparison.to_dict()["memory_grew"] is True and comparison.to_dict()["pairs"][0]["memory"]["grew"] is True
     table = verdict_table(comparison)
     assert "MEMORY-GREW" in table and "most in delegate (+16.0 MiB)" in table
 
-    held = compare_jobs(a, run_dir(tmp_path / "c", 36, seed=2, run_id="20261122-000002-cccc"), FAST, per_op=False)
+    held = compare_jobs(RunRecord(a), RunRecord(run_dir(tmp_path / "c", 36, seed=2, run_id="20261122-000002-cccc")), FAST, per_op=False)
     assert not held.memory_grew and held.exit_code == 0 and "memory held" in verdict_table(held)
-    loose = compare_jobs(a, b, VerdictSettings(resamples=200, memory_threshold=0.3), per_op=False)
+    loose = compare_jobs(RunRecord(a), RunRecord(b), VerdictSettings(resamples=200, memory_threshold=0.3), per_op=False)
     assert not loose.memory_grew
 
 

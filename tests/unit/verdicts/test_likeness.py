@@ -10,6 +10,7 @@ from typing import Any
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.results.codec import encode
 from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import compare_jobs
 from orchestrator.verdicts.likeness import SETTINGS, SettingDifference, model_settings, side_gap
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
@@ -47,7 +48,7 @@ def test_every_setting_is_named_and_read_from_the_job(tmp_path: Path) -> None:
 def test_another_backend_is_settings_differ_never_regressed(tmp_path: Path) -> None:
     a = run_dir(tmp_path / "a", 1.0)
     b = run_dir(tmp_path / "b", 15.6, portable, seed=1, run_id="20261122-000001-bbbb")
-    comparison = compare_jobs(a, b, FAST, per_op=False)
+    comparison = compare_jobs(RunRecord(a), RunRecord(b), FAST, per_op=False)
     (pair,) = comparison.pairs
     assert pair.verdict is Verdict.SETTINGS_DIFFER and not pair.regressed and comparison.exit_code == 0
     assert pair.estimate is not None and pair.estimate.ratio > 10  # the ratio is still measured and shown
@@ -66,7 +67,7 @@ def test_other_iterations_and_warmup_are_named_together(tmp_path: Path) -> None:
 
     a = run_dir(tmp_path / "a", 1.0)
     b = run_dir(tmp_path / "b", 2.0, longer, seed=1, run_id="20261122-000001-bbbb")
-    (pair,) = compare_jobs(a, b, FAST, per_op=False).pairs
+    (pair,) = compare_jobs(RunRecord(a), RunRecord(b), FAST, per_op=False).pairs
     assert pair.verdict is Verdict.SETTINGS_DIFFER
     assert [(d.setting, d.a, d.b) for d in pair.differences] == [("iterations", "20", "40"), ("warmup", "3", "7")]
 
@@ -80,7 +81,7 @@ def test_an_interrupted_b_is_named_and_keeps_its_verdict(tmp_path: Path) -> None
 
     a = run_dir(tmp_path / "a", 1.0)
     b = run_dir(tmp_path / "b", 1.0, interrupted, seed=1, run_id="20261122-000001-bbbb")
-    comparison = compare_jobs(a, b, FAST, per_op=False)
+    comparison = compare_jobs(RunRecord(a), RunRecord(b), FAST, per_op=False)
     (pair,) = comparison.pairs
     assert pair.verdict in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE) and not pair.differences
     (side,) = pair.incomplete

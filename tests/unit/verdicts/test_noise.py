@@ -18,6 +18,7 @@ from orchestrator.cli import main
 from orchestrator.cli.compare import parse_noise_floor
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.results.model import load_manifest
+from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
 from orchestrator.verdicts.compare import Comparison, Side, compare_sides
 from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, NoiseFloor, estimate_floor, estimate_replicate_floor
@@ -106,10 +107,10 @@ def history(tmp_path: Path) -> tuple[Path, list[Path]]:
         for k, factor in enumerate(FACTORS):
             dirs.append(scaled(make_run_dir(tmp_path / "runs", f"run-{k}", f"2026-01-0{k + 1}T00:00:00+0000",
                                             devices=("local",), runs=3, iterations=4), factor))
-            store.record(dirs[-1])
+            store.record(RunRecord(dirs[-1]))
         dirs.append(make_run_dir(tmp_path / "runs", "run-b", "2026-01-20T00:00:00+0000", devices=("local",), runs=3,
                                  iterations=4))
-        store.record(dirs[-1])
+        store.record(RunRecord(dirs[-1]))
     return db, dirs
 
 
@@ -129,7 +130,7 @@ def test_history_floor_reads_the_good_stored_runs_before_b(history: tuple[Path, 
         assert found.method == "replicates" and found.groups == 1
         assert found.floor == pytest.approx(estimate_replicate_floor(stats, [None] * len(stats)).floor)
         assert found.floor > 0.05  # these jobs shift by up to 12 %
-        assert [d.name for d, _ in good_history(store, job_b, "local", "mlp")] == [d.name for d in dirs[-2::-1]]
+        assert [r.root.name for r in good_history(store, job_b, "local", "mlp")] == [d.name for d in dirs[-2::-1]]
         assert history_noise_finder(store, job_b, "mean", window=3)("local", "mlp").floor is None  # 3 < 6
 
 
@@ -138,7 +139,7 @@ def test_regressed_and_other_settings_runs_are_not_history(history: tuple[Path, 
     write_json_atomic(dirs[5] / VERDICTS_JSON, {"pairs": [{"device": "local", "model_b": "mlp", "regressed": True}]})
     scaled(dirs[6], 1.0, iterations=99)  # different settings: not comparable
     with open_store(db) as store:
-        store.record(dirs[6])
+        store.record(RunRecord(dirs[6]))
         found = history_noise_finder(store, load_manifest(dirs[-1]), "mean")("local", "mlp")
         assert found.jobs == len(FACTORS) - 2
         kept = [d for k, d in enumerate(dirs[:-1]) if k not in (5, 6)]
