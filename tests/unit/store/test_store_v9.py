@@ -11,6 +11,7 @@ import pytest
 
 from orchestrator.base.errors import DataError
 from orchestrator.results.model import Job
+from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
 from orchestrator.store.schema import SCHEMA_VERSION, user_version
 from tests.unit.store import old_store
@@ -68,7 +69,7 @@ def test_a_v8_row_it_cannot_read_is_one_error_and_the_store_stays_at_v8(tmp_path
 def test_a_v9_row_is_the_codec_json_of_the_model_result_without_its_runs(tmp_path: Path) -> None:
     run_dir = make_run_dir(tmp_path, "r9", "2026-01-03T00:00:00+0000")
     with open_store(tmp_path / "s.db") as store:
-        store.record(run_dir)
+        store.record(RunRecord(run_dir))
         (whole,) = store._conn.execute("SELECT result_json FROM results WHERE device = 'local'").fetchone()
         job = store.job("r9")
     manifest = json.loads((run_dir / "manifest.json").read_text())
