@@ -26,10 +26,10 @@ from orchestrator.base.cache import read_json_object
 from orchestrator.base.errors import EtfarmError, one_line
 from orchestrator.base.progress import Progress
 from orchestrator.config import load_inventory
+from orchestrator.results.night_marks import NIGHT_JSON
 from orchestrator.run.engine.job import JobResult
 from orchestrator.store import Store
 from orchestrator.verdicts.compare import PairVerdict
-from orchestrator.verdicts.night_record import NIGHT_JSON
 from orchestrator.verdicts.statistics import VerdictSettings
 
 REPO_HEAD = "repo_head"  # night.json: the plan's `repo:` HEAD when the night ran

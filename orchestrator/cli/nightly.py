@@ -126,7 +126,7 @@ def _record_night(outcome: Any, page: Path | None) -> None:
     # loaded when the command runs: cli/__init__ imports every command module to register it
     from orchestrator.app.bisect_night import REPO_HEAD, night_repo_head
     from orchestrator.base.errors import EtfarmError
-    from orchestrator.verdicts.night_record import record_night
+    from orchestrator.results.night_marks import record_night
 
     counts: dict[str, int] = {}
     for pair in outcome.comparison.pairs:

@@ -28,10 +28,10 @@ from orchestrator.results.model import (
     ModelStatus,
     ProcessRun,
 )
+from orchestrator.results.night_marks import record_night
 from orchestrator.store import Store
 from orchestrator.store.ingest import JobRecord
 from orchestrator.store.rows import EventRow
-from orchestrator.verdicts.night_record import record_night
 from orchestrator.verdicts.recorded import VERDICTS_JSON
 
 SeriesId = tuple[str, str, str]  # (device, model, backend)

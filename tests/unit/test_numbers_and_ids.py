@@ -14,7 +14,7 @@ from orchestrator.base.ids import checked_id, is_id
 from orchestrator.base.yamlfile import load_yaml
 from orchestrator.cli import main
 from orchestrator.results.model import load_manifest
-from orchestrator.verdicts.night_record import read_marks
+from orchestrator.results.night_marks import read_marks
 
 HUGE = "9" * 5000  # past Python's 4300-digit limit for int(str): the parser itself raised ValueError
 

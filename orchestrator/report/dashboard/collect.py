@@ -2,7 +2,7 @@
 and those runs' points (`read_points`), in a few set-based queries whatever their number.
 
 A run's points get their series' settings from the stored run itself (likeness.SeriesKey.of, the one rule for
-what a series is), their verdicts from DIR/verdicts.json and their night from DIR/night.json (night_record.py).
+what a series is), their verdicts from DIR/verdicts.json and their night from DIR/night.json (results/night_marks.py).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.results.night_marks import NIGHT_JSON, NightMark, read_marks
 from orchestrator.store import Store
 from orchestrator.store.series_rows import PointRow, RunStamp
 from orchestrator.verdicts.likeness import SeriesKey
-from orchestrator.verdicts.night_record import NIGHT_JSON, NightMark, read_marks
 from orchestrator.verdicts.recorded import VERDICTS_JSON
 
 from .model import Point

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from orchestrator.results.night_marks import PairMark
 from orchestrator.store.series_rows import PointRow
 from orchestrator.verdicts.likeness import SeriesKey, Settings
-from orchestrator.verdicts.night_record import PairMark
 
 # A series' columns, one value per point, oldest point first: `started` in UTC (`YYYY-MM-DD HH:MM:SS`, as the
 # charts take it), `commit` shortened, `link` the night's page from DIR/series/, `layers` each point's p50 of the

@@ -26,9 +26,9 @@ from orchestrator.base.cache import cannot_write_in, write_bytes_atomic
 from orchestrator.base.errors import DataError, UsageError
 from orchestrator.base.ids import is_id
 from orchestrator.report.render.html import CSS, render_html
+from orchestrator.results.night_marks import NightMark
 from orchestrator.store import open_store, store_path
 from orchestrator.verdicts.likeness import SeriesKey
-from orchestrator.verdicts.night_record import NightMark
 
 from . import assets
 from .collect import NIGHTS_DIR, ReadRun, StampedJob, read_points, stored_runs

@@ -11,8 +11,8 @@ from orchestrator.app.bisect_night import REPO_HEAD, NightBisect, _baseline_comm
 from orchestrator.app.nightly_plan import NightlyPlan
 from orchestrator.results.codec import encode
 from orchestrator.results.job_config import ModelArtifacts
+from orchestrator.results.night_marks import NIGHT_JSON
 from orchestrator.verdicts.compare import PairVerdict
-from orchestrator.verdicts.night_record import NIGHT_JSON
 from orchestrator.verdicts.statistics import Verdict
 from tests.helpers.git_repo import make_repo
 

@@ -10,9 +10,9 @@ from orchestrator.app.bisect_probe import judged, step_from_dict
 from orchestrator.app.bisect_range import Commit, CommitRange
 from orchestrator.app.bisect_search import Outcome, Reason, Search, Step
 from orchestrator.results.codec import encode
+from orchestrator.results.night_marks import read_marks, record_night
 from orchestrator.store import open_store
 from orchestrator.verdicts.compare import Comparison, PairVerdict
-from orchestrator.verdicts.night_record import read_marks, record_night
 from orchestrator.verdicts.statistics import Estimate, Verdict, VerdictSettings
 
 GOOD = Commit("0" * 40, "good")

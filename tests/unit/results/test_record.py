@@ -11,10 +11,10 @@ import pytest
 from orchestrator.base.cache import write_json_atomic
 from orchestrator.base.errors import DataError
 from orchestrator.profiles.stat_rows import model_stats, write_stats_csv
+from orchestrator.results.night_marks import read_marks
 from orchestrator.results.record import RunRecord, run_root
 from orchestrator.results.samples import write_samples
 from orchestrator.results.verdicts_file import RecordedPair, recorded_pairs
-from orchestrator.verdicts.night_record import read_marks
 from orchestrator.verdicts.recorded import WRONG_OUTPUTS, recorded_verdicts
 from tests.helpers.etdumps import build_etdump, typical_runs
 from tests.unit.run.golden_results import rich_job
