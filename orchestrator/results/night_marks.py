@@ -16,9 +16,10 @@ from typing import Any
 
 from orchestrator.base.cache import read_json_object, write_json_atomic
 from orchestrator.base.ids import is_id
+from orchestrator.results.layout import NIGHT
 from orchestrator.results.verdicts_file import recorded_pairs
 
-NIGHT_JSON = "night.json"
+NIGHT_JSON = NIGHT
 
 
 @dataclass(frozen=True)

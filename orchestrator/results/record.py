@@ -13,6 +13,7 @@ samples are asked for.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -20,12 +21,13 @@ from typing import TYPE_CHECKING
 
 from orchestrator.base.errors import AnalysisError, DataError
 from orchestrator.profiles.file_memo import FileMemo, file_key
-from orchestrator.results.layout import MANIFEST, SAMPLES, STATS
+from orchestrator.results.layout import MANIFEST, NIGHT, SAMPLES, STATS, VERDICTS
 from orchestrator.results.model import Job, load_manifest
 from orchestrator.results.verdicts_file import RecordedPair, recorded_pairs
 
 if TYPE_CHECKING:
     from orchestrator.profiles.stat_rows import StatRow
+    from orchestrator.results.night_marks import NightMark, PairMark
     from orchestrator.results.samples import PairSamples, SamplesFile
 
 
@@ -103,6 +105,24 @@ class RunRecord:
     def verdicts(self) -> tuple[RecordedPair, ...]:
         """The comparison recorded beside the run, pair by pair (none when nothing judged it)."""
         return recorded_pairs(self.root)
+
+    @cached_property
+    def night(self) -> tuple[dict[tuple[str, str], PairMark], NightMark | None]:
+        """The verdict marks per (device, model) and the night the run belongs to (none: a plain run)."""
+        from orchestrator.results.night_marks import read_marks
+
+        return read_marks(self.root)
+
+    def judged_token(self) -> str:
+        """When the verdicts and the night beside the run were last written ("-" for each one missing): a night
+        writes them after the job, so a reader that keeps what it read of a run checks this too."""
+        parts = []
+        for name in (VERDICTS, NIGHT):
+            try:
+                parts.append(str(os.stat(self.root / name).st_mtime_ns))
+            except OSError:
+                parts.append("-")
+        return "|".join(parts)
 
 
 def run_root(path: Path) -> Path | None:

@@ -9,14 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.results.verdicts_file import VERDICTS_JSON, write_verdicts
+from orchestrator.results.verdicts_file import write_verdicts
 from orchestrator.verdicts.statistics import Verdict
 
 if TYPE_CHECKING:
     from orchestrator.results.record import RunRecord
     from orchestrator.verdicts.compare import Comparison
 
-__all__ = ["VERDICTS_JSON", "WRONG_OUTPUTS", "marked_regressed", "record_verdicts", "recorded_verdicts"]
+__all__ = ["WRONG_OUTPUTS", "marked_regressed", "record_verdicts", "recorded_verdicts"]
 WRONG_OUTPUTS = "wrong-outputs"  # a pair whose outputs failed verification, whatever its latency did
 
 

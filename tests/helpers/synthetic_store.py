@@ -29,10 +29,10 @@ from orchestrator.results.model import (
     ProcessRun,
 )
 from orchestrator.results.night_marks import record_night
+from orchestrator.results.verdicts_file import VERDICTS_JSON
 from orchestrator.store import Store
 from orchestrator.store.ingest import JobRecord
 from orchestrator.store.rows import EventRow
-from orchestrator.verdicts.recorded import VERDICTS_JSON
 
 SeriesId = tuple[str, str, str]  # (device, model, backend)
 

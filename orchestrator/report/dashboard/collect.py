@@ -7,16 +7,15 @@ what a series is), their verdicts from DIR/verdicts.json and their night from DI
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.results.night_marks import NIGHT_JSON, NightMark, read_marks
+from orchestrator.results.night_marks import NightMark
+from orchestrator.results.record import RunRecord
 from orchestrator.store import Store
 from orchestrator.store.series_rows import PointRow, RunStamp
 from orchestrator.verdicts.likeness import SeriesKey
-from orchestrator.verdicts.recorded import VERDICTS_JSON
 
 from .model import Point
 
@@ -57,13 +56,7 @@ def stored_runs(store: Store) -> list[StampedJob]:
 
 def _token(stamp: RunStamp) -> str:
     """The store's stamp of the run and the state of the verdict files beside it (a night writes them after)."""
-    parts = [stamp.token]
-    for name in (VERDICTS_JSON, NIGHT_JSON):
-        try:
-            parts.append(str(os.stat(Path(stamp.run_dir) / name).st_mtime_ns) if stamp.run_dir else "-")
-        except OSError:
-            parts.append("-")
-    return "|".join(parts)
+    return f"{stamp.token}|{RunRecord(stamp.run_dir).judged_token() if stamp.run_dir else '-|-'}"
 
 
 def read_points(store: Store, runs: Sequence[StampedJob]) -> list[ReadRun]:
@@ -73,7 +66,7 @@ def read_points(store: Store, runs: Sequence[StampedJob]) -> list[ReadRun]:
 
 def _read_run(store: Store, run: StampedJob, rows: Sequence[PointRow]) -> ReadRun:
     job = store.job(run.run_id, keys_only=True)
-    marks, night = read_marks(Path(run.run_dir)) if run.run_dir else ({}, None)
+    marks, night = RunRecord(run.run_dir).night if run.run_dir else ({}, None)
     confirms = night.confirms(run.run_id) if night is not None else None
     points = tuple(
         Point(row, SeriesKey.of(job, row.device, row.model).settings, marks.get((row.device, row.model)),

@@ -36,7 +36,7 @@ from .model import Night, Point, SeriesData, Summary
 from .pages import INDEX, NIGHTS, REGRESSIONS, index_page, nights_page, regressions_page
 from .series import SERIES_DATA, SeriesIndex, data_from_script, data_script, merge, ordered, summarize
 from .series_page import series_page
-from .target import MANIFEST, refusal, site_manifest
+from .target import SITE_MANIFEST, refusal, site_manifest
 
 FORMAT = 5  # of the manifest and the kept series (5: energy and the delegate's memory): another is read as nothing kept
 
@@ -80,8 +80,8 @@ def publish(out: Path, store: Path | None = None) -> Published:
     except _Stale:
         manifest = {}
         reading = _read_store(where, out, manifest)
-    if not (out / MANIFEST).is_file():  # a new site: marked as this store's at once, so a publish cut short can resume
-        _write(out, MANIFEST, json.dumps({"format": FORMAT, "store": str(where), "runs": {}, "series": {}}).encode())
+    if not (out / SITE_MANIFEST).is_file():  # a new site: marked as this store's at once, so a publish cut short can resume
+        _write(out, SITE_MANIFEST, json.dumps({"format": FORMAT, "store": str(where), "runs": {}, "series": {}}).encode())
     files = _pages(out, reading, str(where))
     files.update({f"{SERIES_DATA}/{name}.js": data_script(data).encode() for name, data in reading.changed.items()})
     if manifest.get("plotly") != _plotly_version() or not (out / assets.PLOTLY).is_file():
@@ -92,7 +92,7 @@ def publish(out: Path, store: Path | None = None) -> Published:
     for name in reading.gone:
         (out / SERIES_DATA / f"{name}.js").unlink(missing_ok=True)
         (out / "series" / f"{name}.html").unlink(missing_ok=True)
-    _write(out, MANIFEST, json.dumps({
+    _write(out, SITE_MANIFEST, json.dumps({
         "format": FORMAT, "store": str(where), "published": datetime.now(UTC).isoformat(timespec="seconds"),
         "plotly": _plotly_version(), "runs": reading.runs,
         "series": {name: s.to_json() for name, s in reading.summaries.items()}}, separators=(",", ":")).encode())

@@ -12,13 +12,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-MANIFEST = "manifest.json"
+SITE_MANIFEST = "manifest.json"
 
 
 def site_manifest(out: Path) -> dict[str, Any]:
     """DIR/manifest.json as the last publish wrote it ({} when missing, unreadable, or not a site's)."""
     try:
-        data = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        data = json.loads((out / SITE_MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) and isinstance(data.get("store"), str) and "series" in data else {}
@@ -41,7 +41,7 @@ def refusal(out: Path, store: Path) -> str | None:
         return None
     if owner is not None:
         return f"it is the site of another results store ({owner}); publish into a new or empty folder"
-    if (out / MANIFEST).is_file():
+    if (out / SITE_MANIFEST).is_file():
         return ("it holds a manifest.json that no etfarm site wrote (a run directory?); a site is published only "
                 "into a new or empty folder, or over a site of this store")
     return ("it is not empty and holds no site of this store; a site is published only into a new or empty folder, "

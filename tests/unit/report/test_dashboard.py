@@ -12,7 +12,7 @@ import pytest
 
 from orchestrator.base.errors import UsageError
 from orchestrator.cli import main
-from orchestrator.report.dashboard.site import MANIFEST, publish
+from orchestrator.report.dashboard.site import SITE_MANIFEST, publish
 from orchestrator.store import open_store
 from tests.helpers.synthetic_store import Nights, record_nights
 
@@ -106,7 +106,7 @@ def test_a_new_night_rewrites_the_indexes_and_only_the_pages_of_the_series_it_to
     touched = next(w for w in first.written if w.startswith("series/mlp-rpi5")).removeprefix("series/").removesuffix(".html")
     assert {"index.html", "nights.html", "regressions.html", f"data/series/{touched}.js"} <= set(night.written)
     assert len([w for w in night.written if w.startswith("data/")]) == 1  # only the touched series' data
-    manifest = json.loads((tmp_path / "site" / MANIFEST).read_text())
+    manifest = json.loads((tmp_path / "site" / SITE_MANIFEST).read_text())
     assert len(manifest["runs"]) == 4 and manifest["store"] == str(db)
     assert manifest["series"][touched]["points"] == 4 and len(manifest["series"]) == 2
     page = (tmp_path / "site" / "series" / f"{touched}.html").read_text()
@@ -183,7 +183,7 @@ def test_verdict_files_that_cannot_be_read_leave_the_points_unjudged(tmp_path: P
     for name, garbage in (("verdicts.json", "{not json"), ("night.json", '["a list"]')):
         (tmp_path / "runs" / "n00001-xnnpack" / name).write_text(garbage)
     publish(tmp_path / "site", db)
-    (summary,) = json.loads((tmp_path / "site" / MANIFEST).read_text())["series"].values()
+    (summary,) = json.loads((tmp_path / "site" / SITE_MANIFEST).read_text())["series"].values()
     assert summary["points"] == 2 and summary["verdict"] == "new"  # night 0's verdict; night 1's is unreadable
     assert "1 nights" in text((tmp_path / "site" / "nights.html").read_text())
 

@@ -19,7 +19,7 @@ from orchestrator.report.dashboard.model import SeriesData, Summary
 from orchestrator.report.dashboard.pages import index_page, regressions_page
 from orchestrator.report.dashboard.series import SERIES_DATA, data_from_script, ordered
 from orchestrator.report.dashboard.series_page import series_page
-from orchestrator.report.dashboard.site import MANIFEST, publish
+from orchestrator.report.dashboard.site import SITE_MANIFEST, publish
 from orchestrator.report.escape import html_text
 from orchestrator.report.page.blocks import (
     Filters,
@@ -58,7 +58,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def summaries(site: Path) -> list[Summary]:
-    manifest = json.loads((site / MANIFEST).read_text())
+    manifest = json.loads((site / SITE_MANIFEST).read_text())
     return ordered(Summary.from_json(raw) for raw in manifest["series"].values())
 
 

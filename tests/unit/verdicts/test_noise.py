@@ -19,10 +19,10 @@ from orchestrator.cli.compare import parse_noise_floor
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.results.model import load_manifest
 from orchestrator.results.record import RunRecord
+from orchestrator.results.verdicts_file import VERDICTS_JSON
 from orchestrator.store import open_store
 from orchestrator.verdicts.compare import Comparison, Side, compare_sides
 from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, NoiseFloor, estimate_floor, estimate_replicate_floor
-from orchestrator.verdicts.recorded import VERDICTS_JSON
 from orchestrator.verdicts.sides import SideRun
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 from tests.unit.store.rundirs import make_run_dir
