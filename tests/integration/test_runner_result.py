@@ -109,7 +109,8 @@ def test_hostile_runner_results_fail_their_device_as_data(tmp_path: Path) -> Non
     # Nothing non-finite in the store's JSON columns, nor in the JSON report.
     with sqlite3.connect(store) as conn:
         texts = [t for row in conn.execute("SELECT facts_json, controls_json FROM devices") for t in row]
-        texts += [t for row in conn.execute("SELECT device_state_json, runner_json, run_json FROM process_runs") for t in row]
+        texts += [t for row in conn.execute("SELECT run_json FROM process_runs") for t in row]  # the run, whole
+        texts += [t for row in conn.execute("SELECT result_json FROM results") for t in row]
     for text in texts:
         json.loads(text, parse_constant=refuse)
     report = subprocess.run([sys.executable, "-m", "orchestrator.cli", "report", str(out), "--format", "json",
