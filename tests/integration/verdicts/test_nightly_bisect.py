@@ -17,6 +17,8 @@ import pytest
 from orchestrator.cli import main
 from tests.helpers.git_repo import MODEL, git, make_repo, mlp_source
 
+WIDTH = 256
+
 
 def plan(path: Path, repo: Path, report: Path, **extra: object) -> Path:
     path.write_text(json.dumps({"devices": ["local"], "models": [{"spec": f"{repo / MODEL}:build", "name": "mlp"}],
@@ -27,12 +29,14 @@ def plan(path: Path, repo: Path, report: Path, **extra: object) -> Path:
 
 def test_a_regressed_night_names_the_culprit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo, report, store, site = tmp_path / "repo", tmp_path / "reports", tmp_path / "results.db", tmp_path / "site"
-    (c0,) = make_repo(repo, [("an 8-layer MLP", {MODEL: mlp_source(8), "NOTES.md": "a\n"})])
+    # 256 wide: a program of about 0.1 ms whose fourfold depth stands far above a busy host's noise (64 wide ran in
+    # 17 us, where an interleaved confirmation beside other work once came back inconclusive: nothing to bisect)
+    (c0,) = make_repo(repo, [("an 8-layer MLP", {MODEL: mlp_source(8, width=WIDTH), "NOTES.md": "a\n"})])
     plan_file = plan(tmp_path / "plan.json", repo, report)
     assert main(["nightly", "--plan", str(plan_file), "--store", str(store), "-q"]) == 0
     capsys.readouterr()
-    for subject, files in [("notes", {"NOTES.md": "a\nb\n"}), ("model: four times as deep", {MODEL: mlp_source(32)}),
-                           ("model: a comment", {MODEL: mlp_source(32, note="deep now")})]:
+    for subject, files in [("notes", {"NOTES.md": "a\nb\n"}), ("model: four times as deep", {MODEL: mlp_source(32, width=WIDTH)}),
+                           ("model: a comment", {MODEL: mlp_source(32, note="deep now", width=WIDTH)})]:
         for path, text in files.items():
             (repo / path).write_text(text)
             git(repo, "add", path)
