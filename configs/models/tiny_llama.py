@@ -6,7 +6,9 @@ checkpoint of random weights seeded here, caches the .pte like every export, and
 model's greedy tokens for the default prompt so a device's generated tokens are verified.
 The runner then prefills a seeded prompt of token ids and decodes greedily (no tokenizer needed).
 
-`build_deep` is the same model with twice the layers: a known slowdown for `run --ab`.
+`build_deep` is the same model with twice the layers: a known slowdown for `run --ab`. `build_wide` is
+twice as wide (dim 128) with the same two layers: a slowdown whose export takes no longer than `build`'s
+(an export's time grows with the layers, not their width), the one the test suite uses.
 """
 
 from orchestrator.artifacts.llm import LlmRecipe
@@ -30,3 +32,7 @@ def build() -> LlmRecipe:
 
 def build_deep() -> LlmRecipe:
     return LlmRecipe(params={**PARAMS, "n_layers": 4}, seed=0, max_seq_len=128, prompt_lens=(8, 32), gen_len=32)
+
+
+def build_wide() -> LlmRecipe:
+    return LlmRecipe(params={**PARAMS, "dim": 128}, seed=0, max_seq_len=128, prompt_lens=(8, 32), gen_len=32)

@@ -2,13 +2,14 @@
 JSON, Markdown and HTML, and the exit code follows them.
 
 The device is `local` pinned to one core (verdicts/pinned.py), the runner on one thread; the model
-configs/models/tiny_llama.py (`build`, 2 layers) against `build_deep` (4 layers, decode about 1.5-1.9x slower
-per token here). Only what cannot flip by chance is asserted: which rows and fields are there, that the exit
-code is 1 exactly when a verdict says regressed (end to end, a metric or an op), and that each ratio lies in its
-interval. Not even that the deeper model decodes slower: a clean-clone round had the 2-layer night wholly in a
-slow state and the 4-layer one in the fast state, a decode rate ratio of 1.13 (its interval [0.71, 1.23],
-`inconclusive`, as it should be). Whether such a slowdown is always flagged is a rate: the statistic's power is measured
-on recorded jobs (tests/unit/verdicts/test_states.py) and in benchmarks/bench_verdicts.py; per-op verdicts of
+configs/models/tiny_llama.py (`build`, 2 layers of dim 64) against `build_wide` (the same 2 layers at dim 128: a
+slower decode whose export takes no longer than `build`'s, where `build_deep`'s 4 layers took twice as long).
+Only what cannot flip by chance is asserted: which rows and fields are there, that the exit code is 1 exactly
+when a verdict says regressed (end to end, a metric or an op), and that each ratio lies in its interval. Not even
+that the larger model decodes slower: a clean-clone round had the 2-layer night wholly in a slow state and the
+4-layer one in the fast state, a decode rate ratio of 1.13 (its interval [0.71, 1.23], `inconclusive`, as it
+should be). Whether such a slowdown is always flagged is a rate: the statistic's power is measured on recorded
+jobs (tests/unit/verdicts/test_states.py) and in benchmarks/bench_verdicts.py; per-op verdicts of
 sub-microsecond ops are not the subject here.
 """
 
@@ -47,7 +48,7 @@ def _rows(stdout: str) -> dict[str, str]:
 
 def test_ab_gives_ttft_and_decode_verdicts_and_an_exit_code_that_follows_them(tmp_path: Path) -> None:
     inventory = pinned_inventory(tmp_path)
-    result = etfarm("run", "--config", str(inventory), "-d", "pinned", "--ab", f"{LLAMA}:build", f"{LLAMA}:build_deep",
+    result = etfarm("run", "--config", str(inventory), "-d", "pinned", "--ab", f"{LLAMA}:build", f"{LLAMA}:build_wide",
                     *AB, "--out", str(tmp_path / "ab"))
     rows = _rows(result.stdout)
     assert set(rows) == {"end to end", "time to first token (lower is better)", "decode tokens/s (higher is better)"}, \
@@ -63,7 +64,7 @@ def test_ab_gives_ttft_and_decode_verdicts_and_an_exit_code_that_follows_them(tm
 
 def test_nightly_llm_metrics_reach_the_json_and_pages_and_the_exit_code_follows_them(tmp_path: Path) -> None:
     """Three nights: the LLM, the same again (its metrics judged against the first night, and against the
-    series), then twice the layers under the same name (its page's LLM rows and sections)."""
+    series), then twice the width under the same name (its page's LLM rows and sections)."""
     inventory = tmp_path / "devices.yaml"
     inventory.write_text(yaml.safe_dump({"devices": {"pinned": {
         "transport": "local", "target": "host", "workdir": str(tmp_path / "work"), "exec_prefix": "taskset -c 1",
@@ -101,7 +102,7 @@ def test_nightly_llm_metrics_reach_the_json_and_pages_and_the_exit_code_follows_
     else:
         assert pair["series"]["points"] == 2 and (settled or pair["series"]["reference_runs"] == [pair["source_a"]])
 
-    _, deep = night("build_deep")  # the same name, twice the layers
+    _, deep = night("build_wide")  # the same name, twice the width
     latest = (report / "latest.md").read_text()
     decode = next(m for m in deep["pairs"][0]["metrics"] if m["metric"] == "decode_tokens_per_s")
     assert decode["ci_low"] <= decode["ratio"] <= decode["ci_high"]
