@@ -49,7 +49,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 from orchestrator.base.cache import finite_json
-from orchestrator.config import is_plain_name
+from orchestrator.base.names import is_plain_name
 
 T = TypeVar("T")
 KEYED: Mapping[str, Any] = types.MappingProxyType({"codec": "keyed"})
