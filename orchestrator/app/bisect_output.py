@@ -15,11 +15,11 @@ from typing import Any
 from orchestrator.app.bisect_range import Commit, CommitRange
 from orchestrator.app.bisect_search import Reason, Search, Step
 from orchestrator.base.cache import write_text_atomic
+from orchestrator.base.codec import encode
 from orchestrator.report.formats import clip
 from orchestrator.report.page.blocks import Page, Paragraph, Section, Table, badge, code, link, strong, text
 from orchestrator.report.render.html import render_html
 from orchestrator.report.terminal.table import format_table
-from orchestrator.results.codec import encode
 
 BISECT_PAGE = "bisect.html"
 BISECT_JSON = "bisect.json"

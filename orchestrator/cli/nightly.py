@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from orchestrator.base.codec import encode
 from orchestrator.base.progress import Progress
 from orchestrator.cli.options import (
     JunitOption,
@@ -18,7 +19,6 @@ from orchestrator.cli.options import (
     TlsKeyOption,
 )
 from orchestrator.report.destination import check_target
-from orchestrator.results.codec import encode
 from orchestrator.store import open_store
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from orchestrator.base.codec import FLAT, NAN_NULL, Layout, encode, named
 from orchestrator.base.errors import EXIT_OK, Blame
-from orchestrator.results.codec import FLAT, NAN_NULL, Layout, encode, named
 from orchestrator.verdicts.accuracy import AccuracyVerdict
 from orchestrator.verdicts.below import BelowThreshold
 from orchestrator.verdicts.figures import SideFigures

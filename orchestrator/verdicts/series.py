@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+from orchestrator.base.codec import Layout, encode
 from orchestrator.base.words import counted
-from orchestrator.results.codec import Layout, encode
 from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides
 from orchestrator.verdicts.noise import NoiseFloor, estimate_replicate_floor
 from orchestrator.verdicts.sides import pool

@@ -105,7 +105,7 @@ def _op_verdicts() -> list[Any]:
 
 def written(objects: dict[str, list[Any]]) -> dict[str, list[Any]]:
     """What each object's JSON form is (its `to_dict`, or the codec's `encode`)."""
-    from orchestrator.results.codec import encode
+    from orchestrator.base.codec import encode
 
     return {name: [obj.to_dict() if hasattr(obj, "to_dict") else encode(obj) for obj in objs]
             for name, objs in objects.items()}

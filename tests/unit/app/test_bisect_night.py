@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from orchestrator.app.bisect_night import REPO_HEAD, NightBisect, _baseline_commit, night_repo_head
 from orchestrator.app.nightly_plan import NightlyPlan
-from orchestrator.results.codec import encode
+from orchestrator.base.codec import encode
 from orchestrator.results.job_config import ModelArtifacts
 from orchestrator.results.night_marks import NIGHT_JSON
 from orchestrator.verdicts.compare import PairVerdict

@@ -9,7 +9,7 @@ from orchestrator.app.bisect_output import BisectResult, steps_table, write_page
 from orchestrator.app.bisect_probe import judged, step_from_dict
 from orchestrator.app.bisect_range import Commit, CommitRange
 from orchestrator.app.bisect_search import Outcome, Reason, Search, Step
-from orchestrator.results.codec import encode
+from orchestrator.base.codec import encode
 from orchestrator.results.night_marks import read_marks, record_night
 from orchestrator.store import open_store
 from orchestrator.verdicts.compare import Comparison, PairVerdict

@@ -1,4 +1,4 @@
-"""Verdict, night and bisect records go through the one codec (results/codec.py) and write what etfarm wrote before
+"""Verdict, night and bisect records go through the one codec (base/codec.py) and write what etfarm wrote before
 they did: the JSON of each sample record equals, key order and NaN included, the fixture the hand-written
 `to_dict`s produced (tests/helpers/codec_samples.py); records etfarm reads back decode to equal objects."""
 
@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from orchestrator.results.codec import FieldError, decode, encode
+from orchestrator.base.codec import FieldError, decode, encode
 from tests.helpers.codec_samples import FIXTURE, samples, written
 
 BEFORE = json.loads(FIXTURE.read_text(encoding="utf-8"))

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.app.nightly_plan import load_plan
+from orchestrator.base.codec import encode
 from orchestrator.report.terminal.verdicts import verdict_table
-from orchestrator.results.codec import encode
 from orchestrator.results.footprint import Footprint, ModelMemory, Owners
 from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import compare_jobs

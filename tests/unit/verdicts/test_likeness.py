@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from orchestrator.base.codec import encode
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
-from orchestrator.results.codec import encode
 from orchestrator.results.model import load_manifest
 from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import compare_jobs
