@@ -86,6 +86,7 @@ def _more() -> dict[str, list[Any]]:
         "WorkerRow": [WorkerRow("tcp://h:1", "w1", {"pixel8": True, "rpi5": False}, ("task-1",))],
         "ContentionSummary": [ContentionSummary(60, 6, 0.2, 1.5, 0.9, 12, 3), ContentionSummary()],
         "OpVerdict": _op_verdicts(),
+        **_verdicts(),
         "NightBisect": [NightBisect("pixel8", "mlp", "run-1", "a" * 40, "b" * 40, "c" * 40, "deeper", 1.2, measured=2),
                         NightBisect("pixel8", "mlp", "run-1", None, None, None, reason="one commit", budget_ran_out=True)],
     }
@@ -101,6 +102,56 @@ def _op_verdicts() -> list[Any]:
     return [OpVerdict("main", 3, "conv", Verdict.REGRESSED, estimate, 0.01, "features.3", "m.py:12", "features.3 conv",
                       "model", 0.08),
             OpVerdict("main", 4, "relu", Verdict.INCONCLUSIVE, estimate, 0.5, blind="too noisy")]
+
+
+def _verdicts() -> dict[str, list[Any]]:
+    """Added after e9e8a89 (their `to_dict`s' JSON was written at d785fa6, the last commit that had them): every
+    field of a pair's verdict set, as `compare --json` and verdicts.json write it, NaN and None included."""
+    from orchestrator.base.errors import Blame
+    from orchestrator.run.configuration import SettingDifference
+    from orchestrator.verdicts.accuracy import AccuracyVerdict
+    from orchestrator.verdicts.below import BelowThreshold
+    from orchestrator.verdicts.estimates import Estimate
+    from orchestrator.verdicts.figures import SideFigures
+    from orchestrator.verdicts.likeness import IncompleteSide
+    from orchestrator.verdicts.llm_metrics import MetricVerdict
+    from orchestrator.verdicts.memory import MemoryVerdict
+    from orchestrator.verdicts.noise import NoiseFloor
+    from orchestrator.verdicts.pair_verdicts import Comparison, PairVerdict
+    from orchestrator.verdicts.series import SeriesVerdict, Step
+    from orchestrator.verdicts.series_clean import LeftOutNight
+    from orchestrator.verdicts.statistics import Verdict, VerdictSettings
+    from orchestrator.verdicts.trust import Load
+
+    estimate = Estimate(1.25, 1.1, 1.4, 0.004, 6, 5, 2.0, 2.5)
+    fast = Estimate(0.9, 0.8, math.nan, math.nan, 3, 3, 1.0, 0.9, "6 fast", "4 at 1.40x", "spans two readings")
+    metrics = (MetricVerdict("ttft_ms", "time to first token", False, Verdict.REGRESSED, 1.25, 1.1, 1.4, 20.0, 25.0,
+                             estimate),
+               MetricVerdict("decode_tokens_per_s", "decode tokens/s", True, Verdict.INCONCLUSIVE, 1 / 0.9, math.nan,
+                             1 / 0.8, 1000.0, 1111.1, fast))
+    night = PairVerdict("pixel8", "mlp", "mlp", Verdict.REGRESSED, estimate, 0.05, 0.1, source_a="run-1+run-2",
+                        source_b="run-3")
+    calm = PairVerdict("pixel8", "mlp", "mlp", Verdict.UNCHANGED, None, 0.05, 0.1, source_a="run-1", source_b="run-3")
+    series = (SeriesVerdict("the level before run run-2 (2 jobs)", ("run-0", "run-1"), night, night,
+                            (Step("run-2", "2026-01-02", "abc", 1.2), Step("run-3", "2026-01-03", None, 1.1)), 4,
+                            (LeftOutNight("run-7", 10, 60),)),
+              SeriesVerdict("the pinned run run-0", ("run-0",), calm, None, (), 2))
+    full = PairVerdict("pixel8", "mlp", "mlp-q", Verdict.REGRESSED, estimate, 0.05, 0.1, (), 2, None, None, True,
+                       "run-a", "run-b", NoiseFloor(0.04, jobs=9, method="replicates", groups=3), None, None, metrics,
+                       (SettingDifference("backend", "xnnpack", "portable"),), (IncompleteSide("A", "run-a", "partial"),),
+                       BelowThreshold("slower", 1.03, 1.01, 1.05, 0.05), series[0],
+                       AccuracyVerdict(None, 31.5, 1.0, 0.98, True, "SNR fell 9 dB"),
+                       MemoryVerdict(1000, 1500, 0.1, True, "delegate +500 B"), 0.02, None, None,
+                       (Load(3, 40), None), (1, 0), (SideFigures(2.0, 2.1, 60), None))
+    blind = PairVerdict("rpi5", "mlp", "mlp", Verdict.INCONCLUSIVE, fast, 0.05, 0.1, noise=NoiseFloor(0.05, auto=False),
+                        detectable=0.14, blind="too noisy: could see >= 14 %", settle="etfarm run --ab ...",
+                        loads=(Load(3, 40), Load(0, 10)), figures=(None, SideFigures(1.0, 1.05, 30)))
+    missing = PairVerdict("rpi5", "cnn", "cnn", Verdict.NO_DATA, reason="B has no result", blame=Blame.DATA,
+                          noise=NoiseFloor(None, jobs=2))
+    comparison = Comparison("run-a", "run-b", VerdictSettings(center="mean", auto_noise_floor=True),
+                            (full, blind, missing))
+    return {"MetricVerdict": list(metrics), "SeriesVerdict": list(series), "PairVerdict": [full, blind, missing],
+            "Comparisons": [comparison, Comparison("run-a", "run-b", VerdictSettings())]}
 
 
 def written(objects: dict[str, list[Any]]) -> dict[str, list[Any]]:
