@@ -95,7 +95,7 @@ def write_night(comparison: Comparison, runs: Sequence[RunRecord], directory: Pa
     """A night's one HTML (`<name>.html`), the same page in Markdown (`<name>.md` and `latest.md`, charts in
     charts/) and the verdicts as JSON (`<name>.json`, with the confirmations and `extra`: its bisects)."""
     directory.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(directory / f"{name}.json", {**json.loads(json.dumps(comparison.to_dict())),
+    write_json_atomic(directory / f"{name}.json", {**json.loads(json.dumps(encode(comparison))),
                                                    "confirmations": [encode(c) for c in confirmations],
                                                    "notes": list(notes), **(extra or {})})
     reports = run_reports(runs, store)

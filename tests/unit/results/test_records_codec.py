@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +60,21 @@ def _same(a: object, b: object) -> bool:
     """Equal, NaN equal to NaN (an estimate with nothing to divide by)."""
     return json.dumps(encode(a), default=str) == json.dumps(encode(b), default=str) and (
         a == b or any(isinstance(v, float) and math.isnan(v) for v in encode(a).values()))
+
+
+def test_a_skipped_field_is_not_written_and_a_derived_view_is_encoded(tmp_path: Path) -> None:
+    from orchestrator.verdicts.pair_verdicts import PairVerdict
+
+    full = NOW["PairVerdict"][0]
+    linked = replace(full, dir_a=tmp_path / "a", dir_b=tmp_path / "b")
+    data = encode(linked)
+    assert data == encode(full) and "dir_a" not in data and "loads" not in data  # links are no part of the record
+    # the contention and the figures are the pair's own fields, written in their JSON shape (dataclasses encoded)
+    assert data["contention"] == {"a": encode(full.loads[0]), "b": None, "dropped_a": 1, "dropped_b": 0}
+    assert data["figures"]["a"]["executions"] == 60 and data["figures"]["b"] is None
+    # a series verdict held as `Any` (its class sits above the pair's) is encoded, its own pairs in short
+    assert data["series"]["night"]["source_a"] == "run-1+run-2" and data["series"]["left_out"][0]["run_id"] == "run-7"
+    assert data["metrics"][1]["p_value"] != data["metrics"][1]["p_value"]  # a dotted derived figure, NaN as computed
+    missing = replace(NOW["PairVerdict"][2], dir_a=tmp_path)  # a pair with no metric: its record reads back
+    back = decode(PairVerdict, encode(missing))
+    assert back.dir_a is None and _same(back, replace(missing, dir_a=None))  # a skipped field reads as its default
