@@ -87,6 +87,7 @@ def _more() -> dict[str, list[Any]]:
         "ContentionSummary": [ContentionSummary(60, 6, 0.2, 1.5, 0.9, 12, 3), ContentionSummary()],
         "OpVerdict": _op_verdicts(),
         **_verdicts(),
+        **_numerics(),
         "NightBisect": [NightBisect("pixel8", "mlp", "run-1", "a" * 40, "b" * 40, "c" * 40, "deeper", 1.2, measured=2),
                         NightBisect("pixel8", "mlp", "run-1", None, None, None, reason="one commit", budget_ran_out=True)],
     }
@@ -152,6 +153,25 @@ def _verdicts() -> dict[str, list[Any]]:
                             (full, blind, missing))
     return {"MetricVerdict": list(metrics), "SeriesVerdict": list(series), "PairVerdict": [full, blind, missing],
             "Comparisons": [comparison, Comparison("run-a", "run-b", VerdictSettings())]}
+
+
+def _numerics() -> dict[str, list[Any]]:
+    """Added after 44fd0c8 (the `to_dict`s' JSON written at 44fd0c8): `numerics --json` and numerics.json, an SNR of
+    identical outputs (infinite), a NaN gap and a stack trace (not written) included."""
+    from orchestrator.numerics import AGAINST_AOT, Comparison, Gap, Metric, ModelNumerics, NumericsReport, OpGap
+
+    same = OpGap(0, (1,), (1,), ("linear",), ("native_call_addmm.out",), (Gap(0.0, 0.0, math.inf),), 0.0, False, "fc1",
+                 "torch.nn.modules.linear.Linear", "model.py:10", "File model.py, line 10")
+    loud = OpGap(1, (2, 3), (4,), ("linear_1", "relu"), ("native_call_addmm.out",),
+                 (Gap(5e-3, 0.05, 21.5), Gap(math.nan, 0.1, -math.inf)), 5e-3, True)
+    calm = ModelNumerics("local", "mlp", (Comparison(AGAINST_AOT, (same,), ("run-1",), worst_index=0),), "pass",
+                         "1 run(s) match", True)
+    diverging = ModelNumerics("pi", "mlp", (Comparison(AGAINST_AOT, (same, loud), ("run-1", "run-2"), worst_index=1),
+                                            Comparison("device:local", error="reference device local: no runs")),
+                              "fail", "output 0 differs", False)
+    broken = ModelNumerics("phone", "mlp", error="no debug buffer was pulled (run with --numerics)")
+    return {"NumericsReport": [NumericsReport("r1", Metric.MSE, 1e-4, "local", (calm, diverging, broken)),
+                               NumericsReport("r2", Metric.SNR, 40.0, None)]}
 
 
 def written(objects: dict[str, list[Any]]) -> dict[str, list[Any]]:
