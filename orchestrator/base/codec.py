@@ -27,7 +27,7 @@ order), the field that names it in its parent's mapping (`key`: left out of its 
 given back on reading), and `derived` figures written for readers and ignored on reading
 (ModelResult's `summary`: a method or property, or a (key, attribute) pair when the key is not its
 name; the attribute may be a dotted path, `estimate.p_value`; a dataclass it gives is encoded, an enum written
-as its value), and `order`, when given, the whole order of the keys (figures and derived ones among them, as
+as its value, a tuple as a list), and `order`, when given, the whole order of the keys (figures and derived ones among them, as
 `compare --json` prints them). `raw_floats` writes a `float` as it is, NaN included (a verdict's
 statistic with nothing to divide by: the file writer makes it null, `cache.write_json_atomic`), and
 reads null back as NaN.
@@ -350,6 +350,8 @@ def _free(value: Any, finite: bool = True) -> Any:
         return encode(value)
     if isinstance(value, Enum):
         return value.value
+    if isinstance(value, tuple):
+        return [_free(v, finite) for v in value]
     return finite_json(value) if finite else value
 
 
