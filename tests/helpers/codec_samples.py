@@ -88,6 +88,7 @@ def _more() -> dict[str, list[Any]]:
         "OpVerdict": _op_verdicts(),
         **_verdicts(),
         **_numerics(),
+        **_the_rest(),
         "NightBisect": [NightBisect("pixel8", "mlp", "run-1", "a" * 40, "b" * 40, "c" * 40, "deeper", 1.2, measured=2),
                         NightBisect("pixel8", "mlp", "run-1", None, None, None, reason="one commit", budget_ran_out=True)],
     }
@@ -174,12 +175,55 @@ def _numerics() -> dict[str, list[Any]]:
                                NumericsReport("r2", Metric.SNR, 40.0, None)]}
 
 
+def _the_rest() -> dict[str, list[Any]]:
+    """Added after 1a55e27 (their hand-written JSON forms written at 1a55e27): bisect --json and bisect.json, an LLM's
+    manifest summary, the dashboard's series summary, a recipe export's recipe.json and phases, llm_reference.json."""
+    from pathlib import Path
+
+    from orchestrator.app.bisect_output import BisectResult
+    from orchestrator.app.bisect_range import Commit, CommitRange
+    from orchestrator.app.bisect_search import Outcome, Reason, Search, Step
+    from orchestrator.artifacts.export_phases import ExportPhases
+    from orchestrator.artifacts.generation import GenerationFigures
+    from orchestrator.artifacts.llm import LlmReference, ReferenceGeneration
+    from orchestrator.artifacts.recipes import RecipeInfo
+    from orchestrator.report.dashboard.model import Change, Regression, Summary
+    from orchestrator.results.llm_figures import LlmFigures
+    from orchestrator.verdicts.likeness import SeriesKey
+
+    good, commits = Commit("0" * 40, "good"), tuple(Commit(str(k) * 40, f"commit {k}") for k in range(1, 5))
+    span = CommitRange(Path("/repo"), good, commits)
+    bad = Step(commits[3].sha, "commit 4", Outcome.SLOWER, "regressed", 1.2, 1.1, 1.3, measured=True, page="p.html")
+    same = Step(commits[1].sha, "commit 2", Outcome.SLOWER, "regressed", 1.2, None, None, reason="same program")
+    skipped = Step(commits[0].sha, "commit 1", Outcome.SKIPPED, "skipped", reason="factory raised")
+    bisects = [BisectResult(span, "m.py:build", Search(1, Reason.FOUND, (bad, same)), (commits[3].sha,), budget=4),
+               BisectResult(span, "m.py:build", Search(None, Reason.ALL_SKIPPED, (skipped,), (0, 1)), ()),
+               BisectResult(span, "m.py:build", Search(None, Reason.BUDGET, (bad,)), (commits[3].sha,), budget=1)]
+    gens = (GenerationFigures(20.0, 18.0, 400.0, 100.0, 150.0, (6.0, 7.0), 120.0, 2048, -1, 4096, -1, (1, 2)),
+            GenerationFigures(22.0, 19.0, 380.0, 110.0, 140.0, (6.5, 7.5), 132.0, 2100, -1, 4000, -1, (1, 2)))
+    llm = [LlmFigures(8, 3, 1, 2, 2, gens, gens[:1]), LlmFigures(8, 1, 1, 0, 0, ())]
+    key = SeriesKey("pixel8", "mlp", (("backend", "xnnpack"), ("threads", "4")))
+    summaries = [Summary(key, "pixel8-mlp-1", 9, (2.0, 1.9, 2.2), "regressed", True, None,
+                         (Change("2026-01-03", "run-3", 2.0, 2.6, "abc..def"),),
+                         (Regression("2026-01-04", "run-4", 1.3, True, "abc", "../nights/n.html", "c" * 40),
+                          Regression("2026-01-05", "run-5", None, None, "", "")),
+                         (2.0, 2.1, 2.6), (False, False, True), "2026-01-04"),
+                 Summary(key, "pixel8-mlp-2", 1, None, None, False, None, (), (), (), (), "")]
+    return {"BisectResult": bisects, "LlmFigures": llm, "Summary": summaries,
+            "RecipeInfo": [RecipeInfo("int8", "int8 static", "xnnpack_pt2e_int8_static_per_channel", True, 4, "model"),
+                           RecipeInfo("fp32", "fp32", "xnnpack_fp32", False)],
+            "ExportPhases": [ExportPhases((("capture", 1.23456), ("lowering", 2.0), ("host reference", 0.0004))),
+                             ExportPhases(())],
+            "LlmReference": [LlmReference(7, 16, (ReferenceGeneration(3, (1, 2, 3), (4, 5)),
+                                                  ReferenceGeneration(2, (9, 8), ())))]}
+
+
 def written(objects: dict[str, list[Any]]) -> dict[str, list[Any]]:
-    """What each object's JSON form is (its `to_dict`, or the codec's `encode`)."""
+    """What each object's JSON form is (its `to_dict` or `to_json`, or the codec's `encode`)."""
     from orchestrator.base.codec import encode
 
-    return {name: [obj.to_dict() if hasattr(obj, "to_dict") else encode(obj) for obj in objs]
-            for name, objs in objects.items()}
+    return {name: [obj.to_dict() if hasattr(obj, "to_dict") else obj.to_json() if hasattr(obj, "to_json") else encode(obj)
+                   for obj in objs] for name, objs in objects.items()}
 
 
 def main() -> None:
