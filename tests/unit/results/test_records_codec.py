@@ -27,7 +27,7 @@ def test_each_record_writes_the_json_it_wrote_before_the_codec(name: str) -> Non
 @pytest.mark.parametrize("name", ["Estimate", "Load", "SideFigures", "Confirmation", "BelowThreshold", "MemoryVerdict",
                                   "LeftOutNight", "ChangePoint", "SeriesChanges", "SeriesStep", "IncompleteSide",
                                   "SeriesKey", "VerdictSettings", "BisectStep", "SettingDifference", "WorkerRow",
-                                  "ContentionSummary", "NightBisect"])
+                                  "ContentionSummary", "NightBisect", "RecipeInfo", "LlmReference"])
 def test_records_read_back_equal_from_the_files_written_before(name: str) -> None:
     for obj, before in zip(NOW[name], BEFORE[name], strict=True):
         back = decode(type(obj), before)
