@@ -219,10 +219,12 @@ def _the_rest() -> dict[str, list[Any]]:
 
 
 def written(objects: dict[str, list[Any]]) -> dict[str, list[Any]]:
-    """What each object's JSON form is (its `to_dict` or `to_json`, or the codec's `encode`)."""
+    """What each object's JSON form is (its `to_dict` or `to_json`, or the codec's `encode` of it or of its
+    `document()`, a bisect's)."""
     from orchestrator.base.codec import encode
 
-    return {name: [obj.to_dict() if hasattr(obj, "to_dict") else obj.to_json() if hasattr(obj, "to_json") else encode(obj)
+    return {name: [obj.to_dict() if hasattr(obj, "to_dict") else obj.to_json() if hasattr(obj, "to_json")
+                   else encode(obj.document()) if hasattr(obj, "document") else encode(obj)
                    for obj in objs] for name, objs in objects.items()}
 
 

@@ -78,3 +78,10 @@ def test_a_skipped_field_is_not_written_and_a_derived_view_is_encoded(tmp_path: 
     missing = replace(NOW["PairVerdict"][2], dir_a=tmp_path)  # a pair with no metric: its record reads back
     back = decode(PairVerdict, encode(missing))
     assert back.dir_a is None and _same(back, replace(missing, dir_a=None))  # a skipped field reads as its default
+
+
+def test_bisect_json_reads_back_as_the_document_written() -> None:
+    from orchestrator.app.bisect_output import BisectDocument
+
+    for result, before in zip(NOW["BisectResult"], BEFORE["BisectResult"], strict=True):
+        assert decode(BisectDocument, before) == result.document()
