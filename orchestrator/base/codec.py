@@ -30,7 +30,9 @@ name; the attribute may be a dotted path, `estimate.p_value`; a dataclass it giv
 as its value, a tuple as a list), and `order`, when given, the whole order of the keys (figures and derived ones among them, as
 `compare --json` prints them). `raw_floats` writes a `float` as it is, NaN included (a verdict's
 statistic with nothing to divide by: the file writer makes it null, `cache.write_json_atomic`), and
-reads null back as NaN.
+reads null back as NaN. `strict` makes every field without a default required, tuples, mappings and nested
+dataclasses included (what a peer writes, the runner's `llm` object: a missing list is a broken runner, not an
+older manifest).
 Field metadata says how one field is written: `KEYED` (a tuple of dataclasses written as a mapping by
 their `name`), `FLAT` (a dataclass whose keys are merged into its parent's, after the parent's own),
 `PAIRS` (a tuple of (name, value) pairs written as a mapping: a configuration's settings),
@@ -77,6 +79,7 @@ class Layout:
     derived: tuple[str | tuple[str, str], ...] = ()
     order: tuple[str, ...] = ()
     raw_floats: bool = False
+    strict: bool = False
 
 
 def named(key: str, *more: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -208,6 +211,8 @@ def _fields(cls: type) -> tuple[_Field, ...]:
     layout = _layout(cls)
     hints = _hints(cls)
     plans = {f.name: _plan(f, hints[f.name], layout.raw_floats) for f in dataclasses.fields(cls) if f.name != layout.key}
+    if layout.strict:
+        plans = {n: dataclasses.replace(p, empty=None) if p.required else p for n, p in plans.items()}
     first = [plans[n] for n in layout.first]
     last = [plans[n] for n in layout.last]
     middle = [p for n, p in plans.items() if n not in layout.first and n not in layout.last]

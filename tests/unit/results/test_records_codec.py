@@ -85,3 +85,15 @@ def test_bisect_json_reads_back_as_the_document_written() -> None:
 
     for result, before in zip(NOW["BisectResult"], BEFORE["BisectResult"], strict=True):
         assert decode(BisectDocument, before) == result.document()
+
+
+def test_a_strict_record_requires_its_lists_where_a_manifest_record_reads_them_empty() -> None:
+    from orchestrator.artifacts.generation import GenerationFigures
+    from orchestrator.verdicts.likeness import SeriesKey
+
+    figures = GenerationFigures(20.0, 18.0, 400.0, 100.0, 150.0, (6.0,), 120.0, 2048, -1, 4096, -1, (1, 2))
+    data = encode(figures)
+    assert decode(GenerationFigures, data) == figures
+    with pytest.raises(FieldError, match="^tokens: missing$"):  # the runner's line: a missing list is a broken runner
+        decode(GenerationFigures, {k: v for k, v in data.items() if k != "tokens"})
+    assert decode(SeriesKey, {"device": "d", "model": "m"}).settings == ()  # not strict: a missing list reads empty
