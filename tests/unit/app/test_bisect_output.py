@@ -57,7 +57,7 @@ def test_steps_kept_in_the_store_round_trip(tmp_path: Path) -> None:
 
 def test_night_json_names_the_culprit(tmp_path: Path) -> None:
     bisect = {"device": "local", "model": "mlp", "run_id": "r1", "culprit": "c" * 40}
-    record_night([tmp_path], "r1", None, {"regressed": 1}, [], {"bisects": [bisect, "junk"]})
+    record_night([tmp_path], "r1", None, {"regressed": 1}, [], [bisect, "junk"])
     _, night = read_marks(tmp_path)
     assert night is not None and night.culprit("r1", "local", "mlp") == "c" * 40
     assert night.culprit("r1", "local", "other") is None

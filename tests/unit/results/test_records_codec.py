@@ -97,3 +97,30 @@ def test_a_strict_record_requires_its_lists_where_a_manifest_record_reads_them_e
     with pytest.raises(FieldError, match="^tokens: missing$"):  # the runner's line: a missing list is a broken runner
         decode(GenerationFigures, {k: v for k, v in data.items() if k != "tokens"})
     assert decode(SeriesKey, {"device": "d", "model": "m"}).settings == ()  # not strict: a missing list reads empty
+
+
+def test_night_json_is_written_as_before_and_read_back_typed(tmp_path: Path) -> None:
+    from orchestrator.results.night_marks import read_night, record_night
+
+    # the night's Confirmations and NightBisects are passed as they are: the codec writes them (their classes sit above)
+    record_night([tmp_path], "20260103-010000", Path("/nights/nightly-20260103-010000.html"),
+                 {"regressed": 1, "unchanged": 3}, NOW["Confirmation"], NOW["NightBisect"], "a" * 40)
+    assert (tmp_path / "night.json").read_text() == (FIXTURE.parent / "night_before_codec.json").read_text()
+    night = read_night(tmp_path)
+    assert night is not None and night.night_id == "20260103-010000" and night.repo_head == "a" * 40
+    assert night.confirmed("run-1", "pixel8", "mlp") is True and night.culprit("run-1", "pixel8", "mlp") == "c" * 40
+    assert night.verdicts == {"regressed": 1, "unchanged": 3}
+
+
+def test_a_night_json_entry_of_the_wrong_kind_is_left_out_and_a_wrong_file_reads_as_no_night(tmp_path: Path) -> None:
+    from orchestrator.results.night_marks import read_night
+
+    path = tmp_path / "night.json"
+    path.write_text(json.dumps({"night": "n1", "page": "", "verdicts": {"regressed": "x", "unchanged": 2},
+                                "confirmations": ["junk", {"first_run": "r"}], "bisects": [3]}))
+    night = read_night(tmp_path)
+    assert night is not None and night.page is None and night.verdicts == {"unchanged": 2}
+    assert night.confirmations == ({"first_run": "r"},) and night.bisects == ()
+    for bad in ({"night": "../x"}, {"page": "p"}, {"night": "n1", "verdicts": "many"}):
+        path.write_text(json.dumps(bad))
+        assert read_night(tmp_path) is None, bad
