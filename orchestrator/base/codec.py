@@ -2,9 +2,10 @@
 
 Every record etfarm writes as JSON is written out once, as dataclass fields: the results model
 (results/model.py), the runner's result (run/runner_contract.py), a comparison and its verdicts
-(verdicts/pair_verdicts.py: `compare --json`, verdicts.json), a night's records; `encode` and `decode`
-derive the dict from them, so a new field is declared once and reaches `manifest.json`, the store and
-`--json` by itself. It sits in base/ so that every package, artifacts/ included, writes through it. Conversion follows
+(verdicts/pair_verdicts.py: `compare --json`, verdicts.json), a night (results/night_marks.py: night.json),
+the numerics report, a bisect's document, recipe.json and llm_reference.json; `encode` and `decode` derive
+the dict from them, so a new field is declared once and reaches `manifest.json`, the store and `--json` by
+itself. It sits in base/ so that every package, artifacts/ included, writes through it. Conversion follows
 each field's annotation:
 
 - `StrEnum` <-> its value; a nested dataclass <-> its dict; a tuple <-> a list; a class with a JSON form
@@ -26,9 +27,9 @@ its `LAYOUT` (a `Layout`): keys written `first` and `last` around the others (in
 order), the field that names it in its parent's mapping (`key`: left out of its own dict and
 given back on reading), and `derived` figures written for readers and ignored on reading
 (ModelResult's `summary`: a method or property, or a (key, attribute) pair when the key is not its
-name; the attribute may be a dotted path, `estimate.p_value`; a dataclass it gives is encoded, an enum written
-as its value, a tuple as a list), and `order`, when given, the whole order of the keys (figures and derived ones among them, as
-`compare --json` prints them). `raw_floats` writes a `float` as it is, NaN included (a verdict's
+name; the attribute may be a dotted path, `estimate.p_value`; a dataclass it gives is encoded, an enum
+written as its value, a tuple as a list), and `order`, when given, the whole order of the keys (figures
+and derived ones among them, as `compare --json` prints them). `raw_floats` writes a `float` as it is, NaN included (a verdict's
 statistic with nothing to divide by: the file writer makes it null, `cache.write_json_atomic`), and
 reads null back as NaN. `strict` makes every field without a default required, tuples, mappings and nested
 dataclasses included (what a peer writes, the runner's `llm` object: a missing list is a broken runner, not an
