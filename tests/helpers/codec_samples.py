@@ -107,7 +107,7 @@ def _op_verdicts() -> list[Any]:
 
 
 def _verdicts() -> dict[str, list[Any]]:
-    """Added after e9e8a89 (their `to_dict`s' JSON was written at d785fa6, the last commit that had them): every
+    """Added after e9e8a89 (their `to_dict`s' JSON was written at b2277e6, the last commit that had them): every
     field of a pair's verdict set, as `compare --json` and verdicts.json write it, NaN and None included."""
     from orchestrator.base.errors import Blame
     from orchestrator.run.configuration import SettingDifference
