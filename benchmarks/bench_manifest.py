@@ -5,7 +5,7 @@
 
 A job of `--devices` x `--models` x `--runs` traced process runs of `--executions` samples each, every field
 set (tests/unit/run/golden_results.py `rich_job`'s device, model and run, copied), written as manifest.json.
-The anchor is today's reader, `load_manifest` (json + results/codec.py). Beside it, best of `--rounds`:
+The anchor is today's reader, `load_manifest` (json + base/codec.py). Beside it, best of `--rounds`:
 
 - `json.loads` alone and `Job.from_dict` alone (the codec), to show where the time goes;
 - `msgspec.json.decode` (untyped) + the codec: msgspec as the JSON parser only, everything else as today;

@@ -28,6 +28,7 @@ from device_agents.keys import InventoryEntry, describe
 from orchestrator.artifacts.targets import ANDROID_ABI_TARGETS, TARGETS, target_for_abi
 from orchestrator.base.cache import cache_dir
 from orchestrator.base.errors import ConfigError, UsageError
+from orchestrator.base.names import ADB_NAME_PREFIX, ADB_SERIAL
 from orchestrator.base.yamlfile import load_yaml, shorten
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -41,12 +42,7 @@ _COMMON_KEYS = {"transport", "target", "workdir", "exec_prefix", "threads", "cpu
                 "emulated"}
 # `cpus:` is taskset's cpu list: 3, 0-3, 0,2,4-7 (an integer alone is one cpu), or a cluster by name.
 _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
-# A device or model name becomes file names (run directories, locks): plain words only; `adb:SERIAL`
-# allows the serial's ':' (`adb:127.0.0.1:5555`), never first, never a path separator.
-_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-ADB_SERIAL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")
 CPU_CLUSTERS = ("big", "prime")  # resolved on the device from its own facts (orchestrator/run/device/affinity.py)
-ADB_NAME_PREFIX = "adb:"
 
 
 @dataclass(frozen=True)
@@ -85,13 +81,6 @@ def adb_spec(name: str, server: tuple[str, int] | None = None) -> DeviceSpec:
         raise UsageError(f"--devices {name}: the device's ABI is {abi or 'unknown'} (ro.product.cpu.abi); etfarm's "
                          f"runners run on {', '.join(ANDROID_ABI_TARGETS)} only")
     return adb_device_spec(serial, target, server)
-
-
-def is_plain_name(name: str) -> bool:
-    """Whether a device or model name may become file names: plain words, or `adb:SERIAL`."""
-    if name.startswith(ADB_NAME_PREFIX):
-        return bool(ADB_SERIAL.match(name[len(ADB_NAME_PREFIX):]))
-    return bool(_PLAIN_NAME.match(name))
 
 
 def default_config_path() -> Path | None:

@@ -20,8 +20,8 @@ from device_agents.adb.settings import DEFAULT_ADB_HOST, DEFAULT_ADB_PORT, DEFAU
 from device_agents.adb.wire import Server
 from device_agents.spec import DeviceSpec
 from orchestrator.base.errors import UsageError
+from orchestrator.base.names import ADB_NAME_PREFIX
 
-ADB_NAME_PREFIX = "adb:"  # `--devices adb:SERIAL`
 QUERY_TIMEOUT_SEC = 15.0
 CONNECT_TIMEOUT_SEC = 3.0  # to the adb server, as adbutils does
 ABI_PROPERTY = "ro.product.cpu.abi"

@@ -24,6 +24,7 @@ from orchestrator.app.bisect_search import Outcome, Reason, Step, search
 from orchestrator.app.console import Console
 from orchestrator.app.request import JobRequest
 from orchestrator.base.cache import write_json_atomic
+from orchestrator.base.codec import encode
 from orchestrator.base.errors import EXIT_INTERRUPTED, EtfarmError, UsageError, one_line
 from orchestrator.base.progress import Progress
 from orchestrator.config import load_inventory
@@ -84,7 +85,7 @@ def bisect(job: BisectJob, progress: Progress, console: Console) -> BisectResult
                         measured=lambda: len(prober.measured))
         parent = _against_parent(prober, found, result.culprit) if result.culprit is not None else None
     outcome = BisectResult(found, job.model, result, tuple(prober.measured), parent, job.budget, out)
-    write_json_atomic(out / BISECT_JSON, outcome.to_dict())
+    write_json_atomic(out / BISECT_JSON, encode(outcome.document()))
     write_page(outcome, out)
     return outcome
 
@@ -111,7 +112,7 @@ def report(result: BisectResult, console: Console, as_json: bool) -> None:
     """The table and the answer on stdout (or the JSON document), where the page is on stderr."""
     out = result.folder
     if as_json:
-        console.out(json.dumps({**result.to_dict(), "page": str(out / BISECT_PAGE)}, indent=2))
+        console.out(json.dumps({**encode(result.document()), "page": str(out / BISECT_PAGE)}, indent=2))
     else:
         console.out(steps_table(result))
         console.out(result.sentence)

@@ -22,17 +22,14 @@ from orchestrator.app.bisect_search import Reason
 from orchestrator.app.console import Console
 from orchestrator.app.nightly_plan import NightlyPlan
 from orchestrator.artifacts.modelspec import parse_model_spec
-from orchestrator.base.cache import read_json_object
 from orchestrator.base.errors import EtfarmError, one_line
 from orchestrator.base.progress import Progress
 from orchestrator.config import load_inventory
-from orchestrator.results.night_marks import NIGHT_JSON
+from orchestrator.results.night_marks import read_night
 from orchestrator.run.engine.job import JobResult
 from orchestrator.store import Store
 from orchestrator.verdicts.compare import PairVerdict
 from orchestrator.verdicts.statistics import VerdictSettings
-
-REPO_HEAD = "repo_head"  # night.json: the plan's `repo:` HEAD when the night ran
 
 
 @dataclass(frozen=True)
@@ -141,8 +138,8 @@ def _baseline_commit(plan: NightlyPlan, store: Store, pair: PairVerdict) -> str 
         return None
     if plan.repo is not None:
         folder = store.run_dir(run_id)
-        head = read_json_object(Path(folder) / NIGHT_JSON).get(REPO_HEAD) if folder else None
-        return str(head) if isinstance(head, str) and head else None
+        night = read_night(Path(folder)) if folder else None
+        return (night.repo_head or None) if night is not None else None
     job = store.job(run_id, samples=False)
     model = next((m for m in job.models if m.name == pair.model_a), None)
     return _commit(model.git_commit) if model else None

@@ -10,20 +10,58 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
 from orchestrator.app.bisect_range import Commit, CommitRange
 from orchestrator.app.bisect_search import Reason, Search, Step
 from orchestrator.base.cache import write_text_atomic
+from orchestrator.base.codec import Layout
 from orchestrator.report.formats import clip
 from orchestrator.report.page.blocks import Page, Paragraph, Section, Table, badge, code, link, strong, text
 from orchestrator.report.render.html import render_html
 from orchestrator.report.terminal.table import format_table
-from orchestrator.results.codec import encode
 
 BISECT_PAGE = "bisect.html"
 BISECT_JSON = "bisect.json"
 TONES = {"regressed": "bad", "inconclusive": "warn", "skipped": "warn", "improved": "good", "unchanged": "good"}
+
+
+@dataclass(frozen=True)
+class StepFigures:
+    """A step's ratio and interval, as the bisect's document says them."""
+
+    ratio: float
+    ci_low: float | None
+    ci_high: float | None
+
+    LAYOUT: ClassVar[Layout] = Layout(raw_floats=True)
+
+    @classmethod
+    def of(cls, step: Step | None) -> StepFigures | None:
+        return None if step is None or step.ratio is None else cls(step.ratio, step.ci_low, step.ci_high)
+
+
+@dataclass(frozen=True)
+class BisectDocument:
+    """What `bisect --json` prints and DIR/bisect.json holds (`encode(result.document())`): the culprit (None: none
+    named, and `reason` says why) against GOOD and its parent, the suspects and measured commits, every step."""
+
+    culprit: str | None
+    reason: str | None
+    subject: str | None
+    against_good: StepFigures | None
+    against_parent: StepFigures | None
+    parent: str | None
+    suspects: tuple[str, ...]
+    measured: tuple[str, ...]
+    steps: tuple[Step, ...]
+    good: str
+    bad: str
+    commits: int
+    model: str
+    repo: str
+    budget: int | None
+    budget_ran_out: bool
 
 
 @dataclass(frozen=True)
@@ -67,24 +105,14 @@ class BisectResult:
         suspects = [self.range.commits[i].short for i in self.search.suspects]
         return f"no culprit named: {why}" + (f"; it is one of {', '.join(suspects)}" if suspects else "")
 
-    def to_dict(self) -> dict[str, Any]:
-        step = self.culprit_step
-        return {"culprit": self.culprit.sha if self.culprit else None,
-                "reason": None if self.culprit else self.search.reason.value,
-                "subject": self.culprit.subject if self.culprit else None,
-                "against_good": _figures(step), "against_parent": _figures(self.against_parent or step),
-                "parent": self.parent.sha if self.culprit else None,
-                "suspects": [self.range.commits[i].sha for i in self.search.suspects],
-                "measured": list(self.measured), "steps": [encode(s) for s in self.search.steps],
-                "good": self.range.good.sha, "bad": self.range.bad.sha, "commits": len(self.range.commits),
-                "model": self.model, "repo": str(self.range.root), "budget": self.budget,
-                "budget_ran_out": self.search.reason is Reason.BUDGET}
-
-
-def _figures(step: Step | None) -> dict[str, float | None] | None:
-    if step is None or step.ratio is None:
-        return None
-    return {"ratio": step.ratio, "ci_low": step.ci_low, "ci_high": step.ci_high}
+    def document(self) -> BisectDocument:
+        culprit, step, r = self.culprit, self.culprit_step, self.range
+        return BisectDocument(
+            culprit.sha if culprit else None, None if culprit else self.search.reason.value,
+            culprit.subject if culprit else None, StepFigures.of(step), StepFigures.of(self.against_parent or step),
+            self.parent.sha if culprit else None, tuple(r.commits[i].sha for i in self.search.suspects), self.measured,
+            self.search.steps, r.good.sha, r.bad.sha, len(r.commits), self.model, str(r.root), self.budget,
+            self.search.reason is Reason.BUDGET)
 
 
 def interval(step: Step) -> str:

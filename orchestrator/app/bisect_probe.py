@@ -23,11 +23,11 @@ from orchestrator.app.console import Console
 from orchestrator.app.record import record_job
 from orchestrator.artifacts.modelspec import ModelSpec, parse_model_spec
 from orchestrator.base.cache import sha256_file
+from orchestrator.base.codec import decode, encode
 from orchestrator.base.errors import EtfarmError, one_line
 from orchestrator.base.progress import Progress
 from orchestrator.report.comparison_output import write_ab_page
 from orchestrator.report.destination import AB_PAGE
-from orchestrator.results.codec import decode, encode
 from orchestrator.results.model import JobOptions
 from orchestrator.results.record import RunRecord
 from orchestrator.run.engine.sweep import export_configurations

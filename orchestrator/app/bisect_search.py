@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
 
-from orchestrator.results.codec import Layout
+from orchestrator.base.codec import Layout
 
 
 class Outcome(StrEnum):

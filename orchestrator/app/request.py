@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes, recipe_words
+from orchestrator.base.codec import FieldError
 from orchestrator.base.errors import UsageError
 from orchestrator.report.destination import check_target
-from orchestrator.results.codec import FieldError
 from orchestrator.results.model import JobOptions
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.statistics import DEFAULT_CENTER, check_center

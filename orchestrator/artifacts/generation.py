@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
+from orchestrator.base.codec import FieldError, Layout, decode
 from orchestrator.base.errors import DataError
 
 PREFILL, DECODE = "prefill", "decode"
@@ -68,6 +69,8 @@ class GenerationFigures:
     pss_decode_kb: int
     tokens: tuple[int, ...]
 
+    LAYOUT: ClassVar[Layout] = Layout(strict=True)  # the runner writes every key
+
 
 @dataclass(frozen=True)
 class LlmRunFigures:
@@ -87,6 +90,8 @@ class LlmRunFigures:
     decode_steps: int
     generations: tuple[GenerationFigures, ...]
 
+    LAYOUT: ClassVar[Layout] = Layout(strict=True)
+
     @property
     def calls_per_generation(self) -> int:
         return self.prefill_calls + self.decode_steps
@@ -96,20 +101,12 @@ class LlmRunFigures:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> LlmRunFigures:
-        """Typed figures from a result line's `llm` object; DataError when it is malformed."""
+        """Typed figures from a result line's `llm` object, read by the codec as the manifest reads them; DataError
+        naming the key when it is malformed."""
         try:
-            gens = tuple(_generation(g) for g in obj["generations"])
-            seed = obj["prompt_seed"]
-            return cls(
-                max_seq_len=int(obj["max_seq_len"]), max_context_len=int(obj["max_context_len"]),
-                vocab_size=int(obj["vocab_size"]), dynamic_shape=bool(obj["dynamic_shape"]),
-                prefill_chunk=int(obj["prefill_chunk"]), prefill_calls=int(obj["prefill_calls"]),
-                prompt_len=int(obj["prompt_len"]), prompt_seed=None if seed is None else int(seed),
-                prompt_tokens=tuple(int(t) for t in obj["prompt_tokens"]), gen_len=int(obj["gen_len"]),
-                requested_gen_len=int(obj["requested_gen_len"]), decode_steps=int(obj["decode_steps"]), generations=gens,
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise DataError(f"the runner's llm figures are malformed ({type(exc).__name__}: {exc})") from None
+            return decode(cls, obj)
+        except FieldError as exc:
+            raise DataError(f"the runner's llm figures are malformed ({exc})") from None
 
 
 def phase_of_call(call: int, prefill_calls: int, decode_steps: int) -> str:
@@ -117,13 +114,3 @@ def phase_of_call(call: int, prefill_calls: int, decode_steps: int) -> str:
     return PREFILL if call % (prefill_calls + decode_steps) < prefill_calls else DECODE
 
 
-def _generation(g: Mapping[str, Any]) -> GenerationFigures:
-    return GenerationFigures(
-        ttft_ms=float(g["ttft_ms"]), prefill_ms=float(g["prefill_ms"]),
-        prefill_tokens_per_s=float(g["prefill_tokens_per_s"]), decode_ms=float(g["decode_ms"]),
-        decode_tokens_per_s=float(g["decode_tokens_per_s"]),
-        decode_step_ms=tuple(float(s) for s in g["decode_step_ms"]), total_ms=float(g["total_ms"]),
-        rss_prefill_kb=int(g["rss_prefill_kb"]), pss_prefill_kb=int(g["pss_prefill_kb"]),
-        rss_decode_kb=int(g["rss_decode_kb"]), pss_decode_kb=int(g["pss_decode_kb"]),
-        tokens=tuple(int(t) for t in g["tokens"]),
-    )

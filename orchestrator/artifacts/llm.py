@@ -18,8 +18,9 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from orchestrator.base.codec import Layout, decode
 from orchestrator.base.errors import DataError, ModelSpecError
 
 REFERENCE_FORMAT = "etfarm-llm-reference/1"
@@ -119,13 +120,11 @@ class LlmReference:
     gen_len: int  # the recipe's default generation length
     generations: tuple[ReferenceGeneration, ...]
 
+    FORMAT: ClassVar[str] = REFERENCE_FORMAT  # written first: a file of another format is refused
+    LAYOUT: ClassVar[Layout] = Layout(derived=(("format", "FORMAT"),), order=("format",))
+
     def for_prompt(self, prompt_tokens: Sequence[int]) -> ReferenceGeneration | None:
         return next((g for g in self.generations if g.prompt_tokens == tuple(prompt_tokens)), None)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"format": REFERENCE_FORMAT, "prompt_seed": self.prompt_seed, "gen_len": self.gen_len,
-                "generations": [{"prompt_len": g.prompt_len, "prompt_tokens": list(g.prompt_tokens),
-                                 "tokens": list(g.tokens)} for g in self.generations]}
 
     @classmethod
     def load(cls, path: Path | str) -> LlmReference:
@@ -134,9 +133,7 @@ class LlmReference:
             data = json.loads(path.read_text())
             if data.get("format") != REFERENCE_FORMAT:
                 raise ValueError(f"format {data.get('format')!r}, expected {REFERENCE_FORMAT!r}")
-            gens = tuple(ReferenceGeneration(int(g["prompt_len"]), tuple(int(t) for t in g["prompt_tokens"]),
-                                             tuple(int(t) for t in g["tokens"])) for g in data["generations"])
-            return cls(int(data["prompt_seed"]), int(data["gen_len"]), gens)
+            return decode(cls, data)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise DataError(f"{path}: not an etfarm LLM reference ({exc})") from None
 

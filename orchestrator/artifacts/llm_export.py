@@ -22,6 +22,7 @@ from typing import Any
 from orchestrator.artifacts.llm import LlmRecipe, LlmReference, ReferenceGeneration, seeded_prompt
 from orchestrator.artifacts.pte_info import LlmShape, read_pte_info
 from orchestrator.base import cache, procs
+from orchestrator.base.codec import encode
 from orchestrator.base.errors import ExportError
 
 EXPORTER = "executorch.examples.models.llama.export_llama"
@@ -58,7 +59,7 @@ def export_llm_into(recipe: LlmRecipe, backend: str, pte: Path, quiet: Callable[
             reference = eager_reference(recipe, args, shape)
         except Exception as exc:  # noqa: BLE001  (the exporter's internals may move: keep the program)
             return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-        cache.write_json_atomic(pte.parent / LLM_REFERENCE_NAME, reference.to_json())
+        cache.write_json_atomic(pte.parent / LLM_REFERENCE_NAME, encode(reference))
         return None
     finally:
         _remove_tree(work)

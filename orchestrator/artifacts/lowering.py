@@ -45,6 +45,7 @@ from orchestrator.artifacts.recipe_export import export_recipe_into
 from orchestrator.artifacts.recipes import RecipeInfo, RecipeSpec
 from orchestrator.artifacts.runtime_noise import runtime_noise_dropped, without_partial_graph
 from orchestrator.base import cache
+from orchestrator.base.codec import encode
 from orchestrator.base.errors import ConfigurationFailed, ExportError, ModelSpecError, UsageError
 from orchestrator.base.versions import tool_versions
 
@@ -87,7 +88,7 @@ class ExportedModel:
             "reference_outputs": str(self.reference_outputs) if self.reference_outputs else None,
             "numerics_reference": str(self.numerics_reference) if self.numerics_reference else None,
             "llm_reference": str(self.llm_reference) if self.llm_reference else None,
-            **({"recipe": self.recipe.to_dict()} if self.recipe else {}),
+            **({"recipe": encode(self.recipe)} if self.recipe else {}),
         }
 
 
@@ -261,8 +262,8 @@ def _lower_into(spec: ModelSpec, backend: str, out: Path, log: Callable[[str], N
     notes: dict[str, Any] = {}
     if isinstance(result, LlmRecipe) and recipe is not None:  # export_llama's own options for the recipe
         result, info = llm_under_recipe(spec.text, result, recipe)
-        cache.write_json_atomic(out / RECIPE_NAME, info.to_dict())
-        notes["recipe"] = info.to_dict()
+        cache.write_json_atomic(out / RECIPE_NAME, encode(info))
+        notes["recipe"] = encode(info)
     elif recipe is not None:
         return export_recipe_into(spec, result, recipe, out, log)
     if isinstance(result, CalibratedModel):  # calibration is for a recipe's quantization; the pair is the model

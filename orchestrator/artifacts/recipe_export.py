@@ -33,6 +33,7 @@ from orchestrator.artifacts.modelspec import ModelSpec, check_factory_result
 from orchestrator.artifacts.recipe_lowering import host_outputs, lower_with_recipe
 from orchestrator.artifacts.recipes import RecipeInfo, RecipeSpec
 from orchestrator.base.cache import sha256_file, write_json_atomic
+from orchestrator.base.codec import encode
 
 
 def export_recipe_into(spec: ModelSpec, result: Any, recipe: RecipeSpec, out: Path,
@@ -66,14 +67,14 @@ def export_recipe_into(spec: ModelSpec, result: Any, recipe: RecipeSpec, out: Pa
         eager_error = shared_eager_reference(spec, model, inputs, out / EAGER_REFERENCE_NAME)
     info = RecipeInfo(recipe.text, recipe.label, made.name, made.quantized, made.calibration_batches,
                       _calibration_source(made.calibration_batches, given, made.own_calibration))
-    write_json_atomic(out / RECIPE_NAME, info.to_dict())
+    write_json_atomic(out / RECIPE_NAME, encode(info))
     if info.calibration == "example inputs":
         log(f"{spec.name}: recipe {recipe.label} calibrated on the example inputs alone (1 batch: a weak calibration; "
             "return a CalibratedModel with calibration batches)")
     phases = clock.result()
     lower_s = sum(s for name, s in phases.seconds if name not in OWN_PHASES and name != "ETRecord")
     return {"kind": "module", "numerics_reference_error": numerics_error, "eager_reference_error": eager_error,
-            "recipe": info.to_dict(), "lower_s": round(lower_s, 3),  # executorch.export.export alone
+            "recipe": encode(info), "lower_s": round(lower_s, 3),  # executorch.export.export alone
             "phases": phases.to_dict()}
 
 

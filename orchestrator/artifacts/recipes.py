@@ -25,6 +25,7 @@ from pathlib import Path
 
 from orchestrator.artifacts.model_sources import local_sources
 from orchestrator.artifacts.modelspec import ModelSpec, parse_model_spec
+from orchestrator.base.codec import decode
 from orchestrator.base.errors import ModelSpecError, UsageError
 
 RECIPE_BACKEND = "xnnpack"  # the provider whose recipe types etfarm names: the backend its runners carry
@@ -188,12 +189,7 @@ class RecipeInfo:
     calibration_batches: int | None = None
     calibration: str = ""  # "example inputs", "model" (CalibratedModel.calibration), "recipe" (its own)
 
-    def to_dict(self) -> dict[str, object]:
-        return {"text": self.text, "label": self.label, "name": self.name, "quantized": self.quantized,
-                "calibration_batches": self.calibration_batches, "calibration": self.calibration}
-
     @classmethod
     def load(cls, path: Path) -> RecipeInfo:
-        data = json.loads(path.read_text())
-        return cls(str(data["text"]), str(data["label"]), str(data["name"]), bool(data["quantized"]),
-                   data.get("calibration_batches"), str(data.get("calibration", "")))
+        """recipe.json as `encode(info)` wrote it (a FieldError, a ValueError, names a key that is wrong)."""
+        return decode(cls, json.loads(path.read_text()))

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.base.codec import encode
 from orchestrator.base.errors import UsageError
 from orchestrator.cli.options import JunitOption, StoreOption
 from orchestrator.report.destination import check_target
@@ -88,7 +89,7 @@ def compare(
         auto_noise_floor=auto, job_shift=JOB_SHIFT_SD,  # A and B are separate jobs (docs/guide/trust.md)
     )
     comparison = compare_refs(a, b, settings, baseline=baseline, store=store, per_op=not no_ops)
-    typer.echo(json.dumps(comparison.to_dict(), indent=2) if as_json else verdict_table(comparison))
+    typer.echo(json.dumps(encode(comparison), indent=2) if as_json else verdict_table(comparison))
     if junit is not None:
         write_junit(comparison, junit)
     if html is not None:

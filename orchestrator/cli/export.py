@@ -10,6 +10,7 @@ import typer
 
 from orchestrator.artifacts import copy_artifacts, export_model, parse_model_spec
 from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes
+from orchestrator.base.codec import encode
 from orchestrator.base.progress import Progress
 from orchestrator.cli.options import Backend, JsonOption, RecipeOption, recipes_joined
 from orchestrator.report import json_text
@@ -61,5 +62,5 @@ def _document(exported: ExportedModel) -> dict[str, Any]:
             "pte": str(exported.pte), "etrecord": text(exported.etrecord), "inputs": text(exported.inputs),
             "reference_outputs": text(exported.reference_outputs),
             "numerics_reference": text(exported.numerics_reference),
-            **({"recipe": exported.recipe.to_dict(), "eager_outputs": text(exported.eager_outputs),
+            **({"recipe": encode(exported.recipe), "eager_outputs": text(exported.eager_outputs),
                 "eager_reference": text(exported.eager_reference)} if exported.recipe else {})}

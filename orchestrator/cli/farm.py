@@ -7,9 +7,9 @@ import json
 import typer
 
 from orchestrator.base.cleanup import close_quietly
+from orchestrator.base.codec import encode
 from orchestrator.base.errors import UsageError
 from orchestrator.cli.options import JsonOption, SchedulerOption, TlsCaOption, TlsCertOption, TlsKeyOption
-from orchestrator.results.codec import encode
 
 farm_app = typer.Typer(help="The Dask farm: workers and their devices.", no_args_is_help=True)
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from orchestrator.base.codec import encode
 from orchestrator.base.errors import UsageError
-from orchestrator.results.codec import encode
 from orchestrator.store import open_store, store_path
 
 if TYPE_CHECKING:

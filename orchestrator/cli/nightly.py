@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from orchestrator.base.codec import encode
 from orchestrator.base.progress import Progress
 from orchestrator.cli.options import (
     JunitOption,
@@ -18,7 +19,6 @@ from orchestrator.cli.options import (
     TlsKeyOption,
 )
 from orchestrator.report.destination import check_target
-from orchestrator.results.codec import encode
 from orchestrator.store import open_store
 
 
@@ -124,7 +124,7 @@ def _junit(comparison: Any, target: Path) -> None:
 def _record_night(outcome: Any, page: Path | None) -> None:
     """night.json beside each of the night's runs: its page, verdict counts and confirmations (what `publish` reads)."""
     # loaded when the command runs: cli/__init__ imports every command module to register it
-    from orchestrator.app.bisect_night import REPO_HEAD, night_repo_head
+    from orchestrator.app.bisect_night import night_repo_head
     from orchestrator.base.errors import EtfarmError
     from orchestrator.results.night_marks import record_night
 
@@ -132,9 +132,8 @@ def _record_night(outcome: Any, page: Path | None) -> None:
     for pair in outcome.comparison.pairs:
         counts[pair.verdict.value] = counts.get(pair.verdict.value, 0) + 1
     try:
-        record_night([j.rundir.root for j in outcome.jobs], outcome.night_id, page, counts,
-                     [encode(c) for c in outcome.confirmations],
-                     {"bisects": [encode(b) for b in outcome.bisects], REPO_HEAD: night_repo_head(outcome.plan)})
+        record_night([j.rundir.root for j in outcome.jobs], outcome.night_id, page, counts, outcome.confirmations,
+                     outcome.bisects, night_repo_head(outcome.plan))
     except (OSError, EtfarmError) as exc:  # the verdicts are decided and recorded: a run directory we cannot write
         typer.echo(f"warning: night.json not written beside the runs ({exc}); the dashboard shows them without "
                    "their night", err=True)

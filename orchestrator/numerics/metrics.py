@@ -20,9 +20,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+
+from orchestrator.base.codec import Layout
 
 
 class Metric(StrEnum):
@@ -42,7 +44,9 @@ class Gap:
 
     mse: float
     l1: float
-    snr: float
+    snr: float  # infinite for identical outputs
+
+    LAYOUT: ClassVar[Layout] = Layout(raw_floats=True)
 
     def value(self, metric: Metric) -> float:
         return getattr(self, metric.value)

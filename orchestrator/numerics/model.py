@@ -9,8 +9,9 @@ Judgement (which ops cross the threshold, where divergence starts) is made once,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import ClassVar
 
+from orchestrator.base.codec import SKIP, Layout, named
 from orchestrator.numerics.metrics import Gap, Metric, worst
 
 AGAINST_AOT = "aot"  # the eager/AOT reference captured at export time
@@ -21,8 +22,8 @@ class OpGap:
     """One row of Inspector's `calculate_numeric_gap`, plus where the op comes from."""
 
     index: int  # position along the graph (Inspector's row order: the reference graph's order)
-    aot_handle: tuple[int, ...]
-    runtime_handle: tuple[int, ...]
+    aot_handle: tuple[int, ...] = field(metadata=named("aot_debug_handle"))
+    runtime_handle: tuple[int, ...] = field(metadata=named("runtime_debug_handle"))
     aot_ops: tuple[str, ...]
     runtime_ops: tuple[str, ...]
     gaps: tuple[Gap, ...]  # one per output compared (Inspector's `gap` list)
@@ -31,15 +32,9 @@ class OpGap:
     module_path: str | None = None  # innermost nn.Module of the op (nn_module_stack), e.g. "features.3"
     module_type: str | None = None
     source: str | None = None  # "file.py:line" of the model code that created the op
-    stack_trace: str | None = None
+    stack_trace: str | None = field(default=None, metadata=SKIP)  # for the text report only
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "aot_debug_handle": list(self.aot_handle),
-                "runtime_debug_handle": list(self.runtime_handle), "aot_ops": list(self.aot_ops),
-                "runtime_ops": list(self.runtime_ops),
-                "gaps": [{"mse": g.mse, "l1": g.l1, "snr": g.snr} for g in self.gaps],
-                "value": self.value, "diverges": self.diverges, "module_path": self.module_path,
-                "module_type": self.module_type, "source": self.source}
+    LAYOUT: ClassVar[Layout] = Layout(raw_floats=True)  # an SNR of identical outputs is infinite
 
 
 @dataclass(frozen=True)
@@ -50,7 +45,11 @@ class Comparison:
     ops: tuple[OpGap, ...] = ()
     runs: tuple[str, ...] = ()  # the runs compared; gaps are the worst over them
     error: str | None = None  # why this comparison could not be made
-    worst_index: int | None = None  # the op with the worst gap under the report's metric
+    worst_index: int | None = field(default=None, metadata=named("worst_op"))  # the worst gap under the report's metric
+
+    # what it found, then its ops
+    LAYOUT: ClassVar[Layout] = Layout(derived=(("diverging", "diverging_count"), ("first_divergence", "first_divergence_index")),
+                                      order=("against", "runs", "error", "worst_op", "diverging", "first_divergence"))
 
     @property
     def diverging(self) -> tuple[OpGap, ...]:
@@ -61,11 +60,14 @@ class Comparison:
         """Where along the graph divergence starts: the first op crossing the threshold."""
         return next((op for op in self.ops if op.diverges), None)
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def diverging_count(self) -> int:
+        return len(self.diverging)
+
+    @property
+    def first_divergence_index(self) -> int | None:
         first = self.first_divergence
-        return {"against": self.against, "runs": list(self.runs), "error": self.error, "worst_op": self.worst_index,
-                "diverging": len(self.diverging), "first_divergence": first.index if first else None,
-                "ops": [op.to_dict() for op in self.ops]}
+        return first.index if first else None
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,10 @@ class ModelNumerics:
     runs_identical: bool | None = None  # every run logged bit-identical intermediate outputs
     error: str | None = None  # why nothing could be compared
 
+    # its verdicts, then its comparisons
+    LAYOUT: ClassVar[Layout] = Layout(derived=("diverges",), order=(
+        "device", "model", "verification", "verification_detail", "runs_identical", "error", "diverges"))
+
     @property
     def diverges(self) -> bool:
         return any(c.diverging for c in self.comparisons)
@@ -118,12 +124,6 @@ class ModelNumerics:
             for c in self.comparisons for op in c.ops
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "model": self.model, "verification": self.verification,
-                "verification_detail": self.verification_detail, "runs_identical": self.runs_identical,
-                "error": self.error, "diverges": self.diverges,
-                "comparisons": [c.to_dict() for c in self.comparisons]}
-
 
 @dataclass(frozen=True)
 class NumericsReport:
@@ -134,6 +134,9 @@ class NumericsReport:
     threshold: float
     reference_device: str | None
     models: tuple[ModelNumerics, ...] = field(default_factory=tuple)
+
+    LAYOUT: ClassVar[Layout] = Layout(derived=("diverges", "incomplete", "diverging_devices"), order=(
+        "run_id", "metric", "threshold", "reference_device", "diverges", "incomplete", "diverging_devices"))
 
     @property
     def diverges(self) -> bool:
@@ -151,8 +154,3 @@ class NumericsReport:
     @property
     def diverging_devices(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(m.device for m in self.models if m.diverges))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "metric": self.metric.value, "threshold": self.threshold,
-                "reference_device": self.reference_device, "diverges": self.diverges, "incomplete": self.incomplete,
-                "diverging_devices": list(self.diverging_devices), "models": [m.to_dict() for m in self.models]}

@@ -13,6 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from orchestrator.base.cache import write_json_atomic, write_text_atomic
+from orchestrator.base.codec import encode
 from orchestrator.numerics.model import (
     AGAINST_AOT,
     Comparison,
@@ -47,13 +48,13 @@ def write_files(report: NumericsReport, run_dir: Path) -> list[Path]:
         path = folder / NUMERICS_CSV
         write_text_atomic(path, buffer.getvalue())
         written.append(path)
-    write_json_atomic(run_dir / NUMERICS_JSON, report.to_dict())
+    write_json_atomic(run_dir / NUMERICS_JSON, encode(report))
     written.append(run_dir / NUMERICS_JSON)
     return written
 
 
 def to_json(report: NumericsReport) -> str:
-    return json.dumps(report.to_dict(), indent=2)
+    return json.dumps(encode(report), indent=2)
 
 
 def _against(comparison: Comparison) -> str:

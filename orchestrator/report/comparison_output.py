@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.base.cache import write_json_atomic
+from orchestrator.base.codec import encode
 from orchestrator.base.errors import UsageError
 from orchestrator.report.builders.comparison import comparison_view
 from orchestrator.report.builders.history import history_points
@@ -26,7 +27,6 @@ from orchestrator.report.page.comparison import comparison_page
 from orchestrator.report.render.charts import report_charts
 from orchestrator.report.render.junit import render_junit
 from orchestrator.report.render.memory_chart import with_memory_chart
-from orchestrator.results.codec import encode
 from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import Comparison
 
@@ -95,7 +95,7 @@ def write_night(comparison: Comparison, runs: Sequence[RunRecord], directory: Pa
     """A night's one HTML (`<name>.html`), the same page in Markdown (`<name>.md` and `latest.md`, charts in
     charts/) and the verdicts as JSON (`<name>.json`, with the confirmations and `extra`: its bisects)."""
     directory.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(directory / f"{name}.json", {**json.loads(json.dumps(comparison.to_dict())),
+    write_json_atomic(directory / f"{name}.json", {**json.loads(json.dumps(encode(comparison))),
                                                    "confirmations": [encode(c) for c in confirmations],
                                                    "notes": list(notes), **(extra or {})})
     reports = run_reports(runs, store)

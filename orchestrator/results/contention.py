@@ -34,8 +34,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from orchestrator.base.codec import Layout
 from orchestrator.base.stats import median
-from orchestrator.results.codec import Layout
 
 __all__ = ["WAIT_FLOOR_MS", "WAIT_SHARE", "Contention", "ContentionSummary", "clean_mask", "contention_summary",
            "contention_text", "wait_bound_ms"]

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.results.codec import FieldError, decode
+from orchestrator.base.codec import FieldError, decode
 
 if TYPE_CHECKING:
     from orchestrator.results.model import ProcessRun

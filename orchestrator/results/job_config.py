@@ -2,7 +2,7 @@
 
 Part of the results model (results/model.py, which re-exports these): recorded in `manifest.json`
 under `config` (flat: `config.runs`, `config.devices`, ...) and `models`, so a job can be repeated
-or resumed with the same settings. Written and read by results/codec.py from the fields below.
+or resumed with the same settings. Written and read by base/codec.py from the fields below.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from orchestrator.artifacts.recipes import RecipeInfo
-from orchestrator.results.codec import FLAT, decode, encode
+from orchestrator.base.codec import FLAT, decode, encode
 from orchestrator.results.limits import check_bounds
 
 

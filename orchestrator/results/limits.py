@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from orchestrator.results.codec import FieldError
+from orchestrator.base.codec import FieldError
 
 DAY_S = 86_400.0
 WEEK_S = 7 * DAY_S

@@ -12,10 +12,11 @@ event tracer's cost on tiny decode steps). Medians are numpy's linear percentile
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from orchestrator.artifacts.generation import GenerationFigures, LlmRunFigures
+from orchestrator.base.codec import SKIP, Layout, encode
 from orchestrator.base.stats import median
 
 if TYPE_CHECKING:
@@ -38,8 +39,19 @@ class LlmFigures:
     prefill_calls: int
     decode_steps: int
     runs: int  # traced process runs with generations
-    generations: tuple[GenerationFigures, ...]  # of the traced runs
-    untraced: tuple[GenerationFigures, ...] = ()  # of the untraced runs
+    generations: tuple[GenerationFigures, ...] = field(metadata=SKIP)  # of the traced runs (their count is written)
+    untraced: tuple[GenerationFigures, ...] = field(default=(), metadata=SKIP)  # of the untraced runs
+
+    # the manifest's `summary.llm`: the workload, then the medians over the generations and the highest memory
+    LAYOUT: ClassVar[Layout] = Layout(derived=(
+        ("generations", "generation_count"), ("ttft_ms_p50", "ttft_ms"), ("prefill_tokens_per_s_p50", "prefill_tokens_per_s"),
+        ("decode_tokens_per_s_p50", "decode_tokens_per_s"),
+        ("untraced_decode_tokens_per_s_p50", "untraced_decode_tokens_per_s"), ("decode_step_ms_p50", "step_ms"),
+        "rss_prefill_kb", "pss_prefill_kb", "rss_decode_kb", "pss_decode_kb"))
+
+    @property
+    def generation_count(self) -> int:
+        return len(self.generations)
 
     @property
     def ttft_ms(self) -> float | None:
@@ -73,15 +85,21 @@ class LlmFigures:
         values = [v for g in (*self.generations, *self.untraced) if (v := getattr(g, name)) >= 0]
         return max(values) if values else None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"prompt_len": self.prompt_len, "gen_len": self.gen_len, "prefill_calls": self.prefill_calls,
-                "decode_steps": self.decode_steps, "runs": self.runs, "generations": len(self.generations),
-                "ttft_ms_p50": self.ttft_ms, "prefill_tokens_per_s_p50": self.prefill_tokens_per_s,
-                "decode_tokens_per_s_p50": self.decode_tokens_per_s,
-                "untraced_decode_tokens_per_s_p50": self.untraced_decode_tokens_per_s,
-                "decode_step_ms_p50": list(self.step_ms),
-                **{name: self.memory_kb(name) for name in ("rss_prefill_kb", "pss_prefill_kb", "rss_decode_kb",
-                                                          "pss_decode_kb")}}
+    @property
+    def rss_prefill_kb(self) -> int | None:
+        return self.memory_kb("rss_prefill_kb")
+
+    @property
+    def pss_prefill_kb(self) -> int | None:
+        return self.memory_kb("pss_prefill_kb")
+
+    @property
+    def rss_decode_kb(self) -> int | None:
+        return self.memory_kb("rss_decode_kb")
+
+    @property
+    def pss_decode_kb(self) -> int | None:
+        return self.memory_kb("pss_decode_kb")
 
 
 def llm_figures(runs: Sequence[ProcessRun]) -> LlmFigures | None:
@@ -98,7 +116,7 @@ def llm_figures(runs: Sequence[ProcessRun]) -> LlmFigures | None:
 def llm_summary(runs: Sequence[ProcessRun]) -> dict[str, Any]:
     """`{"llm": {...}}` for the manifest's derived summary of an LLM; {} for another model."""
     figures = llm_figures(runs)
-    return {} if figures is None else {"llm": figures.to_dict()}
+    return {} if figures is None else {"llm": encode(figures)}
 
 
 def metric_runs(runs: Sequence[ProcessRun], metric: str) -> list[tuple[float, ...]]:

@@ -4,7 +4,7 @@
 
 Every reader (the printed summary, `--json`, the store, reports, compare, resume, Dask) goes
 through `load_manifest`, never through dict paths. The file's shape has one home: the dataclass
-fields below, written and read by results/codec.py from their types (each class's `LAYOUT` keeps the
+fields below, written and read by base/codec.py from their types (each class's `LAYOUT` keeps the
 manifest's key order), so a new field is declared once. A manifest carries `schema_version`; one
 written by a newer etfarm is refused with a clear error instead of being half understood.
 
@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from device_agents.facts import DeviceFacts
+from orchestrator.base.codec import KEYED, FieldError, Layout, decode, encode
 from orchestrator.base.errors import Blame, DataError
 from orchestrator.base.ids import checked_id
 from orchestrator.base.stats import Stability, coefficient_of_variation, median, stability
 from orchestrator.base.wholefile import json_problem
 from orchestrator.results.accuracy import Accuracy
-from orchestrator.results.codec import KEYED, FieldError, Layout, decode, encode
 from orchestrator.results.contention import ContentionSummary, contention_summary
 from orchestrator.results.energy_figures import ModelEnergy
 from orchestrator.results.footprint import ModelMemory

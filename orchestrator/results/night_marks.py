@@ -1,20 +1,22 @@
 """What a night left beside each of its run directories, for readers that start from the store (`etfarm publish`).
 
 A run's verdicts are in DIR/verdicts.json (recorded.record_verdicts; read by results/verdicts_file.py); which
-night the run belongs to, the night's page and its confirmations are in DIR/night.json, written by `etfarm
-nightly` once the night's page is written (`record_night`). `read_marks(run_dir)` reads both back as typed
-marks; a file that is missing or unreadable gives none (a plain `etfarm run`, or a night from before
-night.json).
+night the run belongs to, the night's page, its confirmations and bisects and its repository's HEAD are in
+DIR/night.json, a `NightMark` written by `etfarm nightly` once the night's page is written (`record_night`) and
+read back by the codec (`read_night`). `read_marks(run_dir)` reads both back as typed marks; a file that is
+missing or unreadable gives none (a plain `etfarm run`, or a night from before night.json), and an entry of the
+wrong kind in it is left out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from orchestrator.base.cache import read_json_object, write_json_atomic
+from orchestrator.base.codec import FieldError, decode, encode, named
 from orchestrator.base.ids import is_id
 from orchestrator.results.layout import NIGHT
 from orchestrator.results.verdicts_file import recorded_pairs
@@ -33,13 +35,17 @@ class PairMark:
 
 @dataclass(frozen=True)
 class NightMark:
-    """The night a run belongs to: its id, its page, its final verdict counts, its confirmations."""
+    """The night a run belongs to (DIR/night.json): its id, its page, its final verdict counts, its confirmations,
+    its bisects and the HEAD of its plan's repository."""
 
-    night_id: str
-    page: str | None  # the night's HTML page, as written
-    verdicts: Mapping[str, int]
-    confirmations: tuple[Mapping[str, Any], ...]  # nightly.Confirmation.to_dict()s
-    bisects: tuple[Mapping[str, Any], ...] = ()  # app/bisect_night.NightBisect.to_dict()s (plan `bisect: true`)
+    night_id: str = field(metadata=named("night"))
+    page: str | None = None  # the night's HTML page, as written
+    verdicts: Mapping[str, int] = field(default_factory=dict)
+    # verdicts/confirmation.Confirmations and app/bisect_night.NightBisects (plan `bisect: true`), classes above this
+    # one: written by the codec, read back as their JSON objects
+    confirmations: tuple[Any, ...] = ()
+    bisects: tuple[Any, ...] = ()
+    repo_head: str | None = None  # the plan's `repo:` HEAD when the night ran
 
     def confirmed(self, run_id: str, device: str, model: str) -> bool | None:
         """Whether the regression `run_id` found on (device, model) showed again (None: it was not run again)."""
@@ -61,23 +67,31 @@ class NightMark:
 
 
 def record_night(run_dirs: Sequence[Path], night_id: str, page: Path | None, verdicts: Mapping[str, int],
-                 confirmations: Sequence[Mapping[str, Any]], extra: Mapping[str, Any] | None = None) -> None:
-    """DIR/night.json beside every run directory of the night (`extra`: its bisects, its repository's HEAD)."""
-    data = {"night": night_id, "page": str(Path(page).resolve()) if page is not None else None, "verdicts": dict(verdicts),
-            "confirmations": list(confirmations), **(extra or {})}
+                 confirmations: Sequence[Any], bisects: Sequence[Any] = (), repo_head: str | None = None) -> None:
+    """DIR/night.json beside every run directory of the night."""
+    night = NightMark(night_id, str(Path(page).resolve()) if page is not None else None, dict(verdicts),
+                      tuple(confirmations), tuple(bisects), repo_head)
     for run_dir in run_dirs:
-        write_json_atomic(Path(run_dir) / NIGHT_JSON, data)
+        write_json_atomic(Path(run_dir) / NIGHT_JSON, encode(night))
+
+
+def read_night(run_dir: Path) -> NightMark | None:
+    """The night beside the run (None: no night.json, unreadable, or no night id in it); entries of the wrong kind
+    (a count that is no whole number, a confirmation or bisect that is no object) are left out."""
+    try:
+        night = decode(NightMark, read_json_object(Path(run_dir) / NIGHT_JSON))
+    except FieldError:
+        return None
+    if not is_id(night.night_id):  # not an id: it would name a site's file (nights/<id>.html)
+        return None
+    return replace(night, page=night.page or None,
+                   verdicts={str(k): v for k, v in night.verdicts.items() if type(v) is int},
+                   confirmations=tuple(c for c in night.confirmations if isinstance(c, Mapping)),
+                   bisects=tuple(b for b in night.bisects if isinstance(b, Mapping)))
 
 
 def read_marks(run_dir: Path) -> tuple[dict[tuple[str, str], PairMark], NightMark | None]:
     """The run's verdicts per (device, model) and its night, from the files beside it."""
     marks = {(p.device, p.model_b): PairMark(p.verdict, p.regressed, p.ratio) for p in recorded_pairs(run_dir)}
-    night = read_json_object(run_dir / NIGHT_JSON)
-    if not is_id(night.get("night")):  # none, or not an id: it would name a site's file (nights/<id>.html)
-        return marks, None
-    counts = night.get("verdicts") if isinstance(night.get("verdicts"), dict) else {}
-    confirmations = tuple(c for c in night.get("confirmations") or () if isinstance(c, dict))
-    bisects = tuple(b for b in night.get("bisects") or () if isinstance(b, dict))
-    return marks, NightMark(str(night["night"]), str(night["page"]) if night.get("page") else None,
-                            {str(k): int(v) for k, v in counts.items() if isinstance(v, int)}, confirmations, bisects)
+    return marks, read_night(run_dir)
 

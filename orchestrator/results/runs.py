@@ -1,7 +1,7 @@
 """A process run of the runner on a device, as the results model records it (results/model.py re-exports it).
 
 `ProcessRun` is one `run-k` (event tracer on) or `e2e-k` (off): the runner's own times and what the host
-knew of the run (device state, memory, contention, calibration flag), written and read by results/codec.py
+knew of the run (device state, memory, contention, calibration flag), written and read by base/codec.py
 from its fields like the rest of the manifest.
 """
 
@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from orchestrator.artifacts.generation import LlmRunFigures
-from orchestrator.results.codec import Layout, decode, encode
+from orchestrator.base.codec import Layout, decode, encode
 from orchestrator.results.conditions import DeviceState
 from orchestrator.results.contention import Contention, clean_mask
 from orchestrator.results.footprint import RunnerMemory

@@ -3,7 +3,7 @@
 `etfarm nightly` writes the file (verdicts/recorded.py `record_verdicts`: the comparison's own dict); `history`,
 `last-good` and `publish` need only a few of its fields per pair: which (device, model), its verdict, whether it
 regressed anywhere (end to end, an op, a metric, its series) or gave wrong outputs, and its ratio. They are read
-here through the codec (results/codec.py: types checked, unknown keys ignored). A missing or unreadable file reads
+here through the codec (base/codec.py: types checked, unknown keys ignored). A missing or unreadable file reads
 as no verdict (a plain run); so does a pair that does not decode or names no device or model.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.base.cache import read_json_object, write_json_atomic
-from orchestrator.results.codec import FieldError, decode
+from orchestrator.base.codec import FieldError, decode
 from orchestrator.results.layout import VERDICTS
 
 VERDICTS_JSON = VERDICTS

@@ -22,8 +22,8 @@ from typing import Any, ClassVar, get_args, get_origin, get_type_hints
 
 from orchestrator.artifacts.build import RUNNER_REL
 from orchestrator.artifacts.generation import GenerationArgs, LlmRunFigures
+from orchestrator.base.codec import Layout, encode
 from orchestrator.base.errors import DataError
-from orchestrator.results.codec import Layout, encode
 from orchestrator.results.contention import Contention
 from orchestrator.results.footprint import RunnerMemory
 

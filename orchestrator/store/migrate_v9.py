@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from orchestrator.base.codec import decode
 from orchestrator.base.errors import Blame
 from orchestrator.results.accuracy import Accuracy
-from orchestrator.results.codec import decode
 from orchestrator.results.conditions import DeviceState
 from orchestrator.results.energy_figures import ModelEnergy
 from orchestrator.results.footprint import ModelMemory

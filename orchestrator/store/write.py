@@ -13,9 +13,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.base.cache import finite_json
+from orchestrator.base.codec import encode
 from orchestrator.base.errors import Blame
 from orchestrator.base.stats import median, percentile
-from orchestrator.results.codec import encode
 from orchestrator.results.model import DeviceResult, ModelResult, ProcessRun
 from orchestrator.store.footprint_rows import footprint_columns
 from orchestrator.store.rows import META_FIELDS, STAT_FIELDS

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from orchestrator.results.codec import Layout
+from orchestrator.base.codec import Layout
 from orchestrator.verdicts.statistics import DEFAULT_ALPHA, Estimate, Verdict
 
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar
 
-from orchestrator.results.codec import PAIRS, Layout, named
+from orchestrator.base.codec import PAIRS, Layout, named
 from orchestrator.run.configuration import Settings
 from orchestrator.verdicts.statistics import DEFAULT_THRESHOLD
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from orchestrator.results.codec import Layout
+from orchestrator.base.codec import Layout
 
 RunSamples = Sequence[Sequence[float]]  # one sequence of samples per process run
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from orchestrator.results.codec import Layout
+from orchestrator.base.codec import Layout
 
 TRIM = 0.10  # from each end
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from orchestrator.results.codec import PAIRS
+from orchestrator.base.codec import PAIRS
 from orchestrator.results.model import DeviceStatus, Job, JobStatus
 from orchestrator.run.configuration import (
     SETTINGS,

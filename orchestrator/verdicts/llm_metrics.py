@@ -15,10 +15,11 @@ A regressed metric makes the pair regressed (exit 1), as a regressed op does.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from orchestrator.artifacts.generation import LlmRunFigures
+from orchestrator.base.codec import SKIP, Layout
 from orchestrator.results.llm_figures import DECODE_RATE, TTFT, metric_samples
 from orchestrator.verdicts.statistics import Estimate, Verdict, VerdictSettings, decide, estimate
 
@@ -40,17 +41,14 @@ class MetricVerdict:
     ci_high: float
     value_a: float
     value_b: float
-    estimate: Estimate
+    estimate: Estimate = field(metadata=SKIP)  # of times: only its p-value and run counts are written
+
+    LAYOUT: ClassVar[Layout] = Layout(raw_floats=True, derived=(
+        "unit", ("p_value", "estimate.p_value"), ("runs_a", "estimate.runs_a"), ("runs_b", "estimate.runs_b")))
 
     @property
     def unit(self) -> str:
         return "tokens/s" if self.higher_is_better else "ms"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "label": self.label, "higher_is_better": self.higher_is_better,
-                "verdict": self.verdict.value, "ratio": self.ratio, "ci_low": self.ci_low, "ci_high": self.ci_high,
-                "value_a": self.value_a, "value_b": self.value_b, "unit": self.unit, "p_value": self.estimate.p_value,
-                "runs_a": self.estimate.runs_a, "runs_b": self.estimate.runs_b}
 
 
 def metric_verdicts(a: Sequence[LlmRunFigures | None], b: Sequence[LlmRunFigures | None], settings: VerdictSettings,

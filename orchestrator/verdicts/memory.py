@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from orchestrator.results.codec import Layout, named
+from orchestrator.base.codec import Layout, named
 from orchestrator.results.footprint import OWNERS, ModelMemory
 
 DEFAULT_MEMORY_THRESHOLD = 0.10

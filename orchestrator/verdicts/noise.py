@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from orchestrator.base.codec import SKIP, Layout, named
 
 COVERAGE = 0.95  # two-sided coverage of the job-to-job ratio bound
 MIN_JOBS = 6  # good stored jobs needed (5 job-to-job differences) before a floor is set
@@ -51,11 +53,16 @@ class NoiseFloor:
     """The floor used for one (device, model): a relative size (0.12 = 12 %), or None, and whence."""
 
     floor: float | None
-    jobs: int = 0  # stored good jobs it was estimated from (auto)
-    auto: bool = True  # False: set by hand (--noise-floor PCT / plan `noise_floor: 3%`)
-    min_jobs: int = MIN_JOBS
-    method: str = "consecutive"  # "replicates": from groups of jobs that are replicates of each other
-    groups: int = 0  # replicates: the groups (same model content, between change points) it pooled
+    jobs: int = field(default=0, metadata=named("stored_runs"))  # stored good jobs it was estimated from (auto)
+    auto: bool = field(default=True, metadata=SKIP)  # False: set by hand (--noise-floor PCT / plan `noise_floor: 3%`)
+    min_jobs: int = field(default=MIN_JOBS, metadata=named("min_stored_runs"))
+    method: str = field(default="consecutive", metadata=SKIP)  # "replicates": from groups of replicate jobs
+    groups: int = field(default=0, metadata=SKIP)  # replicates: the groups (same model content, between change points)
+
+    # what estimated it is said only of an automatic floor (null for one set by hand)
+    LAYOUT: ClassVar[Layout] = Layout(derived=("source", "coverage", ("method", "auto_method"),
+                                               ("replicate_groups", "auto_groups")),
+                                      order=("floor", "source", "stored_runs", "min_stored_runs", "coverage"))
 
     @property
     def value(self) -> float:
@@ -71,10 +78,21 @@ class NoiseFloor:
             return f"{self.floor:.1%} ({self.jobs} runs, {self.groups} replicate groups)"
         return f"{self.floor:.1%} ({self.jobs} runs)"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"floor": self.floor, "source": "auto" if self.auto else "set", "stored_runs": self.jobs,
-                "min_stored_runs": self.min_jobs, "coverage": COVERAGE if self.auto else None,
-                "method": self.method if self.auto else None, "replicate_groups": self.groups if self.auto else None}
+    @property
+    def source(self) -> str:
+        return "auto" if self.auto else "set"
+
+    @property
+    def coverage(self) -> float | None:
+        return COVERAGE if self.auto else None
+
+    @property
+    def auto_method(self) -> str | None:
+        return self.method if self.auto else None
+
+    @property
+    def auto_groups(self) -> int | None:
+        return self.groups if self.auto else None
 
 
 NoiseFinder = Callable[[str, str], NoiseFloor]  # (device, model) -> the floor for that pair

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from orchestrator.base.codec import FLAT, NAN_NULL, SKIP, Layout, named
 from orchestrator.base.errors import EXIT_OK, Blame
-from orchestrator.results.codec import FLAT, NAN_NULL, Layout, encode, named
 from orchestrator.verdicts.accuracy import AccuracyVerdict
 from orchestrator.verdicts.below import BelowThreshold
 from orchestrator.verdicts.figures import SideFigures
@@ -52,8 +52,28 @@ class OpVerdict:
         "source_line", "detectable", "could_not_judge"))
 
 
-def _finite(value: float) -> float | None:
-    return None if math.isnan(value) else value
+@dataclass(frozen=True)
+class Contention:
+    """A pair's contention as its JSON says it: A's and B's load (None: not measured), and the executions left out."""
+
+    a: Load | None
+    b: Load | None
+    dropped_a: int
+    dropped_b: int
+
+
+@dataclass(frozen=True)
+class Figures:
+    """A's and B's p50 and trimmed mean, as a pair's JSON says them."""
+
+    a: SideFigures | None
+    b: SideFigures | None
+
+
+_PAIR_KEYS = ("device", "model_a", "model_b", "verdict", "estimate", "threshold", "op_threshold", "regressed", "ops_skipped",
+              "reason", "blame", "verification_failed", "source_a", "source_b", "noise_floor", "metrics",
+              "settings_differ", "incomplete", "below_threshold", "series", "ops", "accuracy", "accuracy_dropped",
+              "memory", "memory_grew", "detectable", "could_not_judge", "settle", "contention", "figures")
 
 
 @dataclass(frozen=True)
@@ -74,22 +94,31 @@ class PairVerdict:
     verification_failed: bool = False  # B's outputs did not match the reference
     source_a: str = ""  # run id(s) of A and B
     source_b: str = ""
-    noise: NoiseFloor | None = None  # the noise floor behind `threshold`/`op_threshold`, and whence
-    dir_a: Path | None = None  # the run directories compared (for the structure diff and links; not serialised)
-    dir_b: Path | None = None
+    noise: NoiseFloor | None = field(default=None, metadata=named("noise_floor"))  # behind the thresholds, and whence
+    dir_a: Path | None = field(default=None, metadata=SKIP)  # the run directories compared (structure diff, links)
+    dir_b: Path | None = field(default=None, metadata=SKIP)
     metrics: tuple[MetricVerdict, ...] = ()  # an LLM's TTFT and decode tokens/s (llm_metrics.py)
-    differences: tuple[SettingDifference, ...] = ()  # settings A and B ran with differently: verdict settings-differ
+    # settings A and B ran with differently: verdict settings-differ
+    differences: tuple[SettingDifference, ...] = field(default=(), metadata=named("settings_differ"))
     incomplete: tuple[IncompleteSide, ...] = ()  # sides that are not whole (interrupted, partial)
-    below: BelowThreshold | None = None  # a confident change end to end under the threshold (not a regression)
+    # a confident change end to end under the threshold (not a regression)
+    below: BelowThreshold | None = field(default=None, metadata=named("below_threshold"))
     series: Any = None  # series.SeriesVerdict: the night against its series' reference (nightly only)
     accuracy: AccuracyVerdict | None = None  # B's accuracy against A's (a recipe's), judged on its own
     memory: MemoryVerdict | None = None  # B's peak RSS against A's (verdicts/memory.py), judged on its own
-    detectable: float = math.nan  # the smallest change end to end its samples could detect (trust.py)
-    blind: str | None = None  # why it could not judge, when inconclusive ("too noisy: could see >= 14 %")
+    # the smallest change end to end its samples could detect (trust.py)
+    detectable: float = field(default=math.nan, metadata=NAN_NULL)
+    # why it could not judge, when inconclusive ("too noisy: could see >= 14 %")
+    blind: str | None = field(default=None, metadata=named("could_not_judge"))
     settle: str | None = None  # the command that would settle it (`etfarm run --ab ...`), when inconclusive
-    loads: tuple[Load | None, Load | None] = (None, None)  # A's and B's contention (None: not measured)
-    dropped: tuple[int, int] = (0, 0)  # contended executions left out of A's and B's statistics
-    figures: tuple[SideFigures | None, SideFigures | None] = (None, None)  # A's and B's p50 and trimmed mean
+    # A's and B's contention (None: not measured), and the contended executions left out of their statistics
+    loads: tuple[Load | None, Load | None] = field(default=(None, None), metadata=SKIP)
+    dropped: tuple[int, int] = field(default=(0, 0), metadata=SKIP)
+    # A's and B's p50 and trimmed mean
+    figures: tuple[SideFigures | None, SideFigures | None] = field(default=(None, None), metadata=SKIP)
+
+    LAYOUT: ClassVar[Layout] = Layout(derived=("regressed", "accuracy_dropped", "memory_grew", "contention",
+                                               ("figures", "side_figures")), order=_PAIR_KEYS)
 
     @property
     def unjudged(self) -> bool:
@@ -119,26 +148,13 @@ class PairVerdict:
                 or any(m.verdict is Verdict.REGRESSED for m in self.metrics)
                 or (self.series is not None and self.series.regressed))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "model_a": self.model_a, "model_b": self.model_b, "verdict": self.verdict.value,
-                "estimate": encode(self.estimate) if self.estimate else None, "threshold": self.threshold,
-                "op_threshold": self.op_threshold, "regressed": self.regressed, "ops_skipped": self.ops_skipped,
-                "reason": self.reason, "blame": self.blame.value if self.blame else None,
-                "verification_failed": self.verification_failed, "source_a": self.source_a,
-                "source_b": self.source_b, "noise_floor": self.noise.to_dict() if self.noise else None,
-                "metrics": [m.to_dict() for m in self.metrics],
-                "settings_differ": [encode(d) for d in self.differences],
-                "incomplete": [encode(i) for i in self.incomplete],
-                "below_threshold": encode(self.below) if self.below else None,
-                "series": self.series.to_dict() if self.series is not None else None, "ops": [encode(o) for o in self.ops],
-                "accuracy": encode(self.accuracy) if self.accuracy else None, "accuracy_dropped": self.accuracy_dropped,
-                "memory": encode(self.memory) if self.memory else None, "memory_grew": self.memory_grew,
-                "detectable": _finite(self.detectable), "could_not_judge": self.blind, "settle": self.settle,
-                "contention": {"a": encode(self.loads[0]) if self.loads[0] else None,
-                               "b": encode(self.loads[1]) if self.loads[1] else None,
-                               "dropped_a": self.dropped[0], "dropped_b": self.dropped[1]},
-                "figures": {"a": encode(self.figures[0]) if self.figures[0] else None,
-                            "b": encode(self.figures[1]) if self.figures[1] else None}}
+    @property
+    def contention(self) -> Contention:
+        return Contention(*self.loads, *self.dropped)
+
+    @property
+    def side_figures(self) -> Figures:
+        return Figures(*self.figures)
 
 
 @dataclass(frozen=True)
@@ -149,6 +165,18 @@ class Comparison:
     b: str
     settings: VerdictSettings
     pairs: tuple[PairVerdict, ...] = field(default_factory=tuple)
+
+    # what the comparison found, then its pairs
+    LAYOUT: ClassVar[Layout] = Layout(
+        last=("pairs",), derived=("statistic", "regressed", "headline", ("could_not_judge", "unjudged_count"),
+                                  "accuracy_dropped", "memory_grew", "exit_code"),
+        order=("a", "b", "settings", "statistic", "regressed", "headline", "could_not_judge", "accuracy_dropped",
+               "memory_grew", "exit_code"))
+
+    @property
+    def statistic(self) -> str:
+        """What each estimate's median_a_ms / median_b_ms is (not a report's p50: an estimator of its own)."""
+        return statistic_name(self.settings.center)
 
     @property
     def regressed(self) -> bool:
@@ -185,6 +213,10 @@ class Comparison:
         return tuple(p for p in self.pairs if p.unjudged)
 
     @property
+    def unjudged_count(self) -> int:
+        return len(self.unjudged)
+
+    @property
     def exit_code(self) -> int:
         """1 a regression (or B's outputs wrong, its accuracy dropped or its memory grew); else 3 when a pair could not
         be judged (inconclusive: trust.py says why); else 0."""
@@ -208,11 +240,3 @@ class Comparison:
         parts = [f"{regressed} regressed"] if regressed else []
         parts += [f"could not judge {blind} of {len(self.pairs)} pair(s)"] if blind else []
         return "; ".join(parts) if parts else "no regression"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "settings": encode(self.settings),
-                # what each estimate's median_a_ms / median_b_ms is (not a report's p50: an estimator of its own)
-                "statistic": statistic_name(self.settings.center), "regressed": self.regressed,
-                "headline": self.headline, "could_not_judge": len(self.unjudged),
-                "accuracy_dropped": self.accuracy_dropped, "memory_grew": self.memory_grew, "exit_code": self.exit_code,
-                "pairs": [p.to_dict() for p in self.pairs]}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orchestrator.base.codec import encode
 from orchestrator.results.verdicts_file import write_verdicts
 from orchestrator.verdicts.statistics import Verdict
 
@@ -22,7 +23,7 @@ WRONG_OUTPUTS = "wrong-outputs"  # a pair whose outputs failed verification, wha
 
 def record_verdicts(run_dir: Path, comparison: Comparison) -> Path:
     """Write the comparison beside the run (DIR/verdicts.json), for `last-good`, `history` and people."""
-    return write_verdicts(run_dir, comparison.to_dict())
+    return write_verdicts(run_dir, encode(comparison))
 
 
 def recorded_verdicts(run: RunRecord) -> dict[tuple[str, str], str]:

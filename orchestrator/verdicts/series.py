@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
+from orchestrator.base.codec import SKIP, Layout
 from orchestrator.base.words import counted
-from orchestrator.results.codec import Layout, encode
 from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides
 from orchestrator.verdicts.noise import NoiseFloor, estimate_replicate_floor
 from orchestrator.verdicts.sides import pool
-from orchestrator.verdicts.statistics import Verdict, VerdictSettings, run_median
+from orchestrator.verdicts.statistics import Estimate, Verdict, VerdictSettings, run_median
 
 WINDOW = 30  # newest good jobs of a series judged with the night
 
@@ -68,16 +68,43 @@ class Step:
 
 
 @dataclass(frozen=True)
+class SeriesPair:
+    """What a series verdict says of a pair it judged (the night, or the drift sustained): its verdict and size."""
+
+    verdict: Verdict
+    estimate: Estimate | None
+    threshold: float
+    source_a: str
+    source_b: str
+
+    @classmethod
+    def of(cls, pair: PairVerdict | None) -> SeriesPair | None:
+        return None if pair is None else cls(pair.verdict, pair.estimate, pair.threshold, pair.source_a, pair.source_b)
+
+
+@dataclass(frozen=True)
 class SeriesVerdict:
     """The night against the series' reference."""
 
     reference: str  # in words: which jobs the reference is
     reference_runs: tuple[str, ...]
-    night: PairVerdict  # the night's job against the pooled reference
-    sustained: PairVerdict | None  # the jobs since the drift began, the night included, against it
+    night: PairVerdict = field(metadata=SKIP)  # the night's job against the pooled reference (written as a SeriesPair)
+    sustained: PairVerdict | None = field(metadata=SKIP)  # the jobs since the drift began, the night included, against it
     steps: tuple[Step, ...]  # the change points the drift built up over, oldest first
     points: int  # jobs of the series judged (the night included)
     left_out: tuple[Any, ...] = ()  # series_clean.LeftOutNight: stored nights with too few clean executions
+
+    LAYOUT: ClassVar[Layout] = Layout(
+        derived=("verdict", "regressed", ("night", "night_pair"), ("sustained", "sustained_pair"), ("text", "describe")),
+        order=("verdict", "regressed", "reference", "reference_runs", "points", "night", "sustained"))
+
+    @property
+    def night_pair(self) -> SeriesPair | None:
+        return SeriesPair.of(self.night)
+
+    @property
+    def sustained_pair(self) -> SeriesPair | None:
+        return SeriesPair.of(self.sustained)
 
     @property
     def regressed(self) -> bool:
@@ -96,17 +123,6 @@ class SeriesVerdict:
         left = (f"; left out: {', '.join(n.describe() for n in self.left_out)}") if self.left_out else ""
         return f"{self.verdict.value}{size} against {self.reference}{built}{left}"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict.value, "regressed": self.regressed, "reference": self.reference,
-                "reference_runs": list(self.reference_runs), "points": self.points,
-                "night": _short(self.night), "sustained": _short(self.sustained) if self.sustained else None,
-                "steps": [encode(s) for s in self.steps], "left_out": [encode(n) for n in self.left_out],
-                "text": self.describe()}
-
-
-def _short(pair: PairVerdict) -> dict[str, Any]:
-    return {"verdict": pair.verdict.value, "estimate": encode(pair.estimate) if pair.estimate else None,
-            "threshold": pair.threshold, "source_a": pair.source_a, "source_b": pair.source_b}
 
 
 def levels(points: Sequence[SeriesPoint], center: str) -> list[float]:

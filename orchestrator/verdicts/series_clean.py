@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from orchestrator.results.codec import Layout
+from orchestrator.base.codec import Layout
 
 MIN_CLEAN_SHARE = 0.5  # at least half of a night's executions clean, or it is left out of its series
 

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from orchestrator.results.codec import Layout
+from orchestrator.base.codec import Layout
 from orchestrator.verdicts import centers
 from orchestrator.verdicts.bootstrap import draw_resamples, resampled_medians
 from orchestrator.verdicts.centers import CenterStatistic

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import ClassVar
 
-from orchestrator.results.codec import Layout
+from orchestrator.base.codec import Layout
 from orchestrator.verdicts.statistics import Estimate, Verdict
 
 POWER = 0.80

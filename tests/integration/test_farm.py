@@ -28,9 +28,9 @@ from testbed import free_port, missing, wait_port  # noqa: E402
 
 from device_agents import DeviceSpec  # noqa: E402
 from orchestrator.artifacts.tensorfile import read_tensors, write_tensors  # noqa: E402
+from orchestrator.base.codec import encode
 from orchestrator.emulate.sshd import SshTestHost  # noqa: E402
 from orchestrator.farm.status import farm_status  # noqa: E402
-from orchestrator.results.codec import encode
 from orchestrator.run import DeviceStatus, JobStatus, ModelStatus, load_manifest  # noqa: E402
 from tests.helpers.inspector_stats import assert_stats_equal_inspector, measured_samples  # noqa: E402
 from tests.helpers.inventory import write_inventory  # noqa: E402

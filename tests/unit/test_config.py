@@ -225,7 +225,7 @@ def test_description_is_one_line_shown_by_devices(tmp_path: Path, capsys: pytest
     ("adb:", False), ("adb:../x", False), ("adb::5555", False), ("../x", False), ("x" * 101, False),
 ])
 def test_plain_names_allow_adb_serials_and_no_paths(name: str, plain: bool) -> None:
-    from orchestrator.config import is_plain_name
+    from orchestrator.base.names import is_plain_name
 
     assert is_plain_name(name) is plain
 

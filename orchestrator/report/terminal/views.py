@@ -1,6 +1,6 @@
 """JSON views for `--json`: what scripts read, derived from the results model's one JSON form (never from dict paths).
 
-`job_view` is the document `etfarm run --json` prints: the job as results/codec.py writes it into the
+`job_view` is the document `etfarm run --json` prints: the job as base/codec.py writes it into the
 manifest (so a new field of the results model reaches `--json` by itself), with where it is (run
 directory, report) and its exit code, each error in one line, each device's models as a list, and
 per model its derived figures (`ModelResult.summary`: CV, stability, memory, an LLM's generation

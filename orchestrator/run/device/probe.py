@@ -20,7 +20,8 @@ from device_agents import DeviceSpec, create_agent
 from device_agents.adb.discover import adb_device_spec
 from device_agents.facts import DeviceFacts
 from orchestrator.base.errors import EtfarmError
-from orchestrator.config import ADB_NAME_PREFIX, adb_spec
+from orchestrator.base.names import ADB_NAME_PREFIX
+from orchestrator.config import adb_spec
 from orchestrator.results.model import Attempt
 from orchestrator.run.device.retry import DEFAULT_POLICY, RetryPolicy, with_retries
 

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from orchestrator.app.bisect_night import REPO_HEAD, NightBisect, _baseline_commit, night_repo_head
+from orchestrator.app.bisect_night import NightBisect, _baseline_commit, night_repo_head
 from orchestrator.app.nightly_plan import NightlyPlan
-from orchestrator.results.codec import encode
+from orchestrator.base.codec import encode
 from orchestrator.results.job_config import ModelArtifacts
 from orchestrator.results.night_marks import NIGHT_JSON
 from orchestrator.verdicts.compare import PairVerdict
@@ -47,7 +47,7 @@ def test_the_plans_repository_head_is_recorded_with_the_night(tmp_path: Path) ->
 
 
 def test_the_baseline_commit_comes_from_its_night_with_repo(tmp_path: Path) -> None:
-    (tmp_path / NIGHT_JSON).write_text(json.dumps({"night": "base-run", REPO_HEAD: "c" * 40}))
+    (tmp_path / NIGHT_JSON).write_text(json.dumps({"night": "base-run", "repo_head": "c" * 40}))
     assert _baseline_commit(plan(tmp_path, tmp_path), FakeStore(tmp_path, "m" * 40), PAIR) == "c" * 40  # type: ignore[arg-type]
     (tmp_path / NIGHT_JSON).write_text(json.dumps({"night": "base-run"}))  # a night from before bisect
     assert _baseline_commit(plan(tmp_path, tmp_path), FakeStore(tmp_path, "m" * 40), PAIR) is None  # type: ignore[arg-type]

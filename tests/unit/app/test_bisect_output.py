@@ -9,7 +9,7 @@ from orchestrator.app.bisect_output import BisectResult, steps_table, write_page
 from orchestrator.app.bisect_probe import judged, step_from_dict
 from orchestrator.app.bisect_range import Commit, CommitRange
 from orchestrator.app.bisect_search import Outcome, Reason, Search, Step
-from orchestrator.results.codec import encode
+from orchestrator.base.codec import encode
 from orchestrator.results.night_marks import read_marks, record_night
 from orchestrator.store import open_store
 from orchestrator.verdicts.compare import Comparison, PairVerdict
@@ -28,7 +28,7 @@ def test_a_named_culprit(tmp_path: Path) -> None:
     bad = Step(COMMITS[3].sha, "commit 4", Outcome.SLOWER, "regressed", 1.2, 1.1, 1.3, measured=True, page=str(page))
     same = Step(COMMITS[1].sha, "commit 2", Outcome.SLOWER, "regressed", 1.2, 1.1, 1.3, reason="same program as 4444")
     found = result(tmp_path, Search(1, Reason.FOUND, (bad, same)), (COMMITS[3].sha,))
-    data = found.to_dict()
+    data = encode(found.document())
     assert data["culprit"] == COMMITS[1].sha and data["reason"] is None and data["measured"] == [COMMITS[3].sha]
     assert data["against_good"] == {"ratio": 1.2, "ci_low": 1.1, "ci_high": 1.3} and data["parent"] == COMMITS[0].sha
     assert found.sentence.startswith(f"culprit {COMMITS[1].sha} (commit 2): 1.200x [1.100, 1.300] against good")
@@ -40,7 +40,7 @@ def test_a_named_culprit(tmp_path: Path) -> None:
 def test_no_culprit_says_why_and_where(tmp_path: Path) -> None:
     skipped = Step(COMMITS[0].sha, "commit 1", Outcome.SKIPPED, "skipped", reason="factory raised")
     found = result(tmp_path, Search(None, Reason.ALL_SKIPPED, (skipped,), (0, 1)))
-    data = found.to_dict()
+    data = encode(found.document())
     assert data["culprit"] is None and data["reason"] == "every candidate skipped"
     assert data["suspects"] == [COMMITS[0].sha, COMMITS[1].sha]
     assert found.sentence == f"no culprit named: every candidate skipped; it is one of {COMMITS[0].short}, {COMMITS[1].short}"
@@ -57,7 +57,7 @@ def test_steps_kept_in_the_store_round_trip(tmp_path: Path) -> None:
 
 def test_night_json_names_the_culprit(tmp_path: Path) -> None:
     bisect = {"device": "local", "model": "mlp", "run_id": "r1", "culprit": "c" * 40}
-    record_night([tmp_path], "r1", None, {"regressed": 1}, [], {"bisects": [bisect, "junk"]})
+    record_night([tmp_path], "r1", None, {"regressed": 1}, [], [bisect, "junk"])
     _, night = read_marks(tmp_path)
     assert night is not None and night.culprit("r1", "local", "mlp") == "c" * 40
     assert night.culprit("r1", "local", "other") is None

@@ -13,6 +13,7 @@ from orchestrator.artifacts import lowering
 from orchestrator.artifacts.generation import DECODE, PREFILL, GenerationArgs, LlmRunFigures, phase_of_call
 from orchestrator.artifacts.llm import LlmRecipe, LlmReference, ReferenceGeneration, check_tokens, seeded_prompt
 from orchestrator.artifacts.modelspec import parse_model_spec
+from orchestrator.base.codec import encode
 from orchestrator.base.errors import DataError, ModelSpecError
 
 PARAMS = {"dim": 64, "n_layers": 2, "n_heads": 4, "vocab_size": 512}
@@ -58,7 +59,7 @@ def _reference() -> LlmReference:
 
 def test_reference_round_trips_and_checks_tokens(tmp_path: Path) -> None:
     path = tmp_path / "llm_reference.json"
-    path.write_text(json.dumps(_reference().to_json()))
+    path.write_text(json.dumps(encode(_reference())))
     ref = LlmReference.load(path)
     assert ref == _reference()
     ok = check_tokens(ref, [5, 6, 7], [9, 8, 7])
@@ -72,7 +73,7 @@ def test_reference_round_trips_and_checks_tokens(tmp_path: Path) -> None:
 
 def test_damaged_reference_is_a_data_error(tmp_path: Path) -> None:
     path = tmp_path / "llm_reference.json"
-    for text in ("not json", json.dumps({"format": "other"}), json.dumps({**_reference().to_json(), "generations": [{}]})):
+    for text in ("not json", json.dumps({"format": "other"}), json.dumps({**encode(_reference()), "generations": [{}]})):
         path.write_text(text)
         with pytest.raises(DataError, match="not an etfarm LLM reference"):
             LlmReference.load(path)
@@ -123,7 +124,7 @@ def test_a_recipe_factory_exports_through_export_llama(tmp_path: Path, monkeypat
         calls.append((recipe, backend, pte))
         pte.write_bytes(b"program")
         (pte.parent / lowering.ETRECORD_NAME).write_bytes(b"record")
-        (pte.parent / lowering.LLM_REFERENCE_NAME).write_text(json.dumps(_reference().to_json()))
+        (pte.parent / lowering.LLM_REFERENCE_NAME).write_text(json.dumps(encode(_reference())))
         return None
 
     monkeypatch.setattr(lowering, "export_llm_into", fake_export)  # where export_model calls it

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.base.codec import encode
 from orchestrator.cli import main
 from orchestrator.report.builders.comparison import comparison_view
 from orchestrator.report.page.comparison import comparison_page
@@ -40,7 +41,7 @@ def test_a_compare_page_lists_every_op_most_moved_first() -> None:
     assert shown == [2.0, 0.6, 1.55, 1.3, 1.02]  # every op, the one that moved most (either way) first
     assert section.count("inconclusive") >= len(RATIOS) and "[0.650, 2.080]" in section  # each op's interval
     assert "0 of 5 ops regressed or improved" in section
-    data = Comparison("a", "b", settings, (pair,)).to_dict()  # the JSON names its estimator, as the columns do
+    data = encode(Comparison("a", "b", settings, (pair,)))  # the JSON names its estimator, as the columns do
     assert data["statistic"] == "mean run median" and settings.center == "mean"  # the default since issue 37
 
 

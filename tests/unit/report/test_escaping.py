@@ -4,7 +4,7 @@ Issue 21 item 4. A property test (hypothesis) over names built from the characte
 (HTML tags and entities, Markdown emphasis, links, code spans, table pipes, headings and list markers),
 control characters (terminal escape sequences, newlines) and anything else unicode offers. For each
 name, a run whose module and op carry it (its device and model too when it is a plain name: the
-manifest refuses any other device or model name, results/codec.py) is reported in every format:
+manifest refuses any other device or model name, base/codec.py) is reported in every format:
 - HTML: parsed back, the page has only the elements and attributes etfarm writes, and the name is
   its text;
 - Markdown: rendered by a CommonMark + GFM tables renderer (markdown-it, raw HTML allowed, as GitHub
@@ -89,7 +89,7 @@ def plain_name(name: str, fallback: str) -> str:
     return name if PLAIN.match(name) else fallback
 
 
-PLAIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # results/codec.py's device and model names
+PLAIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # base/codec.py's device and model names
 
 
 def run_with(tmp: Path, name: str) -> Path:

@@ -1,4 +1,4 @@
-"""report/terminal/views.py: the `run --json` document, derived from the results model's one JSON form (results/codec.py)."""
+"""report/terminal/views.py: the `run --json` document, derived from the results model's one JSON form (base/codec.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""results/codec.py + results/model.py: the manifest is written from the dataclass fields, byte for byte as before.
+"""base/codec.py + results/model.py: the manifest is written from the dataclass fields, byte for byte as before.
 
 `manifest_golden.json` was written by the hand-kept `to_dict`s this replaced (every field set,
 keys in the order they wrote them, as `history show --json` prints them); the reads below are
@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 
 import pytest
 
+from orchestrator.base.codec import FLAT, KEYED, Layout, decode, encode
 from orchestrator.base.errors import DataError
-from orchestrator.results.codec import FLAT, KEYED, Layout, decode, encode
 from orchestrator.results.model import (
     Attempt,
     DeviceResult,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from orchestrator.base.codec import encode
 from orchestrator.report.escape import md_text
 from orchestrator.report.page.comparison import _unlike_clause
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
@@ -23,7 +24,7 @@ def test_five_percent_more_layers_is_reported_slower_below_the_threshold() -> No
     assert pair.below is not None and pair.below.direction == "slower" and pair.below.ci_low > 1.0
     words = pair.below.describe()
     assert words.startswith(f"{(pair.estimate.ratio - 1) * 100:.1f} % slower [") and "the 5% threshold" in words
-    assert pair.to_dict()["below_threshold"]["text"] == words
+    assert encode(pair)["below_threshold"]["text"] == words
     comparison = Comparison("base", "p5", settings, (pair,))
     table = verdict_table(comparison)
     assert "inconclusive (slower, below threshold); near the 5% threshold" in table and "BELOW THE THRESHOLD" in table and words in table
@@ -33,4 +34,4 @@ def test_five_percent_more_layers_is_reported_slower_below_the_threshold() -> No
 def test_the_same_model_has_nothing_below_the_threshold_to_report() -> None:
     pair = compare_sides(side(jobs("base")[3], "a"), side(jobs("base")[4], "b"), VerdictSettings(center="fast-state"),
                          per_op=False)
-    assert pair.below is None and pair.to_dict()["below_threshold"] is None
+    assert pair.below is None and encode(pair)["below_threshold"] is None

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from orchestrator.base.codec import encode
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import compare_jobs
@@ -40,7 +41,7 @@ def test_an_accuracy_drop_fails_the_comparison_with_its_own_verdict(tmp_path: Pa
     comparison = compare_jobs(RunRecord(a), RunRecord(b), FAST, per_op=False)
     (pair,) = comparison.pairs
     assert pair.verdict is not Verdict.REGRESSED and pair.accuracy_dropped and comparison.exit_code == 1
-    assert comparison.to_dict()["pairs"][0]["accuracy"]["dropped"] is True
+    assert encode(comparison)["pairs"][0]["accuracy"]["dropped"] is True
     table = verdict_table(comparison)
     assert "ACCURACY-DROPPED" in table and "SNR 40.0 dB -> 25.0 dB (down 15.0 dB, beyond 3 dB)" in table
     assert "ACCURACY-DROPPED" in verdict_markdown(comparison)

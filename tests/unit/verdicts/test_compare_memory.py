@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.app.nightly_plan import load_plan
+from orchestrator.base.codec import encode
 from orchestrator.report.terminal.verdicts import verdict_table
-from orchestrator.results.codec import encode
 from orchestrator.results.footprint import Footprint, ModelMemory, Owners
 from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import compare_jobs
@@ -42,7 +42,7 @@ def test_a_peak_beyond_the_threshold_fails_the_comparison(tmp_path: Path) -> Non
     comparison = compare_jobs(RunRecord(a), RunRecord(b), FAST, per_op=False)
     (pair,) = comparison.pairs
     assert pair.verdict is not Verdict.REGRESSED and pair.memory_grew and comparison.exit_code == 1
-    assert comparison.to_dict()["memory_grew"] is True and comparison.to_dict()["pairs"][0]["memory"]["grew"] is True
+    assert encode(comparison)["memory_grew"] is True and encode(comparison)["pairs"][0]["memory"]["grew"] is True
     table = verdict_table(comparison)
     assert "MEMORY-GREW" in table and "most in delegate (+16.0 MiB)" in table
 

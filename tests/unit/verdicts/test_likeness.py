@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from orchestrator.base.codec import encode
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
-from orchestrator.results.codec import encode
 from orchestrator.results.model import load_manifest
 from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.compare import compare_jobs
@@ -53,7 +53,7 @@ def test_another_backend_is_settings_differ_never_regressed(tmp_path: Path) -> N
     assert pair.verdict is Verdict.SETTINGS_DIFFER and not pair.regressed and comparison.exit_code == 0
     assert pair.estimate is not None and pair.estimate.ratio > 10  # the ratio is still measured and shown
     assert pair.differences == (SettingDifference("backend", "xnnpack", "portable"),)
-    assert comparison.to_dict()["pairs"][0]["settings_differ"] == [{"setting": "backend", "a": "xnnpack",
+    assert encode(comparison)["pairs"][0]["settings_differ"] == [{"setting": "backend", "a": "xnnpack",
                                                                    "b": "portable"}]
     table = verdict_table(comparison)
     assert "settings-differ (backend)" in table and "REGRESSED" not in table
@@ -87,7 +87,7 @@ def test_an_interrupted_b_is_named_and_keeps_its_verdict(tmp_path: Path) -> None
     (side,) = pair.incomplete
     assert (side.side, side.source) == ("B", "20261122-000001-bbbb")
     assert side.why == "its job was interrupted (Ctrl-C or SIGTERM): 4 of 6 process runs"
-    assert comparison.to_dict()["pairs"][0]["incomplete"] == [encode(side)]
+    assert encode(comparison)["pairs"][0]["incomplete"] == [encode(side)]
     table = verdict_table(comparison)
     assert "(B incomplete)" in table and f"INCOMPLETE side, its verdicts stand on the runs it has: {side.describe()}" \
         in table

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from orchestrator.base.codec import encode
 from orchestrator.verdicts.compare import Side, compare_sides
 from orchestrator.verdicts.llm_metrics import metric_verdicts
 from orchestrator.verdicts.sides import SideRun
@@ -47,4 +48,4 @@ def test_a_regressed_metric_makes_the_pair_regressed() -> None:
     assert pair.verdict is Verdict.IMPROVED  # end to end: ttft + decode fell
     assert {m.metric: m.verdict for m in pair.metrics} == {"ttft": Verdict.IMPROVED,
                                                           "decode_tokens_per_s": Verdict.REGRESSED}
-    assert pair.regressed and pair.to_dict()["metrics"][1]["label"] == "decode tokens/s"
+    assert pair.regressed and encode(pair)["metrics"][1]["label"] == "decode tokens/s"

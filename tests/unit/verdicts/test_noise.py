@@ -13,6 +13,7 @@ import pytest
 
 from orchestrator.app.baseline import good_history, history_noise_finder
 from orchestrator.base.cache import write_json_atomic
+from orchestrator.base.codec import encode
 from orchestrator.base.errors import UsageError
 from orchestrator.cli import main
 from orchestrator.cli.compare import parse_noise_floor
@@ -174,7 +175,7 @@ def test_a_floor_widens_both_thresholds_and_is_shown() -> None:
     table = verdict_table(comparison)
     assert "12.0% (14 runs)" in table and f"none (3 of {MIN_JOBS} runs)" in table and "noise floor" in table
     assert f"the {COVERAGE:.0%} bound" in table and "| 12.0% (14 runs) |" in verdict_markdown(comparison)
-    data = json.loads(json.dumps(comparison.to_dict()))
+    data = json.loads(json.dumps(encode(comparison)))
     assert data["settings"]["auto_noise_floor"] is True
     assert data["pairs"][0]["noise_floor"] == {"floor": 0.12, "source": "auto", "stored_runs": 14,
                                                "min_stored_runs": MIN_JOBS, "coverage": COVERAGE,

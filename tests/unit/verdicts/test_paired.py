@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from orchestrator.base.codec import encode
 from orchestrator.verdicts import paired
 from orchestrator.verdicts.compare import Comparison, compare_sides
 from orchestrator.verdicts.paired import PAIRED, by_round, paired_estimates, round_ratios
@@ -89,7 +90,7 @@ def test_through_compare_sides_the_statistic_is_named_and_a_slowed_copy_is_regre
     assert not same.regressed
     doubled = compare_sides(a, slowed(b, 2.0), PAIRED_SETTINGS)
     assert doubled.verdict is Verdict.REGRESSED and doubled.estimate.ratio == pytest.approx(2 * same.estimate.ratio)
-    assert Comparison("a", "b", PAIRED_SETTINGS, (doubled,)).to_dict()["statistic"] == (
+    assert encode(Comparison("a", "b", PAIRED_SETTINGS, (doubled,)))["statistic"] == (
         "mean run median; ratio paired by ABBA round")
 
 

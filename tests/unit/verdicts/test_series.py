@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from orchestrator.base.codec import encode
 from orchestrator.verdicts.compare import Side
 from orchestrator.verdicts.noise import estimate_floor
 from orchestrator.verdicts.series import SeriesPoint, judge, levels, replicate_floor
@@ -95,5 +96,5 @@ def test_the_series_verdict_is_in_the_table_the_legend_the_page_words_and_the_js
     row = next(line for line in table.splitlines() if "series" in line and "REGRESSED" in line)
     assert f"{found.night.estimate.ratio:.3f}x" in row
     assert "SERIES (the night against a reference passing nights cannot move" in table and found.describe() in table
-    assert pair.to_dict()["series"]["regressed"] is True and pair.to_dict()["series"]["reference_runs"][0] == "night-00"
+    assert encode(pair)["series"]["regressed"] is True and encode(pair)["series"]["reference_runs"][0] == "night-00"
     assert f"series: {found.describe()}" in "".join(map(str, _unlike_clause(pair)))

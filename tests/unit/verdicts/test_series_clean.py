@@ -3,6 +3,7 @@ clean is left out, a night without contention data is kept, and the series verdi
 
 from __future__ import annotations
 
+from orchestrator.base.codec import encode
 from orchestrator.verdicts.compare import PairVerdict, Side
 from orchestrator.verdicts.series import SeriesPoint, SeriesVerdict
 from orchestrator.verdicts.series_clean import clean_enough
@@ -32,7 +33,7 @@ def test_the_series_verdict_names_the_nights_left_out() -> None:
     pair = PairVerdict("pinned", "mlp", "mlp", Verdict.UNCHANGED)
     found = SeriesVerdict("every good job of the window", ("quiet",), pair, None, (), 2, left)
     assert found.describe().endswith("; left out: run busy (15 of 60 executions clean, under 50%)")
-    assert found.to_dict()["left_out"] == [{"run_id": "busy", "clean": 15, "measured": 60,
+    assert encode(found)["left_out"] == [{"run_id": "busy", "clean": 15, "measured": 60,
                                             "text": "run busy (15 of 60 executions clean, under 50%)"}]
     assert "left out" not in SeriesVerdict("x", (), pair, None, (), 1).describe()
 

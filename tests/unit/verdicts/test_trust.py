@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from orchestrator.base.codec import encode
 from orchestrator.profiles.op_identity import OpIdentity
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.results.contention import Contention
@@ -97,7 +98,7 @@ def test_a_compare_under_different_load_exits_3_names_run_ab_and_never_says_no_r
     table = verdict_table(comparison)
     assert "verdict: could not judge 1 of 1 pair(s)" in table and "to settle: etfarm run --ab" in table
     assert "no regression" not in table and "could not judge" in verdict_markdown(comparison)
-    as_json = comparison.to_dict()
+    as_json = encode(comparison)
     assert as_json["exit_code"] == 3 and as_json["pairs"][0]["contention"]["b"]["share"] == 0.4
 
 
@@ -144,7 +145,7 @@ def test_the_numbers_users_know_are_the_p50_and_trimmed_mean_of_clean_executions
     assert pair.figures[1] is not None and abs(pair.figures[1].p50_ms - 1.2) < 0.02
     table = verdict_table(Comparison("a", "b", SETTINGS, (pair,)))
     assert f"p50 A {pair.figures[0].p50_ms:.4g} ms, B {pair.figures[1].p50_ms:.4g} ms" in table
-    assert pair.to_dict()["figures"]["b"]["executions"] == 300
+    assert encode(pair)["figures"]["b"]["executions"] == 300
 
 
 def test_separate_jobs_carry_the_job_shift_and_one_interleaved_job_does_not() -> None:

@@ -1,8 +1,11 @@
 """Frozen dataclasses to JSON-ready dicts and back, driven by `dataclasses.fields` and their types.
 
-The results model (results.py) and the runner's result (runner_contract.py) are written out
-once, as dataclass fields; `encode` and `decode` derive the dict from them, so a new field is
-declared once and reaches `manifest.json`, the store and `--json` by itself. Conversion follows
+Every record etfarm writes as JSON is written out once, as dataclass fields: the results model
+(results/model.py), the runner's result (run/runner_contract.py), a comparison and its verdicts
+(verdicts/pair_verdicts.py: `compare --json`, verdicts.json), a night (results/night_marks.py: night.json),
+the numerics report, a bisect's document, recipe.json and llm_reference.json; `encode` and `decode` derive
+the dict from them, so a new field is declared once and reaches `manifest.json`, the store and `--json` by
+itself. It sits in base/ so that every package, artifacts/ included, writes through it. Conversion follows
 each field's annotation:
 
 - `StrEnum` <-> its value; a nested dataclass <-> its dict; a tuple <-> a list; a class with a JSON form
@@ -14,7 +17,8 @@ each field's annotation:
   `runs: "abc"`, `runs: 1e12` or `traced: "false"` is a ValueError naming the key path
   (`config.runs: expected a whole number, got '1e12'`), which the manifest reader reports as one line;
 - `Mapping[...]` and `Any` are copied (controls, runner extras), a non-finite number in them
-  written as None (in a JSON form of its own too);
+  written as None (in a JSON form of its own too); an `Any` holding a dataclass is encoded (a pair's
+  series verdict, whose class sits above the pair's);
 - the keys of a KEYED mapping (device and model names, which become paths) must be plain names.
 
 A missing key takes the field's default; a field without one is required, except tuples and
@@ -23,15 +27,20 @@ its `LAYOUT` (a `Layout`): keys written `first` and `last` around the others (in
 order), the field that names it in its parent's mapping (`key`: left out of its own dict and
 given back on reading), and `derived` figures written for readers and ignored on reading
 (ModelResult's `summary`: a method or property, or a (key, attribute) pair when the key is not its
-name), and `order`, when given, the whole order of the keys (figures and derived ones among them, as
-`compare --json` prints them). `raw_floats` writes a `float` as it is, NaN included (a verdict's
+name; the attribute may be a dotted path, `estimate.p_value`; a dataclass it gives is encoded, an enum
+written as its value, a tuple as a list), and `order`, when given, the whole order of the keys (figures
+and derived ones among them, as `compare --json` prints them). `raw_floats` writes a `float` as it is, NaN included (a verdict's
 statistic with nothing to divide by: the file writer makes it null, `cache.write_json_atomic`), and
-reads null back as NaN.
+reads null back as NaN. `strict` makes every field without a default required, tuples, mappings and nested
+dataclasses included (what a peer writes, the runner's `llm` object: a missing list is a broken runner, not an
+older manifest).
 Field metadata says how one field is written: `KEYED` (a tuple of dataclasses written as a mapping by
 their `name`), `FLAT` (a dataclass whose keys are merged into its parent's, after the parent's own),
 `PAIRS` (a tuple of (name, value) pairs written as a mapping: a configuration's settings),
 `NAN_NULL` (a `float` whose NaN means "unknown": written null even in a `raw_floats` class, read back
-as NaN), and `named(key)` the JSON key of a field whose Python name differs (read back by that key too).
+as NaN), `SKIP` (a field not written, read as its default: a run directory a verdict keeps for links, or a
+field a derived figure shows in another shape; a record whose JSON is such a view is written, never read), and
+`named(key)` the JSON key of a field whose Python name differs (read back by that key too).
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import operator
 import re
 import types
 import typing
@@ -49,13 +59,14 @@ from functools import cache
 from typing import Any, TypeVar
 
 from orchestrator.base.cache import finite_json
-from orchestrator.config import is_plain_name
+from orchestrator.base.names import is_plain_name
 
 T = TypeVar("T")
 KEYED: Mapping[str, Any] = types.MappingProxyType({"codec": "keyed"})
 FLAT: Mapping[str, Any] = types.MappingProxyType({"codec": "flat"})
 PAIRS: Mapping[str, Any] = types.MappingProxyType({"codec": "pairs"})
 NAN_NULL: Mapping[str, Any] = types.MappingProxyType({"nan": "null"})
+SKIP: Mapping[str, Any] = types.MappingProxyType({"codec": "skip"})
 _MISSING = dataclasses.MISSING
 
 
@@ -69,6 +80,7 @@ class Layout:
     derived: tuple[str | tuple[str, str], ...] = ()
     order: tuple[str, ...] = ()
     raw_floats: bool = False
+    strict: bool = False
 
 
 def named(key: str, *more: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -84,7 +96,7 @@ class _Field:
     name: str
     write: Callable[[Any], Any]
     read: Callable[[Any], Any]
-    mode: str  # "plain", "keyed", "flat"
+    mode: str  # "plain", "keyed", "flat", "skip"
     required: bool
     empty: Callable[[], Any] | None  # the value of a missing required key, None: the key is required
     item: type | None = None  # keyed: the item class
@@ -103,6 +115,8 @@ def encode(obj: Any) -> dict[str, Any]:
     flat: list[dict[str, Any]] = []
     for f in _fields(cls):
         value = getattr(obj, f.name)
+        if f.mode == "skip":
+            continue
         if f.mode == "flat":
             flat.append(encode(value))
         elif f.mode == "keyed":
@@ -113,8 +127,8 @@ def encode(obj: Any) -> dict[str, Any]:
         out.update(extra)
     for derived in layout.derived:
         key, attribute = (derived, derived) if isinstance(derived, str) else derived
-        value = getattr(obj, attribute)
-        out[key] = value() if callable(value) else value
+        value = operator.attrgetter(attribute)(obj)
+        out[key] = _free(value() if callable(value) else value, finite=False)
     if layout.order:
         out = {**{k: out[k] for k in layout.order if k in out}, **out}
     return out
@@ -140,7 +154,7 @@ def decode(cls: type[T], data: Mapping[str, Any], **given: Any) -> T:
         raise FieldError((), f"expected a mapping, got {_shown(data)}")
     values: dict[str, Any] = dict(given)
     for f in _fields(cls):
-        if f.name in values:
+        if f.name in values or f.mode == "skip":
             continue
         if f.mode == "flat":
             values[f.name] = decode(_hints(cls)[f.name], data)
@@ -198,6 +212,8 @@ def _fields(cls: type) -> tuple[_Field, ...]:
     layout = _layout(cls)
     hints = _hints(cls)
     plans = {f.name: _plan(f, hints[f.name], layout.raw_floats) for f in dataclasses.fields(cls) if f.name != layout.key}
+    if layout.strict:
+        plans = {n: dataclasses.replace(p, empty=None) if p.required else p for n, p in plans.items()}
     first = [plans[n] for n in layout.first]
     last = [plans[n] for n in layout.last]
     middle = [p for n, p in plans.items() if n not in layout.first and n not in layout.last]
@@ -208,6 +224,8 @@ def _plan(f: dataclasses.Field[Any], tp: Any, raw_floats: bool = False) -> _Fiel
     required = f.default is _MISSING and f.default_factory is _MISSING
     mode = f.metadata.get("codec", "plain")
     key = f.metadata.get("json", "")
+    if mode == "skip":
+        return _Field(f.name, _identity, _identity, mode, False, None, key=key)
     if mode == "keyed":
         return _Field(f.name, _identity, _identity, mode, required, tuple, item=typing.get_args(tp)[0], key=key)
     if mode == "pairs":  # ((name, value), ...) <-> {name: value}
@@ -243,7 +261,7 @@ def _converters(tp: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Ca
         return _finite, _finite, None
     if tp in (bool, int, str):
         return _identity, _checked(tp), None
-    return finite_json, _identity, None  # Any: a free-form value (a runner's extras)
+    return _free, _identity, None  # Any: a free-form value (a runner's extras)
 
 
 def _optional(inner: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Callable[[], Any] | None]:
@@ -329,6 +347,18 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise FieldError((), f"expected a mapping, got {_shown(value)}")
     return value
+
+
+def _free(value: Any, finite: bool = True) -> Any:
+    """A free-form value (an `Any` field, a derived figure): a dataclass encoded, else as it is (a non-finite number
+    None when `finite`: a derived figure is written as the class computes it, NaN included, as `raw_floats`)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return encode(value)
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, tuple):
+        return [_free(v, finite) for v in value]
+    return finite_json(value) if finite else value
 
 
 def _plain_mapping(value: Mapping[str, Any]) -> dict[str, Any]:
