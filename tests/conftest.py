@@ -14,13 +14,6 @@ from pathlib import Path
 
 import pytest
 
-# One OpenMP (and BLAS) thread per process: torch starts one per core, and the suite runs TEST_WORKERS processes on
-# those cores, so an OpenMP thread that waits for its sibling spins on a core another worker needs. Beside two busy
-# loops, exporting tiny_transformer took 92 CPU-s with torch's default threads and 44 with one. Subprocesses inherit
-# it; the runner's threads (ExecuTorch's threadpool, --threads) are not OpenMP's. A value already set is kept.
-for _threads in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_threads, "1")
-
 XDG_DIRS = {"XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".cache", "XDG_DATA_HOME": ".local/share",
             "XDG_STATE_HOME": ".local/state"}
 
