@@ -166,9 +166,13 @@ class DaskFarm:
             return TaskLost(request.device, f"{request.model}: the workers running it died too often ({exc})")
         return exc
 
-    def lost(self) -> bool:
-        """Whether the client lost its scheduler (killed, or its host gone): the job cannot go on."""
-        return self.client.status not in ("running", "newly-created")
+    def lost(self, raised: BaseException | None = None) -> bool:
+        """Whether the client lost its scheduler (killed, or its host gone): the job cannot go on. `raised`, what a
+        call to the scheduler raised, can tell it first: a connection the scheduler's death closed mid-call raises
+        before the client's status changes (a SIGKILLed scheduler, met in a clean-clone round)."""
+        from distributed.comm.core import CommClosedError
+
+        return self.client.status not in ("running", "newly-created") or isinstance(raised, CommClosedError)
 
     def cancel(self, futures: Iterable[Any]) -> None:
         self.client.cancel(list(futures))

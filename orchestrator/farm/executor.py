@@ -192,7 +192,7 @@ class FarmExecutor:
         try:
             self._collect_all(context)
         except Exception as exc:
-            if not isinstance(exc, FarmUnreachable) and not self._farm.lost():
+            if not isinstance(exc, FarmUnreachable) and not self._farm.lost(exc):
                 raise
             why = "" if isinstance(exc, FarmUnreachable) or self._farm.lost() else f" ({said(exc)[:200]})"
             lost = FarmUnreachable(f"--scheduler {self.options.scheduler}: lost the scheduler mid-job{why}; what "

@@ -35,3 +35,26 @@ def test_files_from_a_worker_land_only_under_their_device(tmp_path: Path, rel: s
 
 def test_a_file_of_the_device_lands_in_its_subtree(tmp_path: Path) -> None:
     assert inside(tmp_path, "d", "d/m/run-1/etdump.etdp") == tmp_path / "d" / "m" / "run-1" / "etdump.etdp"
+
+
+class _Client:
+    """A distributed.Client as far as DaskFarm.lost reads it."""
+
+    def __init__(self, status: str) -> None:
+        self.status = status
+
+
+@pytest.mark.parametrize(("status", "raised", "lost"), [
+    ("running", None, False),
+    ("running", OSError("disk full"), False),  # a local error is not the scheduler's
+    ("closed", None, True),
+    ("running", "comm", True),  # the connection its death closed raises before the client's status changes
+])
+def test_a_connection_closed_mid_call_is_the_scheduler_lost(status: str, raised: object, lost: bool) -> None:
+    from distributed.comm.core import CommClosedError
+
+    from orchestrator.farm.dask import DaskFarm
+
+    error = CommClosedError("in <TCP (closed) ConnectionPool.run_function>: ConnectionResetError") \
+        if raised == "comm" else raised
+    assert DaskFarm(_Client(status), None).lost(error) is lost  # type: ignore[arg-type]
