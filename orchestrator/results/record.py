@@ -113,16 +113,18 @@ class RunRecord:
 
         return read_marks(self.root)
 
-    def judged_token(self) -> str:
-        """When the verdicts and the night beside the run were last written ("-" for each one missing): a night
-        writes them after the job, so a reader that keeps what it read of a run checks this too."""
-        parts = []
-        for name in (VERDICTS, NIGHT):
-            try:
-                parts.append(str(os.stat(self.root / name).st_mtime_ns))
-            except OSError:
-                parts.append("-")
-        return "|".join(parts)
+
+def judged_token(root: Path | str | None) -> str:
+    """When the verdicts and the night beside the run directory `root` were last written ("-" for each one missing,
+    and for both without a directory): a night writes them after the job, so a reader that keeps what it read of a
+    run checks this too."""
+    parts = []
+    for name in (VERDICTS, NIGHT):
+        try:
+            parts.append(str(os.stat(Path(root) / name).st_mtime_ns) if root else "-")
+        except OSError:
+            parts.append("-")
+    return "|".join(parts)
 
 
 def run_root(path: Path) -> Path | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.results.night_marks import NightMark
-from orchestrator.results.record import RunRecord
+from orchestrator.results.record import RunRecord, judged_token
 from orchestrator.store import Store
 from orchestrator.store.series_rows import PointRow, RunStamp
 from orchestrator.verdicts.likeness import SeriesKey
@@ -56,7 +56,7 @@ def stored_runs(store: Store) -> list[StampedJob]:
 
 def _token(stamp: RunStamp) -> str:
     """The store's stamp of the run and the state of the verdict files beside it (a night writes them after)."""
-    return f"{stamp.token}|{RunRecord(stamp.run_dir).judged_token() if stamp.run_dir else '-|-'}"
+    return f"{stamp.token}|{judged_token(stamp.run_dir)}"
 
 
 def read_points(store: Store, runs: Sequence[StampedJob]) -> list[ReadRun]:

@@ -74,7 +74,9 @@ def summarize(data: SeriesData) -> Summary:
     newest = measured[-1] if measured else None
     judged = next((k for k in reversed(range(len(data))) if c["verdict"][k] is not None and c["confirms"][k] is None),
                   None)
-    regressions = tuple(Regression(c["started"][k], c["run"][k], c["ratio"][k], c["confirmed"][k],
+    # a night confirmed by a second job has that job's ratio as its verdict, as its page and the terminal say it
+    second = {c["confirms"][k]: c["ratio"][k] for k in range(len(data)) if c["confirms"][k] and c["ratio"][k] is not None}
+    regressions = tuple(Regression(c["started"][k], c["run"][k], second.get(c["run"][k], c["ratio"][k]), c["confirmed"][k],
                                    commits(data.commit_before(c["run"][k]), c["commit"][k]), c["link"][k] or "",
                                    c["culprit"][k] or "")
                         for k in range(len(data)) if c["regressed"][k])

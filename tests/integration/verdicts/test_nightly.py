@@ -1,7 +1,7 @@
 """`etfarm nightly` end to end on the testbed: an SSH device pinned to one core, a real store.
 
 First night passes (no baseline: `new`); a repeat of the same model passes; the same model file edited to four
-times the width and 8 more layers (about 5x the time) exits 1 with the regression named in the report; a night whose
+times the width and 8 more layers (over 5x the time) exits 1 with the regression named in the report; a night whose
 device is unreachable exits 3 (no regression found, something not measured). Each night writes ONE HTML page (the
 confirmation job folded in), checked in headless Chromium: the regressed night opens with `regressed`, the ratio,
 the baseline run and `confirmed`; the repeat names no winner. The same A/B page comes from `compare A B --html` and
@@ -12,8 +12,8 @@ pairs of recorded identical jobs were, 1 of 3000 synthetic pairs of the fitted p
 regressed and confirmed. Not a mere 2x: the testbed's speed states form a ladder (1, 1.4, 2x), so a 2x model in its
 fast state runs at the speed of a baseline process in the 2x state, and in about 1 pair of 700 (synthetic, 6-10
 runs) the statistic reads that as a possibly missed state and says `inconclusive`, as it should; a clean-clone
-round met one. About 5x lies beyond every state of a baseline. The slowdown is mostly width (48 layers 256 wide
-against 40 layers 64 wide) because an export's time grows with the layers, not their width: four times the depth
+round met one. Over 5x lies beyond every state of a baseline. The slowdown is mostly width (48 layers 256 wide
+against 40 layers 64 wide: 5-17x here) because an export's time grows with the layers, not their width: four times the depth
 took five times as long to export. The rates themselves are the benchmarks' (bench_series.py).
 """
 
@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.report.formats import ratio
 from tests.helpers.inventory import write_inventory
 from tests.integration.verdicts.pinned import page_text
 
@@ -110,6 +111,11 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     latest = (report / "latest.md").read_text()
     assert "| pinned | mlp-baseline -\\> mlp | **⛔ regressed** |" in latest  # the interleaved job's pair
     assert "REGRESSED" in slowed.stdout
+    # one number for the night's ratio (the interleaved confirmation's) in its JSON, the terminal and its page
+    night_ratio = json.loads(max(report.glob("nightly-*.json")).read_text())["pairs"][0]["estimate"]["ratio"]
+    shown = re.search(r"end to end +REGRESSED +\S+ +\S+ +(\d+\.\d+)x", slowed.stdout)
+    assert shown and abs(float(shown.group(1)) - night_ratio) <= 5e-4 * night_ratio, (night_ratio, slowed.stdout[:2000])
+    assert f"regressed {ratio(night_ratio)} slower" in page_text(max(report.glob("nightly-*.html")))
     # A regression is run again at once and must show again (a whole job in a slow state would not).
     # (the night's own job may also find it not judged, its load and the baseline's differing: the same confirmation)
     assert re.search(r"(regressed|not judged \(different load\)) in run", latest), latest
@@ -202,7 +208,9 @@ def _the_dashboard_in_chromium(site: Path, report: Path, work: Path, before: str
     text = " ".join(re.sub(r"<[^>]+>", " ", seen.dom[:seen.dom.index('id="latency"')]).split())
     regressions = text[text.index("Regressions"):text.index("Change points")]
     assert f"{first_run} (" in regressions and confirm_run not in regressions
-    assert f"commit {before[:12]}..{regressed_at[:12]}): regressed" in regressions
+    # the night's ratio, as its JSON, its page and the terminal give it (the interleaved confirmation's), not its first job's
+    said = ratio(third["pairs"][0]["estimate"]["ratio"])
+    assert f"commit {before[:12]}..{regressed_at[:12]}): regressed {said}," in regressions, (said, regressions)
     assert "confirmed regression" in regressions
     links = dict(re.findall(r'<a href="([^"]+)">([^<]+)</a>', seen.dom[seen.dom.index("<h2>Nights</h2>"):]))
     night_page = next(href for href, run in links.items() if run == first_run)
