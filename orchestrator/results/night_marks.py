@@ -19,7 +19,7 @@ from orchestrator.base.cache import read_json_object, write_json_atomic
 from orchestrator.base.codec import FieldError, decode, encode, named
 from orchestrator.base.ids import is_id
 from orchestrator.results.layout import NIGHT
-from orchestrator.results.verdicts_file import recorded_pairs
+from orchestrator.results.verdicts_file import RecordedPair, recorded_pairs
 
 NIGHT_JSON = NIGHT
 
@@ -90,8 +90,11 @@ def read_night(run_dir: Path) -> NightMark | None:
                    bisects=tuple(b for b in night.bisects if isinstance(b, Mapping)))
 
 
-def read_marks(run_dir: Path) -> tuple[dict[tuple[str, str], PairMark], NightMark | None]:
-    """The run's verdicts per (device, model) and its night, from the files beside it."""
-    marks = {(p.device, p.model_b): PairMark(p.verdict, p.regressed, p.ratio) for p in recorded_pairs(run_dir)}
+def read_marks(run_dir: Path, pairs: Sequence[RecordedPair] | None = None) -> tuple[dict[tuple[str, str], PairMark],
+                                                                                  NightMark | None]:
+    """The run's verdicts per (device, model) and its night, from the files beside it (`pairs`: its verdicts.json as
+    a reader already has it, read again when not given)."""
+    pairs = recorded_pairs(run_dir) if pairs is None else pairs
+    marks = {(p.device, p.model_b): PairMark(p.verdict, p.regressed, p.ratio) for p in pairs}
     return marks, read_night(run_dir)
 

@@ -111,7 +111,7 @@ class RunRecord:
         """The verdict marks per (device, model) and the night the run belongs to (none: a plain run)."""
         from orchestrator.results.night_marks import read_marks
 
-        return read_marks(self.root)
+        return read_marks(self.root, self.verdicts)
 
 
 def judged_token(root: Path | str | None) -> str:
