@@ -30,6 +30,11 @@ def generations(runs: Iterable[ProcessRun], traced: bool = True) -> list[Generat
     return [g for r in runs if r.traced == traced and r.llm is not None for g in r.llm.generations]
 
 
+def _highest(name: str) -> property:
+    """`LlmFigures.memory_kb(name)` as a property."""
+    return property(lambda figures: figures.memory_kb(name))
+
+
 @dataclass(frozen=True)
 class LlmFigures:
     """One LLM on one device: the workload and its figures over every measured generation."""
@@ -85,21 +90,11 @@ class LlmFigures:
         values = [v for g in (*self.generations, *self.untraced) if (v := getattr(g, name)) >= 0]
         return max(values) if values else None
 
-    @property
-    def rss_prefill_kb(self) -> int | None:
-        return self.memory_kb("rss_prefill_kb")
-
-    @property
-    def pss_prefill_kb(self) -> int | None:
-        return self.memory_kb("pss_prefill_kb")
-
-    @property
-    def rss_decode_kb(self) -> int | None:
-        return self.memory_kb("rss_decode_kb")
-
-    @property
-    def pss_decode_kb(self) -> int | None:
-        return self.memory_kb("pss_decode_kb")
+    # the highest of each memory figure, as the codec writes them into `summary.llm`
+    rss_prefill_kb = _highest("rss_prefill_kb")
+    pss_prefill_kb = _highest("pss_prefill_kb")
+    rss_decode_kb = _highest("rss_decode_kb")
+    pss_decode_kb = _highest("pss_decode_kb")
 
 
 def llm_figures(runs: Sequence[ProcessRun]) -> LlmFigures | None:
