@@ -41,7 +41,7 @@ from orchestrator.store import open_store  # noqa: E402
 MODEL = ROOT / "configs" / "models" / "deep_mlp.py"
 
 
-def night(root: Path, depth: int, runs: int, threshold: float) -> dict[str, Any]:
+def night(root: Path, depth: int, runs: int, threshold: float, center: str | None = None) -> dict[str, Any]:
     """One night of the model at `depth` layers, in the store and report folder under `root`."""
     (root / "model").mkdir(parents=True, exist_ok=True)
     (root / "model" / "mlp.py").write_text(MODEL.read_text().replace("DEPTH = 40", f"DEPTH = {depth}"))
@@ -53,7 +53,8 @@ def night(root: Path, depth: int, runs: int, threshold: float) -> dict[str, Any]
                                                                        "name": "mlp"}],
                                      "runs": runs, "iterations": 50, "warmup": 5, "threshold": f"{threshold}%",
                                      "noise_floor": "auto", "baseline": "last-good", "confirm": True,
-                                     "report": str(root / "reports"), "config": str(inventory)}))
+                                     "report": str(root / "reports"), "config": str(inventory),
+                                     **({"center": center} if center else {})}))
     started = time.perf_counter()
     with open_store(root / "results.db") as store:
         outcome = run_nightly(load_plan(plan_file), store, Progress(quiet=True))
@@ -90,6 +91,7 @@ def main() -> int:
     parser.add_argument("--threshold", type=float, default=5.0, help="percent")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--out", type=Path, help="keep the stores and runs here (default: a temporary directory)")
+    parser.add_argument("--center", help="the plan's `center:` (default: the plan's default)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     results = []
@@ -98,7 +100,7 @@ def main() -> int:
         for trial in range(args.trials):
             depths = scenario(args.scenario, args.nights, args.history)
             for k, depth in enumerate(depths):
-                found = night(base / f"trial-{trial}", depth, args.runs, args.threshold)
+                found = night(base / f"trial-{trial}", depth, args.runs, args.threshold, args.center)
                 found.update(trial=trial, night=k - args.history + 1)
                 results.append(found)
                 print(json.dumps(found) if args.json else

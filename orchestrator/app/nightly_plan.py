@@ -8,7 +8,7 @@ The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly 
     iterations: 50
     warmup: 5
     threshold: 5%                           # end to end; `op_threshold` (default 10%) per op
-    center: mean                            # default; fast-state, fast: kept for old plans (statistics.Center)
+    center: auto                            # default; mean, fast-state, fast (statistics.Center)
     noise_floor: auto                       # default; or a percentage (0% = none): see noise.py
     baseline: last-good                     # or a run id / run directory
     reference: 20261101-120000-ab12         # optional: pin the series reference to a run (a release's); default:

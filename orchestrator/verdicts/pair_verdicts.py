@@ -122,8 +122,22 @@ class PairVerdict:
 
     @property
     def unjudged(self) -> bool:
-        """Measured, yet not judged: end to end inconclusive (the night or compare exits 3 unless something regressed)."""
-        return self.verdict is Verdict.INCONCLUSIVE
+        """Measured, yet not judged: end to end inconclusive, or a night whose series could not say whether its level
+        moved beyond the threshold (the night or compare exits 3 unless something regressed: never green over it)."""
+        return self.verdict is Verdict.INCONCLUSIVE or self.series_unjudged
+
+    @property
+    def series_unjudged(self) -> bool:
+        return self.series is not None and self.series.verdict is Verdict.INCONCLUSIVE
+
+    @property
+    def unjudged_reason(self) -> str:
+        """Why it was not judged: the pair's own reason (trust.py), else its series'."""
+        if self.blind:
+            return self.blind
+        if self.verdict is not Verdict.INCONCLUSIVE and self.series_unjudged:
+            return f"its series: {self.series.describe()}"  # type: ignore[union-attr]
+        return "inconclusive"
 
     @property
     def accuracy_dropped(self) -> bool:

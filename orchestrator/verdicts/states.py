@@ -47,6 +47,11 @@ MIN_SPREAD = 0.005  # log units: the within-state spread is taken as at least 0.
 PLAUSIBLE = 10.0  # a reading of the states is kept while it explains the runs within this likelihood ratio
 MISSED_FAST = 1 / 30  # how often a whole job has no run in a state (1 of the 58 recorded jobs, 1 in 30 in the model)
 OFF_LADDER = 0.05  # the chance of a run's state lying on no state of the other side
+# Runs "split into speed states" (`splits`: the `auto` statistic's switch to this model) when at least two of them
+# sit in states this much slower than the fastest state: the testbed's states are 1.4x and 2x apart, while on the
+# noise corpus of issue 37 (tiny_cnn, five environments, 70 jobs) no job's end-to-end runs split at 1.2 (6 did at
+# STATE_GAP's 1.08: contention spreads runs, it does not make states).
+SPLIT = math.log(1.2)
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,15 @@ def states_of(medians: Sequence[float]) -> States | None:
     levels = tuple(float(g.mean()) for g in groups)
     within = float(sum(((g - g.mean()) ** 2).sum() for g in groups))
     return States(levels, tuple(len(g) for g in groups), within)
+
+
+def splits(medians: Sequence[float]) -> bool:
+    """Whether these per-run medians split into speed states: two runs or more at least SPLIT slower than the
+    fastest state (one slow run is an outlier, not a state)."""
+    found = states_of(medians)
+    if found is None or len(found.levels) < 2:
+        return False
+    return sum(c for level, c in zip(found.levels, found.counts, strict=True) if level - found.levels[0] >= SPLIT) >= 2
 
 
 @dataclass(frozen=True)

@@ -83,9 +83,9 @@ def statistic_name(center: str) -> str:
 # what each is and why); the enum's members are the registry's, so `Center.MEAN` and plans' names keep working.
 Center = StrEnum("Center", {s.name.upper().replace("-", "_"): s.name for s in centers.registered()})  # type: ignore[misc]
 
-# The mean of per-run medians (clean executions only: results/contention.py) is the default since issue 37 (centers/mean.py
-# says why); `fast-state` and `fast` stay accepted (old plans keep working) and compute as before.
-DEFAULT_CENTER = Center.MEAN  # type: ignore[attr-defined]
+# `auto` (centers/auto.py: the mean of per-run medians of clean executions, or the fast state's level where a side's
+# runs split into speed states) is the default; `mean`, `fast-state` and `fast` stay choices and compute as before.
+DEFAULT_CENTER = Center.AUTO  # type: ignore[attr-defined]
 
 
 def _center_help() -> str:
@@ -158,6 +158,16 @@ def estimate_many(pairs: Sequence[tuple[RunSamples, RunSamples]], *, confidence:
     Each estimate draws its bootstrap from `seed` alone, so it is the same however it is batched;
     pairs whose runs have the same lengths share one set of gathers (bootstrap.py)."""
     stat = statistic(center)
+    judges = stat.delegates(pairs)
+    if any(judge is not stat for judge in judges):  # pairs handed to other statistics (auto: mean or fast-state)
+        out: list[Estimate | None] = [None] * len(pairs)
+        for judge in {id(j): j for j in judges}.values():
+            chosen = [k for k, j in enumerate(judges) if j is judge]
+            found = estimate_many([pairs[k] for k in chosen], confidence=confidence, resamples=resamples, seed=seed,
+                                  center=judge.name)
+            for k, est in zip(chosen, found, strict=True):
+                out[k] = est
+        return out
     own = stat.estimates(pairs, confidence)
     if own is not None:  # a statistic with an estimate of its own (fast-state: its states)
         return own
@@ -174,7 +184,7 @@ def estimate_many(pairs: Sequence[tuple[RunSamples, RunSamples]], *, confidence:
         found = _intervals([m[1] for m in members], [m[2] for m in members], confidence, resamples, seed, stat)
         intervals.update((k, interval) for (k, _, _), interval in zip(members, found, strict=True))
     p_values = rank_p_values([(side_a.medians, side_b.medians) for _, side_a, side_b in measured], center)
-    out: list[Estimate | None] = [None] * len(pairs)
+    out = [None] * len(pairs)
     for (k, side_a, side_b), p_value in zip(measured, p_values, strict=True):
         low, high = intervals[k]
         out[k] = Estimate(ratio=side_b.statistic / side_a.statistic, ci_low=low, ci_high=high, p_value=p_value,

@@ -133,7 +133,7 @@ def judged_lines(comparison: Comparison) -> str:
                          f"{a.trimmed_mean_ms:.4g} / {b.trimmed_mean_ms:.4g} ms; {a.executions}/{b.executions} clean "
                          f"executions, {pair.dropped[0]}/{pair.dropped[1]} contended left out)")
     for pair in comparison.unjudged:
-        lines.append(f"  {pair.device} {pair.model}: could not judge ({pair.blind or 'inconclusive'})"
+        lines.append(f"  {pair.device} {pair.model}: could not judge ({pair.unjudged_reason})"
                      + (f"; to settle: {pair.settle}" if pair.settle else ""))
     return "\n".join(lines)
 

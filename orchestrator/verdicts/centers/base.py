@@ -5,7 +5,8 @@ statistics.py). It says how it is named (`name`: --center and plans; `label`: co
 its part of --center's help; `method`: the legend's sentence), how it reduces per-run medians (`of_medians`, and
 `resampled` for every bootstrap replicate at once), which per-run medians the rank test compares (`tested`), and
 may replace the shared bootstrap estimate and rank test with its own (`estimates`, `significance_runs`,
-`can_reach`: fast_state.py does). numpy is imported inside the methods: light commands never pay for it.
+`can_reach`: fast_state.py does) or hand each pair to another statistic (`delegates`: auto.py does). numpy is
+imported inside the methods: light commands never pay for it.
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ class CenterStatistic:
         import numpy as np
 
         return self.of_medians(np.array([float(np.median(r)) for r in runs if len(r)]))
+
+    def delegates(self, pairs: Sequence[tuple[RunSamples, RunSamples]]) -> list[CenterStatistic]:
+        """The statistic that judges each pair: itself, unless it hands pairs to others (auto.py does)."""
+        return [self] * len(pairs)
 
     def estimates(self, pairs: Sequence[tuple[RunSamples, RunSamples]], confidence: float) -> list[Estimate | None] | None:
         """Its own estimates of `pairs`; None: the shared bootstrap and rank test (statistics.estimate_many)."""

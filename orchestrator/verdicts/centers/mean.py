@@ -1,9 +1,10 @@
-"""`mean`, the default: the mean of a side's per-run medians (of clean executions only: results/contention.py); every
+"""`mean`: the mean of a side's per-run medians (of clean executions only: results/contention.py); every
 process counts.
 
-The default since issue 37: replayed over the noise corpus of real jobs under five environments
-(benchmarks/bench_trust.py, docs/guide/trust.md) it raised no false `regressed` and its interval held 93-100 %
-coverage, where `fast-state` (a model of speed states fitted to one quiet VM) held 50-94 %.
+`auto` (the default, auto.py) judges by it wherever no side's runs split into speed states. Replayed over the noise
+corpus of real jobs under five environments (benchmarks/bench_trust.py, docs/guide/trust.md) it raised no false
+`regressed` and its interval held 93-100 % coverage, where `fast-state` (a model of speed states fitted to one quiet
+VM) held 50-94 %.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from orchestrator.verdicts.centers.base import CenterStatistic, register
 class Mean(CenterStatistic):
     name = "mean"
     label = "mean run median"
-    help = ("'mean' (default: their mean; on the noise corpus of issue 37 no false regression in any environment, "
-            "interval coverage 93-100 %)")
+    help = "'mean' (their mean, whatever the states: auto's choice where runs do not split)"
     order = 0
     help_order = 0
     described = "mean of per-run medians"

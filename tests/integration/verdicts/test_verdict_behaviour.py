@@ -52,7 +52,7 @@ def test_compare_of_real_jobs_gives_the_pair_its_states_and_the_exit_code_of_its
         failed = data["regressed"] or data["memory_grew"] or data["accuracy_dropped"]
         judged = 1 if failed else 3 if pair["verdict"] == "inconclusive" else 0
         assert result.returncode == judged and pair["regressed"] is data["regressed"]
-        assert data["settings"]["center"] == "mean"  # the default (issue 37)
+        assert data["settings"]["center"] == "auto"  # the default (issue 37)
         est = pair["estimate"]
         assert (est["runs_a"], est["runs_b"]) == (RUNS, RUNS) and est["ci_low"] <= est["ratio"] <= est["ci_high"]
         assert pair["detectable"] is not None and pair["detectable"] > 0

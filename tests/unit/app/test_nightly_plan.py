@@ -24,12 +24,12 @@ def test_the_example_plan_reads() -> None:
     assert loaded.models[1] == PlanModel("configs/models/tiny_mlp.py:build", "portable", "tiny-mlp-portable")
     assert loaded.baseline == "last-good" and loaded.out == loaded.report / "runs"
     assert loaded.settings.auto_noise_floor and loaded.noise_floor is None
-    assert loaded.center == "mean" and loaded.settings.center == "mean" and loaded.reference is None
+    assert loaded.center == "auto" and loaded.settings.center == "auto" and loaded.reference is None
 
 
 def test_a_pinned_reference_and_the_centers(tmp_path: Path) -> None:
     base = "devices: [a]\nmodels: [m.py:build]\nreport: r\n"
-    assert load_plan(plan(tmp_path, base)).center == "mean"  # the default (issue 37)
+    assert load_plan(plan(tmp_path, base)).center == "auto"  # the default (issue 37)
     loaded = load_plan(plan(tmp_path, base + "reference: 20261101-120000-ab12\ncenter: fast-state\n"))
     assert loaded.reference == "20261101-120000-ab12" and loaded.center == "fast-state"  # old plans still read
 
@@ -72,7 +72,7 @@ def test_noise_floor_is_auto_by_default_or_a_percentage(tmp_path: Path) -> None:
     ("devices: [a]\nmodels: [{spec: m.py:build, backend: portable}]\nreport: r\nrecipe: int8-static\n",
      "models[0].backend: recipe int8-static lowers to xnnpack"),
     ("devices: [a]\nmodels: [m.py:build]\nreport: r\nreference: [x]\n", "reference: expected a non-empty string"),
-    ("devices: [a]\nmodels: [m.py:build]\nreport: r\ncenter: median\n", "center: expected mean, fast, fast-state"),
+    ("devices: [a]\nmodels: [m.py:build]\nreport: r\ncenter: median\n", "center: expected auto, mean, fast, fast-state"),
 ])
 def test_bad_plans_name_file_and_key(tmp_path: Path, text: str, where: str) -> None:
     path = plan(tmp_path, text)

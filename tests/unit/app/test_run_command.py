@@ -15,7 +15,7 @@ from tests.unit.store.rundirs import make_run_dir
 @pytest.mark.parametrize(("argv", "message"), [
     (["--order", "random", "--model", "m.py:build"], "--order: expected interleaved or sequential, got 'random'"),
     (["--ab", "a.py:f", "b.py:f", "--model", "m.py:build"], "--ab SPEC_A SPEC_B replaces --model"),
-    (["--ab", "a.py:f", "b.py:f", "--center", "median"], "--center: 'median'; choose mean, fast, fast-state"),
+    (["--ab", "a.py:f", "b.py:f", "--center", "median"], "--center: 'median'; choose auto, mean, fast, fast-state"),
     (["--ab", "a.py:f", "b.py:f", "--scheduler", "tcp://x:1"], "--ab runs a new job on one host; drop --scheduler"),
     (["--model", "m.py:build", "--until-confident"], "--until-confident applies to --ab"),
     (["--model", "m.py:build", "--junit", "v.xml"], "--junit applies to --ab"),

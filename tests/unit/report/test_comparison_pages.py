@@ -42,7 +42,7 @@ def test_a_compare_page_lists_every_op_most_moved_first() -> None:
     assert section.count("inconclusive") >= len(RATIOS) and "[0.650, 2.080]" in section  # each op's interval
     assert "0 of 5 ops regressed or improved" in section
     data = encode(Comparison("a", "b", settings, (pair,)))  # the JSON names its estimator, as the columns do
-    assert data["statistic"] == "mean run median" and settings.center == "mean"  # the default since issue 37
+    assert data["statistic"] == "state-aware mean" and settings.center == "auto"  # the default since issue 37
 
 
 def test_compare_of_runs_with_nothing_in_common_is_one_line_exit_2(tmp_path: Path,

@@ -46,3 +46,23 @@ def test_a_nights_history_leaves_the_busy_nights_out_and_keeps_why(monkeypatch) 
     histories = nightly._Histories(store=None, job=None)  # type: ignore[arg-type]
     assert [p.run_id for p in histories("pinned", "mlp")] == ["quiet", "quiet-too"]  # what the floor and verdict read
     assert [n.run_id for n in histories.left_out[("pinned", "mlp")]] == ["busy"]
+
+
+def test_a_night_whose_series_could_not_judge_is_never_green() -> None:
+    """The night's own pair is `unchanged` against its last good night, but its series cannot say whether the level
+    moved beyond the threshold since the drift began: the comparison could not judge it (exit 3), and says why."""
+    from dataclasses import replace
+
+    from orchestrator.verdicts.compare import Comparison
+    from orchestrator.verdicts.statistics import VerdictSettings
+
+    unchanged = PairVerdict("pinned", "mlp", "mlp", Verdict.UNCHANGED)
+    drifted = replace(unchanged, verdict=Verdict.INCONCLUSIVE)
+    seen = replace(unchanged, series=SeriesVerdict("the level before run r7", ("r5", "r6"), drifted, None, (), 4))
+    judged = replace(unchanged, series=SeriesVerdict("the level before run r7", ("r5", "r6"), unchanged, None, (), 4))
+    assert seen.unjudged and not judged.unjudged
+    assert seen.unjudged_reason.startswith("its series: inconclusive") and "the level before run r7" in seen.unjudged_reason
+    settings = VerdictSettings()
+    assert Comparison("a", "b", settings, (seen,)).exit_code == 3
+    assert Comparison("a", "b", settings, (seen,)).headline == "could not judge 1 of 1 pair(s)"
+    assert Comparison("a", "b", settings, (judged,)).exit_code == 0
