@@ -72,7 +72,7 @@ class JobRequest:
     threshold: float = 5.0
     op_threshold: float = 10.0
     center: str = DEFAULT_CENTER
-    until_confident: bool = False
+    until_confident: bool | None = None  # --ab: None is the default (on), False --once
     junit: Path | None = None  # --ab: the verdicts as JUnit XML too
     max_runs: int = 40
     store: Path | None = None
@@ -134,8 +134,9 @@ class JobRequest:
                                  + (" (ETFARM_SCHEDULER is set: unset it for this command)" if from_env else ""))
             if self.junit is not None:
                 check_target(self.junit, "--junit")
-        elif self.until_confident or self.junit is not None:
-            raise UsageError(f"{'--until-confident' if self.until_confident else '--junit'} applies to --ab")
+        elif self.until_confident is not None or self.junit is not None:
+            flag = {True: "--until-confident", False: "--once"}.get(self.until_confident, "--junit")  # type: ignore[arg-type]
+            raise UsageError(f"{flag} applies to --ab")
         elif not self.model and self.resume is None:
             raise UsageError("--model is required (or --resume DIR to finish a recorded run, or --ab SPEC_A SPEC_B)")
 

@@ -94,7 +94,7 @@ def run(  # one parameter per option; their help is in cli/options.py
     threshold: ThresholdOption = 5.0,
     op_threshold: OpThresholdOption = 10.0,
     center: CenterOption = DEFAULT_CENTER,
-    until_confident: UntilConfidentOption = False,
+    until_confident: UntilConfidentOption = None,
     junit: JunitOption = None,
     max_runs: MaxRunsOption = 40,
     store: RunStoreOption = None,
