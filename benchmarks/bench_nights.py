@@ -71,14 +71,14 @@ def night(root: Path, depth: int, runs: int, threshold: float, center: str | Non
             "confirmed": [c.confirmed for c in outcome.confirmations], "seconds": round(time.perf_counter() - started, 1)}
 
 
-def scenario(name: str, nights: int, history: int) -> list[int]:
+def scenario(name: str, nights: int, history: int, step: int = 42) -> list[int]:
     """The depth of each night."""
     if name == "aa":
         return [40] * (history + nights)
     if name == "creep":
         return [40] * history + [40 + k for k in range(1, nights + 1)]
     if name == "step":
-        return [40] * history + [42] * nights
+        return [40] * history + [step] * nights
     return [40 if k % 2 == 0 else 42 for k in range(history + nights)]
 
 
@@ -91,6 +91,8 @@ def main() -> int:
     parser.add_argument("--threshold", type=float, default=5.0, help="percent")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--out", type=Path, help="keep the stores and runs here (default: a temporary directory)")
+    parser.add_argument("--step-depth", type=int, default=42,
+                        help="the step scenario's layers after the step (42: +5 %% of layers, measured 1.02-1.07x by day)")
     parser.add_argument("--center", help="the plan's `center:` (default: the plan's default)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -98,7 +100,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="etfarm-bench-nights-") as tmp:
         base = args.out or Path(tmp)
         for trial in range(args.trials):
-            depths = scenario(args.scenario, args.nights, args.history)
+            depths = scenario(args.scenario, args.nights, args.history, args.step_depth)
             for k, depth in enumerate(depths):
                 found = night(base / f"trial-{trial}", depth, args.runs, args.threshold, args.center)
                 found.update(trial=trial, night=k - args.history + 1)
