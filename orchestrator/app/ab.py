@@ -112,7 +112,7 @@ def run_ab_job(request: JobRequest, options: JobOptions, progress: Progress, con
                                center=request.center)
     outcome = run_ab(list(devices), a, b, backend=str(request.backend), options=options, out=request.out,
                      progress=progress, settings=settings, config_file=inventory.path,
-                     until_confident=request.until_confident is not False, max_runs=request.max_runs)  # default on
+                     until_confident=not request.once, max_runs=request.max_runs)  # pooled unless --once
     console.out(verdict_table(outcome.comparison))
     for job in outcome.jobs:
         for device in job.job.devices:

@@ -72,7 +72,8 @@ class JobRequest:
     threshold: float = 5.0
     op_threshold: float = 10.0
     center: str = DEFAULT_CENTER
-    until_confident: bool | None = None  # --ab: None is the default (on), False --once
+    until_confident: bool = False  # --ab pools further jobs while inconclusive unless --once (the flag says it again)
+    once: bool = False
     junit: Path | None = None  # --ab: the verdicts as JUnit XML too
     max_runs: int = 40
     store: Path | None = None
@@ -125,6 +126,8 @@ class JobRequest:
             if self.model:
                 raise UsageError("--ab SPEC_A SPEC_B replaces --model; give one or the other")
             check_center(self.center)
+            if self.until_confident and self.once:
+                raise UsageError("--until-confident and --once contradict each other: give one (pooling is the default)")
             if "," in f"{self.threads}{self.prompt_len or ''}{self.gen_len or ''}{self.recipe or ''}":
                 raise UsageError("--ab compares two models at one point: give --threads, --prompt-len, --gen-len "
                                  "and --recipe one value each")
@@ -134,8 +137,8 @@ class JobRequest:
                                  + (" (ETFARM_SCHEDULER is set: unset it for this command)" if from_env else ""))
             if self.junit is not None:
                 check_target(self.junit, "--junit")
-        elif self.until_confident is not None or self.junit is not None:
-            flag = {True: "--until-confident", False: "--once"}.get(self.until_confident, "--junit")  # type: ignore[arg-type]
+        elif self.until_confident or self.once or self.junit is not None:
+            flag = "--until-confident" if self.until_confident else "--once" if self.once else "--junit"
             raise UsageError(f"{flag} applies to --ab")
         elif not self.model and self.resume is None:
             raise UsageError("--model is required (or --resume DIR to finish a recorded run, or --ab SPEC_A SPEC_B)")

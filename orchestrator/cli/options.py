@@ -115,11 +115,13 @@ ThresholdOption = Annotated[float, typer.Option(
 OpThresholdOption = Annotated[float, typer.Option(
     min=0, max=100, help="With --ab: practical size of a per-op regression, in percent.")]
 CenterOption = Annotated[str, typer.Option(help=f"With --ab: {CENTER_HELP}")]
-UntilConfidentOption = Annotated[bool | None, typer.Option(
-    "--until-confident/--once", show_default=False,
-    help="With --ab (default --until-confident): while a device's verdict is inconclusive, run --runs more process "
-         "runs per side (a further job, pooled) until decided or --max-runs is reached; --once: one job. One job of "
-         "10 runs a side found +10 % in 38 % of quiet pairs, pooling in 100 % (docs/guide/trust.md).")]
+UntilConfidentOption = Annotated[bool, typer.Option(
+    "--until-confident", help="With --ab (the default): while a device's verdict is inconclusive, run --runs more "
+                              "process runs per side (a further job, pooled) until decided or --max-runs is reached. "
+                              "One job of 10 runs a side found +10 % in 38 % of quiet pairs, pooling in 100 % "
+                              "(docs/guide/trust.md).")]
+OnceOption = Annotated[bool, typer.Option(
+    "--once", help="With --ab: one job, no further runs while a verdict is inconclusive.")]
 MaxRunsOption = Annotated[int, typer.Option(
     min=1, max=MAX_RUNS_PER_SIDE[1], help="With --until-confident: most process runs per side.")]
 RunStoreOption = Annotated[Path | None, typer.Option(

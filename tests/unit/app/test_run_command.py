@@ -19,6 +19,7 @@ from tests.unit.store.rundirs import make_run_dir
     (["--ab", "a.py:f", "b.py:f", "--scheduler", "tcp://x:1"], "--ab runs a new job on one host; drop --scheduler"),
     (["--model", "m.py:build", "--until-confident"], "--until-confident applies to --ab"),
     (["--model", "m.py:build", "--once"], "--once applies to --ab"),
+    (["--ab", "a.py:f", "b.py:f", "--once", "--until-confident"], "--until-confident and --once contradict each other"),
     (["--model", "m.py:build", "--junit", "v.xml"], "--junit applies to --ab"),
     (["--ab", "a.py:f", "b.py:f", "--junit", "/nonexistent/v.xml"], "--junit /nonexistent/v.xml: directory /nonexistent"),
     ([], "--model is required (or --resume DIR"),
