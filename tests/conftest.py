@@ -30,39 +30,36 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 
-# The longest modules by wall time, longest first (a clean clone's `make test` of 2026-11-28: the sum of each module's
-# test times under 4 workers, which the comments give). `--dist loadscope` hands modules to workers in collection
-# order, so a long module collected last would run alone at the end while the other workers idle; longest first
-# (the LPT rule) keeps the workers' finishing times close. Only the order changes: any module may be missing here.
+# The longest modules (wall time, from `make test`'s --durations and a per-module sum), longest first. `--dist
+# loadscope` hands modules to workers in collection order, so a long module collected last (test_zoo's exports,
+# the verdicts/ folder) would run alone at the end while the other workers idle; put first, they overlap
+# everything else. Only the order changes: any module may be missing here.
 LONG_MODULES = (
-    "integration/test_farm.py",  # 164 s
-    "integration/test_transport_faults.py",  # 138 s
-    "integration/test_faults.py",  # 132 s
-    "integration/test_energy.py",  # 112 s
-    "integration/test_interrupt_resume.py",  # 106 s
-    "integration/test_android_run.py",  # 100 s
-    "integration/test_llm_jobs.py",  # 90 s
-    "integration/test_recipes.py",  # 86 s
-    "integration/verdicts/test_nightly.py",  # 82 s
-    "integration/test_farm_hardening.py",  # 79 s
-    "integration/test_zoo.py",  # 73 s
-    "integration/test_environment_errors.py",  # 70 s
-    "integration/verdicts/test_llm_verdicts.py",  # 66 s
-    "integration/test_fleet.py",  # 63 s
-    "integration/test_run_local.py",  # 62 s
-    "integration/test_op_naming.py",  # 57 s
-    "integration/verdicts/test_verdict_behaviour.py",  # 51 s
-    "integration/test_numerics.py",  # 49 s
-    "integration/test_cli_errors.py",  # 46 s
-    "integration/test_llm_runner.py",  # 41 s
-    "integration/verdicts/test_compare_says_what_it_compares.py",  # 30 s
-    "integration/test_honest_exits.py",  # 29 s
-    "integration/verdicts/test_nightly_recipes.py",  # 29 s
-    "integration/test_device_lock.py",  # 28 s
-    "integration/test_report.py",  # 28 s
-    "integration/test_store.py",  # 27 s
-    "integration/verdicts/test_nightly_bisect.py",  # 25 s
-    "integration/verdicts/test_noise_floor.py",  # 24 s
+    "integration/test_zoo.py",
+    "integration/test_recipes.py",
+    "integration/test_farm.py",
+    "integration/test_energy.py",
+    "integration/test_environment_errors.py",
+    "integration/test_numerics.py",
+    "integration/verdicts/test_llm_verdicts.py",
+    "integration/test_cli_errors.py",
+    "integration/test_android_run.py",
+    "integration/test_transport_faults.py",
+    "integration/test_llm_jobs.py",
+    "integration/test_faults.py",
+    "integration/test_llm_runner.py",
+    "integration/test_fleet.py",
+    "integration/verdicts/test_nightly.py",
+    "integration/test_bisect.py",
+    "integration/test_farm_hardening.py",
+    "integration/test_interrupt_resume.py",
+    "integration/test_honest_exits.py",
+    "integration/test_run_local.py",
+    "integration/verdicts/test_nightly_bisect.py",
+    "integration/verdicts/test_nightly_recipes.py",
+    "integration/verdicts/test_verdict_behaviour.py",
+    "integration/verdicts/test_noise_floor.py",
+    "integration/test_op_naming.py",
 )
 
 
