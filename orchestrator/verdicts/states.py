@@ -89,7 +89,10 @@ def states_of(medians: Sequence[float]) -> States | None:
 def splits(medians: Sequence[float]) -> bool:
     """Whether these per-run medians split into speed states: two runs or more at least SPLIT slower than the
     fastest state (one slow run is an outlier, not a state)."""
-    found = states_of(medians)
+    usable = [m for m in medians if m > 0 and math.isfinite(m)]
+    if len(usable) < 3 or max(usable) < min(usable) * math.exp(SPLIT):  # no run that far above the fastest: no split
+        return False
+    found = states_of(usable)
     if found is None or len(found.levels) < 2:
         return False
     return sum(c for level, c in zip(found.levels, found.counts, strict=True) if level - found.levels[0] >= SPLIT) >= 2
