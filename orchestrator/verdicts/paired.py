@@ -34,6 +34,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from orchestrator.verdicts import statistics
+from orchestrator.verdicts.estimates import run_medians
 from orchestrator.verdicts.statistics import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Center, Estimate, RunSamples
 
 if TYPE_CHECKING:
@@ -103,8 +104,7 @@ def _paired(a: RunSamples, b: RunSamples, confidence: float) -> Estimate | None:
     half = float(stdtrit(n - 1, 0.5 + confidence / 2)) * se
     # every round the same ratio (no spread): certain of it, unless it is no change at all
     p = 2.0 * float(stdtr(n - 1, -abs(mean) / se)) if se > 0 else float(mean == 0)
-    med_a = [float(np.median(r)) for r in a if len(r)]
-    med_b = [float(np.median(r)) for r in b if len(r)]
+    med_a, med_b = run_medians(a), run_medians(b)
     return Estimate(ratio=math.exp(mean), ci_low=math.exp(mean - half), ci_high=math.exp(mean + half), p_value=p,
                     runs_a=len(med_a), runs_b=len(med_b), median_a_ms=float(np.mean(med_a)),
                     median_b_ms=float(np.mean(med_b)))

@@ -51,7 +51,7 @@ from orchestrator.base.codec import Layout
 from orchestrator.verdicts import centers
 from orchestrator.verdicts.bootstrap import draw_resamples, resampled_medians
 from orchestrator.verdicts.centers import CenterStatistic
-from orchestrator.verdicts.estimates import Estimate, RunSamples
+from orchestrator.verdicts.estimates import Estimate, RunSamples, run_medians
 from orchestrator.verdicts.memory import DEFAULT_MEMORY_THRESHOLD
 from orchestrator.verdicts.ranks import benjamini_hochberg, mannwhitneyu_two_sided
 
@@ -276,11 +276,7 @@ def run_median(runs: RunSamples, center: str = DEFAULT_CENTER) -> float:
 def rank_p_value(a: RunSamples, b: RunSamples, center: str = DEFAULT_CENTER) -> float:
     """Two-sided Mann-Whitney U on per-run medians (FAST: the faster half of each side's runs);
     1.0 when a side has fewer than two runs."""
-    import numpy as np
-
-    med_a = [float(np.median(r)) for r in a if len(r)]
-    med_b = [float(np.median(r)) for r in b if len(r)]
-    return rank_p_values([(med_a, med_b)], center)[0]
+    return rank_p_values([(run_medians(a), run_medians(b))], center)[0]
 
 
 def rank_p_values(medians: Sequence[tuple[Sequence[float], Sequence[float]]], center: str = DEFAULT_CENTER) -> list[float]:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.verdicts.centers.base import CenterStatistic, find, register
-from orchestrator.verdicts.estimates import RunSamples
+from orchestrator.verdicts.estimates import RunSamples, run_medians
 
 
 @register
@@ -37,18 +37,11 @@ class Auto(CenterStatistic):
         return _mean().resampled(medians)
 
     def delegates(self, pairs: Sequence[tuple[RunSamples, RunSamples]]) -> list[CenterStatistic]:
-        import numpy as np
-
         from orchestrator.verdicts.states import splits
 
-        def medians(runs: RunSamples) -> list[float]:
-            arrays = [r for r in runs if len(r)]
-            if arrays and len({len(r) for r in arrays}) == 1:  # one call for the whole side: ops x runs add up
-                return np.median(np.asarray(arrays, dtype=np.float64), axis=1).tolist()
-            return [float(np.median(r)) for r in arrays]
-
         state = find("fast-state")
-        return [state if splits(medians(a)) or splits(medians(b)) else _mean() for a, b in pairs]  # type: ignore[misc]
+        return [state if splits(run_medians(a)) or splits(run_medians(b)) else _mean()  # type: ignore[misc]
+                for a, b in pairs]
 
     @staticmethod
     def _for(medians: list[float]) -> CenterStatistic:

@@ -50,7 +50,9 @@ class CenterStatistic:
         """A side's statistic from its process runs' samples."""
         import numpy as np
 
-        return self.of_medians(np.array([float(np.median(r)) for r in runs if len(r)]))
+        from orchestrator.verdicts.estimates import run_medians
+
+        return self.of_medians(np.array(run_medians(runs)))
 
     def delegates(self, pairs: Sequence[tuple[RunSamples, RunSamples]]) -> list[CenterStatistic]:
         """The statistic that judges each pair: itself, unless it hands pairs to others (auto.py does)."""

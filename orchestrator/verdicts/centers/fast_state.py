@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.verdicts.centers.base import CenterStatistic, register
-from orchestrator.verdicts.estimates import Estimate, RunSamples
+from orchestrator.verdicts.estimates import Estimate, RunSamples, run_medians
 
 
 @register
@@ -52,12 +52,10 @@ class FastState(CenterStatistic):
 
 def _state_estimate(a: RunSamples, b: RunSamples, confidence: float) -> Estimate | None:
     """B/A within the fast state (states.py); None when a side has no positive per-run median."""
-    import numpy as np
-
     from orchestrator.verdicts.states import compare_states, states_of
 
-    states_a = states_of([float(np.median(r)) for r in a if len(r)])
-    states_b = states_of([float(np.median(r)) for r in b if len(r)])
+    states_a = states_of(run_medians(a))
+    states_b = states_of(run_medians(b))
     if states_a is None or states_b is None:
         return None
     found = compare_states(states_a, states_b, confidence)
