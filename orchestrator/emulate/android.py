@@ -42,6 +42,10 @@ from .android_root import (
 
 ANDROID_TARGET = "android-arm64-v8a"
 EXEC_PREFIX = ("qemu-aarch64",)  # /system/bin/qemu-aarch64 on the phone's PATH
+# qemu's CPU for the phone's aarch64 programs: qemu-user 7.2 has no Tensor G3 core, so the nearest it has. Never qemu's
+# default `max`: XNNPACK picks its SVE/SME kernels there, which qemu runs ten times slower (2 s a tiny_cnn execute
+# against 0.2 s) and whose int8 kernels compute wrongly.
+PIXEL8_CPU = "cortex-a76"
 
 
 @dataclass
@@ -50,6 +54,7 @@ class AndroidPhone:
 
     device: AdbTestDevice
     exec_prefix: tuple[str, ...] = EXEC_PREFIX  # () when qemu is registered with the phone's own binfmt_misc
+    cpu: str = PIXEL8_CPU  # qemu -cpu for its aarch64 programs
 
     @property
     def root(self) -> Path:
@@ -64,11 +69,18 @@ class AndroidPhone:
         """aarch64 programs start as on a phone (qemu registered in the phone's own binfmt_misc)."""
         return not self.exec_prefix
 
+    @property
+    def runner_prefix(self) -> tuple[str, ...]:
+        """How the phone's runner starts under qemu with the phone's `cpu`: through qemu's own -cpu, or, where the
+        phone's binfmt_misc starts qemu, its QEMU_CPU variable set by the phone's toybox env."""
+        return (*self.exec_prefix, "-cpu", self.cpu) if self.exec_prefix else ("env", f"QEMU_CPU={self.cpu}")
+
     def spec(self, name: str = "pixel8emu", workdir: str = WORKDIR, *, exec_prefix: tuple[str, ...] | None = None,
              **settings: Any) -> DeviceSpec:
         """A DeviceSpec for the phone: target android-arm64-v8a, workdir /data/local/tmp/etfarm, runner under qemu
-        (the phone's `exec_prefix` unless given: `exec_prefix=()` for a step whose "runner" is a shell command)."""
-        prefix = self.exec_prefix if exec_prefix is None else exec_prefix
+        with the phone's CPU (`runner_prefix` unless given: `exec_prefix=()` for a step whose "runner" is a shell
+        command)."""
+        prefix = self.runner_prefix if exec_prefix is None else exec_prefix
         return self.device.spec(name, workdir, target=ANDROID_TARGET, exec_prefix=prefix, **settings)
 
     def host_path(self, device_path: str) -> Path:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator.artifacts.targets import QEMU_SYSROOT
 from orchestrator.base.errors import UsageError
 
 from . import require_tool
@@ -27,9 +28,8 @@ from .android import ANDROID_TARGET, AndroidPhone, start_android_phone
 from .android_root import WORKDIR
 from .sshd import SshTestHost, start_sshd
 
-__all__ = ["BOARDS", "NAMES", "PHONES", "Board", "EmulatedFleet", "Phone", "start_fleet"]
+__all__ = ["BOARDS", "NAMES", "PHONES", "Board", "EmulatedFleet", "Phone", "board_prefix", "start_fleet"]
 
-QEMU_SYSROOT = "/usr/aarch64-linux-gnu"  # Debian's aarch64 glibc (g++-aarch64-linux-gnu)
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,6 @@ class Board:
 
 @dataclass(frozen=True)
 class Phone:
-    cpu: str  # qemu's CPU for its aarch64 programs (qemu-user 7.2 has no Tensor G3 core: the nearest it has)
     description: str
 
 
@@ -51,16 +50,15 @@ BOARDS: Mapping[str, Board] = {
     "rpi4": Board("cortex-a72", "Raspberry Pi 4 (emulated: sshd on loopback, qemu-aarch64 -cpu cortex-a72)"),
 }
 PHONES: Mapping[str, Phone] = {
-    "pixel8": Phone("cortex-a76", "Pixel 8, Android 14 (emulated: adb server + etfarm's phone daemon, aarch64 under qemu)"),
+    "pixel8": Phone("Pixel 8, Android 14 (emulated: adb server + etfarm's phone daemon, aarch64 under qemu)"),
 }
 NAMES = (*BOARDS, *PHONES)
 
 
-def phone_cpu(exec_prefix: tuple[str, ...], cpu: str) -> list[str]:
-    """The phone's runner under qemu with `cpu`, not qemu's default `max` (whose SVE/SME XNNPACK picks, slowly, and
-    whose int8 kernels compute wrongly): through qemu's own -cpu, or, where the phone's binfmt_misc starts qemu, its
-    QEMU_CPU variable set by the phone's toybox env."""
-    return [*exec_prefix, "-cpu", cpu] if exec_prefix else ["env", f"QEMU_CPU={cpu}"]
+def board_prefix(qemu: str, board: Board) -> tuple[str, ...]:
+    """A board's exec_prefix: its runner under qemu-user with the board's core and Debian's aarch64 glibc. Never qemu's
+    default `max` CPU: XNNPACK picks SVE/SME kernels there, ten times slower under qemu, int8 ones computing wrongly."""
+    return (qemu, "-cpu", board.cpu, "-L", QEMU_SYSROOT)
 
 
 def check_names(names: Iterable[str]) -> list[str]:
@@ -94,7 +92,7 @@ class EmulatedFleet:
             "transport": "ssh", "host": host.listen, "port": host.port, "user": host.user or getpass.getuser(),
             "key": str(host.client_key), "known_hosts": str(host.known_hosts), "target": "linux-aarch64",
             "workdir": str(self.root / name / "workdir"),
-            "exec_prefix": [qemu, "-cpu", board.cpu, "-L", QEMU_SYSROOT],
+            "exec_prefix": list(board_prefix(qemu, board)),
             "description": board.description, "emulated": True,
         }
 
@@ -105,7 +103,7 @@ class EmulatedFleet:
         self.phones.append(started)
         self.entries[name] = {
             "transport": "adb", "serial": started.serial, "adb_host": "127.0.0.1", "adb_port": self.adb.port,
-            "target": ANDROID_TARGET, "workdir": WORKDIR, "exec_prefix": phone_cpu(started.exec_prefix, phone.cpu),
+            "target": ANDROID_TARGET, "workdir": WORKDIR, "exec_prefix": list(started.runner_prefix),
             "description": phone.description, "emulated": True,
         }
 

@@ -12,8 +12,8 @@ Fixtures (every spec is a `device_agents.base.DeviceSpec`, ready for `create_age
 - `ssh_server_factory` -> `start() -> SshTestHost`: a private sshd per call (one per
   device, or one a test may kill); all stopped at teardown.
 - `rpi5_device` -> DeviceSpec "rpi5", transport "ssh", target "linux-aarch64",
-  exec_prefix `qemu-aarch64 -L /usr/aarch64-linux-gnu`, on its own sshd: an
-  emulated Raspberry Pi 5 (the runner's libs still need LD_LIBRARY_PATH).
+  exec_prefix `qemu-aarch64 -cpu cortex-a76 -L /usr/aarch64-linux-gnu` (`etfarm devices emulate`'s), on its own
+  sshd: an emulated Raspberry Pi 5 (the runner's libs still need LD_LIBRARY_PATH).
 - `adb_server` (session) -> `orchestrator.emulate.adbserver.AdbTestServer`: `adb -P <port>` on a
   free port (`.port`, `.cmd(*args)`), killed at session end.
 - `adb_device_factory` -> `start() -> AdbTestDevice`: a new device daemon attached
@@ -55,6 +55,7 @@ from testbed.netns import NetnsLink  # noqa: E402
 from testbed.netns import available as netns_available  # noqa: E402
 
 from device_agents.base import DeviceSpec  # noqa: E402
+from orchestrator.artifacts.targets import QEMU_SYSROOT  # noqa: E402
 from orchestrator.emulate import ToolMissing  # noqa: E402
 from orchestrator.emulate.adbserver import (  # noqa: E402
     AdbTestDevice,
@@ -63,10 +64,10 @@ from orchestrator.emulate.adbserver import (  # noqa: E402
     start_adb_server,
 )
 from orchestrator.emulate.android import AndroidPhone, start_android_phone  # noqa: E402
+from orchestrator.emulate.fleet import BOARDS, board_prefix  # noqa: E402
 from orchestrator.emulate.sshd import SshTestHost, keygen, start_sshd  # noqa: E402
 
 Stoppable = TypeVar("Stoppable", SshTestHost, AdbTestDevice)
-QEMU_SYSROOT = "/usr/aarch64-linux-gnu"
 
 
 @pytest.hookimpl(wrapper=True)
@@ -144,9 +145,7 @@ def rpi5_device(ssh_server_factory: Callable[[], SshTestHost], tmp_path: Path) -
     if not os.path.isdir(QEMU_SYSROOT):
         missing(f"the aarch64 sysroot {QEMU_SYSROOT} is not installed (Debian g++-aarch64-linux-gnu)")
     host = ssh_server_factory()
-    return host.spec(
-        "rpi5", tmp_path / "rpi5-workdir", target="linux-aarch64", exec_prefix=(qemu, "-L", QEMU_SYSROOT)
-    )
+    return host.spec("rpi5", tmp_path / "rpi5-workdir", target="linux-aarch64", exec_prefix=board_prefix(qemu, BOARDS["rpi5"]))
 
 
 @pytest.fixture(scope="session")

@@ -175,9 +175,10 @@ def test_bundled_glibc_runner_runs_on_the_phone(android_phone: AndroidPhone, and
         result = run_step(agent, StepRequest(out_rel=out_rel, argv=argv, timeout_s=300, env=android_build.env(workdir)),
                           tmp_path)
     assert result.ok, result.tail()
-    start = len(android_phone.exec_prefix)  # () where qemu is in the phone's own binfmt_misc: started as on a phone
+    # The phone's qemu prefix (`env QEMU_CPU=...` where qemu is in the phone's own binfmt_misc: started as on a phone)
+    start = len(android_phone.runner_prefix)
     assert result.command.startswith("timeout ") and shlex.split(result.command)[4:6 + start] == [
-        *android_phone.exec_prefix, f"{workdir}/lib/ld-linux-aarch64.so.1", "--library-path"]
+        *android_phone.runner_prefix, f"{workdir}/lib/ld-linux-aarch64.so.1", "--library-path"]
     assert 'ETFARM_BACKENDS ["XnnpackBackend"]' in result.stdout and "ETFARM_RESULT" in result.stdout
     assert result.facts.android and result.facts.android.model == "Pixel 8", "describe.sh ran inside the step, under mksh"
     etdump = read_etdump(result.files["etdump.etdp"])

@@ -22,8 +22,10 @@ from orchestrator.artifacts.llm import LlmReference, check_tokens, seeded_prompt
 from orchestrator.artifacts.lowering import ExportedModel, export_model
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.artifacts.pte_info import read_pte_info, unsupported_ops_message
+from orchestrator.artifacts.targets import QEMU_SYSROOT
 from orchestrator.artifacts.tensorfile import read_tensors, write_tensors
 from orchestrator.base import procs
+from orchestrator.emulate.fleet import BOARDS, board_prefix
 from tests.helpers.tools import missing
 
 pytestmark = pytest.mark.slow
@@ -31,7 +33,6 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 TINY_LLAMA = REPO / "configs" / "models" / "tiny_llama.py"
 RUN_TIMEOUT_S = 300
-QEMU_SYSROOT = "/usr/aarch64-linux-gnu"
 TOY_VOCAB, TOY_CONTEXT = 64, 24
 
 
@@ -254,7 +255,7 @@ def test_linux_aarch64_generation_under_qemu(etfarm_cache: Path, tiny_llama: Exp
     if not Path(QEMU_SYSROOT).is_dir():
         missing(f"{QEMU_SYSROOT} (the aarch64 sysroot from g++-aarch64-linux-gnu) is missing")
     aarch64 = build_runner("linux-aarch64")
-    emulator = (shutil.which("qemu-aarch64") or "qemu-aarch64", "-L", QEMU_SYSROOT)
+    emulator = board_prefix(shutil.which("qemu-aarch64") or "qemu-aarch64", BOARDS["rpi5"])
     summary = _result(_run(aarch64, "--model_path", tiny_llama.pte, "--generate", "--prompt_len=8", "--gen_len=8",
                            emulator=emulator))
     llm = LlmRunFigures.from_json(summary["llm"])

@@ -15,6 +15,8 @@ import pandas as pd
 import pytest
 
 from device_agents import DeviceSpec
+from orchestrator.artifacts.targets import QEMU_SYSROOT
+from orchestrator.emulate.fleet import BOARDS, board_prefix
 from tests.helpers.inspector_stats import assert_stats_equal_inspector
 from tests.helpers.inventory import write_inventory
 from tests.helpers.tools import missing, require_tool
@@ -27,7 +29,6 @@ REPO = Path(__file__).resolve().parents[2]
 CNN = f"{REPO / 'configs' / 'models' / 'tiny_cnn.py'}:build"
 MODELS = ("tiny_cnn-fp32", "tiny_cnn-int8-static")
 DEVICES = ("local", "rpi5")
-QEMU_SYSROOT = "/usr/aarch64-linux-gnu"
 
 
 def etfarm(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -45,8 +46,7 @@ def inventory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         missing(f"the aarch64 sysroot {QEMU_SYSROOT} is not installed (Debian g++-aarch64-linux-gnu)")
     root = tmp_path_factory.mktemp("recipes-devices")
     host = start_sshd(root / "sshd")
-    rpi5 = host.spec("rpi5", root / "rpi5-workdir", target="linux-aarch64", exec_prefix=(qemu, "-cpu", "cortex-a76",
-                                                                                             "-L", QEMU_SYSROOT))
+    rpi5 = host.spec("rpi5", root / "rpi5-workdir", target="linux-aarch64", exec_prefix=board_prefix(qemu, BOARDS["rpi5"]))
     yield write_inventory(root / "devices.yaml", [rpi5, DeviceSpec("local", "host", str(root / "local"))])
     host.stop()
 

@@ -21,14 +21,15 @@ import numpy as np
 import pytest
 
 from orchestrator.artifacts.build import RunnerBuild, build_runner, runner_env
+from orchestrator.artifacts.targets import QEMU_SYSROOT
 from orchestrator.artifacts.tensorfile import read_tensors, write_tensors
 from orchestrator.base import procs
+from orchestrator.emulate.fleet import BOARDS, board_prefix
 from tests.helpers.tools import missing
 
 pytestmark = pytest.mark.slow
 
 RUN_TIMEOUT_S = 300
-QEMU_SYSROOT = "/usr/aarch64-linux-gnu"
 WARMUP, EXECUTIONS = 2, 5
 RTOL, ATOL = 1e-3, 1e-5
 
@@ -207,7 +208,7 @@ def test_linux_aarch64_runner_under_qemu(cache_root: Path, models: dict[str, Mod
         missing(f"{QEMU_SYSROOT} (the aarch64 sysroot from g++-aarch64-linux-gnu) is missing")
     aarch64 = build_runner("linux-aarch64")
     assert all(lib.is_file() for lib in aarch64.libs) and aarch64.libs
-    emulator = (shutil.which("qemu-aarch64") or "qemu-aarch64", "-L", QEMU_SYSROOT)
+    emulator = board_prefix(shutil.which("qemu-aarch64") or "qemu-aarch64", BOARDS["rpi5"])
     for backend in ("xnnpack", "portable"):
         _profile(aarch64, models[backend], tmp_path, emulator=emulator)
 
