@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
+from types import ModuleType
 
-# Project dependencies: imported, never skipped.
-import executorch.devtools.inspector._inspector_utils as utils  # noqa: E402
-import executorch.devtools.inspector.numerical_comparator as comparators  # noqa: E402
 import numpy as np
 import pytest
-import torch  # noqa: E402
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +27,18 @@ from orchestrator.numerics.metrics import (
 )
 
 
+@functools.cache
+def _upstream() -> tuple[ModuleType, ModuleType, ModuleType]:
+    """ExecuTorch's Inspector utilities, its comparators and torch: project dependencies, never skipped, imported by
+    the first test that compares against them rather than at collection, where every pytest-xdist worker would pay
+    3.5 CPU-s for them and only one runs these tests."""
+    import executorch.devtools.inspector._inspector_utils as utils
+    import executorch.devtools.inspector.numerical_comparator as comparators
+    import torch
+
+    return utils, comparators, torch
+
+
 def _close(a: float, b: float) -> bool:
     return (math.isnan(a) and math.isnan(b)) or a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
 
@@ -46,6 +56,7 @@ arrays = st.integers(1, 40).flatmap(
 def test_metrics_equal_inspector_comparators(pair: tuple[list[float], list[float]]) -> None:
     a = np.array(pair[0], dtype=np.float32)
     b = np.array(pair[1], dtype=np.float32)
+    _, comparators, torch = _upstream()
     gap = element_gap(a, b)
     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
     assert _close(gap.mse, comparators.MSEComparator().element_compare(ta, tb))
@@ -57,6 +68,7 @@ def test_nan_is_zeroed_like_inspector_and_infinity_only_then() -> None:
     a = np.array([np.nan, 1.0, 2.0])
     b = np.array([0.0, 1.0, 2.0])
     assert element_gap(a, b).mse == 0.0  # NaN -> 0 before comparing
+    _, comparators, torch = _upstream()
     ta, tb = torch.tensor(a), torch.tensor(b)
     assert comparators.MSEComparator().element_compare(ta, tb) == 0.0
     inf = element_gap(np.array([np.inf, 1.0]), np.array([0.0, 1.0]))
@@ -89,6 +101,7 @@ handles = st.lists(st.lists(st.integers(1, 12), min_size=1, max_size=4, unique=T
 @given(handles, st.lists(st.integers(0, 20), min_size=8, max_size=8))
 def test_merge_overlapping_handles_equals_inspector(keys: list[tuple[int, ...]], instructions: list[int]) -> None:
     entries = {k: (instructions[i], f"data{i}", 1) for i, k in enumerate(keys)}
+    utils, _, _ = _upstream()
     assert merge_runtime_overlapping_debug_handles(entries) == utils.merge_runtime_overlapping_debug_handles(dict(entries))
 
 
@@ -97,6 +110,7 @@ def test_merge_overlapping_handles_equals_inspector(keys: list[tuple[int, ...]],
 def test_mapping_equals_inspector(aot_keys: list[tuple[int, ...]], runtime_keys: list[tuple[int, ...]], outputs: int) -> None:
     # AOT handles are single ints (one per node), runtime ones merged so they do not overlap: Inspector's preconditions.
     aot_handles = sorted({(k[0],) for k in aot_keys})
+    utils, _, torch = _upstream()
     runtime = utils.merge_runtime_overlapping_debug_handles({k: (i, None, outputs) for i, k in enumerate(runtime_keys)})
     rng = np.random.default_rng(len(aot_handles) * 31 + len(runtime))
     aot_np = {h: rng.standard_normal(3).astype(np.float32) for h in aot_handles}
@@ -119,5 +133,6 @@ def test_mapping_equals_inspector(aot_keys: list[tuple[int, ...]], runtime_keys:
 
 def test_find_op_names_takes_handles_inside_the_target() -> None:
     names = {(1,): ["conv"], (2,): ["relu"], (3,): ["linear"], (2, 3): ["fused"]}
+    utils, _, _ = _upstream()
     assert find_op_names((1, 2), names) == ["conv", "relu"]
     assert find_op_names((2, 3), names) == utils.find_op_names((2, 3), names)
