@@ -27,6 +27,9 @@ from tests.integration.test_android_run import etfarm
 REPO = Path(__file__).resolve().parents[2]
 WIDE = REPO / "configs" / "models" / "wide_linear.py"
 SMALL = ("--runs", "1", "--iterations", "3", "--warmup", "1", "--untraced-runs", "1")
+# Every job here exports through the fp32 recipe, under the names `small` and `large`: the export cache keys on name,
+# recipe and content, so the three jobs make three exports between them (small, large, and large in int8).
+FP32 = ("--recipe", "fp32")
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +71,7 @@ def test_two_models_on_the_phone_the_larger_costs_more(phone: AndroidPhone, tmp_
     config = write_inventory(tmp_path / "devices.yaml", [phone.spec("pixel8")])
     out = tmp_path / "run"
     result = etfarm("run", "--config", str(config), "--devices", "pixel8", "--model", f"{WIDE}:build_small",
-                    "--model", f"{WIDE}:build", "--name", "small", "--name", "large", *SMALL, "--energy",
+                    "--model", f"{WIDE}:build", "--name", "small", "--name", "large", *FP32, *SMALL, "--energy",
                     "--energy-seconds", "2", "--energy-phases", "2", "--out", str(out))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     device = load_manifest(out).device("pixel8")
@@ -97,7 +100,7 @@ def test_the_emulated_board_reads_its_pmic(rpi5_device: DeviceSpec, tmp_path: Pa
     config = write_inventory(tmp_path / "devices.yaml", [rpi5_device])
     out = tmp_path / "run"
     result = etfarm("run", "--config", str(config), "--devices", "rpi5", "--model", f"{WIDE}:build_small",
-                    "--name", "small", *SMALL, "--energy", "--energy-seconds", "2", "--energy-phases", "1",
+                    "--name", "small", *FP32, *SMALL, "--energy", "--energy-seconds", "2", "--energy-phases", "1",
                     "--out", str(out))  # one phase: a power sensor's phase lasts 100 periods (10 s)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     model = load_manifest(out).device("rpi5").model("small")  # type: ignore[union-attr]
@@ -115,14 +118,14 @@ def test_on_this_host_memory_by_owner_holds_and_energy_says_why_not(tmp_path: Pa
     weights is the delegate's (24-48 MiB), int8's at most 40 % of it, the owners add up to the peak RSS within 10 %;
     this host has no power sensor, and says so (never a zero)."""
     out = tmp_path / "run"
-    result = etfarm("run", "--model", f"{WIDE}:build", "--recipe", "fp32,int8-static", *SMALL, "--energy",
+    result = etfarm("run", "--model", f"{WIDE}:build", "--name", "large", "--recipe", "fp32,int8-static", *SMALL, "--energy",
                     "--out", str(out))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     device = load_manifest(out).device("local")
     assert device is not None
     delegate = {}
     for recipe in ("fp32", "int8-static"):
-        model = device.model(f"wide_linear-{recipe}")
+        model = device.model(f"large-{recipe}")
         assert model is not None and model.memory is not None and model.energy is not None, recipe
         memory = model.memory
         assert memory.peak_rss_bytes and abs(memory.by_owner.total / memory.peak_rss_bytes - 1) <= 0.10, memory
