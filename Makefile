@@ -36,7 +36,8 @@ lint: setup
 
 # The suite runs in TEST_WORKERS parallel processes (pytest-xdist): most integration tests wait on real
 # peers (sshd, adb, qemu, Dask, deadlines), so more processes than cores overlap the waits. `--dist loadscope`
-# keeps a module's tests on one worker, so a module-scoped fixture (a set of real jobs) is made once.
+# keeps a module's tests on one worker, so a module-scoped fixture (a set of real jobs) is made once, and
+# `--no-loadscope-reorder` hands modules out in the order tests/conftest.py gives (the longest first).
 # `make test TEST_WORKERS=0` runs it in this process alone. The venv and the Debian packages are set up side
 # by side: one waits on pip, the other on apt.
 TEST_WORKERS ?= 4
@@ -44,7 +45,7 @@ TEST_WORKERS ?= 4
 test:
 	@$(MAKE) --no-print-directory -j2 setup testbed
 	@$(MAKE) --no-print-directory lint
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope --durations=15
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=15
 
 # The documentation site (mkdocs.yml): every warning (a broken link or anchor) fails it. Offline.
 docs: setup
