@@ -31,7 +31,6 @@ from .sshd import SshTestHost, start_sshd
 __all__ = ["BOARDS", "NAMES", "PHONES", "Board", "EmulatedFleet", "Phone", "board_prefix", "start_fleet"]
 
 
-
 @dataclass(frozen=True)
 class Board:
     """An aarch64 Linux board: sshd on loopback, the runner under qemu-user with the board's core."""
@@ -55,9 +54,13 @@ PHONES: Mapping[str, Phone] = {
 NAMES = (*BOARDS, *PHONES)
 
 
-def board_prefix(qemu: str, board: Board) -> tuple[str, ...]:
-    """A board's exec_prefix: its runner under qemu-user with the board's core and Debian's aarch64 glibc. Never qemu's
-    default `max` CPU: XNNPACK picks SVE/SME kernels there, ten times slower under qemu, int8 ones computing wrongly."""
+def board_prefix(board: Board) -> tuple[str, ...]:
+    """A board's exec_prefix: its runner under qemu-user with the board's core and Debian's aarch64 glibc (ToolMissing
+    naming the package when either is not installed). Never qemu's default `max` CPU: XNNPACK picks SVE/SME kernels
+    there, ten times slower under qemu, int8 ones computing wrongly."""
+    qemu = require_tool("qemu-aarch64")
+    if not Path(QEMU_SYSROOT).is_dir():
+        require_tool("aarch64-linux-gnu-g++")  # names the package that brings the sysroot
     return (qemu, "-cpu", board.cpu, "-L", QEMU_SYSROOT)
 
 
@@ -83,16 +86,14 @@ class EmulatedFleet:
     adb: AdbTestServer | None = None
 
     def start_board(self, name: str, board: Board) -> None:
-        qemu = require_tool("qemu-aarch64")
-        if not Path(QEMU_SYSROOT).is_dir():
-            require_tool("aarch64-linux-gnu-g++")  # names the package that brings the sysroot
+        prefix = board_prefix(board)  # before sshd starts: a missing tool leaves nothing running
         host = start_sshd(self.root / name / "ssh")
         self.hosts.append(host)
         self.entries[name] = {
             "transport": "ssh", "host": host.listen, "port": host.port, "user": host.user or getpass.getuser(),
             "key": str(host.client_key), "known_hosts": str(host.known_hosts), "target": "linux-aarch64",
             "workdir": str(self.root / name / "workdir"),
-            "exec_prefix": list(board_prefix(qemu, board)),
+            "exec_prefix": list(prefix),
             "description": board.description, "emulated": True,
         }
 

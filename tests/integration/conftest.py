@@ -50,12 +50,11 @@ import pytest
 # Import the testbed the same way whether or not pytest treats this folder as a package.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from testbed import missing, require_tool  # noqa: E402
+from testbed import missing  # noqa: E402
 from testbed.netns import NetnsLink  # noqa: E402
 from testbed.netns import available as netns_available  # noqa: E402
 
 from device_agents.base import DeviceSpec  # noqa: E402
-from orchestrator.artifacts.targets import QEMU_SYSROOT  # noqa: E402
 from orchestrator.emulate import ToolMissing  # noqa: E402
 from orchestrator.emulate.adbserver import (  # noqa: E402
     AdbTestDevice,
@@ -70,14 +69,23 @@ from orchestrator.emulate.sshd import SshTestHost, keygen, start_sshd  # noqa: E
 Stoppable = TypeVar("Stoppable", SshTestHost, AdbTestDevice)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+def _tool_missing_is_missing() -> Iterator[None]:
     """An emulated device's missing tool (orchestrator/emulate raises ToolMissing) skips the test, or fails it
     under CI=true, as every testbed prerequisite does."""
     try:
         return (yield)
     except ToolMissing as exc:
         missing(str(exc))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    return (yield from _tool_missing_is_missing())  # a fixture that starts an emulated device
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    return (yield from _tool_missing_is_missing())  # a test that asks for a board's exec_prefix itself
 
 
 @pytest.fixture(scope="session")
@@ -141,11 +149,9 @@ def wrong_key_ssh_device(sshd_host: SshTestHost, tmp_path: Path) -> DeviceSpec:
 
 @pytest.fixture
 def rpi5_device(ssh_server_factory: Callable[[], SshTestHost], tmp_path: Path) -> DeviceSpec:
-    qemu = require_tool("qemu-aarch64")
-    if not os.path.isdir(QEMU_SYSROOT):
-        missing(f"the aarch64 sysroot {QEMU_SYSROOT} is not installed (Debian g++-aarch64-linux-gnu)")
+    prefix = board_prefix(BOARDS["rpi5"])
     host = ssh_server_factory()
-    return host.spec("rpi5", tmp_path / "rpi5-workdir", target="linux-aarch64", exec_prefix=board_prefix(qemu, BOARDS["rpi5"]))
+    return host.spec("rpi5", tmp_path / "rpi5-workdir", target="linux-aarch64", exec_prefix=prefix)
 
 
 @pytest.fixture(scope="session")

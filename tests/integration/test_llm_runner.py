@@ -22,7 +22,6 @@ from orchestrator.artifacts.llm import LlmReference, check_tokens, seeded_prompt
 from orchestrator.artifacts.lowering import ExportedModel, export_model
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.artifacts.pte_info import read_pte_info, unsupported_ops_message
-from orchestrator.artifacts.targets import QEMU_SYSROOT
 from orchestrator.artifacts.tensorfile import read_tensors, write_tensors
 from orchestrator.base import procs
 from orchestrator.emulate.fleet import BOARDS, board_prefix
@@ -249,13 +248,11 @@ def test_pss_lies_between_zero_and_peak_rss(host_build: RunnerBuild, tiny_llama:
 
 
 def test_linux_aarch64_generation_under_qemu(etfarm_cache: Path, tiny_llama: ExportedModel) -> None:
-    for tool in ("aarch64-linux-gnu-g++", "qemu-aarch64", "cmake"):
+    for tool in ("aarch64-linux-gnu-g++", "cmake"):
         if shutil.which(tool) is None:
             missing(f"{tool} is not installed (run `make testbed`)")
-    if not Path(QEMU_SYSROOT).is_dir():
-        missing(f"{QEMU_SYSROOT} (the aarch64 sysroot from g++-aarch64-linux-gnu) is missing")
+    emulator = board_prefix(BOARDS["rpi5"])  # qemu and the aarch64 sysroot, before the build
     aarch64 = build_runner("linux-aarch64")
-    emulator = board_prefix(shutil.which("qemu-aarch64") or "qemu-aarch64", BOARDS["rpi5"])
     summary = _result(_run(aarch64, "--model_path", tiny_llama.pte, "--generate", "--prompt_len=8", "--gen_len=8",
                            emulator=emulator))
     llm = LlmRunFigures.from_json(summary["llm"])

@@ -15,11 +15,9 @@ import pandas as pd
 import pytest
 
 from device_agents import DeviceSpec
-from orchestrator.artifacts.targets import QEMU_SYSROOT
 from orchestrator.emulate.fleet import BOARDS, board_prefix
 from tests.helpers.inspector_stats import assert_stats_equal_inspector
 from tests.helpers.inventory import write_inventory
-from tests.helpers.tools import missing, require_tool
 
 from orchestrator.emulate.sshd import start_sshd  # tests/integration/testbed, on the path by conftest.py  # isort: skip
 from orchestrator.results.record import RunRecord
@@ -41,12 +39,10 @@ def inventory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """`local` and an emulated Raspberry Pi 5 (an sshd whose runner runs under qemu-aarch64), for the module. Its CPU
     is the Pi 5's Cortex-A76: under qemu 7.2's default `max` CPU, XNNPACK picks int8 kernels that qemu computes
     wrongly (static int8 tiny_cnn: SNR 1.3 dB against eager, where the host and a Cortex-A76 agree exactly)."""
-    qemu = require_tool("qemu-aarch64")
-    if not os.path.isdir(QEMU_SYSROOT):
-        missing(f"the aarch64 sysroot {QEMU_SYSROOT} is not installed (Debian g++-aarch64-linux-gnu)")
+    prefix = board_prefix(BOARDS["rpi5"])
     root = tmp_path_factory.mktemp("recipes-devices")
     host = start_sshd(root / "sshd")
-    rpi5 = host.spec("rpi5", root / "rpi5-workdir", target="linux-aarch64", exec_prefix=board_prefix(qemu, BOARDS["rpi5"]))
+    rpi5 = host.spec("rpi5", root / "rpi5-workdir", target="linux-aarch64", exec_prefix=prefix)
     yield write_inventory(root / "devices.yaml", [rpi5, DeviceSpec("local", "host", str(root / "local"))])
     host.stop()
 
