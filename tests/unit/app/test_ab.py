@@ -51,7 +51,8 @@ def fake_run_job(calls: list[dict[str, Any]], rng: np.random.Generator, interrup
         results = []
         for device in devices:
             models = []
-            for spec, scale in zip(specs, (1.0, LEVELS[device.name]), strict=False):
+            for spec in specs:
+                scale = LEVELS[device.name] if spec.name.endswith("-b") else 1.0  # B by name: jobs take turns to start
                 runs = tuple(ProcessRun(f"run-{k}", True, tuple(scale * (1 + 0.15 * rng.random()) * np.ones(5)))
                              for k in range(1, options.runs + 1))
                 models.append(ModelResult(spec.name, ModelStatus.OK, runs))
@@ -85,6 +86,9 @@ def test_until_confident_adds_runs_only_where_undecided(monkeypatch: pytest.Monk
     # (unchanged) or has 16 runs per side.
     extra = [c["devices"] for c in calls[1:]]
     assert 1 <= len(extra) <= 3 and set(map(tuple, extra)) == {("pixel8",)}
+    # the jobs take turns to start: A B B A ..., then B A A B ..., then A B B A ...
+    assert [c["models"] for c in calls] == [["mlp-a", "mlp-b"] if k % 2 == 0 else ["mlp-b", "mlp-a"]
+                                            for k in range(len(calls))]
     pixel8 = verdicts["pixel8"]
     assert pixel8.estimate.runs_a == 4 * (1 + len(extra))
     assert pixel8.verdict is Verdict.UNCHANGED or (pixel8.verdict is Verdict.INCONCLUSIVE and pixel8.estimate.runs_a == 16)
