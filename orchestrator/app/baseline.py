@@ -11,6 +11,10 @@
   `DIR/verdicts.json` (recorded.py `record_verdicts`), by `nightly`: a night that regressed is never
   the next night's baseline, so a regression keeps failing until it is fixed or accepted
   (by naming a baseline run id).
+- Of those, a night whose pair was left `inconclusive` (its confirmation included) is passed over for a newer
+  one that was judged, among the newest JUDGED_WINDOW: a night that could not judge a step would otherwise carry
+  it into every later night's baseline (a +5 % step then compares with itself from the next night on). When
+  none of them was judged, the newest good run. The series and the noise floor still read every good run.
 
 Runs are found through the results store (orchestrator.store); a stored run whose directory is
 gone is skipped (its per-run samples are needed, and its verdicts.json says whether it regressed).
@@ -40,12 +44,14 @@ from orchestrator.verdicts.compare import (
 )
 from orchestrator.verdicts.likeness import SeriesKey
 from orchestrator.verdicts.noise import WINDOW, NoiseFinder, NoiseFloor
-from orchestrator.verdicts.recorded import marked_regressed
+from orchestrator.verdicts.recorded import marked_regressed, marked_unjudged
 from orchestrator.verdicts.series import WINDOW as SERIES_WINDOW
 from orchestrator.verdicts.series import SeriesPoint, replicate_floor
 from orchestrator.verdicts.statistics import VerdictSettings
 
 LAST_GOOD = "last-good"
+BASELINE_SUFFIX = "-baseline"  # the baseline program's name in a night's interleaved confirmation: `<model>-baseline`
+JUDGED_WINDOW = 10  # good runs passed over at most for one that judged its pair (a device never quiet: the newest)
 _SCAN_LIMIT = 200  # stored runs looked at per (device, model), newest first
 
 
@@ -81,17 +87,26 @@ def good_history(store: Store, job_b: Job, device: str, model: str) -> Iterator[
 
 
 def last_good_finder(store: Store, job_b: Job) -> BaselineFinder:
-    """`last-good` for each (device, model) of `job_b`, looked up in `store`."""
+    """`last-good` for each (device, model) of `job_b`, looked up in `store`: the newest good run whose night judged
+    the pair (module docstring), else the newest good run."""
     def find(device: str, model: str) -> RunRecord | None:
-        return next(good_history(store, job_b, device, model), None)
+        newest = None
+        for run in itertools.islice(good_history(store, job_b, device, model), JUDGED_WINDOW):
+            if not marked_unjudged(run, device, model):
+                return run
+            newest = newest or run
+        return newest
 
     return find
 
 
 def series_history(store: Store, job_b: Job, device: str, model: str, window: int = SERIES_WINDOW) -> list[SeriesPoint]:
     """The newest `window` good stored jobs of the series of (device, model) in `job_b`, oldest first
-    (series.py judges them with the night; their replicates give the noise floor)."""
-    history = list(itertools.islice(good_history(store, job_b, device, model), window))
+    (series.py judges them with the night; their replicates give the noise floor). One point a night: a night's
+    confirmation jobs (interleaved with `<model>-baseline`) measured that night again, and counting them would
+    weigh a night by how many jobs it took to settle (a night wholly in a fast state, pooled, moved the level)."""
+    nights = (run for run in good_history(store, job_b, device, model) if not _confirmation_of(run, model))
+    history = list(itertools.islice(nights, window))
     return [series_point(run, device, model) for run in reversed(history)]
 
 
@@ -100,6 +115,11 @@ def series_point(run: RunRecord, device: str, model: str) -> SeriesPoint:
     artifacts = job.model_artifacts(model)
     return SeriesPoint(job.run_id, job.started, artifacts.git_commit if artifacts else None,
                        artifacts.content_hash if artifacts else None, side_from_job(run, device, model))
+
+
+def _confirmation_of(run: RunRecord, model: str) -> bool:
+    """Whether the run is a night's interleaved confirmation of `model` (it also ran `<model>-baseline`)."""
+    return any(m.name == f"{model}{BASELINE_SUFFIX}" for m in run.job.models)
 
 
 def history_noise_finder(store: Store, job_b: Job, center: str, window: int = WINDOW) -> NoiseFinder:

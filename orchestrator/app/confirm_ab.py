@@ -29,8 +29,6 @@ from orchestrator.run.engine.job import JobResult
 from orchestrator.store import Store
 from orchestrator.verdicts.compare import BaselineFinder, PairVerdict
 
-BASELINE_SUFFIX = "-baseline"  # the baseline program's name in the interleaved job: `<model>-baseline`
-
 
 @dataclass(frozen=True)
 class BaselineProgram:

@@ -2,7 +2,8 @@
 
 The plan is read by nightly_plan.py (example in configs/nightly.yaml). Models with different
 backends run as one job per backend. Each job is recorded in the results store; its verdicts are written beside it
-(DIR/verdicts.json), which is what makes a regressed night never the next night's baseline.
+(DIR/verdicts.json), which is what makes a regressed night never the next night's baseline (and one that could
+not judge its pair not while a judged one is near: baseline.py).
 The first night has no baseline: its pairs are `new`, it passes and becomes the baseline.
 
 A night measures everything it can. The plan itself is checked before anything runs (keys, values, model
@@ -26,17 +27,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from orchestrator.app.ab import ab_comparison
+from orchestrator.app.ab import ab_comparison, pool_until_confident, starting_side
 from orchestrator.app.baseline import (
+    BASELINE_SUFFIX,
     LAST_GOOD,
     named_finder,
     series_history,
     series_point,
 )
-from orchestrator.app.confirm_ab import BASELINE_SUFFIX, baseline_finder, interleaved_groups, job_specs, without_baseline
+from orchestrator.app.confirm_ab import baseline_finder, interleaved_groups, job_specs, without_baseline
 from orchestrator.app.nightly_jobs import (
     JobRunner,
     ModelFailure,
@@ -48,7 +51,7 @@ from orchestrator.app.nightly_jobs import (
     record_job,
 )
 from orchestrator.app.nightly_plan import NightlyPlan
-from orchestrator.artifacts.modelspec import parse_model_spec
+from orchestrator.artifacts.modelspec import ModelSpec, parse_model_spec
 from orchestrator.base.cache import cache_dir
 from orchestrator.base.errors import (
     EXIT_INTERRUPTED,
@@ -103,9 +106,9 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
 
     Confirmation (`confirm: true`, the default): a whole job can land in a slow state (every process
     of it slower; measured ~1 job in 10 on a loaded host, benchmarks/README.md), and one job cannot
-    tell that from a regression. So the pairs a night finds regressed (or cannot judge for a different load)
-    run again at once, the baseline's program and the new one A B B A in one job (confirm_ab.py; the new
-    one alone when that program is gone); that verdict is the night's for them.
+    tell that from a regression. So the pairs a night finds regressed (or its job could not judge) run again at
+    once, the baseline's program and the new one A B B A in one job, more such jobs pooled while inconclusive
+    (confirm_ab.py; a regressed one alone when that program is gone); that verdict is the night's for them.
 
     `bisector` (plan `bisect: true`; the CLI passes app/bisect_night.py's): called once with the confirmed
     regressions (every regression when `confirm: false`), and their jobs; what it returns is the night's
@@ -134,21 +137,22 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
         histories = _Histories(store, result.job)
         part = _compare(plan, store, result, histories)
         notes.append(f"run {result.job.run_id}: {result.rundir.root}")
-        regressed = [p for p in part.pairs if suspected(p)]  # regressed, or not judged for a different load
+        suspects = [p for p in part.pairs if suspected(p)]  # regressed, or its own job could not judge it
         first_pairs += part.pairs  # what the night's own jobs found (a bisect starts from their baselines)
-        if regressed and plan.confirm:
-            confirming = _confirm(plan, store, run, result, regressed, progress)
+        if suspects and plan.confirm:
+            confirming = _confirm(plan, store, run, result, suspects, progress)
             again_jobs += [again for again, _, _ in confirming]
             if any(again.interrupted for again, _, _ in confirming):
                 return _interrupted(plan, (*jobs, *again_jobs))
             second = {key: (again, how, p) for again, found, how in confirming for key, p in found.items()}
-            for pair in (p for p in regressed if (p.device, p.model_b) in second):
+            for pair in (p for p in suspects if (p.device, p.model_b) in second):
                 again, how, found = second[(pair.device, pair.model_b)]
                 found = _series_again(plan, store, again, histories, pair, found)
                 second[(pair.device, pair.model_b)] = (again, how, found)
                 confirmations.append(Confirmation(pair.device, pair.model_b, result.job.run_id, again.job.run_id,
-                                                  found is None or found.regressed, (found or pair).verdict.value, how,
-                                                  "regressed" if pair.regressed else "not judged (different load)"))
+                                                  found.regressed if found is not None else pair.regressed,
+                                                  (found or pair).verdict.value, how,
+                                                  "regressed" if pair.regressed else f"not judged ({pair.unjudged_reason})"))
                 notes.append(confirmations[-1].note)
             settled = replace(part, pairs=tuple(_settled(p, second.get((p.device, p.model_b), (None, None, None))[2])
                                                 for p in part.pairs))
@@ -266,28 +270,46 @@ def _pinned(store: Store, ref: str, device: str, model: str) -> SeriesPoint | No
     return series_point(found, device, model) if dev is not None and dev.model(model) is not None else None
 
 
-def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult, regressed: Sequence[PairVerdict],
+def _interleaved_job(plan: NightlyPlan, store: Store, run: JobRunner, backend: str, spec_a: ModelSpec, spec_b: ModelSpec,
+                     devices: Sequence[str], k: int) -> JobResult:
+    """The `k`-th interleaved job of a confirmation (jobs take turns to start with A or B), recorded without the
+    baseline's program."""
+    job = run(starting_side(spec_a, spec_b, k), backend, *new_dir(plan.out), list(devices), RunOrder.ABBA)
+    kept, stats = without_baseline(job.recorded, job.stats, spec_a.name)
+    store.record_job(job_record(kept, job.rundir.root, stats))
+    return job
+
+
+def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult, suspects: Sequence[PairVerdict],
              progress: Progress) -> list[tuple[JobResult, dict[tuple[str, str], PairVerdict | None], str]]:
     """The suspected pairs measured again (each job recorded), each pair's second verdict (None: not in that job) and
     how: interleaved with the baseline's program, a job per program (confirm_ab.py), else the model alone."""
-    progress(f"run {result.job.run_id}: {', '.join(sorted(f'{p.device} {p.model}' for p in regressed))}: confirming")
-    groups, alone, why = interleaved_groups(baseline_finder(plan.baseline, store, result.job), regressed, plan.options(),
+    progress(f"run {result.job.run_id}: {', '.join(sorted(f'{p.device} {p.model}' for p in suspects))}: confirming")
+    groups, alone, why = interleaved_groups(baseline_finder(plan.baseline, store, result.job), suspects, plan.options(),
                                             cache_dir("exports"))
     done = []
     for (model, pte, baseline_run), devices in groups.items():
         spec_b, = job_specs(result, {model})
         spec_a = parse_model_spec(str(pte), f"{model}{BASELINE_SUFFIX}")
         progress(f"confirming {model} on {', '.join(devices)}: A B B A with the baseline's program (run {baseline_run})")
-        again = run([spec_a, spec_b], result.job.config.backend, *new_dir(plan.out), devices, RunOrder.ABBA)
-        kept, stats = without_baseline(again.recorded, again.stats, spec_a.name)
-        store.record_job(job_record(kept, again.rundir.root, stats))
-        if again.interrupted:
-            return [*done, (again, {}, "interrupted")]
-        found = ab_comparison([again], devices, spec_a.name, spec_b.name, plan.settings)
-        record_verdicts(again.rundir.root, found)  # a confirmed regression is never a later baseline
-        how = f"interleaved A B B A with the baseline's program from run {baseline_run}"
+        interleaved = partial(_interleaved_job, plan, store, run, result.job.config.backend, spec_a, spec_b)
+        agains = [interleaved(devices, 0)]
+        if agains[0].interrupted:
+            return [*done, (agains[0], {}, "interrupted")]
+        found = ab_comparison(agains, devices, spec_a.name, spec_b.name, plan.settings)
+        # pooled while inconclusive, as run --ab is, up to twice the plan's runs a side (a night's cost bounded: its
+        # own job and at most two more): one job of 10-20 runs a side often cannot tell 5 % on a busy host
+        found = pool_until_confident(agains, found, plan.settings, 2 * plan.runs, plan.runs, interleaved, progress)
+        again = agains[0]
+        for job in agains:  # a confirmed regression is never a later baseline, nor is a job pooled into it
+            record_verdicts(job.rundir.root, found)
+        pooled = f", {len(agains)} jobs pooled" if len(agains) > 1 else ""
+        how = f"interleaved A B B A with the baseline's program from run {baseline_run}{pooled}"
         root = again.rundir.root  # both sides' run directory, for the page's structure diff and links
         done.append((again, {(p.device, model): replace(p, dir_a=root, dir_b=root) for p in found.pairs}, how))
+        done += [(more, {}, how) for more in agains[1:]]
+        if agains[-1].interrupted:
+            return done
     for note in why:
         progress(note)
     alone = [p for p in alone if p.regressed]  # a fresh job alone cannot settle a different load: left as it is

@@ -18,7 +18,7 @@ The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly 
     config: configs/devices.yaml            # optional device inventory (default: --config, $ETFARM_CONFIG)
     scheduler: tcp://10.0.0.1:8786          # optional: run on the Dask farm (--scheduler/$ETFARM_SCHEDULER win)
     backend: xnnpack                        # optional default backend of the models
-    confirm: true                           # default: a regressed (device, model) runs again and must regress again
+    confirm: true                           # default: a regressed or unjudged (device, model) runs again, interleaved
     threads: [1, 4]                         # optional, as run's --threads: a number or a list (a sweep)
     prompt_len: 32                          # optional, LLMs: run's --prompt-len / --gen-len
     gen_len: [32, 128]
@@ -92,7 +92,7 @@ class NightlyPlan:
     center: str = DEFAULT_CENTER
     noise_floor: float | None = None  # None: auto (per device and model from stored history), else relative
     scheduler: str | None = None  # the Dask farm's scheduler: the devices are its workers'
-    confirm: bool = True  # a regressed (device, model) is run again; only a regression that reproduces fails
+    confirm: bool = True  # a regressed or unjudged (device, model) is run again interleaved; only a reproduced regression fails
     # As run's --threads, --prompt-len, --gen-len: one value, or a list that sweeps (one model per value).
     threads: tuple[int, ...] = ()
     prompt_lens: tuple[int, ...] = ()

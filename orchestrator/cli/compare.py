@@ -25,7 +25,8 @@ BRef = Annotated[str | None, typer.Argument(
     help="Candidate (B): a run directory or stored run id. Default: the newest stored run.")]
 BaselineOption = Annotated[str, typer.Option(
     help="When A is not given: 'last-good' (per device and model, the newest earlier stored run of the same "
-    "model name, device and settings that was not marked regressed) or a run id.")]
+    "model name, device and settings that was not marked regressed, preferring one whose night judged the pair "
+    "over newer inconclusive ones) or a run id.")]
 CompareThresholdOption = Annotated[float, typer.Option(
     min=0, help="Practical size of an end-to-end regression, in percent.")]
 CompareOpThresholdOption = Annotated[float, typer.Option(min=0, help="Practical size of a per-op regression, in percent.")]

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from orchestrator.verdicts.pair_verdicts import PairVerdict
 from orchestrator.verdicts.statistics import Verdict
-from orchestrator.verdicts.trust import loads_differ
 
 
 @dataclass(frozen=True)
@@ -22,7 +21,7 @@ class Confirmation:
     confirmed: bool
     verdict: str  # the second comparison's verdict (the night's verdict for the pair)
     how: str = ""  # interleaved with the baseline's program (confirm_ab.py), or alone and why
-    suspected: str = "regressed"  # what the night's own job found: regressed, or not judged for a different load
+    suspected: str = "regressed"  # what the night's own job found: regressed, or not judged (and why)
 
     @property
     def note(self) -> str:
@@ -32,6 +31,8 @@ class Confirmation:
 
 
 def suspected(pair: PairVerdict) -> bool:
-    """Whether a night's pair goes to the confirmation: regressed, or not judged because its job and the baseline's
-    ran under different load (trust.py), which only both programs in one job can settle."""
-    return pair.regressed or (pair.verdict is Verdict.INCONCLUSIVE and loads_differ(*pair.loads))
+    """Whether a night's pair goes to the confirmation: regressed, or its own job could not judge it (too noisy, near
+    the threshold, or measured under a different load than the baseline's). Only both programs in one job settle
+    those: a whole night can run in a slow state (the series then swings with it), and a night that could not judge
+    a step would otherwise become the last good baseline, hiding the step from every later night."""
+    return pair.regressed or pair.verdict is Verdict.INCONCLUSIVE

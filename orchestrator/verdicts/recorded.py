@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from orchestrator.results.record import RunRecord
     from orchestrator.verdicts.compare import Comparison
 
-__all__ = ["WRONG_OUTPUTS", "marked_regressed", "record_verdicts", "recorded_verdicts"]
+__all__ = ["WRONG_OUTPUTS", "marked_regressed", "marked_unjudged", "record_verdicts", "recorded_verdicts"]
 WRONG_OUTPUTS = "wrong-outputs"  # a pair whose outputs failed verification, whatever its latency did
 
 
@@ -37,3 +37,9 @@ def recorded_verdicts(run: RunRecord) -> dict[tuple[str, str], str]:
 def marked_regressed(run: RunRecord, device: str, model: str) -> bool:
     """Whether the run's recorded verdicts say (device, model) regressed or gave wrong outputs: never a baseline."""
     return recorded_verdicts(run).get((device, model)) in (Verdict.REGRESSED.value, WRONG_OUTPUTS)
+
+
+def marked_unjudged(run: RunRecord, device: str, model: str) -> bool:
+    """Whether the run's recorded verdicts left (device, model) `inconclusive`: a good run, but not the baseline a
+    later night should compare with while a judged one is near (app/baseline.py)."""
+    return recorded_verdicts(run).get((device, model)) == Verdict.INCONCLUSIVE.value

@@ -94,9 +94,9 @@ def test_nightly_llm_metrics_reach_the_json_and_pages_and_the_exit_code_follows_
     pair = repeat["pairs"][0]
     metrics = {m["metric"]: m for m in pair["metrics"]}
     assert set(metrics) == {"ttft", "decode_tokens_per_s"} and metrics["decode_tokens_per_s"]["higher_is_better"]
-    assert metrics["decode_tokens_per_s"]["runs_a"] == RUNS
+    assert metrics["decode_tokens_per_s"]["runs_a"] in (RUNS, 2 * RUNS)  # 2x: a confirmation that pooled a job
     # the series' reference is the baseline run, unless an interleaved confirmation (a pair the night's job could not
-    # judge for a different load) settled the pair: its A side is then that job's rerun of the baseline's program
+    # judge) settled the pair: its A side is then that job's rerun of the baseline's program
     settled = any(c["device"] == pair["device"] and c["model"] == pair["model_b"] for c in repeat.get("confirmations", []))
     # a night with under half its executions clean stands out of its series (series_clean.py): on a busy host the
     # first night may, and then there is no series to judge against yet

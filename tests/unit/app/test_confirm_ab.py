@@ -121,9 +121,10 @@ def test_the_store_keeps_the_confirmation_without_the_baseline_program(tmp_path:
     assert [s.model for s in kept_stats] == ["mlp"] and len(job.models) == 2  # the job itself is untouched
 
 
-def test_regressed_pairs_and_pairs_not_judged_for_a_different_load_are_confirmed() -> None:
+def test_regressed_pairs_and_pairs_their_job_could_not_judge_are_confirmed() -> None:
     busy = (Load(2, 60), Load(13, 60))  # 3 % against 22 %: a different load (trust.py)
     assert suspected(regressed("pinned", "mlp"))
     assert suspected(replace(regressed("pinned", "mlp"), verdict=Verdict.INCONCLUSIVE, loads=busy))
-    assert not suspected(replace(regressed("pinned", "mlp"), verdict=Verdict.INCONCLUSIVE))  # too noisy: no suspect
-    assert not suspected(replace(regressed("pinned", "mlp"), verdict=Verdict.UNCHANGED, loads=busy))
+    assert suspected(replace(regressed("pinned", "mlp"), verdict=Verdict.INCONCLUSIVE))  # too noisy, or near the threshold
+    assert not suspected(replace(regressed("pinned", "mlp"), verdict=Verdict.UNCHANGED))
+    assert not suspected(replace(regressed("pinned", "mlp"), verdict=Verdict.IMPROVED, loads=busy))

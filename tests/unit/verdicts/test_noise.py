@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orchestrator.app.baseline import good_history, history_noise_finder
+from orchestrator.app.baseline import good_history, history_noise_finder, last_good_finder, series_history
 from orchestrator.base.cache import write_json_atomic
 from orchestrator.base.codec import encode
 from orchestrator.base.errors import UsageError
@@ -149,6 +149,37 @@ def test_regressed_and_other_settings_runs_are_not_history(history: tuple[Path, 
         # ...and too few good runs left: no floor, and the verdict table says so
         write_json_atomic(dirs[4] / VERDICTS_JSON, {"pairs": [{"device": "local", "model_b": "mlp", "regressed": True}]})
         assert history_noise_finder(store, load_manifest(dirs[-1]), "mean")("local", "mlp").floor is None
+
+
+def test_last_good_passes_over_nights_left_inconclusive_for_one_that_judged(history: tuple[Path, list[Path]]) -> None:
+    """A night that could not judge its pair (a +5 % step it could not see) is no later night's baseline while a
+    judged night is near; the series still reads it; when no night was judged, the newest good run."""
+    db, dirs = history
+    unjudged = {"pairs": [{"device": "local", "model_b": "mlp", "verdict": "inconclusive"}]}
+    for d in dirs[5:8]:
+        write_json_atomic(d / VERDICTS_JSON, unjudged)
+    write_json_atomic(dirs[4] / VERDICTS_JSON, {"pairs": [{"device": "local", "model_b": "mlp", "verdict": "unchanged"}]})
+    job_b = load_manifest(dirs[-1])
+    with open_store(db) as store:
+        assert last_good_finder(store, job_b)("local", "mlp").root == dirs[4]  # type: ignore[union-attr]
+        assert [r.root for r in good_history(store, job_b, "local", "mlp")][:4] == dirs[7:3:-1]  # the series: all
+        for d in dirs[:5]:
+            write_json_atomic(d / VERDICTS_JSON, unjudged)
+        assert last_good_finder(store, job_b)("local", "mlp").root == dirs[7]  # type: ignore[union-attr]
+
+
+def test_a_nights_confirmation_jobs_are_no_series_points_of_their_own(history: tuple[Path, list[Path]],
+                                                                      tmp_path: Path) -> None:
+    """A job that ran `mlp-baseline` beside `mlp` re-measured a night: the night is one point of the series (and of
+    the noise floor's replicates), however many jobs settled it; it can still be the last good baseline."""
+    db, dirs = history
+    confirmation = scaled(make_run_dir(tmp_path / "runs", "run-8c", "2026-01-09T12:00:00+0000", devices=("local",),
+                                       models=("mlp-baseline", "mlp"), runs=3, iterations=4), 0.8)
+    job_b = load_manifest(dirs[-1])
+    with open_store(db) as store:
+        store.record(RunRecord(confirmation))
+        assert [p.run_id for p in series_history(store, job_b, "local", "mlp")] == [d.name for d in dirs[:-1]]
+        assert last_good_finder(store, job_b)("local", "mlp").root == confirmation  # type: ignore[union-attr]
 
 
 # ---- how the floor reaches the verdict -------------------------------------------------------
