@@ -39,7 +39,7 @@ from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides  # no
 from orchestrator.verdicts.paired import PAIRED, by_round  # noqa: E402
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings, run_median  # noqa: E402
 from orchestrator.verdicts.trust import JOB_SHIFT_SD  # noqa: E402
-from tests.helpers.noise_corpus import CORPUS, Recorded, envs, load, pooled, slowed  # noqa: E402
+from tests.helpers.noise_corpus import CORPUS, CORPUS_AB, Recorded, envs, load, pooled, slowed  # noqa: E402
 
 FACTORS = (1.05, 1.10, 2.0)
 
@@ -115,46 +115,59 @@ def score(pairs: Iterable[tuple[Side, Side]], settings: VerdictSettings) -> Tall
 
 def score_until_confident(abs_: list[Recorded], settings: VerdictSettings, max_runs: int = 40) -> Tally:
     """`run --ab --until-confident`: each A/B job (both ways round), and while its end-to-end verdict is inconclusive,
-    the environment's next A/B job's rounds pooled in (as run_ab pools its extra jobs), up to `max_runs` a side. The
-    corpus has 4 A/B jobs an environment, so the extra rounds are the other jobs' (pairs share jobs: not independent)."""
+    the environment's next A/B job's rounds pooled in (as run_ab pools its extra jobs, taking turns to start), up to
+    `max_runs` a side. The extra rounds are the environment's other jobs' (pairs share jobs: not independent)."""
     tally = Tally()
     for k in range(len(abs_)):
         jobs = abs_[k:] + abs_[:k]
         for first, second in (("cnn-a", "cnn-b"), ("cnn-b", "cnn-a")):
             for factor in (1.0, *FACTORS):
-                pair, used = None, 0
-                while used < len(jobs) and (pair is None or pair.unjudged):
-                    used += 1
-                    a, b = pooled([j.sides[first] for j in jobs[:used]]), pooled([j.sides[second] for j in jobs[:used]])
-                    if len(b.runs) > max_runs:
-                        break
-                    pair = compare_sides(a, slowed(b, factor) if factor != 1.0 else b, settings)
-                assert pair is not None
+                pair = until_confident(jobs, first, second, settings, factor, max_runs)
                 tally.aa(pair) if factor == 1.0 else tally.slow(factor, pair)
     return tally
 
 
+def until_confident(jobs: list[Recorded], first: str, second: str, settings: VerdictSettings, factor: float,
+                    max_runs: int) -> PairVerdict:
+    """The pair of the first A/B job, and while it is inconclusive the next jobs pooled in (app/ab.py
+    `pool_until_confident`), B slowed by `factor`, up to `max_runs` a side."""
+    pair, used = None, 0
+    while used < len(jobs) and (pair is None or pair.verdict is Verdict.INCONCLUSIVE):
+        used += 1
+        a, b = (pooled(sides) for sides in taking_turns(jobs[:used], first, second))
+        if pair is not None and len(b.runs) > max_runs:
+            break
+        pair = compare_sides(a, slowed(b, factor) if factor != 1.0 else b, settings)
+    assert pair is not None
+    return pair
+
+
+def taking_turns(jobs: list[Recorded], first: str, second: str) -> tuple[list[Side], list[Side]]:
+    """A's and B's sides of pooled A/B jobs that take turns to start (app/ab.py `starting_side`): in odd jobs B ran
+    first. The corpus's jobs all ran its copy second; the programs are byte-identical, so an odd job's A is the
+    recorded side that ran second."""
+    turns = [(j.sides[first], j.sides[second]) if k % 2 == 0 else (j.sides[second], j.sides[first])
+             for k, j in enumerate(jobs)]
+    return [a for a, _ in turns], [b for _, b in turns]
+
+
 def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettings,
                  confirming: VerdictSettings | None = None) -> Tally:
-    """Each job against the one before; a suspected regression confirmed by an interleaved A/B job (judged with
-    `confirming`, default `settings`)."""
+    """Each job against the one before; a night regressed or not judged is settled by an interleaved A/B job, one
+    more pooled while inconclusive (up to twice a night's runs a side, as app/nightly.py confirms), judged with
+    `confirming` (default `settings`)."""
     tally = Tally()
-    confirmations = list(ab_pairs(abs_))
     for k in range(1, len(jobs)):
         base, night = jobs[k - 1], jobs[k]
-        confirm_a, confirm_b = confirmations[k % len(confirmations)]
-        tally.aa(_night(base, night, confirm_a, confirm_b, settings, 1.0, confirming))
-        for factor in FACTORS:
-            tally.slow(factor, _night(base, night, confirm_a, confirm_b, settings, factor, confirming))
+        shift = k % len(abs_)
+        settling = abs_[shift:] + abs_[:shift]
+        sides = ("cnn-a", "cnn-b") if k % 2 else ("cnn-b", "cnn-a")
+        for factor in (1.0, *FACTORS):
+            first = compare_sides(base, slowed(night, factor) if factor != 1.0 else night, settings)
+            if first.regressed or first.verdict is Verdict.INCONCLUSIVE:  # confirmation.suspected
+                first = until_confident(settling, *sides, confirming or settings, factor, 2 * len(night.runs))
+            tally.aa(first) if factor == 1.0 else tally.slow(factor, first)
     return tally
-
-
-def _night(base: Side, night: Side, confirm_a: Side, confirm_b: Side, settings: VerdictSettings,
-           factor: float, confirming: VerdictSettings | None = None) -> PairVerdict:
-    first = compare_sides(base, slowed(night, factor) if factor != 1.0 else night, settings)
-    if not (first.regressed or first.unjudged):  # judged and clean: nothing to confirm
-        return first
-    return compare_sides(confirm_a, slowed(confirm_b, factor) if factor != 1.0 else confirm_b, confirming or settings)
 
 
 def measure(corpus: tuple[Recorded, ...], centers: list[str]) -> dict[str, dict[str, dict[str, object]]]:
@@ -207,7 +220,9 @@ def markdown(results: dict[str, dict[str, dict[str, object]]]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=CORPUS)
+    parser.add_argument("--corpus", type=Path, nargs="+", default=[c for c in (CORPUS, CORPUS_AB) if c.is_file()],
+                        help="corpus files, their jobs pooled per environment (default: the fixture and its A/B "
+                             "extension)")
     parser.add_argument("--center", nargs="+", default=["mean", "fast-state", PAIRED],
                         help=f"statistics to score; {PAIRED!r}: interleaved jobs' paired estimator (verdicts/paired.py), "
                              "scored on run --ab and the nightly's interleaved settlement only")
@@ -215,7 +230,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     started = time.monotonic()
-    results = measure(load(args.corpus, clean=not args.raw), args.center)
+    results = measure(tuple(job for path in args.corpus for job in load(path, clean=not args.raw)), args.center)
     print(json.dumps(results, indent=2) if args.json else markdown(results))
     print(f"({time.monotonic() - started:.0f} s)", file=sys.stderr)
     return 0

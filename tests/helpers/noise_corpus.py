@@ -23,6 +23,8 @@ from orchestrator.verdicts.op_samples import OpSamples
 from orchestrator.verdicts.sides import SideRun
 
 CORPUS = Path(__file__).resolve().parents[1] / "unit" / "verdicts" / "fixtures" / "noise_corpus.npz"
+# more A/B jobs of the same environments, recorded later, so interval coverage is measured on more than 4 jobs each
+CORPUS_AB = CORPUS.with_name("noise_corpus_ab.npz")
 
 
 @dataclass(frozen=True)
