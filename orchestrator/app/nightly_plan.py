@@ -58,6 +58,7 @@ from orchestrator.verdicts.statistics import (
     Center,
     VerdictSettings,
 )
+from orchestrator.verdicts.trust import JOB_SHIFT_SD
 
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
          "config", "backend", "center", "noise_floor", "scheduler", "confirm", "threads", "prompt_len", "gen_len",
@@ -107,9 +108,11 @@ class NightlyPlan:
 
     @property
     def settings(self) -> VerdictSettings:
+        # a night and its history are separate jobs: until the series has a measured floor, each carries the job shift
+        # `compare` assumes (trust.py); an interleaved confirmation is one job and carries none
         return VerdictSettings(threshold=self.threshold, op_threshold=self.op_threshold, center=self.center,
                                noise_floor=self.noise_floor or 0.0, auto_noise_floor=self.noise_floor is None,
-                               memory_threshold=self.memory_threshold)
+                               memory_threshold=self.memory_threshold, job_shift=JOB_SHIFT_SD)
 
     def options(self) -> JobOptions:
         return JobOptions(runs=self.runs, iterations=self.iterations, warmup=self.warmup,

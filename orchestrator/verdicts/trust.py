@@ -33,8 +33,9 @@ POWER = 0.80
 # (benchmarks/README.md "Trust"), beyond what either job's process runs show; unseen, it made 10 % of compare pairs
 # of identical jobs `regressed`. With no measured job-to-job floor (history), a comparison of separate jobs adds
 # this much per side to its interval, in quadrature: what `compare` cannot know, it does not claim. `etfarm compare`
-# sets it (VerdictSettings.job_shift); `run --ab` (one interleaved job) needs none; the nightly keeps its
-# replicate noise floor and its confirmation.
+# and the nightly set it (VerdictSettings.job_shift; a night's series with a measured replicate floor uses that
+# instead: beside a BLAS neighbour a night's series of 2 jobs said `regressed 1.083x` of an unchanged model without
+# it); `run --ab` and a night's interleaved confirmation (one job) need none.
 JOB_SHIFT_SD = 0.05
 # A job-to-job noise floor this large (issue 37 saw an automatic floor climb to 75-108 % on a loaded host) leaves a
 # pass meaningless: replicate jobs of one program differ by half again. Such a pair is not judged (only a change
