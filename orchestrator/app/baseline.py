@@ -11,8 +11,9 @@
   `DIR/verdicts.json` (recorded.py `record_verdicts`), by `nightly`: a night that regressed is never
   the next night's baseline, so a regression keeps failing until it is fixed or accepted
   (by naming a baseline run id).
-- Of those, a night whose pair was left `inconclusive` (its confirmation included) is passed over for a newer
-  one that was judged, among the newest JUDGED_WINDOW: a night that could not judge a step would otherwise carry
+- Of those, a night whose pair was left `inconclusive` (its confirmation included) is passed over for an older
+  night that was judged, among the newest JUDGED_WINDOW nights (a night's own job; its confirmation jobs carry
+  the same verdict and are not counted): a night that could not judge a step would otherwise carry
   it into every later night's baseline (a +5 % step then compares with itself from the next night on). When
   none of them was judged, the newest good run. The series and the noise floor still read every good run.
 
@@ -51,7 +52,7 @@ from orchestrator.verdicts.statistics import VerdictSettings
 
 LAST_GOOD = "last-good"
 BASELINE_SUFFIX = "-baseline"  # the baseline program's name in a night's interleaved confirmation: `<model>-baseline`
-JUDGED_WINDOW = 10  # good runs passed over at most for one that judged its pair (a device never quiet: the newest)
+JUDGED_WINDOW = 10  # nights passed over at most for one that judged its pair (a device never quiet: the newest)
 _SCAN_LIMIT = 200  # stored runs looked at per (device, model), newest first
 
 
@@ -87,14 +88,19 @@ def good_history(store: Store, job_b: Job, device: str, model: str) -> Iterator[
 
 
 def last_good_finder(store: Store, job_b: Job) -> BaselineFinder:
-    """`last-good` for each (device, model) of `job_b`, looked up in `store`: the newest good run whose night judged
-    the pair (module docstring), else the newest good run."""
+    """`last-good` for each (device, model) of `job_b`, looked up in `store`: the newest good night that judged the
+    pair (module docstring), else the newest good run."""
     def find(device: str, model: str) -> RunRecord | None:
-        newest = None
-        for run in itertools.islice(good_history(store, job_b, device, model), JUDGED_WINDOW):
+        newest, nights = None, 0
+        for run in good_history(store, job_b, device, model):
+            newest = newest or run
+            if _confirmation_of(run, model):  # its night's own job carries the same verdict
+                continue
             if not marked_unjudged(run, device, model):
                 return run
-            newest = newest or run
+            nights += 1
+            if nights == JUDGED_WINDOW:
+                break
         return newest
 
     return find

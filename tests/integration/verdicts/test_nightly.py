@@ -96,7 +96,7 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
                                                    "min_stored_runs": 6, "coverage": 0.95, "method": "replicates",
                                                    "replicate_groups": 0}
     assert "none (1 of 6 runs)" in (report / "latest.md").read_text()
-    repeat_id = verdicts["pairs"][0]["source_b"].split("+")[-1]  # the night's job (or its confirmation's last job)
+    repeat_id = verdicts["b"].split("+")[0]  # the night's own job (a later night's last good, not its confirmation)
     first_id = json.loads(min(report.glob("nightly-*.json")).read_text())["b"].split("+")[0]
     # the later nights' last good: the repeat, unless it could not judge its pair (then the first night: baseline.py)
     baseline_id = first_id if verdicts["pairs"][0]["verdict"] == "inconclusive" else repeat_id

@@ -171,7 +171,7 @@ def test_last_good_passes_over_nights_left_inconclusive_for_one_that_judged(hist
 def test_a_nights_confirmation_jobs_are_no_series_points_of_their_own(history: tuple[Path, list[Path]],
                                                                       tmp_path: Path) -> None:
     """A job that ran `mlp-baseline` beside `mlp` re-measured a night: the night is one point of the series (and of
-    the noise floor's replicates), however many jobs settled it; it can still be the last good baseline."""
+    the noise floor's replicates), however many jobs settled it, and the night's own job is its last good run."""
     db, dirs = history
     confirmation = scaled(make_run_dir(tmp_path / "runs", "run-8c", "2026-01-09T12:00:00+0000", devices=("local",),
                                        models=("mlp-baseline", "mlp"), runs=3, iterations=4), 0.8)
@@ -179,7 +179,8 @@ def test_a_nights_confirmation_jobs_are_no_series_points_of_their_own(history: t
     with open_store(db) as store:
         store.record(RunRecord(confirmation))
         assert [p.run_id for p in series_history(store, job_b, "local", "mlp")] == [d.name for d in dirs[:-1]]
-        assert last_good_finder(store, job_b)("local", "mlp").root == confirmation  # type: ignore[union-attr]
+        # the night's own job, not the job that confirmed it (the same program and verdict)
+        assert last_good_finder(store, job_b)("local", "mlp").root == dirs[-2]  # type: ignore[union-attr]
 
 
 # ---- how the floor reaches the verdict -------------------------------------------------------
