@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
+from orchestrator.app.ab import starting_side  # noqa: E402
 from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides  # noqa: E402
 from orchestrator.verdicts.paired import PAIRED, by_round  # noqa: E402
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings, run_median  # noqa: E402
@@ -146,8 +147,7 @@ def taking_turns(jobs: list[Recorded], first: str, second: str) -> tuple[list[Si
     """A's and B's sides of pooled A/B jobs that take turns to start (app/ab.py `starting_side`): in odd jobs B ran
     first. The corpus's jobs all ran its copy second; the programs are byte-identical, so an odd job's A is the
     recorded side that ran second."""
-    turns = [(j.sides[first], j.sides[second]) if k % 2 == 0 else (j.sides[second], j.sides[first])
-             for k, j in enumerate(jobs)]
+    turns = [[j.sides[name] for name in starting_side(first, second, k)] for k, j in enumerate(jobs)]
     return [a for a, _ in turns], [b for _, b in turns]
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 from device_agents import DeviceSpec
 from orchestrator.app.console import Console
@@ -40,6 +41,8 @@ from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.compare import Comparison, PairVerdict, compare_sides, side_from_job
 from orchestrator.verdicts.sides import pool
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
+
+SideT = TypeVar("SideT")  # a model spec, or anything naming one side (benchmarks replay recorded sides)
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,7 @@ def pool_until_confident(jobs: list[JobResult], comparison: Comparison, settings
     return comparison
 
 
-def starting_side(a: ModelSpec, b: ModelSpec, job: int) -> list[ModelSpec]:
+def starting_side(a: SideT, b: SideT, job: int) -> list[SideT]:
     """The models of the `job`-th job (0: the first) in their ABBA order: A B B A ... in even jobs, B A A B ... in odd
     ones. ABBA cancels a linear drift within a job, but not what happens at a fixed time after a job starts (a
     phone throttling, a neighbour reaching full speed): the side that runs first always gets the first runs. Pooled
