@@ -67,6 +67,7 @@ class LocalExecutor:
         self._context = context
         sessions = [DeviceSession(spec, context) for spec in self.devices(context.plan.devices)]
         self._threads = DeviceThreads(sessions, watchdog_limit_s(context.options))
+        self._threads.start()  # held before any starts: a Ctrl-C from the first device thread finds them all
         self._threads.wait()
 
     def stop(self) -> None:
@@ -86,6 +87,8 @@ class DeviceThreads:
         self.results: dict[str, DeviceResult] = {}
         self.threads = {s.name: threading.Thread(target=self._work, args=(s,), name=f"device-{s.name}", daemon=True)
                         for s in self.sessions}
+
+    def start(self) -> None:
         for thread in self.threads.values():
             thread.start()
 
@@ -113,9 +116,11 @@ class DeviceThreads:
         for thread in aborts:
             thread.join(max(0.0, deadline - time.monotonic()))
         procs.kill_running()
-        for session in self.sessions:
+        # a Ctrl-C while the threads started: a session never started has no record, and runs on resume
+        started = [s for s in self.sessions if self.threads[s.name].ident is not None]
+        for session in started:
             self.threads[session.name].join(max(0.0, deadline - time.monotonic()))
-        for session in self.sessions:
+        for session in started:
             if session.name not in self.results:
                 session.say("interrupted")
                 self.results[session.name] = session.record.interrupt()

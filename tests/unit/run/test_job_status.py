@@ -228,6 +228,36 @@ def test_on_this_host(ends: tuple[str, ...], disk_full: bool, status: JobStatus,
     _check(result, status, code, named, disk_full)
 
 
+def test_a_ctrl_c_while_the_device_threads_start_stops_every_device(tmp_path: Path, stubbed: Callable[[bool], None],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first device's thread can interrupt the main thread before the second has started (a loaded CI runner
+    once did): every device that started ends, none stays `running` in the manifest; one that never started is not
+    in it (a resume runs it)."""
+    stubbed(False)
+    named = {"d0": "interrupt", "d1": "ok"}
+    FakeSession.ends = named
+    started = threading.Event()
+    FakeSession.before_interrupt = staticmethod(started.set)
+
+    class SlowStart(threading.Thread):
+        def start(self) -> None:
+            super().start()
+            if self.name == "device-d0":  # Ctrl-C lands before d1's thread starts
+                assert started.wait(10)
+                time.sleep(0.2)
+
+    monkeypatch.setattr(local_executor.threading, "Thread", SlowStart)
+    try:
+        result = _run(LocalExecutor([DeviceSpec(n, "host", str(tmp_path / n)) for n in named]), list(named),
+                      tmp_path / "run")
+    finally:
+        FakeSession.before_interrupt = staticmethod(lambda: None)
+    assert (result.status, result.exit_code) == (JobStatus.INTERRUPTED, 130)
+    on_disk = {d.name: d.status for d in load_manifest(result.rundir.root).devices}
+    assert on_disk == {"d0": DeviceStatus.INTERRUPTED}
+    assert FakeSession.started == {"d0": 1}  # d1 never ran: the Ctrl-C came first
+
+
 @pytest.mark.parametrize(("ends", "disk_full", "status", "code"), CASES)
 def test_on_a_farm(ends: tuple[str, ...], disk_full: bool, status: JobStatus, code: int, tmp_path: Path,
                    stubbed: Callable[[bool], None]) -> None:

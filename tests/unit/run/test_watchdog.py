@@ -40,6 +40,7 @@ def test_a_wedged_device_is_given_up_and_the_others_finish(tmp_path: Path) -> No
     rundir = RunDirectory.create(tmp_path / "run", JobConfig(("ok", "stuck"), ("m",), "portable"))
     sessions = [FakeSession("ok", rundir, wedged=False), FakeSession("stuck", rundir, wedged=True)]
     threads = DeviceThreads(sessions, limit_s=1.0)  # the real limit is minutes (watchdog_limit_s); the rule is the same
+    threads.start()
     got: list[dict[str, DeviceResult]] = []
     waiter = threading.Thread(target=lambda: got.append(threads.wait()), daemon=True)
     waiter.start()
@@ -68,6 +69,7 @@ def test_waiting_for_another_jobs_lock_is_not_wedged(tmp_path: Path) -> None:
     queued = FakeSession("queued", rundir, wedged=True)
     queued.heartbeat.wait_for_lock()  # device_lock's on_wait said so: another job holds the device
     threads = DeviceThreads([queued], limit_s=0.2)
+    threads.start()
     waiter = threading.Thread(target=threads.wait, daemon=True)
     waiter.start()
     waiter.join(1.5)
