@@ -44,6 +44,7 @@ from orchestrator.artifacts.modelspec import ModelSpec, call_factory, check_fact
 from orchestrator.artifacts.recipe_export import export_recipe_into
 from orchestrator.artifacts.recipes import RecipeInfo, RecipeSpec
 from orchestrator.artifacts.runtime_noise import runtime_noise_dropped, without_partial_graph
+from orchestrator.artifacts.xnnpack_patterns import skip_patterns_no_graph_can_match
 from orchestrator.base import cache
 from orchestrator.base.codec import encode
 from orchestrator.base.errors import ConfigurationFailed, ExportError, ModelSpecError, UsageError
@@ -308,6 +309,7 @@ def _lower(model: Any, inputs: tuple[Any, ...], backend: str) -> Any:
             get_xnnpack_edge_compile_config,
         )
 
+        skip_patterns_no_graph_can_match()
         edge = to_edge_transform_and_lower(
             exported,
             partitioner=[XnnpackPartitioner()],

@@ -22,6 +22,7 @@ from orchestrator.artifacts.host_reference import run_on_host
 from orchestrator.artifacts.modelspec import call_factory, model_code
 from orchestrator.artifacts.recipes import RECIPE_BACKEND, RecipeSpec, available_recipes
 from orchestrator.artifacts.runtime_noise import without_partial_graph
+from orchestrator.artifacts.xnnpack_patterns import skip_patterns_no_graph_can_match
 from orchestrator.base.errors import ConfigurationFailed, ModelSpecError, UsageError, one_line
 
 
@@ -44,6 +45,7 @@ def lower_with_recipe(spec_text: str, recipe: RecipeSpec, model: Any, inputs: tu
     """Export `model` with `recipe`; an ExportError with the exporter's own reason in one line if it fails."""
     from executorch.export import export
 
+    skip_patterns_no_graph_can_match()  # every recipe lowers to XNNPACK
     export_recipe = build_recipe(recipe)
     quantization = export_recipe.quantization_recipe
     own = quantization is not None and quantization.calibration_inputs_fn is not None
