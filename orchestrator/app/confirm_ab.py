@@ -24,7 +24,9 @@ from orchestrator.app.baseline import LAST_GOOD, last_good_finder, named_finder
 from orchestrator.artifacts.export_entry import META_NAME, PTE_NAME
 from orchestrator.artifacts.modelspec import ModelSpec, parse_model_spec
 from orchestrator.base.cache import sha256_file
+from orchestrator.base.errors import UsageError
 from orchestrator.results.model import Job, JobOptions, ModelArtifacts
+from orchestrator.results.record import RunRecord
 from orchestrator.run.engine.job import JobResult
 from orchestrator.store import Store
 from orchestrator.verdicts.compare import BaselineFinder, PairVerdict
@@ -49,6 +51,35 @@ class BaselineProgram:
 def baseline_finder(baseline: str, store: Store, job: Job) -> BaselineFinder:
     """The plan's baseline of each (device, model) of `job`: the last good run, or the run the plan names."""
     return last_good_finder(store, job) if baseline == LAST_GOOD else named_finder(store, baseline)
+
+
+def confirmation_finder(baseline: str, store: Store, job: Job, suspects: Sequence[PairVerdict]) -> BaselineFinder:
+    """The program each suspected pair is confirmed against: where its series said regressed, the newest job of the
+    series' reference (the level before the drift, or the series' level), else the plan's baseline.
+
+    A series spans separate jobs, and a device's own level can move between them (live, a quiet VM: every night
+    after the first two ran 1.2-1.3x slower, and an unchanged model's series said `regressed 1.308x`): only tonight's
+    program interleaved with the program from before the step tells the model's step from the device's. A reference
+    run whose directory is gone falls back to the plan's baseline."""
+    plans = baseline_finder(baseline, store, job)
+    before_step = series_references(suspects)
+
+    def find(device: str, model: str) -> RunRecord | None:
+        run_id = before_step.get((device, model))
+        if run_id is not None:
+            try:
+                return named_finder(store, run_id, "the series' reference")(device, model)
+            except UsageError:  # its run directory is gone: the plan's baseline, as before
+                pass
+        return plans(device, model)
+
+    return find
+
+
+def series_references(suspects: Sequence[PairVerdict]) -> dict[tuple[str, str], str]:
+    """(device, model) -> the newest run of the series' reference, for each suspected pair whose series regressed."""
+    return {(p.device, p.model_a): p.series.reference_runs[-1] for p in suspects
+            if p.series is not None and p.series.regressed and p.series.reference_runs}
 
 
 Groups = dict[tuple[str, Path, str], list[str]]  # (model, baseline .pte, baseline run) -> its devices

@@ -39,7 +39,14 @@ from orchestrator.app.baseline import (
     series_history,
     series_point,
 )
-from orchestrator.app.confirm_ab import baseline_finder, interleaved_groups, job_specs, without_baseline
+from orchestrator.app.confirm_ab import (
+    baseline_finder,
+    confirmation_finder,
+    interleaved_groups,
+    job_specs,
+    series_references,
+    without_baseline,
+)
 from orchestrator.app.nightly_jobs import (
     JobRunner,
     ModelFailure,
@@ -108,7 +115,9 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     of it slower; measured ~1 job in 10 on a loaded host, benchmarks/README.md), and one job cannot
     tell that from a regression. So the pairs a night finds regressed (or its job could not judge) run again at
     once, the baseline's program and the new one A B B A in one job, more such jobs pooled while inconclusive
-    (confirm_ab.py; a regressed one alone when that program is gone); that verdict is the night's for them.
+    (confirm_ab.py; a regressed one alone when that program is gone); that verdict is the night's for them. A pair
+    whose series said regressed is confirmed against the program from before the series' step, so a step of the
+    device's own level between separate jobs is not the model's.
 
     `bisector` (plan `bisect: true`; the CLI passes app/bisect_night.py's): called once with the confirmed
     regressions (every regression when `confirm: false`), and their jobs; what it returns is the night's
@@ -175,18 +184,26 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
 def _series_again(plan: NightlyPlan, store: Store, again: JobResult, histories: _Histories, pair: PairVerdict,
                   found: PairVerdict | None) -> PairVerdict | None:
     """The confirmation's pair with the series judged again, on the confirmation's own runs of tonight's program
-    against the history the night was judged against (and its noise floor): a second job, as a confirmation is.
-    A pair judged with a series of its own already (a confirmation of the model alone, `_compare`d) is kept."""
+    against the history the night was judged against (and its noise floor), for the page. The interleaved verdict
+    stands: a series spans separate jobs, whose device level can move between them, and a series that said regressed
+    was confirmed against the program from before its step (confirm_ab.confirmation_finder). A pair judged with a
+    series of its own already (a confirmation of the model alone, `_compare`d) is kept."""
     if found is None or found.series is not None:
         return found
-    return _judge_series(plan, store, again, histories, replace(found, noise=pair.noise))
+    found = replace(found, noise=pair.noise)
+    series = _judge_series(plan, store, again, histories, found).series
+    if series is not None and series.regressed and not found.regressed:
+        est = found.estimate
+        size = f" {est.ratio:.3f}x [{est.ci_low:.3f}, {est.ci_high:.3f}]" if est is not None else ""
+        series = replace(series, overruled=f"the device's level, not the model's: tonight's program A B B A with the "
+                                           f"program from before the step said {found.verdict.value}{size}")
+    return replace(found, series=series)
 
 
 def _settled(pair: PairVerdict, found: PairVerdict | None) -> PairVerdict:
-    """The night's pair after its interleaved confirmation: that job's verdict and its series verdict (tonight's
-    program measured again, judged against the same history: a step or a creep the night's series saw must show
-    there too, so one noisy job cannot fail a confirmed night), else the series and LLM metrics of the night's own
-    job (a confirmation that could not judge its series)."""
+    """The night's pair after its interleaved confirmation: that job's verdict, with its series judged again (tonight's
+    program measured again, against the same history), else the series and LLM metrics of the night's own job (a
+    confirmation that could not judge its series)."""
     return pair if found is None else replace(found, series=found.series or pair.series,
                                               metrics=found.metrics or pair.metrics)
 
@@ -285,13 +302,15 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
     """The suspected pairs measured again (each job recorded), each pair's second verdict (None: not in that job) and
     how: interleaved with the baseline's program, a job per program (confirm_ab.py), else the model alone."""
     progress(f"run {result.job.run_id}: {', '.join(sorted(f'{p.device} {p.model}' for p in suspects))}: confirming")
-    groups, alone, why = interleaved_groups(baseline_finder(plan.baseline, store, result.job), suspects, plan.options(),
-                                            cache_dir("exports"))
+    finder = confirmation_finder(plan.baseline, store, result.job, suspects)
+    groups, alone, why = interleaved_groups(finder, suspects, plan.options(), cache_dir("exports"))
+    before_step = set(series_references(suspects).values())
     done = []
     for (model, pte, baseline_run), devices in groups.items():
         spec_b, = job_specs(result, {model})
         spec_a = parse_model_spec(str(pte), f"{model}{BASELINE_SUFFIX}")
-        progress(f"confirming {model} on {', '.join(devices)}: A B B A with the baseline's program (run {baseline_run})")
+        whose = "the series' reference" if baseline_run in before_step else "the baseline"
+        progress(f"confirming {model} on {', '.join(devices)}: A B B A with {whose}'s program (run {baseline_run})")
         interleaved = partial(_interleaved_job, plan, store, run, result.job.config.backend, spec_a, spec_b)
         agains = [interleaved(devices, 0)]
         if agains[0].interrupted:
@@ -304,7 +323,7 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
         for job in agains:  # a confirmed regression is never a later baseline, nor is a job pooled into it
             record_verdicts(job.rundir.root, found)
         pooled = f", {len(agains)} jobs pooled" if len(agains) > 1 else ""
-        how = f"interleaved A B B A with the baseline's program from run {baseline_run}{pooled}"
+        how = f"interleaved A B B A with {whose}'s program from run {baseline_run}{pooled}"
         root = again.rundir.root  # both sides' run directory, for the page's structure diff and links
         done.append((again, {(p.device, model): replace(p, dir_a=root, dir_b=root) for p in found.pairs}, how))
         done += [(more, {}, how) for more in agains[1:]]

@@ -93,6 +93,9 @@ class SeriesVerdict:
     steps: tuple[Step, ...]  # the change points the drift built up over, oldest first
     points: int  # jobs of the series judged (the night included)
     left_out: tuple[Any, ...] = ()  # series_clean.LeftOutNight: stored nights with too few clean executions
+    # a regression the night's interleaved confirmation against the reference's program did not show, in words: the
+    # device's level moved between separate jobs, not the model's (the series then cannot judge: inconclusive)
+    overruled: str = ""
 
     LAYOUT: ClassVar[Layout] = Layout(
         derived=("verdict", "regressed", ("night", "night_pair"), ("sustained", "sustained_pair"), ("text", "describe")),
@@ -107,11 +110,18 @@ class SeriesVerdict:
         return SeriesPair.of(self.sustained)
 
     @property
-    def regressed(self) -> bool:
+    def measured_regressed(self) -> bool:
+        """What the series' own numbers say, overruled or not."""
         return self.night.regressed or (self.sustained is not None and self.sustained.regressed)
 
     @property
+    def regressed(self) -> bool:
+        return self.measured_regressed and not self.overruled
+
+    @property
     def verdict(self) -> Verdict:
+        if self.overruled and self.measured_regressed:
+            return Verdict.INCONCLUSIVE
         if self.regressed:
             return Verdict.REGRESSED
         return self.night.verdict
@@ -121,7 +131,8 @@ class SeriesVerdict:
         size = f" {est.ratio:.3f}x [{est.ci_low:.3f}, {est.ci_high:.3f}]" if est is not None else ""
         built = f"; built up over {', '.join(s.describe() for s in self.steps)}" if self.steps else ""
         left = (f"; left out: {', '.join(n.describe() for n in self.left_out)}") if self.left_out else ""
-        return f"{self.verdict.value}{size} against {self.reference}{built}{left}"
+        over = f" (measured regressed; {self.overruled})" if self.overruled and self.measured_regressed else ""
+        return f"{self.verdict.value}{over}{size} against {self.reference}{built}{left}"
 
 
 

@@ -53,10 +53,35 @@ def test_a_drift_that_passed_night_by_night_is_regressed_against_the_series(tmp_
     assert "\\x0a" not in table and "baselines: local mlp: run-7" in table.splitlines()  # a line, not a literal \x0a
 
 
-def test_the_confirmation_judges_the_series_again_on_its_own_runs(tmp_path: Path) -> None:
-    """Issue 37: a night regressed only against its series is settled by its confirmation's own runs of tonight's
-    program, judged against the same history. Measured again at the night's level (a real drift) it stays
-    regressed; back at the series' level (the night's job was one noisy job) the night is not failed by it."""
+def test_a_pair_whose_series_regressed_is_confirmed_against_the_program_from_before_the_step(tmp_path: Path) -> None:
+    """Issue 37: a series spans separate jobs, and a device's level can move between them; only tonight's program
+    interleaved with the program from before the series' step tells the model's step from the device's. A pair whose
+    series did not regress is confirmed against the plan's baseline; a reference whose directory is gone falls back
+    to it."""
+    import shutil
+    from dataclasses import replace
+
+    from orchestrator.app.confirm_ab import confirmation_finder
+
+    with open_store(tmp_path / "results.db") as store:
+        plan, night = _drifted_series(tmp_path, store)
+        result = SimpleNamespace(rundir=SimpleNamespace(root=night), job=load_manifest(night))
+        (pair,) = _compare(plan, store, result, _Histories(store, result.job)).pairs  # type: ignore[arg-type]
+        assert pair.series is not None and pair.series.reference_runs[-1] == "run-5"  # the newest job before run-6
+        before_step = confirmation_finder(plan.baseline, store, result.job, [pair])("local", "mlp")
+        plain = confirmation_finder(plan.baseline, store, result.job, [replace(pair, series=None)])("local", "mlp")
+        shutil.rmtree(tmp_path / "runs" / "run-5")
+        gone = confirmation_finder(plan.baseline, store, result.job, [pair])("local", "mlp")
+    assert before_step is not None and before_step.job.run_id == "run-5"
+    assert plain is not None and plain.job.run_id == "run-7"  # last good
+    assert gone is not None and gone.job.run_id == "run-7"
+
+
+def test_the_interleaved_verdict_stands_and_the_series_is_judged_again_for_the_page(tmp_path: Path) -> None:
+    """Issue 37: the confirmation's own runs of tonight's program are judged against the same history for the page,
+    but the night's verdict is the interleaved one: live, a quiet VM's nights moved 1.3x after the first two, and an
+    unchanged model's series said regressed on the confirmation's runs too (a separate job, at the device's new
+    level); the program from before the step, interleaved, said unchanged."""
     from dataclasses import replace
 
     from orchestrator.app.nightly import _series_again, _settled
@@ -67,14 +92,21 @@ def test_the_confirmation_judges_the_series_again_on_its_own_runs(tmp_path: Path
         histories = _Histories(store, result.job)
         (pair,) = _compare(plan, store, result, histories).pairs  # type: ignore[arg-type]
         assert pair.series is not None and pair.series.regressed
-        interleaved = replace(pair, verdict=Verdict.UNCHANGED, series=None, reason=None)  # A B B A saw no step
+        again_dir = scaled(make_run_dir(tmp_path / "again", "run-again", "2026-01-20T01:00:00+0000",
+                                        devices=("local",), runs=6, iterations=10), 1.09)
+        again = SimpleNamespace(rundir=SimpleNamespace(root=again_dir), job=load_manifest(again_dir))
         settled = {}
-        for name, factor in (("real", 1.09), ("noise", 1.0)):
-            again_dir = scaled(make_run_dir(tmp_path / "again", f"run-{name}", "2026-01-20T01:00:00+0000",
-                                            devices=("local",), runs=6, iterations=10), factor)
-            again = SimpleNamespace(rundir=SimpleNamespace(root=again_dir), job=load_manifest(again_dir))
+        for verdict in (Verdict.UNCHANGED, Verdict.REGRESSED):  # what A B B A against the program before the step saw
+            interleaved = replace(pair, verdict=verdict, series=None, reason=None)
             found = _series_again(plan, store, again, histories, pair, interleaved)  # type: ignore[arg-type]
-            settled[name] = _settled(pair, found)
-    assert settled["real"].series is not None and settled["real"].series.regressed and settled["real"].regressed
-    assert settled["noise"].series is not None and not settled["noise"].series.regressed
-    assert not settled["noise"].regressed and settled["noise"].verdict is Verdict.UNCHANGED
+            settled[verdict] = _settled(pair, found)
+    for verdict, got in settled.items():
+        assert got.verdict is verdict and got.regressed is (verdict is Verdict.REGRESSED)
+        assert got.series is not None and got.series.measured_regressed  # the page still shows what it measured
+    kept, overruled = settled[Verdict.REGRESSED].series, settled[Verdict.UNCHANGED].series
+    assert kept is not None and not kept.overruled and kept.verdict is Verdict.REGRESSED
+    # overruled, the series cannot judge: the night exits 3 (never green over it), and says why
+    assert overruled is not None and overruled.verdict is Verdict.INCONCLUSIVE and settled[Verdict.UNCHANGED].unjudged
+    assert overruled.describe().startswith("inconclusive (measured regressed; the device's level, not the model's: "
+                                           "tonight's program A B B A with the program from before the step said "
+                                           "unchanged ")
