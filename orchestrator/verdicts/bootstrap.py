@@ -4,7 +4,7 @@ One replicate of a side: draw its process runs with replacement, then, within ea
 `draws` iterations with replacement (`draws` = the side's longest run, as statistics.py has
 always done), take each drawn run's median, and the side's center of those medians (the statistic's:
 centers/). The ratio B/A of the two sides' centers, over
-`resamples` replicates, gives the percentile interval (expanded for a mean: `interval_tail`).
+`resamples` replicates, gives the percentile interval.
 
 Drawing `draws` iterations and taking their median costs `draws` random numbers and a partition
 per drawn run: 2000 replicates x 6 runs x 1000 iterations is 12 M values per side and op, 89 s
@@ -32,23 +32,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
-
-
-def interval_tail(confidence: float, runs_a: int, runs_b: int, *, expanded: bool) -> float:
-    """The percentile (of 100) each end of a `confidence` interval cuts from the replicates: (1 - confidence) / 2, or
-    with `expanded` Hesterberg's expanded percentile interval (2015). A percentile bootstrap of a mean over n runs is
-    too narrow by about sqrt((n - 1) / n) and by z against Student's t; it is widened to cut at
-    Phi(-sqrt(n / (n - 1)) * t), with n the smaller side's runs and t on n_a + n_b - 2 degrees of freedom (two
-    samples): 1.34 % a tail at 10 runs a side instead of 2.5 %, 1.89 % at 20, 2.19 % at 40."""
-    import math
-
-    alpha = 1.0 - confidence
-    runs, df = min(runs_a, runs_b), runs_a + runs_b - 2
-    if not expanded or runs < 2 or df < 1:
-        return alpha / 2.0 * 100.0
-    from scipy.special import ndtr, stdtrit
-
-    return 100.0 * float(ndtr(-math.sqrt(runs / (runs - 1)) * float(stdtrit(df, 1.0 - alpha / 2.0))))
 
 
 @dataclass(frozen=True, eq=False)

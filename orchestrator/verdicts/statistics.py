@@ -17,8 +17,7 @@ verdict cry wolf. Method, per (device, model) end to end and per op:
   identical runs against themselves spanned 0.74-1.35; the run-averaged median gave 0.86-1.16;
 - its interval: a hierarchical (two-level) bootstrap: resample process runs with replacement,
   then iterations with replacement within each chosen run, recompute both sides' statistic, and
-  take the percentile interval of the ratio over `resamples` replicates, expanded for few runs where the
-  statistic is a mean (bootstrap.interval_tail: Hesterberg's expanded percentile interval). A side with few runs
+  take the percentile interval of the ratio over `resamples` replicates. A side with few runs
   gets an interval as wide as its run-to-run spread (the two-state mixture included). Each drawn
   run's median is drawn from its exact law rather than from its iterations (bootstrap.py), and
   every op of a comparison is estimated in one batch (`estimate_many`);
@@ -50,7 +49,7 @@ from typing import Any, ClassVar
 
 from orchestrator.base.codec import Layout
 from orchestrator.verdicts import centers
-from orchestrator.verdicts.bootstrap import draw_resamples, interval_tail, resampled_medians
+from orchestrator.verdicts.bootstrap import draw_resamples, resampled_medians
 from orchestrator.verdicts.centers import CenterStatistic
 from orchestrator.verdicts.estimates import Estimate, RunSamples, run_medians
 from orchestrator.verdicts.memory import DEFAULT_MEMORY_THRESHOLD
@@ -238,7 +237,7 @@ def _intervals(a: list[_Side], b: list[_Side], confidence: float, resamples: int
     rng = np.random.default_rng(seed)
     draws_b = draw_resamples(b[0].lengths, rng, resamples)  # B first (bootstrap.py)
     draws_a = draw_resamples(a[0].lengths, rng, resamples)
-    tail = interval_tail(confidence, len(a[0].lengths), len(b[0].lengths), expanded=stat.expanded)
+    tail = (1.0 - confidence) / 2.0 * 100.0
     per_chunk = max(1, _CHUNK_VALUES // (resamples * max(len(a[0].lengths), len(b[0].lengths))))
     out: list[tuple[float, float]] = []
     for start in range(0, len(a), per_chunk):

@@ -3,8 +3,8 @@
 The reference that tests/unit/verdicts/test_bootstrap_equivalence.py and benchmarks/bench_compare.py
 hold the new implementation to: `estimate` is orchestrator/verdicts/statistics.py's, with its
 replicate-by-replicate hierarchical bootstrap (resample runs, then iterations with np.median).
-Seeded like the originals; its interval cuts the tails today's rule cuts (bootstrap.interval_tail), the one
-change since. Not used by etfarm itself.
+Seeded like the originals. Not used
+by etfarm itself.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from orchestrator.verdicts.bootstrap import interval_tail
 from orchestrator.verdicts.statistics import Center, Estimate, RunSamples, usable_runs
 
 _CHUNK = 250
@@ -36,8 +35,7 @@ def estimate(a: RunSamples, b: RunSamples, *, confidence: float = 0.95, resample
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = boot_b / boot_a
     ratios = ratios[np.isfinite(ratios)]
-    # the one change since: the interval's tail is today's rule (expanded percentile for the mean, bootstrap.py)
-    tail = interval_tail(confidence, len(a_runs), len(b_runs), expanded=center == Center.MEAN)
+    tail = (1.0 - confidence) / 2.0 * 100.0
     low, high = (np.percentile(ratios, [tail, 100.0 - tail]) if ratios.size else (float("nan"), float("nan")))
     return Estimate(ratio=med_b / med_a, ci_low=float(low), ci_high=float(high), p_value=rank_p_value(a_runs, b_runs, center),
                     runs_a=len(a_runs), runs_b=len(b_runs), median_a_ms=med_a, median_b_ms=med_b)

@@ -28,7 +28,6 @@ class CenterStatistic:
     help_order: ClassVar[int]  # its place in --center's help
     described: ClassVar[str] = ""  # the legend's name of it ("mean of per-run medians")
     tested_described: ClassVar[str] = "per-run medians"  # the legend's name of what the rank test compares
-    expanded: ClassVar[bool] = False  # its interval is the expanded percentile one (bootstrap.interval_tail)
 
     def of_medians(self, medians: Any) -> float:
         """A side's statistic from its per-run medians (a 1-d float64 array, at least one)."""
@@ -44,9 +43,8 @@ class CenterStatistic:
 
     def method(self, confidence: float) -> str:
         """The legend's sentence: what the ratio, its interval and its p-value are."""
-        interval = "expanded percentile CI" if self.expanded else "CI"
-        return (f"ratio B/A of the {self.described}, {confidence:.0%} {interval} by hierarchical bootstrap over process "
-                f"runs, p from Mann-Whitney U on {self.tested_described}")
+        return (f"ratio B/A of the {self.described}, {confidence:.0%} CI by hierarchical bootstrap over process runs, "
+                f"p from Mann-Whitney U on {self.tested_described}")
 
     def run_median(self, runs: RunSamples) -> float:
         """A side's statistic from its process runs' samples."""

@@ -3,8 +3,7 @@
 The speed of the uncontended state, for devices whose processes land in a fast state or in slower, interfered ones
 (docs/architecture.md, "Measurement"): interference only adds time. It has far more power there (see
 docs/explanation/verdicts.md) but assumes each side has some runs in the fast state; a whole job stuck in a slow state
-moves it, and its bootstrap interval (of a minimum) does not hold its coverage. Kept for old plans. Its interval is
-the plain percentile one: a minimum's is already wide (3.3 % of 95 % intervals missed at 6 runs a side, bench_compare).
+moves it, and its bootstrap interval (of a minimum) does not hold its coverage. Kept for old plans.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ process counts.
 `auto` (the default, auto.py) judges by it wherever no side's runs split into speed states. Replayed over the noise
 corpus of real jobs under five environments (benchmarks/bench_trust.py, docs/guide/trust.md) it raised no false
 `regressed` and its interval held 93-100 % coverage, where `fast-state` (a model of speed states fitted to one quiet
-VM) held 50-94 %. Its interval is the expanded percentile one (bootstrap.interval_tail).
+VM) held 50-94 %.
 """
 
 from __future__ import annotations
@@ -22,9 +22,6 @@ class Mean(CenterStatistic):
     order = 0
     help_order = 0
     described = "mean of per-run medians"
-    # A percentile interval of a mean over few runs is too narrow: 10.5 % of 95 % intervals missed at 6 runs a side
-    # (benchmarks/bench_compare.py's coverage), 5.3 % once expanded.
-    expanded = True
 
     def of_medians(self, medians: Any) -> float:
         import numpy as np

@@ -104,7 +104,7 @@ def test_the_ab_page_gives_the_llm_metric_verdicts_in_words_and_in_a_table() -> 
     page = comparison_page(comparison_view(Comparison("a", "b", settings, (pair,)), [], "A/B", None))
     markdown = render_markdown(page)
     answer = markdown[:markdown.index("| device | model | verdict")]
-    assert "decode tokens/s **⛔ regressed**: 0.84x the baseline's \\[0.83, 0.85\\] (1989 -\\> 1664 tokens/s)" in answer
+    assert "decode tokens/s **⛔ regressed**: 0.84x the baseline's \\[0.83, 0.84\\] (1989 -\\> 1664 tokens/s)" in answer
     assert "time to first token **improved**" in answer
     assert "| dev | llm | decode tokens/s (higher is better) | **⛔ regressed** | 0.8" in markdown
     assert "| dev | llm | time to first token (lower is better) | **improved** |" in markdown
