@@ -29,7 +29,6 @@ class Auto(CenterStatistic):
     order = -1
     help_order = -1
     described = "mean of per-run medians (the fast state's level where runs split into speed states)"
-    expanded = True  # the legend's interval: its mean's (fast-state's own is Student's t, states.py)
 
     def of_medians(self, medians: Any) -> float:
         return self._for([float(m) for m in medians]).of_medians(medians)
