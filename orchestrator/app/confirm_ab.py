@@ -15,7 +15,7 @@ job of the new model alone.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -53,16 +53,17 @@ def baseline_finder(baseline: str, store: Store, job: Job) -> BaselineFinder:
     return last_good_finder(store, job) if baseline == LAST_GOOD else named_finder(store, baseline)
 
 
-def confirmation_finder(baseline: str, store: Store, job: Job, suspects: Sequence[PairVerdict]) -> BaselineFinder:
-    """The program each suspected pair is confirmed against: where its series said regressed, the newest job of the
-    series' reference (the level before the drift, or the series' level), else the plan's baseline.
+def confirmation_finder(baseline: str, store: Store, job: Job, before_step: Mapping[tuple[str, str], str]
+                        ) -> BaselineFinder:
+    """The program each suspected pair is confirmed against: where its series said regressed (`before_step`, from
+    series_references), the newest job of the series' reference (the level before the drift, or the series' level),
+    else the plan's baseline.
 
     A series spans separate jobs, and a device's own level can move between them (live, a quiet VM: every night
     after the first two ran 1.2-1.3x slower, and an unchanged model's series said `regressed 1.308x`): only tonight's
     program interleaved with the program from before the step tells the model's step from the device's. A reference
     run whose directory is gone falls back to the plan's baseline."""
     plans = baseline_finder(baseline, store, job)
-    before_step = series_references(suspects)
 
     def find(device: str, model: str) -> RunRecord | None:
         run_id = before_step.get((device, model))

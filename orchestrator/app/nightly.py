@@ -302,9 +302,10 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
     """The suspected pairs measured again (each job recorded), each pair's second verdict (None: not in that job) and
     how: interleaved with the baseline's program, a job per program (confirm_ab.py), else the model alone."""
     progress(f"run {result.job.run_id}: {', '.join(sorted(f'{p.device} {p.model}' for p in suspects))}: confirming")
-    finder = confirmation_finder(plan.baseline, store, result.job, suspects)
+    references = series_references(suspects)
+    finder = confirmation_finder(plan.baseline, store, result.job, references)
     groups, alone, why = interleaved_groups(finder, suspects, plan.options(), cache_dir("exports"))
-    before_step = set(series_references(suspects).values())
+    before_step = set(references.values())
     done = []
     for (model, pte, baseline_run), devices in groups.items():
         spec_b, = job_specs(result, {model})

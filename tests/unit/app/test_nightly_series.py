@@ -13,7 +13,7 @@ from orchestrator.report.terminal.verdicts import verdict_table
 from orchestrator.results.model import load_manifest
 from orchestrator.results.record import RunRecord
 from orchestrator.store import Store, open_store
-from orchestrator.verdicts.compare import Comparison
+from orchestrator.verdicts.compare import Comparison, PairVerdict
 from orchestrator.verdicts.recorded import marked_regressed
 from orchestrator.verdicts.statistics import Verdict
 from tests.unit.store.rundirs import make_run_dir
@@ -61,17 +61,20 @@ def test_a_pair_whose_series_regressed_is_confirmed_against_the_program_from_bef
     import shutil
     from dataclasses import replace
 
-    from orchestrator.app.confirm_ab import confirmation_finder
+    from orchestrator.app.confirm_ab import confirmation_finder, series_references
 
     with open_store(tmp_path / "results.db") as store:
         plan, night = _drifted_series(tmp_path, store)
         result = SimpleNamespace(rundir=SimpleNamespace(root=night), job=load_manifest(night))
         (pair,) = _compare(plan, store, result, _Histories(store, result.job)).pairs  # type: ignore[arg-type]
         assert pair.series is not None and pair.series.reference_runs[-1] == "run-5"  # the newest job before run-6
-        before_step = confirmation_finder(plan.baseline, store, result.job, [pair])("local", "mlp")
-        plain = confirmation_finder(plan.baseline, store, result.job, [replace(pair, series=None)])("local", "mlp")
+        def found(pair: PairVerdict) -> RunRecord | None:
+            return confirmation_finder(plan.baseline, store, result.job, series_references([pair]))("local", "mlp")
+
+        before_step = found(pair)
+        plain = found(replace(pair, series=None))
         shutil.rmtree(tmp_path / "runs" / "run-5")
-        gone = confirmation_finder(plan.baseline, store, result.job, [pair])("local", "mlp")
+        gone = found(pair)
     assert before_step is not None and before_step.job.run_id == "run-5"
     assert plain is not None and plain.job.run_id == "run-7"  # last good
     assert gone is not None and gone.job.run_id == "run-7"
