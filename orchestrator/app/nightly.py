@@ -194,7 +194,7 @@ def _series_again(plan: NightlyPlan, store: Store, again: JobResult, histories: 
     series = _judge_series(plan, store, again, histories, found).series
     if series is not None and series.regressed and not found.regressed:
         est = found.estimate
-        size = f" {est.ratio:.3f}x [{est.ci_low:.3f}, {est.ci_high:.3f}]" if est is not None else ""
+        size = f" {est.ratio_and_interval}" if est is not None else ""
         series = replace(series, overruled=f"the device's level, not the model's: tonight's program A B B A with the "
                                            f"program from before the step said {found.verdict.value}{size}")
     return replace(found, series=series)

@@ -40,3 +40,8 @@ class Estimate:
     state_note: str | None = None  # fast-state: why the interval spans several readings of the states
 
     LAYOUT: ClassVar[Layout] = Layout(raw_floats=True)
+
+    @property
+    def ratio_and_interval(self) -> str:
+        """How a sentence gives the estimate: "1.046x [1.030, 1.068]"."""
+        return f"{self.ratio:.3f}x [{self.ci_low:.3f}, {self.ci_high:.3f}]"

@@ -128,7 +128,7 @@ class SeriesVerdict:
 
     def describe(self) -> str:
         est = (self.sustained if self.sustained is not None and self.sustained.regressed else self.night).estimate
-        size = f" {est.ratio:.3f}x [{est.ci_low:.3f}, {est.ci_high:.3f}]" if est is not None else ""
+        size = f" {est.ratio_and_interval}" if est is not None else ""
         built = f"; built up over {', '.join(s.describe() for s in self.steps)}" if self.steps else ""
         left = (f"; left out: {', '.join(n.describe() for n in self.left_out)}") if self.left_out else ""
         over = f" (measured regressed; {self.overruled})" if self.overruled and self.measured_regressed else ""

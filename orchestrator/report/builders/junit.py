@@ -66,7 +66,7 @@ def _estimate(estimate: Estimate | None) -> tuple[tuple[str, str], ...]:
 def _said(what: str, estimate: Estimate | None) -> str:
     if estimate is None:
         return what
-    return f"{what} {estimate.ratio:.3f}x [{estimate.ci_low:.3f}, {estimate.ci_high:.3f}]"
+    return f"{what} {estimate.ratio_and_interval}"
 
 
 def _regressed_detail(pair: PairVerdict) -> str:
