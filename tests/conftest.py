@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.base.collector import collect_less_often
+
 XDG_DIRS = {"XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".cache", "XDG_DATA_HOME": ".local/share",
             "XDG_STATE_HOME": ".local/state"}
 
@@ -27,6 +29,7 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    collect_less_often()  # test processes import torch and export in-process too: the `etfarm` program's setting
 
 
 

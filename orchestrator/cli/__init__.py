@@ -25,6 +25,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from orchestrator.base.collector import collect_less_often
 from orchestrator.base.errors import (
     EXIT_DEVICE_FAILED,
     EXIT_INTERRUPTED,
@@ -125,6 +126,7 @@ def main(argv: list[str] | None = None, *, ending_program: bool = False) -> int:
 
 def program() -> NoReturn:
     """The `etfarm` program (console script and `python -m orchestrator.cli`): `main`, then exit with its code."""
+    collect_less_often()  # a process-wide choice, so made here rather than in `main` (which tests call in-process)
     sys.exit(main(ending_program=True))
 
 
