@@ -1,9 +1,10 @@
 """A slice of the model zoo in the suite (docs/guide/model-zoo.md): two real transformers architectures with random
-weights (MobileNetV2, BERT) under fp32 and int8-dynamic on `local`, one real job through ExecuTorch's export
-API and runtime. MobileNetV2's int8-dynamic program fails in ExecuTorch's own runtime on this host (issue 41: XNNPACK
-cannot propagate its input shapes): that configuration is left out with the runtime's words, every other one is
-measured, and the job ends `partial`, exit 1, never an internal error. The whole zoo is a benchmark
-(python -m benchmarks.bench_zoo), not a test."""
+weights (MobileNetV2, BERT) under int8-dynamic on `local`, one real job through ExecuTorch's export API and runtime.
+MobileNetV2's int8-dynamic program fails in ExecuTorch's own runtime on this host (issue 41: XNNPACK cannot propagate
+its input shapes): that configuration is left out with the runtime's words, the other one is measured, and the job
+ends `partial`, exit 1, never an internal error. fp32 is left to the benchmark: each fp32 export of these models cost
+the suite 10-30 CPU-s, and a sweep of recipes that goes on past a failed one is tests/integration/test_recipes.py's.
+The whole zoo is a benchmark (python -m benchmarks.bench_zoo), not a test."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 HF = REPO / "benchmarks" / "zoo" / "hf_models.py"
 MODELS = ("mobilenet_v2", "bert_tiny")  # a conv net and a transformer: ViT measured the same way as BERT
-MEASURED = ("mobilenet_v2-fp32", "bert_tiny-fp32", "bert_tiny-int8-dynamic")
+MEASURED = ("bert_tiny",)  # one recipe: models keep their names (a sweep of several adds "-<recipe>")
 
 
 def etfarm(*args: str) -> subprocess.CompletedProcess[str]:
@@ -36,7 +37,7 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.Comp
         missing("transformers is not installed: the `zoo` extra (make setup installs it)")
     out = tmp_path_factory.mktemp("zoo") / "run"
     models = [arg for name in MODELS for arg in ("--model", f"{HF}:{name}")]
-    result = etfarm("run", *models, "--recipe", "fp32,int8-dynamic", "--runs", "1", "--iterations", "2",
+    result = etfarm("run", *models, "--recipe", "int8-dynamic", "--runs", "1", "--iterations", "2",
                     "--warmup", "1", "--untraced-runs", "0", "--out", str(out), "--no-store", "--no-report")
     return out, result
 
@@ -50,17 +51,17 @@ def test_mobilenet_v2_int8_dynamic_is_left_out_with_the_runtimes_reason_the_rest
               "[XNNExecutor.cpp:169] Internal Error: Propagating input shapes failed with code: "
               "xnn_status_invalid_parameter (method->execute() failed with error 0x1)")
     assert [line for line in result.stdout.splitlines() if "NOT EXPORTED" in line] == [
-        f"mobilenet_v2-int8-dynamic NOT EXPORTED: {reason}"]
-    assert f"mobilenet_v2-int8-dynamic NOT EXPORTED: {reason}; the other configurations go on" in result.stderr
+        f"mobilenet_v2 NOT EXPORTED: {reason}"]
+    assert f"mobilenet_v2 NOT EXPORTED: {reason}" in result.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "partial"
-    assert manifest["left_out"] == [{"name": "mobilenet_v2-int8-dynamic", "spec": f"{HF}:mobilenet_v2",
+    assert manifest["left_out"] == [{"name": "mobilenet_v2", "spec": f"{HF}:mobilenet_v2",
                                      "recipe": "int8-dynamic", "reason": reason}]
     assert sorted(manifest["models"]) == sorted(MEASURED)  # named after their factories, not the file (hf_models)
     for name in MEASURED:
         model = manifest["devices"]["local"]["models"][name]
         assert model["status"] == "ok" and model["verification"]["status"] == "pass", (name, model)
-    assert "mobilenet_v2-int8-dynamic" not in manifest["devices"]["local"]["models"]
+    assert "mobilenet_v2" not in manifest["devices"]["local"]["models"]
 
 
 def test_progress_names_each_phase_of_a_recipe_export(job: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
@@ -86,7 +87,7 @@ def test_the_report_has_delegation_coverage_and_the_configuration_left_out(
         assert 0 < c["delegated_share"] <= 1 and c["delegated_ms"] > 0
         assert all(o["op"] and o["count"] >= 1 for o in c["outside"])
     (left_out,) = report["left_out"]
-    assert left_out.startswith("mobilenet_v2-int8-dynamic NOT EXPORTED: the host's reference run of ")
+    assert left_out.startswith("mobilenet_v2 NOT EXPORTED: the host's reference run of ")
     page = etfarm("report", str(out), "--format", "md", "--output", str(tmp_path / "report.md"))
     assert page.returncode == 0, page.stderr[-2000:]
     text = (tmp_path / "report.md").read_text()
