@@ -90,13 +90,21 @@ def pool_until_confident(jobs: list[JobResult], comparison: Comparison, settings
                          runs: int, more: Callable[[Sequence[str], int], JobResult], progress: Progress) -> Comparison:
     """While some device's end-to-end verdict is inconclusive and another `runs` per side stay within `budget`, one
     more A/B job on those devices (`more(devices, k)`, k its index among `jobs`; appended to `jobs`) and the sides
-    pooled over every job. Ctrl-C stops the rounds, not just the job."""
+    pooled over every job. Ctrl-C stops the rounds, not just the job.
+
+    The budget counts the runs the jobs made, `runs` a side each, not the runs the estimate kept: a run none of whose
+    executions was clean is left out of the estimate but took as long, and counting kept runs let a busy host's
+    night pool a third job where its budget allowed two."""
     devices = [p.device for p in comparison.pairs]
     a, b = comparison.pairs[0].model_a, comparison.pairs[0].model_b
+
+    def runs_made(device: str) -> int:
+        return runs * sum(1 for job in jobs if job.job.device(device) is not None)
+
     while not jobs[-1].interrupted:
         undecided = {p.device for p in comparison.pairs
                      if p.verdict is Verdict.INCONCLUSIVE and p.estimate is not None
-                     and min(p.estimate.runs_a, p.estimate.runs_b) + runs <= budget}
+                     and runs_made(p.device) + runs <= budget}
         if not undecided:
             break
         progress(f"inconclusive on {', '.join(sorted(undecided))}: {runs} more run(s) per side")

@@ -27,6 +27,8 @@ from orchestrator.results.model import (
     ProcessRun,
 )
 from orchestrator.run.schedule import RunOrder
+from orchestrator.verdicts.estimates import Estimate
+from orchestrator.verdicts.pair_verdicts import Comparison, PairVerdict
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 
 LEVELS = {"pixel8": 1.0, "rpi5": 2.0}  # B's speed relative to A per device: same, twice as slow
@@ -93,6 +95,33 @@ def test_until_confident_adds_runs_only_where_undecided(monkeypatch: pytest.Monk
     assert pixel8.estimate.runs_a == 4 * (1 + len(extra))
     assert pixel8.verdict is Verdict.UNCHANGED or (pixel8.verdict is Verdict.INCONCLUSIVE and pixel8.estimate.runs_a == 16)
     assert outcome.exit_code == 1
+
+
+def test_the_budget_counts_the_runs_made_not_those_the_estimate_kept(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    """On a busy host a run none of whose executions was clean is left out of the estimate: the estimate then
+    keeps fewer runs than the jobs made, and the rounds must still stop when the jobs have made `budget` runs a side
+    (a night's confirmation: its interleaved job and at most one more)."""
+    calls: list[dict[str, Any]] = []
+    run_job = fake_run_job(calls, np.random.default_rng(0))
+
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        assert len(calls) < 10, "the rounds never stop"  # counting kept runs, they did not
+        return run_job(*args, **kwargs)
+
+    monkeypatch.setattr(ab, "run_job", bounded)
+    undecided = PairVerdict("pixel8", "mlp-a", "mlp-b", Verdict.INCONCLUSIVE,
+                            Estimate(1.0, 0.8, 1.25, 0.5, runs_a=1, runs_b=1, median_a_ms=1.0, median_b_ms=1.0))
+    monkeypatch.setattr(ab, "ab_comparison", lambda *args, **kwargs: Comparison("mlp-a", "mlp-b", VerdictSettings(),
+                                                                                 (undecided,)))
+    devices = [DeviceSpec("pixel8", "host", str(tmp_path))]
+    spec, other = model_file(tmp_path / "mlp.py"), model_file(tmp_path / "other" / "mlp.py")
+    for budget, jobs in ((8, 2), (16, 4), (4, 1)):
+        calls.clear()
+        ab.run_ab(devices, spec, other, backend="xnnpack", options=JobOptions(runs=4), out=tmp_path / f"ab{budget}",
+                  progress=Progress(quiet=True), settings=VerdictSettings(resamples=200), until_confident=True,
+                  max_runs=budget)
+        assert len(calls) == jobs, (budget, len(calls))  # every job made 4 runs a side; the estimate kept 1
 
 
 def test_the_same_spec_twice_is_a_usage_error(tmp_path: Path) -> None:
