@@ -33,37 +33,50 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 
-# The longest modules (wall time per module in a clean clone's `make test`, 2026-11-28), longest first. `--dist
-# loadscope` hands modules to workers in collection order (the Makefile turns off xdist's own reordering, which puts
-# the modules with the most tests first and so left three nightly modules running alone for the last 65 s): a long
-# module collected last would run alone at the end while the other workers idle; put first, they overlap
-# everything else, and the short ones fill the gaps. Only the order changes: any module may be missing here.
+# The longest modules (wall time per module in a clean clone's `make test`, 2026-11-28), longest first, except that the
+# modules that mostly wait (deadlines, killed and frozen peers: test_faults, test_transport_faults,
+# test_interrupt_resume, test_farm_hardening, test_device_lock; under 35 % CPU) are spread among the ones that keep a
+# core busy: four of them first left the two cores 50-85 % idle for the suite's first two minutes. `--dist loadscope`
+# hands modules to workers in collection order (the Makefile turns off xdist's own reordering, which puts the modules
+# with the most tests first and so left three nightly modules running alone for the last 65 s): a long module
+# collected last would run alone at the end while the other workers idle; put first, they overlap everything else,
+# and the short ones fill the gaps. Only the order changes: any module may be missing here.
 LONG_MODULES = (
-    "integration/test_farm.py",
-    "integration/test_transport_faults.py",
     "integration/test_faults.py",
-    "integration/test_interrupt_resume.py",
-    "integration/test_energy.py",
+    "integration/test_farm.py",
     "integration/test_recipes.py",
-    "integration/test_zoo.py",
+    "integration/test_energy.py",
+    "integration/test_transport_faults.py",
     "integration/verdicts/test_llm_verdicts.py",
-    "integration/test_farm_hardening.py",
-    "integration/test_environment_errors.py",
+    "integration/test_zoo.py",
     "integration/verdicts/test_nightly.py",
+    "integration/test_interrupt_resume.py",
     "integration/test_numerics.py",
-    "integration/test_llm_jobs.py",
-    "integration/test_op_naming.py",
-    "integration/verdicts/test_verdict_behaviour.py",
     "integration/test_cli_errors.py",
-    "integration/test_android_run.py",
-    "integration/test_llm_runner.py",
-    "integration/test_run_local.py",
-    "integration/verdicts/test_compare_says_what_it_compares.py",
-    "integration/test_honest_exits.py",
+    "integration/test_environment_errors.py",
+    "integration/test_farm_hardening.py",
     "integration/verdicts/test_nightly_recipes.py",
-    "integration/test_reads_once.py",
-    "integration/test_report.py",
+    "integration/test_llm_jobs.py",
+    "integration/test_bisect.py",
     "integration/test_device_lock.py",
+    "integration/test_android_run.py",
+    "integration/test_op_naming.py",
+    "integration/verdicts/test_nightly_bisect.py",
+    "integration/verdicts/test_verdict_behaviour.py",
+    "integration/test_honest_exits.py",
+    "integration/test_model_code_guard.py",
+    "integration/verdicts/test_compare_says_what_it_compares.py",
+    "integration/test_run_local.py",
+    "integration/test_kernel_pages.py",
+    "integration/test_kernel_map.py",
+    "unit/cli/test_conventions.py",
+    "integration/test_report.py",
+    "integration/test_runloop.py",
+    "integration/test_emulate.py",
+    "integration/test_llm_runner.py",
+    "integration/test_publish_target.py",
+    "integration/test_fleet.py",
+    "integration/test_reads_once.py",
     "integration/test_user_runtime.py",
     "integration/test_export_lock.py",
     "integration/verdicts/test_noise_floor.py",
