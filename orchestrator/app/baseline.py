@@ -51,7 +51,6 @@ from orchestrator.verdicts.series import SeriesPoint, replicate_floor
 from orchestrator.verdicts.statistics import VerdictSettings
 
 LAST_GOOD = "last-good"
-BASELINE_SUFFIX = "-baseline"  # the baseline program's name in a night's interleaved confirmation: `<model>-baseline`
 JUDGED_WINDOW = 10  # nights passed over at most for one that judged its pair (a device never quiet: the newest)
 _SCAN_LIMIT = 200  # stored runs looked at per (device, model), newest first
 
@@ -94,7 +93,7 @@ def last_good_finder(store: Store, job_b: Job) -> BaselineFinder:
         newest, nights = None, 0
         for run in good_history(store, job_b, device, model):
             newest = newest or run
-            if _confirmation_of(run, model):  # its night's own job carries the same verdict
+            if run.job.confirms(model):  # its night's own job carries the same verdict
                 continue
             if not marked_unjudged(run, device, model):
                 return run
@@ -111,7 +110,7 @@ def series_history(store: Store, job_b: Job, device: str, model: str, window: in
     (series.py judges them with the night; their replicates give the noise floor). One point a night: a night's
     confirmation jobs (interleaved with `<model>-baseline`) measured that night again, and counting them would
     weigh a night by how many jobs it took to settle (a night wholly in a fast state, pooled, moved the level)."""
-    nights = (run for run in good_history(store, job_b, device, model) if not _confirmation_of(run, model))
+    nights = (run for run in good_history(store, job_b, device, model) if not run.job.confirms(model))
     history = list(itertools.islice(nights, window))
     return [series_point(run, device, model) for run in reversed(history)]
 
@@ -122,10 +121,6 @@ def series_point(run: RunRecord, device: str, model: str) -> SeriesPoint:
     return SeriesPoint(job.run_id, job.started, artifacts.git_commit if artifacts else None,
                        artifacts.content_hash if artifacts else None, side_from_job(run, device, model))
 
-
-def _confirmation_of(run: RunRecord, model: str) -> bool:
-    """Whether the run is a night's interleaved confirmation of `model` (it also ran `<model>-baseline`)."""
-    return any(m.name == f"{model}{BASELINE_SUFFIX}" for m in run.job.models)
 
 
 def history_noise_finder(store: Store, job_b: Job, center: str, window: int = WINDOW) -> NoiseFinder:

@@ -33,7 +33,6 @@ from typing import Any
 
 from orchestrator.app.ab import ab_comparison, pool_until_confident, starting_side
 from orchestrator.app.baseline import (
-    BASELINE_SUFFIX,
     LAST_GOOD,
     named_finder,
     series_history,
@@ -64,6 +63,7 @@ from orchestrator.base.errors import (
     EXIT_INTERRUPTED,
 )
 from orchestrator.base.progress import Progress
+from orchestrator.results.model import BASELINE_SUFFIX
 from orchestrator.results.record import RunRecord
 from orchestrator.run.engine.job import JobResult
 from orchestrator.run.rundir import new_run_id

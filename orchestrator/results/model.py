@@ -290,6 +290,10 @@ class DeviceResult:
         return decode(cls, data, name=name)
 
 
+# The baseline program's name in a night's interleaved confirmation job, beside the model it confirms: `<model>-baseline`
+BASELINE_SUFFIX = "-baseline"
+
+
 @dataclass(frozen=True)
 class Job:
     """A whole `etfarm run`: settings, versions, models, and every device's results."""
@@ -312,6 +316,11 @@ class Job:
 
     def model_artifacts(self, name: str) -> ModelArtifacts | None:
         return next((m for m in self.models if m.name == name), None)
+
+    def confirms(self, model: str) -> bool:
+        """Whether this job is a night's interleaved confirmation of `model` (app/confirm_ab.py): it ran the baseline's
+        program beside it as `<model>-baseline`. Such a job measured its night again, so it is no point of a series."""
+        return self.model_artifacts(f"{model}{BASELINE_SUFFIX}") is not None
 
     def with_device(self, result: DeviceResult) -> Job:
         devices = [result if d.name == result.name else d for d in self.devices]

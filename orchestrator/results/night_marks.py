@@ -65,6 +65,12 @@ class NightMark:
         """The run whose regression `run_id` ran again to confirm, if it is a confirmation job."""
         return next((str(c.get("first_run")) for c in self.confirmations if c.get("confirm_run") == run_id), None)
 
+    def first_run(self, device: str, model: str) -> str | None:
+        """The night's job whose (device, model) the night confirmed, if it did: what a confirmation job pooled after
+        the first (named nowhere in the night, Job.confirms tells it) ran again."""
+        return next((str(c.get("first_run")) for c in self.confirmations
+                     if (c.get("device"), c.get("model")) == (device, model)), None)
+
 
 def record_night(run_dirs: Sequence[Path], night_id: str, page: Path | None, verdicts: Mapping[str, int],
                  confirmations: Sequence[Any], bisects: Sequence[Any] = (), repo_head: str | None = None) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from device_agents.facts import DeviceFacts
 from orchestrator.results.model import (
+    BASELINE_SUFFIX,
     DeviceResult,
     DeviceStatus,
     Job,
@@ -50,6 +51,7 @@ class Nights:
     iterations: int = 10
     layers: int = 8
     confirm: bool = True
+    pooled: int = 0  # confirmation jobs pooled after the first, as a night's interleaved ones: `<model>-baseline` beside
     pages: bool = True  # write a night.json beside each run (a night page's path in it)
     seed: int = 0
     # the events of night n as (event name, module path, p50 ms), delegated kernels mapped to their module (as
@@ -75,6 +77,8 @@ def record_nights(store: Store, root: Path, plan: Nights, first: int = 0) -> lis
                                     regressed))
                 confirmations += [{"device": d, "model": m, "first_run": run_id, "confirm_run": again,
                                    "confirmed": True, "verdict": "regressed"} for d, m, _ in sorted(regressed)]
+                runs += [_record(store, root, plan, f"{again}-more{k}", started.replace(":00:00", f":3{k}:00"), night,
+                                 backend, rng, regressed, baselines=True) for k in range(1, plan.pooled + 1)]
         recorded += [r.name for r in runs]
         if plan.pages:
             counts = {"regressed": sum(1 for c in confirmations)} if confirmations else {}
@@ -85,14 +89,18 @@ def record_nights(store: Store, root: Path, plan: Nights, first: int = 0) -> lis
 
 
 def _record(store: Store, root: Path, plan: Nights, run_id: str, started: str, night: int, backend: str,
-            rng: random.Random, regressed: set[SeriesId]) -> Path:
+            rng: random.Random, regressed: set[SeriesId], baselines: bool = False) -> Path:
+    """One stored run of every (device, model); `baselines`: an interleaved confirmation job, each model's baseline
+    program run beside it as `<model>-baseline` (at the level before the night's steps)."""
+    models = [*plan.models, *(f"{m}{BASELINE_SUFFIX}" for m in plan.models if baselines)]
     run_dir = root / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     devices, events, sample_runs = [], [], {}
     for d, device in enumerate(plan.devices):
         results = []
-        for m, model in enumerate(plan.models):
-            level = (1.0 + d + 0.5 * m) * (3.0 if backend == "portable" else 1.0) * _factor(plan, (device, model, backend), night)
+        for m, model in enumerate(models):
+            step = 1.0 if model.endswith(BASELINE_SUFFIX) else _factor(plan, (device, model, backend), night)
+            level = (1.0 + d + 0.5 * (m % len(plan.models))) * (3.0 if backend == "portable" else 1.0) * step
             runs = tuple(ProcessRun(f"run-{k}", True, tuple(level * (1 + 0.02 * rng.random()) for _ in range(plan.iterations)),
                                     load_ms=5.0 + m, peak_rss_kb=20_000 + 100 * m, pss_kb=15_000 + 100 * m)
                          for k in range(1, plan.runs + 1))
@@ -109,10 +117,10 @@ def _record(store: Store, root: Path, plan: Nights, run_id: str, started: str, n
         devices.append(DeviceResult(device, "local", "host", DeviceStatus.OK, facts=DeviceFacts(abi="x86_64", cores=2),
                                     models=tuple(results)))
     job = Job(run_id=run_id, status=JobStatus.OK, started=started, finished=started,
-              config=JobConfig(devices=plan.devices, models=tuple(f"{m}.py:build" for m in plan.models), backend=backend,
+              config=JobConfig(devices=plan.devices, models=tuple(f"{m}.py:build" for m in models), backend=backend,
                                options=JobOptions(runs=plan.runs, iterations=plan.iterations)),
               models=tuple(ModelArtifacts(m, f"{m}.py:build", backend, f"key-{m}", f"/x/{m}.pte", content_hash=f"hash-{m}",
-                                          git_commit=f"{night:04d}{'0' * 36}") for m in plan.models),
+                                          git_commit=f"{night:04d}{'0' * 36}") for m in models),
               devices=tuple(devices))
     store.record_job(JobRecord(job, run_dir, tuple(events), sample_runs))
     _verdicts(run_dir, plan, backend, night, regressed)

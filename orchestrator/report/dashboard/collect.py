@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.results.model import BASELINE_SUFFIX, Job
 from orchestrator.results.night_marks import NightMark
 from orchestrator.results.record import RunRecord, judged_token
 from orchestrator.store import Store
@@ -67,11 +68,27 @@ def read_points(store: Store, runs: Sequence[StampedJob]) -> list[ReadRun]:
 def _read_run(store: Store, run: StampedJob, rows: Sequence[PointRow]) -> ReadRun:
     job = store.job(run.run_id, keys_only=True)
     marks, night = RunRecord(run.run_dir).night if run.run_dir else ({}, None)
-    confirms = night.confirms(run.run_id) if night is not None else None
     points = tuple(
         Point(row, SeriesKey.of(job, row.device, row.model).settings, marks.get((row.device, row.model)),
-              night.confirmed(run.run_id, row.device, row.model) if night is not None else None, confirms,
-              night_copy(night),
+              night.confirmed(run.run_id, row.device, row.model) if night is not None else None,
+              _confirms(night, job, run.run_id, row), night_copy(night),
               night.culprit(run.run_id, row.device, row.model) if night is not None else None)
-        for row in rows)
+        for row in rows if not _a_confirmations_baseline(job, row.model))
     return ReadRun(run, points, night)
+
+
+def _confirms(night: NightMark | None, job: Job, run_id: str, row: PointRow) -> str | None:
+    """The night's job whose regression this run measured again, if it is a confirmation job: the night names its
+    first confirmation job; the jobs pooled after it ran `<model>-baseline` beside the model (Job.confirms)."""
+    if night is None:
+        return None
+    first = night.confirms(run_id)
+    if first is None and job.confirms(row.model):
+        first = night.first_run(row.device, row.model)
+    return first
+
+
+def _a_confirmations_baseline(job: Job, model: str) -> bool:
+    """The baseline's program run again in a night's interleaved confirmation: a point of no series of its own."""
+    confirmed = model.removesuffix(BASELINE_SUFFIX)
+    return confirmed != model and job.model_artifacts(confirmed) is not None and job.confirms(confirmed)

@@ -92,6 +92,22 @@ def test_each_series_page_draws_its_data_script_and_links_each_point_to_its_nigh
     assert all(f'id="{chart}"' in page for chart in ("latency", "load", "memory", "layers")) and 'id="llm"' not in page
 
 
+def test_a_nights_pooled_confirmation_jobs_are_confirmations_and_their_baselines_no_series(tmp_path: Path) -> None:
+    """A night names its first confirmation job; the jobs pooled after it (run `<model>-baseline` beside the model,
+    as every interleaved confirmation does) are confirmations too, not nights of the series, and the baseline's
+    program they ran is no series of its own."""
+    db = stored(tmp_path, Nights(3, devices=("rpi5",), models=("cnn",), steps={("rpi5", "cnn", "xnnpack"): (2, 1.6)},
+                                 pooled=2))
+    published = publish(tmp_path / "site", db)
+    assert (published.series, published.runs) == (1, 6)  # 3 nights, the confirmation, 2 pooled; no cnn-baseline
+    (slug,) = (name.removesuffix(".html") for name in series_pages(tmp_path / "site"))
+    script = (tmp_path / "site" / "data" / "series" / f"{slug}.js").read_text()
+    columns = json.loads(script.removeprefix("window.etfarmSeries = ").removesuffix(";\n"))["columns"]
+    assert columns["run"][3:] == ["n00002-xnnpack-confirm", "n00002-xnnpack-confirm-more1", "n00002-xnnpack-confirm-more2"]
+    assert columns["confirms"] == [None, None, None, *["n00002-xnnpack"] * 3]
+    assert columns["regressed"] == [False, False, True, False, False, False]  # one regression, found once
+
+
 def test_a_new_night_rewrites_the_indexes_and_only_the_pages_of_the_series_it_touched(tmp_path: Path) -> None:
     plan = Nights(3, devices=("pixel8", "rpi5"))
     db = stored(tmp_path, plan)
