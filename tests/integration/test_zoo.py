@@ -52,7 +52,7 @@ def test_mobilenet_v2_int8_dynamic_is_left_out_with_the_runtimes_reason_the_rest
               "xnn_status_invalid_parameter (method->execute() failed with error 0x1)")
     assert [line for line in result.stdout.splitlines() if "NOT EXPORTED" in line] == [
         f"mobilenet_v2 NOT EXPORTED: {reason}"]
-    assert f"mobilenet_v2 NOT EXPORTED: {reason}" in result.stderr
+    assert f"mobilenet_v2 NOT EXPORTED: {reason}; the other configurations go on" in result.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "partial"
     assert manifest["left_out"] == [{"name": "mobilenet_v2", "spec": f"{HF}:mobilenet_v2",
