@@ -122,7 +122,6 @@ def series_point(run: RunRecord, device: str, model: str) -> SeriesPoint:
                        artifacts.content_hash if artifacts else None, side_from_job(run, device, model))
 
 
-
 def history_noise_finder(store: Store, job_b: Job, center: str, window: int = WINDOW) -> NoiseFinder:
     """The automatic noise floor of each (device, model) of `job_b`: the spread between replicate jobs among the
     newest `window` good stored runs of its series (series.replicate_floor, noise.estimate_replicate_floor)."""
