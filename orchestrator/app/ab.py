@@ -18,7 +18,7 @@ writes: verdicts first, every op) goes into the first job's directory as report-
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
@@ -122,23 +122,20 @@ def starting_side(a: SideT, b: SideT, job: int) -> list[SideT]:
     return [a, b] if job % 2 == 0 else [b, a]
 
 
-def ab_comparison(jobs: Sequence[JobResult], devices: Sequence[str], a: str, b: str, settings: VerdictSettings,
-                  earlier: Mapping[str, Sequence[RunRecord]] | None = None) -> Comparison:
-    """B against A per device, each side pooled over the jobs that ran it (run --ab, a night's confirmation), and
-    over `earlier` interleaved jobs of the same two programs on that device (a night's confirmation: earlier
-    nights', confirm_ab.earlier_interleaved)."""
-    earlier = earlier or {}
+def ab_comparison(jobs: Sequence[JobResult], devices: Sequence[str], a: str, b: str,
+             settings: VerdictSettings) -> Comparison:
+    """B against A per device, each side pooled over the jobs that ran it (run --ab, a night's confirmation)."""
     pairs: list[PairVerdict] = []
     for device in devices:
         held = [j for j in jobs if j.job.device(device) is not None]
         if not held:  # stopped before the device ran (Ctrl-C while the runner was built)
             pairs.append(PairVerdict(device, a, b, Verdict.NO_DATA, reason="not run (the job stopped first)"))
             continue
-        runs = [*(RunRecord(j.rundir.root, j.job) for j in held), *earlier.get(device, ())]
+        runs = [RunRecord(j.rundir.root, j.job) for j in held]
         side_a = pool(side_from_job(run, device, a) for run in runs)
         side_b = pool(side_from_job(run, device, b) for run in runs)
         pairs.append(compare_sides(side_a, side_b, settings))
-    ids = "+".join([*(j.job.run_id for j in jobs), *dict.fromkeys(r.job.run_id for rs in earlier.values() for r in rs)])
+    ids = "+".join(j.job.run_id for j in jobs)
     return Comparison(f"{a} ({ids})", f"{b} ({ids})", settings, tuple(pairs))
 
 

@@ -74,18 +74,15 @@ def good_history(store: Store, job_b: Job, device: str, model: str) -> Iterator[
 
     `last-good` is the first of them; the noise floor (noise.py) is estimated from the first
     `noise.WINDOW`."""
-    return (run for run in earlier_runs(store, job_b, device, model) if _good(run, device, model))
-
-
-def earlier_runs(store: Store, job_b: Job, device: str, model: str) -> Iterator[RunRecord]:
-    """The stored runs of (device, model) older than `job_b`, with its settings and their directories still there,
-    newest first, good or not."""
     wanted = SeriesKey.of(job_b, device, model)
     for run in store.jobs(model=model, device=device, limit=_SCAN_LIMIT):
         if run.run_id == job_b.run_id or run.started > job_b.started or run.run_dir is None:
             continue
         record = RunRecord(run.run_dir)
-        if record.present and wanted.matches(SeriesKey.of(record.job, device, model)):
+        if not record.present:
+            continue
+        job = record.job
+        if wanted.matches(SeriesKey.of(job, device, model)) and _good(record, device, model):
             yield record
 
 

@@ -20,20 +20,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.app.baseline import LAST_GOOD, earlier_runs, last_good_finder, named_finder
+from orchestrator.app.baseline import LAST_GOOD, last_good_finder, named_finder
 from orchestrator.artifacts.export_entry import META_NAME, PTE_NAME
 from orchestrator.artifacts.modelspec import ModelSpec, parse_model_spec
 from orchestrator.base.cache import sha256_file
 from orchestrator.base.errors import UsageError
-from orchestrator.results.model import (
-    BASELINE_SUFFIX,
-    DeviceStatus,
-    Job,
-    JobOptions,
-    JobStatus,
-    ModelArtifacts,
-    ModelStatus,
-)
+from orchestrator.results.model import Job, JobOptions, ModelArtifacts
 from orchestrator.results.record import RunRecord
 from orchestrator.run.engine.job import JobResult
 from orchestrator.store import Store
@@ -159,45 +151,6 @@ def _entry_key(entry: Path) -> str | None:
     except (OSError, ValueError, AttributeError):
         return None
     return found if isinstance(found, str) else None
-
-
-EARLIER_JOBS = 4  # earlier nights' interleaved jobs a confirmation pools at most (newest first): a night's reading bounded
-
-
-def earlier_interleaved(store: Store, tonight: Job, device: str, model: str, limit: int = EARLIER_JOBS
-                        ) -> list[RunRecord]:
-    """Earlier nights' interleaved jobs of the same two programs as `tonight`'s (its `<model>-baseline` and `model`,
-    by export key) on `device`, whole, newest first: what a confirmation still inconclusive after its own jobs pools.
-
-    A step near the threshold measures a little differently each night (live: a +4.6 % step read 1.033x [1.029,
-    1.040] one night and 1.040x [1.028, 1.054] two nights later, each astride 3 %); each night's jobs interleave the
-    same two programs, so pooling them is pooling more A B B A rounds. Taken whatever those nights concluded: pooling
-    only the inconclusive ones would lean the pool toward the threshold."""
-    keys = _program_keys(tonight, model)
-    if keys is None:
-        return []
-    found: list[RunRecord] = []
-    for run in earlier_runs(store, tonight, device, model):
-        if _program_keys(run.job, model) == keys and _whole(run.job, device, model):
-            found.append(run)
-            if len(found) == limit:
-                break
-    return found
-
-
-def _program_keys(job: Job, model: str) -> tuple[str, str] | None:
-    """The export keys of the baseline's program and of `model` in an interleaved confirmation job, else None."""
-    a, b = job.model_artifacts(f"{model}{BASELINE_SUFFIX}"), job.model_artifacts(model)
-    return (a.key, b.key) if a is not None and b is not None else None
-
-
-def _whole(job: Job, device: str, model: str) -> bool:
-    """Whether both programs ran to the end on `device` (an interrupted or failed job pools nothing)."""
-    dev = job.device(device)
-    if job.status in (JobStatus.RUNNING, JobStatus.INTERRUPTED) or dev is None or dev.status is not DeviceStatus.OK:
-        return False
-    results = (dev.model(f"{model}{BASELINE_SUFFIX}"), dev.model(model))
-    return all(r is not None and r.status is ModelStatus.OK and r.traced_runs for r in results)
 
 
 def without_baseline(job: Job, stats: Sequence[Any], baseline: str) -> tuple[Job, tuple[Any, ...]]:

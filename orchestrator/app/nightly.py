@@ -41,7 +41,6 @@ from orchestrator.app.baseline import (
 from orchestrator.app.confirm_ab import (
     baseline_finder,
     confirmation_finder,
-    earlier_interleaved,
     interleaved_groups,
     job_specs,
     series_references,
@@ -115,9 +114,8 @@ def run_nightly(plan: NightlyPlan, store: Store, progress: Progress, config: Pat
     Confirmation (`confirm: true`, the default): a whole job can land in a slow state (every process
     of it slower; measured ~1 job in 10 on a loaded host, benchmarks/README.md), and one job cannot
     tell that from a regression. So the pairs a night finds regressed (or its job could not judge) run again at
-    once, the baseline's program and the new one A B B A in one job, more such jobs pooled while inconclusive, and
-    then earlier nights' interleaved jobs of the same two programs (confirm_ab.py; a regressed one alone when that
-    program is gone); that verdict is the night's for them. A pair
+    once, the baseline's program and the new one A B B A in one job, more such jobs pooled while inconclusive
+    (confirm_ab.py; a regressed one alone when that program is gone); that verdict is the night's for them. A pair
     whose series said regressed is confirmed against the program from before the series' step, so a step of the
     device's own level between separate jobs is not the model's.
 
@@ -299,22 +297,6 @@ def _interleaved_job(plan: NightlyPlan, store: Store, run: JobRunner, backend: s
     return job
 
 
-def _with_earlier_nights(plan: NightlyPlan, store: Store, agains: Sequence[JobResult], found: Comparison,
-                         baseline: str, model: str, progress: Progress) -> tuple[Comparison, list[str]]:
-    """A confirmation its own jobs left inconclusive, pooled with earlier nights' interleaved jobs of the same two
-    programs on each such device (confirm_ab.earlier_interleaved), and those jobs' run ids; else as it was."""
-    if agains[-1].interrupted:
-        return found, []
-    undecided = [p.device for p in found.pairs if p.verdict is Verdict.INCONCLUSIVE and p.estimate is not None]
-    earlier = {device: runs for device in undecided if (runs := earlier_interleaved(store, agains[0].job, device, model))}
-    if not earlier:
-        return found, []
-    ids = list(dict.fromkeys(run.job.run_id for runs in earlier.values() for run in runs))
-    progress(f"{model} still inconclusive on {', '.join(sorted(earlier))}: pooled with earlier nights' interleaved "
-             f"job(s) of the same two programs ({', '.join(ids)})")
-    return ab_comparison(agains, [p.device for p in found.pairs], baseline, model, plan.settings, earlier), ids
-
-
 def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult, suspects: Sequence[PairVerdict],
              progress: Progress) -> list[tuple[JobResult, dict[tuple[str, str], PairVerdict | None], str]]:
     """The suspected pairs measured again (each job recorded), each pair's second verdict (None: not in that job) and
@@ -338,14 +320,10 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
         # pooled while inconclusive, as run --ab is, up to twice the plan's runs a side (a night's cost bounded: its
         # own job and at most two more): one job of 10-20 runs a side often cannot tell 5 % on a busy host
         found = pool_until_confident(agains, found, plan.settings, 2 * plan.runs, plan.runs, interleaved, progress)
-        found, earlier = _with_earlier_nights(plan, store, agains, found, spec_a.name, model, progress)
         again = agains[0]
         for job in agains:  # a confirmed regression is never a later baseline, nor is a job pooled into it
             record_verdicts(job.rundir.root, found)
         pooled = f", {len(agains)} jobs pooled" if len(agains) > 1 else ""
-        if earlier:
-            pooled += f", with {len(earlier)} earlier night(s)' interleaved job(s) of the same two programs " \
-                      f"({', '.join(earlier)})"
         how = f"interleaved A B B A with {whose}'s program from run {baseline_run}{pooled}"
         root = again.rundir.root  # both sides' run directory, for the page's structure diff and links
         done.append((again, {(p.device, model): replace(p, dir_a=root, dir_b=root) for p in found.pairs}, how))
