@@ -231,7 +231,10 @@ def _the_confirmation_interleaves_both_programs(report: Path, baseline: str) -> 
     night = json.loads(max(report.glob("nightly-*.json")).read_text())
     (confirmation,) = night["confirmations"]
     confirm_run = confirmation["confirm_run"]
-    assert confirmation["how"] == f"interleaved A B B A with the baseline's program from run {baseline}"
+    # the same run either way: the series' reference when the night's series said regressed too (a noisy host),
+    # and a confirmation still inconclusive pools one more job
+    assert re.fullmatch(rf"interleaved A B B A with (the baseline|the series' reference)'s program from run {baseline}"
+                        r"(, 2 jobs pooled)?", confirmation["how"]), confirmation["how"]
     held = json.loads((report / "runs" / confirm_run / "manifest.json").read_text())
     base = json.loads((report / "runs" / baseline / "manifest.json").read_text())
     models = held["models"]
