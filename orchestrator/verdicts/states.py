@@ -88,12 +88,14 @@ def states_of(medians: Sequence[float]) -> States | None:
 
 def splits(medians: Sequence[float]) -> bool:
     """Whether these per-run medians split into speed states: two runs or more at least SPLIT slower than the
-    fastest state (one slow run is an outlier, not a state)."""
+    fastest state (one slow run is an outlier, not a state), and some state holding two runs or more. Runs each in a
+    state of its own are spread, not states, and leave no spread within states to measure (a clean-clone CI round's
+    LLM decode rates, four runs 8 % apart or more, had no interval under the states' t)."""
     usable = [m for m in medians if m > 0 and math.isfinite(m)]
     if len(usable) < 3 or max(usable) < min(usable) * math.exp(SPLIT):  # no run that far above the fastest: no split
         return False
     found = states_of(usable)
-    if found is None or len(found.levels) < 2:
+    if found is None or len(found.levels) < 2 or max(found.counts) < 2:
         return False
     return sum(c for level, c in zip(found.levels, found.counts, strict=True) if level - found.levels[0] >= SPLIT) >= 2
 

@@ -41,6 +41,17 @@ def test_one_slow_run_is_an_outlier_and_two_are_a_state() -> None:
     assert not splits([1.0, 1.1, 1.12, 1.15])  # spread within 20 % of the fastest: no state to model
 
 
+def test_runs_each_in_a_state_of_their_own_are_spread_and_judged_by_the_mean_with_an_interval() -> None:
+    spread = [1.0, 1.12, 1.3, 1.5]  # every neighbour more than 8 % apart: four one-run "states", no spread within
+    assert not splits(spread)
+    assert splits([1.0, 1.12, 1.3, 1.32])  # two runs share the slow state: states with a spread to measure
+    a = [list(np.full(5, m) + np.linspace(0, 0.001, 5)) for m in spread]
+    b = [list(np.full(5, m * 1.3) + np.linspace(0, 0.001, 5)) for m in reversed(spread)]
+    found = estimate(a, b, center="auto", resamples=300)
+    assert found is not None and found.ci_low <= found.ratio <= found.ci_high  # fast-state's t had [nan, nan] here
+    assert found == estimate(a, b, center="mean", resamples=300)
+
+
 def test_on_the_corpus_auto_is_the_mean_to_the_last_bit() -> None:
     sides = corpus_sides()
     pairs = list(itertools.pairwise(sides[:8]))
