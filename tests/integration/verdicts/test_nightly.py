@@ -128,8 +128,8 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     assert "confirmed by run" in latest and "NOT confirmed" not in latest
     slowed_jobs = len(json.loads(max(report.glob("nightly-*.json")).read_text())["b"].split("+"))
     assert slowed_jobs in (2, 3) and slowed.stdout.count("run directory: ") == slowed_jobs  # a confirmation may pool
-    _the_confirmation_interleaves_both_programs(report, baseline_id)
-    _the_regressed_page_in_chromium(report, tmp_path, baseline_id)
+    interleaved = _the_confirmation_interleaves_both_programs(report, baseline_id)
+    _the_regressed_page_in_chromium(report, tmp_path, interleaved)
     # the night's job and its confirmation; the baseline's program re-run in it is no series of its own (a busy
     # repeat night may have run a confirmation of its own: one more stored run)
     stored = 1 + len(verdicts["b"].split("+")) + slowed_jobs
@@ -160,8 +160,11 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     if not again:
         assert pinned["source_a"] == baseline_id  # the last good night, not the regressed one
         assert pinned["series"]["reference_runs"] == [first_id] and "the pinned run" in pinned["series"]["reference"]
-    else:  # its confirmation interleaved the last good night's program, not the regressed one's, and cleared it
-        assert re.search(f"from run {baseline_id}(, 2 jobs pooled)?$", again[0]["how"]) and pinned["verdict"] != "regressed"
+    else:  # its confirmation interleaved the last good nights' program (the baseline's or the series reference's, the
+        # first night's or the repeat's: one program), not the regressed one's, and cleared it
+        named = re.search(r"program from run (\S+?)(, 2 jobs pooled)?$", again[0]["how"])
+        assert named is not None and pinned["verdict"] != "regressed", again[0]["how"]
+        assert _program_key(report, named.group(1)) == _program_key(report, first_id), again[0]["how"]
     # The dashboard now has the unreachable device's series too; the regressed one, which moved, stays first.
     rows = re.findall(r'<tr data-series="([^"]+)"[^>]*data-device="([^"]+)"[^>]*data-verdict="([^"]+)"',
                       (site / "index.html").read_text())
@@ -225,9 +228,15 @@ def _the_dashboard_in_chromium(site: Path, report: Path, work: Path, before: str
     assert site.resolve() in copy.parents and copy.read_bytes() == nights[-1].with_suffix(".html").read_bytes()
 
 
-def _the_confirmation_interleaves_both_programs(report: Path, baseline: str) -> None:
+def _program_key(report: Path, run: str) -> str:
+    """The export key of the nightly model `mlp` in a stored night's run directory."""
+    return json.loads((report / "runs" / run / "manifest.json").read_text())["models"]["mlp"]["key"]
+
+
+def _the_confirmation_interleaves_both_programs(report: Path, baseline: str) -> str:
     """The confirmation job ran the baseline night's program (from the export cache, by its key) and the new one
-    A B B A on the device, and the night's verdict for the pair is that job's."""
+    A B B A on the device, and the night's verdict for the pair is that job's. Returns the run whose program it
+    interleaved (the baseline, or the series' reference: the first night or the repeat, one program)."""
     night = json.loads(max(report.glob("nightly-*.json")).read_text())
     (confirmation,) = night["confirmations"]
     confirm_run = confirmation["confirm_run"]
@@ -250,9 +259,10 @@ def _the_confirmation_interleaves_both_programs(report: Path, baseline: str) -> 
     assert (pair["model_a"], pair["model_b"], pair["source_a"], pair["source_b"]) == \
         ("mlp-baseline", "mlp", confirm_run, confirm_run)
     assert pair["verdict"] == "regressed" and pair["estimate"]["runs_a"] == pair["estimate"]["runs_b"] in (RUNS, 2 * RUNS)
+    return how.group(2)
 
 
-def _the_regressed_page_in_chromium(report: Path, work: Path, baseline: str) -> None:
+def _the_regressed_page_in_chromium(report: Path, work: Path, interleaved: str) -> None:
     """Three nights, three HTML pages (the confirmation job has none of its own); the regressed one, rendered by
     headless Chromium offline, opens with the verdict, the ratio, the baseline run and the confirmation."""
     import re
@@ -278,7 +288,7 @@ def _the_regressed_page_in_chromium(report: Path, work: Path, baseline: str) -> 
     assert found, opening
     # the night's verdict is the interleaved job's: its baseline side is the confirmation job, run beside the new one
     assert float(found.group(1)) > 1.5 and float(found.group(3)) > 1.05
-    assert found.group(2) == night["confirmations"][0]["confirm_run"] and baseline in opening
+    assert found.group(2) == night["confirmations"][0]["confirm_run"] and f"program from run {interleaved}" in opening
     assert f"confirmed by run {night['confirmations'][0]['confirm_run']}" in opening
     assert "Fully Connected (NC, F32) GEMM 40 48 +8 (1.20x)" in text  # the structure diff: 8 more layers
 
