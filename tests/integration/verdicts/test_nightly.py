@@ -249,6 +249,7 @@ def _the_confirmation_interleaves_both_programs(report: Path, baseline: str) -> 
     assert how.group(2) == baseline or how.group(1) == "the series' reference", confirmation["how"]
     held = json.loads((report / "runs" / confirm_run / "manifest.json").read_text())
     base = json.loads((report / "runs" / how.group(2) / "manifest.json").read_text())
+    assert base["models"]["mlp"]["key"] == _program_key(report, baseline), confirmation["how"]  # one program
     models = held["models"]
     assert set(models) == {"mlp-baseline", "mlp"} and held["config"]["order"] == "abba"
     assert models["mlp-baseline"]["spec"] == base["models"]["mlp"]["pte"]  # the baseline's very program
