@@ -45,7 +45,7 @@ from orchestrator.verdicts.statistics import (
     adjust_p_values,
     decide,
 )
-from orchestrator.verdicts.trust import Judged, Load, judged, settle_command, widened
+from orchestrator.verdicts.trust import Judged, Load, held_back, judged, settle_command, widened
 
 DEFAULT_SETTINGS = VerdictSettings()
 
@@ -93,6 +93,8 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
     except DataError as exc:  # a corrupt or foreign ETDump: this pair has no data, the others keep their verdicts
         return PairVerdict(verdict=Verdict.NO_DATA, reason=f"per-op samples unreadable: {one_line(str(exc))}",
                            blame=Blame.DATA, **base)
+    if separate and trust.verdict is Verdict.INCONCLUSIVE:  # the job-level doubt holds for every op (trust.py)
+        ops = tuple(held_back(o, trust.blind) for o in ops)
     metrics = metric_verdicts([r.llm for r in a.runs], [r.llm for r in b.runs], settings, threshold)
     accuracy = accuracy_verdict(a.accuracy, b.accuracy)
     memory = memory_verdict(a.memory, b.memory, settings.memory_threshold)

@@ -45,11 +45,13 @@ class OpVerdict:
     op_basis: str = ""  # how much the identity knows (op_identity.py: model, delegate, event)
     detectable: float = field(default=math.nan, metadata=NAN_NULL)  # the smallest change its samples could detect
     blind: str | None = field(default=None, metadata=named("could_not_judge"))  # why not judged, when inconclusive
+    # what the op's own samples said (regressed, improved) when the end to end's doubt held it back (trust.py)
+    held: Verdict | None = None
 
     # the estimate's keys after the op's own: one flat row per op (verdicts.json `pairs.*.ops`)
     LAYOUT: ClassVar[Layout] = Layout(raw_floats=True, order=(
         "event_block", "event_index", "event_name", "op", "op_basis", "verdict", "p_adjusted", "module_path",
-        "source_line", "detectable", "could_not_judge"))
+        "source_line", "detectable", "could_not_judge", "held"))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,15 @@ included: the difference may be the load's. Materially different: the shares dif
 LOAD_POINTS (absolute) AND one is at least LOAD_FACTOR times the other (3 % against 41 % is; 40 % against 48 %
 is not). Sides without contention data (manifests before it was measured) are judged as before.
 
+Between separate jobs, an op's verdict stands only where the end-to-end verdict does: a pair that could not be
+judged end to end (too noisy, speed states that may not match, a floor too large) holds back its ops' `regressed`
+and `improved` as `inconclusive` (`held_back`; the op keeps what its own samples said in `held`). Why: a job moves
+its ops further than itself. On a second noise corpus (2026-11-28, a new VM whose processes settle in a fast state
+or one 1.9x slower), a job wholly in the slow state beside a BLAS neighbour ran tiny_cnn 1.66x slower end to end
+and its max_pool2d 2.3x slower; each op's runs agreed, so its own interval was narrow ([1.99, 2.71]), and 5 of 30
+`compare` pairs of identical jobs were `regressed` on an op alone while their end-to-end verdicts said they could
+not judge. One interleaved job (`run --ab`, a night's confirmation) has no job between its sides: nothing is held.
+
 An `inconclusive` pair says how to settle it (`settle_command`): `etfarm run --ab A B` runs both programs
 interleaved on one device in one job (A B B A ...), so both sides see the same load.
 """
@@ -20,9 +29,9 @@ interleaved on one device in one job (A B B A ...), so both sides see the same l
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
-from typing import ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from orchestrator.base.codec import Layout
 from orchestrator.verdicts.statistics import Estimate, Verdict
@@ -82,8 +91,6 @@ def widened(est: Estimate | None, confidence: float, sd: float = JOB_SHIFT_SD) -
     """`est` with each side's job-level shift (`sd`, log scale) added to its interval in quadrature."""
     if est is None or not (est.ci_low > 0 and est.ci_high > 0 and est.ratio > 0):
         return est
-    from dataclasses import replace
-
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     extra = (z * sd) ** 2 * 2
     low = est.ratio * math.exp(-math.sqrt(math.log(est.ratio / est.ci_low) ** 2 + extra))
@@ -139,3 +146,16 @@ def settle_command(spec_a: str | None, spec_b: str | None, device: str, runs: in
     a = shlex.quote(spec_a) if spec_a else "A.pte"
     b = shlex.quote(spec_b) if spec_b else "B.pte"
     return f"etfarm run --ab {a} {b} --devices {shlex.quote(device)} --runs {runs} --until-confident"
+
+
+Op = TypeVar("Op", bound=Any)  # pair_verdicts.OpVerdict (which imports this module)
+
+
+def held_back(op: Op, why: str | None) -> Op:
+    """An op of separate jobs whose end-to-end verdict could not judge them (module docstring): a change it found is
+    `inconclusive`, with what its samples said kept in `held`; other verdicts stand."""
+    if op.verdict not in (Verdict.REGRESSED, Verdict.IMPROVED):
+        return op
+    return replace(op, verdict=Verdict.INCONCLUSIVE, held=op.verdict,
+                   blind=f"{op.verdict.value} {op.estimate.ratio:.3f}x on its own, but the jobs could not be judged "
+                         f"end to end ({why or 'inconclusive'}): a job moves an op further than itself")

@@ -25,6 +25,10 @@ from orchestrator.verdicts.sides import SideRun
 CORPUS = Path(__file__).resolve().parents[1] / "unit" / "verdicts" / "fixtures" / "noise_corpus.npz"
 # more A/B jobs of the same environments, recorded later, so interval coverage is measured on more than 4 jobs each
 CORPUS_AB = CORPUS.with_name("noise_corpus_ab.npz")
+# a second recording (2026-11-28, 6 jobs and 12 A/B jobs an environment) on another VM, whose runner processes settle
+# in a fast state or one about 1.9x slower (luck per process), as the testbed's 40-layer MLP does: out of sample for
+# rules tuned on the first
+CORPUS_STATES = CORPUS.with_name("noise_corpus_states.npz")
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,24 @@ def slowed(side: Side, factor: float) -> Side:
     slow = OpSamples({key: (index, [a * factor for a in arrays]) for key, (index, arrays) in ops.items()},
                      side.op_samples.names if side.op_samples is not None else {})
     return replace(side, runs=runs, op_samples=slow)  # the same job: its source stays
+
+
+def op_slowed(side: Side, op: str, factor: float) -> Side:
+    """The side with one op (by its label, `features.2 max_pool2d`) `factor` times longer, and each run's end-to-end
+    samples longer by what that op added in the run (its median times factor - 1): a regression of one layer."""
+    import numpy as np
+
+    ops = side.op_samples.ops if side.op_samples is not None else {}
+    found = [key for key in ops if key[1].label == op]
+    if not found:
+        raise KeyError(f"no op {op!r} in {side.source}")
+    index, arrays = ops[found[0]]
+    added = [float(np.median(a)) * (factor - 1) if len(a) else 0.0 for a in arrays]
+    runs = tuple(replace(r, execute_ms=tuple(ms + extra for ms in r.execute_ms))
+                 for r, extra in zip(side.runs, added, strict=True))
+    slow = dict(ops)
+    slow[found[0]] = (index, [a * factor for a in arrays])
+    return replace(side, runs=runs, op_samples=OpSamples(slow, side.op_samples.names))  # type: ignore[union-attr]
 
 
 def pooled(sides: list[Side]) -> Side:

@@ -37,7 +37,7 @@ def verdict_rows(comparison: Comparison) -> list[list[object]]:
         rows += metric_rows(pair)  # an LLM's TTFT and decode tokens/s
         rows += _accuracy_row(pair)  # a quantized configuration's accuracy, judged on its own
         rows += _memory_row(pair)  # the peak RSS, judged on its own (verdicts/memory.py)
-        rows += [_op_row(pair, op) for op in pair.ops if op.verdict in _NOTABLE]
+        rows += [_op_row(pair, op) for op in pair.ops if op.verdict in _NOTABLE or op.held is not None]
     return rows
 
 
@@ -92,6 +92,8 @@ def _memory_row(pair: PairVerdict) -> list[list[object]]:
 def _op_row(pair: PairVerdict, op: OpVerdict) -> list[object]:
     est = op.estimate
     verdict = op.verdict.value.upper() if op.verdict is Verdict.REGRESSED else op.verdict.value
+    if op.held is not None:  # a change its samples showed, held back by the end to end's doubt (trust.py)
+        verdict += f" (alone: {op.held.value}; the jobs not judged end to end)"
     where = f" in {op.module_path}" if op.module_path else ""
     name = f"{op.op} ({op.event_name})" if op.op and op.op != op.event_name else op.event_name
     return ["", "", f"{name} [{op.event_block}#{op.event_index}]{where}", verdict, est.median_a_ms, est.median_b_ms,

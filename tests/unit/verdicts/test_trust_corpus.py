@@ -11,7 +11,7 @@ import pytest
 from orchestrator.verdicts.compare import Comparison, compare_sides
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 from orchestrator.verdicts.trust import JOB_SHIFT_SD, Load, loads_differ
-from tests.helpers.noise_corpus import CORPUS_AB, envs, load, slowed
+from tests.helpers.noise_corpus import CORPUS_AB, CORPUS_STATES, envs, load, slowed
 
 # compare's: mean of per-run medians, 5 % end to end, 10 % per op, separate jobs' shift
 SETTINGS = VerdictSettings(resamples=500, job_shift=JOB_SHIFT_SD)
@@ -78,3 +78,53 @@ def test_run_ab_against_a_byte_identical_copy_is_never_regressed(env: str) -> No
         for first, second in ((a, b), (b, a)):
             pair = compare_sides(first, second, SETTINGS)
             assert not pair.regressed, (env, job.index, pair.verdict, [o.op for o in pair.regressed_ops])
+
+
+# The second recording: another VM, whose runner processes land in a fast state or one ~1.9x slower (luck per process)
+STATES = load(CORPUS_STATES)
+
+
+def states_jobs(env: str) -> list:
+    return [r.sides["cnn"] for r in STATES if r.env == env and r.kind == "job"]
+
+
+@pytest.mark.parametrize("env", ["quiet", "blas", "bursty", "quota", "slow"])
+def test_on_a_machine_of_speed_states_identical_jobs_and_copies_are_never_regressed(env: str) -> None:
+    for a, b in itertools.permutations(states_jobs(env), 2):
+        pair = compare_sides(a, b, SETTINGS)
+        assert not pair.regressed, (env, a.source, b.source, pair.verdict, [o.op for o in pair.regressed_ops])
+    for job in [r for r in STATES if r.env == env and r.kind == "ab"]:
+        a, b = job.sides["cnn-a"], job.sides["cnn-b"]
+        for first, second in ((a, b), (b, a)):
+            pair = compare_sides(first, second, replace(SETTINGS, job_shift=0.0))  # one job: run --ab's settings
+            assert not pair.regressed, (env, job.index, pair.verdict, [o.op for o in pair.regressed_ops])
+
+
+def test_an_op_of_separate_jobs_that_could_not_be_judged_end_to_end_is_held_back() -> None:
+    # beside BLAS, job 22 ran in its fast state and job 20 wholly in the slow one: 1.66x apart end to end, and their
+    # max-pool 2.3x apart with runs that agree (an interval of its own of [1.99, 2.71])
+    a, b = (next(r.sides["cnn"] for r in STATES if r.index == k) for k in (22, 20))
+    pair = compare_sides(a, b, SETTINGS)
+    assert pair.verdict is Verdict.INCONCLUSIVE and pair.blind and not pair.regressed
+    held = [o for o in pair.ops if o.held is not None]
+    assert [o.op for o in held] == ["features.2 max_pool2d", "features.5 max_pool2d"]
+    for op in held:
+        assert op.verdict is Verdict.INCONCLUSIVE and op.held is Verdict.REGRESSED and op.estimate.ci_low > 1.3
+        assert op.blind.startswith(f"regressed {op.estimate.ratio:.3f}x on its own, but the jobs could not be judged "
+                                   f"end to end ({pair.blind})")
+    assert Comparison(a.source, b.source, SETTINGS, (pair,)).exit_code == 3
+
+
+def test_an_op_twice_as_slow_in_one_interleaved_job_is_regressed_and_never_held_back() -> None:
+    # the first max-pool is ~4 % of the model's time: a change only its per-op verdict can find
+    from tests.helpers.noise_corpus import op_slowed
+
+    found = 0
+    jobs = [r for r in STATES if r.env == "blas" and r.kind == "ab"]
+    for job in jobs:
+        a, b = job.sides["cnn-a"], op_slowed(job.sides["cnn-b"], "features.2 max_pool2d", 2.0)
+        pair = compare_sides(a, b, replace(SETTINGS, job_shift=0.0))
+        ops = {o.op: o for o in pair.ops}
+        found += ops["features.2 max_pool2d"].verdict is Verdict.REGRESSED
+        assert all(o.held is None for o in pair.ops)  # one job: nothing between its sides to hold an op back
+    assert found >= len(jobs) - 1
