@@ -1,6 +1,7 @@
 """Verdicts you can trust on any machine (issue 37): false alarms, interval coverage and power per environment.
 
-    PYTHONPATH=. .venv/bin/python -m benchmarks.bench_trust [--corpus FILE] [--center mean fast-state paired] [--json]
+    PYTHONPATH=. .venv/bin/python -m benchmarks.bench_trust [--corpus FILE... [--corpus FILE...]] [--center auto mean
+        fast-state paired] [--json]
 
 Replays the noise corpus (benchmarks/noise_corpus.py records it; tests/unit/verdicts/fixtures/noise_corpus.npz:
 real tiny_cnn jobs, 10 process runs x 30 executions, under quiet / blas / bursty / quota / slow) through the
@@ -16,7 +17,11 @@ verdicts' own code (compare.compare_sides: end to end and every op, trust.py's r
 For each: false `regressed` (any verdict, end to end or per op, on identical programs; target <= 1 %), the share
 the verdicts could not judge (inconclusive: exit 3), interval coverage end to end (the 95 % interval holds 1 on
 identical programs, and the injected factor on slowed ones; target >= 90 %), and power: B's samples (end to end
-and every op) multiplied by 1.05, 1.10 and 2 (the share called `regressed` end to end).
+and every op) multiplied by 1.05, 1.10 and 2 (the share called `regressed` end to end); "power op 2x": B's first
+max-pool alone twice as slow (~4 % of the model, under the end-to-end threshold), the share whose verdict on that
+op is `regressed`. Per environment, how many A/B jobs' own intervals hold 1 (coverage by job, the unit its
+intervals share), with an exact binomial interval. Each recording (one machine: the first VM's two files, the
+second VM's noise_corpus_states.npz) is scored apart: separate jobs of two machines are no A/A pair.
 Thresholds: the defaults (5 % end to end, 10 % per op). `--center paired` scores interleaved jobs' paired estimator
 (verdicts/paired.py) on the interleaved rows only (run --ab, --until-confident, the nightly's settlement).
 """
@@ -28,7 +33,7 @@ import itertools
 import json
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -37,12 +42,25 @@ sys.path[:0] = [str(ROOT)]
 
 from orchestrator.app.ab import starting_side  # noqa: E402
 from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides  # noqa: E402
+from orchestrator.verdicts.confirmation import suspected  # noqa: E402
 from orchestrator.verdicts.paired import PAIRED, by_round  # noqa: E402
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings, run_median  # noqa: E402
 from orchestrator.verdicts.trust import JOB_SHIFT_SD  # noqa: E402
-from tests.helpers.noise_corpus import CORPUS, CORPUS_AB, Recorded, envs, load, pooled, slowed  # noqa: E402
+from tests.helpers.noise_corpus import CORPUS, CORPUS_AB, CORPUS_STATES, Recorded, envs, load, op_slowed, pooled, slowed  # noqa: E402
 
 FACTORS = (1.05, 1.10, 2.0)
+# one layer twice as slow: tiny_cnn's first max-pool, ~4 % of the model's time (under the 5 % end-to-end threshold,
+# so only its per-op verdict can find it): "power op 2x" is the share of pairs whose verdict on that op is `regressed`
+ONE_OP, ONE_OP_FACTOR = "features.2 max_pool2d", 2.0
+Slow = Callable[[Side], Side]
+
+
+def by_factor(factor: float) -> Slow:
+    return lambda side: slowed(side, factor)
+
+
+def one_op_slowed(side: Side) -> Side:
+    return op_slowed(side, ONE_OP, ONE_OP_FACTOR)
 
 
 @dataclass
@@ -57,6 +75,11 @@ class Tally:
     intervals: int = 0
     power: dict[float, list[int]] = field(default_factory=lambda: {f: [0, 0] for f in FACTORS})
     covered_slow: dict[float, list[int]] = field(default_factory=lambda: {f: [0, 0] for f in FACTORS})
+    op_power: list[int] = field(default_factory=lambda: [0, 0])
+
+    def one_op(self, pair: PairVerdict) -> None:
+        self.op_power[0] += any(o.op == ONE_OP and o.verdict is Verdict.REGRESSED for o in pair.ops)
+        self.op_power[1] += 1
 
     def aa(self, pair: PairVerdict) -> None:
         self.pairs += 1
@@ -91,7 +114,8 @@ class Tally:
         return {"pairs": self.pairs, "false regressed": share(self.false_regressed, self.pairs),
                 "of which per op only": self.false_ops, "could not judge (A/A)": share(self.unjudged, self.pairs),
                 "coverage": share(covered, intervals),
-                **{f"power {f:g}x": share(*self.power[f]) for f in FACTORS}}
+                **{f"power {f:g}x": share(*self.power[f]) for f in FACTORS},
+                f"power op {ONE_OP_FACTOR:g}x": share(*self.op_power)}
 
 
 def compare_pairs(jobs: list[Side]) -> Iterable[tuple[Side, Side]]:
@@ -111,6 +135,7 @@ def score(pairs: Iterable[tuple[Side, Side]], settings: VerdictSettings) -> Tall
         tally.aa(compare_sides(a, b, settings))
         for factor in FACTORS:
             tally.slow(factor, compare_sides(a, slowed(b, factor), settings))
+        tally.one_op(compare_sides(a, one_op_slowed(b), settings))
     return tally
 
 
@@ -123,22 +148,27 @@ def score_until_confident(abs_: list[Recorded], settings: VerdictSettings, max_r
         jobs = abs_[k:] + abs_[:k]
         for first, second in (("cnn-a", "cnn-b"), ("cnn-b", "cnn-a")):
             for factor in (1.0, *FACTORS):
-                pair = until_confident(jobs, first, second, settings, factor, max_runs)
+                pair = until_confident(jobs, first, second, settings, _slow(factor), max_runs)
                 tally.aa(pair) if factor == 1.0 else tally.slow(factor, pair)
+            tally.one_op(until_confident(jobs, first, second, settings, one_op_slowed, max_runs))
     return tally
 
 
-def until_confident(jobs: list[Recorded], first: str, second: str, settings: VerdictSettings, factor: float,
+def _slow(factor: float) -> Slow | None:
+    return None if factor == 1.0 else by_factor(factor)
+
+
+def until_confident(jobs: list[Recorded], first: str, second: str, settings: VerdictSettings, slow: Slow | None,
                     max_runs: int) -> PairVerdict:
     """The pair of the first A/B job, and while it is inconclusive the next jobs pooled in (app/ab.py
-    `pool_until_confident`), B slowed by `factor`, up to `max_runs` a side."""
+    `pool_until_confident`), B slowed by `slow` (None: as recorded), up to `max_runs` a side."""
     pair, used = None, 0
     while used < len(jobs) and (pair is None or pair.verdict is Verdict.INCONCLUSIVE):
         used += 1
         a, b = (pooled(sides) for sides in taking_turns(jobs[:used], first, second))
         if pair is not None and len(b.runs) > max_runs:
             break
-        pair = compare_sides(a, slowed(b, factor) if factor != 1.0 else b, settings)
+        pair = compare_sides(a, slow(b) if slow is not None else b, settings)
     assert pair is not None
     return pair
 
@@ -162,11 +192,15 @@ def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettin
         shift = k % len(abs_)
         settling = abs_[shift:] + abs_[:shift]
         sides = ("cnn-a", "cnn-b") if k % 2 else ("cnn-b", "cnn-a")
-        for factor in (1.0, *FACTORS):
-            first = compare_sides(base, slowed(night, factor) if factor != 1.0 else night, settings)
-            if first.regressed or first.verdict is Verdict.INCONCLUSIVE:  # confirmation.suspected
-                first = until_confident(settling, *sides, confirming or settings, factor, 2 * len(night.runs))
-            tally.aa(first) if factor == 1.0 else tally.slow(factor, first)
+        for factor in (1.0, *FACTORS, ONE_OP):
+            slow = one_op_slowed if factor == ONE_OP else _slow(factor)  # type: ignore[arg-type]
+            first = compare_sides(base, slow(night) if slow is not None else night, settings)
+            if suspected(first):  # what a night sends to its interleaved confirmation
+                first = until_confident(settling, *sides, confirming or settings, slow, 2 * len(night.runs))
+            if factor == ONE_OP:
+                tally.one_op(first)
+            else:
+                tally.aa(first) if factor == 1.0 else tally.slow(factor, first)  # type: ignore[arg-type]
     return tally
 
 
@@ -175,7 +209,7 @@ def measure(corpus: tuple[Recorded, ...], centers: list[str]) -> dict[str, dict[
     for env in envs(corpus):
         jobs = [r.sides["cnn"] for r in corpus if r.env == env and r.kind == "job"]
         abs_ = [r for r in corpus if r.env == env and r.kind == "ab"]
-        out.setdefault(env, {})["jobs"] = _describe(jobs)
+        out.setdefault(env, {})["jobs"] = {**_describe(jobs), "A/B jobs whose interval holds 1": coverage_text(*_held(abs_))}
         for center in centers:
             settings = VerdictSettings(center=center, job_shift=JOB_SHIFT_SD)  # as `etfarm compare` sets it
             if center == PAIRED:  # interleaved jobs only: the night's own job against its last good is separate jobs
@@ -190,6 +224,26 @@ def measure(corpus: tuple[Recorded, ...], centers: list[str]) -> dict[str, dict[
             out[env][f"nightly, {center}"] = score_nights(jobs, abs_, settings).row()
             print(f"  {env} {center} done", file=sys.stderr, flush=True)
     return out
+
+
+def _held(abs_: list[Recorded]) -> tuple[int, int]:
+    """How many of the A/B jobs' own end-to-end 95 % intervals (`run --ab --once`, A against its copy, etfarm's
+    defaults) hold 1: coverage counted by job, the unit its intervals share (both ways round and every injected
+    factor are the same samples), with its exact (Clopper-Pearson) 95 % interval."""
+    held = 0
+    for job in abs_:
+        est = compare_sides(*by_round(job.sides["cnn-a"], job.sides["cnn-b"]), per_op=False).estimate
+        held += est is not None and est.ci_low <= 1.0 <= est.ci_high
+    return held, len(abs_)
+
+
+def coverage_text(held: int, jobs: int) -> str:
+    from scipy.stats import binomtest
+
+    if not jobs:
+        return "-"
+    ci = binomtest(held, jobs).proportion_ci(confidence_level=0.95, method="exact")
+    return f"{held}/{jobs} ({held / jobs:.0%}, 95% CI {ci.low:.0%}-{ci.high:.0%})"
 
 
 def _describe(jobs: list[Side]) -> dict[str, object]:
@@ -218,20 +272,36 @@ def markdown(results: dict[str, dict[str, dict[str, object]]]) -> str:
     return "\n".join(lines)
 
 
+RECORDINGS = ((CORPUS, CORPUS_AB), (CORPUS_STATES,))  # one machine each: the first VM's two files, the second VM's
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, nargs="+", default=[c for c in (CORPUS, CORPUS_AB) if c.is_file()],
-                        help="corpus files, their jobs pooled per environment (default: the fixture and its A/B "
-                             "extension)")
-    parser.add_argument("--center", nargs="+", default=["mean", "fast-state", PAIRED],
-                        help=f"statistics to score; {PAIRED!r}: interleaved jobs' paired estimator (verdicts/paired.py), "
-                             "scored on run --ab and the nightly's interleaved settlement only")
+    parser.add_argument("--corpus", type=Path, nargs="+", action="append",
+                        help="corpus files of one recording (one machine), their jobs pooled per environment; repeat "
+                             "for another recording, scored apart (separate jobs of two machines are no A/A pair). "
+                             "Default: the first VM's fixture and its A/B extension, then the second VM's corpus")
+    parser.add_argument("--center", nargs="+", default=["auto"],
+                        help=f"statistics to score (default: auto, etfarm's); {PAIRED!r}: interleaved jobs' paired "
+                             "estimator (verdicts/paired.py), scored on run --ab and the nightly's interleaved "
+                             "settlement only")
     parser.add_argument("--raw", action="store_true", help="every execution, as if no contention were measured")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     started = time.monotonic()
-    results = measure(tuple(job for path in args.corpus for job in load(path, clean=not args.raw)), args.center)
-    print(json.dumps(results, indent=2) if args.json else markdown(results))
+    recordings = args.corpus or [[path for path in files if path.is_file()] for files in RECORDINGS]
+    results = {}
+    for files in recordings:
+        name = " + ".join(path.name for path in files)
+        print(f"{name}:", file=sys.stderr, flush=True)
+        corpus = tuple(job for path in files for job in load(path, clean=not args.raw))
+        results[name] = measure(corpus, args.center)
+        held, jobs = _held([r for r in corpus if r.kind == "ab"])  # every environment's A/B jobs together
+        print(f"{name}: A/B jobs whose interval holds 1, all environments: {coverage_text(held, jobs)}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print("\n".join(f"### {name}\n\n{markdown(found)}" for name, found in results.items()))
     print(f"({time.monotonic() - started:.0f} s)", file=sys.stderr)
     return 0
 
