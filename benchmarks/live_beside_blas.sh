@@ -7,8 +7,8 @@
 #   bash benchmarks/live_beside_blas.sh plan [N]  # the example plan (configs/nightly.yaml) on the unchanged models,
 #                                                 # N nights (default 5)
 #
-# Prints each command's exit code and verdict line; "regressed" anywhere between identical programs is a false
-# alarm, and a night must exit 0 (unchanged) or 3 (could not judge), never 1. Work files under /tmp/etfarm-live-*.
+# Prints each command's exit code and verdict line; REGRESSED anywhere between identical programs is a false
+# alarm (an op "held back", `inconclusive (alone: regressed; ...)`, is not: its pair could not be judged), and a night must exit 0 (unchanged) or 3 (could not judge), never 1. Work files under /tmp/etfarm-live-*.
 set -u
 mode=${1:-jobs}
 E=.venv/bin/etfarm
@@ -39,7 +39,8 @@ done
 for a in 1 2 3 4 5 6; do for b in 1 2 3 4 5 6; do
   [ "$a" -lt "$b" ] || continue
   $E compare "$W/j$a" "$W/j$b" > "$W/c$a$b.txt" 2>&1; rc=$?
-  echo "compare j$a j$b exit $rc, $(grep -ci regressed "$W/c$a$b.txt") line(s) saying regressed; $(grep '^verdict:' "$W/c$a$b.txt")"
+  echo "compare j$a j$b exit $rc, $(grep -c REGRESSED "$W/c$a$b.txt") line(s) saying REGRESSED," \
+       "$(grep -c 'alone: regressed' "$W/c$a$b.txt") op(s) held back; $(grep '^verdict:' "$W/c$a$b.txt")"
 done; done
 cp configs/models/tiny_cnn.py "$W/tiny_cnn_copy.py"
 $E run --ab configs/models/tiny_cnn.py:build "$W/tiny_cnn_copy.py:build" --devices local --out "$W/ab" > "$W/ab.txt" 2>&1
