@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 STATE_GAP = math.log(1.08)  # neighbouring per-run medians further apart than 8 % are different states
 MIN_SPREAD = 0.005  # log units: the within-state spread is taken as at least 0.5 %
@@ -52,6 +53,7 @@ OFF_LADDER = 0.05  # the chance of a run's state lying on no state of the other 
 # noise corpus of issue 37 (tiny_cnn, five environments, 70 jobs) no job's end-to-end runs split at 1.2 (6 did at
 # STATE_GAP's 1.08: contention spreads runs, it does not make states).
 SPLIT = math.log(1.2)
+BRIDGE_SHARE = 0.02  # in a pool of 100 runs or more, a run with under 2 % of the runs near it is between states
 
 
 @dataclass(frozen=True)
@@ -79,11 +81,30 @@ def states_of(medians: Sequence[float]) -> States | None:
     logs = np.sort(np.log(np.asarray([m for m in medians if m > 0 and math.isfinite(m)], dtype=np.float64)))
     if logs.size == 0:
         return None
+    logs = _without_bridges(logs)
     cuts = np.flatnonzero(np.diff(logs) > STATE_GAP) + 1
     groups = np.split(logs, cuts)
     levels = tuple(float(g.mean()) for g in groups)
     within = float(sum(((g - g.mean()) ** 2).sum() for g in groups))
     return States(levels, tuple(len(g) for g in groups), within)
+
+
+def _without_bridges(logs: Any) -> Any:
+    """Sorted log medians without the runs that lie between states in a pool of many jobs' runs. A process that
+    changed state mid-run has its median between two states; in one job of 10-20 runs there are one or two, each a
+    state of its own, but a series' reference pools 20 jobs, and their in-between runs close every STATE_GAP (on
+    the second VM the 40-layer MLP's states 1.48x apart read as one state, and a night's fast level as 0.80x of the
+    mixture). So where the runs are many (BRIDGE_SHARE x runs > 1), a run with fewer than that many runs within half
+    a STATE_GAP of it (itself included) is left out of the states; fewer runs leave every run in."""
+    import numpy as np
+
+    needed = int(BRIDGE_SHARE * logs.size)
+    if needed <= 1:
+        return logs
+    near = (np.searchsorted(logs, logs + STATE_GAP / 2, side="right")
+            - np.searchsorted(logs, logs - STATE_GAP / 2, side="left"))
+    dense = logs[near >= needed]
+    return dense if dense.size >= 2 else logs
 
 
 def splits(medians: Sequence[float]) -> bool:

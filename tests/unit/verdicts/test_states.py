@@ -96,3 +96,16 @@ def test_a_large_regression_that_repeats_the_step_to_the_slow_state_is_not_ambig
     assert a is not None and b is not None
     found = compare_states(a, b, 0.95)
     assert found.note is None and found.ci_low > 1.3
+
+
+def test_a_pool_of_many_jobs_keeps_its_states_apart_though_runs_lie_between_them() -> None:
+    # a series' reference: 20 jobs' runs of a model with states 1.48x apart (the second VM's 40-layer MLP), and
+    # 5 % of the runs between the states (processes that changed state mid-run), which close every 8 % gap
+    rng = np.random.default_rng(1)
+    fast, slow, between = rng.normal(34.5, 0.4, 150), rng.normal(51.0, 1.2, 230), rng.uniform(36.0, 48.0, 20)
+    pooled = states_of([*fast, *slow, *between])
+    assert pooled is not None and pooled.counts[0] == 150 and abs(np.exp(pooled.levels[0]) - 34.5) < 0.2
+    assert 1.45 < np.exp(pooled.levels[-1] - pooled.levels[0]) < 1.5  # the slow state is a state of its own
+    # one job's runs (fewer than 100) are read as before: every run in, each in-between run a state of its own
+    one_job = [*fast[:8], *slow[:10], *between[:2]]
+    assert states_of(one_job).runs == 20
