@@ -128,3 +128,15 @@ def test_an_op_twice_as_slow_in_one_interleaved_job_is_regressed_and_never_held_
         found += ops["features.2 max_pool2d"].verdict is Verdict.REGRESSED
         assert all(o.held is None for o in pair.ops)  # one job: nothing between its sides to hold an op back
     assert found >= len(jobs) - 1
+
+
+def test_the_terminal_lists_a_held_back_op_with_what_its_samples_said() -> None:
+    from orchestrator.report.terminal.verdicts import verdict_rows
+
+    a, b = (next(r.sides["cnn"] for r in STATES if r.index == k) for k in (22, 20))
+    pair = compare_sides(a, b, SETTINGS)
+    rows = verdict_rows(Comparison(a.source, b.source, SETTINGS, (pair,)))
+    held = [row for row in rows if "max_pool2d" in str(row[2])]
+    assert len(held) == 2 and all(row[3] == "inconclusive (alone: regressed; the jobs not judged end to end)"
+                                  for row in held), held
+    assert not any(row[3] == "REGRESSED" for row in rows)
