@@ -29,6 +29,7 @@ Thresholds: the defaults (5 % end to end, 10 % per op). `--center paired` scores
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import sys
@@ -53,6 +54,7 @@ FACTORS = (1.05, 1.10, 2.0)
 # so only its per-op verdict can find it): "power op 2x" is the share of pairs whose verdict on that op is `regressed`
 ONE_OP, ONE_OP_FACTOR = "features.2 max_pool2d", 2.0
 Slow = Callable[[Side], Side]
+Record = Callable[[PairVerdict], None]
 
 
 def by_factor(factor: float) -> Slow:
@@ -76,6 +78,12 @@ class Tally:
     power: dict[float, list[int]] = field(default_factory=lambda: {f: [0, 0] for f in FACTORS})
     covered_slow: dict[float, list[int]] = field(default_factory=lambda: {f: [0, 0] for f in FACTORS})
     op_power: list[int] = field(default_factory=lambda: [0, 0])
+
+    def injections(self) -> list[tuple[Record, Slow | None]]:
+        """What each pair is scored under, and where its verdict is counted: as recorded (the A/A), B slowed by each
+        factor, and B's one op slowed."""
+        return [(self.aa, None), *((functools.partial(self.slow, f), by_factor(f)) for f in FACTORS),
+                (self.one_op, one_op_slowed)]
 
     def one_op(self, pair: PairVerdict) -> None:
         self.op_power[0] += any(o.op == ONE_OP and o.verdict is Verdict.REGRESSED for o in pair.ops)
@@ -132,10 +140,8 @@ def ab_pairs(abs_: list[Recorded]) -> Iterable[tuple[Side, Side]]:
 def score(pairs: Iterable[tuple[Side, Side]], settings: VerdictSettings) -> Tally:
     tally = Tally()
     for a, b in pairs:
-        tally.aa(compare_sides(a, b, settings))
-        for factor in FACTORS:
-            tally.slow(factor, compare_sides(a, slowed(b, factor), settings))
-        tally.one_op(compare_sides(a, one_op_slowed(b), settings))
+        for record, slow in tally.injections():
+            record(compare_sides(a, slow(b) if slow is not None else b, settings))
     return tally
 
 
@@ -147,15 +153,9 @@ def score_until_confident(abs_: list[Recorded], settings: VerdictSettings, max_r
     for k in range(len(abs_)):
         jobs = abs_[k:] + abs_[:k]
         for first, second in (("cnn-a", "cnn-b"), ("cnn-b", "cnn-a")):
-            for factor in (1.0, *FACTORS):
-                pair = until_confident(jobs, first, second, settings, _slow(factor), max_runs)
-                tally.aa(pair) if factor == 1.0 else tally.slow(factor, pair)
-            tally.one_op(until_confident(jobs, first, second, settings, one_op_slowed, max_runs))
+            for record, slow in tally.injections():
+                record(until_confident(jobs, first, second, settings, slow, max_runs))
     return tally
-
-
-def _slow(factor: float) -> Slow | None:
-    return None if factor == 1.0 else by_factor(factor)
 
 
 def until_confident(jobs: list[Recorded], first: str, second: str, settings: VerdictSettings, slow: Slow | None,
@@ -192,24 +192,22 @@ def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettin
         shift = k % len(abs_)
         settling = abs_[shift:] + abs_[:shift]
         sides = ("cnn-a", "cnn-b") if k % 2 else ("cnn-b", "cnn-a")
-        for factor in (1.0, *FACTORS, ONE_OP):
-            slow = one_op_slowed if factor == ONE_OP else _slow(factor)  # type: ignore[arg-type]
+        for record, slow in tally.injections():
             first = compare_sides(base, slow(night) if slow is not None else night, settings)
             if suspected(first):  # what a night sends to its interleaved confirmation
                 first = until_confident(settling, *sides, confirming or settings, slow, 2 * len(night.runs))
-            if factor == ONE_OP:
-                tally.one_op(first)
-            else:
-                tally.aa(first) if factor == 1.0 else tally.slow(factor, first)  # type: ignore[arg-type]
+            record(first)
     return tally
 
 
-def measure(corpus: tuple[Recorded, ...], centers: list[str]) -> dict[str, dict[str, dict[str, object]]]:
+def measure(corpus: tuple[Recorded, ...], centers: list[str],
+            held: dict[str, tuple[int, int]]) -> dict[str, dict[str, dict[str, object]]]:
+    """Every mode's row per environment and center; `held`: each environment's A/B jobs whose interval holds 1."""
     out: dict[str, dict[str, dict[str, object]]] = {}
     for env in envs(corpus):
         jobs = [r.sides["cnn"] for r in corpus if r.env == env and r.kind == "job"]
         abs_ = [r for r in corpus if r.env == env and r.kind == "ab"]
-        out.setdefault(env, {})["jobs"] = {**_describe(jobs), "A/B jobs whose interval holds 1": coverage_text(*_held(abs_))}
+        out.setdefault(env, {})["jobs"] = {**_describe(jobs), "A/B jobs whose interval holds 1": coverage_text(*held[env])}
         for center in centers:
             settings = VerdictSettings(center=center, job_shift=JOB_SHIFT_SD)  # as `etfarm compare` sets it
             if center == PAIRED:  # interleaved jobs only: the night's own job against its last good is separate jobs
@@ -295,9 +293,10 @@ def main() -> int:
         name = " + ".join(path.name for path in files)
         print(f"{name}:", file=sys.stderr, flush=True)
         corpus = tuple(job for path in files for job in load(path, clean=not args.raw))
-        results[name] = measure(corpus, args.center)
-        held, jobs = _held([r for r in corpus if r.kind == "ab"])  # every environment's A/B jobs together
-        print(f"{name}: A/B jobs whose interval holds 1, all environments: {coverage_text(held, jobs)}", file=sys.stderr)
+        held = {env: _held([r for r in corpus if r.env == env and r.kind == "ab"]) for env in envs(corpus)}
+        results[name] = measure(corpus, args.center, held)
+        total = coverage_text(sum(k for k, _ in held.values()), sum(n for _, n in held.values()))
+        print(f"{name}: A/B jobs whose interval holds 1, all environments: {total}", file=sys.stderr)
     if args.json:
         print(json.dumps(results, indent=2))
     else:
