@@ -6,7 +6,8 @@
 Replays the noise corpus (benchmarks/noise_corpus.py records it; tests/unit/verdicts/fixtures/noise_corpus.npz:
 real tiny_cnn jobs, 10 process runs x 30 executions, under quiet / blas / bursty / quota / slow) through the
 verdicts' own code (compare.compare_sides: end to end and every op, trust.py's rules), per environment:
-- compare: every ordered pair of the environment's separate jobs (6 jobs: 30 pairs), as `etfarm compare A B`;
+- compare: every ordered pair of the environment's separate jobs (6 jobs: 30 pairs), as `etfarm compare A B` with a
+  store holding the recording's separate jobs (what they show of the machine's speed states: device_states.py);
 - run --ab: each A/B job of tiny_cnn against a byte-identical copy (A B B A in one job), both ways round;
 - --until-confident: run --ab's pairs, and while one is inconclusive end to end the environment's next A/B job's
   rounds pooled in (as `run --ab --until-confident` pools its extra jobs), up to 40 runs a side;
@@ -38,12 +39,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 from orchestrator.app.ab import starting_side  # noqa: E402
 from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides  # noqa: E402
 from orchestrator.verdicts.confirmation import suspected  # noqa: E402
+from orchestrator.verdicts.device_states import DeviceStates, device_states, has_states  # noqa: E402
 from orchestrator.verdicts.paired import PAIRED, by_round  # noqa: E402
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings, run_median  # noqa: E402
 from orchestrator.verdicts.trust import JOB_SHIFT_SD  # noqa: E402
@@ -137,12 +141,19 @@ def ab_pairs(abs_: list[Recorded]) -> Iterable[tuple[Side, Side]]:
         yield b, a
 
 
-def score(pairs: Iterable[tuple[Side, Side]], settings: VerdictSettings) -> Tally:
+def score(pairs: Iterable[tuple[Side, Side]], settings: VerdictSettings, states: DeviceStates | None = None) -> Tally:
     tally = Tally()
     for a, b in pairs:
         for record, slow in tally.injections():
-            record(compare_sides(a, slow(b) if slow is not None else b, settings))
+            record(compare_sides(a, slow(b) if slow is not None else b, settings, states=states))
     return tally
+
+
+def stored_states(corpus: tuple[Recorded, ...]) -> DeviceStates:
+    """What a store holding the recording's separate jobs would show `etfarm compare` of tiny_cnn's speed states on
+    that machine (device_states.py), every environment's jobs together, as one machine's store holds them."""
+    jobs = [(r.sides["cnn"].source, [float(np.median(run)) for run in r.sides["cnn"].e2e]) for r in corpus if r.kind == "job"]
+    return device_states(DeviceStates.nothing_seen("local"), jobs)
 
 
 def score_until_confident(abs_: list[Recorded], settings: VerdictSettings, max_runs: int = 40) -> Tally:
@@ -204,6 +215,8 @@ def measure(corpus: tuple[Recorded, ...], centers: list[str],
             held: dict[str, tuple[int, int]]) -> dict[str, dict[str, dict[str, object]]]:
     """Every mode's row per environment and center; `held`: each environment's A/B jobs whose interval holds 1."""
     out: dict[str, dict[str, dict[str, object]]] = {}
+    states = stored_states(corpus)
+    print(f"  {states.describe() if has_states(states) else 'no speed states in the stored jobs'}", file=sys.stderr)
     for env in envs(corpus):
         jobs = [r.sides["cnn"] for r in corpus if r.env == env and r.kind == "job"]
         abs_ = [r for r in corpus if r.env == env and r.kind == "ab"]
@@ -216,7 +229,7 @@ def measure(corpus: tuple[Recorded, ...], centers: list[str],
                 out[env][f"--until-confident, {center}"] = score_until_confident(abs_, ab).row()
                 out[env][f"nightly, {center}"] = score_nights(jobs, abs_, replace(settings, center="mean"), ab).row()
                 continue
-            out.setdefault(env, {})[f"compare, {center}"] = score(compare_pairs(jobs), settings).row()
+            out.setdefault(env, {})[f"compare, {center}"] = score(compare_pairs(jobs), settings, states).row()
             out[env][f"run --ab, {center}"] = score(ab_pairs(abs_), settings).row()
             out[env][f"--until-confident, {center}"] = score_until_confident(abs_, replace(settings, job_shift=0)).row()
             out[env][f"nightly, {center}"] = score_nights(jobs, abs_, settings).row()

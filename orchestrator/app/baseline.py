@@ -38,11 +38,14 @@ from orchestrator.store import Store, open_store, resolve_run, store_path
 from orchestrator.verdicts.compare import (
     BaselineFinder,
     Comparison,
+    StatesFinder,
     check_common,
     compare_against,
     compare_jobs,
     side_from_job,
 )
+from orchestrator.verdicts.device_states import WINDOW as STATES_WINDOW
+from orchestrator.verdicts.device_states import DeviceStates, device_states
 from orchestrator.verdicts.likeness import SeriesKey
 from orchestrator.verdicts.noise import WINDOW, NoiseFinder, NoiseFloor
 from orchestrator.verdicts.recorded import marked_regressed, marked_unjudged
@@ -131,6 +134,16 @@ def history_noise_finder(store: Store, job_b: Job, center: str, window: int = WI
     return find
 
 
+def device_states_finder(store: Store | None) -> StatesFinder:
+    """What each (device, model)'s newest stored jobs showed of its speed states (device_states.py); without a store,
+    nothing yet (the pair's own runs still count)."""
+    def find(device: str, model: str) -> DeviceStates:
+        known = DeviceStates.nothing_seen(device)
+        return device_states(known, store.run_medians(device, model, STATES_WINDOW)) if store is not None else known
+
+    return find
+
+
 def named_finder(store: Store | None, ref: str, what: str = "baseline") -> BaselineFinder:
     """One baseline run for every pair: a run directory, or a stored run id (`what` names it in errors)."""
     found = named_run(store, ref, what)
@@ -157,10 +170,16 @@ def compare_refs(a: str | None, b: str | None, settings: VerdictSettings, *, bas
     """`etfarm compare [A] [B]`: A and B are run directories or stored run ids. Given both (and no
     automatic noise floor), B against A, no store needed; given A alone, it is B, compared with
     `baseline` (last-good per device and model, or a run); given neither, the newest stored run
-    is B. The automatic noise floor (`settings.auto_noise_floor`) comes from the store."""
+    is B. The automatic noise floor (`settings.auto_noise_floor`) comes from the store, and so does what the device's
+    jobs of each model showed of its speed states, when there is one (device_states.py: between separate jobs, a change
+    a state step could make is not judged)."""
     auto = settings.auto_noise_floor
     if a is not None and b is not None and not auto:
-        return compare_jobs(_resolve(a, store, "A"), _resolve(b, store, "B"), settings, per_op=per_op)
+        run_a, run_b = _resolve(a, store, "A"), _resolve(b, store, "B")
+        if not store_path(store).is_file():
+            return compare_jobs(run_a, run_b, settings, per_op=per_op, states=device_states_finder(None))
+        with open_store(store) as opened:
+            return compare_jobs(run_a, run_b, settings, per_op=per_op, states=device_states_finder(opened))
     if not store_path(store).is_file():
         need = "--noise-floor auto needs" if auto else "compare needs A and B run directories, or"
         raise UsageError(f"{need} a results store (none at {store_path(store)})")
@@ -178,7 +197,8 @@ def compare_refs(a: str | None, b: str | None, settings: VerdictSettings, *, bas
                 check_common(named_run(opened, baseline), run_b)
                 finder = named_finder(opened, baseline)
         noise = history_noise_finder(opened, run_b.job, settings.center) if auto else None
-        return compare_against(run_b, finder, settings, per_op=per_op, a_label=label, noise=noise)
+        return compare_against(run_b, finder, settings, per_op=per_op, a_label=label, noise=noise,
+                               states=device_states_finder(opened))
 
 
 def _resolve(ref: str, store: Path | None, which: str) -> RunRecord:

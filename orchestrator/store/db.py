@@ -156,6 +156,23 @@ class Store:
                 "SELECT model, result_json FROM results WHERE run_id = ? AND device = ? ORDER BY ordinal",
                 (run_id, device)))
 
+    def run_medians(self, device: str, model: str, limit: int) -> list[tuple[str, tuple[float, ...]]]:
+        """The newest `limit` stored jobs of `model` on `device`: (run id, each traced process run's
+        median execution, ms), for what they show of the device's speed states (verdicts/device_states.py)."""
+        import numpy as np
+
+        runs: dict[str, list[float]] = {}
+        for run_id, blob in self._conn.execute(
+                "SELECT pr.run_id, pr.execute_ms FROM process_runs pr WHERE pr.device = ? AND pr.model = ? "
+                "AND pr.traced = 1 AND pr.run_id IN (SELECT r.run_id FROM runs r JOIN process_runs p "
+                "ON p.run_id = r.run_id AND p.device = ? AND p.model = ? GROUP BY r.run_id "
+                "ORDER BY r.started_ts DESC, r.run_id DESC LIMIT ?) ORDER BY pr.run_id, pr.ordinal",
+                (device, model, device, model, limit)):
+            samples = _floats(blob)
+            if samples.size:
+                runs.setdefault(run_id, []).append(float(np.median(samples)))
+        return [(run_id, tuple(medians)) for run_id, medians in runs.items()]
+
     def run_dir(self, run_id: str) -> Path | None:
         """Where the run directory was when recorded, if it is still there."""
         row = self._conn.execute("SELECT run_dir FROM runs WHERE run_id = ?", (run_id,)).fetchone()

@@ -15,6 +15,8 @@
     baseline.last_good_finder(store, job) / named_finder / recorded.record_verdicts      which run is A
     noise.estimate_replicate_floor(job statistics, groups) -> NoiseFloor; baseline.history_noise_finder(store,
                                                       job, center): the series' noise floor from replicate runs
+    device_states.device_states(known, jobs) -> DeviceStates; baseline.device_states_finder(store): how far apart a
+                                                      device's jobs of a model ran in speed states (`compare`)
     series.judge(history, night, settings) -> SeriesVerdict; baseline.series_history(store, job, device, model)
                                                       the night against its series' reference (change points)
     ab.run_ab(...) -> AbOutcome                       `run --ab`: ABBA in one job, --until-confident

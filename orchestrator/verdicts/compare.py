@@ -28,6 +28,7 @@ from orchestrator.results.model import Job, VerificationStatus
 from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.accuracy import accuracy_verdict
 from orchestrator.verdicts.below import below_threshold
+from orchestrator.verdicts.device_states import DeviceStates, device_states
 from orchestrator.verdicts.figures import side_figures
 from orchestrator.verdicts.likeness import IncompleteSide, setting_differences, unjudged
 from orchestrator.verdicts.llm_metrics import metric_verdicts
@@ -45,15 +46,19 @@ from orchestrator.verdicts.statistics import (
     adjust_p_values,
     decide,
 )
-from orchestrator.verdicts.trust import Judged, Load, held_back, judged, settle_command, widened
+from orchestrator.verdicts.trust import Judged, Load, held_back, judged, settle_command, state_step, widened
 
 DEFAULT_SETTINGS = VerdictSettings()
 
 def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS, per_op: bool = True,
-                  noise: NoiseFloor | None = None) -> PairVerdict:
+                  noise: NoiseFloor | None = None, states: DeviceStates | None = None) -> PairVerdict:
     """The verdict of B against A (see statistics.py for the method).
 
     `noise`: this pair's noise floor (e.g. from stored history); it replaces `settings.noise_floor`.
+    `states`: what the device's stored jobs of the model showed of its speed states (device_states.py;
+    `DeviceStates.nothing_seen` without a store); with the sides' own runs, it holds back a change between separate
+    jobs that a state step could make (trust.state_step). None: that rule is not applied (a series pools every
+    state; a night confirms a suspected change interleaved).
     The end-to-end floor widens the per-op threshold too: a job-level shift (processes landing in
     a slower state) slows every op of the process alike, so per-op ratios carry it as well.
 
@@ -87,13 +92,17 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
     loads = (a.load, b.load) if a.source != b.source else (None, None)
     trust = judged(decide(est, est.p_value, threshold, settings.alpha, settings.threshold), est,
                    settings.threshold, settings.alpha, settings.confidence, loads, settings.noise_floor)
+    stepped = states is not None and a.source != b.source  # separate jobs, measured floor or not: none covers a state
+    if stepped:
+        states = device_states(states, ((a.source, _run_medians(a)), (b.source, _run_medians(b))))
+        trust = state_step(trust, est, threshold, states)
     verdict = trust.verdict
     try:
         ops, skipped = _op_verdicts(a, b, settings, op_threshold, loads, separate) if per_op else ((), 0)
     except DataError as exc:  # a corrupt or foreign ETDump: this pair has no data, the others keep their verdicts
         return PairVerdict(verdict=Verdict.NO_DATA, reason=f"per-op samples unreadable: {one_line(str(exc))}",
                            blame=Blame.DATA, **base)
-    if separate and trust.verdict is Verdict.INCONCLUSIVE:  # the job-level doubt holds for every op (trust.py)
+    if (separate or stepped) and trust.verdict is Verdict.INCONCLUSIVE:  # the job-level doubt holds for every op (trust.py)
         ops = tuple(held_back(o, trust.blind) for o in ops)
     metrics = metric_verdicts([r.llm for r in a.runs], [r.llm for r in b.runs], settings, threshold)
     accuracy = accuracy_verdict(a.accuracy, b.accuracy)
@@ -106,7 +115,14 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
         accuracy = memory = None  # another recipe's accuracy and memory are the recipe's, not a change
     below = below_threshold(est, est.p_value, verdict, threshold, settings.alpha)
     return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, metrics=metrics, below=below,
-                       accuracy=accuracy, memory=memory, **base, **_trust_fields(trust, a, b))
+                       accuracy=accuracy, memory=memory, states=states if stepped else None, **base,
+                       **_trust_fields(trust, a, b))
+
+
+def _run_medians(side: Side) -> list[float]:
+    import numpy as np
+
+    return [float(np.median(run)) for run in side.e2e if len(run)]
 
 
 def _separate_jobs(a: Side, b: Side, noise: NoiseFloor | None) -> bool:
@@ -163,22 +179,25 @@ def _tick(*sides: Sequence[Any]) -> float:
     return float(steps[steps > 0].min()) if steps.size and (steps > 0).any() else 0.0
 
 BaselineFinder = Callable[[str, str], "RunRecord | None"]  # (device, model) -> the run to compare with
+StatesFinder = Callable[[str, str], DeviceStates]  # (device, model) -> what its stored jobs showed of speed states
 
 
 def compare_jobs(a: RunRecord, b: RunRecord, settings: VerdictSettings = DEFAULT_SETTINGS,
-                 per_op: bool = True) -> Comparison:
+                 per_op: bool = True, states: StatesFinder | None = None) -> Comparison:
     """Every (device, model) of B against the same (device, model) of A, matched by name (some must match)."""
     check_common(a, b)
-    return compare_against(b, lambda device, model: a, settings, per_op, a_label=a.job.run_id)
+    return compare_against(b, lambda device, model: a, settings, per_op, a_label=a.job.run_id, states=states)
 
 
 def compare_against(b: RunRecord, baseline: BaselineFinder, settings: VerdictSettings = DEFAULT_SETTINGS,
-                    per_op: bool = True, a_label: str = "baseline", noise: NoiseFinder | None = None) -> Comparison:
+                    per_op: bool = True, a_label: str = "baseline", noise: NoiseFinder | None = None,
+                    states: StatesFinder | None = None) -> Comparison:
     """Every (device, model) of the run `b` against the run `baseline(device, model)` names.
 
     A pair whose baseline does not hold that (device, model) at all is `new` (it becomes the
     baseline); one whose baseline or B side failed is `no-data`. `noise(device, model)`, when
-    given, is each measured pair's noise floor (baseline.history_noise_finder)."""
+    given, is each measured pair's noise floor (baseline.history_noise_finder); `states(device, model)` what the
+    device's stored jobs of the model showed of its speed states (baseline.device_states_finder)."""
     job_b = b.job
     b_dir = b.root
     where = ops_where(b)
@@ -197,7 +216,8 @@ def compare_against(b: RunRecord, baseline: BaselineFinder, settings: VerdictSet
                       else Side(a_label, device.name, model, missing="no baseline", blame=Blame.USAGE))
             measured = side_a.missing is None and side_b.missing is None
             floor = noise(device.name, model) if noise is not None and measured else None
-            pair = compare_sides(side_a, side_b, settings, per_op, floor)
+            seen = states(device.name, model) if states is not None and measured else None
+            pair = compare_sides(side_a, side_b, settings, per_op, floor, seen)
             pairs.append(replace(pair, dir_a=found.root if found is not None else None, dir_b=b_dir,
                                  ops=located(pair.ops, where.get((device.name, model), {}))))
     return Comparison(a_label, job_b.run_id, settings, tuple(pairs))

@@ -14,6 +14,7 @@ from orchestrator.base.codec import FLAT, NAN_NULL, SKIP, Layout, named
 from orchestrator.base.errors import EXIT_OK, Blame
 from orchestrator.verdicts.accuracy import AccuracyVerdict
 from orchestrator.verdicts.below import BelowThreshold
+from orchestrator.verdicts.device_states import DeviceStates
 from orchestrator.verdicts.figures import SideFigures
 from orchestrator.verdicts.likeness import IncompleteSide, SettingDifference
 from orchestrator.verdicts.llm_metrics import MetricVerdict
@@ -75,7 +76,8 @@ class Figures:
 _PAIR_KEYS = ("device", "model_a", "model_b", "verdict", "estimate", "threshold", "op_threshold", "regressed", "ops_skipped",
               "reason", "blame", "verification_failed", "source_a", "source_b", "noise_floor", "metrics",
               "settings_differ", "incomplete", "below_threshold", "series", "ops", "accuracy", "accuracy_dropped",
-              "memory", "memory_grew", "detectable", "could_not_judge", "settle", "contention", "figures")
+              "memory", "memory_grew", "detectable", "could_not_judge", "settle", "speed_states", "contention",
+              "figures")
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,8 @@ class PairVerdict:
     dropped: tuple[int, int] = field(default=(0, 0), metadata=SKIP)
     # A's and B's p50 and trimmed mean
     figures: tuple[SideFigures | None, SideFigures | None] = field(default=(None, None), metadata=SKIP)
+    # what the device's stored jobs of the model and the sides showed of its speed states (`etfarm compare` only)
+    states: DeviceStates | None = field(default=None, metadata=named("speed_states"))
 
     LAYOUT: ClassVar[Layout] = Layout(derived=("regressed", "accuracy_dropped", "memory_grew", "contention",
                                                ("figures", "side_figures")), order=_PAIR_KEYS)

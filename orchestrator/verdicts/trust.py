@@ -22,6 +22,13 @@ and its max_pool2d 2.3x slower; each op's runs agreed, so its own interval was n
 `compare` pairs of identical jobs were `regressed` on an op alone while their end-to-end verdicts said they could
 not judge. One interleaved job (`run --ab`, a night's confirmation) has no job between its sides: nothing is held.
 
+Between separate jobs on a device whose jobs of this model have shown speed states (device_states.py), a `regressed`
+or `improved` that a whole job landing in another state could make (the interval reaches within the device's
+span, plus the threshold) is `inconclusive` (`state_step`): no statistic of one job a side tells such a job from a
+changed program (beside a BLAS neighbour on the second VM, 2 of 60 `compare` pairs of identical jobs read
+`regressed 1.405x`). A change beyond the span stands, and so does `unchanged`: for a change to read as none, a real
+change would have to be cancelled exactly by a state step.
+
 An `inconclusive` pair says how to settle it (`settle_command`): `etfarm run --ab A B` runs both programs
 interleaved on one device in one job (A B B A ...), so both sides see the same load.
 """
@@ -34,6 +41,7 @@ from statistics import NormalDist
 from typing import Any, ClassVar, TypeVar
 
 from orchestrator.base.codec import Layout
+from orchestrator.verdicts.device_states import DeviceStates, has_states
 from orchestrator.verdicts.statistics import Estimate, Verdict
 
 POWER = 0.80
@@ -131,6 +139,19 @@ def judged(verdict: Verdict, est: Estimate | None, threshold: float, alpha: floa
                else f"near the {threshold:.0%} threshold (could see >= {_percent(detectable)})")
         return Judged(verdict, detectable, why)
     return Judged(verdict, detectable)
+
+
+def state_step(trust: Judged, est: Estimate | None, threshold: float, states: DeviceStates | None) -> Judged:
+    """`trust` between separate jobs on a device with speed states (module docstring): a change a whole job in
+    another state could make is `inconclusive`, naming the states; anything else stands."""
+    if states is None or not has_states(states) or est is None or trust.verdict not in (Verdict.REGRESSED, Verdict.IMPROVED):
+        return trust
+    reach = states.span * (1 + threshold)
+    if est.ci_low > reach or est.ci_high < 1 / reach:  # beyond any state step: seen
+        return trust
+    return Judged(Verdict.INCONCLUSIVE, trust.detectable,
+                  f"{trust.verdict.value} {est.ratio:.3f}x, but {states.describe()}: a whole job in another state "
+                  f"reads as a change within {reach:.2f}x")
 
 
 def _percent(value: float) -> str:

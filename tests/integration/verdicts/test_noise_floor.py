@@ -7,7 +7,10 @@ every figure below follows from the factors, whatever the real job measured: the
 one model content, no change point: 14.2 %, in the table and JSON), a copy 10 % slower is not regressed with
 it (its interval starts at most at 1.10, under 1.142) and is never `unchanged` without it, and a copy twice as
 slow is `regressed` (a copy's states are the original's, shifted: no reading of them is ambiguous; its
-interval is 2.0 +- a few % of within-state spread, far above 1.142).
+interval is 2.0 +- a few % of within-state spread, far above 1.142) unless the real job's own runs landed 2x
+apart (the testbed's rare third state), when no separate-job compare can claim it (verdicts/device_states.py).
+A store whose job of the model ran in two states 1.8x apart (the real job's fastest run, half of them 1.8x slower)
+holds back a whole job 1.5x slower: `inconclusive`, the states named, exit 3.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from orchestrator.base.cache import write_json_atomic
 from orchestrator.results.model import load_manifest
 from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
+from orchestrator.verdicts.device_states import state_span
 from orchestrator.verdicts.noise import estimate_replicate_floor
 from tests.integration.verdicts.pinned import etfarm, mlp_variants, pinned_inventory
 
@@ -57,7 +61,7 @@ def farm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                                       f"2026-01-{k + 1:02d}T00:00:00+0000", factor)))
     within = shifted_copy(real, root / "within", "within", "2026-02-01T00:00:00+0000", 1.10)
     twice = shifted_copy(real, root / "twice", "twice", "2026-02-01T00:00:00+0000", 2.0)
-    return {"db": db, "within": within, "x2": twice, "history": root / "history"}
+    return {"db": db, "within": within, "x2": twice, "history": root / "history", "real": real}
 
 
 def compare(farm: dict[str, Path], b: Path, *options: str) -> tuple[int, dict]:
@@ -87,17 +91,65 @@ def test_a_shift_within_the_stored_noise_is_not_a_regression_with_auto(farm: dic
     assert plain["pairs"][0]["verdict"] in ("regressed", "inconclusive")  # 1.10 cannot be inside 5 %
 
 
+def own_span(run: Path) -> float:
+    """How far apart the real job's own process runs landed in speed states (1.0: one state): its copies show the
+    same, and `compare` does not claim a change such a state step could make (verdicts/device_states.py)."""
+    (device,) = load_manifest(run).devices
+    span = state_span([float(np.median(r.execute_ms)) for r in device.models[0].runs if r.traced])
+    return span or 1.0
+
+
 @pytest.mark.slow
 def test_a_shift_beyond_the_stored_noise_is_a_regression_with_auto(farm: dict[str, Path]) -> None:
     code, data = compare(farm, farm["x2"], "--noise-floor", "auto")
     (pair,) = data["pairs"]
     assert pair["noise_floor"]["stored_runs"] == len(FACTORS) and pair["threshold"] > 0.10
     assert pair["estimate"]["ratio"] == pytest.approx(2.0, rel=1e-6) and pair["estimate"]["state_note"] is None
+    if pair["estimate"]["ci_low"] <= own_span(farm["real"]) * (1 + pair["threshold"]):  # the real job ran 2x apart
+        assert code == 3 and pair["verdict"] == "inconclusive" and "speed states" in pair["could_not_judge"]
+        return
     assert code == 1 and pair["verdict"] == "regressed", pair["estimate"]
     table = etfarm("compare", str(farm["x2"]), "--store", str(farm["db"]), "--no-ops", "--noise-floor", "auto")
     assert table.returncode == 1 and "REGRESSED" in table.stdout
     assert f"% ({len(FACTORS)} runs, 1 replicate groups)" in table.stdout
     assert "noise floor per device and model" in table.stdout
+
+
+def states_copy(source: Path, target: Path, run_id: str, state: float) -> Path:
+    """The real run made into a job of two speed states: every traced process run replaced by its fastest, and the
+    second half of them `state` times slower (what a process landing in a slower state does to all its samples)."""
+    shutil.copytree(source, target)
+    job = load_manifest(target)
+    (device,) = job.devices
+    model = device.models[0]
+    traced = [r for r in model.runs if r.traced]
+    fastest = min(traced, key=lambda r: float(np.median(r.execute_ms))).execute_ms
+    runs = tuple(dataclasses.replace(r, execute_ms=tuple(v * (state if 2 * k >= len(traced) else 1.0) for v in fastest))
+                 for k, r in enumerate(traced))
+    devices = (dataclasses.replace(device, models=(dataclasses.replace(model, runs=runs),)),)
+    write_json_atomic(target / "manifest.json",
+                      dataclasses.replace(job, run_id=run_id, started="2026-01-20T00:00:00+0000", devices=devices).to_dict())
+    return target
+
+
+@pytest.mark.slow
+def test_a_store_that_saw_speed_states_holds_back_a_change_a_state_step_could_make(farm: dict[str, Path],
+                                                                                   tmp_path: Path) -> None:
+    db = tmp_path / "states.db"
+    with open_store(db) as store:
+        store.record(RunRecord(states_copy(farm["real"], tmp_path / "split", "split", 1.8)))
+    up = shifted_copy(farm["real"], tmp_path / "up", "up", "2026-02-01T00:00:00+0000", 1.5)  # a whole job 1.5x
+    result = etfarm("compare", str(farm["real"]), str(up), "--store", str(db), "--no-ops", "--json")
+    (pair,) = json.loads(result.stdout)["pairs"]
+    assert pair["estimate"]["ratio"] == pytest.approx(1.5, rel=1e-6)
+    # the stored job split 3 runs fast, 3 at 1.8x; A and B are not stored: three jobs seen
+    assert pair["speed_states"]["jobs_split"] >= 1 and pair["speed_states"]["jobs_seen"] == 3
+    assert pair["speed_states"]["span"] >= 1.8 - 1e-9
+    assert result.returncode == 3 and pair["verdict"] == "inconclusive", pair
+    assert pair["could_not_judge"].startswith("regressed 1.500x, but pinned has run whole processes of this model")
+    assert pair["settle"] is None  # copies of one program: nothing for `run --ab` to settle
+    table = etfarm("compare", str(farm["real"]), str(up), "--store", str(db), "--no-ops")
+    assert table.returncode == 3 and "speed states in" in table.stdout, table.stdout
 
 
 @pytest.mark.slow
