@@ -20,6 +20,7 @@ from orchestrator.emulate.adbserver import AdbTestServer
 from orchestrator.emulate.android import AndroidPhone, start_android_phone
 from orchestrator.results.model import load_manifest
 from orchestrator.run.energy.sensors import parse_powerstats
+from tests.helpers.exports import export_ahead
 from tests.helpers.inventory import write_inventory
 from tests.helpers.tools import missing
 from tests.integration.test_android_run import etfarm
@@ -27,8 +28,8 @@ from tests.integration.test_android_run import etfarm
 REPO = Path(__file__).resolve().parents[2]
 WIDE = REPO / "configs" / "models" / "wide_linear.py"
 SMALL = ("--runs", "1", "--iterations", "3", "--warmup", "1", "--untraced-runs", "1")
-# Every job here exports through the fp32 recipe, under the names `small` and `large`: the export cache keys on name,
-# recipe and content, so the three jobs make three exports between them (small, large, and large in int8).
+# Every job here exports through the fp32 recipe, under the names `small` and `large`: three exports between the jobs
+# (small, large, and large in int8), made ahead in this process (tests/helpers/exports.py).
 FP32 = ("--recipe", "fp32")
 
 
@@ -70,6 +71,7 @@ def test_two_models_on_the_phone_the_larger_costs_more(phone: AndroidPhone, tmp_
                                                        etfarm_store_home: Path) -> None:
     config = write_inventory(tmp_path / "devices.yaml", [phone.spec("pixel8")])
     out = tmp_path / "run"
+    export_ahead(f"{WIDE}:build_small", f"{WIDE}:build", recipes="fp32")
     result = etfarm("run", "--config", str(config), "--devices", "pixel8", "--model", f"{WIDE}:build_small",
                     "--model", f"{WIDE}:build", "--name", "small", "--name", "large", *FP32, *SMALL, "--energy",
                     "--energy-seconds", "2", "--energy-phases", "2", "--out", str(out))
@@ -99,6 +101,7 @@ def test_the_emulated_board_reads_its_pmic(rpi5_device: DeviceSpec, tmp_path: Pa
     (orchestrator/emulate/pmic.py): a power sensor read as snapshots, integrated over the phase."""
     config = write_inventory(tmp_path / "devices.yaml", [rpi5_device])
     out = tmp_path / "run"
+    export_ahead(f"{WIDE}:build_small", recipes="fp32")
     result = etfarm("run", "--config", str(config), "--devices", "rpi5", "--model", f"{WIDE}:build_small",
                     "--name", "small", *FP32, *SMALL, "--energy", "--energy-seconds", "2", "--energy-phases", "1",
                     "--out", str(out))  # one phase: a power sensor's phase lasts 100 periods (10 s)
@@ -118,6 +121,7 @@ def test_on_this_host_memory_by_owner_holds_and_energy_says_why_not(tmp_path: Pa
     weights is the delegate's (24-48 MiB), int8's at most 40 % of it, the owners add up to the peak RSS within 10 %;
     this host has no power sensor, and says so (never a zero)."""
     out = tmp_path / "run"
+    export_ahead(f"{WIDE}:build", recipes="fp32,int8-static")
     result = etfarm("run", "--model", f"{WIDE}:build", "--name", "large", "--recipe", "fp32,int8-static", *SMALL, "--energy",
                     "--out", str(out))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]

@@ -32,6 +32,7 @@ from orchestrator.base.codec import encode
 from orchestrator.emulate.sshd import SshTestHost  # noqa: E402
 from orchestrator.farm.status import farm_status  # noqa: E402
 from orchestrator.run import DeviceStatus, JobStatus, ModelStatus, load_manifest  # noqa: E402
+from tests.helpers.exports import export_ahead  # noqa: E402
 from tests.helpers.inspector_stats import assert_stats_equal_inspector, measured_samples  # noqa: E402
 from tests.helpers.inventory import write_inventory  # noqa: E402
 
@@ -161,6 +162,7 @@ def test_one_run_across_two_workers_writes_what_a_local_run_writes(
     store = tmp_path / "results.db"
 
     out = tmp_path / "dist"
+    export_ahead(TINY)
     result = etfarm("run", "--scheduler", farm.address, "--devices", "host-a,host-b", "--model", TINY, *SMALL_RUN,
                     "--out", str(out), "--store", str(store))
     assert result.returncode == 0, result.stderr[-4000:] + farm.logs()

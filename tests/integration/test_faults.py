@@ -19,6 +19,7 @@ import pytest
 
 from device_agents import DeviceSpec
 from tests.helpers.docs_pages import fault_bounds, run_retry_bounds
+from tests.helpers.exports import export_ahead
 from tests.helpers.inspector_stats import measured_samples
 from tests.helpers.inventory import write_inventory
 from tests.integration.testbed import descendant_pids
@@ -69,6 +70,7 @@ def run_with_fault(host: object, device: str, tmp_path: Path, fault: Callable[[]
     local = DeviceSpec("local", "host", str(tmp_path / "local-workdir"))
     config = write_inventory(tmp_path / "devices.yaml", [faulty, local])
     out = tmp_path / "run"
+    export_ahead(MLP, backend="portable")
     job = subprocess.Popen(
         [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices", f"{device},local",
          "--model", MLP, "--backend", "portable", "--runs", "3", "--iterations", "3", "--untraced-runs", "0",

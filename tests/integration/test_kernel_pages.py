@@ -20,6 +20,7 @@ from orchestrator.profiles.kernel_align import operator_family
 from orchestrator.profiles.stat_rows import StatRow, group_rows, read_stats_csv
 from orchestrator.results.model import load_manifest
 from orchestrator.results.record import RunRecord
+from tests.helpers.exports import export_ahead
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -43,6 +44,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("kernel-pages")
     store = root / "results.db"
     env = {**os.environ, "ETFARM_STORE": str(store)}
+    export_ahead(THREE_CONVS, TINY_CNN)
     result = etfarm("run", "--model", THREE_CONVS, "--model", TINY_CNN, *RUN_ARGS, "--out", str(root / "run"), env=env)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     return root / "run", store
@@ -53,6 +55,7 @@ def int8_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The PT2E int8 model in a job of its own: XNNPACK's int8 kernels round differently from the eager quantized
     reference (about 7e-3 here), so the job may end `wrong-results` (exit 1); its statistics are written all the same."""
     out = tmp_path_factory.mktemp("kernel-pages-int8") / "run"
+    export_ahead(THREE_CONVS_INT8)
     result = etfarm("run", "--model", THREE_CONVS_INT8, "--name", "three_convs_int8", *RUN_ARGS, "--out", str(out),
                     "--no-store")
     assert result.returncode == 0 or "wrong results: three_convs_int8" in result.stdout, result.stderr[-3000:]

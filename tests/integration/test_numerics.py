@@ -15,6 +15,7 @@ from orchestrator.numerics import Metric, analyze_run
 from orchestrator.profiles.debug_buffer import intermediate_bytes_per_execution
 from orchestrator.results.model import load_manifest
 from orchestrator.results.record import RunRecord
+from tests.helpers.exports import export_ahead
 from tests.helpers.inspector_numerics import assert_gaps_equal_inspector
 from tests.helpers.inventory import write_inventory
 
@@ -40,6 +41,7 @@ def _runs(out: Path, device: str, model: str) -> list[Path]:
                                                         (INT8, "portable", "tiny_mlp_int8")])
 def test_gaps_equal_inspector(spec: str, backend: str, model: str, tmp_path: Path) -> None:
     out = tmp_path / "run"
+    export_ahead(spec, backend=backend)
     result = etfarm("run", "--model", spec, "--backend", backend, "--runs", "2", "--iterations", "3", "--warmup", "1",
                     "--numerics", "--out", str(out), "--quiet")
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]

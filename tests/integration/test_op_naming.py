@@ -22,6 +22,7 @@ import pytest
 from orchestrator.profiles.analysis_core import IDENTITY_COLUMNS, KERNEL_COLUMNS, LINK_COLUMNS, STATS_COLUMNS
 from orchestrator.profiles.stat_rows import CLEAN_COLUMNS
 from orchestrator.results.model import load_manifest
+from tests.helpers.exports import export_ahead
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -45,6 +46,7 @@ def _common_module(hierarchy: dict[str, Any]) -> str:
 @pytest.mark.parametrize("backend", ["xnnpack", "portable"])
 def test_module_paths_equal_inspectors_module_hierarchy(backend: str, tmp_path: Path) -> None:
     out = tmp_path / "run"
+    export_ahead(f"{MODEL_FILE}:build", backend=backend)
     result = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", "--model", f"{MODEL_FILE}:build",
                              "--backend", backend, "--runs", "2", "--iterations", "3", "--out", str(out), "--no-store"],
                             check=False, capture_output=True, text=True, timeout=900)

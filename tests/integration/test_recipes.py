@@ -16,6 +16,7 @@ import pytest
 
 from device_agents import DeviceSpec
 from orchestrator.emulate.fleet import BOARDS, board_prefix
+from tests.helpers.exports import export_ahead
 from tests.helpers.inspector_stats import assert_stats_equal_inspector
 from tests.helpers.inventory import write_inventory
 
@@ -51,6 +52,7 @@ def inventory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def job(inventory: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """One job: fp32 and static int8 side by side on both devices, intermediate outputs dumped (--numerics)."""
     out = tmp_path_factory.mktemp("recipes") / "run"
+    export_ahead(CNN, recipes="fp32,int8-static")
     result = etfarm("run", "--config", str(inventory), "--devices", ",".join(DEVICES), "--model", CNN,
                     "--recipe", "fp32,int8-static", "--runs", "2", "--iterations", "3", "--warmup", "1",
                     "--numerics", "--out", str(out), "--no-store")

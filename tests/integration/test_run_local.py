@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from orchestrator.results.model import load_manifest
+from tests.helpers.exports import export_ahead
 from tests.helpers.inspector_stats import assert_stats_equal_inspector
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,6 +112,7 @@ def test_run_json_log_and_two_factories_of_one_file(tmp_path: Path) -> None:
     models = tmp_path / "models.py"
     models.write_text((MODELS / "tiny_mlp.py").read_text() + "\n\ndef a():\n    return build()\n\n\ndef b():\n    return build()\n")
     out = tmp_path / "json-run"
+    export_ahead(f"{models}:a", f"{models}:b", backend="portable")
     result = etfarm("run", "--model", f"{models}:a", "--model", f"{models}:b", "--backend", "portable",
                     "--runs", "2", "--iterations", "3", "--warmup", "1", "--out", str(out), "--json")
     assert result.returncode == 0, result.stderr[-3000:]

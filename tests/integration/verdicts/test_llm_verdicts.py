@@ -27,6 +27,7 @@ import yaml
 from orchestrator.app.baseline import series_point
 from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.series_clean import clean_enough
+from tests.helpers.exports import export_ahead
 from tests.integration.verdicts.pinned import REPO, etfarm, pinned_inventory
 
 pytestmark = pytest.mark.slow
@@ -51,6 +52,7 @@ def _rows(stdout: str) -> dict[str, str]:
 
 def test_ab_gives_ttft_and_decode_verdicts_and_an_exit_code_that_follows_them(tmp_path: Path) -> None:
     inventory = pinned_inventory(tmp_path)
+    export_ahead(f"{LLAMA}:build", f"{LLAMA}:build_wide")
     result = etfarm("run", "--config", str(inventory), "-d", "pinned", "--ab", f"{LLAMA}:build", f"{LLAMA}:build_wide",
                     *AB, "--once", "--out", str(tmp_path / "ab"))  # one job: what its verdicts say, not how many
     rows = _rows(result.stdout)

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.report.formats import ratio
+from tests.helpers.exports import export_ahead
 from tests.helpers.inventory import write_inventory
 from tests.integration.verdicts.pinned import page_text
 
@@ -63,6 +64,7 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     model = tmp_path / "models" / "mlp.py"  # the nightly's model file, edited and committed between nights
     model.parent.mkdir()
     first_commit = commit(model, MODEL.read_text())
+    export_ahead(f"{model}:build")
     report = tmp_path / "reports"
     site = tmp_path / "site"  # the dashboard, published after every night (the plan's `publish:`)
     plan = write_plan(tmp_path / "plan.yaml", ["pinned"], model, report, inventory, publish=str(site))
@@ -112,6 +114,7 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
 
     slowed = MODEL.read_text().replace("WIDTH = 64", "WIDTH = 256").replace("DEPTH = 40", "DEPTH = 48")
     slowed_commit = commit(model, slowed)
+    export_ahead(f"{model}:build")
     slowed = etfarm("nightly", "--plan", str(plan), "-q", env=env)
     assert slowed.returncode == 1, slowed.stdout + slowed.stderr[-3000:]
     latest = (report / "latest.md").read_text()

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from device_agents import DeviceSpec
+from tests.helpers.exports import export_ahead
 from tests.helpers.inventory import write_inventory
 
 MODEL = '''
@@ -50,6 +51,7 @@ def test_two_series_per_recipe_and_a_night_whose_accuracy_dropped(tmp_path: Path
     store = tmp_path / "results.db"
     env = {**os.environ, "ETFARM_STORE": str(store)}
 
+    export_ahead(f"{tmp_path / 'night.py'}:build", recipes="fp32,int8-static")
     first = etfarm("nightly", "--plan", str(plan), "-q", env=env)
     assert first.returncode == 0, first.stdout + first.stderr[-3000:]
     with sqlite3.connect(store) as conn:
@@ -58,6 +60,7 @@ def test_two_series_per_recipe_and_a_night_whose_accuracy_dropped(tmp_path: Path
     assert series == [("local", "night-fp32", "fp32"), ("local", "night-int8-static", "int8-static")]
 
     (tmp_path / "calib.py").write_text("SCALE = 0.01\n")  # calibrated on inputs 100x too small: clipped at run time
+    export_ahead(f"{tmp_path / 'night.py'}:build", recipes="fp32,int8-static")
     dropped = etfarm("nightly", "--plan", str(plan), "-q", env=env)
     assert dropped.returncode == 1, dropped.stdout + dropped.stderr[-3000:]
     verdicts = json.loads(max(report.glob("nightly-*.json")).read_text())

@@ -29,6 +29,7 @@ from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
 from orchestrator.verdicts.device_states import state_span
 from orchestrator.verdicts.noise import estimate_replicate_floor
+from tests.helpers.exports import export_ahead
 from tests.integration.verdicts.pinned import etfarm, mlp_variants, pinned_inventory
 
 FACTORS = [1.0, 1.06, 0.97, 1.05, 0.98, 1.07, 1.0, 1.04, 1.0]  # stored jobs, oldest first; the last is last-good
@@ -51,7 +52,9 @@ def farm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("noisefloor")
     inventory = pinned_inventory(root)
     real = root / "real" / "base"
-    result = etfarm("run", "--config", str(inventory), "-d", "pinned", "-m", f"{mlp_variants(root)['base']}:build",
+    base = f"{mlp_variants(root)['base']}:build"
+    export_ahead(base)
+    result = etfarm("run", "--config", str(inventory), "-d", "pinned", "-m", base,
                     "--runs", "6", "--iterations", "10", "--untraced-runs", "0", "--out", str(real), "--no-store", "-q")
     assert result.returncode == 0, result.stderr[-3000:]
     db = root / "results.db"

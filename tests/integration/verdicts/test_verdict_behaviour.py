@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.report.destination import AB_PAGE
+from tests.helpers.exports import export_ahead
 from tests.integration.verdicts.pinned import etfarm, mlp_variants, pinned_inventory
 
 RUNS = 4
@@ -32,6 +33,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     root = tmp_path_factory.mktemp("verdicts")
     inventory = pinned_inventory(root)
     models = mlp_variants(root)
+    export_ahead(*(f"{path}:build" for path in models.values()))
     jobs = {}
     for kind in ("base", "x2"):
         jobs[kind] = root / "runs" / kind
