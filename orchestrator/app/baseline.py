@@ -27,11 +27,13 @@ which runs the references name, and what B is compared with.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from orchestrator.base.errors import UsageError
+from orchestrator.base.errors import DataError, UsageError, one_line
 from orchestrator.results.model import DeviceStatus, Job, JobStatus, ModelStatus, VerificationStatus
 from orchestrator.results.record import RunRecord
 from orchestrator.store import Store, open_store, resolve_run, store_path
@@ -176,10 +178,9 @@ def compare_refs(a: str | None, b: str | None, settings: VerdictSettings, *, bas
     auto = settings.auto_noise_floor
     if a is not None and b is not None and not auto:
         run_a, run_b = _resolve(a, store, "A"), _resolve(b, store, "B")
-        if not store_path(store).is_file():
-            return compare_jobs(run_a, run_b, settings, per_op=per_op, states=device_states_finder(None))
-        with open_store(store) as opened:
-            return compare_jobs(run_a, run_b, settings, per_op=per_op, states=device_states_finder(opened))
+        with contextlib.ExitStack() as stack:
+            states = device_states_finder(_store_if_readable(store, stack))
+            return compare_jobs(run_a, run_b, settings, per_op=per_op, states=states)
     if not store_path(store).is_file():
         need = "--noise-floor auto needs" if auto else "compare needs A and B run directories, or"
         raise UsageError(f"{need} a results store (none at {store_path(store)})")
@@ -199,6 +200,18 @@ def compare_refs(a: str | None, b: str | None, settings: VerdictSettings, *, bas
         noise = history_noise_finder(opened, run_b.job, settings.center) if auto else None
         return compare_against(run_b, finder, settings, per_op=per_op, a_label=label, noise=noise,
                                states=device_states_finder(opened))
+
+
+def _store_if_readable(store: Path | None, stack: contextlib.ExitStack) -> Store | None:
+    """The store, open in `stack`, for what it shows of speed states; None when there is none or it cannot be read
+    (then said on stderr: two named runs are compared without it, as before there was a store to ask)."""
+    if not store_path(store).is_file():
+        return None
+    try:
+        return stack.enter_context(open_store(store))
+    except DataError as exc:
+        print(f"warning: {one_line(str(exc))}; speed states from the two runs alone", file=sys.stderr)
+        return None
 
 
 def _resolve(ref: str, store: Path | None, which: str) -> RunRecord:

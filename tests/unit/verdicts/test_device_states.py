@@ -109,3 +109,21 @@ def test_a_pair_s_json_says_what_the_device_showed_without_listing_its_jobs() ->
     pair = compare_sides(quiet[0], quiet[5], SETTINGS, per_op=False, states=found)
     assert encode(pair)["speed_states"] == {"device": "local", "span": pytest.approx(1.6), "jobs_split": 1, "jobs_seen": 4}
     assert encode(compare_sides(quiet[0], quiet[5], SETTINGS, per_op=False))["speed_states"] is None  # not looked at
+
+
+def test_two_named_runs_are_compared_beside_a_store_that_cannot_be_read(tmp_path: Path, capsys) -> None:
+    from orchestrator.app.baseline import compare_refs
+
+    runs = [make_run_dir(tmp_path / "runs", f"run-{k}", f"2026-01-0{k + 1}T00:00:00+0000", devices=("local",), runs=3)
+            for k in range(2)]
+    broken = tmp_path / "results.db"
+    broken.write_text("not a database")
+    found = compare_refs(str(runs[0]), str(runs[1]), SETTINGS, store=broken, per_op=False)
+    (pair,) = found.pairs
+    assert pair.states == DeviceStates("local", 1.0, 0, 2, ("run-0", "run-1"))  # the two runs alone were seen
+    assert f"warning: {broken}: not a usable etfarm store" in capsys.readouterr().err
+    with open_store(tmp_path / "good.db") as store:
+        for run in runs:
+            store.record(RunRecord(run))
+    (pair,) = compare_refs(str(runs[0]), str(runs[1]), SETTINGS, store=tmp_path / "good.db", per_op=False).pairs
+    assert pair.states is not None and pair.states.seen == 2  # stored and compared: each job counted once
