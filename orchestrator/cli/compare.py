@@ -68,7 +68,9 @@ def compare(
     regression, and an interrupted or partial side is named `incomplete` (table, legend, JSON).
     Every verdict says the smallest change its samples could detect; a pair too noisy to see the threshold, or whose
     sides ran under measurably different contention, is `inconclusive` with the reason and the `etfarm run --ab`
-    command that would settle it (docs/guide/trust.md).
+    command that would settle it (docs/guide/trust.md). Between separate jobs, a change that a whole job landing
+    in another speed state could make is `inconclusive` too, when the store's jobs of the model on that device (or
+    either side's runs) have shown such states (the JSON's `speed_states`).
     Exit 0 no regression, 1 a regression (or wrong outputs in B), 2 usage error, 3 nothing regressed but some pair
     could not be judged.
     """
