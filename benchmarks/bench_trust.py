@@ -10,7 +10,7 @@ verdicts' own code (compare.compare_sides: end to end and every op, trust.py's r
   store holding the recording's separate jobs (what they show of the machine's speed states: device_states.py);
 - run --ab: each A/B job of tiny_cnn against a byte-identical copy (A B B A in one job), both ways round;
 - --until-confident: run --ab's pairs, and while one is inconclusive end to end the environment's next A/B job's
-  rounds pooled in (as `run --ab --until-confident` pools its extra jobs), up to 40 runs a side;
+  rounds pooled in (as `run --ab --until-confident` pools its extra jobs), up to `run --ab`'s default --max-runs a side;
 - nightly: each job against the one before it (last good, no history: no noise floor); a night that is regressed
   or could not be judged is settled by an interleaved A/B job of the same environment (issue 37 item 4, as
   `run --ab` would: the corpus's A/B jobs, B slowed as the night was), whose verdict is the night's (as the
@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 from orchestrator.app.ab import starting_side  # noqa: E402
+from orchestrator.results.limits import UNTIL_CONFIDENT_MAX_RUNS  # noqa: E402
 from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides  # noqa: E402
 from orchestrator.verdicts.confirmation import suspected  # noqa: E402
 from orchestrator.verdicts.device_states import DeviceStates, device_states, has_states  # noqa: E402
@@ -156,7 +157,8 @@ def stored_states(corpus: tuple[Recorded, ...]) -> DeviceStates:
     return device_states(DeviceStates.nothing_seen("local"), jobs)
 
 
-def score_until_confident(abs_: list[Recorded], settings: VerdictSettings, max_runs: int = 40) -> Tally:
+def score_until_confident(abs_: list[Recorded], settings: VerdictSettings,
+                          max_runs: int = UNTIL_CONFIDENT_MAX_RUNS) -> Tally:
     """`run --ab --until-confident`: each A/B job (both ways round), and while its end-to-end verdict is inconclusive,
     the environment's next A/B job's rounds pooled in (as run_ab pools its extra jobs, taking turns to start), up to
     `max_runs` a side. The extra rounds are the environment's other jobs' (pairs share jobs: not independent)."""

@@ -28,6 +28,7 @@ from orchestrator.base.codec import encode
 from orchestrator.base.errors import EXIT_INTERRUPTED, EtfarmError, UsageError, one_line
 from orchestrator.base.progress import Progress
 from orchestrator.config import load_inventory
+from orchestrator.results.limits import UNTIL_CONFIDENT_MAX_RUNS
 from orchestrator.results.model import JobOptions
 from orchestrator.run.rundir import new_run_id
 from orchestrator.verdicts.statistics import VerdictSettings, check_center
@@ -46,7 +47,7 @@ class BisectJob:
     options: JobOptions
     settings: VerdictSettings
     until_confident: bool = True
-    max_runs: int = 40
+    max_runs: int = UNTIL_CONFIDENT_MAX_RUNS
     out: Path | None = None
     store: Path | None = None
     config_file: Path | None = None

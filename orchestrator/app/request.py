@@ -14,6 +14,7 @@ from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes, 
 from orchestrator.base.codec import FieldError
 from orchestrator.base.errors import UsageError
 from orchestrator.report.destination import check_target
+from orchestrator.results.limits import UNTIL_CONFIDENT_MAX_RUNS
 from orchestrator.results.model import JobOptions
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.statistics import DEFAULT_CENTER, check_center
@@ -75,7 +76,7 @@ class JobRequest:
     until_confident: bool = False  # --ab pools further jobs while inconclusive unless --once (the flag says it again)
     once: bool = False
     junit: Path | None = None  # --ab: the verdicts as JUnit XML too
-    max_runs: int = 40
+    max_runs: int = UNTIL_CONFIDENT_MAX_RUNS
     store: Path | None = None
     no_store: bool = False
     verbose: bool = False

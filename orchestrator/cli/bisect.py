@@ -29,6 +29,7 @@ from orchestrator.cli.options import (
     TimeoutOption,
     WarmupOption,
 )
+from orchestrator.results.limits import UNTIL_CONFIDENT_MAX_RUNS
 from orchestrator.verdicts.statistics import DEFAULT_CENTER
 
 
@@ -58,7 +59,7 @@ def bisect(  # one parameter per option
     until_confident: Annotated[bool, typer.Option(
         "--until-confident/--once", help="While a step is inconclusive, run --runs more process runs per side "
                                          "(up to --max-runs); --once: one A/B job per step.")] = True,
-    max_runs: MaxRunsOption = 40,
+    max_runs: MaxRunsOption = UNTIL_CONFIDENT_MAX_RUNS,
     budget: Annotated[int | None, typer.Option(
         "--budget", min=1, help="Measure at most this many commits; then say where the culprit lies (exit 3).")] = None,
     out: Annotated[Path | None, typer.Option(

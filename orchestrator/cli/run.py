@@ -55,6 +55,7 @@ from orchestrator.cli.options import (
     WarmupOption,
     recipes_joined,
 )
+from orchestrator.results.limits import UNTIL_CONFIDENT_MAX_RUNS
 from orchestrator.verdicts.statistics import DEFAULT_CENTER
 
 
@@ -98,7 +99,7 @@ def run(  # one parameter per option; their help is in cli/options.py
     until_confident: UntilConfidentOption = False,
     once: OnceOption = False,
     junit: JunitOption = None,
-    max_runs: MaxRunsOption = 40,
+    max_runs: MaxRunsOption = UNTIL_CONFIDENT_MAX_RUNS,
     store: RunStoreOption = None,
     no_store: NoStoreOption = False,
     verbose: RunVerboseOption = False,

@@ -15,6 +15,7 @@ from orchestrator.app import ab
 from orchestrator.artifacts.modelspec import parse_model_spec
 from orchestrator.base.errors import UsageError
 from orchestrator.base.progress import Progress
+from orchestrator.results.limits import UNTIL_CONFIDENT_MAX_RUNS
 from orchestrator.results.model import (
     DeviceResult,
     DeviceStatus,
@@ -164,4 +165,4 @@ def test_run_ab_pools_until_confident_unless_told_once(monkeypatch: pytest.Monke
     spec, other = model_file(tmp_path / "mlp.py"), model_file(tmp_path / "other" / "mlp.py")
     argv = ["run", "--ab", spec.text, other.text, "--out", str(tmp_path / "o")]
     assert main([*argv, *flags]) == 2
-    assert asked["until_confident"] is pooled and asked["max_runs"] == 40
+    assert asked["until_confident"] is pooled and asked["max_runs"] == UNTIL_CONFIDENT_MAX_RUNS == 80
