@@ -39,8 +39,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
@@ -48,11 +46,22 @@ from orchestrator.app.ab import starting_side  # noqa: E402
 from orchestrator.results.limits import UNTIL_CONFIDENT_MAX_RUNS  # noqa: E402
 from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides  # noqa: E402
 from orchestrator.verdicts.confirmation import suspected  # noqa: E402
-from orchestrator.verdicts.device_states import DeviceStates, device_states, has_states  # noqa: E402
+from orchestrator.verdicts.device_states import DeviceStates, has_states  # noqa: E402
 from orchestrator.verdicts.paired import PAIRED, by_round  # noqa: E402
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings, run_median  # noqa: E402
 from orchestrator.verdicts.trust import JOB_SHIFT_SD  # noqa: E402
-from tests.helpers.noise_corpus import CORPUS, CORPUS_AB, CORPUS_STATES, Recorded, envs, load, op_slowed, pooled, slowed  # noqa: E402
+from tests.helpers.noise_corpus import (  # noqa: E402
+    CORPUS,
+    CORPUS_AB,
+    CORPUS_STATES,
+    Recorded,
+    envs,
+    load,
+    op_slowed,
+    pooled,
+    slowed,
+    stored_states,
+)
 
 FACTORS = (1.05, 1.10, 2.0)
 # one layer twice as slow: tiny_cnn's first max-pool, ~4 % of the model's time (under the 5 % end-to-end threshold,
@@ -148,13 +157,6 @@ def score(pairs: Iterable[tuple[Side, Side]], settings: VerdictSettings, states:
         for record, slow in tally.injections():
             record(compare_sides(a, slow(b) if slow is not None else b, settings, states=states))
     return tally
-
-
-def stored_states(corpus: tuple[Recorded, ...]) -> DeviceStates:
-    """What a store holding the recording's separate jobs would show `etfarm compare` of tiny_cnn's speed states on
-    that machine (device_states.py), every environment's jobs together, as one machine's store holds them."""
-    jobs = [(r.sides["cnn"].source, [float(np.median(run)) for run in r.sides["cnn"].e2e]) for r in corpus if r.kind == "job"]
-    return device_states(DeviceStates.nothing_seen("local"), jobs)
 
 
 def score_until_confident(abs_: list[Recorded], settings: VerdictSettings,

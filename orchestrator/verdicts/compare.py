@@ -29,6 +29,7 @@ from orchestrator.results.record import RunRecord
 from orchestrator.verdicts.accuracy import accuracy_verdict
 from orchestrator.verdicts.below import below_threshold
 from orchestrator.verdicts.device_states import DeviceStates, device_states
+from orchestrator.verdicts.estimates import run_medians
 from orchestrator.verdicts.figures import side_figures
 from orchestrator.verdicts.likeness import IncompleteSide, setting_differences, unjudged
 from orchestrator.verdicts.llm_metrics import metric_verdicts
@@ -94,7 +95,7 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
                    settings.threshold, settings.alpha, settings.confidence, loads, settings.noise_floor)
     stepped = states is not None and a.source != b.source  # separate jobs, measured floor or not: none covers a state
     if stepped:
-        states = device_states(states, ((a.source, _run_medians(a)), (b.source, _run_medians(b))))
+        states = device_states(states, ((a.source, run_medians(a.e2e)), (b.source, run_medians(b.e2e))))
         trust = state_step(trust, est, threshold, states)
     verdict = trust.verdict
     try:
@@ -117,12 +118,6 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
     return PairVerdict(verdict=verdict, estimate=est, ops=ops, ops_skipped=skipped, metrics=metrics, below=below,
                        accuracy=accuracy, memory=memory, states=states if stepped else None, **base,
                        **_trust_fields(trust, a, b))
-
-
-def _run_medians(side: Side) -> list[float]:
-    import numpy as np
-
-    return [float(np.median(run)) for run in side.e2e if len(run)]
 
 
 def _separate_jobs(a: Side, b: Side, noise: NoiseFloor | None) -> bool:

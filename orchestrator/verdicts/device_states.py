@@ -65,15 +65,15 @@ def state_span(medians: Sequence[float]) -> float | None:
 
 def device_states(known: DeviceStates, jobs: Iterable[tuple[str, Sequence[float]]]) -> DeviceStates:
     """`known` with what more jobs show: (job, its process runs' medians) each, a job already seen counted once."""
-    span, split, seen = known.span, known.split, list(known.jobs)
+    span, split, looked = known.span, known.split, list(known.jobs)
     for job, medians in jobs:
-        if job in seen:
+        if job in looked:
             continue
-        seen.append(job)
+        looked.append(job)
         found = state_span(medians)
         if found is not None:
             span, split = max(span, found), split + 1
-    return DeviceStates(known.device, span, split, known.seen + len(seen) - len(known.jobs), tuple(seen))
+    return DeviceStates(known.device, span, split, known.seen + len(looked) - len(known.jobs), tuple(looked))
 
 
 def has_states(states: DeviceStates) -> bool:

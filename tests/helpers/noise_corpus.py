@@ -19,6 +19,8 @@ import numpy as np
 from orchestrator.profiles.op_identity import OpIdentity
 from orchestrator.results.contention import clean_mask
 from orchestrator.verdicts.compare import Side
+from orchestrator.verdicts.device_states import DeviceStates, device_states
+from orchestrator.verdicts.estimates import run_medians
 from orchestrator.verdicts.op_samples import OpSamples
 from orchestrator.verdicts.sides import SideRun
 
@@ -37,6 +39,13 @@ class Recorded:
     kind: str  # "job" or "ab"
     index: int
     sides: dict[str, Side]  # model name -> its side
+
+
+def stored_states(corpus: tuple[Recorded, ...]) -> DeviceStates:
+    """What a store holding a recording's separate jobs would show `etfarm compare` of tiny_cnn's speed states on
+    that machine (verdicts/device_states.py), every environment's jobs together, as one machine's store holds them."""
+    jobs = [(r.sides["cnn"].source, run_medians(r.sides["cnn"].e2e)) for r in corpus if r.kind == "job"]
+    return device_states(DeviceStates.nothing_seen("local"), jobs)
 
 
 @lru_cache(maxsize=4)

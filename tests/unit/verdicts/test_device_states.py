@@ -6,30 +6,25 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from orchestrator.results.record import RunRecord
 from orchestrator.store import open_store
 from orchestrator.verdicts.compare import Comparison, compare_sides
 from orchestrator.verdicts.device_states import DeviceStates, device_states, has_states, state_span
+from orchestrator.verdicts.estimates import run_medians
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
 from orchestrator.verdicts.trust import JOB_SHIFT_SD
-from tests.helpers.noise_corpus import CORPUS, CORPUS_STATES, load, slowed
+from tests.helpers.noise_corpus import CORPUS, CORPUS_STATES, load, slowed, stored_states
 from tests.unit.store.rundirs import make_run_dir
 
 SETTINGS = VerdictSettings(resamples=500, job_shift=JOB_SHIFT_SD)  # compare's
 NOTHING = DeviceStates.nothing_seen("local")
 
 
-def medians(side) -> list[float]:
-    return [float(np.median(run)) for run in side.e2e]
-
-
 def stored(path: Path) -> DeviceStates:
     """What a store of the recording's separate jobs shows (as `etfarm compare` reads it)."""
-    jobs = [(r.sides["cnn"].source, medians(r.sides["cnn"])) for r in load(path) if r.kind == "job"]
-    return device_states(NOTHING, jobs)
+    return stored_states(load(path))
 
 
 def test_a_job_whose_runs_split_gives_the_span_from_its_fastest_to_its_slowest_state_of_two_runs() -> None:
@@ -73,7 +68,7 @@ def test_a_whole_job_one_state_up_is_not_a_regression_a_change_beyond_the_states
 def test_the_sides_own_runs_show_the_states_without_a_store() -> None:
     jobs = {r.index: r.sides["cnn"] for r in load(CORPUS_STATES) if r.kind == "job"}
     a, b = jobs[0], jobs[36]  # one state; bursty job 36: 5 runs fast and 5 at 1.91x
-    assert has_states(device_states(NOTHING, [(b.source, medians(b))]))
+    assert has_states(device_states(NOTHING, [(b.source, run_medians(b.e2e))]))
     pair = compare_sides(a, slowed(b, 1.5), SETTINGS, states=NOTHING)
     assert pair.verdict is not Verdict.REGRESSED
 
