@@ -14,7 +14,8 @@ verdicts' own code (compare.compare_sides: end to end and every op, trust.py's r
 - nightly: each job against the one before it (last good, no history: no noise floor); a night that is regressed
   or could not be judged is settled by an interleaved A/B job of the same environment (issue 37 item 4, as
   `run --ab` would: the corpus's A/B jobs, B slowed as the night was), whose verdict is the night's (as the
-  nightly confirms when the baseline's program can be found: app/confirm_ab.py).
+  nightly confirms when the baseline's program can be found: app/confirm_ab.py), more of them pooled while it is
+  inconclusive, up to a plan's default `confirm_max_runs` a side.
 For each: false `regressed` (any verdict, end to end or per op, on identical programs; target <= 1 %), the share
 the verdicts could not judge (inconclusive: exit 3), interval coverage end to end (the 95 % interval holds 1 on
 identical programs, and the injected factor on slowed ones; target >= 90 %), and power: B's samples (end to end
@@ -198,9 +199,9 @@ def taking_turns(jobs: list[Recorded], first: str, second: str) -> tuple[list[Si
 
 def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettings,
                  confirming: VerdictSettings | None = None) -> Tally:
-    """Each job against the one before; a night regressed or not judged is settled by an interleaved A/B job, one
-    more pooled while inconclusive (up to twice a night's runs a side, as app/nightly.py confirms), judged with
-    `confirming` (default `settings`)."""
+    """Each job against the one before; a night regressed or not judged is settled by an interleaved A/B job, more
+    pooled while inconclusive (up to the plan's default confirm_max_runs a side, as app/nightly.py confirms), judged
+    with `confirming` (default `settings`)."""
     tally = Tally()
     for k in range(1, len(jobs)):
         base, night = jobs[k - 1], jobs[k]
@@ -210,7 +211,7 @@ def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettin
         for record, slow in tally.injections():
             first = compare_sides(base, slow(night) if slow is not None else night, settings)
             if suspected(first):  # what a night sends to its interleaved confirmation
-                first = until_confident(settling, *sides, confirming or settings, slow, 2 * len(night.runs))
+                first = until_confident(settling, *sides, confirming or settings, slow, UNTIL_CONFIDENT_MAX_RUNS)
             record(first)
     return tally
 

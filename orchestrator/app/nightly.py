@@ -317,9 +317,10 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
         if agains[0].interrupted:
             return [*done, (agains[0], {}, "interrupted")]
         found = ab_comparison(agains, devices, spec_a.name, spec_b.name, plan.settings)
-        # pooled while inconclusive, as run --ab is, up to twice the plan's runs a side (a night's cost bounded: its
-        # own job and at most two more): one job of 10-20 runs a side often cannot tell 5 % on a busy host
-        found = pool_until_confident(agains, found, plan.settings, 2 * plan.runs, plan.runs, interleaved, progress)
+        # pooled while inconclusive, as run --ab is, up to the plan's confirm_max_runs a side: one job of 10-20 runs a
+        # side often cannot tell 5 % on a busy host
+        found = pool_until_confident(agains, found, plan.settings, plan.confirm_max_runs, plan.runs, interleaved,
+                                     progress)
         again = agains[0]
         for job in agains:  # a confirmed regression is never a later baseline, nor is a job pooled into it
             record_verdicts(job.rundir.root, found)

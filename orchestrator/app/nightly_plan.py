@@ -19,6 +19,8 @@ The plan (YAML, `yaml.safe_load`; docs/architecture.md, "Contracts: the nightly 
     scheduler: tcp://10.0.0.1:8786          # optional: run on the Dask farm (--scheduler/$ETFARM_SCHEDULER win)
     backend: xnnpack                        # optional default backend of the models
     confirm: true                           # default: a regressed or unjudged (device, model) runs again, interleaved
+    confirm_max_runs: 80                    # default: the interleaved confirmation pools jobs while inconclusive, up
+                                            # to this many runs a side (run --ab's --max-runs)
     threads: [1, 4]                         # optional, as run's --threads: a number or a list (a sweep)
     prompt_len: 32                          # optional, LLMs: run's --prompt-len / --gen-len
     gen_len: [32, 128]
@@ -48,7 +50,7 @@ from orchestrator.artifacts.recipes import check_recipe_backend, parse_recipes, 
 from orchestrator.base.errors import ConfigError, UsageError
 from orchestrator.base.yamlfile import load_yaml, shorten
 from orchestrator.farm import scheduler_problem
-from orchestrator.results.limits import LIMITS
+from orchestrator.results.limits import LIMITS, MAX_RUNS_PER_SIDE, UNTIL_CONFIDENT_MAX_RUNS
 from orchestrator.results.model import JobOptions
 from orchestrator.verdicts.memory import DEFAULT_MEMORY_THRESHOLD
 from orchestrator.verdicts.statistics import (
@@ -62,7 +64,8 @@ from orchestrator.verdicts.trust import JOB_SHIFT_SD
 
 _KEYS = {"devices", "models", "runs", "iterations", "warmup", "threshold", "op_threshold", "baseline", "report", "out",
          "config", "backend", "center", "noise_floor", "scheduler", "confirm", "threads", "prompt_len", "gen_len",
-         "reference", "recipe", "publish", "bisect", "repo", "bisect_budget", "junit", "memory_threshold"}
+         "reference", "recipe", "publish", "bisect", "repo", "bisect_budget", "junit", "memory_threshold",
+         "confirm_max_runs"}
 DEFAULT_BISECT_BUDGET = 8
 _SWEEP_MOST = 1 << 16  # as the command line's lists: beyond it a value is a typo
 _MODEL_KEYS = {"spec", "backend", "name"}
@@ -94,6 +97,10 @@ class NightlyPlan:
     noise_floor: float | None = None  # None: auto (per device and model from stored history), else relative
     scheduler: str | None = None  # the Dask farm's scheduler: the devices are its workers'
     confirm: bool = True  # a regressed or unjudged (device, model) is run again interleaved; only a reproduced regression fails
+    # The confirmation's jobs pool while it is inconclusive, up to this many runs a side, as run --ab's --max-runs:
+    # at twice a night's runs, a device with speed states left most unchanged nights unjudged (benchmarks/README.md,
+    # "A night's confirmation pools up to 80 runs a side").
+    confirm_max_runs: int = UNTIL_CONFIDENT_MAX_RUNS
     # As run's --threads, --prompt-len, --gen-len: one value, or a list that sweeps (one model per value).
     threads: tuple[int, ...] = ()
     prompt_lens: tuple[int, ...] = ()
@@ -152,7 +159,9 @@ def load_plan(path: Path) -> NightlyPlan:
         config=Path(_text(path, "config", data["config"])).expanduser() if data.get("config") else None,
         center=_center(path, data.get("center", DEFAULT_CENTER)), noise_floor=_noise_floor(path, data.get("noise_floor", "auto")),
         scheduler=_scheduler(path, data["scheduler"]) if data.get("scheduler") is not None else None,
-        confirm=_flag(path, data, "confirm", True), threads=_ints(path, data, "threads", 0, LIMITS["cpu_threads"][1]),
+        confirm=_flag(path, data, "confirm", True),
+        confirm_max_runs=_runs_per_side(path, data.get("confirm_max_runs", UNTIL_CONFIDENT_MAX_RUNS)),
+        threads=_ints(path, data, "threads", 0, LIMITS["cpu_threads"][1]),
         prompt_lens=_ints(path, data, "prompt_len", 1, _SWEEP_MOST), gen_lens=_ints(path, data, "gen_len", 1, _SWEEP_MOST),
         bisect=_flag(path, data, "bisect", False), repo=_repo(path, data.get("repo")),
         bisect_budget=_budget(path, data.get("bisect_budget", DEFAULT_BISECT_BUDGET)))
@@ -166,6 +175,14 @@ def _repo(path: Path, value: Any) -> Path | None:
     if not folder.is_dir():
         raise ConfigError(path, "repo", f"{folder}: no such directory")
     return folder
+
+
+def _runs_per_side(path: Path, value: Any) -> int:
+    least, most = MAX_RUNS_PER_SIDE
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+        raise ConfigError(path, "confirm_max_runs", f"expected a number of runs a side from {least} to {most}, got "
+                                                    f"{shorten(repr(value))}")
+    return value
 
 
 def _budget(path: Path, value: Any) -> int:

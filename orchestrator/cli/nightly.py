@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
 PlanOption = Annotated[Path, typer.Option(
     "--plan", help="Nightly plan YAML: devices, models, runs, iterations, warmup, threshold, center, "
     "noise_floor (auto, the default: per device and model from stored good runs; or a percentage), "
-    "baseline, report; optionally confirm, scheduler, threads, prompt_len, gen_len, publish (the dashboard), "
+    "baseline, report; optionally confirm, confirm_max_runs, scheduler, threads, prompt_len, gen_len, publish (the dashboard), "
     "bisect, repo, bisect_budget (a confirmed regression's culprit commit) "
     "(configs/nightly.yaml shows every key).")]
 PlanConfigOption = Annotated[Path | None, typer.Option(

@@ -535,7 +535,7 @@ def test_a_nightly_plan_runs_on_the_farm(farm: Farm, two_hosts: tuple[DeviceSpec
     report = tmp_path / "reports"
     plan = tmp_path / "plan.yaml"
     # host-a is known only to the farm's worker: a single-host nightly could not find it.
-    plan.write_text(f"devices: [host-a]\nmodels: [{TINY!r}]\nruns: 2\niterations: 3\nwarmup: 1\n"
+    plan.write_text(f"devices: [host-a]\nmodels: [{TINY!r}]\nruns: 2\nconfirm_max_runs: 4\niterations: 3\nwarmup: 1\n"
                     f"report: {report}\nscheduler: {farm.address}\n")
     store = tmp_path / "results.db"
     result = etfarm("nightly", "--plan", str(plan), "--store", str(store))

@@ -111,7 +111,7 @@ def test_an_interrupted_nightly_exits_130_judges_nothing_and_is_never_a_baseline
 
     def plan(name: str, config: Path, runs: int) -> Path:
         path = tmp_path / name
-        path.write_text(json.dumps({"devices": ["board"], "models": [f"{TINY}:build"], "runs": runs, "iterations": 3,
+        path.write_text(json.dumps({"devices": ["board"], "models": [f"{TINY}:build"], "runs": runs, "confirm_max_runs": 2 * runs, "iterations": 3,
                                     "warmup": 1, "backend": "portable", "report": str(report), "config": str(config)}))
         return path
 

@@ -71,6 +71,7 @@ PLAN = f"""devices: [local]
 models: ["{TINY}"]
 backend: portable
 runs: 1
+confirm_max_runs: 2
 iterations: 3
 warmup: 1
 report: .

@@ -130,7 +130,7 @@ def test_an_interrupted_b_is_named_incomplete(runs: dict[str, Path]) -> None:
 def test_a_nightly_against_a_named_baseline_of_another_backend_says_so(runs: dict[str, Path], tmp_path: Path) -> None:
     report = tmp_path / "reports"
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"devices": ["board"], "models": [TINY], "runs": 2, "iterations": 3, "warmup": 1,
+    plan.write_text(json.dumps({"devices": ["board"], "models": [TINY], "runs": 2, "confirm_max_runs": 4, "iterations": 3, "warmup": 1,
                                 "baseline": str(runs["portable"]), "report": str(report),
                                 "config": str(runs["inventory"])}))
     night = etfarm("nightly", "--plan", str(plan), "-q", env={**os.environ, "ETFARM_STORE": str(tmp_path / "s.db")})

@@ -80,7 +80,7 @@ def test_nightly_llm_metrics_reach_the_json_and_pages_and_the_exit_code_follows_
     def night(factory: str) -> tuple[subprocess.CompletedProcess[str], dict]:
         plan = tmp_path / "plan.yaml"
         plan.write_text(json.dumps({"devices": ["pinned"], "models": [{"spec": f"{LLAMA}:{factory}", "name": "llm"}],
-                                    "runs": RUNS, "iterations": 5, "warmup": 2, "threshold": "5%",
+                                    "runs": RUNS, "confirm_max_runs": 2 * RUNS, "iterations": 5, "warmup": 2, "threshold": "5%",
                                     "baseline": "last-good", "report": str(report), "config": str(inventory)}))
         done = subprocess.run([sys.executable, "-m", "orchestrator.cli", "nightly", "--plan", str(plan), "-q"],
                               capture_output=True, text=True, timeout=1200, env=env, check=False)

@@ -32,7 +32,7 @@ def night(tmp_path: Path, name: str, models: list[str], report: Path) -> Path:
     inventory = tmp_path / "devices.yaml"
     inventory.write_text(f"devices:\n  board:\n    transport: local\n    workdir: {tmp_path / 'work'}\n")
     plan = tmp_path / name
-    plan.write_text(json.dumps({"devices": ["board"], "models": models, "backend": "portable", "runs": 2,
+    plan.write_text(json.dumps({"devices": ["board"], "models": models, "backend": "portable", "runs": 2, "confirm_max_runs": 4,
                                 "iterations": 3, "warmup": 1, "report": str(report), "config": str(inventory)}))
     return plan
 

@@ -47,7 +47,7 @@ def etfarm(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 
 def write_plan(path: Path, devices: list[str], model: Path, report: Path, inventory: Path, **extra: str) -> Path:
-    path.write_text(json.dumps({"devices": devices, "models": [f"{model}:build"], "runs": RUNS, "iterations": 10,
+    path.write_text(json.dumps({"devices": devices, "models": [f"{model}:build"], "runs": RUNS, "confirm_max_runs": 2 * RUNS, "iterations": 10,
                                 "warmup": 3, "threshold": "5%", "baseline": "last-good", "report": str(report),
                                 "config": str(inventory), **extra}))
     return path

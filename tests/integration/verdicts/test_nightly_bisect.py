@@ -22,7 +22,7 @@ WIDTH = 256
 
 def plan(path: Path, repo: Path, report: Path, **extra: object) -> Path:
     path.write_text(json.dumps({"devices": ["local"], "models": [{"spec": f"{repo / MODEL}:build", "name": "mlp"}],
-                                "runs": 6, "iterations": 10, "warmup": 2, "threshold": "5%", "noise_floor": "0%",
+                                "runs": 6, "confirm_max_runs": 12, "iterations": 10, "warmup": 2, "threshold": "5%", "noise_floor": "0%",
                                 "report": str(report), "bisect": True, "bisect_budget": 3, **extra}))
     return path
 

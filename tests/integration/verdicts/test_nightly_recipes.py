@@ -45,7 +45,7 @@ def test_two_series_per_recipe_and_a_night_whose_accuracy_dropped(tmp_path: Path
     inventory = write_inventory(tmp_path / "devices.yaml", [DeviceSpec("local", "host", str(tmp_path / "local"))])
     report = tmp_path / "reports"
     plan = tmp_path / "plan.yaml"
-    plan.write_text(json.dumps({"devices": ["local"], "models": [f"{tmp_path / 'night.py'}:build"], "runs": 3,
+    plan.write_text(json.dumps({"devices": ["local"], "models": [f"{tmp_path / 'night.py'}:build"], "runs": 3, "confirm_max_runs": 6,
                                 "iterations": 5, "warmup": 1, "recipe": ["fp32", "int8-static"], "report": str(report),
                                 "config": str(inventory)}))
     store = tmp_path / "results.db"

@@ -8,6 +8,7 @@ import pytest
 
 from orchestrator.app.nightly_plan import load_plan
 from orchestrator.base.errors import ConfigError
+from orchestrator.results.limits import UNTIL_CONFIDENT_MAX_RUNS
 
 BASE = "devices: [a]\nmodels: [m.py:build]\nreport: r\n"
 
@@ -107,3 +108,17 @@ def test_junit_names_a_file_the_night_can_write(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as err:
             load_plan(path)
         assert "junit:" in str(err.value) and said in str(err.value)
+
+
+def test_the_confirmation_pools_up_to_run_abs_max_runs_unless_the_plan_bounds_it(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(BASE)
+    assert load_plan(path).confirm_max_runs == UNTIL_CONFIDENT_MAX_RUNS == 80
+    path.write_text(BASE + "confirm_max_runs: 20\n")
+    assert load_plan(path).confirm_max_runs == 20
+    for bad in ("0", "'20'", "true", "20001"):
+        path.write_text(BASE + f"confirm_max_runs: {bad}\n")
+        with pytest.raises(ConfigError) as err:
+            load_plan(path)
+        assert str(err.value).startswith(str(path)) and "confirm_max_runs: expected a number of runs a side" in str(
+            err.value), err.value
