@@ -1,7 +1,7 @@
 """Real nights on the testbed (issue 32, item 5): A/A nights, a creep, a 5 % step, alternating models.
 
     PYTHONPATH=. .venv/bin/python -m benchmarks.bench_nights --scenario aa|creep|step|alternate [--nights N]
-        [--trials T] [--history H] [--threshold 5] [--runs 10] [--out DIR] [--json]
+        [--trials T] [--history H] [--threshold 5] [--runs 10] [--confirm-max-runs N] [--out DIR] [--json]
 
 Each night is `app.nightly.run_nightly` (what `etfarm nightly --plan` runs) with the example plan's
 defaults (configs/nightly.yaml: 10 process runs x 50 iterations, 5 warmup, threshold 5 %, center: the default (mean since issue 37),
@@ -43,7 +43,8 @@ from orchestrator.store import open_store  # noqa: E402
 MODEL = ROOT / "configs" / "models" / "deep_mlp.py"
 
 
-def night(root: Path, depth: int, runs: int, threshold: float, center: str | None = None) -> dict[str, Any]:
+def night(root: Path, depth: int, runs: int, threshold: float, center: str | None = None,
+          confirm_max_runs: int | None = None) -> dict[str, Any]:
     """One night of the model at `depth` layers, in the store and report folder under `root`."""
     (root / "model").mkdir(parents=True, exist_ok=True)
     (root / "model" / "mlp.py").write_text(MODEL.read_text().replace("DEPTH = 40", f"DEPTH = {depth}"))
@@ -56,7 +57,8 @@ def night(root: Path, depth: int, runs: int, threshold: float, center: str | Non
                                      "runs": runs, "iterations": 50, "warmup": 5, "threshold": f"{threshold}%",
                                      "noise_floor": "auto", "baseline": "last-good", "confirm": True,
                                      "report": str(root / "reports"), "config": str(inventory),
-                                     **({"center": center} if center else {})}))
+                                     **({"center": center} if center else {}),
+                                     **({"confirm_max_runs": confirm_max_runs} if confirm_max_runs else {})}))
     started = time.perf_counter()
     with open_store(root / "results.db") as store:
         outcome = run_nightly(load_plan(plan_file), store, Progress(quiet=True))
@@ -96,6 +98,8 @@ def main() -> int:
     parser.add_argument("--step-depth", type=int, default=43,
                         help="the step scenario's layers after the step (43: +5 %% in time, measured 1.046x; 42: 1.026x)")
     parser.add_argument("--center", help="the plan's `center:` (default: the plan's default)")
+    parser.add_argument("--confirm-max-runs", type=int,
+                        help="the plan's `confirm_max_runs:` (default: the plan's default, 80 runs a side)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     results = []
@@ -104,7 +108,8 @@ def main() -> int:
         for trial in range(args.trials):
             depths = scenario(args.scenario, args.nights, args.history, args.step_depth)
             for k, depth in enumerate(depths):
-                found = night(base / f"trial-{trial}", depth, args.runs, args.threshold, args.center)
+                found = night(base / f"trial-{trial}", depth, args.runs, args.threshold, args.center,
+                              args.confirm_max_runs)
                 found.update(trial=trial, night=k - args.history + 1)
                 results.append(found)
                 print(json.dumps(found) if args.json else

@@ -11,7 +11,8 @@ verdicts' own code (compare.compare_sides: end to end and every op, trust.py's r
 - run --ab: each A/B job of tiny_cnn against a byte-identical copy (A B B A in one job), both ways round;
 - --until-confident: run --ab's pairs, and while one is inconclusive end to end the environment's next A/B job's
   rounds pooled in (as `run --ab --until-confident` pools its extra jobs), up to `run --ab`'s default --max-runs a side;
-- nightly: each job against the one before it (last good, no history: no noise floor); a night that is regressed
+- nightly: each job against the one before it (last good, no history: no noise floor; the store's view of speed
+  states, as compare's); a night that is regressed
   or could not be judged is settled by an interleaved A/B job of the same environment (issue 37 item 4, as
   `run --ab` would: the corpus's A/B jobs, B slowed as the night was), whose verdict is the night's (as the
   nightly confirms when the baseline's program can be found: app/confirm_ab.py), more of them pooled while it is
@@ -198,7 +199,7 @@ def taking_turns(jobs: list[Recorded], first: str, second: str) -> tuple[list[Si
 
 
 def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettings,
-                 confirming: VerdictSettings | None = None) -> Tally:
+                 confirming: VerdictSettings | None = None, states: DeviceStates | None = None) -> Tally:
     """Each job against the one before; a night regressed or not judged is settled by an interleaved A/B job, more
     pooled while inconclusive (up to the plan's default confirm_max_runs a side, as app/nightly.py confirms), judged
     with `confirming` (default `settings`)."""
@@ -209,7 +210,7 @@ def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettin
         settling = abs_[shift:] + abs_[:shift]
         sides = ("cnn-a", "cnn-b") if k % 2 else ("cnn-b", "cnn-a")
         for record, slow in tally.injections():
-            first = compare_sides(base, slow(night) if slow is not None else night, settings)
+            first = compare_sides(base, slow(night) if slow is not None else night, settings, states=states)
             if suspected(first):  # what a night sends to its interleaved confirmation
                 first = until_confident(settling, *sides, confirming or settings, slow, UNTIL_CONFIDENT_MAX_RUNS)
             record(first)
@@ -232,12 +233,13 @@ def measure(corpus: tuple[Recorded, ...], centers: list[str],
                 ab = VerdictSettings(center=PAIRED)
                 out[env][f"run --ab, {center}"] = score(ab_pairs(abs_), ab).row()
                 out[env][f"--until-confident, {center}"] = score_until_confident(abs_, ab).row()
-                out[env][f"nightly, {center}"] = score_nights(jobs, abs_, replace(settings, center="mean"), ab).row()
+                out[env][f"nightly, {center}"] = score_nights(jobs, abs_, replace(settings, center="mean"), ab,
+                                                              states).row()
                 continue
             out.setdefault(env, {})[f"compare, {center}"] = score(compare_pairs(jobs), settings, states).row()
             out[env][f"run --ab, {center}"] = score(ab_pairs(abs_), settings).row()
             out[env][f"--until-confident, {center}"] = score_until_confident(abs_, replace(settings, job_shift=0)).row()
-            out[env][f"nightly, {center}"] = score_nights(jobs, abs_, settings).row()
+            out[env][f"nightly, {center}"] = score_nights(jobs, abs_, settings, states=states).row()
             print(f"  {env} {center} done", file=sys.stderr, flush=True)
     return out
 

@@ -34,6 +34,7 @@ from typing import Any
 from orchestrator.app.ab import ab_comparison, pool_until_confident, starting_side
 from orchestrator.app.baseline import (
     LAST_GOOD,
+    device_states_finder,
     named_finder,
     series_history,
     series_point,
@@ -241,7 +242,10 @@ def _compare(plan: NightlyPlan, store: Store, result: JobResult, histories: _His
     a later baseline, confirmed or not: an outlier job is no baseline either)."""
     finder = baseline_finder(plan.baseline, store, result.job)
     noise = (lambda d, m: replicate_floor(histories(d, m), plan.center)) if plan.noise_floor is None else None
-    part = compare_against(RunRecord(result.rundir.root), finder, plan.settings, a_label=plan.baseline, noise=noise)
+    # the night and its last good are separate jobs: a change a whole job in another speed state could make is not
+    # judged from them (trust.state_step) but sent to the interleaved confirmation, as any pair not judged is
+    part = compare_against(RunRecord(result.rundir.root), finder, plan.settings, a_label=plan.baseline, noise=noise,
+                           states=device_states_finder(store))
     part = replace(part, pairs=tuple(_judge_series(plan, store, result, histories, pair) for pair in part.pairs))
     record_verdicts(result.rundir.root, part)
     return part

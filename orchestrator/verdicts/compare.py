@@ -58,8 +58,8 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
     `noise`: this pair's noise floor (e.g. from stored history); it replaces `settings.noise_floor`.
     `states`: what the device's stored jobs of the model showed of its speed states (device_states.py;
     `DeviceStates.nothing_seen` without a store); with the sides' own runs, it holds back a change between separate
-    jobs that a state step could make (trust.state_step). None: that rule is not applied (a series pools every
-    state; a night confirms a suspected change interleaved).
+    jobs that a state step could make (trust.state_step). None: that rule is not applied (run --ab's interleaved
+    jobs, a series, which pools every state).
     The end-to-end floor widens the per-op threshold too: a job-level shift (processes landing in
     a slower state) slows every op of the process alike, so per-op ratios carry it as well.
 
