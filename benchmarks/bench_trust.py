@@ -51,7 +51,7 @@ from orchestrator.verdicts.confirmation import suspected  # noqa: E402
 from orchestrator.verdicts.device_states import DeviceStates, has_states  # noqa: E402
 from orchestrator.verdicts.paired import PAIRED, by_round  # noqa: E402
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings, run_median  # noqa: E402
-from orchestrator.verdicts.trust import JOB_SHIFT_SD  # noqa: E402
+from orchestrator.verdicts.trust import JOB_SHIFT_SD, within_states  # noqa: E402
 from tests.helpers.noise_corpus import (  # noqa: E402
     CORPUS,
     CORPUS_AB,
@@ -176,11 +176,18 @@ def score_until_confident(abs_: list[Recorded], settings: VerdictSettings,
 
 
 def until_confident(jobs: list[Recorded], first: str, second: str, settings: VerdictSettings, slow: Slow | None,
-                    max_runs: int) -> PairVerdict:
+                    max_runs: int, states: DeviceStates | None = None) -> PairVerdict:
     """The pair of the first A/B job, and while it is inconclusive the next jobs pooled in (app/ab.py
-    `pool_until_confident`), B slowed by `slow` (None: as recorded), up to `max_runs` a side."""
+    `pool_until_confident`), B slowed by `slow` (None: as recorded), up to `max_runs` a side; with the device's
+    `states` (a night's confirmation), a change of the first job within their span pooled once more."""
     pair, used = None, 0
-    while used < len(jobs) and (pair is None or pair.verdict is Verdict.INCONCLUSIVE):
+
+    def doubted(pair: PairVerdict) -> bool:
+        return pair.verdict is Verdict.INCONCLUSIVE or (
+            used == 1 and pair.verdict in (Verdict.REGRESSED, Verdict.IMPROVED) and pair.estimate is not None
+            and within_states(pair.estimate, settings.threshold, states))
+
+    while used < len(jobs) and (pair is None or doubted(pair)):
         used += 1
         a, b = (pooled(sides) for sides in taking_turns(jobs[:used], first, second))
         if pair is not None and len(b.runs) > max_runs:
@@ -212,7 +219,8 @@ def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettin
         for record, slow in tally.injections():
             first = compare_sides(base, slow(night) if slow is not None else night, settings, states=states)
             if suspected(first):  # what a night sends to its interleaved confirmation
-                first = until_confident(settling, *sides, confirming or settings, slow, UNTIL_CONFIDENT_MAX_RUNS)
+                first = until_confident(settling, *sides, confirming or settings, slow, UNTIL_CONFIDENT_MAX_RUNS,
+                                        states)
             record(first)
     return tally
 

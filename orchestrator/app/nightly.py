@@ -324,7 +324,7 @@ def _confirm(plan: NightlyPlan, store: Store, run: JobRunner, result: JobResult,
         # pooled while inconclusive, as run --ab is, up to the plan's confirm_max_runs a side: one job of 10-20 runs a
         # side often cannot tell 5 % on a busy host
         found = pool_until_confident(agains, found, plan.settings, plan.confirm_max_runs, plan.runs, interleaved,
-                                     progress)
+                                     progress, device_states_finder(store))
         again = agains[0]
         for job in agains:  # a confirmed regression is never a later baseline, nor is a job pooled into it
             record_verdicts(job.rundir.root, found)

@@ -144,14 +144,23 @@ def judged(verdict: Verdict, est: Estimate | None, threshold: float, alpha: floa
 def state_step(trust: Judged, est: Estimate | None, threshold: float, states: DeviceStates | None) -> Judged:
     """`trust` between separate jobs on a device with speed states (module docstring): a change a whole job in
     another state could make is `inconclusive`, naming the states; anything else stands."""
-    if states is None or not has_states(states) or est is None or trust.verdict not in (Verdict.REGRESSED, Verdict.IMPROVED):
+    if est is None or trust.verdict not in (Verdict.REGRESSED, Verdict.IMPROVED) or not within_states(est, threshold,
+                                                                                                       states):
         return trust
+    assert states is not None  # within_states says so
     reach = states.span * (1 + threshold)
-    if est.ci_low > reach or est.ci_high < 1 / reach:  # beyond any state step: seen
-        return trust
     return Judged(Verdict.INCONCLUSIVE, trust.detectable,
                   f"{trust.verdict.value} {est.ratio:.3f}x, but {states.describe()}: a whole job in another state "
                   f"reads as a change within {reach:.2f}x")
+
+
+def within_states(est: Estimate, threshold: float, states: DeviceStates | None) -> bool:
+    """Whether a whole job (or one side of a job) landing in another of the device's speed states could make `est`:
+    its interval reaches within the states' span, plus the threshold."""
+    if states is None or not has_states(states):
+        return False
+    reach = states.span * (1 + threshold)
+    return not (est.ci_low > reach or est.ci_high < 1 / reach)
 
 
 def _percent(value: float) -> str:

@@ -166,3 +166,37 @@ def test_run_ab_pools_until_confident_unless_told_once(monkeypatch: pytest.Monke
     argv = ["run", "--ab", spec.text, other.text, "--out", str(tmp_path / "o")]
     assert main([*argv, *flags]) == 2
     assert asked["until_confident"] is pooled and asked["max_runs"] == UNTIL_CONFIDENT_MAX_RUNS == 80
+
+
+@pytest.mark.parametrize(("ratio", "span", "jobs"), [(1.41, 1.5, 2), (1.41, None, 1), (3.0, 1.5, 1)])
+def test_a_confirmation_within_the_devices_speed_states_must_show_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                      ratio: float, span: float | None, jobs: int) -> None:
+    """A night's confirmation (`states` given): one interleaved job that reads `regressed` within the span of the
+    speed states the device has shown is pooled once more, and what the pooled jobs say stands; a device that has
+    shown none, or a change beyond the span, is decided by its one job, as before."""
+    from orchestrator.verdicts.device_states import DeviceStates
+
+    calls: list[dict[str, Any]] = []
+    run_job = fake_run_job(calls, np.random.default_rng(0))
+    pairs = iter([ratio, 1.01])  # the first job's ratio, then the pooled jobs' (the states averaged out)
+
+    def comparison(*_: Any, **__: Any) -> Comparison:
+        r = next(pairs)
+        verdict = Verdict.REGRESSED if r > 1.05 else Verdict.UNCHANGED
+        return Comparison("mlp-a", "mlp-b", VerdictSettings(), (PairVerdict(
+            "pixel8", "mlp-a", "mlp-b", verdict, Estimate(r, r * 0.97, r * 1.03, 0.001, runs_a=4, runs_b=4,
+                                                          median_a_ms=1.0, median_b_ms=r)),))
+
+    monkeypatch.setattr(ab, "ab_comparison", comparison)
+    device = DeviceSpec("pixel8", "host", "/nonexistent")
+    spec, other = model_file(tmp_path / "a" / "mlp.py"), model_file(tmp_path / "b" / "mlp.py")
+
+    def more(devices: Any, k: int) -> Any:
+        return run_job([device], ab.starting_side(spec, other, k), options=JobOptions(runs=4), out=None)
+
+    seen = DeviceStates("pixel8", span, split=1, seen=3) if span else DeviceStates.nothing_seen("pixel8")
+    first = [more(["pixel8"], 0)]
+    found = ab.pool_until_confident(first, comparison(), VerdictSettings(), 80, 4, more, Progress(quiet=True),
+                                    lambda device, model: seen)
+    assert len(first) == jobs == len(calls)
+    assert found.pairs[0].verdict is (Verdict.UNCHANGED if jobs == 2 else Verdict.REGRESSED)
