@@ -18,12 +18,14 @@ writes: verdicts first, every op) goes into the first job's directory as report-
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
 from device_agents import DeviceSpec
+from orchestrator.app.baseline import device_states_finder, store_if_readable
 from orchestrator.app.console import Console
 from orchestrator.app.record import record_job
 from orchestrator.app.request import JobRequest
@@ -68,7 +70,7 @@ def ab_specs(a: ModelSpec, b: ModelSpec) -> tuple[ModelSpec, ModelSpec]:
 
 def run_ab(devices: Sequence[DeviceSpec], a: ModelSpec, b: ModelSpec, *, backend: str, options: JobOptions,
            out: Path | None, progress: Progress, settings: VerdictSettings, config_file: Path | None = None,
-           until_confident: bool = False, max_runs: int = 0) -> AbOutcome:
+           until_confident: bool = False, max_runs: int = 0, states: StatesFinder | None = None) -> AbOutcome:
     a, b = ab_specs(a, b)
     options = replace(options, order=RunOrder.ABBA)
     jobs = [run_job(devices, starting_side(a, b, 0), backend=backend, options=options, out=out, progress=progress,
@@ -83,7 +85,7 @@ def run_ab(devices: Sequence[DeviceSpec], a: ModelSpec, b: ModelSpec, *, backend
 
     if until_confident:
         comparison = pool_until_confident(jobs, comparison, settings, max(max_runs, options.runs), options.runs, more,
-                                          progress)
+                                          progress, states)
     return AbOutcome(tuple(jobs), comparison)
 
 
@@ -98,11 +100,11 @@ def pool_until_confident(jobs: list[JobResult], comparison: Comparison, settings
     executions was clean is left out of the estimate but took as long, and counting kept runs let a busy host's
     night pool a third job where its budget allowed two.
 
-    `states` (a night's confirmation): a `regressed` or `improved` of one job on a device whose stored jobs have shown
-    speed states, within their span, is pooled once more: it must show again. Live on the speed-state VM, one
-    interleaved A/A job of the 40-layer MLP read `regressed 1.41x [1.37, 1.45]` and the night failed: the sides of
-    one job can land in different states (benchmarks/README.md, "A night's confirmation pools up to 80 runs a
-    side")."""
+    `states` (a night's confirmation; run --ab with a store): a `regressed` or `improved` of one job on a device whose
+    stored jobs have shown speed states, within their span, is pooled once more: it must show again. Live on the
+    speed-state VM, one interleaved A/A job of the 40-layer MLP read `regressed 1.41x [1.37, 1.45]` and the night
+    failed: the sides of one job can land in different states (benchmarks/README.md, "A night's confirmation pools up
+    to 80 runs a side")."""
     devices = [p.device for p in comparison.pairs]
     a, b = comparison.pairs[0].model_a, comparison.pairs[0].model_b
 
@@ -163,9 +165,13 @@ def run_ab_job(request: JobRequest, options: JobOptions, progress: Progress, con
     a, b = (parse_model_spec(text) for text in request.ab)
     settings = VerdictSettings(threshold=request.threshold / 100.0, op_threshold=request.op_threshold / 100.0,
                                center=request.center)
-    outcome = run_ab(list(devices), a, b, backend=str(request.backend), options=options, out=request.out,
-                     progress=progress, settings=settings, config_file=inventory.path,
-                     until_confident=not request.once, max_runs=request.max_runs)  # pooled unless --once
+    with contextlib.ExitStack() as stack:  # the store read for the speed states its jobs of A and B showed
+        stored = None if request.no_store else store_if_readable(request.store, stack)
+        named = ab_specs(a, b)
+        states = device_states_finder(stored, *(spec.name for spec in named)) if stored is not None else None
+        outcome = run_ab(list(devices), a, b, backend=str(request.backend), options=options, out=request.out,
+                         progress=progress, settings=settings, config_file=inventory.path,
+                         until_confident=not request.once, max_runs=request.max_runs, states=states)  # pooled unless --once
     console.out(verdict_table(outcome.comparison))
     for job in outcome.jobs:
         for device in job.job.devices:

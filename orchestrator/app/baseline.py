@@ -136,12 +136,17 @@ def history_noise_finder(store: Store, job_b: Job, center: str, window: int = WI
     return find
 
 
-def device_states_finder(store: Store | None) -> StatesFinder:
+def device_states_finder(store: Store | None, *names: str) -> StatesFinder:
     """What each (device, model)'s newest stored jobs showed of its speed states (device_states.py); without a store,
-    nothing yet (the pair's own runs still count)."""
+    nothing yet (the pair's own runs still count). `names`: the model's names in the store when it goes by more than
+    one (run --ab's two programs of one model: `mlp-a`, `mlp-b`); default, the name asked for."""
     def find(device: str, model: str) -> DeviceStates:
         known = DeviceStates.nothing_seen(device)
-        return device_states(known, store.run_medians(device, model, STATES_WINDOW)) if store is not None else known
+        if store is None:
+            return known
+        for name in names or (model,):
+            known = device_states(known, store.run_medians(device, name, STATES_WINDOW))
+        return known
 
     return find
 
@@ -179,7 +184,7 @@ def compare_refs(a: str | None, b: str | None, settings: VerdictSettings, *, bas
     if a is not None and b is not None and not auto:
         run_a, run_b = _resolve(a, store, "A"), _resolve(b, store, "B")
         with contextlib.ExitStack() as stack:
-            states = device_states_finder(_store_if_readable(store, stack))
+            states = device_states_finder(store_if_readable(store, stack))
             return compare_jobs(run_a, run_b, settings, per_op=per_op, states=states)
     if not store_path(store).is_file():
         need = "--noise-floor auto needs" if auto else "compare needs A and B run directories, or"
@@ -202,9 +207,9 @@ def compare_refs(a: str | None, b: str | None, settings: VerdictSettings, *, bas
                                states=device_states_finder(opened))
 
 
-def _store_if_readable(store: Path | None, stack: contextlib.ExitStack) -> Store | None:
+def store_if_readable(store: Path | None, stack: contextlib.ExitStack) -> Store | None:
     """The store, open in `stack`, for what it shows of speed states; None when there is none or it cannot be read
-    (then said on stderr: two named runs are compared without it, as before there was a store to ask)."""
+    (then said on stderr: two named runs, or run --ab's jobs, are judged without it, as before there was a store)."""
     if not store_path(store).is_file():
         return None
     try:

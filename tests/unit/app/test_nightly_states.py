@@ -66,3 +66,19 @@ def test_without_states_seen_or_beyond_their_span_the_verdict_stands(tmp_path: P
     assert quiet.verdict is Verdict.IMPROVED and not suspected(quiet)
     beyond = night_pair(tmp_path / "beyond", True, 1.0, 3.0)
     assert beyond.verdict is Verdict.REGRESSED and suspected(beyond)
+
+
+def test_the_store_is_asked_by_every_name_a_program_goes_by(tmp_path: Path) -> None:
+    """run --ab's two programs of one model are stored as `mlp-a` and `mlp-b`: what the jobs of either showed counts
+    for the pair (app/ab.py run_ab_job), and another model's jobs do not."""
+    from orchestrator.app.baseline import device_states_finder
+    from orchestrator.verdicts.device_states import has_states
+
+    with open_store(tmp_path / "results.db") as store:
+        store.record(RunRecord(job(tmp_path, "run-0", 1, (1.0, 1.0, 1.0, 1.5, 1.5, 1.5))))
+        asked = {names: device_states_finder(store, *names)("local", "mlp-b") for names in ((), ("mlp-a", "mlp"),
+                                                                                              ("mlp-a", "mlp-b"))}
+        own = device_states_finder(store)("local", "mlp")
+    assert has_states(own) and own.seen == 1
+    assert has_states(asked[("mlp-a", "mlp")]) and asked[("mlp-a", "mlp")].span == own.span
+    assert not has_states(asked[()]) and not has_states(asked[("mlp-a", "mlp-b")])
