@@ -25,18 +25,22 @@ from orchestrator.cli import main
 from tests.helpers.git_repo import FACTORY, MODEL, git, make_repo, mlp_source, worktrees
 
 SPEC = f"{MODEL}:{FACTORY}"
+WIDTH = 256
 MEASURE = ("--runs", "6", "--iterations", "10", "--warmup", "2", "--max-runs", "12")
 
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     root = tmp_path_factory.mktemp("bisect") / "repo"
+    # 256 wide (as tests/integration/verdicts/test_nightly_bisect.py): a program of about 0.1 ms whose fourfold depth
+    # stands far above a busy host's noise; 64 wide ran in 17 us, where one interleaved job beside other work can
+    # come back inconclusive
     shas = make_repo(root, [
-        ("an 8-layer MLP", {MODEL: mlp_source(8), "NOTES.md": "notes\n"}),
+        ("an 8-layer MLP", {MODEL: mlp_source(8, width=WIDTH), "NOTES.md": "notes\n"}),
         ("notes: more", {"NOTES.md": "notes\nmore\n"}),
-        ("model: work in progress", {MODEL: mlp_source(8, broken=True)}),
-        ("model: a comment", {MODEL: mlp_source(8, note="the layers")}),
-        ("model: 24 more layers", {MODEL: mlp_source(32, note="the layers")}),
+        ("model: work in progress", {MODEL: mlp_source(8, width=WIDTH, broken=True)}),
+        ("model: a comment", {MODEL: mlp_source(8, note="the layers", width=WIDTH)}),
+        ("model: 24 more layers", {MODEL: mlp_source(32, note="the layers", width=WIDTH)}),
         ("notes: the end", {"NOTES.md": "notes\nmore\nthe end\n"}),
     ])
     return root, shas

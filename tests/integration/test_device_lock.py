@@ -193,7 +193,10 @@ def test_after_a_link_failure_the_lock_is_released_within_the_bound(ssh_server_f
     from orchestrator.base.errors import DeviceError
     from tests.integration.testbed import descendant_pids
 
-    monkeypatch.setattr(locks, "REMOTE_LOCK_RELEASE_LOST_SEC", 3.0)
+    # "frozen" and "down" hold the bound itself (3 s: nothing answers, or nothing connects); "restarted" must reconnect
+    # over SSH and release within it, which a loaded host can make take seconds: a larger bound there
+    budget = 30.0 if fault == "restarted" else 3.0
+    monkeypatch.setattr(locks, "REMOTE_LOCK_RELEASE_LOST_SEC", budget)
     host = ssh_server_factory()
     spec = host.spec("board", tmp_path / "board", connect_timeout=10)
     lock_dir = Path(spec.workdir) / REMOTE_LOCK_REL
@@ -217,7 +220,7 @@ def test_after_a_link_failure_the_lock_is_released_within_the_bound(ssh_server_f
             for pid in [host.proc.pid, *descendant_pids(host.proc.pid)]:
                 os.kill(pid, signal.SIGCONT)
         agent.close()
-    assert took < 3.0 + 1.0, took
+    assert took < budget + 1.0, took
     if fault == "restarted":
         assert not lock_dir.exists() and "released over a new connection" in said[-1], said
     else:
@@ -227,12 +230,13 @@ def test_after_a_link_failure_the_lock_is_released_within_the_bound(ssh_server_f
 
 @pytest.mark.slow
 def test_lock_timeout_is_one_budget_for_the_host_and_the_device_lock(sshd_host: SshTestHost, tmp_path: Path) -> None:
-    """The host lock is held until 5 s after the job began waiting for it, the device lock for ever:
-    --lock-timeout 10 gives up 10 s after the wait began (it used to be 5 + 10), and says how much of
-    it went to the host lock."""
+    """The host lock is held until 15 s after the job began waiting for it, the device lock for ever:
+    --lock-timeout 30 gives up 30 s after the wait began (it used to be 15 + 30), and says how much of
+    it went to the host lock. 15 s apart, the two behaviours stay apart on a loaded host."""
     from tests.helpers.inventory import write_inventory
 
     model = f"{Path(__file__).resolve().parents[2] / 'configs' / 'models' / 'tiny_mlp.py'}:build"
+    hold_s, timeout_s = 15.0, 30
     spec = sshd_host.spec("busy-board", tmp_path / "board")
     Path(spec.workdir).mkdir(mode=0o755)
     (Path(spec.workdir) / REMOTE_LOCK_REL).mkdir()  # another host's job, alive
@@ -249,7 +253,7 @@ def test_lock_timeout_is_one_budget_for_the_host_and_the_device_lock(sshd_host: 
         job = subprocess.Popen(
             [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config), "--devices", "busy-board",
              "--model", model, "--backend", "portable", "--runs", "1", "--iterations", "2", "--untraced-runs", "0",
-             "--lock-timeout", "10", "--out", str(tmp_path / "run")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+             "--lock-timeout", str(timeout_s), "--out", str(tmp_path / "run")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True)
         assert job.stderr is not None
         seen = ""
@@ -257,7 +261,7 @@ def test_lock_timeout_is_one_budget_for_the_host_and_the_device_lock(sshd_host: 
             line = job.stderr.readline()
             assert line, seen
             seen += line
-        time.sleep(5.0)
+        time.sleep(hold_s)
         assert holder.stdin is not None
         holder.stdin.write("release\n")
         holder.stdin.flush()
@@ -273,10 +277,12 @@ def test_lock_timeout_is_one_budget_for_the_host_and_the_device_lock(sshd_host: 
                ("gave up", r"^\[ *(\d+\.\d)s\] \[busy-board\] FAILED: .*gave up after"))
               for m in [re.search(pattern, stderr, re.MULTILINE)] if m}
     assert set(stamps) == {"wait", "connecting", "gave up"}, stderr[-3000:]
-    assert 9.0 <= stamps["gave up"] - stamps["wait"] < 12.0, stamps
-    said = re.search(r"gave up after 10 s, (\d+) s of them for the host lock, waiting for the lock in workdir .* "
+    # not before the budget (1 s: the stamps' rounding), and well before the old hold + budget (45 s)
+    assert timeout_s - 1.0 <= stamps["gave up"] - stamps["wait"] < timeout_s + hold_s * 2 / 3, stamps
+    said = re.search(rf"gave up after {timeout_s} s, (\d+) s of them for the host lock, waiting for the lock in workdir .* "
                      r"held by x@elsewhere", stderr)
     assert said, stderr[-3000:]
     host_wait_s = stamps["connecting"] - stamps["wait"]
-    assert host_wait_s >= 5.0, stamps  # the holder let go 5 s after the job began waiting
-    assert abs(int(said.group(1)) - host_wait_s) <= 1.0, (said.group(0), stamps)  # it says what it waited
+    assert host_wait_s >= hold_s - 0.2, stamps  # the holder let go 15 s after the job began waiting (0.2: rounding)
+    # it says what it waited (rounded to whole seconds; the stamps are printed around the wait, not at its ends)
+    assert abs(int(said.group(1)) - host_wait_s) <= 2.0, (said.group(0), stamps)

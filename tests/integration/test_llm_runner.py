@@ -25,6 +25,7 @@ from orchestrator.artifacts.pte_info import read_pte_info, unsupported_ops_messa
 from orchestrator.artifacts.tensorfile import read_tensors, write_tensors
 from orchestrator.base import procs
 from orchestrator.emulate.fleet import BOARDS, board_prefix
+from orchestrator.results.contention import clean_mask
 from tests.helpers.tools import missing
 
 pytestmark = pytest.mark.slow
@@ -160,12 +161,16 @@ def test_tiny_llama_generates_the_eager_tokens_and_consistent_figures(host_build
     # One block per forward call: the method-load block, then per generation 1 prefill + 11 decode blocks.
     names, execute_ms = _execute_ms_per_block(etdump)
     assert names == ["Default"] + ["Execute"] * (2 * llm.calls_per_generation)
+    # per generation, whether it waited for no CPU beyond its bound (results/contention.py; all True when unmeasured)
+    clean = clean_mask(summary["execute_ms"], (summary.get("contention") or {}).get("wait_ms", []))
     for n, g in enumerate(llm.generations):
         first = 1 + n * llm.calls_per_generation
         phases = [phase_of_call(k - 1, llm.prefill_calls, llm.decode_steps) for k in range(first, first + llm.calls_per_generation)]
         assert phases == ["prefill"] + ["decode"] * 11
         prefill = execute_ms[first]
-        assert prefill is not None and prefill <= g.prefill_ms <= prefill + 2.0, (prefill, g.prefill_ms)
+        assert prefill is not None and prefill <= g.prefill_ms, (prefill, g.prefill_ms)
+        # ...and is almost all of it, unless a preemption (ms) fell between the runner's prefill clock and the block
+        assert not clean[n] or g.prefill_ms <= prefill + 2.0, (prefill, g.prefill_ms, summary.get("contention"))
         decode = execute_ms[first + 1: first + llm.calls_per_generation]
         assert sum(decode) <= g.decode_ms  # type: ignore[arg-type]
     # Inspector merges the identical Execute blocks into one event block, samples in call order.

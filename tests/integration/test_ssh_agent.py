@@ -130,9 +130,11 @@ def test_missing_testbed_tool_fails_under_ci_and_skips_otherwise(monkeypatch: py
 def test_host_side_deadline_returns_in_time(ssh_device: DeviceSpec) -> None:
     with SSHAgent(ssh_device) as agent:
         started = time.monotonic()
-        result = agent._exec("echo going; sleep 3", 1.0)  # the hook: no device-side `timeout`
+        # the hook: no device-side `timeout`. 5 s for "going" to come back on a loaded host; returning well before the
+        # command's 60 s is the host-side deadline at work
+        result = agent._exec("echo going; sleep 60", 5.0)
         assert result.timed_out and result.exit_code is None and "going" in result.stdout
-        assert time.monotonic() - started < 3
+        assert time.monotonic() - started < 15
         assert agent.run(["echo", "still usable"]).stdout == "still usable\n"
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.report.formats import ratio
+from orchestrator.results.verdicts_file import recorded_pairs
 from tests.helpers.exports import export_ahead
 from tests.helpers.inventory import write_inventory
 from tests.integration.verdicts.pinned import page_text
@@ -103,8 +104,13 @@ def test_nightly_first_repeat_slowed_unreachable(tmp_path: Path, sshd_host: obje
     assert "none (1 of 6 runs)" in (report / "latest.md").read_text()
     repeat_id = verdicts["b"].split("+")[0]  # the night's own job (a later night's last good, not its confirmation)
     first_id = json.loads(min(report.glob("nightly-*.json")).read_text())["b"].split("+")[0]
-    # the later nights' last good: the repeat, unless it could not judge its pair (then the first night: baseline.py)
-    baseline_id = first_id if verdicts["pairs"][0]["verdict"] == "inconclusive" else repeat_id
+    # the later nights' last good (app/baseline.py): the repeat, unless its own job is recorded regressed (it stays so
+    # when its interleaved confirmation cleared it: a busy host's false alarm) or left inconclusive; then the first
+    # night. Read from what the repeat's own job recorded beside it, not guessed from the night's settled verdict.
+    (recorded,) = [p for p in recorded_pairs(report / "runs" / repeat_id) if (p.device, p.model_b) == ("pinned", "mlp")]
+    passed_over = recorded.regressed or recorded.verification_failed or recorded.verdict == "inconclusive"
+    assert passed_over or recorded.verdict == verdicts["pairs"][0]["verdict"], (recorded, verdicts["pairs"][0])
+    baseline_id = first_id if passed_over else repeat_id
     night_page = report / f"nightly-{verdicts['b'].split('+')[0]}.html"
     # named as the page names a pair: "mlp-baseline -> mlp" when an interleaved confirmation judged it
     shown = first_pair["model_b"] if first_pair["model_a"] == first_pair["model_b"] else \

@@ -2,6 +2,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,37 +12,61 @@ from orchestrator.base.errors import DeviceError
 from orchestrator.run.device.locks import device_lock
 
 HOLDER = """
-import sys, time
+import sys
 from orchestrator.run.device.locks import device_lock
 with device_lock(sys.argv[1]):
     print("locked", flush=True)
-    time.sleep(float(sys.argv[2]))
+    sys.stdin.readline()  # held until the test says so (or ends it)
 """
 
 
-def hold_lock_in_other_process(name: str, seconds: float) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, name, str(seconds)], stdout=subprocess.PIPE, text=True)
+def hold_lock_in_other_process(name: str) -> subprocess.Popen[str]:
+    """A process holding `name`'s lock until `release` (or kill)."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, name], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
     return proc
 
 
+def release_when_waited_on(proc: subprocess.Popen[str], messages: list[str]) -> Callable[[str], None]:
+    """An on_wait that tells the holder to let go once the waiter says it waits: the wait is certain, and at least
+    one poll (LOCK_POLL_SEC) long, however slow the machine."""
+
+    def on_wait(message: str) -> None:
+        messages.append(message)
+        if len(messages) == 1:
+            assert proc.stdin is not None
+            proc.stdin.write("release\n")
+            proc.stdin.flush()
+
+    return on_wait
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
 def test_no_wait_fails_with_holder_named() -> None:
-    proc = hold_lock_in_other_process("dev-a", 5)
+    proc = hold_lock_in_other_process("dev-a")
     try:
         with pytest.raises(DeviceError, match=f"busy: locked by pid {proc.pid}"), device_lock("dev-a", wait=False):
             pass
     finally:
-        proc.kill()
-        proc.wait()
+        stop(proc)
 
 
 def test_wait_reports_and_then_gets_the_lock() -> None:
-    proc = hold_lock_in_other_process("dev-b", 1.0)
+    proc = hold_lock_in_other_process("dev-b")
     messages: list[str] = []
-    started = time.monotonic()
-    with device_lock("dev-b", on_wait=messages.append):
-        waited = time.monotonic() - started
-    proc.wait()
+    try:
+        started = time.monotonic()
+        with device_lock("dev-b", on_wait=release_when_waited_on(proc, messages), timeout_s=120):
+            waited = time.monotonic() - started
+        assert proc.wait(timeout=60) == 0  # it let go when told, not when killed
+    finally:
+        stop(proc)
     assert messages and "waiting for the device lock" in messages[0]
     assert waited > 0.3
 
@@ -54,7 +79,7 @@ def test_lock_is_reusable_after_release() -> None:
 
 
 def test_lock_timeout_gives_up_naming_the_holder_and_the_option() -> None:
-    proc = hold_lock_in_other_process("dev-t", 30)
+    proc = hold_lock_in_other_process("dev-t")
     try:
         started = time.monotonic()
         expected = f"gave up after 1 s waiting for the device lock held by pid {proc.pid} of .*@"
@@ -62,8 +87,7 @@ def test_lock_timeout_gives_up_naming_the_holder_and_the_option() -> None:
             pass
         assert time.monotonic() - started < 10
     finally:
-        proc.kill()
-        proc.wait()
+        stop(proc)
 
 
 def test_one_lock_timeout_budget_for_both_locks() -> None:
@@ -77,10 +101,13 @@ def test_one_lock_timeout_budget_for_both_locks() -> None:
 def test_device_lock_yields_how_long_it_waited() -> None:
     with device_lock("dev-free", wait=False) as waited:
         assert 0 <= waited < 0.5
-    proc = hold_lock_in_other_process("dev-w", 1.0)
-    with device_lock("dev-w") as waited:
-        assert waited > 0.3
-    proc.wait()
+    proc = hold_lock_in_other_process("dev-w")
+    try:
+        with device_lock("dev-w", on_wait=release_when_waited_on(proc, []), timeout_s=120) as waited:
+            assert waited > 0.3  # at least one poll: the holder let go only once this waited
+        assert proc.wait(timeout=60) == 0
+    finally:
+        stop(proc)
 
 
 class _LockAgent:
@@ -134,15 +161,14 @@ def test_a_wait_for_the_host_lock_says_who_holds_it_and_for_how_long_again_and_a
 
     monkeypatch.setattr(locks, "LOCK_WAIT_REPORT_SEC", 0.2)
     monkeypatch.setattr(locks, "LOCK_POLL_SEC", 0.02)
-    proc = hold_lock_in_other_process("dev-p", 30)
+    proc = hold_lock_in_other_process("dev-p")
     messages: list[str] = []
     try:
         with pytest.raises(DeviceError, match="gave up after 2 s"), device_lock("dev-p", on_wait=messages.append,
                                                                                 timeout_s=2.0):
             pass
     finally:
-        proc.kill()
-        proc.wait()
+        stop(proc)
     assert len(messages) >= 2, messages
     assert re.fullmatch(rf"waiting for the device lock held by pid {proc.pid} of .* for \d+ s", messages[0]), messages
     assert all(re.fullmatch(rf"still waiting \(\d+ s so far, giving up in \d+ s\) for the device lock held by "
