@@ -74,7 +74,7 @@ from orchestrator.store.ingest import job_record
 from orchestrator.verdicts.compare import Comparison, PairVerdict, compare_against
 from orchestrator.verdicts.confirmation import Confirmation, suspected
 from orchestrator.verdicts.recorded import record_verdicts
-from orchestrator.verdicts.series import SeriesPoint, judge, replicate_floor
+from orchestrator.verdicts.series import SeriesPoint, improvement_held, judge, replicate_floor
 from orchestrator.verdicts.series_clean import LeftOutNight, clean_enough
 from orchestrator.verdicts.statistics import Verdict
 
@@ -277,7 +277,8 @@ def _judge_series(plan: NightlyPlan, store: Store, result: JobResult, histories:
     found = judge(histories(pair.device, pair.model_b), night, plan.settings, pair.noise, pinned)
     if found is None:
         return pair
-    found = replace(found, left_out=histories.left_out.get((pair.device, pair.model_b), ()))
+    found = replace(improvement_held(found, device_states_finder(store)(pair.device, pair.model_b), plan.threshold),
+                    left_out=histories.left_out.get((pair.device, pair.model_b), ()))
     if found.regressed and pair.verdict is not Verdict.REGRESSED:  # the night's verdict is the series' then
         return replace(pair, series=found, verdict=Verdict.REGRESSED,
                        reason=f"regressed against its series; against the last good run alone: {pair.verdict.value}")

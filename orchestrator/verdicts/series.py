@@ -34,9 +34,11 @@ from typing import Any, ClassVar
 from orchestrator.base.codec import SKIP, Layout
 from orchestrator.base.words import counted
 from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides
+from orchestrator.verdicts.device_states import DeviceStates
 from orchestrator.verdicts.noise import NoiseFloor, estimate_replicate_floor
 from orchestrator.verdicts.sides import pool
 from orchestrator.verdicts.statistics import Estimate, Verdict, VerdictSettings, run_median
+from orchestrator.verdicts.trust import Judged, state_step
 
 WINDOW = 30  # newest good jobs of a series judged with the night
 
@@ -184,6 +186,20 @@ def judge(history: Sequence[SeriesPoint], night: SeriesPoint, settings: VerdictS
     where = (f"the level before run {series[start].run_id} ({counted(len(reference), 'job')})" if drift
              else f"the series' level ({counted(len(reference), 'job')}, no change point)")
     return SeriesVerdict(where, ids, replace(night_pair, source_a="+".join(ids)), sustained, tuple(drift), len(series))
+
+
+def improvement_held(found: SeriesVerdict, states: DeviceStates, threshold: float) -> SeriesVerdict:
+    """`found` with its night's `improved` held back as `inconclusive` (naming the states) when a whole job in another
+    of the device's speed states could make it (trust.state_step). A series' `regressed` is left: the night confirms
+    it interleaved against the reference's program. Nothing confirms an improvement: live on the speed-state VM a
+    night's series read `improved 0.703x` of an unchanged model against a reference that had landed one state up."""
+    night = found.night
+    if night.verdict is not Verdict.IMPROVED or night.estimate is None:
+        return found
+    held = state_step(Judged(night.verdict, night.detectable, night.blind), night.estimate, threshold, states)
+    if held.verdict is night.verdict:
+        return found
+    return replace(found, night=replace(night, verdict=held.verdict, blind=held.blind, states=states))
 
 
 def _trailing_drift(steps: Sequence[Step]) -> list[Step]:

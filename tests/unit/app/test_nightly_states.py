@@ -23,10 +23,10 @@ from orchestrator.verdicts.statistics import Verdict
 from tests.unit.store.rundirs import make_run_dir
 
 
-def job(tmp_path: Path, run_id: str, day: int, factors: tuple[float, ...]) -> Path:
+def job(tmp_path: Path, run_id: str, day: int, factors: tuple[float, ...], iterations: int = 10) -> Path:
     """A stored-shaped run of mlp on `local` whose k-th process run is scaled by factors[k] (a speed state each)."""
     run_dir = make_run_dir(tmp_path / "runs", run_id, f"2026-01-{day:02d}T00:00:00+0000", devices=("local",),
-                           runs=len(factors), iterations=10)
+                           runs=len(factors), iterations=iterations)
     manifest = load_manifest(run_dir)
     devices = tuple(dataclasses.replace(d, models=tuple(dataclasses.replace(m, runs=tuple(
         dataclasses.replace(r, execute_ms=tuple(f * v for v in r.execute_ms)) for r, f in zip(
@@ -35,13 +35,15 @@ def job(tmp_path: Path, run_id: str, day: int, factors: tuple[float, ...]) -> Pa
     return run_dir
 
 
-def night_pair(tmp_path: Path, split: bool, last_good: float, tonight: float) -> PairVerdict:
-    """Tonight's job (every run at `tonight`) against its last good (every run at `last_good`), after a stored job
-    whose runs split 1.5x apart (`split`) or did not."""
+def night_pair(tmp_path: Path, split: bool, last_good: float, tonight: float, nights: int = 1) -> PairVerdict:
+    """Tonight's job (every run at `tonight`) against its last good (every run at `last_good`, `nights` such jobs),
+    after a stored job whose runs split 1.5x apart (`split`) or did not. With `nights` > 1 that job ran with other
+    settings: it shows the device's states (which do not depend on them) but stays out of the series."""
     with open_store(tmp_path / "results.db") as store:
         states = (1.0, 1.0, 1.0, 1.5, 1.5, 1.5) if split else (1.0,) * 6
-        for k, factors in enumerate((states, (last_good,) * 6)):
-            store.record(RunRecord(job(tmp_path, f"run-{k}", k + 1, factors)))
+        store.record(RunRecord(job(tmp_path, "run-0", 1, states, iterations=10 if nights == 1 else 12)))
+        for k in range(1, nights + 1):
+            store.record(RunRecord(job(tmp_path, f"run-{k}", k + 1, (last_good,) * 6)))
         night = job(tmp_path, "run-b", 20, (tonight,) * 6)
         store.record(RunRecord(night))
         plan = NightlyPlan(path=tmp_path / "plan.yaml", devices=("local",), models=(), report=tmp_path, out=tmp_path)
@@ -82,3 +84,19 @@ def test_the_store_is_asked_by_every_name_a_program_goes_by(tmp_path: Path) -> N
     assert has_states(own) and own.seen == 1
     assert has_states(asked[("mlp-a", "mlp")]) and asked[("mlp-a", "mlp")].span == own.span
     assert not has_states(asked[()]) and not has_states(asked[("mlp-a", "mlp-b")])
+
+
+def test_a_series_improvement_within_the_devices_states_is_held_back(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A series' `improved` is never confirmed: within the states the device has shown it is `inconclusive` (the night
+    exits 3); beyond them it stands."""
+    import orchestrator.app.nightly as nightly
+
+    held = night_pair(tmp_path / "held", True, 1.4, 1.0, nights=5)
+    beyond = night_pair(tmp_path / "beyond", True, 3.0, 1.0, nights=5)
+    monkeypatch.setattr(nightly, "improvement_held", lambda found, states, threshold: found)
+    without = night_pair(tmp_path / "without", True, 1.4, 1.0, nights=5)
+    assert without.series is not None and without.series.verdict is Verdict.IMPROVED, without.series
+    assert beyond.series is not None and beyond.series.verdict is Verdict.IMPROVED, beyond.series
+    assert held.series is not None and held.series.verdict is Verdict.INCONCLUSIVE and held.unjudged, held.series
+    assert "a whole job in another state" in (held.series.night.blind or "")
