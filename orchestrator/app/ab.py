@@ -19,6 +19,7 @@ writes: verdicts first, every op) goes into the first job's directory as report-
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,6 +31,7 @@ from orchestrator.app.console import Console
 from orchestrator.app.record import record_job
 from orchestrator.app.request import JobRequest
 from orchestrator.artifacts.modelspec import ModelSpec, parse_model_spec
+from orchestrator.base.codec import encode
 from orchestrator.base.errors import EXIT_OK, UsageError
 from orchestrator.base.progress import Progress
 from orchestrator.config import load_inventory
@@ -158,7 +160,8 @@ def ab_comparison(jobs: Sequence[JobResult], devices: Sequence[str], a: str, b: 
 
 
 def run_ab_job(request: JobRequest, options: JobOptions, progress: Progress, console: Console) -> int:
-    """Run, print the verdict table and each job's directory, record the jobs; returns the exit code."""
+    """Run, print the verdict table (--json: the verdicts as `compare --json` prints them, alone on stdout) and each
+    job's directory, record the jobs; returns the exit code."""
     assert request.ab is not None
     inventory = load_inventory(request.config)
     devices = inventory.select(request.devices)
@@ -172,18 +175,20 @@ def run_ab_job(request: JobRequest, options: JobOptions, progress: Progress, con
         outcome = run_ab(list(devices), a, b, backend=str(request.backend), options=options, out=request.out,
                          progress=progress, settings=settings, config_file=inventory.path,
                          until_confident=not request.once, max_runs=request.max_runs, states=states)  # pooled unless --once
-    console.out(verdict_table(outcome.comparison))
+    say = console.err if request.as_json else console.out  # under --json stdout is one JSON document
+    console.out(json.dumps(encode(outcome.comparison), indent=2) if request.as_json
+                else verdict_table(outcome.comparison))
     for job in outcome.jobs:
         for device in job.job.devices:
             if device.status != "ok":
-                console.out(f"{device.name}: FAILED: {device.error}")
-        console.out(f"run directory: {job.rundir.root}")
+                say(f"{device.name}: FAILED: {device.error}")
+        say(f"run directory: {job.rundir.root}")
         if not request.no_store:
             record_job(job, request.store, console)
     # after recording: a page that cannot be written loses nothing measured
     page = write_ab_page(outcome.comparison, outcome.jobs[0].rundir.root / AB_PAGE, request.store,
                          runs=[RunRecord(j.rundir.root, j.job) for j in outcome.jobs])
-    console.out(f"A/B page: {page}")
+    say(f"A/B page: {page}")
     if request.junit is not None:
-        console.out(f"JUnit: {write_junit(outcome.comparison, request.junit)}")
+        say(f"JUnit: {write_junit(outcome.comparison, request.junit)}")
     return outcome.exit_code

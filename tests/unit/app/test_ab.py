@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -200,3 +201,32 @@ def test_a_confirmation_within_the_devices_speed_states_must_show_again(monkeypa
                                     lambda device, model: seen)
     assert len(first) == jobs == len(calls)
     assert found.pairs[0].verdict is (Verdict.UNCHANGED if jobs == 2 else Verdict.REGRESSED)
+
+
+def test_run_ab_json_prints_the_verdicts_as_compare_does_and_nothing_else_on_stdout(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`run --ab --json` printed the table, as if --json were not given: a CI script reading stdout as JSON failed.
+    Now stdout is the verdicts' JSON (`compare --json`'s document); where the jobs and the page are goes to stderr."""
+    import json
+
+    from orchestrator.base.codec import encode
+    from orchestrator.cli import main
+
+    calls: list[dict[str, Any]] = []
+    job = fake_run_job(calls, np.random.default_rng(0))([DeviceSpec("pixel8", "host", str(tmp_path))], [],
+                                                         options=JobOptions(runs=4), out=tmp_path / "job")
+    pair = PairVerdict("pixel8", "mlp-a", "mlp-b", Verdict.UNCHANGED,
+                       Estimate(1.0, 0.98, 1.02, 0.9, runs_a=4, runs_b=4, median_a_ms=1.0, median_b_ms=1.0))
+    comparison = Comparison("mlp-a", "mlp-b", VerdictSettings(), (pair,))
+    monkeypatch.setattr(ab, "run_ab", lambda *args, **kwargs: ab.AbOutcome((job,), comparison))
+    monkeypatch.setattr(ab, "write_ab_page", lambda *args, **kwargs: tmp_path / "job" / "report-ab.html")
+    monkeypatch.setattr(ab, "load_inventory", lambda config: SimpleNamespace(select=lambda names: [], path=None))
+    spec, other = model_file(tmp_path / "mlp.py"), model_file(tmp_path / "other" / "mlp.py")
+    argv = ["run", "--ab", spec.text, other.text, "--out", str(tmp_path / "o"), "--no-store"]
+    assert main([*argv, "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == json.loads(json.dumps(encode(comparison)))
+    assert f"run directory: {tmp_path / 'job'}" in err and "A/B page: " in err
+    assert main(argv) == 0
+    out, _ = capsys.readouterr()
+    assert "pixel8" in out and f"run directory: {tmp_path / 'job'}" in out and not out.lstrip().startswith("{")
