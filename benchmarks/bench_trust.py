@@ -47,11 +47,11 @@ sys.path[:0] = [str(ROOT)]
 from orchestrator.app.ab import starting_side  # noqa: E402
 from orchestrator.results.limits import UNTIL_CONFIDENT_MAX_RUNS  # noqa: E402
 from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides  # noqa: E402
-from orchestrator.verdicts.confirmation import suspected  # noqa: E402
+from orchestrator.verdicts.confirmation import must_show_again, suspected  # noqa: E402
 from orchestrator.verdicts.device_states import DeviceStates, has_states  # noqa: E402
 from orchestrator.verdicts.paired import PAIRED, by_round  # noqa: E402
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings, run_median  # noqa: E402
-from orchestrator.verdicts.trust import JOB_SHIFT_SD, within_states  # noqa: E402
+from orchestrator.verdicts.trust import JOB_SHIFT_SD  # noqa: E402
 from tests.helpers.noise_corpus import (  # noqa: E402
     CORPUS,
     CORPUS_AB,
@@ -183,9 +183,7 @@ def until_confident(jobs: list[Recorded], first: str, second: str, settings: Ver
     pair, used = None, 0
 
     def doubted(pair: PairVerdict) -> bool:
-        return pair.verdict is Verdict.INCONCLUSIVE or (
-            used == 1 and pair.verdict in (Verdict.REGRESSED, Verdict.IMPROVED) and pair.estimate is not None
-            and within_states(pair.estimate, settings.threshold, states))
+        return pair.verdict is Verdict.INCONCLUSIVE or must_show_again(pair, used, settings.threshold, states)
 
     while used < len(jobs) and (pair is None or doubted(pair)):
         used += 1

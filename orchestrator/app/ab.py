@@ -43,9 +43,9 @@ from orchestrator.results.record import RunRecord
 from orchestrator.run.engine.job import JobResult, run_job
 from orchestrator.run.schedule import RunOrder
 from orchestrator.verdicts.compare import Comparison, PairVerdict, StatesFinder, compare_sides, side_from_job
+from orchestrator.verdicts.confirmation import must_show_again
 from orchestrator.verdicts.sides import pool
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
-from orchestrator.verdicts.trust import within_states
 
 SideT = TypeVar("SideT")  # a model spec, or anything naming one side (benchmarks replay recorded sides)
 
@@ -118,8 +118,8 @@ def pool_until_confident(jobs: list[JobResult], comparison: Comparison, settings
             return False
         if p.verdict is Verdict.INCONCLUSIVE:
             return True
-        return (states is not None and jobs_on(p.device) == 1 and p.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)
-                and within_states(p.estimate, settings.threshold, states(p.device, p.model_b)))
+        return states is not None and must_show_again(p, jobs_on(p.device), settings.threshold,
+                                                      states(p.device, p.model_b))
 
     while not jobs[-1].interrupted:
         undecided = {p.device for p in comparison.pairs if doubted(p) and runs * (jobs_on(p.device) + 1) <= budget}
@@ -165,13 +165,12 @@ def run_ab_job(request: JobRequest, options: JobOptions, progress: Progress, con
     assert request.ab is not None
     inventory = load_inventory(request.config)
     devices = inventory.select(request.devices)
-    a, b = (parse_model_spec(text) for text in request.ab)
+    a, b = ab_specs(*(parse_model_spec(text) for text in request.ab))  # the names the store keeps them by
     settings = VerdictSettings(threshold=request.threshold / 100.0, op_threshold=request.op_threshold / 100.0,
                                center=request.center)
     with contextlib.ExitStack() as stack:  # the store read for the speed states its jobs of A and B showed
         stored = None if request.no_store else store_if_readable(request.store, stack)
-        named = ab_specs(a, b)
-        states = device_states_finder(stored, *(spec.name for spec in named)) if stored is not None else None
+        states = device_states_finder(stored, a.name, b.name) if stored is not None else None
         outcome = run_ab(list(devices), a, b, backend=str(request.backend), options=options, out=request.out,
                          progress=progress, settings=settings, config_file=inventory.path,
                          until_confident=not request.once, max_runs=request.max_runs, states=states)  # pooled unless --once

@@ -277,7 +277,8 @@ def _judge_series(plan: NightlyPlan, store: Store, result: JobResult, histories:
     found = judge(histories(pair.device, pair.model_b), night, plan.settings, pair.noise, pinned)
     if found is None:
         return pair
-    found = replace(improvement_held(found, device_states_finder(store)(pair.device, pair.model_b), plan.threshold),
+    # the pair's states: the store's view the night's comparison read, with both its jobs (compare_against)
+    found = replace(improvement_held(found, pair.states, plan.threshold),
                     left_out=histories.left_out.get((pair.device, pair.model_b), ()))
     if found.regressed and pair.verdict is not Verdict.REGRESSED:  # the night's verdict is the series' then
         return replace(pair, series=found, verdict=Verdict.REGRESSED,

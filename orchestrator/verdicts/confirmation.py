@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from orchestrator.verdicts.device_states import DeviceStates
 from orchestrator.verdicts.pair_verdicts import PairVerdict
 from orchestrator.verdicts.statistics import Verdict
+from orchestrator.verdicts.trust import within_states
 
 
 @dataclass(frozen=True)
@@ -36,3 +38,12 @@ def suspected(pair: PairVerdict) -> bool:
     those: a whole night can run in a slow state (the series then swings with it), and a night that could not judge
     a step would otherwise become the last good baseline, hiding the step from every later night."""
     return pair.regressed or pair.verdict is Verdict.INCONCLUSIVE
+
+
+def must_show_again(pair: PairVerdict, jobs: int, threshold: float, states: DeviceStates | None) -> bool:
+    """Whether a decided verdict of interleaved jobs needs one more job before it stands: a `regressed` or `improved`
+    from one job, within the span of the speed states the device has shown (trust.within_states). The sides of one
+    job can land in different states: live on the speed-state VM one A/A job read `regressed 1.41x [1.37, 1.45]`
+    (app/ab.py `pool_until_confident`)."""
+    return (jobs == 1 and pair.verdict in (Verdict.REGRESSED, Verdict.IMPROVED) and pair.estimate is not None
+            and within_states(pair.estimate, threshold, states))

@@ -188,7 +188,7 @@ def judge(history: Sequence[SeriesPoint], night: SeriesPoint, settings: VerdictS
     return SeriesVerdict(where, ids, replace(night_pair, source_a="+".join(ids)), sustained, tuple(drift), len(series))
 
 
-def improvement_held(found: SeriesVerdict, states: DeviceStates, threshold: float) -> SeriesVerdict:
+def improvement_held(found: SeriesVerdict, states: DeviceStates | None, threshold: float) -> SeriesVerdict:
     """`found` with its night's `improved` held back as `inconclusive` (naming the states) when a whole job in another
     of the device's speed states could make it (trust.state_step). A series' `regressed` is left: the night confirms
     it interleaved against the reference's program. Nothing confirms an improvement: live on the speed-state VM a

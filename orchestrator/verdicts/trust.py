@@ -148,10 +148,9 @@ def state_step(trust: Judged, est: Estimate | None, threshold: float, states: De
                                                                                                        states):
         return trust
     assert states is not None  # within_states says so
-    reach = states.span * (1 + threshold)
     return Judged(Verdict.INCONCLUSIVE, trust.detectable,
                   f"{trust.verdict.value} {est.ratio:.3f}x, but {states.describe()}: a whole job in another state "
-                  f"reads as a change within {reach:.2f}x")
+                  f"reads as a change within {_state_reach(states, threshold):.2f}x")
 
 
 def within_states(est: Estimate, threshold: float, states: DeviceStates | None) -> bool:
@@ -159,8 +158,13 @@ def within_states(est: Estimate, threshold: float, states: DeviceStates | None) 
     its interval reaches within the states' span, plus the threshold."""
     if states is None or not has_states(states):
         return False
-    reach = states.span * (1 + threshold)
+    reach = _state_reach(states, threshold)
     return not (est.ci_low > reach or est.ci_high < 1 / reach)
+
+
+def _state_reach(states: DeviceStates, threshold: float) -> float:
+    """The largest ratio a whole job in another of the device's speed states can make, plus the threshold."""
+    return states.span * (1 + threshold)
 
 
 def _percent(value: float) -> str:
