@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -28,6 +29,15 @@ REPO = Path(__file__).resolve().parents[2]
 MLP = f"{REPO / 'configs' / 'models' / 'tiny_mlp.py'}:build"
 # Each run on the doomed device starts with a pause, so the kill lands while runs remain.
 SLOW_START = ("sh", "-c", 'sleep 3; exec "$@"', "slow-start")
+
+
+def held_run_2(release: Path) -> tuple[str, ...]:
+    """An exec prefix that holds run 2's runner on the device until `release` exists (at most 120 s): the test, not
+    the clock, decides that run 2 is still running when the fault strikes. Every other run starts at once."""
+    gate = shlex.quote(str(release))
+    script = (f'case "$*" in */run-2/*) i=0; while [ ! -e {gate} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); '
+              'done;; esac; exec "$@"')
+    return ("sh", "-c", script, "held-run-2")
 
 
 def wait_for(path: Path, timeout_s: float) -> None:
@@ -180,6 +190,13 @@ def _group(pgid: int) -> list[int]:
     return pids
 
 
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -199,7 +216,8 @@ def test_sshd_killed_and_restarted_mid_run_retries_the_run(ssh_server_factory: C
 
     host = ssh_server_factory()
     workdir = tmp_path / "board-workdir"
-    spec = host.spec("board", workdir, exec_prefix=SLOW_START)  # type: ignore[attr-defined]
+    release = tmp_path / "release-run-2"
+    spec = host.spec("board", workdir, exec_prefix=held_run_2(release))  # type: ignore[attr-defined]
     config = write_inventory(tmp_path / "devices.yaml", [spec])
     out = tmp_path / "run"
     job = subprocess.Popen(
@@ -210,9 +228,10 @@ def test_sshd_killed_and_restarted_mid_run_retries_the_run(ssh_server_factory: C
     )
     pid_file = workdir / "out" / "tiny_mlp" / "run-2.pid"
     try:
-        wait_for(pid_file, timeout_s=240)  # run 2's runner is in its 3 s pause on the device
+        wait_for(pid_file, timeout_s=240)  # run 2's runner is held on the device until `release`
         old = int(pid_file.read_text().strip())
-        leftover = _group(old)
+        # The runner's lasting processes (the device-side `timeout` and the held shell), not the gate's short sleeps.
+        leftover = [pid for pid in _group(old) if _command(pid) != "sleep"]
         assert leftover, "the runner of run 2 should be running"
         host.kill_server()  # type: ignore[attr-defined]
         time.sleep(0.3)
@@ -229,8 +248,10 @@ def test_sshd_killed_and_restarted_mid_run_retries_the_run(ssh_server_factory: C
             if now and now != old:
                 overlap = [pid for pid in leftover if _alive(pid)]
             time.sleep(0.01)
+        release.touch()  # the retried run goes on (and a runner the session failed to kill would too)
         stdout, stderr = job.communicate(timeout=300)
     finally:
+        release.touch()
         if job.poll() is None:
             job.kill()
     assert job.returncode == 0, stderr[-3000:]
@@ -258,8 +279,9 @@ def test_adb_device_daemon_restarted_mid_run_retries_the_run(adb_testdevice: obj
     from orchestrator.results.model import load_manifest
     from orchestrator.run.device.locks import REMOTE_LOCK_REL
 
-    spec = adb_testdevice.spec("phone", exec_prefix=SLOW_START)  # type: ignore[attr-defined]
-    workdir = Path(spec.workdir)
+    workdir = Path(adb_testdevice.spec("phone").workdir)  # type: ignore[attr-defined]
+    release = workdir / "release-run-2"  # on the phone's storage, which this host sees
+    spec = adb_testdevice.spec("phone", exec_prefix=held_run_2(release))  # type: ignore[attr-defined]
     config = write_inventory(tmp_path / "devices.yaml", [spec])
     out = tmp_path / "run"
     job = subprocess.Popen(
@@ -269,10 +291,12 @@ def test_adb_device_daemon_restarted_mid_run_retries_the_run(adb_testdevice: obj
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        wait_for(workdir / "out" / "tiny_mlp" / "run-2.pid", timeout_s=240)
+        wait_for(workdir / "out" / "tiny_mlp" / "run-2.pid", timeout_s=240)  # held until `release`
         adb_testdevice.restart()  # type: ignore[attr-defined]
+        release.touch()  # the restart ended the held runner; its retry goes on
         stdout, stderr = job.communicate(timeout=300)
     finally:
+        release.touch()
         if job.poll() is None:
             job.kill()
     assert job.returncode == 0, stderr[-3000:]

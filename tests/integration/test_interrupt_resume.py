@@ -84,7 +84,11 @@ def test_signal_stops_everything_then_resume_completes(ssh_server_factory, tmp_p
     try:
         wait_for(out / "board" / "tiny_mlp" / "run-1" / "etdump.etdp", 300, job)
         wait_for(out / "local" / "tiny_mlp" / "run-2", 60, job)  # mid-way: local's run 2 has started
-        time.sleep(1.0)  # both runners are inside their slow start now
+        # The signal must land while a runner runs: every run starts with a 4 s pause, so one is found at once
+        # unless the host stalls between two runs; then wait for the next.
+        deadline = time.monotonic() + 30
+        while not runner_pids(str(tmp_path)) and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert runner_pids(str(tmp_path)), "no runner was running when the signal was sent"
         os.kill(job.pid, sig)
         signalled = time.monotonic()
