@@ -141,8 +141,11 @@ def test_a_store_that_saw_speed_states_holds_back_a_change_a_state_step_could_ma
     db = tmp_path / "states.db"
     with open_store(db) as store:
         store.record(RunRecord(states_copy(farm["real"], tmp_path / "split", "split", 1.8)))
-    up = shifted_copy(farm["real"], tmp_path / "up", "up", "2026-02-01T00:00:00+0000", 1.5)  # a whole job 1.5x
-    result = etfarm("compare", str(farm["real"]), str(up), "--store", str(db), "--no-ops", "--json")
+    # A: the real job with every process run its fastest (state 1.0), so a noisy hour on this host cannot make the
+    # pair "too noisy" before the state rule speaks; B: the whole of A 1.5x slower.
+    flat = states_copy(farm["real"], tmp_path / "flat", "flat", 1.0)
+    up = shifted_copy(flat, tmp_path / "up", "up", "2026-02-01T00:00:00+0000", 1.5)
+    result = etfarm("compare", str(flat), str(up), "--store", str(db), "--no-ops", "--json")
     (pair,) = json.loads(result.stdout)["pairs"]
     assert pair["estimate"]["ratio"] == pytest.approx(1.5, rel=1e-6)
     # the stored job split 3 runs fast, 3 at 1.8x; A and B are not stored: three jobs seen
@@ -151,7 +154,7 @@ def test_a_store_that_saw_speed_states_holds_back_a_change_a_state_step_could_ma
     assert result.returncode == 3 and pair["verdict"] == "inconclusive", pair
     assert pair["could_not_judge"].startswith("regressed 1.500x, but pinned has run whole processes of this model")
     assert pair["settle"] is None  # copies of one program: nothing for `run --ab` to settle
-    table = etfarm("compare", str(farm["real"]), str(up), "--store", str(db), "--no-ops")
+    table = etfarm("compare", str(flat), str(up), "--store", str(db), "--no-ops")
     assert table.returncode == 3 and "speed states in" in table.stdout, table.stdout
 
 
