@@ -109,7 +109,10 @@ def test_a_shift_beyond_the_stored_noise_is_a_regression_with_auto(farm: dict[st
     assert pair["noise_floor"]["stored_runs"] == len(FACTORS) and pair["threshold"] > 0.10
     assert pair["estimate"]["ratio"] == pytest.approx(2.0, rel=1e-6) and pair["estimate"]["state_note"] is None
     if pair["estimate"]["ci_low"] <= own_span(farm["real"]) * (1 + pair["threshold"]):  # the real job ran 2x apart
-        assert code == 3 and pair["verdict"] == "inconclusive" and "speed states" in pair["could_not_judge"]
+        # (or so noisily that its interval reaches down there: then it says what it could have seen)
+        reason = pair["could_not_judge"]
+        assert code == 3 and pair["verdict"] == "inconclusive" and ("speed states" in reason
+                                                                    or reason.startswith("too noisy")), reason
         return
     assert code == 1 and pair["verdict"] == "regressed", pair["estimate"]
     table = etfarm("compare", str(farm["x2"]), "--store", str(farm["db"]), "--no-ops", "--noise-floor", "auto")
