@@ -8,7 +8,7 @@ from pathlib import Path
 
 import adbutils
 import pytest
-from testbed import agent_checks, free_port
+from testbed import agent_checks, free_port, tagged_pids
 
 from device_agents import create_agent
 from device_agents.adb import AdbAgent
@@ -44,7 +44,12 @@ def test_device_dying_mid_command_is_a_failure(adb_testdevice: AdbTestDevice) ->
         results: list[ExecResult] = []
         worker = threading.Thread(target=lambda: results.append(agent.run(["sh", "-c", "echo started; sleep 30"], timeout_s=20)))
         worker.start()
-        time.sleep(1.0)
+        # the command has run its echo once its `sleep 30` runs (a fixed pause could end before a slow host starts it)
+        deadline = time.monotonic() + 60
+        while b"sleep\x0030" not in b"\n".join(_cmdlines(tagged_pids(adb_testdevice.tag))):
+            assert time.monotonic() < deadline and worker.is_alive(), "the command never started"
+            time.sleep(0.05)
+        time.sleep(3.0)  # time for the daemon to pass the echo on (the command runs 30 s)
         adb_testdevice.kill()
         worker.join(timeout=15)
         assert not worker.is_alive()
@@ -97,8 +102,9 @@ def test_host_side_deadline_closes_the_stream_and_ends_the_command(adb_testdevic
     with AdbAgent(adb_testdevice.spec("stuck")) as agent:
         started = time.monotonic()
         result = agent._exec("echo going; exec sleep 31", 1.0)  # the hook: no device-side `timeout`
-        assert result.timed_out and result.exit_code is None and time.monotonic() - started < 5
-        deadline = time.monotonic() + 5
+        # well before the command's 31 s, with room for a loaded host's stall
+        assert result.timed_out and result.exit_code is None and time.monotonic() - started < 15
+        deadline = time.monotonic() + 15
         while b"sleep\x0031" in b"\n".join(_cmdlines(tagged_pids(adb_testdevice.tag))):
             assert time.monotonic() < deadline, "the daemon did not end the abandoned command"
             time.sleep(0.1)

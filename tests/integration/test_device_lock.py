@@ -35,7 +35,7 @@ def test_second_holder_fails_or_waits_naming_the_first(sshd_host: SshTestHost, t
             with pytest.raises(DeviceRefused, match=r"gave up after 1 s .* held by .* board-a"), \
                     remote_lock(b, timeout_s=1):
                 pass
-            assert time.monotonic() - started < 5
+            assert time.monotonic() - started < 15  # given up, not waiting for ever (a loaded host may stall 10 s)
             said: list[str] = []
             got_it = threading.Event()
 
@@ -198,7 +198,8 @@ def test_after_a_link_failure_the_lock_is_released_within_the_bound(ssh_server_f
     budget = 30.0 if fault == "restarted" else 3.0
     monkeypatch.setattr(locks, "REMOTE_LOCK_RELEASE_LOST_SEC", budget)
     host = ssh_server_factory()
-    spec = host.spec("board", tmp_path / "board", connect_timeout=10)
+    # a release the bound did not cut short would wait 30 s for a frozen sshd's banner: far above the limit below
+    spec = host.spec("board", tmp_path / "board", connect_timeout=30)
     lock_dir = Path(spec.workdir) / REMOTE_LOCK_REL
     said: list[str] = []
     agent = create_agent(spec)
@@ -220,7 +221,7 @@ def test_after_a_link_failure_the_lock_is_released_within_the_bound(ssh_server_f
             for pid in [host.proc.pid, *descendant_pids(host.proc.pid)]:
                 os.kill(pid, signal.SIGCONT)
         agent.close()
-    assert took < budget + 1.0, took
+    assert took < budget + 10.0, took  # the bound, plus what a loaded host may stall a thread's wake-up
     if fault == "restarted":
         assert not lock_dir.exists() and "released over a new connection" in said[-1], said
     else:

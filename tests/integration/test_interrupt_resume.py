@@ -23,6 +23,7 @@ from orchestrator.run import load_manifest
 from orchestrator.store import open_store
 from tests.helpers.inspector_stats import measured_samples
 from tests.helpers.inventory import write_inventory
+from tests.integration.test_faults import held_run_2
 
 REPO = Path(__file__).resolve().parents[2]
 MLP = f"{REPO / 'configs' / 'models' / 'tiny_mlp.py'}:build"
@@ -156,30 +157,38 @@ def test_signal_stops_everything_then_resume_completes(ssh_server_factory, tmp_p
 @pytest.mark.slow
 def test_sigint_kills_the_runner_on_an_adb_device(adb_testdevice, tmp_path: Path) -> None:
     """Closing an adb shell does not stop what it started either: the runner is killed on the device."""
-    phone = adb_testdevice.spec("phone", exec_prefix=SLOW_START)
+    # Run 2 is held on the device until the test releases it: the signal lands while it runs, however slow the
+    # host, and a runner left alive would stay (not end on its own) until the test looks.
+    release = Path(adb_testdevice.spec("phone").workdir) / "release-run-2"
+    phone = adb_testdevice.spec("phone", exec_prefix=held_run_2(release))
     config = write_inventory(tmp_path / "devices.yaml", [phone])
     out = tmp_path / "run"
+    marker = str(Path(phone.workdir))
     job = subprocess.Popen(
         etfarm("--config", str(config), "--no-store", "--no-report", "--devices", "phone", "--model", MLP,
                "--backend", "portable", "--runs", str(RUNS), "--iterations", str(ITERATIONS), "--out", str(out)),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     try:
-        wait_for(out / "phone" / "tiny_mlp" / "run-2", 300, job)
-        time.sleep(1.5)
-        marker = str(Path(phone.workdir))
+        wait_for(Path(phone.workdir) / "out" / "tiny_mlp" / "run-2.pid", 300, job)
+        deadline = time.monotonic() + 30
+        while not runner_pids(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert runner_pids(marker), "no runner was running on the device when the signal was sent"
         os.kill(job.pid, signal.SIGINT)
         signalled = time.monotonic()
         _, stderr = job.communicate(timeout=STOP_WITHIN_S + 30)
         stopped_s = time.monotonic() - signalled
+        assert job.returncode == EXIT_INTERRUPTED, stderr[-3000:]
+        assert stopped_s < STOP_WITHIN_S, stopped_s
+        deadline = time.monotonic() + 30  # the device daemon reaps its shell; the held runner never ends by itself
+        while runner_pids(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert runner_pids(marker) == [], "the runner outlived the interrupted job on the device"
     finally:
+        release.touch()
         if job.poll() is None:
             job.kill()
-    assert job.returncode == EXIT_INTERRUPTED, stderr[-3000:]
-    assert stopped_s < STOP_WITHIN_S, stopped_s
-    time.sleep(0.5)  # the device daemon reaps its shell
-    assert runner_pids(marker) == [], "the runner outlived the interrupted job on the device"
     manifest = load_manifest(out)
     assert manifest.status == "interrupted"
     assert [r.label for r in manifest.device("phone").model("tiny_mlp").runs] == ["run-1"]  # type: ignore[union-attr]
@@ -188,7 +197,9 @@ def test_sigint_kills_the_runner_on_an_adb_device(adb_testdevice, tmp_path: Path
 @pytest.mark.slow
 def test_resume_after_sigkill_keeps_the_runs_recorded_before_it(tmp_path: Path) -> None:
     """No handler runs on SIGKILL (or a power cut): the manifest, updated after every process run, is enough."""
-    local = DeviceSpec("local", "host", str(tmp_path / "local-workdir"), exec_prefix=SLOW_START)
+    # Run 2 is held until the kill: it cannot finish first however slow the host (a 4 s pause could be outrun).
+    release = tmp_path / "release-run-2"
+    local = DeviceSpec("local", "host", str(tmp_path / "local-workdir"), exec_prefix=held_run_2(release))
     config = write_inventory(tmp_path / "devices.yaml", [local])
     out = tmp_path / "run"
     common = ("--config", str(config), "--no-store", "--no-report")
@@ -198,11 +209,13 @@ def test_resume_after_sigkill_keeps_the_runs_recorded_before_it(tmp_path: Path) 
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     try:
-        wait_for(out / "local" / "tiny_mlp" / "run-2", 300, job)
-        time.sleep(0.5)
-        os.killpg(job.pid, signal.SIGKILL)  # etfarm and the runner it started: nothing gets to clean up
+        wait_for(tmp_path / "local-workdir" / "out" / "tiny_mlp" / "run-2.pid", 300, job)
+        os.killpg(job.pid, signal.SIGKILL)  # etfarm: nothing gets to clean up
         job.wait(30)
+        for pid in runner_pids(str(tmp_path)):  # and the held runner (a session of its own): the power is cut
+            os.kill(pid, signal.SIGKILL)
     finally:
+        release.touch()
         if job.poll() is None:
             job.kill()
     killed = load_manifest(out)

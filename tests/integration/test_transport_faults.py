@@ -28,6 +28,9 @@ from tests.helpers.docs_pages import fault_bounds, run_retry_bounds
 from tests.integration.testbed import descendant_pids
 
 BOUND_S = 3.0  # the request/stall bound the tests set, instead of 30 s
+# What a loaded 2-core host may add to any bound (a process stalled 5-10 s); each limit stays under the bound it
+# replaces (the 30 s defaults, a 60 s command), so a bound not applied still fails.
+STALL_S = 12.0
 
 
 @pytest.fixture
@@ -96,7 +99,7 @@ def test_sftp_subsystem_that_never_answers_is_given_up(ssh_server_factory: Calla
         elapsed, error = timed(lambda: agent.stage({"models/m.pte": local}))
     assert isinstance(error, DeviceError), error
     assert "opening an sftp session got no answer" in str(error)
-    assert elapsed < BOUND_S + 5, elapsed
+    assert elapsed < BOUND_S + STALL_S, elapsed
 
 
 @pytest.mark.parametrize("when", ["push", "pull", "command"])
@@ -124,7 +127,7 @@ def test_frozen_sshd_mid_operation_is_a_bounded_failure(ssh_server_factory: Call
             thaw(host)
     assert isinstance(error, DeviceError), error
     # The stall bound (push/pull) or the command's deadline plus the host grace, each bounded.
-    limit = (2 + HOST_DEADLINE_GRACE_SEC if when == "command" else 2 * BOUND_S) + 5
+    limit = (2 + HOST_DEADLINE_GRACE_SEC if when == "command" else 2 * BOUND_S) + STALL_S
     assert elapsed < limit, (elapsed, str(error))
     assert not list((tmp_path / "back").glob("*")) if (tmp_path / "back").exists() else True
 
@@ -150,7 +153,7 @@ def test_killed_sshd_mid_operation_fails_at_once(ssh_server_factory: Callable[..
         finally:
             striker.join()
     assert isinstance(error, DeviceError), error
-    assert elapsed < 10, (elapsed, str(error))
+    assert elapsed < STALL_S, (elapsed, str(error))  # at once: not the 30 s stall bound
     if (tmp_path / "back").exists():  # a pull cut short leaves no partial file behind
         assert not list((tmp_path / "back").iterdir())
 
@@ -176,7 +179,7 @@ def test_adb_device_daemon_dying_or_freezing_mid_pull(adb_device_factory: Callab
                 os.kill(device.proc.pid, signal.SIGCONT)
     assert isinstance(error, DeviceError), error
     assert "adb pull of" in str(error) or "pulled" in str(error), error
-    assert elapsed < 2 * BOUND_S + 5, (elapsed, str(error))
+    assert elapsed < 2 * BOUND_S + STALL_S, (elapsed, str(error))
     assert not back.exists() or not list(back.iterdir())  # no partial file left
 
 
@@ -200,7 +203,7 @@ def test_link_taken_down_mid_operation(netns_ssh_host: tuple[SshTestHost, object
         finally:
             striker.join()
     assert isinstance(error, DeviceError), error
-    limit = (2 + HOST_DEADLINE_GRACE_SEC if when == "command" else 2 * BOUND_S) + 5
+    limit = (2 + HOST_DEADLINE_GRACE_SEC if when == "command" else 2 * BOUND_S) + STALL_S
     assert elapsed < limit, (elapsed, str(error))
 
 
@@ -237,7 +240,7 @@ def test_connecting_to_a_frozen_sshd_is_bounded_by_connect_timeout(ssh_server_fa
     finally:
         thaw(host)
     assert isinstance(error, DeviceError) and "cannot connect" in str(error), error
-    assert elapsed < 3 + 5, elapsed
+    assert elapsed < 3 + 10, elapsed  # under the 15 s default: the 3 s setting applied
 
 
 def test_runner_flooding_stdout_keeps_head_and_tail_only(ssh_device: DeviceSpec, tmp_path: Path) -> None:

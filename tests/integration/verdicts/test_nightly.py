@@ -309,8 +309,11 @@ def _the_ab_page_is_one_page(report: Path, work: Path, baseline: str, env: dict[
     a, b = report / "runs" / baseline, report / "runs" / night["b"].split("+")[0]
     first, second = work / "compare.html", work / "against.html"
     compared = etfarm("compare", str(a), str(b), "--html", str(first), env=env)
-    assert compared.returncode == 1 and f"report: {first}" in compared.stdout, compared.stdout + compared.stderr
+    # two separate jobs: a busy hour may leave them under different load (the longer program is preempted more),
+    # which no compare judges (exit 3); never unchanged (0)
+    assert compared.returncode in (1, 3) and f"report: {first}" in compared.stdout, compared.stdout + compared.stderr
     against = etfarm("report", str(b), "--against", str(a), "--output", str(second), env=env)
     assert against.returncode == 0 and f"report: {second}" in against.stdout, against.stderr
     assert first.read_bytes() == second.read_bytes()
-    assert "regressed" in page_text(first)
+    said = "regressed" if compared.returncode == 1 else "inconclusive"
+    assert f"pinned mlp: {said}" in page_text(first), page_text(first)[:2000]
