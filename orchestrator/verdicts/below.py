@@ -37,11 +37,13 @@ class BelowThreshold:
 
 def below_threshold(est: Estimate | None, p_value: float, verdict: Verdict, threshold: float,
                     alpha: float = DEFAULT_ALPHA) -> BelowThreshold | None:
-    """The confident change under the threshold behind an `unchanged` or `inconclusive` verdict, if there is one."""
+    """The confident change under the threshold behind an `unchanged` or `inconclusive` verdict, if there is one.
+    A change whose whole interval clears the threshold is none: its verdict was held back for another reason (load,
+    speed states: the pair's `could_not_judge`), and "below the threshold" would say the opposite of what was seen."""
     if est is None or verdict not in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE) or not p_value < alpha:
         return None
-    if est.ci_low > 1.0:
+    if 1.0 < est.ci_low <= 1.0 + threshold:
         return BelowThreshold("slower", est.ratio, est.ci_low, est.ci_high, threshold)
-    if est.ci_high < 1.0:
+    if 1.0 - threshold <= est.ci_high < 1.0:
         return BelowThreshold("faster", est.ratio, est.ci_low, est.ci_high, threshold)
     return None

@@ -310,10 +310,11 @@ def _the_ab_page_is_one_page(report: Path, work: Path, baseline: str, env: dict[
     first, second = work / "compare.html", work / "against.html"
     compared = etfarm("compare", str(a), str(b), "--html", str(first), env=env)
     # two separate jobs: a busy hour may leave them under different load (the longer program is preempted more),
-    # which no compare judges (exit 3); never unchanged (0)
+    # which holds the latency verdict back (exit 3, or 1 on the memory it grew); never unchanged (0)
     assert compared.returncode in (1, 3) and f"report: {first}" in compared.stdout, compared.stdout + compared.stderr
     against = etfarm("report", str(b), "--against", str(a), "--output", str(second), env=env)
     assert against.returncode == 0 and f"report: {second}" in against.stdout, against.stderr
     assert first.read_bytes() == second.read_bytes()
-    said = "regressed" if compared.returncode == 1 else "inconclusive"
-    assert f"pinned mlp: {said}" in page_text(first), page_text(first)[:2000]
+    text = page_text(first)
+    assert "pinned mlp: regressed" in text or "pinned mlp: inconclusive" in text, text[:2000]
+    assert "BELOW THE THRESHOLD" not in text  # a program 5-17x slower, held back, is not "below the threshold"
