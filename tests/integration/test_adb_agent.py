@@ -16,6 +16,7 @@ from device_agents.adb.settings import AdbSettings
 from device_agents.base import DeviceSpec, ExecResult
 from orchestrator.base.errors import DeviceError
 from orchestrator.emulate.adbserver import AdbTestDevice, AdbTestServer
+from tests.helpers.waiting import eventually
 
 
 def test_workflow(adb_device: DeviceSpec, tmp_path: Path) -> None:
@@ -45,10 +46,9 @@ def test_device_dying_mid_command_is_a_failure(adb_testdevice: AdbTestDevice) ->
         worker = threading.Thread(target=lambda: results.append(agent.run(["sh", "-c", "echo started; sleep 30"], timeout_s=20)))
         worker.start()
         # the command has run its echo once its `sleep 30` runs (a fixed pause could end before a slow host starts it)
-        deadline = time.monotonic() + 60
-        while b"sleep\x0030" not in b"\n".join(_cmdlines(tagged_pids(adb_testdevice.tag))):
-            assert time.monotonic() < deadline and worker.is_alive(), "the command never started"
-            time.sleep(0.05)
+        started = eventually(lambda: not worker.is_alive()
+                             or b"sleep\x0030" in b"\n".join(_cmdlines(tagged_pids(adb_testdevice.tag))), 60, 0.05)
+        assert started and worker.is_alive(), "the command never started"
         time.sleep(3.0)  # time for the daemon to pass the echo on (the command runs 30 s)
         adb_testdevice.kill()
         worker.join(timeout=15)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import signal
 import subprocess
 import sys
@@ -21,20 +20,13 @@ import pytest
 from device_agents import DeviceSpec
 from tests.helpers.docs_pages import fault_bounds, run_retry_bounds
 from tests.helpers.exports import export_ahead
+from tests.helpers.held_run import held_run_2
 from tests.helpers.inspector_stats import measured_samples
 from tests.helpers.inventory import write_inventory
 from tests.integration.testbed import descendant_pids
 
 REPO = Path(__file__).resolve().parents[2]
 MLP = f"{REPO / 'configs' / 'models' / 'tiny_mlp.py'}:build"
-
-def held_run_2(release: Path) -> tuple[str, ...]:
-    """An exec prefix that holds run 2's runner on the device until `release` exists (at most 120 s): the test, not
-    the clock, decides that run 2 is still running when the fault strikes. Every other run starts at once."""
-    gate = shlex.quote(str(release))
-    script = (f'case "$*" in */run-2/*) i=0; while [ ! -e {gate} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); '
-              'done;; esac; exec "$@"')
-    return ("sh", "-c", script, "held-run-2")
 
 
 def wait_for(path: Path, timeout_s: float) -> None:

@@ -21,9 +21,10 @@ from device_agents import DeviceSpec
 from orchestrator.base.errors import EXIT_INTERRUPTED
 from orchestrator.run import load_manifest
 from orchestrator.store import open_store
+from tests.helpers.held_run import held_run_2
 from tests.helpers.inspector_stats import measured_samples
 from tests.helpers.inventory import write_inventory
-from tests.integration.test_faults import held_run_2
+from tests.helpers.waiting import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 MLP = f"{REPO / 'configs' / 'models' / 'tiny_mlp.py'}:build"
@@ -87,10 +88,8 @@ def test_signal_stops_everything_then_resume_completes(ssh_server_factory, tmp_p
         wait_for(out / "local" / "tiny_mlp" / "run-2", 60, job)  # mid-way: local's run 2 has started
         # The signal must land while a runner runs: every run starts with a 4 s pause, so one is found at once
         # unless the host stalls between two runs; then wait for the next.
-        deadline = time.monotonic() + 30
-        while not runner_pids(str(tmp_path)) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert runner_pids(str(tmp_path)), "no runner was running when the signal was sent"
+        assert eventually(lambda: bool(runner_pids(str(tmp_path))), 30, 0.1), \
+            "no runner was running when the signal was sent"
         os.kill(job.pid, sig)
         signalled = time.monotonic()
         stdout, stderr = job.communicate(timeout=STOP_WITHIN_S + 30)
@@ -171,20 +170,17 @@ def test_sigint_kills_the_runner_on_an_adb_device(adb_testdevice, tmp_path: Path
     )
     try:
         wait_for(Path(phone.workdir) / "out" / "tiny_mlp" / "run-2.pid", 300, job)
-        deadline = time.monotonic() + 30
-        while not runner_pids(marker) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert runner_pids(marker), "no runner was running on the device when the signal was sent"
+        assert eventually(lambda: bool(runner_pids(marker)), 30, 0.1), \
+            "no runner was running on the device when the signal was sent"
         os.kill(job.pid, signal.SIGINT)
         signalled = time.monotonic()
         _, stderr = job.communicate(timeout=STOP_WITHIN_S + 30)
         stopped_s = time.monotonic() - signalled
         assert job.returncode == EXIT_INTERRUPTED, stderr[-3000:]
         assert stopped_s < STOP_WITHIN_S, stopped_s
-        deadline = time.monotonic() + 30  # the device daemon reaps its shell; the held runner never ends by itself
-        while runner_pids(marker) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert runner_pids(marker) == [], "the runner outlived the interrupted job on the device"
+        # the device daemon reaps its shell; the held runner never ends by itself
+        assert eventually(lambda: runner_pids(marker) == [], 30, 0.1), \
+            "the runner outlived the interrupted job on the device"
     finally:
         release.touch()
         if job.poll() is None:
