@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from orchestrator.base.codec import Layout
-from orchestrator.verdicts.statistics import DEFAULT_ALPHA, Estimate, Verdict
+from orchestrator.verdicts.statistics import DEFAULT_ALPHA, Estimate, Verdict, beyond_threshold
 
 
 @dataclass(frozen=True)
@@ -40,10 +40,11 @@ def below_threshold(est: Estimate | None, p_value: float, verdict: Verdict, thre
     """The confident change under the threshold behind an `unchanged` or `inconclusive` verdict, if there is one.
     A change whose whole interval clears the threshold is none: its verdict was held back for another reason (load,
     speed states: the pair's `could_not_judge`), and "below the threshold" would say the opposite of what was seen."""
-    if est is None or verdict not in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE) or not p_value < alpha:
+    if (est is None or verdict not in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE) or not p_value < alpha
+            or beyond_threshold(est, threshold) is not None):
         return None
-    if 1.0 < est.ci_low <= 1.0 + threshold:
+    if est.ci_low > 1.0:
         return BelowThreshold("slower", est.ratio, est.ci_low, est.ci_high, threshold)
-    if 1.0 - threshold <= est.ci_high < 1.0:
+    if est.ci_high < 1.0:
         return BelowThreshold("faster", est.ratio, est.ci_low, est.ci_high, threshold)
     return None

@@ -337,6 +337,16 @@ def adjust_p_values(p_values: Sequence[float]) -> list[float]:
     return benjamini_hochberg(list(p_values))
 
 
+def beyond_threshold(est: Estimate, threshold: float) -> Verdict | None:
+    """The bar a change must clear: REGRESSED when the whole interval lies above 1 + threshold, IMPROVED when it
+    lies below 1 - threshold, else None (whatever its significance)."""
+    if est.ci_low > 1.0 + threshold:
+        return Verdict.REGRESSED
+    if est.ci_high < 1.0 - threshold:
+        return Verdict.IMPROVED
+    return None
+
+
 def decide(est: Estimate | None, p_value: float, threshold: float, alpha: float = DEFAULT_ALPHA,
            same_within: float | None = None) -> Verdict:
     """Significance AND practical size: see the module docstring. `p_value` is the adjusted one.
@@ -351,11 +361,9 @@ def decide(est: Estimate | None, p_value: float, threshold: float, alpha: float 
     if math.isnan(low) or math.isnan(high):
         return Verdict.INCONCLUSIVE
     same = threshold if same_within is None else min(same_within, threshold)
-    significant = p_value < alpha
-    if significant and low > 1.0 + threshold:
-        return Verdict.REGRESSED
-    if significant and high < 1.0 - threshold:
-        return Verdict.IMPROVED
+    cleared = beyond_threshold(est, threshold)
+    if cleared is not None and p_value < alpha:
+        return cleared
     if low >= 1.0 - same and high <= 1.0 + same:
         return Verdict.UNCHANGED
     return Verdict.INCONCLUSIVE
