@@ -82,7 +82,7 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
             return PairVerdict(verdict=Verdict.NO_DATA, reason=f"{which} ({side.source}): {side.missing}",
                                blame=side.blame, **base)
     est = estimate(a.e2e, b.e2e, confidence=settings.confidence, resamples=settings.resamples, seed=settings.seed,
-                   center=settings.center)
+                   center=settings.center, interleaved=a.source == b.source)
     if est is None:
         return PairVerdict(verdict=Verdict.NO_DATA, reason="no end-to-end samples", blame=Blame.INFRASTRUCTURE, **base)
     separate = settings.job_shift > 0 and _separate_jobs(a, b, noise)
@@ -147,6 +147,10 @@ def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float,
     estimates: list[tuple[OpKey, Estimate]] = []
     found = estimate_many([(a_ops[key][1], b_ops[key][1]) for key in keys], confidence=settings.confidence,
                           resamples=settings.resamples, seed=settings.seed, center=settings.center)
+    # Not `interleaved` here: an op's run medians cluster for reasons other than the process's speed state (its
+    # cache, its timer ticks), and those clusters need not be shared between the sides of one job. On the second VM
+    # beside a slow job, 3 of 24 pooled interleaved A/A pairs read a max-pool `regressed 1.22x` (A 47 runs fast +
+    # 22 at 1.59x, B's 70 all at 1.22x) once the hypergeometric prior replaced MISSED_FAST for ops.
     for key, est in zip(keys, found, strict=True):
         if est is None or est.median_b_ms <= 0:
             skipped += 1

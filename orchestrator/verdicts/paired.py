@@ -44,17 +44,21 @@ PAIRED = "paired"  # the center value that selects this estimator (never a --cen
 
 
 def estimate(a: RunSamples, b: RunSamples, *, confidence: float = DEFAULT_CONFIDENCE,
-             resamples: int = DEFAULT_RESAMPLES, seed: int = 0, center: str = Center.MEAN) -> Estimate | None:
+             resamples: int = DEFAULT_RESAMPLES, seed: int = 0, center: str = Center.MEAN,
+             interleaved: bool = False) -> Estimate | None:
     """statistics.estimate, or the paired estimate when `center` is PAIRED."""
-    return estimate_many([(a, b)], confidence=confidence, resamples=resamples, seed=seed, center=center)[0]
+    return estimate_many([(a, b)], confidence=confidence, resamples=resamples, seed=seed, center=center,
+                         interleaved=interleaved)[0]
 
 
 def estimate_many(pairs: Sequence[tuple[RunSamples, RunSamples]], *, confidence: float = DEFAULT_CONFIDENCE,
-                  resamples: int = DEFAULT_RESAMPLES, seed: int = 0, center: str = Center.MEAN) -> list[Estimate | None]:
+                  resamples: int = DEFAULT_RESAMPLES, seed: int = 0, center: str = Center.MEAN,
+                  interleaved: bool = False) -> list[Estimate | None]:
     """statistics.estimate_many, or the paired estimates when `center` is PAIRED (what compare.py calls)."""
     if center == PAIRED:
         return paired_estimates(pairs, confidence, resamples, seed)
-    return statistics.estimate_many(pairs, confidence=confidence, resamples=resamples, seed=seed, center=center)
+    return statistics.estimate_many(pairs, confidence=confidence, resamples=resamples, seed=seed, center=center,
+                                    interleaved=interleaved)
 
 
 def paired_estimates(pairs: Sequence[tuple[RunSamples, RunSamples]], confidence: float, resamples: int,

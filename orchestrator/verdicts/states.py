@@ -21,12 +21,13 @@ Method, on the log of each side's per-run medians:
   fastest state is the other's state k" (it missed k states, as one job in 30 misses the fast state) is a
   further reading wherever it explains how the side's runs share its states about as well as the plain
   reading (a multinomial likelihood with the other side's shares, within a ratio of PLAUSIBLE, weighed by
-  MISSED_FAST for each event rarer than one job missing the fast state); the interval is then the union of
-  the readings' intervals and the p-value their largest. A job wholly in the slow state (most runs on its
-  first state, few above) against a mixed one is then about [1.0, 1.4] -- `inconclusive`, with the reason in
-  `note` -- while a change under STATE_GAP is never ambiguous, and a slower model whose runs share the states
-  as usual is read as what it is (a 2x model's job wholly in its slow state spans [2.0, 2.8]: still
-  `regressed`, and the interval holds the true 2.0). The states on the testbed form a ladder (1, 1.4, 2x),
+  MISSED_FAST for each event rarer than one job missing the fast state; sides that took turns in the same jobs by
+  the chance that none of the other side's faster runs was theirs, `missed_together`, end to end: compare.py);
+  the interval is then the union of the readings' intervals and the p-value their largest. A job wholly in
+  the slow state (most runs on its first state, few above) against a mixed one is then about [1.0, 1.4] --
+  `inconclusive`, with the reason in `note` -- while a change under STATE_GAP is never ambiguous, and a slower
+  model whose runs share the states as usual is read as what it is (a 2x model's job wholly in its slow state
+  spans [2.0, 2.8]: still `regressed`, and the interval holds the true 2.0). The states on the testbed form a ladder (1, 1.4, 2x),
   so a 2x model in its fast state runs at the speed of a baseline process in the 2x state: about 1 pair of
   700 of 2x against base (synthetic, 6-10 runs) stays `inconclusive`. PLAUSIBLE = 10 was chosen by measurement: 0 of 780
   recorded identical pairs regressed at 20, 10 and 5; 10 % more layers found in 85, 92, 92 of 96; synthetic
@@ -139,8 +140,9 @@ class StateEstimate:
     note: str | None  # why the interval spans several readings of the states, if it does
 
 
-def compare_states(a: States, b: States, confidence: float) -> StateEstimate:
-    """B against A within the fast state (see the module docstring)."""
+def compare_states(a: States, b: States, confidence: float, interleaved: bool = False) -> StateEstimate:
+    """B against A within the fast state (see the module docstring); `interleaved`: the sides took turns in the same
+    jobs, so a side missing a state is weighed by `missed_together`, not MISSED_FAST."""
     import numpy as np
     from scipy.special import stdtr, stdtrit
 
@@ -151,7 +153,7 @@ def compare_states(a: States, b: States, confidence: float) -> StateEstimate:
         return StateEstimate(math.exp(point), math.nan, math.nan, 1.0, level_a, level_b, None)
     spread = max(math.sqrt((a.within + b.within) / df), MIN_SPREAD)
     t = float(stdtrit(df, 0.5 + confidence / 2.0))
-    readings = _readings(a, b)
+    readings = _readings(a, b, interleaved)
     lows, highs, ps = [], [], []
     for i, j in readings:  # A's state i against B's state j
         diff = b.levels[j] - a.levels[i]
@@ -170,13 +172,25 @@ def compare_states(a: States, b: States, confidence: float) -> StateEstimate:
                          level_b, note)
 
 
-def _readings(a: States, b: States) -> list[tuple[int, int]]:
+def _readings(a: States, b: States, interleaved: bool) -> list[tuple[int, int]]:
     """(A state, B state) pairs that may both be the fast state: (0, 0), and (k, 0) where B may have missed the
     fast state and run only in A's slower state k (and (0, k) the other way round), see `_may_lack_fast`."""
-    return [(0, 0), *((k, 0) for k in _may_lack_fast(b, a)), *((0, k) for k in _may_lack_fast(a, b))]
+    return [(0, 0), *((k, 0) for k in _may_lack_fast(b, a, interleaved)),
+            *((0, k) for k in _may_lack_fast(a, b, interleaved))]
 
 
-def _may_lack_fast(side: States, other: States) -> list[int]:
+def missed_together(runs_side: int, runs_other: int, faster: int) -> float:
+    """Log of the chance that, of the `faster` runs of two interleaved sides in the states below some rung, none was
+    the side's (its `runs_side` against the other's `runs_other`) if the two programs were the same: in jobs where the
+    sides take turns (A B B A), which process lands in which state does not depend on its side, so the faster runs
+    are a draw without replacement from both sides' runs (hypergeometric). The draw per job is more constrained, so
+    over pooled jobs this is the larger, cautious figure. A whole job in a slow state has no faster run and costs
+    nothing; a side that missed 72 fast runs of 80 beside the other's costs 2^-72: no reading."""
+    return (math.lgamma(runs_other + 1) - math.lgamma(runs_other - faster + 1)
+            - math.lgamma(runs_other + runs_side + 1) + math.lgamma(runs_other + runs_side - faster + 1))
+
+
+def _may_lack_fast(side: States, other: States, interleaved: bool = False) -> list[int]:
     """The slower states k of `other` that `side`'s fastest state may be (all of `side`'s runs then missed the fast
     state): only when `side`'s fastest level is clearly slower than `other`'s fastest (beyond STATE_GAP), and the
     reading explains `side`'s runs about as well as the plain one (`_fit`: within a likelihood ratio of
@@ -186,7 +200,11 @@ def _may_lack_fast(side: States, other: States) -> list[int]:
     speed of the baseline's 2x state: that reading needs two misses). On the testbed the states form a ladder
     (1, 1.4, 2x), so a job wholly in the slow state looks like the whole ladder one rung up, a 1.4x regression;
     what tells them apart is how the runs share the rungs: a job that missed the fast state has most runs on
-    its first rung and few above, a slower model the usual share."""
+    its first rung and few above, a slower model the usual share. Interleaved sides (`run --ab`, a night's
+    confirmation) share their jobs, so their prior is measured, not assumed: `missed_together` of the other side's
+    runs below rung k, for every reading. With MISSED_FAST per side, a night's confirmation pooling 8 interleaved
+    jobs read +10 % as `inconclusive 1.09x [0.58, 1.12]` on the second VM: B's 80 runs "may all have missed" a
+    fast state that A's 72 of 80 runs were in."""
     if side.levels[0] <= other.levels[0] + STATE_GAP:
         return []
     plain = _fit(side, other, 0)
@@ -198,7 +216,9 @@ def _may_lack_fast(side: States, other: States) -> list[int]:
         # prior); missing more states, or a change of speed besides, is as rare as a whole job missing a state, each
         missed = sum(1 for j in range(k) if j == 0 or other.counts[j] >= 2)  # a lone run between states is no state
         rare = 0 if missed == 1 and abs(side.levels[0] - other.levels[k]) < STATE_GAP else missed
-        if _fit(side, other, k) + rare * math.log(MISSED_FAST) >= plain - math.log(PLAUSIBLE):
+        prior = (missed_together(side.runs, other.runs, sum(other.counts[:k])) if interleaved
+                 else rare * math.log(MISSED_FAST))
+        if _fit(side, other, k) + prior >= plain - math.log(PLAUSIBLE):
             out.append(k)
     return out
 

@@ -144,15 +144,19 @@ def usable_runs(runs: RunSamples) -> list[list[float]]:
 
 
 def estimate(a: RunSamples, b: RunSamples, *, confidence: float = DEFAULT_CONFIDENCE,
-             resamples: int = DEFAULT_RESAMPLES, seed: int = 0, center: str = DEFAULT_CENTER) -> Estimate | None:
+             resamples: int = DEFAULT_RESAMPLES, seed: int = 0, center: str = DEFAULT_CENTER,
+             interleaved: bool = False) -> Estimate | None:
     """The ratio of run-averaged medians B / A with its hierarchical-bootstrap interval and p-value.
 
-    None when either side has no samples, or A's median is not positive (nothing to divide by)."""
-    return estimate_many([(a, b)], confidence=confidence, resamples=resamples, seed=seed, center=center)[0]
+    None when either side has no samples, or A's median is not positive (nothing to divide by). `interleaved`: the
+    sides ran in the same job(s), taking turns (states.py weighs a side missing a speed state by it)."""
+    return estimate_many([(a, b)], confidence=confidence, resamples=resamples, seed=seed, center=center,
+                         interleaved=interleaved)[0]
 
 
 def estimate_many(pairs: Sequence[tuple[RunSamples, RunSamples]], *, confidence: float = DEFAULT_CONFIDENCE,
-                  resamples: int = DEFAULT_RESAMPLES, seed: int = 0, center: str = DEFAULT_CENTER) -> list[Estimate | None]:
+                  resamples: int = DEFAULT_RESAMPLES, seed: int = 0, center: str = DEFAULT_CENTER,
+                  interleaved: bool = False) -> list[Estimate | None]:
     """`[estimate(a, b, ...) for a, b in pairs]`, computed together (every op of a comparison at once).
 
     Each estimate draws its bootstrap from `seed` alone, so it is the same however it is batched;
@@ -164,11 +168,11 @@ def estimate_many(pairs: Sequence[tuple[RunSamples, RunSamples]], *, confidence:
         for judge in {id(j): j for j in judges}.values():
             chosen = [k for k, j in enumerate(judges) if j is judge]
             found = estimate_many([pairs[k] for k in chosen], confidence=confidence, resamples=resamples, seed=seed,
-                                  center=judge.name)
+                                  center=judge.name, interleaved=interleaved)
             for k, est in zip(chosen, found, strict=True):
                 out[k] = est
         return out
-    own = stat.estimates(pairs, confidence)
+    own = stat.estimates(pairs, confidence, interleaved)
     if own is not None:  # a statistic with an estimate of its own (fast-state: its states)
         return own
     measured: list[tuple[int, _Side, _Side]] = []

@@ -58,8 +58,10 @@ class CenterStatistic:
         """The statistic that judges each pair: itself, unless it hands pairs to others (auto.py does)."""
         return [self] * len(pairs)
 
-    def estimates(self, pairs: Sequence[tuple[RunSamples, RunSamples]], confidence: float) -> list[Estimate | None] | None:
-        """Its own estimates of `pairs`; None: the shared bootstrap and rank test (statistics.estimate_many)."""
+    def estimates(self, pairs: Sequence[tuple[RunSamples, RunSamples]], confidence: float,
+                  interleaved: bool = False) -> list[Estimate | None] | None:
+        """Its own estimates of `pairs` (`interleaved`: the sides ran taking turns in the same jobs); None: the
+        shared bootstrap and rank test (statistics.estimate_many)."""
         return None
 
     def significance_runs(self, alpha: float) -> int | None:

@@ -38,8 +38,9 @@ class FastState(CenterStatistic):
         return (f"ratio B/A of the fast state's level (each process run's median assigned to a speed state), "
                 f"{confidence:.0%} CI and p from Student's t on the spread within states")
 
-    def estimates(self, pairs: Sequence[tuple[RunSamples, RunSamples]], confidence: float) -> list[Estimate | None]:
-        return [_state_estimate(a, b, confidence) for a, b in pairs]
+    def estimates(self, pairs: Sequence[tuple[RunSamples, RunSamples]], confidence: float,
+                  interleaved: bool = False) -> list[Estimate | None]:
+        return [_state_estimate(a, b, confidence, interleaved) for a, b in pairs]
 
     def significance_runs(self, alpha: float) -> int:
         """Its t test (states.py) needs a spread to measure: two runs a side (the spread is floored, so a large
@@ -50,7 +51,7 @@ class FastState(CenterStatistic):
         return runs_a >= 1 and runs_b >= 1 and runs_a + runs_b >= 3  # one degree of freedom suffices
 
 
-def _state_estimate(a: RunSamples, b: RunSamples, confidence: float) -> Estimate | None:
+def _state_estimate(a: RunSamples, b: RunSamples, confidence: float, interleaved: bool) -> Estimate | None:
     """B/A within the fast state (states.py); None when a side has no positive per-run median."""
     from orchestrator.verdicts.states import compare_states, states_of
 
@@ -58,7 +59,7 @@ def _state_estimate(a: RunSamples, b: RunSamples, confidence: float) -> Estimate
     states_b = states_of(run_medians(b))
     if states_a is None or states_b is None:
         return None
-    found = compare_states(states_a, states_b, confidence)
+    found = compare_states(states_a, states_b, confidence, interleaved)
     return Estimate(ratio=found.ratio, ci_low=found.ci_low, ci_high=found.ci_high, p_value=found.p_value,
                     runs_a=states_a.runs, runs_b=states_b.runs, median_a_ms=found.level_a_ms,
                     median_b_ms=found.level_b_ms, states_a=states_a.describe(), states_b=states_b.describe(),
