@@ -11,8 +11,8 @@ verdicts' own code (compare.compare_sides: end to end and every op, trust.py's r
 - run --ab: each A/B job of tiny_cnn against a byte-identical copy (A B B A in one job), both ways round;
 - --until-confident: run --ab's pairs, and while one is inconclusive end to end the environment's next A/B job's
   rounds pooled in (as `run --ab --until-confident` pools its extra jobs), up to `run --ab`'s default --max-runs a side;
-- nightly: each job against the one before it (last good, no history: no noise floor; the store's view of speed
-  states, as compare's); a night that is regressed
+- nightly: every ordered pair of the environment's separate jobs as (last good, night) (no history: no noise
+  floor; the store's view of speed states, as compare's); a night that is regressed
   or could not be judged is settled by an interleaved A/B job of the same environment (issue 37 item 4, as
   `run --ab` would: the corpus's A/B jobs, B slowed as the night was), whose verdict is the night's (as the
   nightly confirms when the baseline's program can be found: app/confirm_ab.py), more of them pooled while it is
@@ -205,15 +205,16 @@ def taking_turns(jobs: list[Recorded], first: str, second: str) -> tuple[list[Si
 
 def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettings,
                  confirming: VerdictSettings | None = None, states: DeviceStates | None = None) -> Tally:
-    """Each job against the one before; a night regressed or not judged is settled by an interleaved A/B job, more
-    pooled while inconclusive (up to the plan's default confirm_max_runs a side, as app/nightly.py confirms), judged
-    with `confirming` (default `settings`)."""
+    """Every ordered pair of the environment's separate jobs as (last good night, night): 30 nights of 6 jobs, where
+    each job against the one before gave only 5, too few to tell 60 % power from 90 %. A night regressed or not
+    judged is settled by an interleaved A/B job, more pooled while inconclusive (up to the plan's default
+    confirm_max_runs a side, as app/nightly.py confirms), judged with `confirming` (default `settings`); the nights
+    start their confirmations at each A/B job in turn, taking each side order in turn."""
     tally = Tally()
-    for k in range(1, len(jobs)):
-        base, night = jobs[k - 1], jobs[k]
+    for k, (base, night) in enumerate(itertools.permutations(jobs, 2), start=1):
         shift = k % len(abs_)
         settling = abs_[shift:] + abs_[:shift]
-        sides = ("cnn-a", "cnn-b") if k % 2 else ("cnn-b", "cnn-a")
+        sides = ("cnn-a", "cnn-b") if (k + k // len(abs_)) % 2 else ("cnn-b", "cnn-a")
         for record, slow in tally.injections():
             first = compare_sides(base, slow(night) if slow is not None else night, settings, states=states)
             if suspected(first):  # what a night sends to its interleaved confirmation
