@@ -214,6 +214,7 @@ def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettin
     for k, (base, night) in enumerate(itertools.permutations(jobs, 2), start=1):
         shift = k % len(abs_)
         settling = abs_[shift:] + abs_[:shift]
+        # each round of len(abs_) nights flips the side order, so every (first job, side order) comes up
         sides = ("cnn-a", "cnn-b") if (k + k // len(abs_)) % 2 else ("cnn-b", "cnn-a")
         for record, slow in tally.injections():
             first = compare_sides(base, slow(night) if slow is not None else night, settings, states=states)

@@ -82,7 +82,7 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
             return PairVerdict(verdict=Verdict.NO_DATA, reason=f"{which} ({side.source}): {side.missing}",
                                blame=side.blame, **base)
     est = estimate(a.e2e, b.e2e, confidence=settings.confidence, resamples=settings.resamples, seed=settings.seed,
-                   center=settings.center, interleaved=a.source == b.source)
+                   center=settings.center, interleaved=one_job(a, b))
     if est is None:
         return PairVerdict(verdict=Verdict.NO_DATA, reason="no end-to-end samples", blame=Blame.INFRASTRUCTURE, **base)
     separate = settings.job_shift > 0 and _separate_jobs(a, b, noise)
@@ -90,10 +90,10 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
     # Sides of one interleaved job (run --ab, a night's confirmation) ran under the same load by construction:
     # shares that differ there are the programs' (a longer execution is preempted more often), not the load's,
     # and the rule that sends a pair to `run --ab` must not refuse run --ab's own verdict.
-    loads = (a.load, b.load) if a.source != b.source else (None, None)
+    loads = (None, None) if one_job(a, b) else (a.load, b.load)
     trust = judged(decide(est, est.p_value, threshold, settings.alpha, settings.threshold), est,
                    settings.threshold, settings.alpha, settings.confidence, loads, settings.noise_floor)
-    stepped = states is not None and a.source != b.source  # separate jobs, measured floor or not: none covers a state
+    stepped = states is not None and not one_job(a, b)  # separate jobs, measured floor or not: none covers a state
     if stepped:
         states = device_states(states, ((a.source, run_medians(a.e2e)), (b.source, run_medians(b.e2e))))
         trust = state_step(trust, est, threshold, states)
@@ -120,10 +120,16 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
                        **_trust_fields(trust, a, b))
 
 
+def one_job(a: Side, b: Side) -> bool:
+    """Whether both sides ran in the same job(s), taking turns (run --ab and a night's confirmation run A B B A;
+    pooled, both sides name the same jobs): what struck one side's runs struck the other's."""
+    return a.source == b.source
+
+
 def _separate_jobs(a: Side, b: Side, noise: NoiseFloor | None) -> bool:
     """Sides from separate jobs (not one interleaved job) with no measured job-to-job floor: with
     `settings.job_shift` (compare's default: trust.JOB_SHIFT_SD) their intervals carry that job-level shift."""
-    return a.source != b.source and (noise is None or noise.floor is None)
+    return not one_job(a, b) and (noise is None or noise.floor is None)
 
 
 def _trust_fields(trust: Judged, a: Side, b: Side) -> dict[str, Any]:
