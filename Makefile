@@ -18,7 +18,7 @@ setup: $(STAMP)
 
 # torch==2.13.0 goes in the same pip call as the project, so the resolver takes
 # the CPU wheel on disk instead of fetching a multi-GB CUDA build. pip compiles no bytecode (--no-compile: compiling
-# all 23,000 modules took 65 of its 105 s); scripts/compile_imported.py compiles the 4,000 etfarm imports (18 s).
+# all 23,000 modules took 65 of its 105 s); scripts/compile_imported.py compiles the 4,000 etfarm imports (17 s, two processes).
 $(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --no-compile --disable-pip-version-check "torch==2.13.0" -e ".[test,zoo]"
