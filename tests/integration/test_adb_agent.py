@@ -47,7 +47,7 @@ def test_device_dying_mid_command_is_a_failure(adb_testdevice: AdbTestDevice) ->
         worker.start()
         # the command has run its echo once its `sleep 30` runs (a fixed pause could end before a slow host starts it)
         started = eventually(lambda: not worker.is_alive()
-                             or b"sleep\x0030" in b"\n".join(_cmdlines(tagged_pids(adb_testdevice.tag))), 60, 0.05)
+                             or b"sleep\x0030" in _running(adb_testdevice), 60, 0.05)
         assert started and worker.is_alive(), "the command never started"
         time.sleep(3.0)  # time for the daemon to pass the echo on (the command runs 30 s)
         adb_testdevice.kill()
@@ -97,17 +97,18 @@ def test_unreachable_network_serial_fails_fast(adb_server: AdbTestServer, tmp_pa
 
 
 def test_host_side_deadline_closes_the_stream_and_ends_the_command(adb_testdevice: AdbTestDevice) -> None:
-    from testbed import tagged_pids
-
     with AdbAgent(adb_testdevice.spec("stuck")) as agent:
         started = time.monotonic()
         result = agent._exec("echo going; exec sleep 31", 1.0)  # the hook: no device-side `timeout`
         # well before the command's 31 s, with room for a loaded host's stall
         assert result.timed_out and result.exit_code is None and time.monotonic() - started < 15
-        deadline = time.monotonic() + 15
-        while b"sleep\x0031" in b"\n".join(_cmdlines(tagged_pids(adb_testdevice.tag))):
-            assert time.monotonic() < deadline, "the daemon did not end the abandoned command"
-            time.sleep(0.1)
+        assert eventually(lambda: b"sleep\x0031" not in _running(adb_testdevice), 15, 0.1), \
+            "the daemon did not end the abandoned command"
+
+
+def _running(device: AdbTestDevice) -> bytes:
+    """The command lines (NUL-separated arguments) of what runs under the test device's daemon, one per line."""
+    return b"\n".join(_cmdlines(tagged_pids(device.tag)))
 
 
 def _cmdlines(pids: list[int]) -> list[bytes]:
