@@ -44,7 +44,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from orchestrator.app.ab import starting_side  # noqa: E402
 from orchestrator.results.limits import UNTIL_CONFIDENT_MAX_RUNS  # noqa: E402
 from orchestrator.verdicts.compare import PairVerdict, Side, compare_sides  # noqa: E402
 from orchestrator.verdicts.confirmation import must_show_again, suspected  # noqa: E402
@@ -63,6 +62,7 @@ from tests.helpers.noise_corpus import (  # noqa: E402
     pooled,
     slowed,
     stored_states,
+    taking_turns,
 )
 
 FACTORS = (1.05, 1.10, 2.0)
@@ -193,14 +193,6 @@ def until_confident(jobs: list[Recorded], first: str, second: str, settings: Ver
         pair = compare_sides(a, slow(b) if slow is not None else b, settings)
     assert pair is not None
     return pair
-
-
-def taking_turns(jobs: list[Recorded], first: str, second: str) -> tuple[list[Side], list[Side]]:
-    """A's and B's sides of pooled A/B jobs that take turns to start (app/ab.py `starting_side`): in odd jobs B ran
-    first. The corpus's jobs all ran its copy second; the programs are byte-identical, so an odd job's A is the
-    recorded side that ran second."""
-    turns = [[j.sides[name] for name in starting_side(first, second, k)] for k, j in enumerate(jobs)]
-    return [a for a, _ in turns], [b for _, b in turns]
 
 
 def score_nights(jobs: list[Side], abs_: list[Recorded], settings: VerdictSettings,

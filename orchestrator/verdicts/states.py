@@ -190,7 +190,7 @@ def missed_together(runs_side: int, runs_other: int, faster: int) -> float:
             - math.lgamma(runs_other + runs_side + 1) + math.lgamma(runs_other + runs_side - faster + 1))
 
 
-def _may_lack_fast(side: States, other: States, interleaved: bool = False) -> list[int]:
+def _may_lack_fast(side: States, other: States, interleaved: bool) -> list[int]:
     """The slower states k of `other` that `side`'s fastest state may be (all of `side`'s runs then missed the fast
     state): only when `side`'s fastest level is clearly slower than `other`'s fastest (beyond STATE_GAP), and the
     reading explains `side`'s runs about as well as the plain one (`_fit`: within a likelihood ratio of

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from orchestrator.app.ab import starting_side
 from orchestrator.profiles.op_identity import OpIdentity
 from orchestrator.results.contention import clean_mask
 from orchestrator.verdicts.compare import Side
@@ -119,6 +120,14 @@ def pooled(sides: list[Side]) -> Side:
     first = sides[0]
     return replace(first, source="+".join(s.source for s in sides), runs=tuple(r for s in sides for r in s.runs),
                    op_samples=OpSamples(ops))
+
+
+def taking_turns(jobs: list[Recorded], first: str, second: str) -> tuple[list[Side], list[Side]]:
+    """A's and B's sides of pooled A/B jobs that take turns to start (app/ab.py `starting_side`): in odd jobs B ran
+    first. The corpus's jobs all ran its copy second; the programs are byte-identical, so an odd job's A is the
+    recorded side that ran second."""
+    turns = [[j.sides[name] for name in starting_side(first, second, k)] for k, j in enumerate(jobs)]
+    return [a for a, _ in turns], [b for _, b in turns]
 
 
 def envs(corpus: tuple[Recorded, ...]) -> list[str]:

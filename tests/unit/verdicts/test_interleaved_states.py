@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from orchestrator.verdicts.compare import compare_sides
+from orchestrator.verdicts.estimates import run_medians
 from orchestrator.verdicts.states import compare_states, missed_together, states_of
 from orchestrator.verdicts.statistics import Verdict, VerdictSettings
-from tests.helpers.noise_corpus import CORPUS_STATES, load, pooled, slowed
+from tests.helpers.noise_corpus import CORPUS_STATES, load, pooled, slowed, taking_turns
 
 SETTINGS = VerdictSettings(resamples=500)  # run --ab's: one (pooled) interleaved job, no job shift
 QUIET_ABS = [r for r in load(CORPUS_STATES) if r.env == "quiet" and r.kind == "ab"]
@@ -41,8 +42,7 @@ def test_ten_percent_slower_over_eight_pooled_interleaved_jobs_is_regressed_not_
     # level + 5 above. Weighed as a whole job missing the fast state (1 in 30), B "may have missed" a state 72 of A's
     # runs were in, and the night read inconclusive 1.09x [0.58, 1.12]; taking turns, that is a 2^-72 draw.
     a, b = pooled_pair(QUIET_ABS[1:9], 1.10)
-    states_a = states_of([float(np.median(r)) for r in a.e2e])
-    states_b = states_of([float(np.median(r)) for r in b.e2e])
+    states_a, states_b = states_of(run_medians(a.e2e)), states_of(run_medians(b.e2e))
     assert states_a.counts[0] >= 60 and len(states_a.counts) >= 2  # A's runs split: the fast state and a slower one
     separate = compare_states(states_a, states_b, 0.95, interleaved=False)
     assert separate.note is not None and separate.ci_low < 0.7  # the missed-state reading spans down to ~0.58
@@ -80,12 +80,8 @@ def test_an_op_keeps_the_whole_job_prior_since_its_clusters_are_not_speed_states
     # beside a slow job on the second VM, 7 pooled interleaved A/A jobs (taking turns to start, as run --ab pools
     # them): A's max-pool runs 47 fast + 22 at 1.59x, B's 70 all at 1.22x. A draw that rare is no process state
     # shared by both sides; the op's verdict keeps MISSED_FAST (compare.py) and is not `regressed`.
-    from orchestrator.app.ab import starting_side
-
     slow = [r for r in load(CORPUS_STATES) if r.env == "slow" and r.kind == "ab"]
-    jobs = (slow[8:] + slow[:8])[:7]
-    turns = [[job.sides[name] for name in starting_side("cnn-a", "cnn-b", k)] for k, job in enumerate(jobs)]
-    a, b = pooled([t[0] for t in turns]), pooled([t[1] for t in turns])
+    a, b = (pooled(sides) for sides in taking_turns((slow[8:] + slow[:8])[:7], "cnn-a", "cnn-b"))
     pair = compare_sides(a, b, SETTINGS)
     op = next(o for o in pair.ops if o.op == "features.2 max_pool2d")
     assert op.estimate.ratio > 1.15 and op.estimate.state_note is not None  # B "may have missed" A's fast state
