@@ -21,7 +21,7 @@ any involuntary context switch; `wait|cal` is the share of the calibration's fla
 (does it catch what the calibration catches?), `wait p99` the 99th percentile of one execution's wait.
 Then the p50 of all executions and of the clean ones against quiet-rt's.
 Then the cost: per process run without the calibration, the runner's time outside program load, method
-load and executions (`runner_ms - loads - executions - warmup x median execution`), and the reading's own
+load and executions, warmup included (`runner_ms - loads - execute_ms - warmup_ms`), and the reading's own
 cost (`contention.read_ms`), the runner pinned to core 1 under SCHED_FIFO (`chrt -f 10`), so that the shared
 VM's other work cannot take its core and add to the figure.
 """
@@ -93,7 +93,15 @@ def quota_group() -> Iterator[Path]:
         group.rmdir()
 
 
+def emptied(out_dir: str) -> None:
+    """The output directory emptied, as device_agents' step does before every process run: the runner then
+    writes new files (on ext4, writing over an existing file by rename flushes it, ~0.3 ms a file)."""
+    for entry in Path(out_dir).iterdir():
+        entry.unlink()
+
+
 def one_run(argv: list[str], invocation: RunnerInvocation, group: Path | None, label: str) -> ProcessRun:
+    emptied(invocation.out_dir)
     if group is not None:  # join the group, then become the runner: every thread it starts is in it
         argv = ["sh", "-c", f'echo $$ > {group / "cgroup.procs"} && exec "$@"', "sh", *argv]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
@@ -151,15 +159,17 @@ def overhead(invocation: RunnerInvocation, runs: int) -> dict[str, Any]:
         argv = [*RT, "taskset", "-c", "1", *invocation.argv(), f"--sched_stats={'true' if sched else 'false'}"]
         other, share, read = [], [], []
         for _ in range(runs):
+            emptied(invocation.out_dir)
             done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=True)
-            result = parse_result(done.stdout, replace(invocation))
-            ex = result.execute_ms
-            rest = result.runner_ms - result.program_load_ms - result.load_ms - sum(ex) - WARMUP * statistics.median(ex)
+            result = parse_result(done.stdout, invocation)
+            executions = sum(result.execute_ms) + sum(result.warmup_ms or ())
+            rest = result.runner_ms - result.program_load_ms - result.load_ms - executions
             other.append(rest)
             share.append(rest / result.runner_ms)
             if result.contention is not None and result.contention.read_ms is not None:
                 read.append(result.contention.read_ms)
         out["sched" if sched else "no_sched"] = {"outside_ms_p50": statistics.median(other),
+                                                 "outside_ms_p90": float(np.percentile(other, 90)),
                                                  "outside_share_p50": statistics.median(share),
                                                  "read_ms_p50": statistics.median(read) if read else None}
     return out
@@ -199,7 +209,7 @@ def main() -> None:
     for name, figures in cost.items():
         read = f", reading {figures['read_ms_p50']:.3f} ms" if figures["read_ms_p50"] is not None else ""
         print(f"process run outside loads and executions ({name}): {figures['outside_ms_p50']:.2f} ms p50 "
-              f"({figures['outside_share_p50']:.1%} of the run){read}")
+              f"({figures['outside_share_p50']:.1%} of the run), {figures['outside_ms_p90']:.2f} ms p90{read}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,9 @@
 //                            executions, every mode
 //   mode                     "forward" (W + N executions of one method) or "generate"
 //   and since issue 37 (absent with --sched_stats=false):
+//   warmup_ms                [per warmup execution or generation, as execute_ms], since issue 37:
+//                            the first execution's cost (caches, the threadpool's first wake-up),
+//                            and what makes the runner's own time outside executions measurable
 //   contention               an object (etfarm_sched.h): wait_ms [run-queue wait of all threads
 //                            during each measured execution or generation], cpu_ms, wall_ms
 //                            (process CPU and wall time over the measured loop),
@@ -57,6 +60,7 @@ struct Loaded {
 // What the measured executions (or generations) left.
 struct Measured {
   std::vector<double> execute_ms;  // per execution; per generation: ttft_ms + decode_ms
+  std::vector<double> warmup_ms;   // the same, per warmup execution or generation
   std::vector<HostTensor> outputs;  // the last execution's outputs (or generated tokens, int64 [1, N])
   llm::Shape shape;  // generation mode only, as the rest below
   std::vector<int64_t> prompt;
@@ -181,6 +185,7 @@ inline std::string result_json(const Options& opts, const Loaded& l, const Measu
   o.text("mode", opts.generate ? "generate" : "forward");
   if (opts.generate) o.raw("llm", llm_json(opts, m));
   o.raw("memory", memory::json());  // since issue 39: memory by owner (memory_owner.h)
+  o.raw("warmup_ms", JsonObject::array(m.warmup_ms));
   if (opts.sched_stats) o.raw("contention", contention_json(m.contention));
   return o.str();
 }

@@ -125,7 +125,9 @@ int measure_forward(Module& module, const etfarm::Options& opts, const MethodMet
   if (tracer != nullptr) tracer->set_recording(false);  // warmup leaves no trace
   for (int64_t w = 0; w < opts.warmup; ++w) {
     if (!etfarm::set_inputs(module, opts.method_name, inputs, &why)) return fail(why);
+    auto t0 = Clock::now();
     auto result = module.execute(opts.method_name);
+    m->warmup_ms.push_back(ms_since(t0));
     if (!result.ok()) {
       return fail("warmup execution " + std::to_string(w) + " of '" + opts.method_name + "' failed: " +
                   describe(result.error()));
@@ -185,6 +187,7 @@ int measure_generate(Module& module, const etfarm::Options& opts, etfarm::GatedE
   for (int64_t w = 0; w < opts.warmup; ++w) {
     etfarm::llm::Generation g;
     if (!generator.run(m->prompt, m->gen_len, &g, &why)) return fail("warmup generation: " + why);
+    m->warmup_ms.push_back(g.ttft_ms + g.decode_ms);
   }
   if (tracer != nullptr) tracer->set_recording(true);
   etfarm::SchedProbe sched;

@@ -122,6 +122,7 @@ class RunnerResult:
     llm: LlmRunFigures | None = None  # generation mode: the `llm` object (artifacts/generation.py)
     memory: RunnerMemory | None = None  # memory by owner (results/footprint.py), since issue 39
     contention: Contention | None = None  # what took the CPU away per execution (results/contention.py); older runners: None
+    warmup_ms: tuple[float, ...] | None = None  # per warmup execution, as execute_ms; older runners: None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -193,10 +194,10 @@ def _checked(data: dict[str, Any], invocation: RunnerInvocation) -> RunnerResult
     memory = values.pop("memory", None)
     contention = values.pop("contention", None)
     _check_types(values)
-    samples = values.get("execute_ms", [])
-    if any(not 0.0 <= ms <= MAX_TIME_MS for ms in samples):
-        bad = next(ms for ms in samples if not 0.0 <= ms <= MAX_TIME_MS)
-        raise _Bad(f"execute_ms holds {bad!r}: every execution time must lie in [0, {MAX_TIME_MS:.0f}] ms")
+    for name in ("execute_ms", "warmup_ms"):
+        bad = [ms for ms in values.get(name, []) if not 0.0 <= ms <= MAX_TIME_MS]
+        if bad:
+            raise _Bad(f"{name} holds {bad[0]!r}: every execution time must lie in [0, {MAX_TIME_MS:.0f}] ms")
     for name in _TIMES:
         if name in values and not 0.0 <= values[name] <= MAX_TIME_MS:
             raise _Bad(f"{name} is {values[name]!r}: a time must lie in [0, {MAX_TIME_MS:.0f}] ms")
@@ -213,7 +214,9 @@ def _checked(data: dict[str, Any], invocation: RunnerInvocation) -> RunnerResult
         values["contention"] = None if contention is None else _checked_contention(contention, invocation.iterations)
     except ValueError as exc:
         raise _Bad(str(exc)) from None
-    values["execute_ms"] = tuple(float(ms) + 0.0 for ms in samples)  # + 0.0: a -0.0 is 0.0
+    for name in ("execute_ms", "warmup_ms"):
+        if name in values:
+            values[name] = tuple(float(ms) + 0.0 for ms in values[name])  # + 0.0: a -0.0 is 0.0
     for name in _TIMES:
         if name in values:
             values[name] = float(values[name]) + 0.0
@@ -227,7 +230,7 @@ def _check_types(values: dict[str, Any]) -> None:
         raise _Bad(f"it lacks {', '.join(missing)}")
     for name, value in values.items():
         want = _kinds()[name]
-        if want is tuple:  # execute_ms
+        if want is tuple:  # execute_ms, warmup_ms
             if not (isinstance(value, list) and all(_is(x, float) for x in value)):
                 raise _Bad(f"{name} is {_show(value)}, not a list of numbers")
         elif not _is(value, want):
@@ -240,7 +243,8 @@ def _kinds() -> dict[str, type]:
     kinds = {}
     for name, hint in get_type_hints(RunnerResult).items():
         args = [a for a in get_args(hint) if a is not type(None)]
-        kinds[name] = args[0] if isinstance(hint, UnionType) else get_origin(hint) or hint
+        kind = args[0] if isinstance(hint, UnionType) else hint
+        kinds[name] = get_origin(kind) or kind
     return kinds
 
 
@@ -251,6 +255,8 @@ def _check_counts(values: dict[str, Any], invocation: RunnerInvocation) -> None:
             raise _Bad(f"{name} is {values[name]}, but {want} were asked for")
     if len(values["execute_ms"]) != invocation.iterations:
         raise _Bad(f"execute_ms holds {len(values['execute_ms'])} times for {invocation.iterations} executions")
+    if "warmup_ms" in values and len(values["warmup_ms"]) != invocation.warmup:
+        raise _Bad(f"warmup_ms holds {len(values['warmup_ms'])} times for {invocation.warmup} warmup executions")
     if values["etdump"] is not invocation.traced:
         raise _Bad(f"etdump is {values['etdump']}, but the run was {'' if invocation.traced else 'not '}traced")
     rounds = values.get("calibration_rounds")

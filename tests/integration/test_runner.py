@@ -113,6 +113,10 @@ def _profile(build: RunnerBuild, model: Model, out: Path, emulator: tuple[str, .
     assert summary["method"] == "forward" and summary["warmup"] == WARMUP and summary["executions"] == EXECUTIONS
     assert len(summary["execute_ms"]) == EXECUTIONS and all(ms > 0 for ms in summary["execute_ms"])
     assert summary["load_ms"] > 0 and summary["etdump"] is True
+    # the warmups are timed too (the runner's own time outside executions is then measured, not estimated)
+    assert len(summary["warmup_ms"]) == WARMUP and all(ms > 0 for ms in summary["warmup_ms"])
+    timed = summary["program_load_ms"] + summary["load_ms"] + sum(summary["warmup_ms"]) + sum(summary["execute_ms"])
+    assert timed < summary["runner_ms"]
     got = read_tensors(outputs)
     assert len(got) == len(model.expected)
     for actual, expected in zip(got, model.expected, strict=True):

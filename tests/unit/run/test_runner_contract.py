@@ -33,7 +33,8 @@ def printed(**changes: Any) -> dict[str, Any]:
             "execute_ms": [0.601758, 0.658292, 1.530853], "etdump": True, "cpu_threads": 2, "debug_buffer_used": 0,
             "debug_buffer_overflow": False, "peak_rss_load_kb": 7292, "peak_rss_kb": 23584,
             "planned_memory_bytes": 16896, "program_bytes": 692608, "calibration_rounds": 250,
-            "calibration_before_ms": 40.464923, "calibration_after_ms": 26.346936, "runner_ms": 1491.612083}
+            "calibration_before_ms": 40.464923, "calibration_after_ms": 26.346936, "warmup_ms": [2.914021, 0.63117],
+            "runner_ms": 1491.612083}
     line.update(changes)
     return {k: v for k, v in line.items() if v is not None}
 
@@ -47,6 +48,7 @@ def test_a_good_line_is_typed_field_for_field_and_kept_as_printed() -> None:
     result = parse_result(stdout(printed()), INVOCATION, SOURCE)
     assert isinstance(result, RunnerResult)
     assert result.execute_ms == (0.601758, 0.658292, 1.530853) and result.executions == 3
+    assert result.warmup_ms == (2.914021, 0.63117)
     assert result.calibration_rounds == 250 and result.etdump is True and result.extra == {}
     assert result.to_dict() == printed()  # result.json keeps the line as the runner printed it
     assert list(result.to_dict()) == list(printed())
@@ -69,6 +71,11 @@ def test_the_last_line_counts_and_unknown_keys_are_kept() -> None:
     assert result.to_dict()["future_field"] == {"a": 1}
 
 
+def test_an_older_runner_without_warmup_times() -> None:
+    result = parse_result(stdout(printed(warmup_ms=None)), INVOCATION, SOURCE)
+    assert result.warmup_ms is None and "warmup_ms" not in result.to_dict()
+
+
 def test_an_untraced_run_without_calibration() -> None:
     invocation = RunnerInvocation("/r", "/m", None, "/o", iterations=3, warmup=2, traced=False, calibration_rounds=0)
     line = printed(etdump=False, calibration_rounds=None, calibration_before_ms=None, calibration_after_ms=None)
@@ -88,9 +95,10 @@ def test_process_run_from_the_result() -> None:
     assert run.runner_ms == 1491.612083 and run.step_ms == 1600.0 and run.cold and run.artifacts == ("a",)
     # everything the ProcessRun has no field for, verbatim and in the runner's order
     assert run.runner == {"method": "forward", "warmup": 2, "executions": 3, "etdump": True, "cpu_threads": 2,
-                          "debug_buffer_used": 0, "debug_buffer_overflow": False, "calibration_rounds": 250}
+                          "debug_buffer_used": 0, "debug_buffer_overflow": False, "calibration_rounds": 250,
+                          "warmup_ms": [2.914021, 0.63117]}
     assert list(run.runner) == ["method", "warmup", "executions", "etdump", "cpu_threads", "debug_buffer_used",
-                                "debug_buffer_overflow", "calibration_rounds"]
+                                "debug_buffer_overflow", "calibration_rounds", "warmup_ms"]
 
 
 BROKEN = {
@@ -111,6 +119,9 @@ BROKEN = {
     "sample not a number": (stdout(printed(execute_ms=[0.6, "x", 0.7])), "not a list of numbers"),
     "missing fields": (stdout(printed(load_ms=None, runner_ms=None)), "it lacks load_ms, runner_ms"),
     "too few samples": (stdout(printed(execute_ms=[0.6, 0.7])), "execute_ms holds 2 times for 3 executions"),
+    "too many warmups": (stdout(printed(warmup_ms=[3.0, 0.6, 0.6])), "warmup_ms holds 3 times for 2 warmup executions"),
+    "negative warmup": (stdout(printed(warmup_ms=[3.0, -1.5])), "warmup_ms holds -1.5"),
+    "warmups not a list": (stdout(printed(warmup_ms=3.6)), "warmup_ms is 3.6, not a list of numbers"),
     "other executions": (stdout(printed(executions=4)), "executions is 4, but 3 were asked for"),
     "other warmup": (stdout(printed(warmup=0)), "warmup is 0, but 2 were asked for"),
     "no etdump": (stdout(printed(etdump=False)), "etdump is False, but the run was traced"),
