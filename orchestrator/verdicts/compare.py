@@ -170,7 +170,8 @@ def _op_verdicts(a: Side, b: Side, settings: VerdictSettings, threshold: float,
         trust = judged(decide(est, p, max(threshold, resolution), settings.alpha, settings.op_threshold), est,
                        max(settings.op_threshold, resolution), settings.alpha, settings.confidence, loads)
         ops.append(OpVerdict(key[0], b_ops[key][0], b_samples.name(key), trust.verdict, est, p, op=key[1].label,
-                             op_basis=key[1].basis, detectable=trust.detectable, blind=trust.blind))
+                             op_basis=key[1].basis, detectable=trust.detectable, blind=trust.blind,
+                             figures=(side_figures(a_ops[key][1]), side_figures(b_ops[key][1]))))
     return tuple(ops), skipped
 
 

@@ -1,8 +1,9 @@
 """The numbers users know for one side of a verdict: the p50 of its clean executions and a trimmed mean.
 
-ExecuTorch's benchmark apps report `avg` and `trimmean`; ours trims 10 % from each end. These are what the
-verdict table's summary line and the JSON lead with (issue 37 item 6); the judging statistic (statistics.py:
-the mean of per-run medians by default) is named beside them, never shown in their place.
+ExecuTorch's benchmark apps report `avg` and `trimmean`; ours trims 10 % from each end. The p50 is what verdict
+tables and sentences show per side, end to end and per op, and the JSON gives both (issue 37 item 6); the judging
+statistic (statistics.py: the state-aware mean by default) gives the ratio beside them and is named in the legend,
+never shown in their place.
 """
 
 from __future__ import annotations
@@ -36,3 +37,9 @@ def side_figures(runs: Sequence[Sequence[float]]) -> SideFigures | None:
     cut = math.floor(values.size * TRIM)
     kept = values[cut: values.size - cut] if values.size - 2 * cut > 0 else values
     return SideFigures(float(np.percentile(values, 50)), float(kept.mean()), int(values.size))
+
+
+def p50s(figures: tuple[SideFigures | None, SideFigures | None]) -> tuple[float | None, float | None]:
+    """A's and B's p50 (None for a side without clean executions): what verdict tables show per side."""
+    a, b = figures
+    return (a.p50_ms if a is not None else None, b.p50_ms if b is not None else None)

@@ -48,6 +48,9 @@ class OpVerdict:
     blind: str | None = field(default=None, metadata=named("could_not_judge"))  # why not judged, when inconclusive
     # what the op's own samples said (regressed, improved) when the end to end's doubt held it back (trust.py)
     held: Verdict | None = None
+    # A's and B's p50 and trimmed mean over the op's clean samples (what tables show; the estimate is the judging
+    # statistic's, named by the comparison's `statistic`)
+    figures: tuple[SideFigures | None, SideFigures | None] = field(default=(None, None), metadata=SKIP)
 
     # the estimate's keys after the op's own: one flat row per op (verdicts.json `pairs.*.ops`)
     LAYOUT: ClassVar[Layout] = Layout(raw_floats=True, order=(

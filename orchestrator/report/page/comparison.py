@@ -46,8 +46,9 @@ from orchestrator.report.page.sections import run_sections
 from orchestrator.report.page.structure import model_diff_lines
 from orchestrator.report.terminal.verdicts import legend
 from orchestrator.verdicts.compare import OpVerdict, PairVerdict
+from orchestrator.verdicts.figures import p50s
 from orchestrator.verdicts.llm_metrics import MetricVerdict
-from orchestrator.verdicts.statistics import Verdict, statistic_name
+from orchestrator.verdicts.statistics import Verdict
 
 _NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.SETTINGS_DIFFER)
 VERDICT_METHODS = (
@@ -89,9 +90,9 @@ def _run_sections(report: Report, charts: Charts) -> tuple[Section, ...]:
 
 def verdicts_section(view: ComparisonView) -> Section:
     c = view.comparison
-    stat = statistic_name(c.settings.center)
     rows = tuple(_verdict_row(view, p) for p in c.pairs)
-    headers = ("device", "model", "verdict", "ratio B/A", "95% CI", f"A {stat} ms", f"B {stat} ms", "p", "runs A/B",
+    # each side's p50 of its clean executions (issue 37 item 6); the ratio is the judging statistic's (the legend)
+    headers = ("device", "model", "verdict", "ratio B/A", "95% CI", "A p50 ms", "B p50 ms", "p", "runs A/B",
                "noise floor", "baseline run", "confirmed")
     blocks: list[Block] = [
         Paragraph(joined([pair_sentence(view, p) for p in c.pairs], " "), tone="answer"),
@@ -112,7 +113,6 @@ def pair_sentence(view: ComparisonView, pair: PairVerdict) -> Text:
         return text(name, ": ", verdict, " no baseline yet: this run becomes it.")
     if est is None:
         return text(name, ": ", verdict, f" {pair.reason or 'no data'}.")
-    stat = statistic_name(view.comparison.settings.center)
     ci = Interval(est.ci_low, est.ci_high, view.comparison.settings.confidence)
     how = {Verdict.REGRESSED: "slower than", Verdict.IMPROVED: "the time of"}.get(pair.verdict, "the time of")
     size = f"{ratio(est.ratio)} {how} "
@@ -121,8 +121,9 @@ def pair_sentence(view: ComparisonView, pair: PairVerdict) -> Text:
     if confirmation is not None:
         confirmed = text("; ", strong("confirmed") if confirmation.confirmed else strong("NOT confirmed"),
                          " by run ", code(confirmation.confirm_run))
-    return text(name, ": ", verdict, " ", size, "baseline ", _baseline(view, pair), f" {interval(ci)} ({stat} "
-                f"{fmt_ms(est.median_a_ms)} -> {fmt_ms(est.median_b_ms)} ms, p {est.p_value:.3g}, "
+    a_p50, b_p50 = p50s(pair.figures)
+    return text(name, ": ", verdict, " ", size, "baseline ", _baseline(view, pair), f" {interval(ci)} (p50 "
+                f"{_ms(a_p50)} -> {_ms(b_p50)} ms, p {est.p_value:.3g}, "
                 f"{est.runs_a}/{est.runs_b} runs)",
                 *(text("; ", metric_clause(m, ci.level)) for m in pair.metrics), confirmed, _unlike_clause(pair),
                 _accuracy_clause(pair), ".")
@@ -177,6 +178,10 @@ def _baseline(view: ComparisonView, pair: PairVerdict) -> Span:
     return link(pair.source_a, href) if href else code(pair.source_a or "-")
 
 
+def _ms(value: float | None) -> str:
+    return "-" if value is None else fmt_ms(value)
+
+
 def _verdict_row(view: ComparisonView, pair: PairVerdict) -> tuple[Text, ...]:
     est = pair.estimate
     confirmation = view.confirmation(pair.device, pair.model_b)
@@ -187,8 +192,9 @@ def _verdict_row(view: ComparisonView, pair: PairVerdict) -> tuple[Text, ...]:
                    *((" ", badge("accuracy dropped", "bad", pair.accuracy.reason)) if pair.accuracy_dropped else ()))
     figures: tuple[Text, ...] = (text("-"),) * 6
     if est is not None:
-        figures = (text(f"{est.ratio:.3f}x"), text(f"[{est.ci_low:.3f}, {est.ci_high:.3f}]"), text(fmt_ms(est.median_a_ms)),
-                   text(fmt_ms(est.median_b_ms)), text(f"{est.p_value:.3g}"), text(f"{est.runs_a}/{est.runs_b}"))
+        a_p50, b_p50 = p50s(pair.figures)
+        figures = (text(f"{est.ratio:.3f}x"), text(f"[{est.ci_low:.3f}, {est.ci_high:.3f}]"), text(_ms(a_p50)),
+                   text(_ms(b_p50)), text(f"{est.p_value:.3g}"), text(f"{est.runs_a}/{est.runs_b}"))
     return (text(pair.device), text(pair.model), verdict, *figures,
             text(pair.noise.describe() if pair.noise else "-"), text(_baseline(view, pair)), confirmed)
 

@@ -17,15 +17,17 @@ from orchestrator.report.terminal.table import format_table, timed
 from orchestrator.run.configuration import configuration_label, varying_settings
 from orchestrator.verdicts.changes import SeriesChanges
 from orchestrator.verdicts.compare import Comparison, OpVerdict, PairVerdict
+from orchestrator.verdicts.figures import p50s
 from orchestrator.verdicts.noise import COVERAGE, MIN_JOBS, WINDOW
-from orchestrator.verdicts.statistics import Verdict, runs_for_significance, statistic, statistic_name
+from orchestrator.verdicts.statistics import Verdict, runs_for_significance, statistic
 
 _NOTABLE = (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.SETTINGS_DIFFER)
 
 
 def headers(comparison: Comparison) -> list[str]:
-    stat = statistic_name(comparison.settings.center)
-    return ["device", "model", "op", "verdict", f"A {stat} ms", f"B {stat} ms", "ratio B/A", "95% CI", "p", "runs A/B",
+    """Each side's p50 of its clean executions (issue 37 item 6: the number users know); the ratio and its interval
+    are the judging statistic's, which the legend names."""
+    return ["device", "model", "op", "verdict", "A p50 ms", "B p50 ms", "ratio B/A", "95% CI", "p", "runs A/B",
             "noise floor"]
 
 
@@ -57,7 +59,7 @@ def _pair_row(pair: PairVerdict) -> list[object]:
     floor = pair.noise.describe() if pair.noise else None
     if est is None:
         return [pair.device, pair.model, "end to end", verdict, None, None, None, pair.reason or "-", None, None, floor]
-    return [pair.device, pair.model, "end to end", verdict, est.median_a_ms, est.median_b_ms, _ratio(est.ratio),
+    return [pair.device, pair.model, "end to end", verdict, *p50s(pair.figures), _ratio(est.ratio),
             _ci(est.ci_low, est.ci_high), _p(est.p_value), f"{est.runs_a}/{est.runs_b}", floor]
 
 
@@ -69,7 +71,7 @@ def _series_row(pair: PairVerdict) -> list[object]:
     what = "series (since the drift began)" if shown is series.sustained else "series"
     if est is None:
         return ["", "", what, verdict, None, None, None, series.reference, None, None, None]
-    return ["", "", what, verdict, est.median_a_ms, est.median_b_ms, _ratio(est.ratio), _ci(est.ci_low, est.ci_high),
+    return ["", "", what, verdict, *p50s(shown.figures), _ratio(est.ratio), _ci(est.ci_low, est.ci_high),
             _p(est.p_value), f"{est.runs_a}/{est.runs_b}", None]
 
 
@@ -96,7 +98,7 @@ def _op_row(pair: PairVerdict, op: OpVerdict) -> list[object]:
         verdict += f" (alone: {op.held.value}; the jobs not judged end to end)"
     where = f" in {op.module_path}" if op.module_path else ""
     name = f"{op.op} ({op.event_name})" if op.op and op.op != op.event_name else op.event_name
-    return ["", "", f"{name} [{op.event_block}#{op.event_index}]{where}", verdict, est.median_a_ms, est.median_b_ms,
+    return ["", "", f"{name} [{op.event_block}#{op.event_index}]{where}", verdict, *p50s(op.figures),
             _ratio(est.ratio), _ci(est.ci_low, est.ci_high), _p(op.p_adjusted), f"{est.runs_a}/{est.runs_b}", None]
 
 
@@ -144,8 +146,8 @@ def legend(comparison: Comparison) -> str:
     s = comparison.settings
     ops = sum(len(p.ops) for p in comparison.pairs)
     skipped = sum(p.ops_skipped for p in comparison.pairs)
-    # (the columns say the same: statistic_name)
-    return (f"B = {comparison.b} against A = {comparison.a}; {statistic(s.center).method(s.confidence)} "
+    return (f"B = {comparison.b} against A = {comparison.a}; A and B: the p50 of each side's clean executions; "
+            f"{statistic(s.center).method(s.confidence)} "
             f"(Benjamini-Hochberg across {ops} ops; {skipped} skipped: unmatched or too fast to time); "
             f"thresholds {s.threshold:.0%} end to end, {s.op_threshold:.0%} per op"
             + (f", noise floor {s.noise_floor:.0%}" if s.noise_floor else "") + _auto_legend(s.auto_noise_floor)

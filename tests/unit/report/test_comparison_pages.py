@@ -82,3 +82,20 @@ def test_a_run_ab_page_of_two_models_says_what_it_could_not_compare_and_lists_fl
     trust = text[text.index("What to trust"):]
     assert "No process run of either side was flagged" not in trust
     assert "run-1 interfered (calibration +25%)" in trust
+
+
+def test_the_verdict_sentence_and_table_give_each_sides_p50_not_the_judging_statistic() -> None:
+    """Issue 37 item 6: the page leads with the p50 of each side's clean executions; the ratio is the verdict's."""
+    from orchestrator.report.formats import fmt_ms
+    from orchestrator.verdicts.figures import SideFigures
+
+    settings = VerdictSettings()
+    # the judging statistic's levels (1.3 -> 1.95 ms) are not the p50s (1.0 -> 1.5 ms) users know
+    pair = PairVerdict("local", "tiny_cnn", "tiny_cnn", Verdict.REGRESSED, Estimate(1.5, 1.4, 1.6, 0.001, 10, 10, 1.3, 1.95),
+                       settings.threshold, settings.op_threshold,
+                       figures=(SideFigures(1.0, 1.1, 300), SideFigures(1.5, 1.6, 300)))
+    html = render_html(comparison_page(comparison_view(Comparison("a", "b", settings, (pair,)), [], "A/B", None)))
+    section = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html[html.index('id="verdicts"'):html.index('id="op-verdicts"')]))
+    section = section.replace("&gt;", ">")
+    assert f"(p50 {fmt_ms(1.0)} -> {fmt_ms(1.5)} ms" in section and "A p50 ms" in section and "B p50 ms" in section
+    assert fmt_ms(1.3) not in section and fmt_ms(1.95) not in section and "1.500x" in section

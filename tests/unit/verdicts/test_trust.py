@@ -176,3 +176,37 @@ def test_a_noise_floor_of_half_again_is_said_to_be_blind_never_a_pass() -> None:
     assert compare_sides(a, b, SETTINGS, noise=NoiseFloor(0.3, auto=False)).verdict is Verdict.UNCHANGED
     assert compare_sides(a, side(2.5, seed=2, source="run-b"), SETTINGS,
                          noise=NoiseFloor(0.8, auto=False)).verdict is Verdict.REGRESSED  # beyond the floor: seen
+
+
+def test_tables_show_each_sides_p50_and_the_judging_statistics_ratio() -> None:
+    """Issue 37 item 6: the A and B columns, end to end and per op, are the p50 of each side's clean executions,
+    never the judging statistic's level; the ratio beside them is the verdict's, and the legend names both."""
+    from orchestrator.report.terminal.verdicts import headers, verdict_rows
+
+    def skewed(level: float, seed: int, source: str) -> Side:
+        # 7 runs at `level`, 3 at twice it: the mean of the run medians (1.3x level) is not the p50 (level)
+        rng = np.random.default_rng(seed)
+        runs, ops = [], []
+        for k in range(10):
+            times = level * (1 if k < 7 else 2) * (1 + 0.01 * rng.standard_normal(30))
+            runs.append(SideRun(f"run-{k}", tuple(times), None))
+            ops.append(times / 2)
+        key = ("Execute", OpIdentity("features.0", "aten.convolution.default"))
+        return replace(side(level, source=source), runs=tuple(runs), op_samples=OpSamples({key: (0, ops)}))
+
+    settings = VerdictSettings(resamples=300, center="mean")  # the judging statistic: the mean of the run medians
+    pair = compare_sides(skewed(1.0, 1, "run-a"), skewed(1.5, 2, "run-b"), settings)
+    assert pair.verdict is Verdict.REGRESSED and pair.ops[0].verdict is Verdict.REGRESSED
+    comparison = Comparison("run-a", "run-b", settings, (pair,))
+    assert headers(comparison)[4:6] == ["A p50 ms", "B p50 ms"]
+    rows = verdict_rows(comparison)
+    end_to_end, op = rows[0], next(r for r in rows if "features.0" in str(r[2]))
+    a, b = pair.figures
+    assert a is not None and b is not None and end_to_end[4:6] == [a.p50_ms, b.p50_ms]
+    assert abs(a.p50_ms - 1.0) < 0.02 and abs(pair.estimate.median_a_ms - 1.3) < 0.02  # the two differ here
+    assert end_to_end[6] == f"{pair.estimate.ratio:.3f}x"  # the verdict's ratio
+    op_a, op_b = pair.ops[0].figures
+    assert op_a is not None and op_b is not None and op[4:6] == [op_a.p50_ms, op_b.p50_ms]
+    assert abs(op_a.p50_ms - 0.5) < 0.01
+    table = verdict_table(comparison)
+    assert "A and B: the p50 of each side's clean executions" in table and "ratio B/A of the mean" in table
