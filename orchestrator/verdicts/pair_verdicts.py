@@ -257,9 +257,14 @@ class Comparison:
 
     @property
     def headline(self) -> str:
-        """One line: what the comparison found; never "no regression" over a pair it could not judge."""
+        """One line: what the comparison found; never "no regression" over a pair it could not judge, nor over pairs
+        that had nothing to be compared with (a plan's first night)."""
         regressed = sum(1 for p in self.pairs if p.regressed)
         blind = len(self.unjudged)
+        new = sum(1 for p in self.pairs if p.verdict is Verdict.NEW)
         parts = [f"{regressed} regressed"] if regressed else []
         parts += [f"could not judge {blind} of {len(self.pairs)} pair(s)"] if blind else []
-        return "; ".join(parts) if parts else "no regression"
+        if new and new == len(self.pairs) and not parts:
+            return f"no baseline yet for {new} pair(s): this run becomes it"
+        parts = parts or ["no regression"]
+        return "; ".join(parts + ([f"no baseline yet for {new} of {len(self.pairs)} pair(s)"] if new else []))

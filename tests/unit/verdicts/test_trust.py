@@ -13,7 +13,7 @@ from orchestrator.profiles.op_identity import OpIdentity
 from orchestrator.report.terminal.verdicts import verdict_markdown, verdict_table
 from orchestrator.results.contention import Contention
 from orchestrator.results.model import ProcessRun
-from orchestrator.verdicts.compare import Comparison, Side, compare_sides
+from orchestrator.verdicts.compare import Comparison, PairVerdict, Side, compare_sides
 from orchestrator.verdicts.figures import side_figures
 from orchestrator.verdicts.noise import NoiseFloor
 from orchestrator.verdicts.op_samples import OpSamples
@@ -210,3 +210,16 @@ def test_tables_show_each_sides_p50_and_the_judging_statistics_ratio() -> None:
     assert abs(op_a.p50_ms - 0.5) < 0.01
     table = verdict_table(comparison)
     assert "A and B: the p50 of each side's clean executions" in table and "ratio B/A of the mean" in table
+
+
+def test_a_first_night_says_it_had_no_baseline_not_no_regression() -> None:
+    """A plan's first night (every pair `new`) compared nothing: its headline says so and it exits 0; a later night
+    with one model added names the new pair beside what it found for the rest."""
+    new = PairVerdict("pixel8", "cnn", "cnn", Verdict.NEW, None, 0.05, 0.1, reason="no baseline yet")
+    first = Comparison("last-good", "night-1", SETTINGS, (new, replace(new, model_a="mlp", model_b="mlp")))
+    assert first.headline == "no baseline yet for 2 pair(s): this run becomes it" and first.exit_code == 0
+    judged = compare_sides(side(1.0, seed=1), side(1.0, seed=2), SETTINGS)  # one job: interleaved, judged
+    assert judged.verdict is Verdict.UNCHANGED
+    later = Comparison("last-good", "night-2", SETTINGS, (judged, new))
+    assert later.headline == "no regression; no baseline yet for 1 of 2 pair(s)" and later.exit_code == 0
+    assert Comparison("a", "b", SETTINGS, (judged,)).headline == "no regression"
