@@ -10,10 +10,10 @@
 //   pss_load_kb, pss_kb      PSS (smaps_rollup "Pss:") after the method load / after the measured
 //                            executions, every mode
 //   mode                     "forward" (W + N executions of one method) or "generate"
-//   and since issue 37 (absent with --sched_stats=false):
-//   warmup_ms                [per warmup execution or generation, as execute_ms], since issue 37:
+//   warmup_ms                since issue 37: [per warmup execution or generation, as execute_ms],
 //                            the first execution's cost (caches, the threadpool's first wake-up),
 //                            and what makes the runner's own time outside executions measurable
+//   and since issue 37 (absent with --sched_stats=false):
 //   contention               an object (etfarm_sched.h): wait_ms [run-queue wait of all threads
 //                            during each measured execution or generation], cpu_ms, wall_ms
 //                            (process CPU and wall time over the measured loop),
