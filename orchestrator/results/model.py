@@ -161,6 +161,13 @@ class ModelResult:
         return next((r.load_ms for r in self.runs if r.cold), None)
 
     @property
+    def first_execution_ms(self) -> float | None:
+        """The first execution in a fresh process (its first warmup: caches cold, the threadpool's first wake-up),
+        p50 over the process runs that timed one; None without warmups or from older runners."""
+        firsts = [r.warmup_ms[0] for r in self.runs if r.warmup_ms]
+        return median(firsts)
+
+    @property
     def peak_rss_kb(self) -> int | None:
         """The highest peak resident memory of any run (after its measured executions)."""
         return max((r.peak_rss_kb for r in self.runs if r.peak_rss_kb is not None and r.peak_rss_kb >= 0), default=None)
@@ -208,6 +215,7 @@ class ModelResult:
         return {"runs": len(self.traced_runs), "wall_execute_ms": list(self.wall_execute_ms),
                 "untraced_execute_ms": list(self.untraced_execute_ms), "load_ms": list(self.load_ms),
                 "warm_load_ms": list(self.warm_load_ms), "cold_load_ms": self.cold_load_ms,
+                "first_execution_ms_p50": self.first_execution_ms,
                 "peak_rss_kb": self.peak_rss_kb, "pss_kb": self.pss_kb, "planned_memory_bytes": self.planned_memory_bytes,
                 "program_bytes": self.program_bytes,
                 "host_overhead_ms_p50": median([o for r in self.runs if (o := r.host_overhead_ms) is not None]),

@@ -59,6 +59,7 @@ class ProcessRun:
     llm: LlmRunFigures | None = None  # an LLM's generations: TTFT, prefill and decode figures, tokens
     memory: RunnerMemory | None = None  # memory by owner after load and after the executions (results/footprint.py)
     contention: Contention | None = None  # CPU taken from the runner, per execution (results/contention.py); None: unmeasured
+    warmup_ms: tuple[float, ...] | None = None  # each warmup execution, as the runner timed it (older runners: None)
 
     @property
     def clean(self) -> tuple[bool, ...]:

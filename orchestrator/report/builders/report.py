@@ -273,6 +273,7 @@ def _latency(device: DeviceResult, model: ModelResult, baseline: str | None,
         flagged_runs=flagged,
         cold_load_ms=model.cold_load_ms,
         p50_ci=p50_ci,
+        first_execution_ms=model.first_execution_ms,
     )
 
 

@@ -115,6 +115,7 @@ class DeviceLatency:
     flagged_runs: tuple[FlaggedRun, ...] = ()
     cold_load_ms: float | None = None
     p50_ci: Interval | None = None  # the p50's own bootstrap interval over process runs (builders/ratios.py)
+    first_execution_ms: float | None = None  # the first execution in a fresh process, p50 over process runs
 
 
 @dataclass(frozen=True)

@@ -149,7 +149,7 @@ def model_section(view: RunView, m: ModelSection) -> Section:
 
 
 LATENCY_HEADERS = ("device", "runs", "p50 ms", "p90 ms", "spread in a run", "between runs", "untraced p50",
-                   "tracer cost", "load p50 ms", "verified")
+                   "tracer cost", "load p50 ms", "first execution p50 ms", "verified")
 
 
 def _tracer_title(tracer: TracerOverhead | None) -> str:
@@ -170,13 +170,15 @@ def latency_table(report: Report, m: ModelSection) -> Table:
             text(strong(d.device) if d.fastest else d.device), text(str(d.runs)), text(fmt_ms(d.p50_ms)), text(fmt_ms(d.p90_ms)),
             text(fmt_percent(d.within_spread)), text(fmt_percent(d.between_spread)), text(fmt_ms(d.untraced_p50_ms)),
             text(Span(overhead, title=_tracer_title(tracer))), text(load),
+            text(Span(fmt_ms(d.first_execution_ms),
+                      title="the first execution in a fresh process (its first warmup), p50 over process runs")),
             text(badge(d.verification, {"pass": "good", "fail": "bad"}.get(d.verification, "info"),
                        d.verification_detail)),
             text("baseline" if d.device == report.baseline else ratio(d.ratio)), text(interval(d.ratio_ci)),
             _badges(d),
         ))
     headers = (*LATENCY_HEADERS, f"p50 / {report.baseline or '-'}", "95% interval", "flags")
-    return Table(headers, tuple(rows), (False, *([True] * 8), False, True, True, False))
+    return Table(headers, tuple(rows), (False, *([True] * 9), False, True, True, False))
 
 
 def _badges(d: DeviceLatency) -> Text:

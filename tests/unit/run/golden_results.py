@@ -43,7 +43,7 @@ def rich_job() -> Job:
                    calibration_before_ms=15.0, calibration_after_ms=16.0, flag=RunFlag.INTERFERED, slowdown=0.25,
                    runner_ms=30.0, step_ms=80.0,
                    contention=Contention((0.01, 0.5, 0.02), cpu_ms=5.25, wall_ms=5.75, involuntary_switches=3, migrations=1,
-                                         threads=2, read_ms=0.125)),
+                                         threads=2, read_ms=0.125), warmup_ms=(4.5, 1.75, 1.5)),
         ProcessRun("e2e-1", False, (1.0, 1.25)),
     )
     model = ModelResult("m", ModelStatus.PARTIAL, runs, Verification(VerificationStatus.FAIL, "max diff 0.5", 0.5, 2),

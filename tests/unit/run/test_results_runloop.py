@@ -42,3 +42,19 @@ def test_manifest_without_the_new_fields_still_loads() -> None:
     old = {"label": "run-1", "traced": True, "execute_ms": [1.0], "load_ms": 2.0}
     run = ProcessRun.from_dict(old)
     assert run.cold is False and run.peak_rss_kb is None and run.flag is None
+
+
+def test_the_first_execution_in_a_process_is_the_p50_of_the_runs_first_warmups() -> None:
+    """Since issue 37 the runner times its warmups; the first one is a fresh process's first call (caches cold,
+    the threadpool's first wake-up): the job gives its p50 over process runs, and older runs without it none."""
+    from orchestrator.report.terminal.summary import wall_clock_lines
+
+    runs = (ProcessRun("run-1", True, (1.0, 1.1), warmup_ms=(3.0, 1.2)), ProcessRun("run-2", True, (1.0,), warmup_ms=(5.0,)),
+            ProcessRun("e2e-1", False, (0.9,), warmup_ms=(4.0, 1.0)), ProcessRun("run-3", True, (1.0,)))
+    model = ModelResult("m", ModelStatus.OK, runs)
+    assert model.first_execution_ms == 4.0 and model.summary()["first_execution_ms_p50"] == 4.0
+    assert ModelResult("m", ModelStatus.OK, (ProcessRun("run-1", True, (1.0,)),)).first_execution_ms is None
+    job = Job("id", JobStatus.OK, "now", JobConfig(("d",), ("m.py",), "xnnpack"),
+              devices=(DeviceResult("d", "adb", "host", DeviceStatus.OK, models=(model,)),))
+    (line,) = wall_clock_lines(job)
+    assert "first execution in a process p50 4.0000 ms" in line
