@@ -58,8 +58,11 @@ class FakeAdbServer:
                 conn, _ = self.listener.accept()
             except OSError:
                 return
-            size = int(conn.recv(4), 16)
-            request = conn.recv(size)
+            header = conn.recv(4)
+            if len(header) < 4:  # a client that connected and left (a deadline hit): keep serving the others
+                conn.close()
+                continue
+            request = conn.recv(int(header, 16))
             self.requests.append(request)
             with self.lock:
                 if not self.answer:
