@@ -88,8 +88,9 @@ def wall_clock_lines(job: Job) -> list[str]:
             line += f"; method load p50 {fmt_ms(percentile(model.warm_load_ms, 50))} ms"
         if model.cold_load_ms is not None:
             line += f" (cold {fmt_ms(model.cold_load_ms)} ms)"
-        if model.first_execution_ms is not None:
-            line += f"; first execution in a process p50 {fmt_ms(model.first_execution_ms)} ms"
+        if model.first_execution_ms is not None:  # an LLM's warmups are whole generations
+            call = "generation" if any(r.llm is not None for r in model.runs) else "execution"
+            line += f"; first {call} in a process p50 {fmt_ms(model.first_execution_ms)} ms"
         memory = [f"{label} {format_bytes(value)}" for label, value in (
             ("peak RSS", model.peak_rss_kb * 1024 if model.peak_rss_kb is not None else None),
             ("PSS", model.pss_kb * 1024 if model.pss_kb is not None else None),
