@@ -163,7 +163,8 @@ class ModelResult:
     @property
     def first_execution_ms(self) -> float | None:
         """The first execution in a fresh process (its first warmup: caches cold, the threadpool's first wake-up),
-        p50 over the process runs that timed one; None without warmups or from older runners."""
+        p50 over the process runs that timed one (an LLM's: its first generation); None without warmups or from
+        older runners."""
         firsts = [r.warmup_ms[0] for r in self.runs if r.warmup_ms]
         return median(firsts)
 
