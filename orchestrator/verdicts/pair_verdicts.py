@@ -52,10 +52,15 @@ class OpVerdict:
     # statistic's, named by the comparison's `statistic`)
     figures: tuple[SideFigures | None, SideFigures | None] = field(default=(None, None), metadata=SKIP)
 
-    # the estimate's keys after the op's own: one flat row per op (verdicts.json `pairs.*.ops`)
-    LAYOUT: ClassVar[Layout] = Layout(raw_floats=True, order=(
+    # the estimate's keys after the op's own: one flat row per op (verdicts.json `pairs.*.ops`), then each side's
+    # p50 and trimmed mean (`figures`, as a pair's)
+    LAYOUT: ClassVar[Layout] = Layout(raw_floats=True, derived=(("figures", "side_figures"),), order=(
         "event_block", "event_index", "event_name", "op", "op_basis", "verdict", "p_adjusted", "module_path",
         "source_line", "detectable", "could_not_judge", "held"))
+
+    @property
+    def side_figures(self) -> Figures:
+        return Figures(*self.figures)
 
 
 @dataclass(frozen=True)

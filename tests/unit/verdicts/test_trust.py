@@ -208,6 +208,7 @@ def test_tables_show_each_sides_p50_and_the_judging_statistics_ratio() -> None:
     op_a, op_b = pair.ops[0].figures
     assert op_a is not None and op_b is not None and op[4:6] == [op_a.p50_ms, op_b.p50_ms]
     assert abs(op_a.p50_ms - 0.5) < 0.01
+    assert encode(pair)["ops"][0]["figures"]["a"]["p50_ms"] == op_a.p50_ms  # the JSON gives both, per op too
     table = verdict_table(comparison)
     assert "A and B: the p50 of each side's clean executions" in table and "ratio B/A of the mean" in table
 
