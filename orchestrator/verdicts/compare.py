@@ -81,8 +81,9 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
         if side.missing is not None:
             return PairVerdict(verdict=Verdict.NO_DATA, reason=f"{which} ({side.source}): {side.missing}",
                                blame=side.blame, **base)
+    together = one_job(a, b)
     est = estimate(a.e2e, b.e2e, confidence=settings.confidence, resamples=settings.resamples, seed=settings.seed,
-                   center=settings.center, interleaved=one_job(a, b))
+                   center=settings.center, interleaved=together)
     if est is None:
         return PairVerdict(verdict=Verdict.NO_DATA, reason="no end-to-end samples", blame=Blame.INFRASTRUCTURE, **base)
     separate = settings.job_shift > 0 and _separate_jobs(a, b, noise)
@@ -90,10 +91,10 @@ def compare_sides(a: Side, b: Side, settings: VerdictSettings = DEFAULT_SETTINGS
     # Sides of one interleaved job (run --ab, a night's confirmation) ran under the same load by construction:
     # shares that differ there are the programs' (a longer execution is preempted more often), not the load's,
     # and the rule that sends a pair to `run --ab` must not refuse run --ab's own verdict.
-    loads = (None, None) if one_job(a, b) else (a.load, b.load)
+    loads = (None, None) if together else (a.load, b.load)
     trust = judged(decide(est, est.p_value, threshold, settings.alpha, settings.threshold), est,
                    settings.threshold, settings.alpha, settings.confidence, loads, settings.noise_floor)
-    stepped = states is not None and not one_job(a, b)  # separate jobs, measured floor or not: none covers a state
+    stepped = states is not None and not together  # separate jobs, measured floor or not: none covers a state
     if stepped:
         states = device_states(states, ((a.source, run_medians(a.e2e)), (b.source, run_medians(b.e2e))))
         trust = state_step(trust, est, threshold, states)

@@ -123,7 +123,7 @@ def pair_sentence(view: ComparisonView, pair: PairVerdict) -> Text:
                          " by run ", code(confirmation.confirm_run))
     a_p50, b_p50 = p50s(pair.figures)
     return text(name, ": ", verdict, " ", size, "baseline ", _baseline(view, pair), f" {interval(ci)} (p50 "
-                f"{_ms(a_p50)} -> {_ms(b_p50)} ms, p {est.p_value:.3g}, "
+                f"{fmt_ms(a_p50)} -> {fmt_ms(b_p50)} ms, p {est.p_value:.3g}, "
                 f"{est.runs_a}/{est.runs_b} runs)",
                 *(text("; ", metric_clause(m, ci.level)) for m in pair.metrics), confirmed, _unlike_clause(pair),
                 _accuracy_clause(pair), ".")
@@ -178,10 +178,6 @@ def _baseline(view: ComparisonView, pair: PairVerdict) -> Span:
     return link(pair.source_a, href) if href else code(pair.source_a or "-")
 
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else fmt_ms(value)
-
-
 def _verdict_row(view: ComparisonView, pair: PairVerdict) -> tuple[Text, ...]:
     est = pair.estimate
     confirmation = view.confirmation(pair.device, pair.model_b)
@@ -193,8 +189,8 @@ def _verdict_row(view: ComparisonView, pair: PairVerdict) -> tuple[Text, ...]:
     figures: tuple[Text, ...] = (text("-"),) * 6
     if est is not None:
         a_p50, b_p50 = p50s(pair.figures)
-        figures = (text(f"{est.ratio:.3f}x"), text(f"[{est.ci_low:.3f}, {est.ci_high:.3f}]"), text(_ms(a_p50)),
-                   text(_ms(b_p50)), text(f"{est.p_value:.3g}"), text(f"{est.runs_a}/{est.runs_b}"))
+        figures = (text(f"{est.ratio:.3f}x"), text(f"[{est.ci_low:.3f}, {est.ci_high:.3f}]"), text(fmt_ms(a_p50)),
+                   text(fmt_ms(b_p50)), text(f"{est.p_value:.3g}"), text(f"{est.runs_a}/{est.runs_b}"))
     return (text(pair.device), text(pair.model), verdict, *figures,
             text(pair.noise.describe() if pair.noise else "-"), text(_baseline(view, pair)), confirmed)
 
